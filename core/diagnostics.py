@@ -1,0 +1,89 @@
+"""User-facing errors: a location, a message, the source line - never a traceback.
+
+Every ccopt tool turns a bad input (malformed IR, a placement the verifier rejects, a pass asked to
+do something illegal, a missing file, a wrong input array) into one of these and exits 1. The
+format is MLIR's: `file:line:col: error: message`, then the source line and a caret.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException
+
+
+@dataclass
+class SourceText:
+    """A source file (or one `// -----` chunk of it) and where its lines start."""
+
+    name: str
+    text: str
+    line_offset: int = 0
+    _starts: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        starts = [0]
+        find = self.text.find
+        pos = find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+        self._starts = starts
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line (including the chunk's offset) and column of a character offset."""
+        index = bisect_right(self._starts, offset) - 1
+        return index + 1 + self.line_offset, offset - self._starts[index] + 1
+
+    def line_text(self, line: int) -> str | None:
+        index = line - 1 - self.line_offset
+        if not 0 <= index < len(self._starts):
+            return None
+        end = self.text.find("\n", self._starts[index])
+        return self.text[self._starts[index] : end if end != -1 else len(self.text)]
+
+
+class CcoptError(Exception):
+    """An error in the user's input, reported without a traceback."""
+
+    def render(self, source: SourceText | None = None) -> str:
+        return f"error: {self}"
+
+
+class LocatedError(CcoptError):
+    """An error at a known file position."""
+
+    def __init__(self, message: str, file: str, line: int, col: int):
+        super().__init__(message)
+        self.message, self.file, self.line, self.col = message, file, line, col
+
+    def render(self, source: SourceText | None = None) -> str:
+        out = f"{self.file}:{self.line}:{self.col}: error: {self.message}"
+        text = source.line_text(self.line) if source is not None else None
+        if text is not None:
+            out += f"\n{text}\n{' ' * (self.col - 1)}^"
+        return out
+
+
+class OpError(CcoptError, DiagnosticException):
+    """An error about an operation (verifier or pass); located by the op's source location."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op, self.message = op, message
+
+    def render(self, source: SourceText | None = None) -> str:
+        text = f"'{self.op.name}' op {self.message}"
+        loc = self.op.location
+        if isinstance(loc, FileLineColLoc):
+            located = LocatedError(text, loc.filename.data, loc.line.data, loc.column.data)
+            return located.render(source)
+        return f"error: {text}"
+
+
+def first_line(exc: BaseException) -> str:
+    """The message of an xDSL exception without the IR dump xDSL attaches as notes."""
+    return str(exc).strip()

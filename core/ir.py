@@ -1,0 +1,70 @@
+"""Reading and checking ccopt IR: the context, a parser that records op locations, a verifier
+that reports the failing op.
+
+xDSL's parser leaves ops without locations and its verifier raises with the whole module attached;
+ccopt users need `file:line:col` of the op at fault, so both are wrapped here.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from ccopt.diagnostics import LocatedError, OpError, SourceText, first_line
+
+
+def make_context(allow_unregistered: bool = False) -> Context:
+    """A context that knows xDSL's dialects and ccopt's, all loaded on first use."""
+    from xdsl.universe import Universe
+
+    from ccopt.dialects import DIALECTS
+
+    ctx = Context(allow_unregistered=allow_unregistered)
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        if name not in DIALECTS:
+            ctx.register_dialect(name, factory)
+    for name, factory in DIALECTS.items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+class LocatingParser(Parser):
+    """A parser that stamps every op it reads with its `file:line:col` (MLIR does the same)."""
+
+    def __init__(self, ctx: Context, source: SourceText):
+        super().__init__(ctx, source.text, source.name)
+        self.source = source
+        self._filename = StringAttr(source.name)
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            line, col = self.source.line_col(start)
+            op.location = FileLineColLoc(self._filename, IntAttr(line), IntAttr(col))
+        return op
+
+
+def parse_module(ctx: Context, source: SourceText) -> ModuleOp:
+    """Parse a module; a syntax error becomes a LocatedError."""
+    parser = LocatingParser(ctx, source)
+    try:
+        return parser.parse_module()
+    except ParseError as e:
+        line, col = source.line_col(e.span.start)
+        raise LocatedError(e.msg, source.name, line, col) from None
+    except VerifyException as e:  # an attribute rejected its parameters while being parsed
+        line, col = source.line_col(parser.pos)
+        raise LocatedError(first_line(e), source.name, line, col) from None
+
+
+def verify_module(module: Operation) -> None:
+    """Verify every op, innermost first as xDSL does; the first failure becomes an OpError."""
+    for op in module.walk(reverse=False):
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as e:
+            raise OpError(op, first_line(e).removeprefix("Operation does not verify: ")) from None

@@ -1,0 +1,23 @@
+"""ccopt's dialects, by name, each loaded on first use (start-up stays fast)."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def _dtensor() -> Dialect:
+    from ccopt.dialects.dtensor import Dtensor
+
+    return Dtensor
+
+
+def _coll() -> Dialect:
+    from ccopt.dialects.coll import Coll
+
+    return Coll
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "dtensor": _dtensor,
+    "coll": _coll,
+}

@@ -1,0 +1,540 @@
+"""The coll dialect: collectives as placement conversions over mesh axes (L1).
+
+Each op changes the placements of its operand on a set of mesh axes (`over [dp, tp]`, in mesh
+order) and leaves the other axes alone:
+
+| op | on each listed axis |
+|---|---|
+| `coll.all_reduce` | `P(op) -> R` |
+| `coll.reduce_scatter` | `P(op) -> S(dim)` |
+| `coll.all_gather` | `S(d) -> R` |
+| `coll.all_to_all` | `S(d) -> S(dim)` |
+| `coll.slice` | `R -> S(dim)` (local, no traffic) |
+| `coll.broadcast` | `R`, `P` or `V -> R`: every rank gets the root's local value |
+| `coll.reduce` | `P(op) -> P(op)`: the root holds the reduction, the others the identity |
+| `coll.shift` | `V` or `R -> V`: rank c receives from rank c - offset (pipeline stages) |
+
+```mlir
+%r = coll.all_reduce sum %g over [tp] algorithm ring : !dtensor.tensor<1024xf32, @m[P(sum)]> -> !dtensor.tensor<1024xf32, @m[R]>
+```
+Verifiers check the transition and name the operand placement that does not fit.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from math import prod
+from typing import ClassVar
+
+from ccopt.dialects.dtensor import verify_mesh_types
+from ccopt.dialects.dtensor_type import (
+    DTensorType,
+    MeshAxesAttr,
+    PartialAttr,
+    Placement,
+    R,
+    ReductionKind,
+    ReductionKindAttr,
+    ReplicatedAttr,
+    SplitAttr,
+    V,
+    VaryingAttr,
+)
+from ccopt.dialects.inference import InferenceError
+from ccopt.mesh import Mesh
+from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr, i64
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+
+class Algorithm(StrEnum):
+    """Which algorithm implements a collective (a hint for backends and the cost model)."""
+
+    RING = "ring"
+    TREE = "tree"
+    DIRECT = "direct"
+    HALVING_DOUBLING = "halving_doubling"
+    HIERARCHICAL = "hierarchical"
+
+
+@irdl_attr_definition
+class AlgorithmAttr(EnumAttribute[Algorithm], SpacedOpaqueSyntaxAttribute):
+    name = "coll.algorithm"
+
+
+def group_axes(mesh: Mesh, axes: Sequence[str]) -> tuple[int, ...]:
+    """Mesh indices of `axes`, which must exist, be distinct and follow mesh order."""
+    if not axes:
+        raise InferenceError("a collective needs at least one mesh axis")
+    indices: list[int] = []
+    for a in axes:
+        if a not in mesh.axis_names:
+            raise InferenceError(
+                f"mesh @{mesh.name} has no axis '{a}' (axes: {', '.join(mesh.axis_names)})"
+            )
+        indices.append(mesh.axis_index(a))
+    if len(set(indices)) != len(indices):
+        raise InferenceError(f"mesh axis listed twice in {list(axes)}")
+    if indices != sorted(indices):
+        raise InferenceError(
+            f"mesh axes {list(axes)} must be listed in mesh order {list(mesh.axis_names)}"
+        )
+    return tuple(indices)
+
+
+def check_split_nesting(
+    t: DTensorType, dim: int, group: Sequence[int], mesh: Mesh, op: str
+) -> None:
+    """A collective that splits or unsplits `dim` on `group` must nest inside the other axes that
+    split `dim`: those come first in mesh order and the sizes divide, so that the group's blocks
+    are the mesh-order composite blocks."""
+    others = [a for a, p in enumerate(t.placement_list) if a not in group and p.split_dim == dim]
+    if not others:
+        return
+    if max(others) > min(group):
+        raise InferenceError(
+            f"'{op}' over '{mesh.axis_names[min(group)]}' changes the split of dimension {dim}, "
+            f"which the inner mesh axis '{mesh.axis_names[max(others)]}' also splits"
+        )
+    parts = prod(mesh.axis_sizes[a] for a in (*others, *group))
+    size = t.get_shape()[dim]
+    if size % parts:
+        raise InferenceError(
+            f"'{op}' on dimension {dim} of size {size}, also split by mesh axis "
+            f"'{mesh.axis_names[others[0]]}', needs the size divisible by {parts}"
+        )
+
+
+class CollectiveOp(IRDLOperation, ABC):
+    """A placement conversion of `input` over the mesh axes `axes`.
+
+    Subclasses say what happens on one listed axis (`convert`) and what else the mesh must allow
+    (`check`); both read the op's properties from a mapping, so that a builder can infer the result
+    type before the op exists and a verifier can re-infer it afterwards.
+    """
+
+    input = operand_def(DTensorType)
+    result = result_def(DTensorType)
+    axes = prop_def(MeshAxesAttr)
+    algorithm = opt_prop_def(AlgorithmAttr)
+    chunks = opt_prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+
+    OPTIONS_FORMAT: ClassVar[str] = (
+        "(`algorithm` $algorithm^)? (`chunks` $chunks^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axes: Sequence[str],
+        properties: dict[str, Attribute],
+        algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
+    ):
+        v = SSAValue.get(input)
+        props = {**properties, "axes": MeshAxesAttr(axes)}
+        if algorithm is not None:
+            props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
+        if chunks is not None:
+            props["chunks"] = IntegerAttr(chunks, i64)
+        if not isinstance(v.type, DTensorType):
+            raise VerifyException(f"'{self.name}' needs a !dtensor.tensor operand, got {v.type}")
+        try:
+            result_type = self.infer(v.type, props, mesh)
+        except InferenceError as e:
+            raise VerifyException(e.located(mesh.axis_names)) from None
+        super().__init__(operands=[v], result_types=[result_type], properties=props)
+
+    @classmethod
+    @abstractmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        """The result placement on one listed axis, or raise InferenceError."""
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        """Checks that need the whole type and the mesh."""
+
+    @classmethod
+    def result_shape(cls, props: Mapping[str, Attribute], t: DTensorType) -> DTensorType:
+        return t
+
+    @classmethod
+    def infer(cls, t: DTensorType, props: Mapping[str, Attribute], mesh: Mesh) -> DTensorType:
+        axes = props["axes"]
+        assert isinstance(axes, MeshAxesAttr)
+        group = group_axes(mesh, axes.names)
+        placements = list(t.placement_list)
+        for a in group:
+            try:
+                placements[a] = cls.convert(props, placements[a])
+            except InferenceError as e:
+                raise InferenceError(e.message, a) from None
+        cls.check(props, t, group, mesh)
+        return cls.result_shape(props, t).with_placements(placements)
+
+    def group(self, mesh: Mesh) -> tuple[int, ...]:
+        """Mesh indices of the axes this collective spans."""
+        return group_axes(mesh, self.axes.names)
+
+    def verify_(self) -> None:
+        if self.chunks is not None and self.chunks.value.data < 1:
+            raise VerifyException(f"chunks must be >= 1, got {self.chunks.value.data}")
+        mesh = verify_mesh_types(self)
+        if mesh is None:
+            return
+        t = self.input.type
+        assert isinstance(t, DTensorType)
+        try:
+            expected = self.infer(t, self.properties, mesh)
+        except InferenceError as e:
+            raise VerifyException(e.located(mesh.axis_names)) from None
+        if self.result.type != expected:
+            raise VerifyException(
+                f"result type {self.result.type} does not match the inferred type {expected}"
+            )
+
+
+def _int(props: Mapping[str, Attribute], name: str) -> int:
+    attr = props[name]
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
+
+
+def _reduction(props: Mapping[str, Attribute]) -> ReductionKind:
+    attr = props["kind"]
+    assert isinstance(attr, ReductionKindAttr)
+    return attr.data
+
+
+def _kind_prop(kind: ReductionKind | str) -> dict[str, Attribute]:
+    return {"kind": ReductionKindAttr(ReductionKind(kind))}
+
+
+def _require_partial(placement: Placement, kind: ReductionKind) -> None:
+    if not isinstance(placement, PartialAttr):
+        raise InferenceError(f"operand #0 must be partial P({kind.value}), got {placement.short}")
+    if placement.partial_kind != kind:
+        raise InferenceError(f"reduces with {kind.value} but operand #0 is {placement.short}")
+
+
+def _require_split(placement: Placement) -> None:
+    if not isinstance(placement, SplitAttr):
+        raise InferenceError(f"operand #0 must be split S(d), got {placement.short}")
+
+
+def _check_dim(t: DTensorType, dim: int) -> None:
+    if not 0 <= dim < t.rank:
+        raise InferenceError(f"dimension {dim} is out of range for operand #0 of rank {t.rank}")
+
+
+def _check_root(root: int, size: int) -> None:
+    if not 0 <= root < size:
+        raise InferenceError(f"root {root} is not a rank of a group of {size}")
+
+
+def _common_split(t: DTensorType, group: Sequence[int]) -> int:
+    dims = {t.placement_list[a].split_dim for a in group}
+    if len(dims) != 1:
+        got = ", ".join(t.placement_list[a].short for a in group)
+        raise InferenceError(
+            f"operand #0 must be split along one dimension on all listed axes, got {got}"
+        )
+    (d,) = dims
+    assert d is not None
+    return d
+
+
+@irdl_op_definition
+class AllReduceOp(CollectiveOp):
+    """Every rank of each group gets the reduction of the group's partial values."""
+
+    name = "coll.all_reduce"
+    kind = prop_def(ReductionKindAttr)
+    assembly_format = "$kind $input `over` $axes " + CollectiveOp.OPTIONS_FORMAT
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axes: Sequence[str],
+        kind: ReductionKind | str = ReductionKind.SUM,
+        algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
+    ):
+        super().__init__(input, mesh, axes, _kind_prop(kind), algorithm, chunks)
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        _require_partial(placement, _reduction(props))
+        return R
+
+
+@irdl_op_definition
+class ReduceScatterOp(CollectiveOp):
+    """Rank c of each group gets block c (along `dim`) of the group's reduction."""
+
+    name = "coll.reduce_scatter"
+    kind = prop_def(ReductionKindAttr)
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = "$kind $input `over` $axes `dim` $dim " + CollectiveOp.OPTIONS_FORMAT
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axes: Sequence[str],
+        dim: int,
+        kind: ReductionKind | str = ReductionKind.SUM,
+        algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
+    ):
+        props = {**_kind_prop(kind), "dim": IntegerAttr(dim, i64)}
+        super().__init__(input, mesh, axes, props, algorithm, chunks)
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        _require_partial(placement, _reduction(props))
+        return SplitAttr(_int(props, "dim"))
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        _check_dim(t, _int(props, "dim"))
+        check_split_nesting(t, _int(props, "dim"), group, mesh, cls.name)
+
+
+@irdl_op_definition
+class AllGatherOp(CollectiveOp):
+    """Every rank of each group gets the concatenation of the group's blocks."""
+
+    name = "coll.all_gather"
+    assembly_format = "$input `over` $axes " + CollectiveOp.OPTIONS_FORMAT
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axes: Sequence[str],
+        algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
+    ):
+        super().__init__(input, mesh, axes, {}, algorithm, chunks)
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        _require_split(placement)
+        return R
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        check_split_nesting(t, _common_split(t, group), group, mesh, cls.name)
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveOp):
+    """Re-split: the blocks along the operand's split dimension become blocks along `dim`."""
+
+    name = "coll.all_to_all"
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = "$input `over` $axes `dim` $dim " + CollectiveOp.OPTIONS_FORMAT
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axes: Sequence[str],
+        dim: int,
+        algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
+    ):
+        super().__init__(input, mesh, axes, {"dim": IntegerAttr(dim, i64)}, algorithm, chunks)
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        _require_split(placement)
+        dim = _int(props, "dim")
+        if placement.split_dim == dim:
+            raise InferenceError(f"operand #0 is already {placement.short}: nothing to re-split")
+        return SplitAttr(dim)
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        dim = _int(props, "dim")
+        _check_dim(t, dim)
+        check_split_nesting(t, _common_split(t, group), group, mesh, cls.name)
+        check_split_nesting(t, dim, group, mesh, cls.name)
+
+
+@irdl_op_definition
+class SliceOp(CollectiveOp):
+    """Each rank keeps its block of a replicated value: local, no communication."""
+
+    name = "coll.slice"
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = "$input `over` $axes `dim` $dim " + CollectiveOp.OPTIONS_FORMAT
+
+    def __init__(self, input: SSAValue | Operation, mesh: Mesh, axes: Sequence[str], dim: int):
+        super().__init__(input, mesh, axes, {"dim": IntegerAttr(dim, i64)})
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        if not isinstance(placement, ReplicatedAttr):
+            raise InferenceError(f"operand #0 must be replicated R, got {placement.short}")
+        return SplitAttr(_int(props, "dim"))
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        _check_dim(t, _int(props, "dim"))
+        check_split_nesting(t, _int(props, "dim"), group, mesh, cls.name)
+
+
+@irdl_op_definition
+class BroadcastOp(CollectiveOp):
+    """Every rank of each group gets the local value of the group's rank `root`."""
+
+    name = "coll.broadcast"
+    root = prop_def(IntegerAttr[I64])
+    assembly_format = "$input `over` $axes `root` $root " + CollectiveOp.OPTIONS_FORMAT
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axes: Sequence[str],
+        root: int = 0,
+        algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
+    ):
+        super().__init__(input, mesh, axes, {"root": IntegerAttr(root, i64)}, algorithm, chunks)
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        if isinstance(placement, SplitAttr):
+            raise InferenceError(
+                f"operand #0 must be full-shaped (R, P or V), got {placement.short}"
+            )
+        return R
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        _check_root(_int(props, "root"), mesh.group_size(group))
+
+
+@irdl_op_definition
+class ReduceOp(CollectiveOp):
+    """The group's rank `root` gets the reduction and the others the reduction's identity, so the
+    value stays P(op) with the same logical value."""
+
+    name = "coll.reduce"
+    kind = prop_def(ReductionKindAttr)
+    root = prop_def(IntegerAttr[I64])
+    assembly_format = "$kind $input `over` $axes `root` $root " + CollectiveOp.OPTIONS_FORMAT
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axes: Sequence[str],
+        root: int = 0,
+        kind: ReductionKind | str = ReductionKind.SUM,
+        algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
+    ):
+        props = {**_kind_prop(kind), "root": IntegerAttr(root, i64)}
+        super().__init__(input, mesh, axes, props, algorithm, chunks)
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        _require_partial(placement, _reduction(props))
+        return placement
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        _check_root(_int(props, "root"), mesh.group_size(group))
+
+
+@irdl_op_definition
+class ShiftOp(CollectiveOp):
+    """Point-to-point along one axis: rank c sends to rank c + offset (pipeline stages). Ranks
+    with no sender receive zeros unless `cyclic`. The sends and receives form one grouped
+    exchange, so no rank order can deadlock."""
+
+    name = "coll.shift"
+    offset = prop_def(IntegerAttr[I64])
+    cyclic = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$input `over` $axes `by` $offset (`cyclic` $cyclic^)? " + CollectiveOp.OPTIONS_FORMAT
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        mesh: Mesh,
+        axis: str,
+        offset: int = 1,
+        cyclic: bool = False,
+    ):
+        props: dict[str, Attribute] = {"offset": IntegerAttr(offset, i64)}
+        if cyclic:
+            props["cyclic"] = UnitAttr()
+        super().__init__(input, mesh, [axis], props)
+
+    @classmethod
+    def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
+        if not isinstance(placement, VaryingAttr | ReplicatedAttr):
+            raise InferenceError(
+                f"moves whole per-rank values: operand #0 must be V or R, got {placement.short}"
+            )
+        return V
+
+    @classmethod
+    def check(
+        cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
+    ) -> None:
+        if len(group) != 1:
+            raise InferenceError(f"works along exactly one mesh axis, got {len(group)}")
+
+
+Coll = Dialect(
+    "coll",
+    [
+        AllReduceOp,
+        ReduceScatterOp,
+        AllGatherOp,
+        AllToAllOp,
+        SliceOp,
+        BroadcastOp,
+        ReduceOp,
+        ShiftOp,
+    ],
+    [AlgorithmAttr],
+)

@@ -1,0 +1,353 @@
+"""The distributed tensor type and its placements, shared by every ccopt dialect.
+
+A `!dtensor.tensor<8x16xf32, @m[S(0), R]>` is a *global* (logical) tensor on mesh `@m` with one
+placement per mesh axis (see `../shared/reference/semantics.md`):
+
+* `S(d)` - split: the rank holds ceil-div block `c_a` of dimension `d`;
+* `R` - replicated: every rank along the axis holds the whole value;
+* `P(op)` - partial: every rank holds a full-shaped value and the logical value is their
+  `op`-reduction (`sum`, `max`, `min`, `prod`);
+* `V` - varying: every rank along the axis holds its own value and nothing combines them. Pipeline
+  stage axes carry it: a stage's activation is not a slice, a copy or a partial of anything.
+
+The mesh is referenced by symbol; its axis sizes live on the `dtensor.mesh` op.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+
+from ccopt.mesh import Mesh, local_slices
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    ContainerType,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntAttr,
+    ShapedType,
+    StringAttr,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+
+class ReductionKind(StrEnum):
+    """How partial values combine; also the reduction of collectives."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+
+
+@irdl_attr_definition
+class ReductionKindAttr(EnumAttribute[ReductionKind], SpacedOpaqueSyntaxAttribute):
+    name = "dtensor.reduction"
+
+
+class Placement(ParametrizedAttribute, ABC):
+    """How one mesh axis distributes a tensor."""
+
+    @property
+    @abstractmethod
+    def short(self) -> str:
+        """The compact spelling used inside the tensor type (`S(0)`, `R`, `P(sum)`, `V`)."""
+
+    @property
+    def split_dim(self) -> int | None:
+        return None
+
+    @property
+    def partial_kind(self) -> ReductionKind | None:
+        return None
+
+
+@irdl_attr_definition
+class SplitAttr(Placement):
+    """`S(d)`: the axis splits tensor dimension `d` into ceil-div blocks."""
+
+    name = "dtensor.split"
+    dim: IntAttr
+
+    def __init__(self, dim: int | IntAttr):
+        super().__init__(IntAttr(dim) if isinstance(dim, int) else dim)
+
+    @property
+    def short(self) -> str:
+        return f"S({self.dim.data})"
+
+    @property
+    def split_dim(self) -> int:
+        return self.dim.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (IntAttr(parser.parse_integer(allow_negative=False, allow_boolean=False)),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.dim.data}>")
+
+
+@irdl_attr_definition
+class ReplicatedAttr(Placement):
+    """`R`: every rank along the axis holds the whole value."""
+
+    name = "dtensor.replicated"
+
+    @property
+    def short(self) -> str:
+        return "R"
+
+
+@irdl_attr_definition
+class PartialAttr(Placement):
+    """`P(op)`: the logical value is the `op`-reduction of the ranks' full-shaped values."""
+
+    name = "dtensor.partial"
+    kind: ReductionKindAttr
+
+    def __init__(self, kind: ReductionKind | str | ReductionKindAttr = ReductionKind.SUM):
+        if not isinstance(kind, ReductionKindAttr):
+            kind = ReductionKindAttr(ReductionKind(kind))
+        super().__init__(kind)
+
+    @property
+    def short(self) -> str:
+        return f"P({self.kind.data.value})"
+
+    @property
+    def partial_kind(self) -> ReductionKind:
+        return self.kind.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (ReductionKindAttr(parser.parse_str_enum(ReductionKind)),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.kind.data.value}>")
+
+
+@irdl_attr_definition
+class VaryingAttr(Placement):
+    """`V`: each rank along the axis holds its own value (pipeline stages)."""
+
+    name = "dtensor.varying"
+
+    @property
+    def short(self) -> str:
+        return "V"
+
+
+R = ReplicatedAttr()
+V = VaryingAttr()
+
+
+def S(dim: int) -> SplitAttr:
+    return SplitAttr(dim)
+
+
+def P(kind: ReductionKind | str = ReductionKind.SUM) -> PartialAttr:
+    return PartialAttr(kind)
+
+
+def parse_placement(parser: AttrParser) -> Placement:
+    """Parse one compact placement: `S(d)`, `R`, `P(kind)` or `V`."""
+    pos = parser.pos
+    word = parser.parse_identifier("placement (S(d), R, P(kind) or V)")
+    if word == "R":
+        return R
+    if word == "V":
+        return V
+    if word == "S":
+        with parser.in_parens():
+            return SplitAttr(parser.parse_integer(allow_negative=False, allow_boolean=False))
+    if word == "P":
+        with parser.in_parens():
+            return PartialAttr(parser.parse_str_enum(ReductionKind))
+    parser.raise_error(
+        f"unknown placement '{word}'; expected S(d), R, P(kind) or V", pos, parser.pos
+    )
+
+
+def format_placements(placements: Iterable[Placement]) -> str:
+    return "[" + ", ".join(p.short for p in placements) + "]"
+
+
+ELEMENT_TYPES: tuple[Attribute, ...] = (
+    Float16Type(),
+    BFloat16Type(),
+    Float32Type(),
+    Float64Type(),
+    i1,
+    i32,
+    i64,
+)
+FLOAT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
+
+
+def is_float(element_type: Attribute) -> bool:
+    return isinstance(element_type, FLOAT_TYPES)
+
+
+def is_bool(element_type: Attribute) -> bool:
+    return element_type == i1
+
+
+@irdl_attr_definition
+class MeshAxesAttr(ParametrizedAttribute):
+    """An ordered set of mesh axes, by name: `[dp, tp]`."""
+
+    name = "dtensor.axes"
+    axes: ArrayAttr[StringAttr]
+
+    def __init__(self, axes: Iterable[str | StringAttr]):
+        super().__init__(ArrayAttr([StringAttr(a) if isinstance(a, str) else a for a in axes]))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.data for a in self.axes.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: StringAttr(parser.parse_identifier("mesh axis name"))
+        )
+        return (ArrayAttr(names),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("[" + ", ".join(self.names) + "]")
+
+
+@irdl_attr_definition
+class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerType[Attribute]):
+    """A global tensor on a device mesh with one placement per mesh axis."""
+
+    name = "dtensor.tensor"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    mesh: StringAttr
+    placements: ArrayAttr[Placement]
+
+    def __init__(
+        self,
+        shape: Iterable[int],
+        element_type: Attribute,
+        mesh: str | StringAttr,
+        placements: Iterable[Placement],
+    ):
+        super().__init__(
+            ArrayAttr([IntAttr(d) for d in shape]),
+            element_type,
+            StringAttr(mesh) if isinstance(mesh, str) else mesh,
+            ArrayAttr(tuple(placements)),
+        )
+
+    # --- ShapedType / ContainerType -------------------------------------------------------
+    def get_num_dims(self) -> int:
+        return len(self.shape.data)
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    def get_element_type(self) -> Attribute:
+        return self.element_type
+
+    # --- convenience ----------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @property
+    def mesh_name(self) -> str:
+        return self.mesh.data
+
+    @property
+    def placement_list(self) -> tuple[Placement, ...]:
+        return self.placements.data
+
+    def split_dims(self) -> tuple[int | None, ...]:
+        return tuple(p.split_dim for p in self.placements.data)
+
+    def with_placements(self, placements: Iterable[Placement]) -> DTensorType:
+        return DTensorType(self.get_shape(), self.element_type, self.mesh, placements)
+
+    def with_shape(self, shape: Iterable[int]) -> DTensorType:
+        return DTensorType(shape, self.element_type, self.mesh, self.placement_list)
+
+    def with_element_type(self, element_type: Attribute) -> DTensorType:
+        return DTensorType(self.get_shape(), element_type, self.mesh, self.placement_list)
+
+    def local_slices(self, mesh: Mesh, coords: Sequence[int]) -> tuple[slice, ...]:
+        """The block of the global value that the rank at `coords` holds (full extent on
+        R, P and V axes)."""
+        return local_slices(self.get_shape(), self.split_dims(), mesh.axis_sizes, coords)
+
+    def local_shape(self, mesh: Mesh, coords: Sequence[int]) -> tuple[int, ...]:
+        return tuple(s.stop - s.start for s in self.local_slices(mesh, coords))
+
+    def summary(self) -> str:
+        dims = "x".join(str(d) for d in self.get_shape())
+        return f"{dims}{'x' if dims else ''}{self.element_type} {format_placements(self.placement_list)}"
+
+    # --- syntax ---------------------------------------------------------------------------
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        start = parser.pos
+        with parser.in_angle_brackets():
+            dims, element_type = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            mesh = parser.parse_symbol_name()
+            placements = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parse_placement(parser)
+            )
+        params = (ArrayAttr([IntAttr(d) for d in dims]), element_type, mesh, ArrayAttr(placements))
+        try:
+            cls.check_parameters(dims, element_type, placements)
+        except VerifyException as e:
+            parser.raise_error(str(e), start, parser.pos)
+        return params
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        if self.shape.data:
+            printer.print_dimension_list(self.get_shape())
+            printer.print_string("x")
+        printer.print_attribute(self.element_type)
+        printer.print_string(f", @{self.mesh.data}")
+        printer.print_string(format_placements(self.placement_list))
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        self.check_parameters(self.get_shape(), self.element_type, self.placement_list)
+
+    @staticmethod
+    def check_parameters(
+        shape: Sequence[int], element_type: Attribute, placements: Sequence[Placement]
+    ) -> None:
+        if element_type not in ELEMENT_TYPES:
+            raise VerifyException(
+                f"element type {element_type} is not one of f16, bf16, f32, f64, i1, i32, i64"
+            )
+        if any(d < 0 for d in shape):
+            raise VerifyException(f"tensor dimensions must be static and non-negative, got {shape}")
+        if not placements:
+            raise VerifyException("a distributed tensor needs one placement per mesh axis")
+        for p in placements:
+            if p.split_dim is not None and p.split_dim >= len(shape):
+                raise VerifyException(
+                    f"placement {p.short} splits dimension {p.split_dim} of a rank-{len(shape)} tensor"
+                )

@@ -1,0 +1,160 @@
+"""`ccopt`: run pass pipelines on ccopt IR, like `xdsl-opt` / `mlir-opt`.
+
+It is xDSL's opt driver with ccopt's dialects and passes registered (lazily), MLIR-style located
+diagnostics instead of tracebacks, a `--help` that lists every pass, and atomic `-o` output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from ccopt.diagnostics import CcoptError, SourceText, first_line
+from ccopt.files import write_atomic
+from ccopt.ir import make_context, parse_module, verify_module
+
+SPLIT_MARKER = "// -----"
+
+
+def pass_summary(pass_class: type[ModulePass]) -> str:
+    doc = (pass_class.__doc__ or "").strip()
+    return doc.splitlines()[0].strip() if doc else ""
+
+
+class HelpWithPasses(argparse.Action):
+    """`--help` that also lists every pass with its summary (imported only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object):
+        super().__init__(option_strings, dest, nargs=0, help="show this help and every pass")
+        self.passes: dict[str, object] = {}
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from ccopt.passes import PASSES
+
+        lines = [parser.format_help(), "passes (use as -p 'name{option=value},other'):"]
+        width = max(len(n) for n in PASSES)
+        for name in sorted(PASSES):
+            lines.append(f"  {name:<{width}}  {pass_summary(PASSES[name]())}")
+        print("\n".join(lines))
+        parser.exit()
+
+
+class CcoptMain(xDSLOptMain):
+    """xDSL's opt driver, with ccopt's registries and error reporting."""
+
+    def __init__(self, args: Sequence[str] | None = None):
+        self.available_frontends = {}
+        self.available_passes = {}
+        self.available_targets = {}
+        self.ctx = make_context()
+        self.register_all_frontends()
+        self.register_all_passes()
+        self.register_all_targets()
+
+        parser = argparse.ArgumentParser(
+            prog="ccopt",
+            description="Optimize distributed deep-learning programs (ccopt IR) with pass pipelines.",
+            add_help=False,
+        )
+        parser.add_argument("-h", "--help", action=HelpWithPasses)
+        self.register_all_arguments(parser)
+        self.args = parser.parse_args(args=args)
+        target = self.args.target.split("{", 1)[0]
+        if target not in self.available_targets:
+            raise CcoptError(
+                f"unknown target '{target}' (choose from {', '.join(self.available_targets)})"
+            )
+        self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
+        try:
+            self.setup_pipeline()
+        except ValueError as e:
+            raise CcoptError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
+        except ArgSpecParseError as e:
+            raise CcoptError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
+
+    def register_all_passes(self) -> None:
+        from ccopt.passes import PASSES
+
+        for name, factory in PASSES.items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        from ccopt.tools.targets import TARGETS
+
+        self.available_targets.update(TARGETS)
+
+    def setup_pipeline(self) -> None:
+        def after_each(
+            previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None
+        ) -> None:
+            if previous is not None and not self.args.disable_verify:
+                verify_module(module)
+
+        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, after_each)
+
+    def read_sources(self) -> list[SourceText]:
+        name = self.args.input_file or "<stdin>"
+        try:
+            if self.args.input_file is None:
+                text = sys.stdin.read()
+            else:
+                with open(self.args.input_file, encoding="utf-8") as f:
+                    text = f.read()
+        except OSError as e:
+            raise CcoptError(f"cannot read input file '{name}': {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise CcoptError(f"input file '{name}' is not UTF-8 text") from None
+        if not self.args.split_input_file:
+            return [SourceText(name, text)]
+        sources, line = [], 0
+        for chunk in text.split(SPLIT_MARKER):
+            sources.append(SourceText(name, chunk, line))
+            line += chunk.count("\n")
+        return sources
+
+    def process(self, source: SourceText) -> str:
+        module = parse_module(self.ctx, source)
+        if not self.args.disable_verify:
+            verify_module(module)
+        try:
+            self.pipeline.apply(self.ctx, module)
+        except CcoptError:
+            raise
+        except DiagnosticException as e:
+            raise CcoptError(first_line(e)) from None
+        return self.output_resulting_program(module)
+
+    def run(self) -> int:  # type: ignore[override]
+        outputs: list[str] = []
+        for source in self.read_sources():
+            try:
+                outputs.append(self.process(source))
+            except CcoptError as e:
+                if not self.args.verify_diagnostics:
+                    print(e.render(source), file=sys.stderr)
+                    return 1
+                outputs.append(e.render(source) + "\n")
+        text = f"{SPLIT_MARKER}\n".join(outputs)
+        if self.args.output_file:
+            write_atomic(self.args.output_file, text)
+        else:
+            sys.stdout.write(text)
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return CcoptMain(argv).run()
+    except CcoptError as e:
+        print(f"ccopt: {e.render()}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
