@@ -27,22 +27,6 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import ClassVar
 
-from ccopt.dialects.dtensor import verify_mesh_types
-from ccopt.dialects.dtensor_type import (
-    DTensorType,
-    MeshAxesAttr,
-    PartialAttr,
-    Placement,
-    R,
-    ReductionKind,
-    ReductionKindAttr,
-    ReplicatedAttr,
-    SplitAttr,
-    V,
-    VaryingAttr,
-)
-from ccopt.dialects.inference import InferenceError
-from ccopt.mesh import Mesh
 from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr, i64
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
@@ -59,6 +43,23 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from ccopt.dialects.dtensor import verify_mesh_types
+from ccopt.dialects.dtensor_type import (
+    DTensorType,
+    MeshAxesAttr,
+    PartialAttr,
+    Placement,
+    R,
+    ReductionKind,
+    ReductionKindAttr,
+    ReplicatedAttr,
+    SplitAttr,
+    V,
+    VaryingAttr,
+)
+from ccopt.dialects.inference import InferenceError
+from ccopt.mesh import Mesh
 
 
 class Algorithm(StrEnum):

@@ -20,19 +20,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from ccopt.dialects import inference as infer
-from ccopt.dialects.dtensor_type import (
-    DTensorType,
-    MeshAxesAttr,
-    PartialAttr,
-    ReductionKindAttr,
-    ReplicatedAttr,
-    SplitAttr,
-    VaryingAttr,
-    is_bool,
-)
-from ccopt.dialects.inference import InferenceError
-from ccopt.mesh import Mesh
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I64,
@@ -78,6 +65,20 @@ from xdsl.printer import Printer
 from xdsl.traits import MemoryWriteEffect, Pure, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from ccopt.dialects import inference as infer
+from ccopt.dialects.dtensor_type import (
+    DTensorType,
+    MeshAxesAttr,
+    PartialAttr,
+    ReductionKindAttr,
+    ReplicatedAttr,
+    SplitAttr,
+    VaryingAttr,
+    is_bool,
+)
+from ccopt.dialects.inference import InferenceError
+from ccopt.mesh import Mesh
 
 # --- mesh ----------------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
-from ccopt.mesh import Mesh, local_slices
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BFloat16Type,
@@ -40,6 +39,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from ccopt.mesh import Mesh, local_slices
 
 
 class ReductionKind(StrEnum):

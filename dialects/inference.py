@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import VerifyException
+
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
@@ -24,8 +27,6 @@ from ccopt.dialects.dtensor_type import (
     is_bool,
     is_float,
 )
-from xdsl.ir import Attribute
-from xdsl.utils.exceptions import VerifyException
 
 
 class InferenceError(VerifyException):
