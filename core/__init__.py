@@ -1,1 +1,27 @@
-"""x"""
+"""ccopt: a multi-level compiler for distributed deep-learning programs.
+
+The package root stays import-cheap: the public functions load their machinery on first use.
+
+    ccopt.run(program, inputs=None, *, entry=None, mesh=None, seed=0, steps=1) -> RunResult
+    ccopt.check_pipeline(program, pipeline, inputs=None, *, ...) -> CheckReport
+    ccopt.load_program(program) -> ModuleOp
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ccopt.runner import check_pipeline, load_program, run
+
+__all__ = ["run", "check_pipeline", "load_program"]
+
+_LAZY = {"run": "ccopt.runner", "check_pipeline": "ccopt.runner", "load_program": "ccopt.runner"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ccopt' has no attribute '{name}'")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.ir import Operation, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from ccopt.diagnostics import LocatedError, OpError, SourceText, first_line
 
@@ -38,6 +39,24 @@ class LocatingParser(Parser):
         super().__init__(ctx, source.text, source.name)
         self.source = source
         self._filename = StringAttr(source.name)
+        self._types: dict[str, TypeAttribute] = {}
+
+    def parse_optional_type(self) -> TypeAttribute | None:
+        """Distributed tensor types repeat on almost every line: parse each spelling once."""
+        token = self._current_token
+        if token.kind is not MLIRTokenKind.EXCLAMATION_IDENT or token.text != "!dtensor.tensor":
+            return super().parse_optional_type()
+        text = self.source.text
+        end = text.find(">", token.span.end)
+        spelling = text[token.span.start : end + 1]
+        cached = self._types.get(spelling)
+        if cached is not None:
+            self._resume_from(end + 1)
+            return cached
+        parsed = super().parse_optional_type()
+        if parsed is not None and spelling.count("<") == 1 and self.pos > end:
+            self._types[spelling] = parsed
+        return parsed
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start

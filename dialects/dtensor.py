@@ -865,8 +865,11 @@ class ConstantOp(DTensorOp):
     def inferred_type(self) -> DTensorType:
         t = _dtensor(self.result)
         vt = self.value.get_type()
-        assert isinstance(vt, TensorType)
-        if tuple(vt.get_shape()) != t.get_shape() or vt.get_element_type() != t.element_type:
+        if (
+            not isinstance(vt, TensorType)
+            or tuple(vt.get_shape()) != t.get_shape()
+            or vt.get_element_type() != t.element_type
+        ):
             raise InferenceError(
                 f"value of type {vt} does not match the global shape and element type of {t}"
             )

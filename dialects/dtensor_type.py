@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from functools import cache
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     BFloat16Type,
     ContainerType,
@@ -323,14 +325,7 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
         return params
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        if self.shape.data:
-            printer.print_dimension_list(self.get_shape())
-            printer.print_string("x")
-        printer.print_attribute(self.element_type)
-        printer.print_string(f", @{self.mesh.data}")
-        printer.print_string(format_placements(self.placement_list))
-        printer.print_string(">")
+        printer.print_string(_spelling(self))
 
     def verify(self) -> None:
         self.check_parameters(self.get_shape(), self.element_type, self.placement_list)
@@ -344,7 +339,8 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
                 f"element type {element_type} is not one of f16, bf16, f32, f64, i1, i32, i64"
             )
         if any(d < 0 for d in shape):
-            raise VerifyException(f"tensor dimensions must be static and non-negative, got {shape}")
+            dims = "x".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
+            raise VerifyException(f"tensor dimensions must be static and non-negative, got {dims}")
         if not placements:
             raise VerifyException("a distributed tensor needs one placement per mesh axis")
         for p in placements:
@@ -352,3 +348,10 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
                 raise VerifyException(
                     f"placement {p.short} splits dimension {p.split_dim} of a rank-{len(shape)} tensor"
                 )
+
+
+@cache
+def _spelling(t: DTensorType) -> str:
+    """`<8x16xf32, @m[S(0), R]>`; types repeat on every line, so each is spelled once."""
+    dims = "".join(f"{d}x" for d in t.get_shape())
+    return f"<{dims}{t.element_type}, @{t.mesh.data}{format_placements(t.placement_list)}>"

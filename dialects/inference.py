@@ -362,7 +362,7 @@ def _matmul_axis(axis: int, pl: Placement, pr: Placement, d: _MatmulDims) -> Pla
     if ld is not None and ld < d.nbatch:
         if d.rhs_broadcast and isinstance(pr, ReplicatedAttr):
             return SplitAttr(ld)
-        if rd == ld:
+        if rd == ld and not d.rhs_broadcast:
             return SplitAttr(ld)
         raise fail()
     if ld == d.lm and isinstance(pr, ReplicatedAttr):

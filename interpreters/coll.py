@@ -1,0 +1,175 @@
+"""Reference semantics of the coll dialect: the collectives, group by group.
+
+Each collective runs independently in every group of ranks that share their coordinates on the
+axes the op does not span. Reductions combine the members in group order (= rank order), so all
+members of a group get bitwise the same result. Data movement (all_gather, all_to_all, slice) is one
+routine: every rank assembles its output block from the input blocks of its group that overlap it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+
+from ccopt.dialects import coll
+from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
+from ccopt.interpreters.distributed import (
+    DistTensor,
+    identity,
+    impl_each,
+    intersect,
+    reduce_in_order,
+    relative,
+)
+
+
+def _result_type(op: coll.CollectiveOp) -> DTensorType:
+    t = op.result.type
+    assert isinstance(t, DTensorType)
+    return t
+
+
+GroupFn = Callable[[list[int], DistTensor, DTensorType], dict[int, np.ndarray]]
+"""Given the ranks of one group (in group order), the input and the result type: each member's
+output shard."""
+
+
+def run_groups(
+    x: DistTensor, result: DTensorType, axes: tuple[int, ...], fn: GroupFn
+) -> DistTensor:
+    mesh = x.mesh
+    shards: list[np.ndarray | None] = [None] * mesh.rank_count
+    for group in mesh.groups(axes):
+        ranks = [mesh.rank(c) for c in group]
+        for rank, shard in fn(ranks, x, result).items():
+            shards[rank] = shard
+    assert all(s is not None for s in shards)
+    return DistTensor(result, mesh, shards)  # type: ignore[arg-type]
+
+
+def reduced(kind: ReductionKind) -> Callable[[list[int], DistTensor], np.ndarray]:
+    def run(ranks: list[int], x: DistTensor) -> np.ndarray:
+        return reduce_in_order(kind, [x.shards[r] for r in ranks])
+
+    return run
+
+
+def all_reduce(kind: ReductionKind) -> GroupFn:
+    def run(ranks: list[int], x: DistTensor, result: DTensorType) -> dict[int, np.ndarray]:
+        total = reduced(kind)(ranks, x)
+        return {r: total.copy() for r in ranks}
+
+    return run
+
+
+def reduce_scatter(kind: ReductionKind) -> GroupFn:
+    def run(ranks: list[int], x: DistTensor, result: DTensorType) -> dict[int, np.ndarray]:
+        total = reduced(kind)(ranks, x)
+        return {
+            r: np.array(total[relative(result.local_slices(x.mesh, x.mesh.coords(r)), x.region(r))])
+            for r in ranks
+        }
+
+    return run
+
+
+def assemble(ranks: list[int], x: DistTensor, result: DTensorType) -> dict[int, np.ndarray]:
+    """Every member's output block, copied from the overlapping input blocks of the group."""
+    out: dict[int, np.ndarray] = {}
+    for r in ranks:
+        target = result.local_slices(x.mesh, x.mesh.coords(r))
+        block = np.empty([s.stop - s.start for s in target], dtype=x.dtype)
+        sources = [r] + [k for k in ranks if k != r]
+        filled = np.zeros(block.shape, dtype=bool)
+        for k in sources:
+            overlap = intersect(target, x.region(k)) if block.size else None
+            if overlap is None:
+                continue
+            into = relative(overlap, target)
+            if filled[into].all():
+                continue
+            block[into] = x.shards[k][relative(overlap, x.region(k))]
+            filled[into] = True
+        assert filled.all(), f"rank {r}: output block not covered by its group"
+        out[r] = block
+    return out
+
+
+def broadcast(root: int) -> GroupFn:
+    def run(ranks: list[int], x: DistTensor, result: DTensorType) -> dict[int, np.ndarray]:
+        return {r: x.shards[ranks[root]].copy() for r in ranks}
+
+    return run
+
+
+def reduce_to_root(kind: ReductionKind, root: int) -> GroupFn:
+    def run(ranks: list[int], x: DistTensor, result: DTensorType) -> dict[int, np.ndarray]:
+        total = reduced(kind)(ranks, x)
+        rest = np.full(total.shape, identity(kind, x.dtype), dtype=x.dtype)
+        return {r: total if i == root else rest.copy() for i, r in enumerate(ranks)}
+
+    return run
+
+
+def shift(offset: int, cyclic: bool) -> GroupFn:
+    def run(ranks: list[int], x: DistTensor, result: DTensorType) -> dict[int, np.ndarray]:
+        n = len(ranks)
+        out = {}
+        for i, r in enumerate(ranks):
+            src = i - offset
+            if cyclic:
+                src %= n
+            out[r] = x.shards[ranks[src]].copy() if 0 <= src < n else np.zeros_like(x.shards[r])
+        return out
+
+    return run
+
+
+class CollFunctions(InterpreterFunctions):
+    """Interpreter functions of the coll dialect."""
+
+    def run(self, op: coll.CollectiveOp, x: DistTensor, fn: GroupFn) -> PythonValues:
+        return (run_groups(x, _result_type(op), op.group(x.mesh), fn),)
+
+    @impl(coll.AllReduceOp)
+    def run_all_reduce(
+        self, interpreter: Interpreter, op: coll.AllReduceOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run(op, args[0], all_reduce(op.kind.data))
+
+    @impl(coll.ReduceScatterOp)
+    def run_reduce_scatter(
+        self, interpreter: Interpreter, op: coll.ReduceScatterOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run(op, args[0], reduce_scatter(op.kind.data))
+
+    def run_redistribute(
+        self, interpreter: Interpreter, op: coll.CollectiveOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run(op, args[0], assemble)
+
+    @impl(coll.BroadcastOp)
+    def run_broadcast(
+        self, interpreter: Interpreter, op: coll.BroadcastOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run(op, args[0], broadcast(op.root.value.data))
+
+    @impl(coll.ReduceOp)
+    def run_reduce(
+        self, interpreter: Interpreter, op: coll.ReduceOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run(op, args[0], reduce_to_root(op.kind.data, op.root.value.data))
+
+    @impl(coll.ShiftOp)
+    def run_shift(
+        self, interpreter: Interpreter, op: coll.ShiftOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run(op, args[0], shift(op.offset.value.data, op.cyclic is not None))
+
+
+impl_each(
+    CollFunctions, (coll.AllGatherOp, coll.AllToAllOp, coll.SliceOp), CollFunctions.run_redistribute
+)
+register_impls(CollFunctions)

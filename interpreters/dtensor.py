@@ -1,0 +1,383 @@
+"""Reference semantics of the dtensor dialect: every op runs on each rank's local block.
+
+Placement inference guarantees that the local computation is the right one (a matmul of two
+blocks split along the contraction is a partial product, a reduction over a split dimension is a
+partial reduction, ...), so the functions here are plain numpy on shards. What does depend on the
+rank - the global element index of dropout, the block of a constant, the global count of a mean -
+is computed from the value's type and the rank's mesh coordinates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from math import prod
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import SSAValue
+
+from ccopt.dialects import dtensor as dt
+from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.interpreters.distributed import (
+    DistTensor,
+    InterpreterError,
+    accumulation_dtype,
+    identity,
+    impl_each,
+    map_ranks,
+    numpy_dtype,
+)
+from ccopt.interpreters.philox import uniform
+from ccopt.mesh import Mesh
+
+
+def _result_type(op: Any) -> DTensorType:
+    t = op.results[0].type
+    assert isinstance(t, DTensorType)
+    return t
+
+
+def _in_accumulation(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Run a float function in f32 for half-precision inputs (as the CUDA kernels do)."""
+
+    def run(*xs: np.ndarray) -> np.ndarray:
+        return fn(*(x.astype(accumulation_dtype(x.dtype), copy=False) for x in xs))
+
+    return run
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU, tanh approximation."""
+    c = x.dtype.type(np.sqrt(2.0 / np.pi))
+    return x.dtype.type(0.5) * x * (1 + np.tanh(c * (x + x.dtype.type(0.044715) * x * x * x)))
+
+
+def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C semantics: integer division truncates toward zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.floor_divide(a, b)
+        adjust = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return q + adjust
+
+
+def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.integer):
+        return int_div(a, b)
+    return np.divide(a, b)
+
+
+UNARY: dict[type, Callable[[np.ndarray], np.ndarray]] = {
+    dt.NegOp: np.negative,
+    dt.AbsOp: np.abs,
+    dt.ReluOp: lambda x: np.maximum(x, x.dtype.type(0)),
+    dt.ExpOp: _in_accumulation(np.exp),
+    dt.LogOp: _in_accumulation(np.log),
+    dt.SqrtOp: _in_accumulation(np.sqrt),
+    dt.RsqrtOp: _in_accumulation(lambda x: 1 / np.sqrt(x)),
+    dt.TanhOp: _in_accumulation(np.tanh),
+    dt.GeluOp: _in_accumulation(gelu),
+}
+
+BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    dt.AddOp: np.add,
+    dt.SubOp: np.subtract,
+    dt.MulOp: np.multiply,
+    dt.DivOp: divide,
+    dt.MaxOp: np.maximum,
+    dt.MinOp: np.minimum,
+    dt.PowOp: np.power,
+}
+
+COMPARE: dict[dt.ComparePredicate, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    dt.ComparePredicate.EQ: np.equal,
+    dt.ComparePredicate.NE: np.not_equal,
+    dt.ComparePredicate.LT: np.less,
+    dt.ComparePredicate.LE: np.less_equal,
+    dt.ComparePredicate.GT: np.greater,
+    dt.ComparePredicate.GE: np.greater_equal,
+}
+
+
+def global_indices(t: DTensorType, region: tuple[slice, ...]) -> np.ndarray:
+    """Row-major global linear index of every element of a block."""
+    shape = t.get_shape()
+    strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
+    index = np.zeros([s.stop - s.start for s in region], dtype=np.int64)
+    for d, (s, stride) in enumerate(zip(region, strides, strict=True)):
+        axis = np.arange(s.start, s.stop, dtype=np.int64) * stride
+        index += axis.reshape([-1 if e == d else 1 for e in range(len(shape))])
+    return index
+
+
+def dropout(x: np.ndarray, index: np.ndarray, seed: int, prob: float) -> np.ndarray:
+    """Keep element i iff uniform(seed, i) >= prob; kept values are scaled by 1/(1-prob)."""
+    keep = uniform(seed, index) >= np.float32(prob)
+    scale = x.dtype.type(1.0 / (1.0 - prob))
+    return np.where(keep, x * scale, x.dtype.type(0))
+
+
+def reduce_local(
+    x: np.ndarray, kind: dt.ReduceKind, dims: tuple[int, ...], keepdim: bool, count: int
+) -> np.ndarray:
+    acc = accumulation_dtype(x.dtype)
+    if np.issubdtype(x.dtype, np.bool_):
+        acc = np.dtype(np.int64)
+    xs = x.astype(acc, copy=False)
+    match kind:
+        case dt.ReduceKind.SUM:
+            return np.sum(xs, axis=dims, keepdims=keepdim)
+        case dt.ReduceKind.MEAN:
+            total = np.sum(xs, axis=dims, keepdims=keepdim)
+            if np.issubdtype(acc, np.integer):
+                return int_div(total, np.int64(count))
+            return total / acc.type(count)
+        case dt.ReduceKind.PROD:
+            return np.prod(xs, axis=dims, keepdims=keepdim)
+        case dt.ReduceKind.MAX:
+            return np.max(
+                xs, axis=dims, keepdims=keepdim, initial=identity(dt.ReductionKind.MAX, acc)
+            )
+        case dt.ReduceKind.MIN:
+            return np.min(
+                xs, axis=dims, keepdims=keepdim, initial=identity(dt.ReductionKind.MIN, acc)
+            )
+
+
+def softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    shifted = x - np.max(x, axis=dim, keepdims=True, initial=-np.inf)
+    e = np.exp(shifted)
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def layernorm(
+    x: np.ndarray, eps: float, weight: np.ndarray | None, bias: np.ndarray | None
+) -> np.ndarray:
+    mean = np.mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    var = np.mean(centered * centered, axis=-1, keepdims=True)
+    y = centered / np.sqrt(var + x.dtype.type(eps))
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+class DtensorFunctions(InterpreterFunctions):
+    """Interpreter functions of the dtensor dialect; `meshes` are the program's meshes by name."""
+
+    def __init__(self, meshes: Mapping[str, Mesh]):
+        self.meshes = dict(meshes)
+        self.updates: dict[SSAValue, DistTensor] = {}
+
+    def mesh(self, t: DTensorType) -> Mesh:
+        try:
+            return self.meshes[t.mesh_name]
+        except KeyError:
+            raise InterpreterError(f"the program declares no mesh @{t.mesh_name}") from None
+
+    def per_rank(
+        self, t: DTensorType, fn: Callable[[int, tuple[slice, ...]], np.ndarray]
+    ) -> DistTensor:
+        """Build a value from a function of (rank, global block of that rank)."""
+        mesh = self.mesh(t)
+        dtype = numpy_dtype(t.element_type)
+        shards = [
+            np.asarray(fn(r, t.local_slices(mesh, mesh.coords(r)))).astype(dtype, copy=False)
+            for r in range(mesh.rank_count)
+        ]
+        return DistTensor(t, mesh, shards)
+
+    # --- elementwise ------------------------------------------------------------------------
+    def run_unary(
+        self, interpreter: Interpreter, op: dt.ElementwiseUnaryOp, args: PythonValues
+    ) -> PythonValues:
+        return (map_ranks(UNARY[type(op)], _result_type(op), *args),)
+
+    def run_binary(
+        self, interpreter: Interpreter, op: dt.ElementwiseBinaryOp, args: PythonValues
+    ) -> PythonValues:
+        fn = BINARY[type(op)]
+        if isinstance(op, dt.PowOp | dt.DivOp) and np.issubdtype(args[0].dtype, np.floating):
+            fn = _in_accumulation(fn)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return (map_ranks(fn, _result_type(op), *args),)
+
+    @impl(dt.CmpOp)
+    def run_cmp(self, interpreter: Interpreter, op: dt.CmpOp, args: PythonValues) -> PythonValues:
+        return (map_ranks(COMPARE[op.predicate.data], _result_type(op), *args),)
+
+    @impl(dt.SelectOp)
+    def run_select(
+        self, interpreter: Interpreter, op: dt.SelectOp, args: PythonValues
+    ) -> PythonValues:
+        return (map_ranks(np.where, _result_type(op), *args),)
+
+    @impl(dt.ScaleOp)
+    def run_scale(
+        self, interpreter: Interpreter, op: dt.ScaleOp, args: PythonValues
+    ) -> PythonValues:
+        factor = op.factor.value.data
+        (x,) = args
+        if np.issubdtype(x.dtype, np.floating) or x.dtype.kind == "V":
+            return (
+                map_ranks(
+                    _in_accumulation(lambda s: s * s.dtype.type(factor)), _result_type(op), x
+                ),
+            )
+        return (map_ranks(lambda s: np.trunc(s * factor), _result_type(op), x),)
+
+    @impl(dt.CastOp)
+    def run_cast(self, interpreter: Interpreter, op: dt.CastOp, args: PythonValues) -> PythonValues:
+        dtype = numpy_dtype(_result_type(op).element_type)
+        with np.errstate(invalid="ignore"):
+            return (map_ranks(lambda s: s.astype(dtype), _result_type(op), *args),)
+
+    @impl(dt.DropoutOp)
+    def run_dropout(
+        self, interpreter: Interpreter, op: dt.DropoutOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        t = _result_type(op)
+        seed, prob = op.seed.value.data, op.prob.value.data
+        return (
+            self.per_rank(
+                t, lambda r, region: dropout(x.shards[r], global_indices(t, region), seed, prob)
+            ),
+        )
+
+    # --- contractions, reductions, normalizations -------------------------------------------
+    @impl(dt.MatmulOp)
+    def run_matmul(
+        self, interpreter: Interpreter, op: dt.MatmulOp, args: PythonValues
+    ) -> PythonValues:
+        ta, tb = op.transpose_lhs is not None, op.transpose_rhs is not None
+
+        def local(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            a = np.swapaxes(a, -1, -2) if ta else a
+            b = np.swapaxes(b, -1, -2) if tb else b
+            return np.matmul(a, b)
+
+        return (map_ranks(_in_accumulation(local), _result_type(op), *args),)
+
+    @impl(dt.ReduceOp)
+    def run_reduce(
+        self, interpreter: Interpreter, op: dt.ReduceOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        shape = x.type.get_shape()
+        dims = tuple(sorted(d % len(shape) for d in op.dims.get_values()))
+        count = prod(shape[d] for d in dims)
+        kind, keepdim = op.kind.data, op.keepdim is not None
+        return (
+            map_ranks(lambda s: reduce_local(s, kind, dims, keepdim, count), _result_type(op), x),
+        )
+
+    @impl(dt.NormOp)
+    def run_norm(self, interpreter: Interpreter, op: dt.NormOp, args: PythonValues) -> PythonValues:
+        def norm(s: np.ndarray) -> np.ndarray:
+            return np.sqrt(np.sum(s * s))
+
+        return (map_ranks(_in_accumulation(norm), _result_type(op), *args),)
+
+    @impl(dt.SoftmaxOp)
+    def run_softmax(
+        self, interpreter: Interpreter, op: dt.SoftmaxOp, args: PythonValues
+    ) -> PythonValues:
+        dim = op.dim.value.data
+        return (map_ranks(_in_accumulation(lambda s: softmax(s, dim)), _result_type(op), *args),)
+
+    @impl(dt.LayerNormOp)
+    def run_layernorm(
+        self, interpreter: Interpreter, op: dt.LayerNormOp, args: PythonValues
+    ) -> PythonValues:
+        x, *params = args
+        eps = op.eps.value.data
+        has_weight, has_bias = op.weight is not None, op.bias is not None
+
+        def local(s: np.ndarray, *p: np.ndarray) -> np.ndarray:
+            it = iter(p)
+            weight = next(it) if has_weight else None
+            bias = next(it) if has_bias else None
+            return layernorm(s, eps, weight, bias)
+
+        return (map_ranks(_in_accumulation(local), _result_type(op), x, *params),)
+
+    # --- shape and data movement ----------------------------------------------------------------
+    @impl(dt.SliceOp)
+    def run_slice(
+        self, interpreter: Interpreter, op: dt.SliceOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        split = {p.split_dim for p in x.type.placement_list}
+        box = tuple(
+            slice(None) if d in split else slice(o, o + n)
+            for d, (o, n) in enumerate(
+                zip(op.offsets.get_values(), op.sizes.get_values(), strict=True)
+            )
+        )
+        return (map_ranks(lambda s: s[box], _result_type(op), x),)
+
+    @impl(dt.ConcatOp)
+    def run_concat(
+        self, interpreter: Interpreter, op: dt.ConcatOp, args: PythonValues
+    ) -> PythonValues:
+        dim = op.dim.value.data
+        return (map_ranks(lambda *s: np.concatenate(s, axis=dim), _result_type(op), *args),)
+
+    @impl(dt.TransposeOp)
+    def run_transpose(
+        self, interpreter: Interpreter, op: dt.TransposeOp, args: PythonValues
+    ) -> PythonValues:
+        perm = op.perm.get_values()
+        return (map_ranks(lambda s: np.transpose(s, perm), _result_type(op), *args),)
+
+    @impl(dt.ReshapeOp)
+    def run_reshape(
+        self, interpreter: Interpreter, op: dt.ReshapeOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        t = _result_type(op)
+        return (
+            self.per_rank(
+                t, lambda r, region: x.shards[r].reshape([s.stop - s.start for s in region])
+            ),
+        )
+
+    # --- values ---------------------------------------------------------------------------------
+    @impl(dt.ConstantOp)
+    def run_constant(
+        self, interpreter: Interpreter, op: dt.ConstantOp, args: PythonValues
+    ) -> PythonValues:
+        t = _result_type(op)
+        values = np.asarray(op.value.get_values(), dtype=numpy_dtype(t.element_type))
+        full = (
+            np.broadcast_to(values, t.get_shape())
+            if values.size == 1
+            else values.reshape(t.get_shape())
+        )
+        return (self.per_rank(t, lambda r, region: full[region]),)
+
+    @impl(dt.FillOp)
+    def run_fill(self, interpreter: Interpreter, op: dt.FillOp, args: PythonValues) -> PythonValues:
+        t = _result_type(op)
+        dtype = numpy_dtype(t.element_type)
+        value = np.asarray(op.value.value.data).astype(dtype)
+        return (
+            self.per_rank(
+                t, lambda r, region: np.full([s.stop - s.start for s in region], value, dtype)
+            ),
+        )
+
+    @impl(dt.UpdateOp)
+    def run_update(
+        self, interpreter: Interpreter, op: dt.UpdateOp, args: PythonValues
+    ) -> PythonValues:
+        self.updates[op.target] = args[1]
+        return ()
+
+
+impl_each(DtensorFunctions, UNARY, DtensorFunctions.run_unary)
+impl_each(DtensorFunctions, BINARY, DtensorFunctions.run_binary)
+register_impls(DtensorFunctions)

@@ -1,0 +1,128 @@
+"""`ccopt-run`: execute a ccopt program on N simulated ranks, or check a pass pipeline on numbers.
+
+    ccopt-run examples/sgd.mlir --mesh dp=8 --seed 1 --outputs out.npz
+    ccopt-run examples/megatron_mlp.mlir --check-pipeline 'cse,dce' --rtol 1e-5
+
+Inputs come from `--inputs x.npz` (global arrays named after the entry function's arguments) or
+are drawn at random from `--seed`. Outputs (`result0`, ... and in-place-updated arguments by name)
+are global logical values; `--per-rank` adds every rank's shard as `name@rank<r>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from ccopt.diagnostics import CcoptError
+from ccopt.files import write_atomic
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ccopt-run",
+        description="Run a ccopt program on N simulated ranks (numpy reference semantics).",
+    )
+    p.add_argument("program", help="the .mlir program")
+    p.add_argument("--entry", help="function to run (default: the only one)")
+    p.add_argument("--mesh", help="resize mesh axes, e.g. dp=2,tp=4 (default: as declared)")
+    p.add_argument("--inputs", help=".npz of global input arrays named after the arguments")
+    p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=1,
+        help="run the function repeatedly, feeding in-place updates back",
+    )
+    p.add_argument("--outputs", help="write outputs to this .npz")
+    p.add_argument("--per-rank", action="store_true", help="also write every rank's shard")
+    p.add_argument(
+        "--check-pipeline",
+        metavar="PIPELINE",
+        help="compare the program before and after this pass pipeline",
+    )
+    p.add_argument(
+        "--rtol", type=float, default=1e-5, help="relative tolerance of --check-pipeline"
+    )
+    p.add_argument(
+        "--atol", type=float, default=1e-6, help="absolute tolerance of --check-pipeline"
+    )
+    return p
+
+
+def load_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except OSError as e:
+        raise CcoptError(f"cannot read inputs '{path}': {e}") from None
+    except ValueError as e:
+        raise CcoptError(f"inputs '{path}' is not an .npz of arrays: {e}") from None
+
+
+def save_outputs(
+    path: str, outputs: dict[str, np.ndarray], shards: dict[str, list[np.ndarray]] | None
+) -> None:
+    arrays = dict(outputs)
+    for name, per_rank in (shards or {}).items():
+        arrays.update({f"{name}@rank{r}": s for r, s in enumerate(per_rank)})
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomic(path, buffer.getvalue())
+
+
+def describe(name: str, value: np.ndarray) -> str:
+    stats = ""
+    if value.size and value.dtype.kind in "fiuV":
+        v = value.astype(np.float64)
+        stats = f"  min {np.nanmin(v):.6g}  max {np.nanmax(v):.6g}  mean {np.nanmean(v):.6g}"
+    return f"  {name:<12} {str(value.dtype):<9} {list(value.shape)}{stats}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    import ccopt
+
+    try:
+        if args.steps < 1:
+            raise CcoptError(f"--steps must be >= 1, got {args.steps}")
+        inputs = load_inputs(args.inputs) if args.inputs else None
+        common = dict(entry=args.entry, mesh=args.mesh, seed=args.seed, steps=args.steps)
+        if args.check_pipeline is None:
+            result = ccopt.run(args.program, inputs, **common)
+        else:
+            report = ccopt.check_pipeline(
+                args.program, args.check_pipeline, inputs, rtol=args.rtol, atol=args.atol, **common
+            )
+            result = report.optimized
+    except CcoptError as e:
+        print(f"ccopt-run: {e.render()}", file=sys.stderr)
+        return 1
+
+    meshes = ", ".join(str(m) for m in result.meshes.values())
+    print(f"@{result.entry} on {meshes} ({args.steps} step{'s' if args.steps > 1 else ''})")
+    if args.check_pipeline is None:
+        for name, value in result.outputs.items():
+            print(describe(name, value))
+        status = 0
+    else:
+        print(f"pipeline '{args.check_pipeline}' (rtol {args.rtol:g}, atol {args.atol:g}):")
+        for c in report.comparisons:
+            verdict = "ok" if c.ok else "MISMATCH"
+            note = f"  ({c.note})" if c.note else ""
+            print(
+                f"  {c.name:<12} max abs error {c.max_abs_error:.3e}  max rel error {c.max_rel_error:.3e}  {verdict}{note}"
+            )
+        status = 0 if report.ok else 1
+        if status:
+            print("ccopt-run: the pipeline changed the program's results", file=sys.stderr)
+    if args.outputs:
+        save_outputs(args.outputs, result.outputs, result.shards if args.per_rank else None)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
