@@ -58,6 +58,14 @@ class LocatingParser(Parser):
             self._types[spelling] = parsed
         return parsed
 
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        """Report an unknown op at its name, not at the token after it."""
+        op_type = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
+        if op_type is None:
+            at = self.source.text.rfind(name, 0, self.pos)
+            self.raise_error(f"unknown operation '{name}'", at, at + len(name))
+        return op_type
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         op = super().parse_operation()

@@ -21,3 +21,8 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "dtensor": _dtensor,
     "coll": _coll,
 }
+
+
+def register_dialect(name: str, factory: Callable[[], Dialect]) -> None:
+    """Make a researcher's own dialect known to every ccopt tool (call from a plugin)."""
+    DIALECTS[name] = factory

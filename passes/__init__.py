@@ -4,6 +4,13 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+XDSL_PASSES = {
+    "canonicalize": "Apply every op's canonicalization patterns (xDSL).",
+    "cse": "Common subexpression elimination of pure ops (xDSL).",
+    "dce": "Remove ops whose results are unused and that have no side effects (xDSL).",
+    "licm": "Hoist loop-invariant pure ops out of loops (xDSL).",
+}
+
 
 def _xdsl(name: str) -> Callable[[], type[ModulePass]]:
     def load() -> type[ModulePass]:
@@ -14,6 +21,42 @@ def _xdsl(name: str) -> Callable[[], type[ModulePass]]:
     return load
 
 
-XDSL_PASSES = ("canonicalize", "cse", "dce", "licm")
-
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {name: _xdsl(name) for name in XDSL_PASSES}
+
+
+def summary(name: str) -> str:
+    """One line on what a pass does: its docstring's first line (xDSL's own: ours)."""
+    if name in XDSL_PASSES:
+        return XDSL_PASSES[name]
+    doc = (PASSES[name]().__doc__ or "").strip()
+    return doc.splitlines()[0].strip() if doc else ""
+
+
+def register_pass(pass_class: type[ModulePass]) -> type[ModulePass]:
+    """Make a researcher's own pass available to `ccopt -p` and `check_pipeline` under its
+    `name`; usable as a class decorator in a plugin (see `load_plugin`)."""
+    PASSES[pass_class.name] = lambda: pass_class
+    return pass_class
+
+
+def load_plugin(spec: str) -> None:
+    """Import a plugin - a `.py` file or a module name - whose import registers passes (and
+    dialects, with `ccopt.dialects.register_dialect`)."""
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    from ccopt.diagnostics import CcoptError
+
+    try:
+        if spec.endswith(".py"):
+            path = Path(spec)
+            module_spec = importlib.util.spec_from_file_location(f"ccopt_plugin_{path.stem}", path)
+            if module_spec is None or module_spec.loader is None or not path.is_file():
+                raise CcoptError(f"cannot load plugin '{spec}': no such file")
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            importlib.import_module(spec)
+    except ImportError as e:
+        raise CcoptError(f"cannot load plugin '{spec}': {e}") from None

@@ -22,11 +22,6 @@ from ccopt.ir import make_context, parse_module, verify_module
 SPLIT_MARKER = "// -----"
 
 
-def pass_summary(pass_class: type[ModulePass]) -> str:
-    doc = (pass_class.__doc__ or "").strip()
-    return doc.splitlines()[0].strip() if doc else ""
-
-
 class HelpWithPasses(argparse.Action):
     """`--help` that also lists every pass with its summary (imported only when asked)."""
 
@@ -35,20 +30,40 @@ class HelpWithPasses(argparse.Action):
         self.passes: dict[str, object] = {}
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        from ccopt.passes import PASSES
+        from ccopt.passes import PASSES, summary
 
         lines = [parser.format_help(), "passes (use as -p 'name{option=value},other'):"]
         width = max(len(n) for n in PASSES)
         for name in sorted(PASSES):
-            lines.append(f"  {name:<{width}}  {pass_summary(PASSES[name]())}")
+            lines.append(f"  {name:<{width}}  {summary(name)}")
         print("\n".join(lines))
         parser.exit()
+
+
+def load_plugins(argv: Sequence[str]) -> list[str]:
+    """Import `--load-plugin X` plugins before anything else reads the registries."""
+    from ccopt.passes import load_plugin
+
+    rest: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--load-plugin":
+            spec = next(it, None)
+            if spec is None:
+                raise CcoptError("--load-plugin needs a .py file or a module name")
+            load_plugin(spec)
+        elif arg.startswith("--load-plugin="):
+            load_plugin(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    return rest
 
 
 class CcoptMain(xDSLOptMain):
     """xDSL's opt driver, with ccopt's registries and error reporting."""
 
     def __init__(self, args: Sequence[str] | None = None):
+        args = load_plugins(sys.argv[1:] if args is None else args)
         self.available_frontends = {}
         self.available_passes = {}
         self.available_targets = {}
@@ -63,6 +78,11 @@ class CcoptMain(xDSLOptMain):
             add_help=False,
         )
         parser.add_argument("-h", "--help", action=HelpWithPasses)
+        parser.add_argument(
+            "--load-plugin",
+            metavar="PLUGIN",
+            help="import a .py file or module that registers passes or dialects (repeatable)",
+        )
         self.register_all_arguments(parser)
         self.args = parser.parse_args(args=args)
         target = self.args.target.split("{", 1)[0]

@@ -45,6 +45,13 @@ def parser() -> argparse.ArgumentParser:
         help="compare the program before and after this pass pipeline",
     )
     p.add_argument(
+        "--load-plugin",
+        action="append",
+        default=[],
+        metavar="PLUGIN",
+        help="import a .py file or module that registers passes (repeatable)",
+    )
+    p.add_argument(
         "--rtol", type=float, default=1e-5, help="relative tolerance of --check-pipeline"
     )
     p.add_argument(
@@ -87,6 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ccopt
 
     try:
+        from ccopt.passes import load_plugin
+
+        for plugin in args.load_plugin:
+            load_plugin(plugin)
         if args.steps < 1:
             raise CcoptError(f"--steps must be >= 1, got {args.steps}")
         inputs = load_inputs(args.inputs) if args.inputs else None

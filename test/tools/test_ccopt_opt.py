@@ -1,0 +1,126 @@
+"""The `ccopt` driver: options, located diagnostics on bad input, exit codes, atomic output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
+
+SGD = ROOT / "examples" / "sgd.mlir"
+
+
+def ccopt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ccopt.tools.ccopt_opt", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def assert_user_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """Exit status 1, the message on stderr, and never a Python traceback."""
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_verify_and_round_trip_in_generic_form(example: Path) -> None:
+    custom = ccopt(str(example))
+    assert custom.returncode == 0, custom.stderr
+    generic = ccopt(str(example), "--print-op-generic")
+    assert generic.returncode == 0, generic.stderr
+    assert '"dtensor.' in generic.stdout or '"coll.' in generic.stdout
+    again = ccopt(stdin=generic.stdout)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == custom.stdout
+
+
+def test_garbage_file_gives_a_located_parse_error(tmp_path: Path) -> None:
+    bad = tmp_path / "garbage.mlir"
+    bad.write_text("dtensor.mesh @m [tp=2]\nthis is not IR %%\n")
+    assert_user_error(
+        ccopt(str(bad)), f"{bad}:2:1: error: unknown operation 'this'", "this is not IR"
+    )
+
+
+def test_placement_error_is_located_at_the_op(tmp_path: Path) -> None:
+    text = SGD.read_text().replace("coll.all_reduce sum %g", "coll.all_reduce max %g")
+    bad = tmp_path / "sgd.mlir"
+    bad.write_text(text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "coll.all_reduce" in t)
+    assert_user_error(
+        ccopt(str(bad)),
+        f"{bad}:{line}:3: error: 'coll.all_reduce' op on mesh axis 'dp': reduces with max but operand #0 is P(sum)",
+    )
+
+
+def test_unknown_op(tmp_path: Path) -> None:
+    bad = tmp_path / "unknown.mlir"
+    bad.write_text("dtensor.mesh @m [tp=2]\ndtensor.frobnicate\n")
+    assert_user_error(ccopt(str(bad)), f"{bad}:2:1: error: unknown operation 'dtensor.frobnicate'")
+
+
+def test_missing_file() -> None:
+    assert_user_error(ccopt("no/such/file.mlir"), "cannot read input file 'no/such/file.mlir'")
+
+
+@pytest.mark.parametrize(
+    "pipeline, message",
+    [
+        ("no-such-pass", "Unrecognized passes: ['no-such-pass']"),
+        ("cse{bogus=1}", 'Provided arguments ["bogus"] not found'),
+        ("cse{", "Expected argument name"),
+    ],
+)
+def test_bad_pass_pipeline(pipeline: str, message: str) -> None:
+    assert_user_error(ccopt(str(SGD), "-p", pipeline), "invalid pass pipeline", message)
+
+
+def test_unknown_target() -> None:
+    assert_user_error(ccopt(str(SGD), "-t", "nope"), "unknown target 'nope'")
+
+
+def test_help_lists_every_pass_with_a_summary() -> None:
+    from ccopt.passes import PASSES
+
+    result = ccopt("--help")
+    assert result.returncode == 0
+    for name in PASSES:
+        line = next(
+            line for line in result.stdout.splitlines() if line.strip().startswith(name + " ")
+        )
+        assert len(line.split()) > 1, f"pass {name} has no summary"
+
+
+def test_output_file_is_written_only_on_success(tmp_path: Path) -> None:
+    out = tmp_path / "out.mlir"
+    assert ccopt(str(SGD), "-o", str(out)).returncode == 0
+    assert "coll.all_reduce" in out.read_text()
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("garbage")
+    out.write_text("previous")
+    assert ccopt(str(bad), "-o", str(out)).returncode == 1
+    assert out.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.mlir")] == []
+
+
+def test_split_input_file_reports_each_chunk_at_its_own_line(tmp_path: Path) -> None:
+    text = "dtensor.mesh @m [tp=2]\n// -----\ndtensor.mesh @m [tp=0]\n// -----\ndtensor.mesh @n [a=1, a=2]\n"
+    src = tmp_path / "chunks.mlir"
+    src.write_text(text)
+    result = ccopt(str(src), "--split-input-file", "--verify-diagnostics")
+    assert result.returncode == 0
+    chunks = result.stdout.split("// -----\n")
+    assert len(chunks) == 3
+    assert "dtensor.mesh @m [tp=2]" in chunks[0]
+    assert f"{src}:3:1: error: 'dtensor.mesh' op mesh axis 'tp' has size 0" in chunks[1]
+    assert f"{src}:5:1: error: 'dtensor.mesh' op mesh axis names must be unique" in chunks[2]
