@@ -21,7 +21,23 @@ def _xdsl(name: str) -> Callable[[], type[ModulePass]]:
     return load
 
 
-PASSES: dict[str, Callable[[], type[ModulePass]]] = {name: _xdsl(name) for name in XDSL_PASSES}
+def _split_all_reduce() -> type[ModulePass]:
+    from ccopt.passes.split_all_reduce import SplitAllReduce
+
+    return SplitAllReduce
+
+
+def _reorder_elementwise() -> type[ModulePass]:
+    from ccopt.passes.reorder_elementwise import ReorderElementwise
+
+    return ReorderElementwise
+
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    **{name: _xdsl(name) for name in XDSL_PASSES},
+    "split-all-reduce": _split_all_reduce,
+    "reorder-elementwise": _reorder_elementwise,
+}
 
 
 def summary(name: str) -> str:

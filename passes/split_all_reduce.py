@@ -1,0 +1,98 @@
+"""`split-all-reduce`: all_reduce -> reduce_scatter + all_gather.
+
+Same bytes on the wire (a ring all-reduce *is* a reduce-scatter then an all-gather), but the value
+between the two is split, so computation moved there (reorder-elementwise) runs on 1/p of it:
+
+```mlir
+%r = coll.all_reduce sum %g over [dp] : !dtensor.tensor<1030xf32, @m[P(sum)]> -> !dtensor.tensor<1030xf32, @m[R]>
+// becomes
+%s = coll.reduce_scatter sum %g over [dp] dim 0 : ... -> !dtensor.tensor<1030xf32, @m[S(0)]>
+%r = coll.all_gather %s over [dp] : ... -> !dtensor.tensor<1030xf32, @m[R]>
+```
+Options: `dim` (the scatter dimension; default the first one the mesh allows), `tags`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from ccopt.dialects import coll
+from ccopt.dialects.dtensor import mesh_of
+from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.passes.common import derived_tag, is_selected, refuse_if_selected, set_tag
+
+
+def split(op: coll.AllReduceOp, dim: int | None) -> tuple[coll.ReduceScatterOp, coll.AllGatherOp] | str:
+    """The reduce_scatter + all_gather pair replacing `op`, or why there is none."""
+    t = op.input.type
+    assert isinstance(t, DTensorType)
+    mesh = mesh_of(op)
+    candidates = [dim] if dim is not None else list(range(t.rank))
+    if not candidates:
+        return "a rank-0 value has no dimension to scatter"
+    reasons = []
+    for d in candidates:
+        try:
+            rs = coll.ReduceScatterOp(
+                op.input, mesh, op.axes.names, d, op.kind.data, _algorithm(op), _chunks(op)
+            )
+            ag = coll.AllGatherOp(rs.result, mesh, op.axes.names, _algorithm(op), _chunks(op))
+        except VerifyException as e:
+            reasons.append(f"dimension {d}: {e}")
+            continue
+        set_tag(rs, derived_tag(op, "rs"))
+        set_tag(ag, derived_tag(op, "ag"))
+        return rs, ag
+    return "no dimension can be scattered (" + "; ".join(reasons) + ")"
+
+
+def _algorithm(op: coll.CollectiveOp) -> str | None:
+    return None if op.algorithm is None else op.algorithm.data.value
+
+
+def _chunks(op: coll.CollectiveOp) -> int | None:
+    return None if op.chunks is None else op.chunks.value.data
+
+
+@dataclass
+class SplitPattern(RewritePattern):
+    dim: int | None
+    tags: tuple[str, ...]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: coll.AllReduceOp, rewriter: PatternRewriter) -> None:
+        if not is_selected(op, self.tags):
+            return
+        pair = split(op, self.dim)
+        if isinstance(pair, str):
+            refuse_if_selected(op, self.tags, f"cannot split this all_reduce: {pair}")
+            return
+        rs, ag = pair
+        rewriter.replace(op, [rs, ag], [ag.result])
+
+
+@dataclass(frozen=True)
+class SplitAllReduce(ModulePass):
+    """Split all_reduce into reduce_scatter + all_gather (so computation can run on slices)."""
+
+    name = "split-all-reduce"
+
+    dim: int | None = None
+    """Tensor dimension to scatter; default: the first one the mesh allows."""
+
+    tags: tuple[str, ...] = ()
+    """Only split all_reduce ops with one of these `tag` attributes (then refusals are errors)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(SplitPattern(self.dim, self.tags), apply_recursively=False).rewrite_module(op)
