@@ -7,7 +7,6 @@ import lit.formats
 config.name = "ccopt"  # noqa: F821 - lit injects `config`
 config.test_format = lit.formats.ShTest(execute_external=False)  # noqa: F821
 config.suffixes = [".mlir"]  # noqa: F821
-config.test_source_root = os.path.join(os.path.dirname(__file__), "test", "filecheck")  # noqa: F821
 config.excludes = ["inputs"]  # noqa: F821
 config.environment["PATH"] = os.environ.get("PATH", "")  # noqa: F821
 config.environment["PYTHONHASHSEED"] = "0"  # noqa: F821

@@ -32,6 +32,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -97,9 +98,7 @@ def group_axes(mesh: Mesh, axes: Sequence[str]) -> tuple[int, ...]:
     return tuple(indices)
 
 
-def check_split_nesting(
-    t: DTensorType, dim: int, group: Sequence[int], mesh: Mesh, op: str
-) -> None:
+def check_split_nesting(t: DTensorType, dim: int, group: Sequence[int], mesh: Mesh) -> None:
     """A collective that splits or unsplits `dim` on `group` must nest inside the other axes that
     split `dim`: those come first in mesh order and the sizes divide, so that the group's blocks
     are the mesh-order composite blocks."""
@@ -108,14 +107,14 @@ def check_split_nesting(
         return
     if max(others) > min(group):
         raise InferenceError(
-            f"'{op}' over '{mesh.axis_names[min(group)]}' changes the split of dimension {dim}, "
+            f"over '{mesh.axis_names[min(group)]}' it changes the split of dimension {dim}, "
             f"which the inner mesh axis '{mesh.axis_names[max(others)]}' also splits"
         )
     parts = prod(mesh.axis_sizes[a] for a in (*others, *group))
     size = t.get_shape()[dim]
     if size % parts:
         raise InferenceError(
-            f"'{op}' on dimension {dim} of size {size}, also split by mesh axis "
+            f"dimension {dim} of size {size}, also split by mesh axis "
             f"'{mesh.axis_names[others[0]]}', needs the size divisible by {parts}"
         )
 
@@ -135,9 +134,11 @@ class CollectiveOp(IRDLOperation, ABC):
     chunks = opt_prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
 
+    TYPES_FORMAT: ClassVar[str] = "attr-dict `:` type($input) `->` type($result)"
     OPTIONS_FORMAT: ClassVar[str] = (
-        "(`algorithm` $algorithm^)? (`chunks` $chunks^)? attr-dict `:` type($input) `->` type($result)"
+        "(`algorithm` $algorithm^)? (`chunks` $chunks^)? " + TYPES_FORMAT
     )
+    TAKES_OPTIONS: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -156,6 +157,15 @@ class CollectiveOp(IRDLOperation, ABC):
             props["chunks"] = IntegerAttr(chunks, i64)
         if not isinstance(v.type, DTensorType):
             raise VerifyException(f"'{self.name}' needs a !dtensor.tensor operand, got {v.type}")
+        if v.type.mesh_name != mesh.name:
+            raise VerifyException(
+                f"'{self.name}': operand {v.type} is on @{v.type.mesh_name}, not {mesh}"
+            )
+        if len(v.type.placement_list) != mesh.ndim:
+            raise VerifyException(
+                f"'{self.name}': operand {v.type} has {len(v.type.placement_list)} placements but "
+                f"mesh {mesh} has {mesh.ndim} axes"
+            )
         try:
             result_type = self.infer(v.type, props, mesh)
         except InferenceError as e:
@@ -196,6 +206,8 @@ class CollectiveOp(IRDLOperation, ABC):
         return group_axes(mesh, self.axes.names)
 
     def verify_(self) -> None:
+        if not self.TAKES_OPTIONS and (self.algorithm is not None or self.chunks is not None):
+            raise VerifyException("takes no algorithm or chunks: it is not a collective algorithm")
         if self.chunks is not None and self.chunks.value.data < 1:
             raise VerifyException(f"chunks must be >= 1, got {self.chunks.value.data}")
         mesh = verify_mesh_types(self)
@@ -320,7 +332,7 @@ class ReduceScatterOp(CollectiveOp):
         cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
     ) -> None:
         _check_dim(t, _int(props, "dim"))
-        check_split_nesting(t, _int(props, "dim"), group, mesh, cls.name)
+        check_split_nesting(t, _int(props, "dim"), group, mesh)
 
 
 @irdl_op_definition
@@ -349,7 +361,7 @@ class AllGatherOp(CollectiveOp):
     def check(
         cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
     ) -> None:
-        check_split_nesting(t, _common_split(t, group), group, mesh, cls.name)
+        check_split_nesting(t, _common_split(t, group), group, mesh)
 
 
 @irdl_op_definition
@@ -385,8 +397,8 @@ class AllToAllOp(CollectiveOp):
     ) -> None:
         dim = _int(props, "dim")
         _check_dim(t, dim)
-        check_split_nesting(t, _common_split(t, group), group, mesh, cls.name)
-        check_split_nesting(t, dim, group, mesh, cls.name)
+        check_split_nesting(t, _common_split(t, group), group, mesh)
+        check_split_nesting(t, dim, group, mesh)
 
 
 @irdl_op_definition
@@ -395,7 +407,9 @@ class SliceOp(CollectiveOp):
 
     name = "coll.slice"
     dim = prop_def(IntegerAttr[I64])
-    assembly_format = "$input `over` $axes `dim` $dim " + CollectiveOp.OPTIONS_FORMAT
+    assembly_format = "$input `over` $axes `dim` $dim " + CollectiveOp.TYPES_FORMAT
+    TAKES_OPTIONS: ClassVar[bool] = False
+    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, input: SSAValue | Operation, mesh: Mesh, axes: Sequence[str], dim: int):
         super().__init__(input, mesh, axes, {"dim": IntegerAttr(dim, i64)})
@@ -411,7 +425,7 @@ class SliceOp(CollectiveOp):
         cls, props: Mapping[str, Attribute], t: DTensorType, group: Sequence[int], mesh: Mesh
     ) -> None:
         _check_dim(t, _int(props, "dim"))
-        check_split_nesting(t, _int(props, "dim"), group, mesh, cls.name)
+        check_split_nesting(t, _int(props, "dim"), group, mesh)
 
 
 @irdl_op_definition
@@ -493,8 +507,10 @@ class ShiftOp(CollectiveOp):
     offset = prop_def(IntegerAttr[I64])
     cyclic = opt_prop_def(UnitAttr)
     assembly_format = (
-        "$input `over` $axes `by` $offset (`cyclic` $cyclic^)? " + CollectiveOp.OPTIONS_FORMAT
+        "$input `over` $axes `by` $offset (`cyclic` $cyclic^)? " + CollectiveOp.TYPES_FORMAT
     )
+    TAKES_OPTIONS: ClassVar[bool] = False
+    irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(
         self,
@@ -523,6 +539,13 @@ class ShiftOp(CollectiveOp):
     ) -> None:
         if len(group) != 1:
             raise InferenceError(f"works along exactly one mesh axis, got {len(group)}")
+        offset, size = _int(props, "offset"), mesh.axis_sizes[group[0]]
+        if offset == 0:
+            raise InferenceError("offset 0 moves nothing")
+        if "cyclic" not in props and abs(offset) >= size:
+            raise InferenceError(
+                f"offset {offset} along an axis of size {size} sends nothing (every rank gets zeros)"
+            )
 
 
 Coll = Dialect(

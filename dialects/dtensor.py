@@ -133,7 +133,7 @@ class MeshOp(IRDLOperation):
         name = parser.parse_symbol_name().data
 
         def axis() -> tuple[str, int]:
-            n = parser.parse_identifier("mesh axis name")
+            n = parser.parse_identifier(" for a mesh axis name")
             parser.parse_punctuation("=")
             return n, parser.parse_integer(allow_negative=False, allow_boolean=False)
 

@@ -169,7 +169,7 @@ def P(kind: ReductionKind | str = ReductionKind.SUM) -> PartialAttr:
 def parse_placement(parser: AttrParser) -> Placement:
     """Parse one compact placement: `S(d)`, `R`, `P(kind)` or `V`."""
     pos = parser.pos
-    word = parser.parse_identifier("placement (S(d), R, P(kind) or V)")
+    word = parser.parse_identifier(" for a placement (S(d), R, P(kind) or V)")
     if word == "R":
         return R
     if word == "V":
@@ -226,7 +226,8 @@ class MeshAxesAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         names = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, lambda: StringAttr(parser.parse_identifier("mesh axis name"))
+            parser.Delimiter.SQUARE,
+            lambda: StringAttr(parser.parse_identifier(" for a mesh axis name")),
         )
         return (ArrayAttr(names),)
 

@@ -14,6 +14,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.dtensor_type import (
+    ELEMENT_TYPES,
     DTensorType,
     PartialAttr,
     Placement,
@@ -306,7 +307,7 @@ def infer_matmul(
     if rhs.rank != 2 and rs[:-2] != batch:
         raise InferenceError(
             f"operand #1 has batch dimensions {_fmt_shape(rs[:-2])} but operand #0 has "
-            f"{_fmt_shape(batch)}; a rank-2 operand #1 broadcasts"
+            f"{_fmt_shape(batch) if batch else 'none'}; a rank-2 operand #1 broadcasts"
         )
     lm, lk = (lhs.rank - 1, lhs.rank - 2) if transpose_lhs else (lhs.rank - 2, lhs.rank - 1)
     rk, rn = (rhs.rank - 1, rhs.rank - 2) if transpose_rhs else (rhs.rank - 2, rhs.rank - 1)
@@ -503,6 +504,8 @@ def infer_slice(t: DTensorType, offsets: Sequence[int], sizes: Sequence[int]) ->
 
 
 def infer_concat(types: Sequence[DTensorType], dim: int) -> DTensorType:
+    if not types:
+        raise InferenceError("concat needs at least one operand")
     check_same_mesh(types)
     check_same_element_type(types)
     first = types[0]
@@ -547,6 +550,8 @@ def infer_reshape(t: DTensorType, shape: Sequence[int]) -> DTensorType:
     """A split dimension survives a reshape only when it stays whole with the same number of
     elements before it (otherwise the blocks would change)."""
     old = t.get_shape()
+    if any(d < 0 for d in shape):
+        raise InferenceError(f"reshape to negative dimensions {list(shape)}")
     if _product(old) != _product(shape):
         raise InferenceError(
             f"reshape from {_fmt_shape(old)} to {_fmt_shape(shape)} changes the element count"
@@ -582,6 +587,10 @@ def _product(xs: Sequence[int]) -> int:
 
 
 def infer_cast(t: DTensorType, element_type: Attribute) -> DTensorType:
+    if element_type not in ELEMENT_TYPES:
+        raise InferenceError(
+            f"cannot cast to {element_type}: not a distributed tensor element type"
+        )
     for a, p in enumerate(t.placement_list):
         if isinstance(p, PartialAttr):
             raise InferenceError(f"cast rounds, so it does not distribute over {p.short}", a)

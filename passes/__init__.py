@@ -33,10 +33,31 @@ def _reorder_elementwise() -> type[ModulePass]:
     return ReorderElementwise
 
 
+def _slice_state() -> type[ModulePass]:
+    from ccopt.passes.slice_state import SliceState
+
+    return SliceState
+
+
+def _sliced_norm() -> type[ModulePass]:
+    from ccopt.passes.sliced_norm import SlicedNorm
+
+    return SlicedNorm
+
+
+def _pipeline_p2p() -> type[ModulePass]:
+    from ccopt.passes.pipeline_p2p import PipelineP2P
+
+    return PipelineP2P
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
     "reorder-elementwise": _reorder_elementwise,
+    "slice-state": _slice_state,
+    "sliced-norm": _sliced_norm,
+    "pipeline-p2p": _pipeline_p2p,
 }
 
 

@@ -14,7 +14,9 @@ The region grows greedily through elementwise ops in the same block whose other 
 sliced: replicated operands are sliced along the gathered dimension - never along a dimension a
 broadcast operand does not have (`b[H]` stays whole when `[B,S,H]` is split along 0) - and values
 gathered over the same axes and dimension are used in their split form. A partial (P) or varying
-(V) operand stops the region. Every region value used outside the region gets one all_gather.
+(V) operand stops the region. Every region value used outside the region gets one all_gather. Then slices move up through
+elementwise ops on replicated values whose results are only sliced (`slice(0.9 * m)` becomes
+`0.9 * slice(m)`), so optimizer state ends up used only through slices (see slice-state).
 Options: `tags` (all_gathers to move; then a consumer that cannot follow is an error).
 """
 
@@ -98,7 +100,9 @@ class RegionBuilder:
         for a in self.ag.group(self.mesh):
             p = t.placement_list[a]
             if not isinstance(p, ReplicatedAttr):
-                raise Refusal(f"operand {_name(value)} is {p.short} on mesh axis '{self.mesh.axis_names[a]}' and cannot be sliced")
+                raise Refusal(
+                    f"operand {_name(value)} is {p.short} on mesh axis '{self.mesh.axis_names[a]}' and cannot be sliced"
+                )
         try:
             piece = coll.SliceOp(value, self.mesh, self.ag.axes.names, own)
         except VerifyException as e:
@@ -152,15 +156,70 @@ def rewrite_region(builder: RegionBuilder) -> None:
         outside = [u for u in old.results[0].uses if u.operation not in region_ops]
         if not outside:
             continue
-        gathered = coll.AllGatherOp(builder.split[old.results[0]], builder.mesh, builder.ag.axes.names)
+        gathered = coll.AllGatherOp(
+            builder.split[old.results[0]], builder.mesh, builder.ag.axes.names
+        )
         set_tag(gathered, derived_tag(old, "ag") or derived_tag(builder.ag, "ag"))
         gathered.result.name_hint = old.results[0].name_hint
         Rewriter.insert_op(gathered, InsertPoint.after(new_ops[-1]))
-        old.results[0].replace_uses_with_if(gathered.result, lambda u: u.operation not in region_ops)
+        old.results[0].replace_uses_with_if(
+            gathered.result, lambda u: u.operation not in region_ops
+        )
     for old, _ in reversed(builder.new_ops):
         Rewriter.erase_op(old)
     if not builder.ag.result.uses:
         Rewriter.erase_op(builder.ag)
+
+
+def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
+    """slice(f(a, b)) -> f(slice(a), slice(b)) when every use of f's result is that same slice:
+    then the replicated computation was only needed on blocks. Returns the new slices."""
+    producer = piece.input.owner
+    if not is_elementwise(producer) or not isinstance(producer, Operation):
+        return []
+    uses = [u.operation for u in producer.results[0].uses]
+    if not all(
+        isinstance(u, coll.SliceOp) and u.axes == piece.axes and u.dim == piece.dim for u in uses
+    ):
+        return []
+    mesh = mesh_of(piece)
+    out_rank = piece.result.type.rank  # type: ignore[union-attr]
+    operands, new_slices = [], []
+    for v in producer.operands:
+        t = v.type
+        assert isinstance(t, DTensorType)
+        own = piece.dim.value.data - (out_rank - t.rank)
+        if own < 0 or t.get_shape()[own] == 1:
+            operands.append(v)
+            continue
+        try:
+            sliced = coll.SliceOp(v, mesh, piece.axes.names, own)
+        except VerifyException:
+            return []
+        if v.name_hint:
+            sliced.result.name_hint = f"{v.name_hint}_s"
+        new_slices.append(sliced)
+        operands.append(sliced.result)
+    try:
+        new = rebuild_elementwise(producer, operands)
+    except Refusal:
+        return []
+    new.results[0].name_hint = piece.result.name_hint or producer.results[0].name_hint
+    Rewriter.insert_op([*new_slices, new], InsertPoint.before(producer))
+    for use in uses:
+        use.results[0].replace_all_uses_with(new.results[0])
+        Rewriter.erase_op(use)
+    Rewriter.erase_op(producer)
+    return new_slices
+
+
+def hoist_slices(module: ModuleOp) -> None:
+    """Move every coll.slice up through the elementwise ops whose results only it uses."""
+    worklist = [o for o in module.walk() if isinstance(o, coll.SliceOp)]
+    while worklist:
+        piece = worklist.pop()
+        if piece.parent is not None:
+            worklist.extend(hoist_slice(piece))
 
 
 @dataclass(frozen=True)
@@ -185,6 +244,10 @@ class ReorderElementwise(ModulePass):
                 raise OpError(ag, str(why)) from None
             if not builder.new_ops:
                 if strict:
-                    raise OpError(ag, f"nothing to reorder: no elementwise op consumes {tag_of(ag)!r}")
+                    raise OpError(
+                        ag, f"nothing to reorder: no elementwise op consumes {tag_of(ag)!r}"
+                    )
                 continue
             rewrite_region(builder)
+        if not self.tags:
+            hoist_slices(op)

@@ -33,7 +33,9 @@ from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import derived_tag, is_selected, refuse_if_selected, set_tag
 
 
-def split(op: coll.AllReduceOp, dim: int | None) -> tuple[coll.ReduceScatterOp, coll.AllGatherOp] | str:
+def split(
+    op: coll.AllReduceOp, dim: int | None
+) -> tuple[coll.ReduceScatterOp, coll.AllGatherOp] | str:
     """The reduce_scatter + all_gather pair replacing `op`, or why there is none."""
     t = op.input.type
     assert isinstance(t, DTensorType)
@@ -95,4 +97,6 @@ class SplitAllReduce(ModulePass):
     """Only split all_reduce ops with one of these `tag` attributes (then refusals are errors)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(SplitPattern(self.dim, self.tags), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(
+            SplitPattern(self.dim, self.tags), apply_recursively=False
+        ).rewrite_module(op)

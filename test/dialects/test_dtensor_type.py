@@ -226,7 +226,10 @@ def test_bad_parameters_are_rejected(shape, element, placements, message):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("!dtensor.tensor<8xf32, @m[S(1)]>", "placement S(1) splits dimension 1 of a rank-1 tensor"),
+        (
+            "!dtensor.tensor<8xf32, @m[S(1)]>",
+            "placement S(1) splits dimension 1 of a rank-1 tensor",
+        ),
         ("!dtensor.tensor<8xf32, @m[]>", "needs one placement per mesh axis"),
         ("!dtensor.tensor<8xf32, @m[Q]>", "unknown placement 'Q'"),
         ("!dtensor.tensor<8xf32, @m[S(-1)]>", "Expected integer literal"),

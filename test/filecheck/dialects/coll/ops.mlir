@@ -165,13 +165,13 @@ func.func @slice(%x: !dtensor.tensor<8xi1, @t[R]>) -> !dtensor.tensor<8xi1, @t[S
   func.return %y : !dtensor.tensor<8xi1, @t[S(0)]>
 }
 
-// Slicing inside the outer split of the same dim: [S(0), R] -> [S(0), S(0)]; options parse too.
+// Slicing inside the outer split of the same dim: [S(0), R] -> [S(0), S(0)].
 // CHECK-LABEL: func.func @slice_nested(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<16x8xf32, @m[S(0), R]>) -> !dtensor.tensor<16x8xf32, @m[S(0), S(0)]> {
-// CHECK-NEXT:  %[[Y:.*]] = coll.slice %[[X]] over [tp] dim 0 algorithm direct chunks 1 : !dtensor.tensor<16x8xf32, @m[S(0), R]> -> !dtensor.tensor<16x8xf32, @m[S(0), S(0)]>
+// CHECK-NEXT:  %[[Y:.*]] = coll.slice %[[X]] over [tp] dim 0 : !dtensor.tensor<16x8xf32, @m[S(0), R]> -> !dtensor.tensor<16x8xf32, @m[S(0), S(0)]>
 // CHECK-NEXT:  func.return %[[Y]] : !dtensor.tensor<16x8xf32, @m[S(0), S(0)]>
 func.func @slice_nested(%x: !row) -> !rows {
-  %y = coll.slice %x over [tp] dim 0 algorithm direct chunks 1 : !row -> !rows
+  %y = coll.slice %x over [tp] dim 0 : !row -> !rows
   func.return %y : !rows
 }
 
@@ -251,13 +251,13 @@ func.func @shift_cyclic(%x: !dtensor.tensor<4x8xf32, @pipe[R, S(1)]>) -> !dtenso
   func.return %y : !dtensor.tensor<4x8xf32, @pipe[V, S(1)]>
 }
 
-// shift with options.
-// CHECK-LABEL: func.func @shift_options(
+// A cyclic shift by more than one stage.
+// CHECK-LABEL: func.func @shift_cyclic_by_two(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<4x8xf32, @pipe[V, R]>) -> !dtensor.tensor<4x8xf32, @pipe[V, R]> {
-// CHECK-NEXT:  %[[Y:.*]] = coll.shift %[[X]] over [pp] by 2 cyclic algorithm direct chunks 4 : !dtensor.tensor<4x8xf32, @pipe[V, R]> -> !dtensor.tensor<4x8xf32, @pipe[V, R]>
+// CHECK-NEXT:  %[[Y:.*]] = coll.shift %[[X]] over [pp] by 2 cyclic : !dtensor.tensor<4x8xf32, @pipe[V, R]> -> !dtensor.tensor<4x8xf32, @pipe[V, R]>
 // CHECK-NEXT:  func.return %[[Y]] : !dtensor.tensor<4x8xf32, @pipe[V, R]>
-func.func @shift_options(%x: !stage) -> !stage {
-  %y = coll.shift %x over [pp] by 2 cyclic algorithm direct chunks 4 : !stage -> !stage
+func.func @shift_cyclic_by_two(%x: !stage) -> !stage {
+  %y = coll.shift %x over [pp] by 2 cyclic : !stage -> !stage
   func.return %y : !stage
 }
 

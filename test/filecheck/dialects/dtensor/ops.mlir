@@ -153,7 +153,7 @@ func.func @relu_varying(%x: !stage) -> !stage {
   func.return %y : !stage
 }
 
-// exp, log, sqrt, rsqrt, tanh: nonlinear float ops on replicated and split values.
+// exp on a replicated value.
 // CHECK-LABEL: func.func @exp_replicated(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x16xf32, @m[R, R]>) -> !dtensor.tensor<8x16xf32, @m[R, R]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.exp %[[X]] : !dtensor.tensor<8x16xf32, @m[R, R]>
@@ -163,6 +163,7 @@ func.func @exp_replicated(%x: !rr) -> !rr {
   func.return %y : !rr
 }
 
+// log on a data-parallel split value: S(0) passes through.
 // CHECK-LABEL: func.func @log_split(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x16xf32, @m[S(0), R]>) -> !dtensor.tensor<8x16xf32, @m[S(0), R]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.log %[[X]] : !dtensor.tensor<8x16xf32, @m[S(0), R]>
@@ -172,6 +173,7 @@ func.func @log_split(%x: !sr) -> !sr {
   func.return %y : !sr
 }
 
+// sqrt in bf16 with the split on the inner (tp) axis.
 // CHECK-LABEL: func.func @sqrt_bf16(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8xbf16, @m[R, S(0)]>) -> !dtensor.tensor<8xbf16, @m[R, S(0)]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.sqrt %[[X]] : !dtensor.tensor<8xbf16, @m[R, S(0)]>
@@ -181,6 +183,7 @@ func.func @sqrt_bf16(%x: !dtensor.tensor<8xbf16, @m[R, S(0)]>) -> !dtensor.tenso
   func.return %y : !dtensor.tensor<8xbf16, @m[R, S(0)]>
 }
 
+// rsqrt in f16 (the layernorm denominator).
 // CHECK-LABEL: func.func @rsqrt_f16(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8xf16, @m[S(0), R]>) -> !dtensor.tensor<8xf16, @m[S(0), R]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.rsqrt %[[X]] : !dtensor.tensor<8xf16, @m[S(0), R]>
@@ -190,6 +193,7 @@ func.func @rsqrt_f16(%x: !dtensor.tensor<8xf16, @m[S(0), R]>) -> !dtensor.tensor
   func.return %y : !dtensor.tensor<8xf16, @m[S(0), R]>
 }
 
+// tanh on a stage value that is also split on tp.
 // CHECK-LABEL: func.func @tanh_varying(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<4x16xf32, @pipe[V, S(0)]>) -> !dtensor.tensor<4x16xf32, @pipe[V, S(0)]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.tanh %[[X]] : !dtensor.tensor<4x16xf32, @pipe[V, S(0)]>
@@ -199,6 +203,7 @@ func.func @tanh_varying(%x: !stage) -> !stage {
   func.return %y : !stage
 }
 
+// gelu on a value split on both axes (the column-parallel MLP activation).
 // CHECK-LABEL: func.func @gelu_two_splits(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x16xf32, @m[S(0), S(1)]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.gelu %[[X]] : !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>
@@ -332,7 +337,7 @@ func.func @add_varying(%x: !stage, %y: !dtensor.tensor<4x16xf32, @pipe[R, S(0)]>
 
 // --- cmp, select --------------------------------------------------------------------------------
 
-// cmp yields i1 with the broadcast shape and the elementwise placements.
+// cmp eq yields i1 with the broadcast shape and the elementwise placements.
 // CHECK-LABEL: func.func @cmp_eq(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x16xf32, @m[S(0), R]>, %[[Y:.*]]: !dtensor.tensor<16xf32, @m[R, R]>) -> !dtensor.tensor<8x16xi1, @m[S(0), R]> {
 // CHECK-NEXT:  %[[Z:.*]] = dtensor.cmp eq %[[X]], %[[Y]] : (!dtensor.tensor<8x16xf32, @m[S(0), R]>, !dtensor.tensor<16xf32, @m[R, R]>) -> !dtensor.tensor<8x16xi1, @m[S(0), R]>
@@ -342,6 +347,7 @@ func.func @cmp_eq(%x: !sr, %y: !bias) -> !dtensor.tensor<8x16xi1, @m[S(0), R]> {
   func.return %z : !dtensor.tensor<8x16xi1, @m[S(0), R]>
 }
 
+// cmp ne on integers, split.
 // CHECK-LABEL: func.func @cmp_ne(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8xi32, @t[S(0)]>, %[[Y:.*]]: !dtensor.tensor<8xi32, @t[S(0)]>) -> !dtensor.tensor<8xi1, @t[S(0)]> {
 // CHECK-NEXT:  %[[Z:.*]] = dtensor.cmp ne %[[X]], %[[Y]] : (!dtensor.tensor<8xi32, @t[S(0)]>, !dtensor.tensor<8xi32, @t[S(0)]>) -> !dtensor.tensor<8xi1, @t[S(0)]>
@@ -351,6 +357,7 @@ func.func @cmp_ne(%x: !dtensor.tensor<8xi32, @t[S(0)]>, %y: !dtensor.tensor<8xi3
   func.return %z : !dtensor.tensor<8xi1, @t[S(0)]>
 }
 
+// cmp lt on rank-0 f64 values gives a rank-0 i1.
 // CHECK-LABEL: func.func @cmp_lt(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<f64, @t[R]>, %[[Y:.*]]: !dtensor.tensor<f64, @t[R]>) -> !dtensor.tensor<i1, @t[R]> {
 // CHECK-NEXT:  %[[Z:.*]] = dtensor.cmp lt %[[X]], %[[Y]] : (!dtensor.tensor<f64, @t[R]>, !dtensor.tensor<f64, @t[R]>) -> !dtensor.tensor<i1, @t[R]>
@@ -360,6 +367,7 @@ func.func @cmp_lt(%x: !dtensor.tensor<f64, @t[R]>, %y: !dtensor.tensor<f64, @t[R
   func.return %z : !dtensor.tensor<i1, @t[R]>
 }
 
+// cmp le on stage values keeps V.
 // CHECK-LABEL: func.func @cmp_le(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<4x16xf32, @pipe[V, S(0)]>, %[[Y:.*]]: !dtensor.tensor<4x16xf32, @pipe[V, S(0)]>) -> !dtensor.tensor<4x16xi1, @pipe[V, S(0)]> {
 // CHECK-NEXT:  %[[Z:.*]] = dtensor.cmp le %[[X]], %[[Y]] : (!dtensor.tensor<4x16xf32, @pipe[V, S(0)]>, !dtensor.tensor<4x16xf32, @pipe[V, S(0)]>) -> !dtensor.tensor<4x16xi1, @pipe[V, S(0)]>
@@ -369,6 +377,7 @@ func.func @cmp_le(%x: !stage, %y: !stage) -> !dtensor.tensor<4x16xi1, @pipe[V, S
   func.return %z : !dtensor.tensor<4x16xi1, @pipe[V, S(0)]>
 }
 
+// cmp gt on i1 operands.
 // CHECK-LABEL: func.func @cmp_gt(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8xi1, @t[R]>, %[[Y:.*]]: !dtensor.tensor<8xi1, @t[R]>) -> !dtensor.tensor<8xi1, @t[R]> {
 // CHECK-NEXT:  %[[Z:.*]] = dtensor.cmp gt %[[X]], %[[Y]] : (!dtensor.tensor<8xi1, @t[R]>, !dtensor.tensor<8xi1, @t[R]>) -> !dtensor.tensor<8xi1, @t[R]>
@@ -378,6 +387,7 @@ func.func @cmp_gt(%x: !dtensor.tensor<8xi1, @t[R]>, %y: !dtensor.tensor<8xi1, @t
   func.return %z : !dtensor.tensor<8xi1, @t[R]>
 }
 
+// cmp ge keeps both splits.
 // CHECK-LABEL: func.func @cmp_ge(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, %[[Y:.*]]: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x16xi1, @m[S(0), S(1)]> {
 // CHECK-NEXT:  %[[Z:.*]] = dtensor.cmp ge %[[X]], %[[Y]] : (!dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x16xi1, @m[S(0), S(1)]>
@@ -419,6 +429,7 @@ func.func @scale_partial(%x: !pp) -> !pp {
   func.return %y : !pp
 }
 
+// scale on integers with a negative factor.
 // CHECK-LABEL: func.func @scale_i64(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<4xi64, @t[S(0)]>) -> !dtensor.tensor<4xi64, @t[S(0)]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.scale %[[X]] by -2.000000e+00 : !dtensor.tensor<4xi64, @t[S(0)]>
@@ -438,6 +449,7 @@ func.func @cast_f32_to_bf16(%x: !ss) -> !dtensor.tensor<8x16xbf16, @m[S(0), S(1)
   func.return %y : !dtensor.tensor<8x16xbf16, @m[S(0), S(1)]>
 }
 
+// cast a mask to floats; V and R pass through.
 // CHECK-LABEL: func.func @cast_i1_to_f32(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<4xi1, @pipe[V, R]>) -> !dtensor.tensor<4xf32, @pipe[V, R]> {
 // CHECK-NEXT:  %[[Y:.*]] = dtensor.cast %[[X]] : !dtensor.tensor<4xi1, @pipe[V, R]> -> !dtensor.tensor<4xf32, @pipe[V, R]>
@@ -920,7 +932,7 @@ func.func @constant_rank0_i1() -> !dtensor.tensor<i1, @pipe[V, R]> {
   func.return %c : !dtensor.tensor<i1, @pipe[V, R]>
 }
 
-// fill: a float value converted to the element type, for any non-partial placement.
+// fill: a float value converted to the element type, for any non-partial placement (S here).
 // CHECK-LABEL: func.func @fill_f32(
 // CHECK-SAME:  ) -> !dtensor.tensor<8x16xf32, @m[S(0), S(1)]> {
 // CHECK-NEXT:  %[[C:.*]] = dtensor.fill 0.000000e+00 : !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>
@@ -930,6 +942,7 @@ func.func @fill_f32() -> !ss {
   func.return %c : !ss
 }
 
+// fill of a rank-0 integer, one value per stage (V).
 // CHECK-LABEL: func.func @fill_i64_rank0(
 // CHECK-SAME:  ) -> !dtensor.tensor<i64, @t[V]> {
 // CHECK-NEXT:  %[[C:.*]] = dtensor.fill -1.000000e+00 : !dtensor.tensor<i64, @t[V]>

@@ -1,0 +1,125 @@
+"""`slice-state`: keep in-place-updated state permanently sliced (ZeRO-style optimizer state).
+
+After split-all-reduce and reorder-elementwise, Adam's moments are read only through slices and
+written back through an all_gather that rebuilds the replicated tensor just to store it:
+
+```mlir
+%m_s = coll.slice %m over [dp] dim 0 : ...[R] -> ...[S(0)]
+...
+%m_new = coll.all_gather %m_new_s over [dp] : ...[S(0)] -> ...[R]
+dtensor.update %m with %m_new : ...[R]
+```
+This pass makes the argument itself `S(0)` - each rank stores 1/p of it - replaces the slices by
+the argument and updates it with the split value, deleting the all_gather:
+
+```mlir
+func.func @adam(..., %m: !dtensor.tensor<515x7xf32, @dp[S(0)]>, ...)
+dtensor.update %m with %m_new_s : ...[S(0)]
+```
+A state that is also used unsliced (returned, normed, read whole) must stay replicated: asked for
+it by name (`args=m,v`), the pass refuses with the offending use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.ir import BlockArgument, Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from ccopt.diagnostics import OpError
+from ccopt.dialects import coll
+from ccopt.dialects import dtensor as dt
+from ccopt.dialects.dtensor import mesh_of
+from ccopt.passes.common import Refusal
+from ccopt.passes.reorder_elementwise import gathered_dim
+
+
+def argument_name(arg: BlockArgument) -> str:
+    return arg.name_hint or f"arg{arg.index}"
+
+
+def check_sliceable(update: dt.UpdateOp, f: func.FuncOp, module: ModuleOp) -> coll.AllGatherOp:
+    """The all_gather that only rebuilds the state, or Refusal saying why the state must stay."""
+    arg = update.target
+    assert isinstance(arg, BlockArgument)
+    gather = update.value.owner
+    if not isinstance(gather, coll.AllGatherOp):
+        raise Refusal(
+            f"state %{argument_name(arg)} is updated with a value that is not all-gathered "
+            f"({update.value.type}); run split-all-reduce and reorder-elementwise first"
+        )
+    dim = gathered_dim(gather, mesh_of(gather))
+    for use in arg.uses:
+        user = use.operation
+        if user is update:
+            continue
+        if not (
+            isinstance(user, coll.SliceOp)
+            and user.axes == gather.axes
+            and user.dim.value.data == dim
+        ):
+            raise Refusal(
+                f"state %{argument_name(arg)} is also used unsliced by '{user.name}', so it must stay "
+                f"{arg.type}"
+            )
+    for call in module.walk():
+        if isinstance(call, func.CallOp) and call.callee.root_reference == f.sym_name:
+            raise Refusal(
+                f"@{f.sym_name.data} is called from elsewhere; its signature cannot change"
+            )
+    return gather
+
+
+def slice_state(update: dt.UpdateOp, gather: coll.AllGatherOp, f: func.FuncOp) -> None:
+    arg = update.target
+    assert isinstance(arg, BlockArgument)
+    split_type = gather.input.type
+    slices: list[Operation] = [u.operation for u in arg.uses if u.operation is not update]
+    new_arg = Rewriter.replace_value_with_new_type(arg, split_type)
+    for piece in slices:
+        piece.results[0].replace_all_uses_with(new_arg)
+        Rewriter.erase_op(piece)
+    update.operands[1] = gather.input
+    if not gather.result.uses:
+        Rewriter.erase_op(gather)
+    inputs = [a.type for a in f.body.blocks[0].args]
+    f.function_type = FunctionType.from_lists(inputs, f.function_type.outputs.data)
+
+
+@dataclass(frozen=True)
+class SliceState(ModulePass):
+    """Keep in-place-updated state (optimizer moments) permanently sliced across ranks."""
+
+    name = "slice-state"
+
+    args: tuple[str, ...] = ()
+    """Names of the state arguments to slice (then a refusal is an error); default: all that can be."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+            for update in [u for u in f.walk() if isinstance(u, dt.UpdateOp)]:
+                arg = update.target
+                if not isinstance(arg, BlockArgument):
+                    continue
+                asked = argument_name(arg) in self.args
+                if self.args and not asked:
+                    continue
+                try:
+                    gather = check_sliceable(update, f, op)
+                except Refusal as why:
+                    if asked:
+                        raise OpError(update, str(why)) from None
+                    continue
+                slice_state(update, gather, f)
+        missing = set(self.args) - {
+            argument_name(u.target)
+            for u in op.walk()
+            if isinstance(u, dt.UpdateOp) and isinstance(u.target, BlockArgument)
+        }
+        if missing:
+            raise OpError(op, f"no in-place-updated argument named {', '.join(sorted(missing))}")
