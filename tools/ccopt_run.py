@@ -62,12 +62,17 @@ def parser() -> argparse.ArgumentParser:
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+        data = np.load(path, allow_pickle=False)
     except OSError as e:
         raise CcoptError(f"cannot read inputs '{path}': {e}") from None
-    except ValueError as e:
-        raise CcoptError(f"inputs '{path}' is not an .npz of arrays: {e}") from None
+    except ValueError:
+        raise CcoptError(f"inputs '{path}' is not an .npz archive of arrays") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise CcoptError(
+            f"inputs '{path}' is a single array; give an .npz of arrays named after the arguments"
+        )
+    with data:
+        return {k: data[k] for k in data.files}
 
 
 def save_outputs(
@@ -78,7 +83,10 @@ def save_outputs(
         arrays.update({f"{name}@rank{r}": s for r, s in enumerate(per_rank)})
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    write_atomic(path, buffer.getvalue())
+    try:
+        write_atomic(path, buffer.getvalue())
+    except OSError as e:
+        raise CcoptError(f"cannot write outputs '{path}': {e.strerror}") from None
 
 
 def describe(name: str, value: np.ndarray) -> str:
@@ -131,7 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if status:
             print("ccopt-run: the pipeline changed the program's results", file=sys.stderr)
     if args.outputs:
-        save_outputs(args.outputs, result.outputs, result.shards if args.per_rank else None)
+        try:
+            save_outputs(args.outputs, result.outputs, result.shards if args.per_rank else None)
+        except CcoptError as e:
+            print(f"ccopt-run: {e.render()}", file=sys.stderr)
+            return 1
     return status
 
 
