@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr, i64
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -38,14 +38,18 @@ from xdsl.irdl import (
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from ccopt.dialects.dtensor import verify_mesh_types
+from ccopt.dialects import inference as infer
+from ccopt.dialects.dtensor import ScalarBodyOp, verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -548,6 +552,100 @@ class ShiftOp(CollectiveOp):
             )
 
 
+@irdl_op_definition
+class FusedAllReduceOp(ScalarBodyOp):
+    """CoCoNeT's fused collective: reduce-scatter `partial` along `dim`, run the scalar body on
+    each rank's slice (with the other inputs, already split or broadcast), all-gather the results
+    whose type is replicated on the axes and keep the others split.
+
+    One kernel pass over the slice between the two phases of a ring all-reduce: the optimizer
+    runs inside the collective, the gather phase carries the updated weights, and state (m, v)
+    stays sliced.
+
+    ```mlir
+    %w1, %m1 = coll.fused_all_reduce sum %g, (%w_s, %m_s) over [dp] dim 0 : (...) -> (...[R], ...[S(0)]) {
+    ^bb0(%i: i64, %gsum: f32, %w: f32, %m: f32): ...
+      dtensor.yield %w_new, %m_new : f32, f32
+    }
+    ```
+    """
+
+    name = "coll.fused_all_reduce"
+    kind = prop_def(ReductionKindAttr)
+    partial = operand_def(DTensorType)
+    inputs = var_operand_def(DTensorType)
+    axes = prop_def(MeshAxesAttr)
+    dim = prop_def(IntegerAttr[I64])
+    algorithm = opt_prop_def(AlgorithmAttr)
+    outputs = var_result_def(DTensorType)
+    body = region_def("single_block")
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$kind $partial `,` `ins` `(` $inputs `)` `over` $axes `dim` $dim (`algorithm` $algorithm^)? "
+        "attr-dict `:` functional-type(operands, $outputs) $body"
+    )
+
+    def __init__(
+        self,
+        partial: SSAValue,
+        inputs: Sequence[SSAValue],
+        axes: Sequence[str],
+        dim: int,
+        kind: ReductionKind | str,
+        result_types: Sequence[DTensorType],
+        body: Region,
+    ):
+        super().__init__(
+            operands=[partial, list(inputs)],
+            result_types=[list(result_types)],
+            properties={
+                "kind": ReductionKindAttr(ReductionKind(kind)),
+                "axes": MeshAxesAttr(axes),
+                "dim": IntegerAttr(dim, i64),
+            },
+            regions=[body],
+        )
+
+    def iteration_type(self, mesh: Mesh) -> DTensorType:
+        """The reduce-scattered value: the space the body iterates over."""
+        t = self.partial.type
+        assert isinstance(t, DTensorType)
+        return ReduceScatterOp.infer(t, self.properties, mesh)
+
+    def gathered_type(self, iteration: DTensorType, mesh: Mesh) -> DTensorType:
+        return AllGatherOp.infer(iteration, {"axes": self.axes}, mesh)
+
+    def group(self, mesh: Mesh) -> tuple[int, ...]:
+        return group_axes(mesh, self.axes.names)
+
+    def verify_(self) -> None:
+        mesh = verify_mesh_types(self)
+        if mesh is None:
+            return
+        try:
+            iteration = self.iteration_type(mesh)
+            gathered = self.gathered_type(iteration, mesh)
+            results = [r.type for r in self.outputs]
+            for i, r in enumerate(results):
+                if r != iteration and r != gathered:
+                    raise InferenceError(
+                        f"result #{i} is {r}; it must be the slice {iteration} or the gathered {gathered}"
+                    )
+            inputs = [v.type for v in self.inputs]
+            for i, t in enumerate(inputs):
+                assert isinstance(t, DTensorType)
+                if (
+                    infer.broadcast_shapes([t.get_shape(), iteration.get_shape()])
+                    != iteration.get_shape()
+                ):
+                    raise InferenceError(
+                        f"input #{i} does not broadcast to the iteration space {iteration}"
+                    )
+            self.check_body_against([iteration, *inputs], iteration, [iteration] * len(results))  # type: ignore[list-item]
+        except InferenceError as e:
+            raise VerifyException(e.located(mesh.axis_names)) from None
+
+
 Coll = Dialect(
     "coll",
     [
@@ -559,6 +657,7 @@ Coll = Dialect(
         BroadcastOp,
         ReduceOp,
         ShiftOp,
+        FusedAllReduceOp,
     ],
     [AlgorithmAttr],
 )

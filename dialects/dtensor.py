@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     Float64Type,
     FloatAttr,
     IntegerAttr,
@@ -39,9 +40,11 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
+    Block,
     BlockArgument,
     Dialect,
     Operation,
+    Region,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
@@ -56,13 +59,15 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import MemoryWriteEffect, Pure, SymbolOpInterface, SymbolTable
+from xdsl.traits import IsTerminator, MemoryWriteEffect, Pure, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -934,6 +939,134 @@ class UpdateOp(IRDLOperation):
                 raise VerifyException(f"function argument #{target.index} is updated twice")
 
 
+# --- fused computation ----------------------------------------------------------------------
+
+
+@irdl_op_definition
+class UniformOp(IRDLOperation):
+    """A scalar in a fused body: the Philox-4x32-10 uniform of (seed, element index) in [0, 1),
+    the same number `dtensor.dropout` draws for that element."""
+
+    name = "dtensor.uniform"
+    index = operand_def(i64)
+    seed = prop_def(IntegerAttr[I64])
+    result = result_def(Float32Type())
+    traits = traits_def(Pure())
+    assembly_format = "$index `seed` $seed attr-dict"
+
+    def __init__(self, index: SSAValue, seed: int):
+        super().__init__(
+            operands=[index],
+            result_types=[Float32Type()],
+            properties={"seed": IntegerAttr(seed, i64)},
+        )
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates a fused body with the scalars of the element's results."""
+
+    name = "dtensor.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), Pure())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+class ScalarBodyOp(IRDLOperation, ABC):
+    """An op whose region computes one element (see `body.py`); results share an iteration space."""
+
+    def body_block(self) -> Block:
+        block = self.regions[0].blocks.first
+        assert block is not None
+        return block
+
+    def check_body_against(
+        self, inputs: Sequence[DTensorType], iteration: DTensorType, results: Sequence[DTensorType]
+    ) -> None:
+        from ccopt.dialects.body import check_body, check_yield
+
+        block = self.body_block()
+        yielded = check_body(block, inputs, iteration)
+        terminator = block.last_op
+        if not isinstance(terminator, YieldOp):
+            raise InferenceError("the body must end with dtensor.yield")
+        if len(yielded) != len(results):
+            raise InferenceError(
+                f"the body yields {len(yielded)} values for {len(results)} results"
+            )
+        for i, (value, scalar, result) in enumerate(
+            zip(yielded, terminator.values, results, strict=True)
+        ):
+            if scalar.type != result.element_type:
+                raise InferenceError(
+                    f"yielded value #{i} is {scalar.type} but result #{i} is {result}"
+                )
+            check_yield(value, result, i)
+
+
+@irdl_op_definition
+class FusedOp(ScalarBodyOp):
+    """Elementwise ops fused into one kernel: the body computes one element of every result.
+
+    All results share one iteration space (shape and placements); inputs broadcast to it. What
+    the body may do to partial inputs is checked against the ops' placement signatures.
+
+    ```mlir
+    %w1, %o1 = dtensor.fused (%w, %g, %o) : (...) -> (...) {
+    ^bb0(%i: i64, %a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      %e = arith.subf %c, %d : f32
+      dtensor.yield %d, %e : f32, f32
+    }
+    ```
+    """
+
+    name = "dtensor.fused"
+    inputs = var_operand_def(DTensorType)
+    outputs = var_result_def(DTensorType)
+    body = region_def("single_block")
+    traits = traits_def(Pure())
+    assembly_format = "`ins` `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs) $body"
+
+    def __init__(
+        self, inputs: Sequence[SSAValue], result_types: Sequence[DTensorType], body: Region
+    ):
+        super().__init__(operands=[list(inputs)], result_types=[list(result_types)], regions=[body])
+
+    def iteration_type(self) -> DTensorType:
+        t = self.outputs[0].type
+        assert isinstance(t, DTensorType)
+        return t
+
+    def verify_(self) -> None:
+        mesh = verify_mesh_types(self)
+        if not self.outputs:
+            raise VerifyException("a fused op needs at least one result")
+        iteration = self.iteration_type()
+        results = [_dtensor(r) for r in self.outputs]
+        inputs = [_dtensor(v) for v in self.inputs]
+        try:
+            for i, r in enumerate(results):
+                if r.get_shape() != iteration.get_shape() or r.placements != iteration.placements:
+                    raise InferenceError(
+                        f"result #{i} is {r} but result #0 is {iteration}: results share one iteration space"
+                    )
+            for i, t in enumerate(inputs):
+                if (
+                    infer.broadcast_shapes([t.get_shape(), iteration.get_shape()])
+                    != iteration.get_shape()
+                ):
+                    raise InferenceError(
+                        f"input #{i} of shape {t.get_shape()} does not broadcast to the iteration space {iteration.get_shape()}"
+                    )
+            self.check_body_against(inputs, iteration, results)
+        except InferenceError as e:
+            raise VerifyException(e.located(mesh.axis_names if mesh else None)) from None
+
+
 Dtensor = Dialect(
     "dtensor",
     [
@@ -971,6 +1104,9 @@ Dtensor = Dialect(
         ConstantOp,
         FillOp,
         UpdateOp,
+        UniformOp,
+        YieldOp,
+        FusedOp,
     ],
     [
         DTensorType,

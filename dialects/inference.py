@@ -202,6 +202,7 @@ PARTIAL_RULES: dict[str, PartialRule] = {
     "neg": _partials_only("neg", {SUM: "sum"}),
     "scale": _partials_only("scale", {SUM: "sum"}),
     "dropout": _partials_only("dropout", {SUM: "sum"}),
+    "convert": _partials_only("convert", {SUM: "sum"}),
 }
 
 

@@ -168,6 +168,27 @@ class CollFunctions(InterpreterFunctions):
     ) -> PythonValues:
         return self.run(op, args[0], shift(op.offset.value.data, op.cyclic is not None))
 
+    @impl(coll.FusedAllReduceOp)
+    def run_fused_all_reduce(
+        self, interpreter: Interpreter, op: coll.FusedAllReduceOp, args: PythonValues
+    ) -> PythonValues:
+        """Reduce-scatter, the body on every rank's slice, all-gather of the replicated results."""
+        from ccopt.interpreters.dtensor import run_body
+
+        partial, *inputs = args
+        mesh = partial.mesh
+        group = op.group(mesh)
+        iteration = op.iteration_type(mesh)
+        reduced = run_groups(partial, iteration, group, reduce_scatter(op.kind.data))
+        outputs = run_body(op.body_block(), iteration, mesh, [reduced, *inputs])
+        results = []
+        for result, shards in zip(op.outputs, outputs, strict=True):
+            sliced = DistTensor(iteration, mesh, shards)
+            if result.type != iteration:
+                sliced = run_groups(sliced, result.type, group, assemble)  # type: ignore[arg-type]
+            results.append(sliced)
+        return tuple(results)
+
 
 impl_each(
     CollFunctions, (coll.AllGatherOp, coll.AllToAllOp, coll.SliceOp), CollFunctions.run_redistribute

@@ -51,6 +51,18 @@ def _pipeline_p2p() -> type[ModulePass]:
     return PipelineP2P
 
 
+def _fuse_elementwise() -> type[ModulePass]:
+    from ccopt.passes.fuse_elementwise import FuseElementwise
+
+    return FuseElementwise
+
+
+def _fuse_collective() -> type[ModulePass]:
+    from ccopt.passes.fuse_collective import FuseCollective
+
+    return FuseCollective
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
@@ -58,6 +70,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "slice-state": _slice_state,
     "sliced-norm": _sliced_norm,
     "pipeline-p2p": _pipeline_p2p,
+    "fuse-elementwise": _fuse_elementwise,
+    "fuse-collective": _fuse_collective,
 }
 
 

@@ -130,14 +130,18 @@ def _name(value: SSAValue) -> str:
     return f"%{value.name_hint}" if value.name_hint else f"of type {value.type}"
 
 
-def plan_region(ag: coll.AllGatherOp, strict: bool) -> RegionBuilder:
-    """Grow the region in program order through the block of the all_gather."""
+def plan_region(
+    ag: coll.AllGatherOp, strict: bool, allowed: set[Operation] | None = None
+) -> RegionBuilder:
+    """Grow the region in program order through the block of the all_gather (only through
+    `allowed` ops, when given)."""
     builder = RegionBuilder(ag)
     block = ag.parent_block()
     assert isinstance(block, Block)
     op = ag.next_op
     while op is not None:
-        if is_elementwise(op) and any(v in builder.split for v in op.operands):
+        candidate = is_elementwise(op) and (allowed is None or op in allowed)
+        if candidate and any(v in builder.split for v in op.operands):
             try:
                 builder.try_add(op)
             except Refusal as why:

@@ -249,7 +249,9 @@ def test_every_op_has_a_legal_case():
         _, ops = build_module(args, body)
         built.update(op.name for op in ops)
     everything = {op.name for op in (*Dtensor.operations, *Coll.operations)}
-    assert everything - {"dtensor.mesh"} <= built
+    # ops with scalar bodies are built by the fusion passes and tested with them (test/passes)
+    bodies = {"dtensor.fused", "dtensor.yield", "dtensor.uniform", "coll.fused_all_reduce"}
+    assert everything - {"dtensor.mesh"} - bodies <= built
 
 
 @pytest.mark.parametrize(("name", "args", "body", "expected"), LEGAL, ids=LEGAL_IDS)

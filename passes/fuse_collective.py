@@ -1,0 +1,207 @@
+"""`fuse-collective`: reduce_scatter -> elementwise -> all_gather becomes one fused collective.
+
+After split-all-reduce and reorder-elementwise, an optimizer step is a reduce-scatter, elementwise
+work on the slice and all-gathers of the results. `coll.fused_all_reduce` does all of it in one
+collective (CoCoNeT's FusedAllReduce): the body runs on each rank's reduced slice between the
+two phases, the gather phase carries the results that are all-gathered (the updated weights),
+and results used in split form (sliced optimizer state) stay split:
+
+```mlir
+%g_s = coll.reduce_scatter sum %g over [dp] dim 0 : ...
+%w1_s = dtensor.fused ins(%lr, %g_s, %w_s) ... { ... }
+%w1 = coll.all_gather %w1_s over [dp] : ...
+// becomes
+%w1 = coll.fused_all_reduce sum %g, ins(%lr, %w_s) over [dp] dim 0 : (...) -> ...[R] { ... }
+```
+With `group=t1,t2` it fuses the tagged collective (an all_reduce, or a reduce_scatter) with
+exactly the tagged elementwise ops, and refuses with the reason when the group is not convex or
+the ops do not consume the collective.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from ccopt.diagnostics import OpError
+from ccopt.dialects import coll
+from ccopt.dialects.dtensor import mesh_of
+from ccopt.passes.common import Refusal, is_elementwise, set_tag, tag_of
+from ccopt.passes.fusion_groups import (
+    build_body,
+    check_convex,
+    insert_after_group,
+    interface,
+    is_fusable,
+    iteration_key,
+    joined_tag,
+    replace_group,
+)
+from ccopt.passes.reorder_elementwise import gathered_dim, plan_region, rewrite_region
+from ccopt.passes.split_all_reduce import split
+
+
+def plan_members(rs: coll.ReduceScatterOp, allowed: set[Operation] | None) -> list[Operation]:
+    """Ops after `rs` that compute on its slice in its iteration space, in program order; an op
+    that depends on them through a non-member cannot join (convexity)."""
+    key = iteration_key(rs)
+    inside: set[SSAValue] = {rs.result}
+    tainted: set[SSAValue] = set()
+    members: list[Operation] = []
+    op = rs.next_op
+    while op is not None:
+        uses_group = any(v in inside for v in op.operands)
+        if any(v in tainted for v in op.operands):
+            tainted.update(op.results)
+        elif (
+            uses_group
+            and is_fusable(op)
+            and (allowed is None or op in allowed)
+            and iteration_key(op) == key
+        ):
+            members.append(op)
+            inside.update(op.results)
+        elif uses_group:
+            tainted.update(op.results)
+        op = op.next_op
+    return members
+
+
+def gathers_of(value: SSAValue, rs: coll.ReduceScatterOp, dim: int) -> list[coll.AllGatherOp]:
+    mesh = mesh_of(rs)
+    return [
+        u.operation
+        for u in value.uses
+        if isinstance(u.operation, coll.AllGatherOp)
+        and u.operation.axes == rs.axes
+        and gathered_dim(u.operation, mesh) == dim
+    ]
+
+
+def fuse_into_collective(
+    rs: coll.ReduceScatterOp, members: Sequence[Operation]
+) -> coll.FusedAllReduceOp:
+    """Replace `rs`, its member ops and the all_gathers of their results with one op."""
+    dim = rs.dim.value.data
+    inputs, outputs = interface(members)
+    inputs = [v for v in inputs if v is not rs.result]
+    if any(u.operation not in members for u in rs.result.uses):
+        outputs = [rs.result, *outputs]
+    yields: list[SSAValue] = []
+    result_types = []
+    replaced: list[tuple[SSAValue, Operation | None]] = []  # (value, its gather or None)
+    for v in outputs:
+        gathers = gathers_of(v, rs, dim)
+        rest = [u for u in v.uses if u.operation not in members and u.operation not in gathers]
+        if rest:
+            yields.append(v)
+            result_types.append(v.type)
+            replaced.append((v, None))
+        if gathers:
+            yields.append(v)
+            result_types.append(gathers[0].result.type)
+            replaced.append((v, gathers[0]))
+    body = build_body(members, inputs, yields, leading=[rs.result])
+    fused = coll.FusedAllReduceOp(
+        rs.input,
+        inputs,
+        rs.axes.names,
+        dim,
+        rs.kind.data,
+        result_types,
+        body,  # type: ignore[arg-type]
+    )
+    set_tag(fused, joined_tag([rs, *members]))
+    ops = [rs, *members]
+    insert_after_group(fused, ops)
+    sliced: list[tuple[SSAValue, SSAValue]] = []
+    for (v, gather), result in zip(replaced, fused.results, strict=True):
+        if gather is None:
+            sliced.append((v, result))
+            continue
+        for g in gathers_of(v, rs, dim):
+            result.name_hint = result.name_hint or g.result.name_hint
+            g.result.replace_all_uses_with(result)
+            Rewriter.erase_op(g)
+    replace_group(ops, sliced)
+    return fused
+
+
+def split_and_reorder(
+    ar: coll.AllReduceOp, allowed: set[Operation]
+) -> tuple[coll.ReduceScatterOp, set[Operation]]:
+    """all_reduce -> reduce_scatter + all_gather moved below the allowed ops; returns the
+    reduce_scatter and the sliced versions of those ops."""
+    pair = split(ar, None)
+    if isinstance(pair, str):
+        raise Refusal(f"cannot split the all_reduce: {pair}")
+    rs, ag = pair
+    Rewriter.insert_op([rs, ag], _before(ar))
+    ar.result.replace_all_uses_with(ag.result)
+    Rewriter.erase_op(ar)
+    region = plan_region(ag, strict=False, allowed=allowed)
+    moved = {new_ops[-1] for _, new_ops in region.new_ops}
+    if len(moved) != len(allowed):
+        raise Refusal("some of the tagged ops cannot run on the reduced slice")
+    rewrite_region(region)
+    return rs, moved
+
+
+def _before(op: Operation):  # noqa: ANN202
+    from xdsl.rewriter import InsertPoint
+
+    return InsertPoint.before(op)
+
+
+@dataclass(frozen=True)
+class FuseCollective(ModulePass):
+    """Fuse reduce_scatter + elementwise ops + all_gather into one coll.fused_all_reduce."""
+
+    name = "fuse-collective"
+
+    group: tuple[str, ...] = ()
+    """Tags of one collective and the elementwise ops to fuse into it (then an illegal group is
+    an error); default: every reduce_scatter with the elementwise ops on its slice."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.group:
+            self.fuse_tagged(op)
+            return
+        for rs in [o for o in op.walk() if isinstance(o, coll.ReduceScatterOp)]:
+            members = plan_members(rs, None)
+            if members:
+                fuse_into_collective(rs, members)
+
+    def fuse_tagged(self, module: ModuleOp) -> None:
+        ops = [o for o in module.walk() if tag_of(o) in self.group]
+        missing = set(self.group) - {tag_of(o) for o in ops}
+        if missing:
+            raise OpError(module, f"no op is tagged {', '.join(sorted(missing))}")
+        collectives = [o for o in ops if isinstance(o, coll.AllReduceOp | coll.ReduceScatterOp)]
+        try:
+            if len(collectives) != 1:
+                raise Refusal(
+                    f"the group needs exactly one all_reduce or reduce_scatter, it has {len(collectives)}"
+                )
+            others = [o for o in ops if o not in collectives]
+            strays = [o for o in others if not is_elementwise(o)]
+            if strays:
+                raise Refusal(f"'{strays[0].name}' (tag {tag_of(strays[0])!r}) is not elementwise")
+            check_convex(ops)
+            (collective,) = collectives
+            if isinstance(collective, coll.AllReduceOp):
+                rs, allowed = split_and_reorder(collective, set(others))
+            else:
+                rs, allowed = collective, set(others)
+            members = plan_members(rs, allowed)
+            if len(members) != len(allowed):
+                raise Refusal("some of the tagged ops do not compute on the collective's slice")
+        except Refusal as why:
+            raise OpError(ops[0], f"cannot fuse {'+'.join(self.group)}: {why}") from None
+        fuse_into_collective(rs, members)

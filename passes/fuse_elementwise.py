@@ -1,0 +1,104 @@
+"""`fuse-elementwise`: groups of elementwise ops become one `dtensor.fused` kernel.
+
+Each elementwise op on its own reads its operands from memory and writes its result back; fused,
+a group reads its inputs once and writes only the values used outside it. The pass finds maximal
+convex groups of elementwise ops with one iteration space (same result shape and placements) and
+replaces each group of two or more with a `dtensor.fused` whose body is their per-element
+`arith`/`math` computation:
+
+```mlir
+%step = dtensor.mul %lr, %g : (...) -> !t
+%w1 = dtensor.sub %w, %step : (!t, !t) -> !t
+// becomes
+%w1 = dtensor.fused (%lr, %g, %w) : (...) -> !t {
+^bb0(%i: i64, %a: f32, %b: f32, %c: f32):
+  %0 = arith.mulf %a, %b : f32
+  %1 = arith.subf %c, %0 : f32
+  dtensor.yield %1 : f32
+}
+```
+With `group=t1,t2` it fuses exactly the ops carrying those tags, and refuses with the reason when
+they are not all elementwise, do not share an iteration space, or are not convex (fusing would
+create a cycle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation
+from xdsl.passes import ModulePass
+
+from ccopt.diagnostics import OpError
+from ccopt.dialects import dtensor as dt
+from ccopt.passes.common import Refusal, is_elementwise, set_tag, tag_of
+from ccopt.passes.fusion_groups import (
+    build_body,
+    check_convex,
+    find_groups,
+    interface,
+    iteration_key,
+    joined_tag,
+    place_fused,
+)
+
+
+def fuse(ops: Sequence[Operation]) -> dt.FusedOp:
+    """Replace a legal group (in program order) with one dtensor.fused op."""
+    inputs, outputs = interface(ops)
+    fused = dt.FusedOp(inputs, [v.type for v in outputs], build_body(ops, inputs, outputs))  # type: ignore[misc]
+    set_tag(fused, joined_tag(ops))
+    place_fused(fused, ops, outputs)
+    return fused
+
+
+def check_group(ops: Sequence[Operation]) -> None:
+    for op in ops:
+        if not is_elementwise(op):
+            raise Refusal(
+                f"'{op.name}' (tag {tag_of(op)!r}) is not elementwise; fuse collectives with fuse-collective"
+            )
+    blocks = {op.parent_block() for op in ops}
+    if len(blocks) != 1:
+        raise Refusal("the tagged ops are in different blocks")
+    keys = {iteration_key(op) for op in ops}
+    if len(keys) != 1:
+        shapes = ", ".join(f"{op.results[0].type}" for op in ops)
+        raise Refusal(f"the ops do not share one iteration space: {shapes}")
+    check_convex(ops)
+
+
+@dataclass(frozen=True)
+class FuseElementwise(ModulePass):
+    """Fuse maximal convex groups of elementwise ops into dtensor.fused kernels."""
+
+    name = "fuse-elementwise"
+
+    group: tuple[str, ...] = ()
+    """Tags of the ops to fuse into one kernel (then an illegal group is an error); default: all
+    maximal convex groups."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.group:
+            self.fuse_tagged(op)
+            return
+        blocks = {o.parent_block() for o in op.walk() if is_elementwise(o)}
+        for block in blocks:
+            assert isinstance(block, Block)
+            for members in find_groups(block):
+                if len(members) > 1:
+                    fuse(members)
+
+    def fuse_tagged(self, module: ModuleOp) -> None:
+        ops = [o for o in module.walk() if tag_of(o) in self.group]
+        missing = set(self.group) - {tag_of(o) for o in ops}
+        if missing:
+            raise OpError(module, f"no op is tagged {', '.join(sorted(missing))}")
+        try:
+            check_group(ops)
+        except Refusal as why:
+            raise OpError(ops[0], f"cannot fuse {'+'.join(self.group)}: {why}") from None
+        fuse(ops)
