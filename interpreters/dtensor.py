@@ -9,16 +9,16 @@ is computed from the value's type and the rank's mesh coordinates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from math import prod
 from typing import Any
 
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
 from ccopt.interpreters.distributed import (
     DistTensor,
     InterpreterError,
@@ -120,9 +120,9 @@ def dropout(x: np.ndarray, index: np.ndarray, seed: int, prob: float) -> np.ndar
 def reduce_local(
     x: np.ndarray, kind: dt.ReduceKind, dims: tuple[int, ...], keepdim: bool, count: int
 ) -> np.ndarray:
+    # i1 only reaches max/min (or and and), which stay in i1 so that an empty block gives the
+    # identity False/True
     acc = accumulation_dtype(x.dtype)
-    if np.issubdtype(x.dtype, np.bool_):
-        acc = np.dtype(np.int64)
     xs = x.astype(acc, copy=False)
     match kind:
         case dt.ReduceKind.SUM:
@@ -135,13 +135,27 @@ def reduce_local(
         case dt.ReduceKind.PROD:
             return np.prod(xs, axis=dims, keepdims=keepdim)
         case dt.ReduceKind.MAX:
-            return np.max(
-                xs, axis=dims, keepdims=keepdim, initial=identity(dt.ReductionKind.MAX, acc)
-            )
+            return np.max(xs, axis=dims, keepdims=keepdim, initial=identity(ReductionKind.MAX, acc))
         case dt.ReduceKind.MIN:
-            return np.min(
-                xs, axis=dims, keepdims=keepdim, initial=identity(dt.ReductionKind.MIN, acc)
-            )
+            return np.min(xs, axis=dims, keepdims=keepdim, initial=identity(ReductionKind.MIN, acc))
+
+
+def run_body(
+    block: Block, iteration: DTensorType, mesh: Mesh, args: Sequence[DistTensor]
+) -> list[list[np.ndarray]]:
+    """Per result, the shard of every rank: the scalar body evaluated on the rank's block of the
+    iteration space (inputs broadcast to it, the index argument the elements' global indices)."""
+    from ccopt.interpreters.body import evaluate_body
+
+    outputs: list[list[np.ndarray]] = []
+    for r in range(mesh.rank_count):
+        index = global_indices(iteration, iteration.local_slices(mesh, mesh.coords(r)))
+        values = evaluate_body(block, index, [a.shards[r] for a in args])
+        for i, v in enumerate(values):
+            if r == 0:
+                outputs.append([])
+            outputs[i].append(np.array(np.broadcast_to(v, index.shape)))
+    return outputs
 
 
 def softmax(x: np.ndarray, dim: int) -> np.ndarray:
@@ -353,7 +367,7 @@ class DtensorFunctions(InterpreterFunctions):
         t = _result_type(op)
         values = np.asarray(op.value.get_values(), dtype=numpy_dtype(t.element_type))
         full = (
-            np.broadcast_to(values, t.get_shape())
+            np.broadcast_to(values.reshape(()), t.get_shape())
             if values.size == 1
             else values.reshape(t.get_shape())
         )
@@ -368,6 +382,17 @@ class DtensorFunctions(InterpreterFunctions):
             self.per_rank(
                 t, lambda r, region: np.full([s.stop - s.start for s in region], value, dtype)
             ),
+        )
+
+    @impl(dt.FusedOp)
+    def run_fused(
+        self, interpreter: Interpreter, op: dt.FusedOp, args: PythonValues
+    ) -> PythonValues:
+        iteration = op.iteration_type()
+        outputs = run_body(op.body_block(), iteration, self.mesh(iteration), args)
+        return tuple(
+            DistTensor(r.type, self.mesh(iteration), shards)  # type: ignore[arg-type]
+            for r, shards in zip(op.outputs, outputs, strict=True)
         )
 
     @impl(dt.UpdateOp)
