@@ -17,9 +17,16 @@ def _coll() -> Dialect:
     return Coll
 
 
+def _sched() -> Dialect:
+    from ccopt.dialects.sched import Sched
+
+    return Sched
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "dtensor": _dtensor,
     "coll": _coll,
+    "sched": _sched,
 }
 
 

@@ -29,6 +29,7 @@ class ReferenceInterpreter:
 
         from ccopt.interpreters.coll import CollFunctions
         from ccopt.interpreters.dtensor import DtensorFunctions
+        from ccopt.interpreters.sched import SchedFunctions
 
         self.dtensor = DtensorFunctions(meshes)
         self.interpreter = Interpreter(module)
@@ -40,6 +41,7 @@ class ReferenceInterpreter:
             ScfFunctions(),
             self.dtensor,
             CollFunctions(),
+            SchedFunctions(),
         ):
             self.interpreter.register_implementations(functions)
 

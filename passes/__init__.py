@@ -63,6 +63,12 @@ def _fuse_collective() -> type[ModulePass]:
     return FuseCollective
 
 
+def _overlap() -> type[ModulePass]:
+    from ccopt.passes.overlap import Overlap
+
+    return Overlap
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
@@ -72,6 +78,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "pipeline-p2p": _pipeline_p2p,
     "fuse-elementwise": _fuse_elementwise,
     "fuse-collective": _fuse_collective,
+    "overlap": _overlap,
 }
 
 
