@@ -214,13 +214,21 @@ def prepare_inputs(
     return out
 
 
-def _apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
+def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
+    """A verified copy of `module` after the pass pipeline (the module itself is untouched)."""
+    optimized = module.clone()
+    run_pipeline(optimized, pipeline)
+    return optimized
+
+
+def run_pipeline(module: ModuleOp, pipeline: str) -> None:
+    """Apply a pass pipeline to `module` in place and verify the result; bad pipelines and
+    refused rewrites are CcoptErrors."""
     from xdsl.passes import PassPipeline
 
     from ccopt.ir import make_context, verify_module
     from ccopt.passes import PASSES
 
-    optimized = module.clone()
     try:
         passes = PassPipeline.parse_spec(PASSES, pipeline)
     except (ValueError, BaseException) as e:  # xDSL raises ArgSpecParseError, a BaseException
@@ -228,13 +236,12 @@ def _apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
             raise
         raise CcoptError(f"invalid pass pipeline '{pipeline}': {first_line(e)}") from None
     try:
-        passes.apply(make_context(), optimized)
+        passes.apply(make_context(), module)
     except CcoptError:
         raise
     except DiagnosticException as e:
         raise CcoptError(f"pipeline '{pipeline}' failed: {first_line(e)}") from None
-    verify_module(optimized)
-    return optimized
+    verify_module(module)
 
 
 def _execute(
@@ -325,8 +332,38 @@ def check_pipeline(
     """Run `program` before and after `pipeline` on the same inputs; compare every output
     (`|after - before| <= atol + rtol * |before|`)."""
     module = load_program(program)
+    bind_mesh(module, mesh)
+    optimized = apply_pipeline(module, pipeline)
+    return compare_modules(
+        module,
+        optimized,
+        inputs,
+        entry=entry,
+        seed=seed,
+        steps=steps,
+        rtol=rtol,
+        atol=atol,
+        description=pipeline,
+    )
+
+
+def compare_modules(
+    module: ModuleOp,
+    optimized: ModuleOp,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    entry: str | None = None,
+    mesh: Mapping[str, int] | str | None = None,
+    seed: int = 0,
+    steps: int = 1,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    description: str = "",
+) -> CheckReport:
+    """Run two versions of a program on the same inputs and compare every output."""
+    module, optimized = module.clone(), optimized.clone()
     meshes = bind_mesh(module, mesh)
-    optimized = _apply_pipeline(module, pipeline)
+    bind_mesh(optimized, mesh)
     f = find_entry(module, entry)
     values = prepare_inputs(f, meshes, inputs, seed)
     reference = _execute(module, meshes, f, values, steps)
@@ -345,4 +382,4 @@ def check_pipeline(
         comparisons.append(
             OutputComparison(name, np.inf, np.inf, False, "not produced before the pipeline")
         )
-    return CheckReport(pipeline, comparisons, reference, after)
+    return CheckReport(description, comparisons, reference, after)

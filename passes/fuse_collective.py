@@ -32,7 +32,7 @@ from xdsl.rewriter import Rewriter
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.passes.common import Refusal, is_elementwise, set_tag, tag_of
+from ccopt.passes.common import Refusal, set_tag, tag_of
 from ccopt.passes.fusion_groups import (
     build_body,
     check_convex,
@@ -190,7 +190,7 @@ class FuseCollective(ModulePass):
                     f"the group needs exactly one all_reduce or reduce_scatter, it has {len(collectives)}"
                 )
             others = [o for o in ops if o not in collectives]
-            strays = [o for o in others if not is_elementwise(o)]
+            strays = [o for o in others if not is_fusable(o)]
             if strays:
                 raise Refusal(f"'{strays[0].name}' (tag {tag_of(strays[0])!r}) is not elementwise")
             check_convex(ops)

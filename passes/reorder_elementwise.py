@@ -151,8 +151,9 @@ def plan_region(
     return builder
 
 
-def rewrite_region(builder: RegionBuilder) -> None:
-    """Insert the block versions, gather every value used outside the region, drop the rest."""
+def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
+    """Insert the block versions, gather every value used outside the region, drop the rest;
+    returns the slices of replicated operands it made."""
     region_ops = {old for old, _ in builder.new_ops}
     for old, new_ops in builder.new_ops:
         Rewriter.insert_op(new_ops, InsertPoint.before(old))
@@ -173,6 +174,7 @@ def rewrite_region(builder: RegionBuilder) -> None:
         Rewriter.erase_op(old)
     if not builder.ag.result.uses:
         Rewriter.erase_op(builder.ag)
+    return [op for _, new_ops in builder.new_ops for op in new_ops if isinstance(op, coll.SliceOp)]
 
 
 def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
@@ -217,9 +219,10 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
     return new_slices
 
 
-def hoist_slices(module: ModuleOp) -> None:
-    """Move every coll.slice up through the elementwise ops whose results only it uses."""
-    worklist = [o for o in module.walk() if isinstance(o, coll.SliceOp)]
+def hoist_slices(slices: list[coll.SliceOp]) -> None:
+    """Move these coll.slices (and the ones they create) up through the elementwise ops whose
+    results only they use."""
+    worklist = list(slices)
     while worklist:
         piece = worklist.pop()
         if piece.parent is not None:
@@ -252,6 +255,8 @@ class ReorderElementwise(ModulePass):
                         ag, f"nothing to reorder: no elementwise op consumes {tag_of(ag)!r}"
                     )
                 continue
-            rewrite_region(builder)
+            made = rewrite_region(builder)
+            if self.tags:
+                hoist_slices(made)
         if not self.tags:
-            hoist_slices(op)
+            hoist_slices([o for o in op.walk() if isinstance(o, coll.SliceOp)])
