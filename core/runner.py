@@ -296,9 +296,11 @@ def run(
 
 
 def compare(
-    name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float
+    name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float | None
 ) -> OutputComparison:
-    """`|got - want| <= atol + rtol * |want|` elementwise; NaN matches NaN, inf matches the same inf."""
+    """`|got - want| <= atol + rtol * |want|` elementwise; NaN matches NaN, inf matches the same
+    inf. `atol=None` scales it to the output: rtol times its largest finite magnitude, because an
+    element near zero from cancellation carries the rounding of the large terms it came from."""
     if got.shape != want.shape:
         return OutputComparison(
             name, np.inf, np.inf, False, f"shape {list(got.shape)} != {list(want.shape)}"
@@ -313,6 +315,8 @@ def compare(
     scale = np.where(np.isfinite(w), np.abs(w), 0.0)
     abs_err = float(diff.max())
     rel_err = float(np.max(diff / np.maximum(scale, np.finfo(np.float64).tiny)))
+    if atol is None:
+        atol = rtol * float(scale.max())
     ok = bool(np.all(diff <= atol + rtol * scale))
     return OutputComparison(name, abs_err, rel_err, ok)
 
@@ -327,10 +331,10 @@ def check_pipeline(
     seed: int = 0,
     steps: int = 1,
     rtol: float = 1e-5,
-    atol: float = 1e-6,
+    atol: float | None = None,
 ) -> CheckReport:
     """Run `program` before and after `pipeline` on the same inputs; compare every output
-    (`|after - before| <= atol + rtol * |before|`)."""
+    (`|after - before| <= atol + rtol * |before|`, see `compare`)."""
     module = load_program(program)
     bind_mesh(module, mesh)
     optimized = apply_pipeline(module, pipeline)
@@ -357,7 +361,7 @@ def compare_modules(
     seed: int = 0,
     steps: int = 1,
     rtol: float = 1e-5,
-    atol: float = 1e-6,
+    atol: float | None = None,
     description: str = "",
 ) -> CheckReport:
     """Run two versions of a program on the same inputs and compare every output."""

@@ -531,7 +531,7 @@ class Program:
         seed: int = 0,
         steps: int = 1,
         rtol: float = 1e-5,
-        atol: float = 1e-6,
+        atol: float | None = None,
     ) -> CheckReport:
         """Compare the scheduled program with the program as written, on the same inputs."""
         from ccopt.runner import compare_modules

@@ -55,7 +55,10 @@ def parser() -> argparse.ArgumentParser:
         "--rtol", type=float, default=1e-5, help="relative tolerance of --check-pipeline"
     )
     p.add_argument(
-        "--atol", type=float, default=1e-6, help="absolute tolerance of --check-pipeline"
+        "--atol",
+        type=float,
+        default=None,
+        help="absolute tolerance of --check-pipeline (default: rtol x the output's largest magnitude)",
     )
     return p
 
@@ -128,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(describe(name, value))
         status = 0
     else:
-        print(f"pipeline '{args.check_pipeline}' (rtol {args.rtol:g}, atol {args.atol:g}):")
+        atol = "scaled" if args.atol is None else f"{args.atol:g}"
+        print(f"pipeline '{args.check_pipeline}' (rtol {args.rtol:g}, atol {atol}):")
         for c in report.comparisons:
             verdict = "ok" if c.ok else "MISMATCH"
             note = f"  ({c.note})" if c.note else ""
