@@ -31,8 +31,10 @@ class InputError(CcoptError):
 
 @dataclass
 class RunResult:
-    """Global values of one run. Arrays of values that are P or V on some mesh axis carry one
-    leading dimension per such axis (see `ccopt.interpreters.distributed`)."""
+    """Global values of one run. Inputs of values that are P or V on some mesh axis carry one
+    leading dimension per such axis (each coordinate's own value); outputs are logical values:
+    P axes reduced in rank order, V axes still stacked in front (see
+    `ccopt.interpreters.distributed`)."""
 
     entry: str
     meshes: dict[str, Mesh]

@@ -206,7 +206,14 @@ PARTIAL_RULES: dict[str, PartialRule] = {
 }
 
 
-def partial_rule(op: str) -> PartialRule:
+TRUNCATING = {"scale", "div"}
+"""Ops that round their result on integers: trunc(a/2) + trunc(b/2) != trunc((a+b)/2), so on
+integer tensors they do not distribute over partial sums."""
+
+
+def partial_rule(op: str, element_type: Attribute | None = None) -> PartialRule:
+    if op in TRUNCATING and element_type is not None and not is_float(element_type):
+        return _no_partial(f"{op} of integers")
     return PARTIAL_RULES.get(op) or _no_partial(op)
 
 
@@ -263,7 +270,7 @@ def _elementwise_axis(
 
     if any(isinstance(p, PartialAttr) for p in placements):
         try:
-            return partial_rule(op)(placements)
+            return partial_rule(op, types[0].element_type)(placements)
         except InferenceError as e:
             raise InferenceError(e.message, axis) from None
     return R
@@ -411,8 +418,14 @@ def infer_reduce(t: DTensorType, kind: str, dims: Sequence[int], keepdim: bool) 
     for d in range(t.rank):
         if d not in dims or keepdim:
             new_index[d] = len(new_index)
+    truncates = kind == "mean" and not is_float(t.element_type)
     placements: list[Placement] = []
     for a, p in enumerate(t.placement_list):
+        if truncates and (isinstance(p, PartialAttr) or p.split_dim in dims):
+            raise InferenceError(
+                f"an integer mean truncates, so it cannot be split into partial means ({p.short})",
+                a,
+            )
         if isinstance(p, SplitAttr):
             placements.append(
                 PartialAttr(REDUCE_PARTIAL[kind])

@@ -79,7 +79,7 @@ ARRAY_OPS: dict[type[Operation], Callable[..., np.ndarray]] = {
     math.RsqrtOp: lambda x: 1 / np.sqrt(x),
     math.TanhOp: np.tanh,
     math.PowFOp: np.power,
-    math.IPowIOp: np.power,
+    math.IPowIOp: lambda a, b: _power(a, b),
 }
 
 CONVERSIONS = (
@@ -98,6 +98,12 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     from ccopt.interpreters.dtensor import int_div
 
     return int_div(a, b)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from ccopt.interpreters.dtensor import power
+
+    return power(a, b)
 
 
 def constant(op: arith.ConstantOp) -> np.ndarray:

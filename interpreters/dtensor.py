@@ -61,6 +61,18 @@ def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return q + adjust
 
 
+def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer powers follow MLIR's math.ipowi: a negative exponent gives 0, except for bases
+    1 and -1 (1 and +-1)."""
+    if not np.issubdtype(np.result_type(a, b), np.integer):
+        return np.power(a, b)
+    a, b = np.broadcast_arrays(a, b)
+    negative = b < 0
+    out = np.power(a, np.where(negative, 0, b))
+    unit = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(negative, unit, out).astype(out.dtype)
+
+
 def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if np.issubdtype(a.dtype, np.integer):
         return int_div(a, b)
@@ -86,7 +98,7 @@ BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     dt.DivOp: divide,
     dt.MaxOp: np.maximum,
     dt.MinOp: np.minimum,
-    dt.PowOp: np.power,
+    dt.PowOp: power,
 }
 
 COMPARE: dict[dt.ComparePredicate, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
