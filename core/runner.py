@@ -152,8 +152,27 @@ def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
     return funcs[0]
 
 
+def input_arguments(f: func.FuncOp) -> list[BlockArgument]:
+    """The arguments a caller provides: all of them, except the output buffers that a
+    kernel-level function takes last (`kernel.results`)."""
+    args = list(f.body.blocks[0].args)
+    results = f.attributes.get("kernel.results")
+    return args[: len(args) - results.value.data] if results is not None else args  # type: ignore[union-attr]
+
+
 def argument_names(f: func.FuncOp) -> list[str]:
-    return [a.name_hint or f"arg{a.index}" for a in f.body.blocks[0].args]
+    return [a.name_hint or f"arg{a.index}" for a in input_arguments(f)]
+
+
+def argument_tensor(arg: BlockArgument):  # noqa: ANN201 - DTensorType | None
+    """The distributed tensor type of an L1 argument or of an L3 buffer argument."""
+    from ccopt.dialects.dtensor_type import DTensorType
+    from ccopt.dialects.kernel import BufferType
+
+    t = arg.type
+    if isinstance(t, BufferType):
+        return t.tensor
+    return t if isinstance(t, DTensorType) else None
 
 
 _KIND_GROUPS = ({"f", "V"}, {"i", "u"}, {"b"})
@@ -175,7 +194,6 @@ def prepare_inputs(
     f: func.FuncOp, meshes: Mapping[str, Mesh], inputs: Mapping[str, np.ndarray] | None, seed: int
 ) -> dict[str, np.ndarray]:
     """Global input arrays by argument name: checked against the signature, or random."""
-    from ccopt.dialects.dtensor_type import DTensorType
     from ccopt.interpreters.distributed import global_shape, numpy_dtype
 
     names = argument_names(f)
@@ -188,11 +206,11 @@ def prepare_inputs(
             )
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
-    for name, arg in zip(names, f.body.blocks[0].args, strict=True):
-        t = arg.type
-        if not isinstance(t, DTensorType):
+    for name, arg in zip(names, input_arguments(f), strict=True):
+        t = argument_tensor(arg)
+        if t is None:
             raise InputError(
-                f"argument '{name}' has type {t}; ccopt-run takes !dtensor.tensor arguments"
+                f"argument '{name}' has type {arg.type}; ccopt-run takes !dtensor.tensor arguments"
             )
         mesh = meshes[t.mesh_name]
         dtype = numpy_dtype(t.element_type)
@@ -257,10 +275,10 @@ def _execute(
     from ccopt.interpreters.distributed import DistTensor, InterpreterError, distribute, gather
 
     names = argument_names(f)
-    args: list[DistTensor] = [
-        distribute(inputs[n], a.type, meshes[a.type.mesh_name])  # type: ignore[union-attr]
-        for n, a in zip(names, f.body.blocks[0].args, strict=True)
-    ]
+    args: list[DistTensor] = []
+    for n, a in zip(names, input_arguments(f), strict=True):
+        t = argument_tensor(a)
+        args.append(distribute(inputs[n], t, meshes[t.mesh_name]))
     interpreter = ReferenceInterpreter(module, meshes)
     results: tuple[DistTensor, ...] = ()
     updates: dict[int, DistTensor] = {}

@@ -23,10 +23,17 @@ def _sched() -> Dialect:
     return Sched
 
 
+def _kernel() -> Dialect:
+    from ccopt.dialects.kernel import Kernel
+
+    return Kernel
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "dtensor": _dtensor,
     "coll": _coll,
     "sched": _sched,
+    "kernel": _kernel,
 }
 
 

@@ -29,6 +29,7 @@ class ReferenceInterpreter:
 
         from ccopt.interpreters.coll import CollFunctions
         from ccopt.interpreters.dtensor import DtensorFunctions
+        from ccopt.interpreters.kernel import KernelFunctions
         from ccopt.interpreters.sched import SchedFunctions
 
         self.dtensor = DtensorFunctions(meshes)
@@ -42,6 +43,7 @@ class ReferenceInterpreter:
             self.dtensor,
             CollFunctions(),
             SchedFunctions(),
+            KernelFunctions(self.dtensor),
         ):
             self.interpreter.register_implementations(functions)
 
@@ -49,6 +51,8 @@ class ReferenceInterpreter:
         self, f: func.FuncOp, args: Sequence[DistTensor]
     ) -> tuple[tuple[DistTensor, ...], dict[int, DistTensor]]:
         """The function's results and its in-place updates (argument index -> new value)."""
+        if "kernel.results" in f.attributes:
+            return self.call_kernel_level(f, args)
         self.dtensor.updates.clear()
         with np.errstate(all="ignore"):  # IEEE semantics: inf and NaN are values, not errors
             results = self.interpreter.call_op(f.sym_name.data, tuple(args))
@@ -59,3 +63,28 @@ class ReferenceInterpreter:
             if getattr(v, "block", None) is entry
         }
         return tuple(results), updates
+
+    def call_kernel_level(
+        self, f: func.FuncOp, args: Sequence[DistTensor]
+    ) -> tuple[tuple[DistTensor, ...], dict[int, DistTensor]]:
+        """An L3 function writes its results into output buffers passed last and updates
+        arguments in their own buffers (`kernel.updated`)."""
+        from ccopt.dialects.kernel import BufferType
+        from ccopt.interpreters.distributed import DistTensor, numpy_dtype
+
+        block = f.body.blocks[0]
+        outputs = []
+        for arg in block.args[len(args) :]:
+            assert isinstance(arg.type, BufferType)
+            t = arg.type.tensor
+            mesh = self.dtensor.mesh(t)
+            dtype = numpy_dtype(t.element_type)
+            outputs.append(
+                DistTensor(
+                    t, mesh, [np.zeros(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()]
+                )
+            )
+        with np.errstate(all="ignore"):
+            self.interpreter.call_op(f.sym_name.data, (*args, *outputs))
+        updated = f.attributes["kernel.updated"].get_values()  # type: ignore[union-attr]
+        return tuple(outputs), {i: args[i] for i in updated}

@@ -8,13 +8,15 @@ routine: every rank assembles its output block from the input blocks of its grou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Attribute
 
 from ccopt.dialects import coll
-from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
+from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr, ReductionKind, ReductionKindAttr
 from ccopt.interpreters.distributed import (
     DistTensor,
     identity,
@@ -127,46 +129,54 @@ def shift(offset: int, cyclic: bool) -> GroupFn:
     return run
 
 
+def group_function(op_type: type[coll.CollectiveOp], props: Mapping[str, Attribute]) -> GroupFn:
+    """What one group of ranks does for a collective with these properties."""
+
+    def integer(name: str) -> int:
+        attr = props[name]
+        assert isinstance(attr, IntegerAttr)
+        return attr.value.data
+
+    def kind() -> ReductionKind:
+        attr = props["kind"]
+        assert isinstance(attr, ReductionKindAttr)
+        return attr.data
+
+    if op_type is coll.AllReduceOp:
+        return all_reduce(kind())
+    if op_type is coll.ReduceScatterOp:
+        return reduce_scatter(kind())
+    if op_type in (coll.AllGatherOp, coll.AllToAllOp, coll.SliceOp):
+        return assemble
+    if op_type is coll.BroadcastOp:
+        return broadcast(integer("root"))
+    if op_type is coll.ReduceOp:
+        return reduce_to_root(kind(), integer("root"))
+    if op_type is coll.ShiftOp:
+        return shift(integer("offset"), "cyclic" in props)
+    raise TypeError(f"no semantics for {op_type.name}")
+
+
+def collective(
+    op_type: type[coll.CollectiveOp],
+    props: Mapping[str, Attribute],
+    x: DistTensor,
+    result: DTensorType,
+) -> DistTensor:
+    """Run a collective (given by its op class and properties) on a distributed value."""
+    axes = props["axes"]
+    assert isinstance(axes, MeshAxesAttr)
+    group = coll.group_axes(x.mesh, axes.names)
+    return run_groups(x, result, group, group_function(op_type, props))
+
+
 class CollFunctions(InterpreterFunctions):
     """Interpreter functions of the coll dialect."""
 
-    def run(self, op: coll.CollectiveOp, x: DistTensor, fn: GroupFn) -> PythonValues:
-        return (run_groups(x, _result_type(op), op.group(x.mesh), fn),)
-
-    @impl(coll.AllReduceOp)
-    def run_all_reduce(
-        self, interpreter: Interpreter, op: coll.AllReduceOp, args: PythonValues
-    ) -> PythonValues:
-        return self.run(op, args[0], all_reduce(op.kind.data))
-
-    @impl(coll.ReduceScatterOp)
-    def run_reduce_scatter(
-        self, interpreter: Interpreter, op: coll.ReduceScatterOp, args: PythonValues
-    ) -> PythonValues:
-        return self.run(op, args[0], reduce_scatter(op.kind.data))
-
-    def run_redistribute(
+    def run_collective(
         self, interpreter: Interpreter, op: coll.CollectiveOp, args: PythonValues
     ) -> PythonValues:
-        return self.run(op, args[0], assemble)
-
-    @impl(coll.BroadcastOp)
-    def run_broadcast(
-        self, interpreter: Interpreter, op: coll.BroadcastOp, args: PythonValues
-    ) -> PythonValues:
-        return self.run(op, args[0], broadcast(op.root.value.data))
-
-    @impl(coll.ReduceOp)
-    def run_reduce(
-        self, interpreter: Interpreter, op: coll.ReduceOp, args: PythonValues
-    ) -> PythonValues:
-        return self.run(op, args[0], reduce_to_root(op.kind.data, op.root.value.data))
-
-    @impl(coll.ShiftOp)
-    def run_shift(
-        self, interpreter: Interpreter, op: coll.ShiftOp, args: PythonValues
-    ) -> PythonValues:
-        return self.run(op, args[0], shift(op.offset.value.data, op.cyclic is not None))
+        return (collective(type(op), op.properties, args[0], _result_type(op)),)
 
     @impl(coll.FusedAllReduceOp)
     def run_fused_all_reduce(
@@ -191,6 +201,17 @@ class CollFunctions(InterpreterFunctions):
 
 
 impl_each(
-    CollFunctions, (coll.AllGatherOp, coll.AllToAllOp, coll.SliceOp), CollFunctions.run_redistribute
+    CollFunctions,
+    (
+        coll.AllReduceOp,
+        coll.ReduceScatterOp,
+        coll.AllGatherOp,
+        coll.AllToAllOp,
+        coll.SliceOp,
+        coll.BroadcastOp,
+        coll.ReduceOp,
+        coll.ShiftOp,
+    ),
+    CollFunctions.run_collective,
 )
 register_impls(CollFunctions)

@@ -14,6 +14,7 @@ from math import prod
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Block, SSAValue
 
@@ -38,13 +39,42 @@ def _result_type(op: Any) -> DTensorType:
     return t
 
 
-def _in_accumulation(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+def in_accumulation(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """Run a float function in f32 for half-precision inputs (as the CUDA kernels do)."""
 
     def run(*xs: np.ndarray) -> np.ndarray:
         return fn(*(x.astype(accumulation_dtype(x.dtype), copy=False) for x in xs))
 
     return run
+
+
+def matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> np.ndarray:
+    """Local matmul, accumulating half precision in f32 (cuBLAS with f32 compute)."""
+
+    def local(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a = np.swapaxes(a, -1, -2) if transpose_a else a
+        b = np.swapaxes(b, -1, -2) if transpose_b else b
+        return np.matmul(a, b)
+
+    return in_accumulation(local)(a, b)
+
+
+def local_box(t: DTensorType, offsets: Sequence[int], sizes: Sequence[int]) -> tuple[slice, ...]:
+    """A static slice in local coordinates: split dimensions are never cut (the verifier
+    guarantees it), so they stay whole; the others are global coordinates."""
+    split = {p.split_dim for p in t.placement_list}
+    return tuple(
+        slice(None) if d in split else slice(o, o + n)
+        for d, (o, n) in enumerate(zip(offsets, sizes, strict=True))
+    )
+
+
+def constant_array(value: DenseIntOrFPElementsAttr, t: DTensorType) -> np.ndarray:
+    """The global value of a dense constant (a splat is broadcast)."""
+    values = np.asarray(value.get_values(), dtype=numpy_dtype(t.element_type))
+    if values.size == 1:
+        return np.broadcast_to(values.reshape(()), t.get_shape())
+    return values.reshape(t.get_shape())
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -83,12 +113,12 @@ UNARY: dict[type, Callable[[np.ndarray], np.ndarray]] = {
     dt.NegOp: np.negative,
     dt.AbsOp: np.abs,
     dt.ReluOp: lambda x: np.maximum(x, x.dtype.type(0)),
-    dt.ExpOp: _in_accumulation(np.exp),
-    dt.LogOp: _in_accumulation(np.log),
-    dt.SqrtOp: _in_accumulation(np.sqrt),
-    dt.RsqrtOp: _in_accumulation(lambda x: 1 / np.sqrt(x)),
-    dt.TanhOp: _in_accumulation(np.tanh),
-    dt.GeluOp: _in_accumulation(gelu),
+    dt.ExpOp: in_accumulation(np.exp),
+    dt.LogOp: in_accumulation(np.log),
+    dt.SqrtOp: in_accumulation(np.sqrt),
+    dt.RsqrtOp: in_accumulation(lambda x: 1 / np.sqrt(x)),
+    dt.TanhOp: in_accumulation(np.tanh),
+    dt.GeluOp: in_accumulation(gelu),
 }
 
 BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -226,7 +256,7 @@ class DtensorFunctions(InterpreterFunctions):
     ) -> PythonValues:
         fn = BINARY[type(op)]
         if isinstance(op, dt.PowOp | dt.DivOp) and np.issubdtype(args[0].dtype, np.floating):
-            fn = _in_accumulation(fn)
+            fn = in_accumulation(fn)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return (map_ranks(fn, _result_type(op), *args),)
 
@@ -248,9 +278,7 @@ class DtensorFunctions(InterpreterFunctions):
         (x,) = args
         if np.issubdtype(x.dtype, np.floating) or x.dtype.kind == "V":
             return (
-                map_ranks(
-                    _in_accumulation(lambda s: s * s.dtype.type(factor)), _result_type(op), x
-                ),
+                map_ranks(in_accumulation(lambda s: s * s.dtype.type(factor)), _result_type(op), x),
             )
         return (map_ranks(lambda s: np.trunc(s * factor), _result_type(op), x),)
 
@@ -279,13 +307,7 @@ class DtensorFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: dt.MatmulOp, args: PythonValues
     ) -> PythonValues:
         ta, tb = op.transpose_lhs is not None, op.transpose_rhs is not None
-
-        def local(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            a = np.swapaxes(a, -1, -2) if ta else a
-            b = np.swapaxes(b, -1, -2) if tb else b
-            return np.matmul(a, b)
-
-        return (map_ranks(_in_accumulation(local), _result_type(op), *args),)
+        return (map_ranks(lambda a, b: matmul(a, b, ta, tb), _result_type(op), *args),)
 
     @impl(dt.ReduceOp)
     def run_reduce(
@@ -305,14 +327,14 @@ class DtensorFunctions(InterpreterFunctions):
         def norm(s: np.ndarray) -> np.ndarray:
             return np.sqrt(np.sum(s * s))
 
-        return (map_ranks(_in_accumulation(norm), _result_type(op), *args),)
+        return (map_ranks(in_accumulation(norm), _result_type(op), *args),)
 
     @impl(dt.SoftmaxOp)
     def run_softmax(
         self, interpreter: Interpreter, op: dt.SoftmaxOp, args: PythonValues
     ) -> PythonValues:
         dim = op.dim.value.data
-        return (map_ranks(_in_accumulation(lambda s: softmax(s, dim)), _result_type(op), *args),)
+        return (map_ranks(in_accumulation(lambda s: softmax(s, dim)), _result_type(op), *args),)
 
     @impl(dt.LayerNormOp)
     def run_layernorm(
@@ -328,7 +350,7 @@ class DtensorFunctions(InterpreterFunctions):
             bias = next(it) if has_bias else None
             return layernorm(s, eps, weight, bias)
 
-        return (map_ranks(_in_accumulation(local), _result_type(op), x, *params),)
+        return (map_ranks(in_accumulation(local), _result_type(op), x, *params),)
 
     # --- shape and data movement ----------------------------------------------------------------
     @impl(dt.SliceOp)
@@ -336,13 +358,7 @@ class DtensorFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: dt.SliceOp, args: PythonValues
     ) -> PythonValues:
         (x,) = args
-        split = {p.split_dim for p in x.type.placement_list}
-        box = tuple(
-            slice(None) if d in split else slice(o, o + n)
-            for d, (o, n) in enumerate(
-                zip(op.offsets.get_values(), op.sizes.get_values(), strict=True)
-            )
-        )
+        box = local_box(x.type, op.offsets.get_values(), op.sizes.get_values())
         return (map_ranks(lambda s: s[box], _result_type(op), x),)
 
     @impl(dt.ConcatOp)
@@ -377,12 +393,7 @@ class DtensorFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: dt.ConstantOp, args: PythonValues
     ) -> PythonValues:
         t = _result_type(op)
-        values = np.asarray(op.value.get_values(), dtype=numpy_dtype(t.element_type))
-        full = (
-            np.broadcast_to(values.reshape(()), t.get_shape())
-            if values.size == 1
-            else values.reshape(t.get_shape())
-        )
+        full = constant_array(op.value, t)
         return (self.per_rank(t, lambda r, region: full[region]),)
 
     @impl(dt.FillOp)

@@ -69,6 +69,12 @@ def _overlap() -> type[ModulePass]:
     return Overlap
 
 
+def _convert_to_kernel() -> type[ModulePass]:
+    from ccopt.passes.convert_to_kernel import ConvertToKernel
+
+    return ConvertToKernel
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
@@ -79,6 +85,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fuse-elementwise": _fuse_elementwise,
     "fuse-collective": _fuse_collective,
     "overlap": _overlap,
+    "convert-to-kernel": _convert_to_kernel,
 }
 
 

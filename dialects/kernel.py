@@ -1,0 +1,761 @@
+"""The kernel dialect (L3): what one rank executes - buffers, kernels, library calls, streams.
+
+L1/L2 values become buffers (`!kernel.buffer<...>`, the rank's storage for its block of a
+distributed tensor type); every op writes into destination buffers it is given, so aliasing is
+explicit: `kernel.view` reinterprets a buffer, `kernel.block_view` is the rank's block inside a
+full buffer (what NCCL's in-place all-gather and reduce-scatter use), and an in-place update of
+an argument is a kernel whose output *is* the argument's buffer. Device ops carry the stream
+they run on; `kernel.event_record` / `kernel.event_wait` order streams. Emission walks this level
+with one template per op (backends/cuda).
+
+```mlir
+%g_s = kernel.alloc : !kernel.buffer<1030xf32, @dp[S(0)]>
+kernel.nccl_reduce_scatter sum %g -> %g_s over [dp] dim 0 stream 0 : ...
+kernel.elementwise ins(%lr, %g_s, %w_blk) outs(%w_blk) stream 0 : ... { ...scalar body... }
+kernel.nccl_all_gather %w_blk -> %w over [dp] stream 0 : ...     // in place: %w_blk is %w's block
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from ccopt.dialects import inference as infer
+from ccopt.dialects.coll import (
+    AllGatherOp,
+    AllReduceOp,
+    AllToAllOp,
+    BroadcastOp,
+    CollectiveOp,
+    ReduceOp,
+    ReduceScatterOp,
+    ShiftOp,
+    SliceOp,
+)
+from ccopt.dialects.dtensor import ReduceKindAttr, ScalarBodyOp, lookup_mesh
+from ccopt.dialects.dtensor_type import (
+    DTensorType,
+    MeshAxesAttr,
+    ReductionKind,
+    ReductionKindAttr,
+)
+from ccopt.dialects.inference import InferenceError
+
+
+@irdl_attr_definition
+class BufferType(ParametrizedAttribute, TypeAttribute):
+    """A rank's storage for its block of a distributed tensor: `!kernel.buffer<8x16xf32, @m[S(0)]>`."""
+
+    name = "kernel.buffer"
+    tensor: DTensorType
+
+    def __init__(self, tensor: DTensorType):
+        super().__init__(tensor)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        return (DTensorType.new(DTensorType.parse_parameters(parser)),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        self.tensor.print_parameters(printer)
+
+
+@irdl_attr_definition
+class EventType(ParametrizedAttribute, TypeAttribute):
+    """A point in a stream that other streams can wait for (a CUDA event)."""
+
+    name = "kernel.event"
+
+
+def tensor_of(value: SSAValue) -> DTensorType:
+    t = value.type
+    if not isinstance(t, BufferType):
+        raise VerifyException(f"expected a !kernel.buffer, got {t}")
+    return t.tensor
+
+
+class DeviceOp(IRDLOperation):
+    """An op that runs on a stream of the rank's device, writing into its destination buffers."""
+
+    stream = prop_def(IntegerAttr[I64])
+
+    def stream_index(self) -> int:
+        return self.stream.value.data
+
+    def check_stream(self) -> None:
+        if self.stream.value.data < 0:
+            raise VerifyException(f"stream must be >= 0, got {self.stream.value.data}")
+
+
+def _stream(stream: int) -> dict[str, Attribute]:
+    return {"stream": IntegerAttr(stream, i64)}
+
+
+def _expect(actual: DTensorType, expected: DTensorType, what: str) -> None:
+    if actual != expected:
+        raise VerifyException(f"{what} is {BufferType(actual)} but must be {BufferType(expected)}")
+
+
+def _infer(fn, *args):  # noqa: ANN001, ANN202 - inference errors as verifier errors
+    try:
+        return fn(*args)
+    except InferenceError as e:
+        raise VerifyException(e.located(None)) from None
+
+
+# --- storage --------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Storage for the rank's block of a value (allocated from the program's workspace)."""
+
+    name = "kernel.alloc"
+    result = result_def(BufferType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, tensor: DTensorType):
+        super().__init__(result_types=[BufferType(tensor)])
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """The same storage as another type: a reshape of row-major local blocks moves no data."""
+
+    name = "kernel.view"
+    source = operand_def(BufferType)
+    result = result_def(BufferType)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, tensor: DTensorType):
+        super().__init__(operands=[source], result_types=[BufferType(tensor)])
+
+    def verify_(self) -> None:
+        src, dst = tensor_of(self.source), tensor_of(self.result)
+        _expect(dst, _infer(infer.infer_reshape, src, dst.get_shape()), "the view")
+
+
+@irdl_op_definition
+class BlockViewOp(IRDLOperation):
+    """The rank's block (along a split of the leading dimension) inside a buffer holding the
+    whole value: where NCCL's in-place collectives read and write."""
+
+    name = "kernel.block_view"
+    source = operand_def(BufferType)
+    axes = prop_def(MeshAxesAttr)
+    result = result_def(BufferType)
+    assembly_format = "$source `over` $axes attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, axes: Sequence[str], tensor: DTensorType):
+        super().__init__(
+            operands=[source],
+            result_types=[BufferType(tensor)],
+            properties={"axes": MeshAxesAttr(axes)},
+        )
+
+    def verify_(self) -> None:
+        full, block = tensor_of(self.source), tensor_of(self.result)
+        mesh = lookup_mesh(self, full.mesh_name)
+        if mesh is None:
+            return
+        expected = _infer(
+            SliceOp.infer, full, {"axes": self.axes, "dim": IntegerAttr(0, i64)}, mesh
+        )
+        _expect(block, expected, "the block")
+
+
+@irdl_op_definition
+class EventRecordOp(DeviceOp):
+    """A new event marking everything issued so far on `stream`."""
+
+    name = "kernel.event_record"
+    event = result_def(EventType)
+    assembly_format = "`stream` $stream attr-dict"
+
+    def __init__(self, stream: int):
+        super().__init__(result_types=[EventType()], properties=_stream(stream))
+
+
+@irdl_op_definition
+class EventWaitOp(DeviceOp):
+    """Later work on `stream` waits until the event has happened."""
+
+    name = "kernel.event_wait"
+    event = operand_def(EventType)
+    assembly_format = "$event `stream` $stream attr-dict"
+
+    def __init__(self, event: SSAValue, stream: int):
+        super().__init__(operands=[event], properties=_stream(stream))
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ElementwiseOp(DeviceOp, ScalarBodyOp):
+    """One kernel over the iteration space of its outputs; the body computes one element."""
+
+    name = "kernel.elementwise"
+    inputs = var_operand_def(BufferType)
+    outputs = var_operand_def(BufferType)
+    body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` `stream` $stream attr-dict `:` "
+        "type($inputs) `->` type($outputs) $body"
+    )
+
+    def __init__(
+        self, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], body: Region, stream: int = 0
+    ):
+        super().__init__(
+            operands=[list(inputs), list(outputs)], regions=[body], properties=_stream(stream)
+        )
+
+    def iteration_type(self) -> DTensorType:
+        return tensor_of(self.outputs[0])
+
+    def verify_(self) -> None:
+        self.check_stream()
+        if not self.outputs:
+            raise VerifyException("an elementwise kernel needs at least one output")
+        iteration = self.iteration_type()
+        outs = [tensor_of(v) for v in self.outputs]
+        ins = [tensor_of(v) for v in self.inputs]
+        for i, t in enumerate(outs):
+            if t.get_shape() != iteration.get_shape() or t.placements != iteration.placements:
+                raise VerifyException(
+                    f"output #{i} is {BufferType(t)}; outputs share one iteration space"
+                )
+        try:
+            self.check_body_against(ins, iteration, outs)
+        except InferenceError as e:
+            raise VerifyException(e.located(None)) from None
+
+
+@irdl_op_definition
+class GemmOp(DeviceOp):
+    """`out = lhs @ rhs` on the local blocks (cuBLAS; batched over leading dims)."""
+
+    name = "kernel.gemm"
+    lhs = operand_def(BufferType)
+    rhs = operand_def(BufferType)
+    out = operand_def(BufferType)
+    transpose_lhs = opt_prop_def(UnitAttr)
+    transpose_rhs = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$lhs `,` $rhs `->` $out (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? "
+        "`stream` $stream attr-dict `:` type($lhs) `,` type($rhs) `->` type($out)"
+    )
+
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        out: SSAValue,
+        transpose_lhs: bool,
+        transpose_rhs: bool,
+        stream: int = 0,
+    ):
+        props = _stream(stream)
+        if transpose_lhs:
+            props["transpose_lhs"] = UnitAttr()
+        if transpose_rhs:
+            props["transpose_rhs"] = UnitAttr()
+        super().__init__(operands=[lhs, rhs, out], properties=props)
+
+    def verify_(self) -> None:
+        self.check_stream()
+        expected = _infer(
+            infer.infer_matmul,
+            tensor_of(self.lhs),
+            tensor_of(self.rhs),
+            self.transpose_lhs is not None,
+            self.transpose_rhs is not None,
+        )
+        _expect(tensor_of(self.out), expected, "the output")
+
+
+@irdl_op_definition
+class ReduceKernelOp(DeviceOp):
+    """A reduction over `dims` of the local block (mean divides by the global count)."""
+
+    name = "kernel.reduce"
+    kind = prop_def(ReduceKindAttr)
+    input = operand_def(BufferType)
+    out = operand_def(BufferType)
+    dims = prop_def(DenseArrayBase.constr(i64))
+    keepdim = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$kind $input `->` $out `dims` $dims (`keepdim` $keepdim^)? `stream` $stream attr-dict `:` "
+        "type($input) `->` type($out)"
+    )
+
+    def __init__(
+        self,
+        kind: ReduceKindAttr,
+        input: SSAValue,
+        out: SSAValue,
+        dims: Sequence[int],
+        keepdim: bool,
+        stream: int = 0,
+    ):
+        props: dict[str, Attribute] = {
+            **_stream(stream),
+            "kind": kind,
+            "dims": DenseArrayBase.from_list(i64, list(dims)),
+        }
+        if keepdim:
+            props["keepdim"] = UnitAttr()
+        super().__init__(operands=[input, out], properties=props)
+
+    def verify_(self) -> None:
+        self.check_stream()
+        expected = _infer(
+            infer.infer_reduce,
+            tensor_of(self.input),
+            self.kind.data.value,
+            self.dims.get_values(),
+            self.keepdim is not None,
+        )
+        _expect(tensor_of(self.out), expected, "the output")
+
+
+@irdl_op_definition
+class SoftmaxKernelOp(DeviceOp):
+    """Row-wise softmax along `dim` of the local block."""
+
+    name = "kernel.softmax"
+    input = operand_def(BufferType)
+    out = operand_def(BufferType)
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `->` $out `dim` $dim `stream` $stream attr-dict `:` type($input) `->` type($out)"
+    )
+
+    def __init__(self, input: SSAValue, out: SSAValue, dim: int, stream: int = 0):
+        super().__init__(
+            operands=[input, out], properties={**_stream(stream), "dim": IntegerAttr(dim, i64)}
+        )
+
+    def verify_(self) -> None:
+        self.check_stream()
+        _expect(
+            tensor_of(self.out),
+            _infer(infer.infer_softmax, tensor_of(self.input), self.dim.value.data),
+            "the output",
+        )
+
+
+@irdl_op_definition
+class LayerNormKernelOp(DeviceOp):
+    """Layer normalization over the last dimension of the local block."""
+
+    name = "kernel.layernorm"
+    input = operand_def(BufferType)
+    weight = opt_operand_def(BufferType)
+    bias = opt_operand_def(BufferType)
+    out = operand_def(BufferType)
+    eps = prop_def(FloatAttr[Float64Type])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$input (`weight` $weight^ `:` type($weight))? (`bias` $bias^ `:` type($bias))? `->` $out "
+        "`eps` $eps `stream` $stream attr-dict `:` type($input) `->` type($out)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue | None,
+        bias: SSAValue | None,
+        out: SSAValue,
+        eps: float,
+        stream: int = 0,
+    ):
+        super().__init__(
+            operands=[input, [weight] if weight else [], [bias] if bias else [], out],
+            properties={**_stream(stream), "eps": FloatAttr(eps, f64)},
+        )
+
+    def verify_(self) -> None:
+        self.check_stream()
+        params = [tensor_of(p) for p in (self.weight, self.bias) if p is not None]
+        _expect(
+            tensor_of(self.out),
+            _infer(infer.infer_layernorm, tensor_of(self.input), params),
+            "the output",
+        )
+
+
+@irdl_op_definition
+class SliceKernelOp(DeviceOp):
+    """Copy a box of the local block (split dimensions are never cut)."""
+
+    name = "kernel.slice"
+    input = operand_def(BufferType)
+    out = operand_def(BufferType)
+    offsets = prop_def(DenseArrayBase.constr(i64))
+    assembly_format = "$input `->` $out `offsets` $offsets `stream` $stream attr-dict `:` type($input) `->` type($out)"
+
+    def __init__(self, input: SSAValue, out: SSAValue, offsets: Sequence[int], stream: int = 0):
+        super().__init__(
+            operands=[input, out],
+            properties={**_stream(stream), "offsets": DenseArrayBase.from_list(i64, list(offsets))},
+        )
+
+    def verify_(self) -> None:
+        self.check_stream()
+        out = tensor_of(self.out)
+        _expect(
+            out,
+            _infer(
+                infer.infer_slice, tensor_of(self.input), self.offsets.get_values(), out.get_shape()
+            ),
+            "the output",
+        )
+
+
+@irdl_op_definition
+class ConcatKernelOp(DeviceOp):
+    """Concatenate local blocks along an unsplit dimension."""
+
+    name = "kernel.concat"
+    inputs = var_operand_def(BufferType)
+    out = operand_def(BufferType)
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$inputs `->` $out `dim` $dim `stream` $stream attr-dict `:` type($inputs) `->` type($out)"
+    )
+
+    def __init__(self, inputs: Sequence[SSAValue], out: SSAValue, dim: int, stream: int = 0):
+        super().__init__(
+            operands=[list(inputs), out],
+            properties={**_stream(stream), "dim": IntegerAttr(dim, i64)},
+        )
+
+    def verify_(self) -> None:
+        self.check_stream()
+        _expect(
+            tensor_of(self.out),
+            _infer(infer.infer_concat, [tensor_of(v) for v in self.inputs], self.dim.value.data),
+            "the output",
+        )
+
+
+@irdl_op_definition
+class TransposeKernelOp(DeviceOp):
+    """Permute the dimensions of the local block."""
+
+    name = "kernel.transpose"
+    input = operand_def(BufferType)
+    out = operand_def(BufferType)
+    perm = prop_def(DenseArrayBase.constr(i64))
+    assembly_format = (
+        "$input `->` $out `perm` $perm `stream` $stream attr-dict `:` type($input) `->` type($out)"
+    )
+
+    def __init__(self, input: SSAValue, out: SSAValue, perm: Sequence[int], stream: int = 0):
+        super().__init__(
+            operands=[input, out],
+            properties={**_stream(stream), "perm": DenseArrayBase.from_list(i64, list(perm))},
+        )
+
+    def verify_(self) -> None:
+        self.check_stream()
+        _expect(
+            tensor_of(self.out),
+            _infer(infer.infer_transpose, tensor_of(self.input), self.perm.get_values()),
+            "the output",
+        )
+
+
+@irdl_op_definition
+class CopyOp(DeviceOp):
+    """Copy a whole buffer into another of the same type (an update that could not be done in place)."""
+
+    name = "kernel.copy"
+    T: ClassVar = VarConstraint("T", base(BufferType))
+    input = operand_def(T)
+    out = operand_def(T)
+    assembly_format = "$input `->` $out `stream` $stream attr-dict `:` type($out)"
+
+    def __init__(self, input: SSAValue, out: SSAValue, stream: int = 0):
+        super().__init__(operands=[input, out], properties=_stream(stream))
+
+    def verify_(self) -> None:
+        self.check_stream()
+
+
+@irdl_op_definition
+class FillKernelOp(DeviceOp):
+    """Every element of the local block := value."""
+
+    name = "kernel.fill"
+    value = prop_def(FloatAttr[Float64Type])
+    out = operand_def(BufferType)
+    assembly_format = "$value `->` $out `stream` $stream attr-dict `:` type($out)"
+
+    def __init__(self, value: FloatAttr, out: SSAValue, stream: int = 0):
+        super().__init__(operands=[out], properties={**_stream(stream), "value": value})
+
+
+@irdl_op_definition
+class ConstantKernelOp(DeviceOp):
+    """The rank's block of a global constant."""
+
+    name = "kernel.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    out = operand_def(BufferType)
+    assembly_format = "$value `->` $out `stream` $stream attr-dict `:` type($out)"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr, out: SSAValue, stream: int = 0):
+        super().__init__(operands=[out], properties={**_stream(stream), "value": value})
+
+
+# --- NCCL ----------------------------------------------------------------------------------------
+
+
+class NcclOp(DeviceOp):
+    """A collective call on the communicator of the rank's group over `axes`, on `stream`; its
+    semantics (and result placement) are those of the coll op it comes from."""
+
+    COLL: ClassVar[type[CollectiveOp]]
+    input = operand_def(BufferType)
+    out = operand_def(BufferType)
+    axes = prop_def(MeshAxesAttr)
+
+    def coll_properties(self) -> dict[str, Attribute]:
+        return {k: v for k, v in self.properties.items() if k != "stream"}
+
+    def verify_(self) -> None:
+        self.check_stream()
+        t = tensor_of(self.input)
+        mesh = lookup_mesh(self, t.mesh_name)
+        if mesh is None:
+            return
+        expected = _infer(self.COLL.infer, t, self.coll_properties(), mesh)
+        _expect(tensor_of(self.out), expected, "the output")
+
+
+def _nccl_format(extra: str = "") -> str:
+    return f"$input `->` $out `over` $axes {extra}`stream` $stream attr-dict `:` type($input) `->` type($out)"
+
+
+def _nccl_init(
+    op: NcclOp, input: SSAValue, out: SSAValue, axes: Sequence[str], stream: int, **props: Attribute
+) -> None:
+    IRDLOperation.__init__(
+        op,
+        operands=[input, out],
+        properties={**_stream(stream), "axes": MeshAxesAttr(axes), **props},
+    )
+
+
+@irdl_op_definition
+class NcclAllReduceOp(NcclOp):
+    name = "kernel.nccl_all_reduce"
+    COLL: ClassVar[type[CollectiveOp]] = AllReduceOp
+    kind = prop_def(ReductionKindAttr)
+    assembly_format = "$kind " + _nccl_format()
+
+    def __init__(
+        self,
+        input: SSAValue,
+        out: SSAValue,
+        axes: Sequence[str],
+        kind: ReductionKind,
+        stream: int = 0,
+    ):
+        _nccl_init(self, input, out, axes, stream, kind=ReductionKindAttr(kind))
+
+
+@irdl_op_definition
+class NcclReduceScatterOp(NcclOp):
+    name = "kernel.nccl_reduce_scatter"
+    COLL: ClassVar[type[CollectiveOp]] = ReduceScatterOp
+    kind = prop_def(ReductionKindAttr)
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = "$kind " + _nccl_format("`dim` $dim ")
+
+    def __init__(
+        self,
+        input: SSAValue,
+        out: SSAValue,
+        axes: Sequence[str],
+        dim: int,
+        kind: ReductionKind,
+        stream: int = 0,
+    ):
+        _nccl_init(
+            self, input, out, axes, stream, kind=ReductionKindAttr(kind), dim=IntegerAttr(dim, i64)
+        )
+
+
+@irdl_op_definition
+class NcclAllGatherOp(NcclOp):
+    name = "kernel.nccl_all_gather"
+    COLL: ClassVar[type[CollectiveOp]] = AllGatherOp
+    assembly_format = _nccl_format()
+
+    def __init__(self, input: SSAValue, out: SSAValue, axes: Sequence[str], stream: int = 0):
+        _nccl_init(self, input, out, axes, stream)
+
+
+@irdl_op_definition
+class NcclAllToAllOp(NcclOp):
+    name = "kernel.nccl_all_to_all"
+    COLL: ClassVar[type[CollectiveOp]] = AllToAllOp
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = _nccl_format("`dim` $dim ")
+
+    def __init__(
+        self, input: SSAValue, out: SSAValue, axes: Sequence[str], dim: int, stream: int = 0
+    ):
+        _nccl_init(self, input, out, axes, stream, dim=IntegerAttr(dim, i64))
+
+
+@irdl_op_definition
+class NcclBroadcastOp(NcclOp):
+    name = "kernel.nccl_broadcast"
+    COLL: ClassVar[type[CollectiveOp]] = BroadcastOp
+    root = prop_def(IntegerAttr[I64])
+    assembly_format = _nccl_format("`root` $root ")
+
+    def __init__(
+        self, input: SSAValue, out: SSAValue, axes: Sequence[str], root: int, stream: int = 0
+    ):
+        _nccl_init(self, input, out, axes, stream, root=IntegerAttr(root, i64))
+
+
+@irdl_op_definition
+class NcclReduceOp(NcclOp):
+    name = "kernel.nccl_reduce"
+    COLL: ClassVar[type[CollectiveOp]] = ReduceOp
+    kind = prop_def(ReductionKindAttr)
+    root = prop_def(IntegerAttr[I64])
+    assembly_format = "$kind " + _nccl_format("`root` $root ")
+
+    def __init__(
+        self,
+        input: SSAValue,
+        out: SSAValue,
+        axes: Sequence[str],
+        root: int,
+        kind: ReductionKind,
+        stream: int = 0,
+    ):
+        _nccl_init(
+            self,
+            input,
+            out,
+            axes,
+            stream,
+            kind=ReductionKindAttr(kind),
+            root=IntegerAttr(root, i64),
+        )
+
+
+@irdl_op_definition
+class NcclShiftOp(NcclOp):
+    """Grouped send to rank c + offset and receive from rank c - offset (no deadlock)."""
+
+    name = "kernel.nccl_shift"
+    COLL: ClassVar[type[CollectiveOp]] = ShiftOp
+    offset = prop_def(IntegerAttr[I64])
+    cyclic = opt_prop_def(UnitAttr)
+    assembly_format = _nccl_format("`by` $offset (`cyclic` $cyclic^)? ")
+
+    def __init__(
+        self, input: SSAValue, out: SSAValue, axis: str, offset: int, cyclic: bool, stream: int = 0
+    ):
+        props: dict[str, Attribute] = {"offset": IntegerAttr(offset, i64)}
+        if cyclic:
+            props["cyclic"] = UnitAttr()
+        _nccl_init(self, input, out, [axis], stream, **props)
+
+
+@irdl_op_definition
+class LocalBlockOp(NcclOp):
+    """Keep the rank's block of a replicated buffer (coll.slice: a local copy, no traffic)."""
+
+    name = "kernel.local_block"
+    COLL: ClassVar[type[CollectiveOp]] = SliceOp
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = _nccl_format("`dim` $dim ")
+
+    def __init__(
+        self, input: SSAValue, out: SSAValue, axes: Sequence[str], dim: int, stream: int = 0
+    ):
+        _nccl_init(self, input, out, axes, stream, dim=IntegerAttr(dim, i64))
+
+
+NCCL_OPS: dict[type[CollectiveOp], type[NcclOp]] = {
+    op.COLL: op
+    for op in (
+        NcclAllReduceOp,
+        NcclReduceScatterOp,
+        NcclAllGatherOp,
+        NcclAllToAllOp,
+        NcclBroadcastOp,
+        NcclReduceOp,
+        NcclShiftOp,
+        LocalBlockOp,
+    )
+}
+
+
+Kernel = Dialect(
+    "kernel",
+    [
+        AllocOp,
+        ViewOp,
+        BlockViewOp,
+        EventRecordOp,
+        EventWaitOp,
+        ElementwiseOp,
+        GemmOp,
+        ReduceKernelOp,
+        SoftmaxKernelOp,
+        LayerNormKernelOp,
+        SliceKernelOp,
+        ConcatKernelOp,
+        TransposeKernelOp,
+        CopyOp,
+        FillKernelOp,
+        ConstantKernelOp,
+        *NCCL_OPS.values(),
+    ],
+    [BufferType, EventType],
+)

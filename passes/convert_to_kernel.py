@@ -1,0 +1,388 @@
+"""`convert-to-kernel`: lower L1/L2 (dtensor, coll, sched) to L3 (kernel) for one rank.
+
+Every value gets a buffer and every op becomes a kernel, a library call or an NCCL call that
+writes into its destination:
+
+* function results become trailing output-buffer arguments (`kernel.results` counts them) and
+  are written directly where possible; `dtensor.update` writes the new value straight into the
+  argument's buffer when no later op reads the old value (`kernel.updated` lists those
+  arguments), else copies it there at the end;
+* elementwise ops and `dtensor.fused` become `kernel.elementwise` (one kernel, scalar body);
+* `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
+  all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
+  the kernel writes the updated weights straight into the gather buffer (no extra pass);
+* `sched.execute` regions run on their stream between event record/wait pairs and
+  `sched.await` waits on the compute stream: overlap schedules keep their concurrency.
+
+```mlir
+func.func @sgd(%g: !kernel.buffer<1030xf32, @dp[P(sum)]>, %w: !kernel.buffer<1030xf32, @dp[R]>, ...)
+    attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 1>}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ccopt.diagnostics import OpError
+from ccopt.dialects import coll, sched
+from ccopt.dialects import dtensor as dt
+from ccopt.dialects import kernel as k
+from ccopt.dialects.dtensor import mesh_of
+from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.passes.common import is_elementwise
+from ccopt.passes.fusion_groups import build_body
+from ccopt.passes.scalarize import BodyBuilder
+
+RESULTS_ATTR = "kernel.results"
+UPDATED_ATTR = "kernel.updated"
+
+
+def tensor(value: SSAValue) -> DTensorType:
+    t = value.type
+    assert isinstance(t, DTensorType)
+    return t
+
+
+@dataclass
+class Lowering:
+    """State of lowering one function: buffers of L1 values, the block being filled, streams."""
+
+    block: Block
+    buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    destinations: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    futures: dict[SSAValue, tuple[SSAValue, SSAValue]] = field(default_factory=dict)
+    tokens: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    deferred_copies: list[tuple[SSAValue, SSAValue]] = field(default_factory=list)
+    stream: int = sched.COMPUTE_STREAM
+
+    def add(self, op: Operation) -> Operation:
+        if isinstance(op, k.DeviceOp):
+            op.stream = IntegerAttr(self.stream, i64)
+        self.block.add_op(op)
+        return op
+
+    def buffer(self, value: SSAValue) -> SSAValue:
+        return self.buffers[value]
+
+    def destination(self, value: SSAValue) -> SSAValue:
+        """Where an op writes `value`: an output or argument buffer chosen in advance, else a
+        fresh allocation."""
+        dest = self.destinations.get(value)
+        if dest is None:
+            dest = self.add(k.AllocOp(tensor(value))).results[0]
+            dest.name_hint = value.name_hint
+        self.buffers[value] = dest
+        return dest
+
+
+# --- choosing destinations ---------------------------------------------------------------------
+
+
+def in_place_update(update: dt.UpdateOp, f: func.FuncOp) -> bool:
+    """Can the op producing the new value write straight into the argument's buffer? Only if
+    nothing reads the old value after it (reads in the same elementwise kernel are fine: each
+    element is read before it is written) and nothing reads it asynchronously."""
+    arg, value = update.target, update.value
+    producer = value.owner
+    body = f.body.blocks.first
+    if not isinstance(producer, Operation) or producer.parent_block() is not body:
+        return False
+    elementwise = is_elementwise(producer) or isinstance(
+        producer, dt.FusedOp | coll.FusedAllReduceOp
+    )
+    position = body.get_operation_index(producer)
+    for use in arg.uses:
+        reader = use.operation
+        if reader is update or (reader is producer and elementwise):
+            continue
+        if isinstance(reader, func.ReturnOp) or reader.parent_block() is not body:
+            return False
+        if body.get_operation_index(reader) >= position:
+            return False
+    return not any(isinstance(u.operation, func.ReturnOp) for u in value.uses)
+
+
+def plan_destinations(
+    f: func.FuncOp, outputs: Sequence[BlockArgument], buffers: dict[SSAValue, SSAValue]
+) -> tuple[dict[SSAValue, SSAValue], list[int]]:
+    """Values written directly into output or argument buffers, and the updated arguments."""
+    destinations: dict[SSAValue, SSAValue] = {}
+    returned = f.body.blocks[0].last_op
+    assert isinstance(returned, func.ReturnOp)
+    for value, out in zip(returned.arguments, outputs, strict=True):
+        if isinstance(value.owner, Operation) and value not in destinations:
+            destinations[value] = out
+    updated = []
+    for update in [o for o in f.walk() if isinstance(o, dt.UpdateOp)]:
+        arg = update.target
+        assert isinstance(arg, BlockArgument)
+        updated.append(arg.index)
+        if update.value not in destinations and in_place_update(update, f):
+            destinations[update.value] = buffers[arg]
+    return destinations, sorted(updated)
+
+
+# --- ops -------------------------------------------------------------------------------------------
+
+
+def lower_elementwise(low: Lowering, op: Operation) -> None:
+    inputs = list(dict.fromkeys(op.operands))
+    body = build_body([op], inputs, [op.results[0]])
+    out = low.destination(op.results[0])
+    low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
+
+
+def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
+    outs = [low.destination(r) for r in op.results]
+    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, op.body.clone()))
+
+
+def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
+    """reduce-scatter, the body on the slice, all-gathers (in place when the blocks are the
+    leading dimension's and equal)."""
+    mesh = mesh_of(op)
+    iteration = op.iteration_type(mesh)
+    axes = op.axes.names
+    reduced = low.add(k.AllocOp(iteration)).results[0]
+    low.add(
+        k.NcclReduceScatterOp(
+            low.buffer(op.partial), reduced, axes, op.dim.value.data, op.kind.data
+        )
+    )
+    outs, gathers = [], []
+    in_place = (
+        op.dim.value.data == 0 and iteration.get_shape()[0] % mesh.group_size(op.group(mesh)) == 0
+    )
+    for result in op.outputs:
+        if result.type == iteration:
+            outs.append(low.destination(result))
+            continue
+        full = low.destination(result)
+        if in_place and not _outer_split(iteration, op.group(mesh)):
+            block = low.add(k.BlockViewOp(full, axes, iteration)).results[0]
+        else:
+            block = low.add(k.AllocOp(iteration)).results[0]
+        outs.append(block)
+        gathers.append((block, full))
+    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, op.body.clone()))
+    for block, full in gathers:
+        low.add(k.NcclAllGatherOp(block, full, axes))
+
+
+def _outer_split(t: DTensorType, group: Sequence[int]) -> bool:
+    """Another mesh axis also splits the leading dimension: the block is not contiguous in
+    the gathered buffer's own layout."""
+    return any(p.split_dim == 0 for a, p in enumerate(t.placement_list) if a not in group)
+
+
+def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
+    out = low.destination(op.result)
+    props = {k_: v for k_, v in op.properties.items() if k_ not in ("algorithm", "chunks")}
+    call = k.NCCL_OPS[type(op)].create(operands=[low.buffer(op.input), out], properties=props)
+    if op.algorithm is not None:
+        call.attributes["algorithm"] = op.algorithm
+    low.add(call)
+
+
+def scalar_kernel(low: Lowering, inputs: Sequence[SSAValue], out: SSAValue, fn) -> None:  # noqa: ANN001
+    """A kernel whose body is `fn(builder, input scalars) -> result scalar`."""
+    block = Block(arg_types=[i64, *(k.tensor_of(v).element_type for v in inputs)])
+    builder = BodyBuilder(block)
+    block.add_op(dt.YieldOp(fn(builder, block.args[1:])))
+    low.add(k.ElementwiseOp(list(inputs), [out], Region(block)))
+
+
+def lower_norm(low: Lowering, op: dt.NormOp) -> None:
+    """sqrt(sum(x * x)): a squaring kernel, a reduction over every dimension, a sqrt kernel."""
+    x = tensor(op.input)
+    squares = low.add(k.AllocOp(x)).results[0]
+    scalar_kernel(
+        low, [low.buffer(op.input)], squares, lambda b, v: b.add(arith.MulfOp(v[0], v[0]))
+    )
+    total_type = dt.infer.infer_reduce(x, "sum", list(range(x.rank)), False)
+    total = low.add(k.AllocOp(total_type)).results[0]
+    low.add(
+        k.ReduceKernelOp(
+            dt.ReduceKindAttr(dt.ReduceKind.SUM), squares, total, list(range(x.rank)), False
+        )
+    )
+    out = low.destination(op.result)
+    scalar_kernel(
+        low, [total], out, lambda b, v: b.in_accumulation(v, lambda u: b.add(math.SqrtOp(u)))
+    )
+
+
+def lower_op(low: Lowering, op: Operation) -> None:
+    """Emit the L3 form of one L1/L2 op."""
+    b = low.buffer
+    match op:
+        case _ if is_elementwise(op):
+            lower_elementwise(low, op)
+        case dt.FusedOp():
+            lower_fused(low, op)
+        case dt.MatmulOp():
+            low.add(
+                k.GemmOp(
+                    b(op.lhs),
+                    b(op.rhs),
+                    low.destination(op.result),
+                    op.transpose_lhs is not None,
+                    op.transpose_rhs is not None,
+                )
+            )
+        case dt.ReduceOp():
+            low.add(
+                k.ReduceKernelOp(
+                    op.kind,
+                    b(op.input),
+                    low.destination(op.result),
+                    op.dims.get_values(),
+                    op.keepdim is not None,
+                )
+            )
+        case dt.NormOp():
+            lower_norm(low, op)
+        case dt.SoftmaxOp():
+            low.add(k.SoftmaxKernelOp(b(op.input), low.destination(op.result), op.dim.value.data))
+        case dt.LayerNormOp():
+            weight = b(op.weight) if op.weight is not None else None
+            bias = b(op.bias) if op.bias is not None else None
+            low.add(
+                k.LayerNormKernelOp(
+                    b(op.input), weight, bias, low.destination(op.result), op.eps.value.data
+                )
+            )
+        case dt.SliceOp():
+            low.add(
+                k.SliceKernelOp(b(op.input), low.destination(op.result), op.offsets.get_values())
+            )
+        case dt.ConcatOp():
+            low.add(
+                k.ConcatKernelOp(
+                    [b(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
+                )
+            )
+        case dt.TransposeOp():
+            low.add(
+                k.TransposeKernelOp(b(op.input), low.destination(op.result), op.perm.get_values())
+            )
+        case dt.ReshapeOp():
+            view = low.add(k.ViewOp(b(op.input), tensor(op.result))).results[0]
+            low.buffers[op.result] = view
+            if op.result in low.destinations:
+                low.add(k.CopyOp(view, low.destinations[op.result]))
+                low.buffers[op.result] = low.destinations[op.result]
+        case dt.ConstantOp():
+            low.add(k.ConstantKernelOp(op.value, low.destination(op.result)))
+        case dt.FillOp():
+            low.add(k.FillKernelOp(op.value, low.destination(op.result)))
+        case dt.UpdateOp():
+            if low.buffer(op.value) is not low.buffer(op.target):
+                low.deferred_copies.append((low.buffer(op.value), low.buffer(op.target)))
+        case coll.FusedAllReduceOp():
+            lower_fused_all_reduce(low, op)
+        case coll.CollectiveOp():
+            lower_collective(low, op)
+        case sched.ExecuteOp():
+            lower_execute(low, op)
+        case sched.AwaitOp():
+            buffer, done = low.futures[op.future]
+            low.add(k.EventWaitOp(done, low.stream))
+            low.buffers[op.result] = buffer
+        case sched.WaitOp():
+            for token in op.tokens:
+                low.add(k.EventWaitOp(low.tokens[token], low.stream))
+        case _:
+            raise OpError(op, f"'{op.name}' has no lowering to the kernel level")
+
+
+def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
+    """The region on its stream: wait for the inputs (and deps) recorded on the issuing stream,
+    run, record completion for the awaits."""
+    issuing, stream = low.stream, op.stream.value.data
+    ready = low.add(k.EventRecordOp(issuing)).results[0]
+    low.stream = stream
+    low.add(k.EventWaitOp(ready, stream))
+    for dep in op.deps:
+        low.add(k.EventWaitOp(low.tokens[dep], stream))
+    block = op.body.blocks.first
+    assert block is not None
+    for arg, value in zip(block.args, op.inputs, strict=True):
+        low.buffers[arg] = low.buffer(value)
+    for inner in block.ops:
+        if isinstance(inner, sched.YieldOp):
+            done = low.add(k.EventRecordOp(stream)).results[0]
+            for future, value in zip(op.futures, inner.values, strict=True):
+                low.futures[future] = (low.buffer(value), done)
+            low.tokens[op.token] = done
+        else:
+            lower_op(low, inner)
+    low.stream = issuing
+
+
+# --- functions ---------------------------------------------------------------------------------
+
+
+def lower_function(f: func.FuncOp) -> func.FuncOp:
+    old = f.body.blocks[0]
+    returned = old.last_op
+    assert isinstance(returned, func.ReturnOp)
+    arg_types = [k.BufferType(tensor(a)) for a in old.args]
+    out_types = [k.BufferType(tensor(v)) for v in returned.arguments]
+    block = Block(arg_types=[*arg_types, *out_types])
+    for new, a in zip(block.args, old.args, strict=False):
+        new.name_hint = a.name_hint
+    outputs = list(block.args[len(old.args) :])
+    for i, out in enumerate(outputs):
+        out.name_hint = f"result{i}"
+    low = Lowering(block)
+    low.buffers.update(zip(old.args, block.args, strict=False))
+    low.destinations, updated = plan_destinations(f, outputs, low.buffers)
+    for op in old.ops:
+        if not isinstance(op, func.ReturnOp):
+            lower_op(low, op)
+    for source, target in low.deferred_copies:
+        low.add(k.CopyOp(source, target))
+    for value, out in zip(returned.arguments, outputs, strict=True):
+        if low.buffer(value) is not out:
+            low.add(k.CopyOp(low.buffer(value), out))
+    block.add_op(func.ReturnOp())
+    lowered = func.FuncOp(
+        f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
+    )
+    lowered.attributes[RESULTS_ATTR] = IntegerAttr(len(outputs), i64)
+    lowered.attributes[UPDATED_ATTR] = DenseArrayBase.from_list(i64, updated)
+    if f.sym_visibility is not None:
+        lowered.sym_visibility = StringAttr(f.sym_visibility.data)
+    return lowered
+
+
+@dataclass(frozen=True)
+class ConvertToKernel(ModulePass):
+    """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
+
+    name = "convert-to-kernel"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in [o for o in op.ops if isinstance(o, func.FuncOp) and o.body.blocks]:
+            if any(isinstance(o, func.CallOp) for o in f.walk()):
+                raise OpError(f, "calls are not lowered to the kernel level yet; inline them first")
+            lowered = lower_function(f)
+            Rewriter.insert_op(lowered, InsertPoint.after(f))
+            Rewriter.erase_op(f)
