@@ -17,6 +17,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import DiagnosticException
 
 from ccopt.diagnostics import CcoptError, OpError, SourceText, first_line
