@@ -1,0 +1,134 @@
+"""Run generated CUDA on the CPU: the test harness of the backend.
+
+The `.cu` that nvcc compiles for GPUs is compiled by g++ against `host/ccopt_host.h` (CUDA
+runtime, kernels, cuBLAS and NCCL mapped onto the host; ranks are threads) and executed with
+the same per-rank inputs as the reference interpreter, so the two can be compared shard by shard.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from ccopt.diagnostics import CcoptError
+from ccopt.files import write_atomic
+
+HOST_FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-DCCOPT_HOST", "-w"]
+
+
+def include_dirs() -> list[str]:
+    return [
+        str(resources.files("ccopt.backends.cuda") / "host"),
+        str(resources.files("ccopt.backends.nccl") / "host"),
+    ]
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("CCOPT_CACHE", Path.home() / ".cache" / "ccopt"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def compile_host(source: str, prefix: str, schedule: str = "low") -> Path:
+    """The shared library of `source` for the CPU harness (cached by content)."""
+    from ccopt.backends.cuda.emit import content_hash
+
+    headers = "".join(
+        Path(d, name).read_text() for d in include_dirs() for name in sorted(os.listdir(d))
+    )
+    key = content_hash(source, prefix, " ".join(HOST_FLAGS), headers)
+    directory = cache_dir() / f"host-{key}"
+    library = directory / f"lib{prefix}_host.so"
+    if library.exists():
+        return library
+    directory.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / "program.cu", source)
+    write_atomic(
+        directory / "driver.cpp",
+        f'#include "program.cu"\n#include "ccopt_host_driver.h"\nCCOPT_HOST_DRIVER({prefix})\n',
+    )
+    partial = directory / f".{library.name}.partial"
+    command = [
+        "g++",
+        *HOST_FLAGS,
+        *(f"-I{d}" for d in include_dirs()),
+        str(directory / "driver.cpp"),
+        "-o",
+        str(partial),
+        "-lpthread",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise CcoptError(
+            f"the CPU harness build failed:\n{' '.join(command)}\n{result.stderr[-4000:]}"
+        )
+    os.replace(partial, library)
+    return library
+
+
+def kernel_function(module: ModuleOp, entry: str | None) -> func.FuncOp:
+    from ccopt.runner import find_entry
+
+    f = find_entry(module, entry)
+    if "kernel.results" not in f.attributes:
+        raise CcoptError(
+            f"@{f.sym_name.data} is not at the kernel level: run convert-to-kernel first"
+        )
+    return f
+
+
+def run_on_host(
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray],
+    entry: str | None = None,
+    schedule: str = "low",
+) -> dict[str, list[np.ndarray]]:
+    """Per-rank shards of every output (`result<i>` and updated arguments) after running the
+    program's generated CUDA on the CPU harness with the given global inputs."""
+    from ccopt.backends.cuda.emit import emit_cuda
+    from ccopt.interpreters.distributed import distribute, numpy_dtype
+    from ccopt.runner import argument_names, argument_tensor, input_arguments, module_meshes
+
+    f = kernel_function(module, entry)
+    source = emit_cuda(module, f.sym_name.data)
+    library = ctypes.CDLL(str(compile_host(source, f"ccopt_{f.sym_name.data}")))
+    (mesh,) = module_meshes(module).values()
+    args = input_arguments(f)
+    names = argument_names(f)
+    per_arg: list[list[np.ndarray]] = [
+        distribute(inputs[n], argument_tensor(a), mesh).shards
+        for n, a in zip(names, args, strict=True)
+    ]
+    results = list(f.body.blocks[0].args[len(args) :])
+    for r in results:
+        t = argument_tensor(r)
+        dtype = numpy_dtype(t.element_type)
+        per_arg.append([np.zeros(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()])
+    per_arg = [[np.ascontiguousarray(s) for s in shards] for shards in per_arg]
+    pointers = (ctypes.c_void_p * (mesh.rank_count * len(per_arg)))()
+    for rank in range(mesh.rank_count):
+        for i, shards in enumerate(per_arg):
+            pointers[rank * len(per_arg) + i] = shards[rank].ctypes.data
+    environment = os.environ.get("CCOPT_HOST_SCHEDULE")
+    os.environ["CCOPT_HOST_SCHEDULE"] = schedule
+    try:
+        status = library.ccopt_host_run(pointers)
+    finally:
+        if environment is None:
+            os.environ.pop("CCOPT_HOST_SCHEDULE")
+        else:
+            os.environ["CCOPT_HOST_SCHEDULE"] = environment
+    if status != 0:
+        raise CcoptError(f"@{f.sym_name.data} failed on the CPU harness (status {status})")
+    outputs = {f"result{i}": per_arg[len(args) + i] for i in range(len(results))}
+    for index in f.attributes["kernel.updated"].get_values():  # type: ignore[union-attr]
+        outputs[names[index]] = per_arg[index]
+    return outputs

@@ -1,0 +1,367 @@
+// CPU harness for ccopt's generated CUDA: compile a generated .cu with
+//   g++ -std=c++20 -x c++ -DCCOPT_HOST -I backends/cuda/host -I backends/nccl/host prog.cu
+// and the same code runs on the host. It maps CUDA's kernel syntax, thread and block indices,
+// __syncthreads (threads of a block are fibers that switch at barriers), atomics and launches
+// onto the host; cudaStreams onto deferred queues; cuBLAS gemm onto a host gemm; NCCL onto an
+// in-process communicator whose ranks are threads (nccl_host.h).
+//
+// Streams are *not* run in issue order: work is queued per stream and executed at a
+// synchronization point, each step taking the ready stream chosen by CCOPT_HOST_SCHEDULE
+// ("low": lowest stream index first, "high": highest first). Only stream order and event waits
+// constrain it, so a missing event dependency changes the results of one of the two schedules.
+#pragma once
+
+#include <ucontext.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+
+// --- half precision, round to nearest even (as numpy and ml_dtypes convert) -------------------------
+namespace ccopt_host {
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t float_to_half_bits(float f) {
+  uint32_t x = float_bits(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t exp = (x >> 23) & 0xFFu;
+  uint32_t mant = x & 0x7FFFFFu;
+  if (exp == 0xFF) return (uint16_t)(sign | 0x7C00u | (mant ? 0x200u : 0));
+  int e = (int)exp - 127 + 15;
+  if (e >= 31) return (uint16_t)(sign | 0x7C00u);
+  if (e <= 0) {
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    int shift = 14 - e;
+    uint32_t half = mant >> shift;
+    uint32_t rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1))) ++half;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) ++half;
+  return (uint16_t)half;
+}
+inline float half_bits_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+  if (exp == 0x1F) return bits_float(sign | 0x7F800000u | (mant << 13));
+  if (exp == 0) {
+    if (!mant) return bits_float(sign);
+    float f = (float)mant * 5.9604644775390625e-08f;  // 2^-24
+    return sign ? -f : f;
+  }
+  return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
+}
+inline uint16_t float_to_bf16_bits(float f) {
+  uint32_t x = float_bits(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x40u);
+  uint32_t rounding = 0x7FFFu + ((x >> 16) & 1u);
+  return (uint16_t)((x + rounding) >> 16);
+}
+}  // namespace ccopt_host
+
+struct __half {
+  uint16_t bits = 0;
+  __half() = default;
+  __half(float f) : bits(ccopt_host::float_to_half_bits(f)) {}
+  __half(double d) : __half((float)d) {}
+  __half(int i) : __half((float)i) {}
+  operator float() const { return ccopt_host::half_bits_to_float(bits); }
+};
+struct __nv_bfloat16 {
+  uint16_t bits = 0;
+  __nv_bfloat16() = default;
+  __nv_bfloat16(float f) : bits(ccopt_host::float_to_bf16_bits(f)) {}
+  __nv_bfloat16(double d) : __nv_bfloat16((float)d) {}
+  __nv_bfloat16(int i) : __nv_bfloat16((float)i) {}
+  operator float() const { return ccopt_host::bits_float((uint32_t)bits << 16); }
+};
+inline float __half2float(__half h) { return (float)h; }
+inline __half __float2half_rn(float f) { return __half(f); }
+inline float __bfloat162float(__nv_bfloat16 h) { return (float)h; }
+inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
+inline bool operator!=(__half a, __half b) { return (float)a != (float)b; }
+inline bool operator!=(__nv_bfloat16 a, __nv_bfloat16 b) { return (float)a != (float)b; }
+
+// --- thread hierarchy: blocks run one after another, a block's threads are fibers -------------------
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+inline thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace ccopt_host {
+
+struct Fiber {
+  ucontext_t context;
+  std::unique_ptr<char[]> stack;
+  bool done = false;
+};
+
+struct BlockRun {
+  ucontext_t scheduler;
+  std::vector<Fiber> fibers;
+  size_t current = 0;
+  const std::function<void()>* body = nullptr;
+};
+inline thread_local BlockRun* active_block = nullptr;
+
+inline void fiber_entry() {
+  BlockRun* run = active_block;
+  threadIdx = dim3((unsigned)run->current);
+  (*run->body)();
+  run->fibers[run->current].done = true;
+  swapcontext(&run->fibers[run->current].context, &run->scheduler);
+}
+
+// Run one block: start every thread; a thread that reaches __syncthreads yields to the next;
+// the barrier opens when every live thread has reached it.
+inline void run_block(unsigned threads, const std::function<void()>& body) {
+  constexpr size_t kStack = 64 * 1024;
+  BlockRun run;
+  run.body = &body;
+  run.fibers.resize(threads);
+  BlockRun* outer = active_block;
+  active_block = &run;
+  for (unsigned t = 0; t < threads; ++t) {
+    Fiber& f = run.fibers[t];
+    f.stack.reset(new char[kStack]);
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_size = kStack;
+    f.context.uc_link = nullptr;
+    makecontext(&f.context, fiber_entry, 0);
+  }
+  bool live = true;
+  while (live) {
+    live = false;
+    for (unsigned t = 0; t < threads; ++t) {
+      if (run.fibers[t].done) continue;
+      run.current = t;
+      threadIdx = dim3(t);
+      swapcontext(&run.scheduler, &run.fibers[t].context);
+      live = live || !run.fibers[t].done;
+    }
+  }
+  active_block = outer;
+}
+
+inline void syncthreads() {
+  BlockRun* run = active_block;
+  if (!run) return;
+  size_t me = run->current;
+  swapcontext(&run->fibers[me].context, &run->scheduler);
+  threadIdx = dim3((unsigned)me);
+}
+
+}  // namespace ccopt_host
+
+inline void __syncthreads() { ccopt_host::syncthreads(); }
+
+template <class T>
+inline T atomicAdd(T* address, T value) {
+  std::atomic_ref<T> ref(*address);
+  T old = ref.load();
+  while (!ref.compare_exchange_weak(old, (T)(old + value))) {
+  }
+  return old;
+}
+template <class T>
+inline T atomicMax(T* address, T value) {
+  std::atomic_ref<T> ref(*address);
+  T old = ref.load();
+  while (old < value && !ref.compare_exchange_weak(old, value)) {
+  }
+  return old;
+}
+
+// --- CUDA runtime: memory and deferred streams --------------------------------------------------------
+enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
+enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 };
+constexpr unsigned cudaStreamNonBlocking = 1;
+constexpr unsigned cudaEventDisableTiming = 2;
+inline const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "host harness error"; }
+inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+
+namespace ccopt_host {
+
+struct Event {
+  std::atomic<long> recorded{0};  // generations recorded (issued)
+  std::atomic<long> fired{0};     // generations that have happened
+};
+
+struct Work {
+  std::function<void()> run;
+  Event* wait = nullptr;  // a wait op: ready once `wait` has fired generation `generation`
+  long generation = 0;
+};
+
+struct Stream {
+  int index;
+  std::deque<Work> queue;
+};
+
+// The streams of one rank (thread): drained together at synchronization points.
+struct Device {
+  std::vector<Stream*> streams;
+};
+inline thread_local Device device;
+
+inline bool schedule_high() {
+  const char* s = std::getenv("CCOPT_HOST_SCHEDULE");
+  return s && std::string(s) == "high";
+}
+
+inline void drain() {
+  bool high = schedule_high();
+  for (;;) {
+    Stream* pick = nullptr;
+    bool any = false;
+    for (Stream* s : device.streams) {
+      if (s->queue.empty()) continue;
+      any = true;
+      Work& w = s->queue.front();
+      bool ready = !w.wait || w.wait->fired.load() >= w.generation;
+      if (ready && (!pick || (high ? s->index > pick->index : s->index < pick->index))) pick = s;
+    }
+    if (!any) return;
+    if (!pick) {
+      std::fprintf(stderr, "ccopt host harness: streams deadlocked on event waits\n");
+      std::abort();
+    }
+    Work w = std::move(pick->queue.front());
+    pick->queue.pop_front();
+    if (w.run) w.run();
+  }
+}
+
+}  // namespace ccopt_host
+
+struct CUstream_st {
+  ccopt_host::Stream stream;
+};
+typedef CUstream_st* cudaStream_t;
+struct CUevent_st {
+  ccopt_host::Event event;
+};
+typedef CUevent_st* cudaEvent_t;
+
+namespace ccopt_host {
+inline cudaStream_t default_stream() {
+  static thread_local CUstream_st legacy{Stream{-1, {}}};
+  static thread_local bool registered = false;
+  if (!registered) {
+    device.streams.push_back(&legacy.stream);
+    registered = true;
+  }
+  return &legacy;
+}
+inline void enqueue(cudaStream_t s, std::function<void()> f) {
+  if (!s) s = default_stream();
+  s->stream.queue.push_back(Work{std::move(f)});
+}
+}  // namespace ccopt_host
+
+inline cudaError_t cudaMalloc(void** p, size_t bytes) {
+  *p = std::calloc(bytes ? bytes : 1, 1);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  static thread_local int next = 0;
+  *s = new CUstream_st{ccopt_host::Stream{next++, {}}};
+  ccopt_host::device.streams.push_back(&(*s)->stream);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  auto& v = ccopt_host::device.streams;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] == &s->stream) v.erase(v.begin() + (long)i);
+  delete s;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  ccopt_host::drain();
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  ccopt_host::drain();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  *e = new CUevent_st();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  long generation = ++e->event.recorded;
+  ccopt_host::Event* ev = &e->event;
+  ccopt_host::enqueue(s, [ev, generation] { ev->fired.store(generation); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+  if (!s) s = ccopt_host::default_stream();
+  s->stream.queue.push_back(ccopt_host::Work{nullptr, &e->event, e->event.recorded.load()});
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
+  ccopt_host::enqueue(s, [=] { std::memmove(dst, src, bytes); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t s) {
+  ccopt_host::enqueue(s, [=] { std::memset(dst, value, bytes); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  ccopt_host::drain();
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+// Kernels keep their grid-stride loops; the host caps the geometry (any geometry is valid).
+#define CCOPT_LAUNCH(kernel, grid, block, stream, ...)                                      \
+  ccopt_host::enqueue((stream), [=] {                                                       \
+    unsigned ccopt_grid_ = (unsigned)(grid) < 4u ? (unsigned)(grid) : 4u;                   \
+    unsigned ccopt_block_ = (unsigned)(block) < 32u ? (unsigned)(block) : 32u;              \
+    gridDim = dim3(ccopt_grid_);                                                            \
+    blockDim = dim3(ccopt_block_);                                                          \
+    std::function<void()> ccopt_body_ = [=] { kernel(__VA_ARGS__); };                       \
+    for (unsigned b = 0; b < ccopt_grid_; ++b) {                                            \
+      blockIdx = dim3(b);                                                                   \
+      ccopt_host::run_block(ccopt_block_, ccopt_body_);                                     \
+    }                                                                                       \
+  })
+
+#include "cublas_host.h"
+#include "nccl_host.h"

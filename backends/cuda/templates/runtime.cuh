@@ -1,0 +1,271 @@
+// ---- ccopt runtime: inlined into every generated program -------------------------------------
+// Error checks, the Philox-4x32-10 generator (bit-identical to the reference interpreter),
+// scalar helpers with numpy's semantics, and the generic kernels the emitter instantiates:
+// strided copies, fills, reductions, softmax, layernorm and an integer gemm.
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+#define CCOPT_CHECK_CUDA(call)                                                                  \
+  do {                                                                                          \
+    cudaError_t ccopt_err_ = (call);                                                            \
+    if (ccopt_err_ != cudaSuccess) {                                                            \
+      std::fprintf(stderr, "ccopt: %s failed: %s (%s:%d)\n", #call,                             \
+                   cudaGetErrorString(ccopt_err_), __FILE__, __LINE__);                         \
+      return -1;                                                                                \
+    }                                                                                           \
+  } while (0)
+
+#define CCOPT_CHECK_NCCL(call)                                                                  \
+  do {                                                                                          \
+    ncclResult_t ccopt_err_ = (call);                                                           \
+    if (ccopt_err_ != ncclSuccess) {                                                            \
+      std::fprintf(stderr, "ccopt: %s failed: %s (%s:%d)\n", #call,                             \
+                   ncclGetErrorString(ccopt_err_), __FILE__, __LINE__);                         \
+      return -1;                                                                                \
+    }                                                                                           \
+  } while (0)
+
+#define CCOPT_CHECK_BLAS(call)                                                                  \
+  do {                                                                                          \
+    cublasStatus_t ccopt_err_ = (call);                                                         \
+    if (ccopt_err_ != CUBLAS_STATUS_SUCCESS) {                                                  \
+      std::fprintf(stderr, "ccopt: %s failed with status %d (%s:%d)\n", #call,                  \
+                   (int)ccopt_err_, __FILE__, __LINE__);                                        \
+      return -1;                                                                                \
+    }                                                                                           \
+  } while (0)
+
+// Kernel launches go through one macro so that the CPU harness can run them on host threads.
+#ifndef CCOPT_LAUNCH
+#define CCOPT_LAUNCH(kernel, grid, block, stream, ...) \
+  kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
+#endif
+
+namespace ccopt_rt {
+
+constexpr int kMaxDims = 8;
+constexpr int kThreads = 256;
+
+struct Dims {
+  int64_t v[kMaxDims];
+};
+
+// A row of a per-rank table as Dims (missing trailing dimensions take `fill`).
+inline Dims dims_of(const int64_t* row, int n, int64_t fill) {
+  Dims d;
+  for (int i = 0; i < kMaxDims; ++i) d.v[i] = i < n ? row[i] : fill;
+  return d;
+}
+
+inline unsigned grid_for(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  if (blocks < 1) blocks = 1;
+  if (blocks > 65535) blocks = 65535;
+  return (unsigned)blocks;
+}
+
+// --- Philox-4x32-10 keyed by (seed, global element index) ----------------------------------------
+__host__ __device__ inline void philox_round(uint32_t& c0, uint32_t& c1, uint32_t& c2, uint32_t& c3,
+                                             uint32_t k0, uint32_t k1) {
+  uint64_t p0 = (uint64_t)0xD2511F53u * c0;
+  uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+  uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+  uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+  uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+  c0 = n0;
+  c1 = lo1;
+  c2 = n2;
+  c3 = lo0;
+}
+
+__host__ __device__ inline uint32_t philox_word(uint64_t seed, uint64_t index) {
+  uint64_t block = index >> 2;
+  uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    if (r) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    philox_round(c0, c1, c2, c3, k0, k1);
+  }
+  switch (index & 3) {
+    case 0: return c0;
+    case 1: return c1;
+    case 2: return c2;
+    default: return c3;
+  }
+}
+
+// The top 24 bits as a float in [0, 1): exactly representable, so every backend agrees.
+__host__ __device__ inline float uniform(uint64_t seed, int64_t index) {
+  return (float)(philox_word(seed, (uint64_t)index) >> 8) * 5.9604644775390625e-08f;
+}
+
+// --- scalars with numpy's semantics ----------------------------------------------------------------
+template <class T>
+__host__ __device__ inline T maximum(T a, T b) {
+  return (a != a) ? a : (b != b) ? b : (a > b ? a : b);
+}
+template <class T>
+__host__ __device__ inline T minimum(T a, T b) {
+  return (a != a) ? a : (b != b) ? b : (a < b ? a : b);
+}
+template <class T>
+__host__ __device__ inline T div_int(T a, T b) {  // C truncation; numpy gives 0 for x / 0
+  if (b == 0) return 0;
+  if (b == -1) return (T)(0 - (typename std::make_unsigned<T>::type)a);
+  return a / b;
+}
+template <class T>
+__host__ __device__ inline T wrap_add(T a, T b) {
+  using U = typename std::make_unsigned<T>::type;
+  return (T)((U)a + (U)b);
+}
+template <class T>
+__host__ __device__ inline T wrap_sub(T a, T b) {
+  using U = typename std::make_unsigned<T>::type;
+  return (T)((U)a - (U)b);
+}
+template <class T>
+__host__ __device__ inline T wrap_mul(T a, T b) {
+  using U = typename std::make_unsigned<T>::type;
+  return (T)((U)a * (U)b);
+}
+template <class T>
+__host__ __device__ inline T ipow(T base, T exp) {  // MLIR math.ipowi
+  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+    exp >>= 1;
+  }
+  return result;
+}
+template <class I, class F>
+__host__ __device__ inline I float_to_int(F x) {  // x86 semantics of numpy's astype
+  const F lo = (F)(I)(((typename std::make_unsigned<I>::type)1) << (sizeof(I) * 8 - 1));
+  if (!(x >= lo && x < -lo)) return (I)(((typename std::make_unsigned<I>::type)1) << (sizeof(I) * 8 - 1));
+  return (I)x;
+}
+
+// --- generic kernels -------------------------------------------------------------------------------
+
+// dst[idx] = src[idx] over an n-d box: both sides strided (slices, concats, transposes, blocks,
+// packing for collectives).
+template <class T>
+__global__ void strided_copy(int64_t n, int ndim, Dims extent, const T* src, Dims src_stride,
+                             T* dst, Dims dst_stride) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rem = i, s = 0, d = 0;
+    for (int k = ndim - 1; k >= 0; --k) {
+      int64_t idx = rem % extent.v[k];
+      rem /= extent.v[k];
+      s += idx * src_stride.v[k];
+      d += idx * dst_stride.v[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+template <class T>
+__global__ void fill(int64_t n, T value, T* dst) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = value;
+}
+
+enum ReduceKind { kSum = 0, kMean = 1, kMax = 2, kMin = 3, kProd = 4 };
+
+// One thread per output element; the reduced elements are visited in row-major order and
+// accumulated in Acc (f32 for half types, as the reference does).
+template <class T, class Acc>
+__global__ void reduce(int64_t out_n, int kept_ndim, Dims kept_extent, Dims kept_stride,
+                       int red_ndim, Dims red_extent, Dims red_stride, int64_t red_n, int kind,
+                       double count, Acc init, const T* src, T* dst) {
+  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < out_n;
+       o += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rem = o, base = 0;
+    for (int k = kept_ndim - 1; k >= 0; --k) {
+      base += (rem % kept_extent.v[k]) * kept_stride.v[k];
+      rem /= kept_extent.v[k];
+    }
+    Acc acc = init;
+    for (int64_t r = 0; r < red_n; ++r) {
+      int64_t rr = r, off = base;
+      for (int k = red_ndim - 1; k >= 0; --k) {
+        off += (rr % red_extent.v[k]) * red_stride.v[k];
+        rr /= red_extent.v[k];
+      }
+      Acc x = (Acc)src[off];
+      if (kind == kSum || kind == kMean) acc = acc + x;
+      else if (kind == kProd) acc = acc * x;
+      else if (kind == kMax) acc = maximum(acc, x);
+      else acc = minimum(acc, x);
+    }
+    if (kind == kMean) acc = (Acc)(acc / (Acc)count);
+    dst[o] = (T)acc;
+  }
+}
+
+// Rows of `len` elements `stride` apart; rows are (outer, inner) pairs.
+template <class T, class Acc>
+__global__ void softmax(int64_t rows, int64_t inner, int64_t len, const T* src, T* dst) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
+       r += (int64_t)gridDim.x * blockDim.x) {
+    int64_t base = (r / inner) * len * inner + r % inner;
+    Acc m = (Acc)-INFINITY;
+    for (int64_t j = 0; j < len; ++j) m = maximum(m, (Acc)src[base + j * inner]);
+    Acc total = 0;
+    for (int64_t j = 0; j < len; ++j) total += (Acc)exp((double)((Acc)src[base + j * inner] - m));
+    for (int64_t j = 0; j < len; ++j)
+      dst[base + j * inner] = (T)((Acc)exp((double)((Acc)src[base + j * inner] - m)) / total);
+  }
+}
+
+template <class T, class Acc>
+__global__ void layernorm(int64_t rows, int64_t len, double eps, const T* src, const T* weight,
+                          const T* bias, T* dst) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
+       r += (int64_t)gridDim.x * blockDim.x) {
+    const T* x = src + r * len;
+    Acc mean = 0, var = 0;
+    for (int64_t j = 0; j < len; ++j) mean += (Acc)x[j];
+    mean /= (Acc)len;
+    for (int64_t j = 0; j < len; ++j) var += ((Acc)x[j] - mean) * ((Acc)x[j] - mean);
+    var /= (Acc)len;
+    Acc inv = (Acc)sqrt((double)(var + (Acc)eps));
+    for (int64_t j = 0; j < len; ++j) {
+      Acc y = ((Acc)x[j] - mean) / inv;
+      if (weight) y = y * (Acc)weight[j];
+      if (bias) y = y + (Acc)bias[j];
+      dst[r * len + j] = (T)y;
+    }
+  }
+}
+
+// Integer matmul (cuBLAS has no i32/i64 gemm): one thread per output element.
+template <class T>
+__global__ void gemm_int(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, int64_t a_batch,
+                         int64_t a_row, int64_t a_col, const T* b, int64_t b_batch, int64_t b_row,
+                         int64_t b_col, T* c) {
+  int64_t total = batch * m * n;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t bi = i / (m * n), row = (i / n) % m, col = i % n;
+    T acc = 0;
+    for (int64_t j = 0; j < k; ++j)
+      acc = wrap_add(acc, wrap_mul(a[bi * a_batch + row * a_row + j * a_col],
+                                   b[bi * b_batch + j * b_row + col * b_col]));
+    c[i] = acc;
+  }
+}
+
+}  // namespace ccopt_rt
+// ---- end of ccopt runtime ---------------------------------------------------------------------
