@@ -5,6 +5,7 @@ The package root stays import-cheap: the public functions load their machinery o
     ccopt.run(program, inputs=None, *, entry=None, mesh=None, seed=0, steps=1) -> RunResult
     ccopt.check_pipeline(program, pipeline, inputs=None, *, ...) -> CheckReport
     ccopt.load_program(program) -> ModuleOp
+    ccopt.build(program, pipeline="", *, mesh=None, archs=("sm_80", "sm_90")) -> pybind11 module
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ccopt.backends.cuda.build import build
     from ccopt.runner import check_pipeline, load_program, run
 
-__all__ = ["run", "check_pipeline", "load_program"]
+__all__ = ["run", "check_pipeline", "load_program", "build"]
 
-_LAZY = {"run": "ccopt.runner", "check_pipeline": "ccopt.runner", "load_program": "ccopt.runner"}
+_LAZY = {
+    "run": "ccopt.runner",
+    "check_pipeline": "ccopt.runner",
+    "load_program": "ccopt.runner",
+    "build": "ccopt.backends.cuda.build",
+}
 
 
 def __getattr__(name: str) -> Any:

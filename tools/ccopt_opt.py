@@ -79,6 +79,18 @@ class CcoptMain(xDSLOptMain):
         )
         parser.add_argument("-h", "--help", action=HelpWithPasses)
         parser.add_argument(
+            "--build",
+            action="store_true",
+            help="compile the result (lowered with convert-to-kernel if needed) into a pybind11 "
+            "module with nvcc and print its path",
+        )
+        parser.add_argument(
+            "--arch",
+            action="append",
+            metavar="SM",
+            help="GPU architecture for --build (repeatable; default sm_80 and sm_90)",
+        )
+        parser.add_argument(
             "--load-plugin",
             metavar="PLUGIN",
             help="import a .py file or module that registers passes or dialects (repeatable)",
@@ -148,6 +160,11 @@ class CcoptMain(xDSLOptMain):
             raise
         except DiagnosticException as e:
             raise CcoptError(first_line(e)) from None
+        if self.args.build:
+            from ccopt.backends.cuda.build import DEFAULT_ARCHS, build
+
+            built = build(module, archs=tuple(self.args.arch or DEFAULT_ARCHS))
+            return f"{built.__file__}\n"
         return self.output_resulting_program(module)
 
     def run(self) -> int:  # type: ignore[override]

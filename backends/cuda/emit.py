@@ -965,3 +965,20 @@ def _color(mesh: Mesh, coords: Sequence[int], axes: Sequence[int]) -> int:
 
 def content_hash(*texts: str) -> str:
     return hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+
+
+def emit_binding(module: ModuleOp, entry: str | None = None, module_name: str | None = None) -> str:
+    """The pybind11 binding of the program's C ABI (a separate file from the .cu)."""
+    from ccopt.runner import find_entry, module_meshes
+
+    f = find_entry(module, entry)
+    (mesh,) = module_meshes(module).values()
+    name = f.sym_name.data
+    return render(
+        "binding.cpp.j2",
+        name=name,
+        prefix=f"ccopt_{name}",
+        module=module_name or f"ccopt_{name}",
+        world=mesh.rank_count,
+        mesh=str(mesh),
+    )

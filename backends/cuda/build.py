@@ -1,0 +1,199 @@
+"""Build a program into an importable pybind11 module: nvcc for the kernels, NCCL and cuBLAS from
+their PyPI wheels, cached by content hash.
+
+    mod = ccopt.build("examples/megatron_mlp.mlir", "split-all-reduce,reorder-elementwise,fuse-elementwise")
+    prog = mod.Program(rank, world, uid)     # uid = mod.unique_id() on rank 0, shared
+    prog.run(*local_blocks_of_arguments, *local_blocks_of_results)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from ccopt.diagnostics import CcoptError
+from ccopt.files import write_atomic
+
+DEFAULT_ARCHS = ("sm_80", "sm_90")
+
+
+def nvidia_dirs(package: str) -> tuple[Path, Path]:
+    """include/ and lib/ of an NVIDIA wheel (`nccl` or `cu13` for cuBLAS)."""
+    spec = importlib.util.find_spec("nvidia")
+    roots = (
+        list(spec.submodule_search_locations) if spec and spec.submodule_search_locations else []
+    )
+    for root in roots:
+        base = Path(root) / package
+        if (base / "include").is_dir():
+            return base / "include", base / "lib"
+    wheel = {"nccl": "nvidia-nccl-cu13", "cu13": "nvidia-cublas"}[package]
+    raise CcoptError(f"the {wheel} wheel is not installed (pip install '{wheel}')")
+
+
+def cuda_home() -> Path:
+    """The CUDA toolkit: $CUDA_HOME, else the one nvcc belongs to (nvcc may be a wrapper)."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise CcoptError("nvcc is not on PATH: the CUDA toolkit is needed to build GPU modules")
+    candidates = [
+        os.environ.get("CUDA_HOME"),
+        os.environ.get("CUDA_PATH"),
+        Path(nvcc).resolve().parent.parent,
+        "/usr/local/cuda",
+    ]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "include" / "cuda_runtime.h").exists():
+            return Path(candidate)
+    raise CcoptError("cannot find the CUDA toolkit's headers: set CUDA_HOME")
+
+
+def run(command: Sequence[str], what: str) -> None:
+    result = subprocess.run(list(command), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise CcoptError(f"{what} failed:\n{' '.join(command)}\n{result.stderr[-6000:]}")
+
+
+def compile_module(
+    source: str, binding: str, module_name: str, archs: Sequence[str], directory: Path
+) -> Path:
+    """nvcc -c the program, compile the binding, link both with NCCL, cuBLAS and the CUDA runtime."""
+    import pybind11
+
+    nccl_include, nccl_lib = nvidia_dirs("nccl")
+    blas_include, blas_lib = nvidia_dirs("cu13")
+    cuda = cuda_home()
+    cuda_lib = next(
+        (
+            p
+            for p in (cuda / "lib64", cuda / "lib", cuda / "targets" / "x86_64-linux" / "lib")
+            if (p / "libcudart.so").exists()
+        ),
+        cuda / "lib64",
+    )
+    write_atomic(directory / "program.cu", source)
+    write_atomic(directory / "binding.cpp", binding)
+    gencode = [f"-gencode=arch=compute_{a.removeprefix('sm_')},code={a}" for a in archs]
+    run(
+        [
+            "nvcc",
+            "-c",
+            "-O2",
+            "-std=c++17",
+            "-Xcompiler",
+            "-fPIC",
+            *gencode,
+            f"-I{nccl_include}",
+            f"-I{blas_include}",
+            str(directory / "program.cu"),
+            "-o",
+            str(directory / "program.o"),
+        ],
+        "nvcc (kernels)",
+    )
+    run(
+        [
+            os.environ.get("CXX", "g++"),
+            "-c",
+            "-O2",
+            "-std=c++17",
+            "-fPIC",
+            "-fvisibility=hidden",
+            f"-I{pybind11.get_include()}",
+            f"-I{sysconfig.get_paths()['include']}",
+            f"-I{cuda / 'include'}",
+            f"-I{nccl_include}",
+            str(directory / "binding.cpp"),
+            "-o",
+            str(directory / "binding.o"),
+        ],
+        "the binding's compiler",
+    )
+    target = directory / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    partial = directory / f".{target.name}.partial"
+    rpath = ":".join(str(p) for p in (nccl_lib, blas_lib, cuda_lib))
+    run(
+        [
+            "nvcc",
+            "-shared",
+            str(directory / "program.o"),
+            str(directory / "binding.o"),
+            "-o",
+            str(partial),
+            f"-L{nccl_lib}",
+            f"-L{blas_lib}",
+            f"-L{cuda_lib}",
+            "-l:libnccl.so.2",
+            "-l:libcublas.so.13",
+            "-lcudart",
+            f"-Xlinker=-rpath={rpath}",
+        ],
+        "the link",
+    )
+    os.replace(partial, target)
+    return target
+
+
+def import_module(path: Path, module_name: str) -> ModuleType:
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as e:
+        raise CcoptError(f"the built module {path} does not import: {e}") from None
+    sys.modules[module_name] = module
+    return module
+
+
+def build(
+    program: object,
+    pipeline: str = "",
+    *,
+    mesh: object = None,
+    entry: str | None = None,
+    archs: Sequence[str] = DEFAULT_ARCHS,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> ModuleType:
+    """Lower `program` (path, text or module) through `pipeline` and convert-to-kernel, emit CUDA
+    and the binding, build them (cached by content hash) and import the module."""
+    from ccopt.backends.cuda.cpu import cache_dir as default_cache
+    from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
+    from ccopt.runner import bind_mesh, find_entry, load_program, run_pipeline
+
+    module = load_program(program)  # type: ignore[arg-type]
+    bind_mesh(module, mesh)  # type: ignore[arg-type]
+    f = find_entry(module, entry)
+    if "kernel.results" not in f.attributes:
+        run_pipeline(module, ",".join(p for p in (pipeline, "convert-to-kernel") if p))
+    elif pipeline:
+        run_pipeline(module, pipeline)
+    name = f.sym_name.data
+    source = emit_cuda(module, name)
+    key = content_hash(source, " ".join(archs), _toolchain())
+    module_name = f"ccopt_{name}_{key}"
+    binding = emit_binding(module, name, module_name)
+    directory = Path(cache_dir) if cache_dir is not None else default_cache() / f"module-{key}"
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    if not target.exists():
+        compile_module(source, binding, module_name, archs, directory)
+    return import_module(target, module_name)
+
+
+def _toolchain() -> str:
+    """What the cache key must change with: nvcc's version and the Python ABI."""
+    nvcc = shutil.which("nvcc")
+    version = (
+        subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout if nvcc else ""
+    )
+    return version + str(sysconfig.get_config_var("EXT_SUFFIX"))
