@@ -112,7 +112,7 @@ def run_on_host(
         t = argument_tensor(r)
         dtype = numpy_dtype(t.element_type)
         per_arg.append([np.zeros(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()])
-    per_arg = [[np.ascontiguousarray(s) for s in shards] for shards in per_arg]
+    per_arg = [[np.array(s, order="C") for s in shards] for shards in per_arg]
     pointers = (ctypes.c_void_p * (mesh.rank_count * len(per_arg)))()
     for rank in range(mesh.rank_count):
         for i, shards in enumerate(per_arg):

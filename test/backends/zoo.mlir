@@ -1,0 +1,89 @@
+// Every dtensor and coll op, in small functions on a 2x3 mesh with uneven sizes: the backend
+// tests lower each function to the kernel level, emit CUDA, run it on the CPU harness and
+// compare with the reference interpreter rank by rank.
+dtensor.mesh @m [a=2, b=3]
+
+func.func @elementwise(%x: !dtensor.tensor<5x7xf32, @m[S(0), R]>, %y: !dtensor.tensor<7xf32, @m[R, R]>, %p: !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xi32, @m[S(0), R]>) {
+  %a = dtensor.add %x, %y : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<7xf32, @m[R, R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %b = dtensor.sub %a, %p : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %c = dtensor.mul %b, %x : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %e = dtensor.exp %c : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %t = dtensor.tanh %e : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %g = dtensor.gelu %t : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %r = dtensor.relu %g : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %n = dtensor.neg %r : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %ab = dtensor.abs %n : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %s = dtensor.sqrt %ab : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %rs = dtensor.rsqrt %e : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %l = dtensor.log %e : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %mx = dtensor.max %s, %l : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %mn = dtensor.min %mx, %rs : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %d = dtensor.div %mn, %e : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %pw = dtensor.pow %e, %d : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %sc = dtensor.scale %pw by -1.5 : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %cm = dtensor.cmp gt %sc, %x : (!dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xi1, @m[S(0), R]>
+  %se = dtensor.select %cm, %sc, %x : (!dtensor.tensor<5x7xi1, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xf32, @m[S(0), R]>) -> !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %dr = dtensor.dropout %se seed 17 prob 0.25 : !dtensor.tensor<5x7xf32, @m[S(0), R]>
+  %i = dtensor.cast %dr : !dtensor.tensor<5x7xf32, @m[S(0), R]> -> !dtensor.tensor<5x7xi32, @m[S(0), R]>
+  %ii = dtensor.mul %i, %i : (!dtensor.tensor<5x7xi32, @m[S(0), R]>, !dtensor.tensor<5x7xi32, @m[S(0), R]>) -> !dtensor.tensor<5x7xi32, @m[S(0), R]>
+  func.return %dr, %ii : !dtensor.tensor<5x7xf32, @m[S(0), R]>, !dtensor.tensor<5x7xi32, @m[S(0), R]>
+}
+
+func.func @half(%x: !dtensor.tensor<4x6xf16, @m[R, S(1)]>, %y: !dtensor.tensor<4x6xbf16, @m[R, S(1)]>) -> (!dtensor.tensor<4x6xf16, @m[R, S(1)]>, !dtensor.tensor<4x6xbf16, @m[R, S(1)]>, !dtensor.tensor<4x6xf64, @m[R, S(1)]>) {
+  %e = dtensor.exp %x : !dtensor.tensor<4x6xf16, @m[R, S(1)]>
+  %a = dtensor.add %e, %x : (!dtensor.tensor<4x6xf16, @m[R, S(1)]>, !dtensor.tensor<4x6xf16, @m[R, S(1)]>) -> !dtensor.tensor<4x6xf16, @m[R, S(1)]>
+  %g = dtensor.gelu %y : !dtensor.tensor<4x6xbf16, @m[R, S(1)]>
+  %s = dtensor.scale %g by 0.3 : !dtensor.tensor<4x6xbf16, @m[R, S(1)]>
+  %w = dtensor.cast %a : !dtensor.tensor<4x6xf16, @m[R, S(1)]> -> !dtensor.tensor<4x6xf64, @m[R, S(1)]>
+  func.return %a, %s, %w : !dtensor.tensor<4x6xf16, @m[R, S(1)]>, !dtensor.tensor<4x6xbf16, @m[R, S(1)]>, !dtensor.tensor<4x6xf64, @m[R, S(1)]>
+}
+
+func.func @contractions(%x: !dtensor.tensor<3x5x4xf32, @m[S(0), S(2)]>, %w: !dtensor.tensor<4x6xf32, @m[R, S(0)]>, %v: !dtensor.tensor<6x5xf32, @m[R, R]>) -> (!dtensor.tensor<3x5x6xf32, @m[S(0), P(sum)]>, !dtensor.tensor<5x3xf32, @m[R, R]>, !dtensor.tensor<6x6xf32, @m[R, R]>) {
+  %y = dtensor.matmul %x, %w : (!dtensor.tensor<3x5x4xf32, @m[S(0), S(2)]>, !dtensor.tensor<4x6xf32, @m[R, S(0)]>) -> !dtensor.tensor<3x5x6xf32, @m[S(0), P(sum)]>
+  %t = dtensor.matmul %v, %v transpose_lhs : (!dtensor.tensor<6x5xf32, @m[R, R]>, !dtensor.tensor<6x5xf32, @m[R, R]>) -> !dtensor.tensor<5x5xf32, @m[R, R]>
+  %u = dtensor.slice %t offsets [0, 1] sizes [5, 3] : !dtensor.tensor<5x5xf32, @m[R, R]> -> !dtensor.tensor<5x3xf32, @m[R, R]>
+  %q = dtensor.matmul %v, %v transpose_rhs : (!dtensor.tensor<6x5xf32, @m[R, R]>, !dtensor.tensor<6x5xf32, @m[R, R]>) -> !dtensor.tensor<6x6xf32, @m[R, R]>
+  func.return %y, %u, %q : !dtensor.tensor<3x5x6xf32, @m[S(0), P(sum)]>, !dtensor.tensor<5x3xf32, @m[R, R]>, !dtensor.tensor<6x6xf32, @m[R, R]>
+}
+
+func.func @integers(%a: !dtensor.tensor<4x5xi32, @m[S(0), R]>, %b: !dtensor.tensor<5x3xi32, @m[R, R]>) -> (!dtensor.tensor<4x3xi32, @m[S(0), R]>, !dtensor.tensor<4x5xi32, @m[S(0), R]>) {
+  %c = dtensor.matmul %a, %b : (!dtensor.tensor<4x5xi32, @m[S(0), R]>, !dtensor.tensor<5x3xi32, @m[R, R]>) -> !dtensor.tensor<4x3xi32, @m[S(0), R]>
+  %d = dtensor.div %a, %a : (!dtensor.tensor<4x5xi32, @m[S(0), R]>, !dtensor.tensor<4x5xi32, @m[S(0), R]>) -> !dtensor.tensor<4x5xi32, @m[S(0), R]>
+  %p = dtensor.pow %a, %d : (!dtensor.tensor<4x5xi32, @m[S(0), R]>, !dtensor.tensor<4x5xi32, @m[S(0), R]>) -> !dtensor.tensor<4x5xi32, @m[S(0), R]>
+  func.return %c, %p : !dtensor.tensor<4x3xi32, @m[S(0), R]>, !dtensor.tensor<4x5xi32, @m[S(0), R]>
+}
+
+func.func @reductions(%x: !dtensor.tensor<5x7x2xf32, @m[S(1), R]>) -> (!dtensor.tensor<7xf32, @m[S(0), R]>, !dtensor.tensor<5x2xf32, @m[P(sum), R]>, !dtensor.tensor<5x1x2xf32, @m[P(max), R]>, !dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<5x7x2xf32, @m[S(1), R]>, !dtensor.tensor<5x7x2xf32, @m[S(1), R]>) {
+  %s = dtensor.reduce sum %x dims [0, 2] : !dtensor.tensor<5x7x2xf32, @m[S(1), R]> -> !dtensor.tensor<7xf32, @m[S(0), R]>
+  %mean = dtensor.reduce mean %x dims [1] : !dtensor.tensor<5x7x2xf32, @m[S(1), R]> -> !dtensor.tensor<5x2xf32, @m[P(sum), R]>
+  %mx = dtensor.reduce max %x dims [1] keepdim : !dtensor.tensor<5x7x2xf32, @m[S(1), R]> -> !dtensor.tensor<5x1x2xf32, @m[P(max), R]>
+  %full = coll.all_gather %x over [a] : !dtensor.tensor<5x7x2xf32, @m[S(1), R]> -> !dtensor.tensor<5x7x2xf32, @m[R, R]>
+  %n = dtensor.norm %full : !dtensor.tensor<5x7x2xf32, @m[R, R]> -> !dtensor.tensor<f32, @m[R, R]>
+  %sm = dtensor.softmax %x dim 2 : !dtensor.tensor<5x7x2xf32, @m[S(1), R]>
+  %ln = dtensor.layernorm %x eps 1.0e-05 : !dtensor.tensor<5x7x2xf32, @m[S(1), R]> -> !dtensor.tensor<5x7x2xf32, @m[S(1), R]>
+  func.return %s, %mean, %mx, %n, %sm, %ln : !dtensor.tensor<7xf32, @m[S(0), R]>, !dtensor.tensor<5x2xf32, @m[P(sum), R]>, !dtensor.tensor<5x1x2xf32, @m[P(max), R]>, !dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<5x7x2xf32, @m[S(1), R]>, !dtensor.tensor<5x7x2xf32, @m[S(1), R]>
+}
+
+func.func @shapes(%x: !dtensor.tensor<4x6xf32, @m[R, S(0)]>, %w: !dtensor.tensor<6xf32, @m[R, R]>, %b: !dtensor.tensor<6xf32, @m[R, R]>) -> (!dtensor.tensor<6x4xf32, @m[R, S(1)]>, !dtensor.tensor<4x12xf32, @m[R, S(0)]>, !dtensor.tensor<4x2x3xf32, @m[R, S(0)]>, !dtensor.tensor<4x6xf32, @m[R, S(0)]>, !dtensor.tensor<2x3xf64, @m[R, R]>, !dtensor.tensor<4x6xf32, @m[R, S(0)]>) {
+  %t = dtensor.transpose %x perm [1, 0] : !dtensor.tensor<4x6xf32, @m[R, S(0)]> -> !dtensor.tensor<6x4xf32, @m[R, S(1)]>
+  %c = dtensor.concat %x, %x dim 1 : (!dtensor.tensor<4x6xf32, @m[R, S(0)]>, !dtensor.tensor<4x6xf32, @m[R, S(0)]>) -> !dtensor.tensor<4x12xf32, @m[R, S(0)]>
+  %r = dtensor.reshape %x : !dtensor.tensor<4x6xf32, @m[R, S(0)]> -> !dtensor.tensor<4x2x3xf32, @m[R, S(0)]>
+  %f = dtensor.fill 2.5 : !dtensor.tensor<4x6xf32, @m[R, S(0)]>
+  %k = dtensor.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf64> : !dtensor.tensor<2x3xf64, @m[R, R]>
+  %ln = dtensor.layernorm %x weight %w : !dtensor.tensor<6xf32, @m[R, R]> bias %b : !dtensor.tensor<6xf32, @m[R, R]> eps 1.0e-03 : !dtensor.tensor<4x6xf32, @m[R, S(0)]> -> !dtensor.tensor<4x6xf32, @m[R, S(0)]>
+  func.return %t, %c, %r, %f, %k, %ln : !dtensor.tensor<6x4xf32, @m[R, S(1)]>, !dtensor.tensor<4x12xf32, @m[R, S(0)]>, !dtensor.tensor<4x2x3xf32, @m[R, S(0)]>, !dtensor.tensor<4x6xf32, @m[R, S(0)]>, !dtensor.tensor<2x3xf64, @m[R, R]>, !dtensor.tensor<4x6xf32, @m[R, S(0)]>
+}
+
+func.func @collectives(%p: !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>, %s: !dtensor.tensor<7x5xf32, @m[S(0), S(1)]>, %r: !dtensor.tensor<7x5xf32, @m[R, R]>, %v: !dtensor.tensor<7x5xf32, @m[V, R]>, %q: !dtensor.tensor<7x5xf32, @m[R, S(1)]>, %pm: !dtensor.tensor<7x5xf32, @m[P(max), R]>) -> (!dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, P(sum)]>, !dtensor.tensor<7x5xf32, @m[P(sum), S(1)]>, !dtensor.tensor<7x5xf32, @m[S(0), R]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<7x5xf32, @m[V, R]>, !dtensor.tensor<7x5xf32, @m[V, R]>) {
+  %ar = coll.all_reduce sum %p over [a] : !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<7x5xf32, @m[R, P(sum)]>
+  %rs = coll.reduce_scatter sum %p over [b] dim 1 : !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<7x5xf32, @m[P(sum), S(1)]>
+  %ag = coll.all_gather %s over [b] : !dtensor.tensor<7x5xf32, @m[S(0), S(1)]> -> !dtensor.tensor<7x5xf32, @m[S(0), R]>
+  %aa = coll.all_to_all %q over [b] dim 0 : !dtensor.tensor<7x5xf32, @m[R, S(1)]> -> !dtensor.tensor<7x5xf32, @m[R, S(0)]>
+  %sl = coll.slice %r over [b] dim 0 : !dtensor.tensor<7x5xf32, @m[R, R]> -> !dtensor.tensor<7x5xf32, @m[R, S(0)]>
+  %bc = coll.broadcast %v over [a] root 1 : !dtensor.tensor<7x5xf32, @m[V, R]> -> !dtensor.tensor<7x5xf32, @m[R, R]>
+  %rd = coll.reduce sum %p over [a] root 1 : !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>
+  %sh = coll.shift %v over [a] by 1 : !dtensor.tensor<7x5xf32, @m[V, R]> -> !dtensor.tensor<7x5xf32, @m[V, R]>
+  %cy = coll.shift %v over [a] by -1 cyclic : !dtensor.tensor<7x5xf32, @m[V, R]> -> !dtensor.tensor<7x5xf32, @m[V, R]>
+  %mx = coll.all_reduce max %pm over [a] : !dtensor.tensor<7x5xf32, @m[P(max), R]> -> !dtensor.tensor<7x5xf32, @m[R, R]>
+  func.return %mx, %ar, %rs, %ag, %aa, %sl, %bc, %rd, %sh, %cy : !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, P(sum)]>, !dtensor.tensor<7x5xf32, @m[P(sum), S(1)]>, !dtensor.tensor<7x5xf32, @m[S(0), R]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<7x5xf32, @m[V, R]>, !dtensor.tensor<7x5xf32, @m[V, R]>
+}
