@@ -123,6 +123,12 @@ def check_body(
         kind = BODY_KINDS.get(type(op))
         if kind is None:
             raise InferenceError(f"'{op.name}' may not appear in a fused body")
+        outside = [v for v in op.operands if v not in types]
+        if outside:
+            raise InferenceError(
+                f"in the body, '{op.name}' uses a value defined outside it; a body reads only its "
+                "arguments (the element index and one scalar per input)"
+            )
         partners = [types[v] for v in op.operands if v not in zeros]
         operands = [
             _zero_like_partners(types[v], partners) if v in zeros else types[v] for v in op.operands
@@ -133,6 +139,8 @@ def check_body(
             raise InferenceError(f"in the body, '{op.name}': {e.message}", e.axis) from None
     terminator = block.last_op
     assert terminator is not None
+    if any(v not in types for v in terminator.operands):
+        raise InferenceError("the body yields a value defined outside it")
     return [types[v] for v in terminator.operands]
 
 

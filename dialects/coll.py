@@ -632,16 +632,9 @@ class FusedAllReduceOp(ScalarBodyOp):
                         f"result #{i} is {r}; it must be the slice {iteration} or the gathered {gathered}"
                     )
             inputs = [v.type for v in self.inputs]
-            for i, t in enumerate(inputs):
-                assert isinstance(t, DTensorType)
-                if (
-                    infer.broadcast_shapes([t.get_shape(), iteration.get_shape()])
-                    != iteration.get_shape()
-                ):
-                    raise InferenceError(
-                        f"input #{i} does not broadcast to the iteration space {iteration}"
-                    )
-            self.check_body_against([iteration, *inputs], iteration, [iteration] * len(results))  # type: ignore[list-item]
+            self.check_body_against(
+                [iteration, *inputs], iteration, [iteration] * len(results), implicit=1
+            )
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
 

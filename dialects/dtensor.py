@@ -55,6 +55,7 @@ from xdsl.irdl import (
     base,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -67,7 +68,14 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, MemoryWriteEffect, Pure, SymbolOpInterface, SymbolTable
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    MemoryWriteEffect,
+    Pure,
+    SymbolOpInterface,
+    SymbolTable,
+)
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -951,7 +959,7 @@ class UniformOp(IRDLOperation):
     index = operand_def(i64)
     seed = prop_def(IntegerAttr[I64])
     result = result_def(Float32Type())
-    traits = traits_def(Pure())
+    traits = lazy_traits_def(lambda: (Pure(), HasParent(*body_owners())))
     assembly_format = "$index `seed` $seed attr-dict"
 
     def __init__(self, index: SSAValue, seed: int):
@@ -968,11 +976,19 @@ class YieldOp(IRDLOperation):
 
     name = "dtensor.yield"
     values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
+    traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(*body_owners())))
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
+
+
+def body_owners() -> tuple[type[Operation], ...]:
+    """The ops whose region is a scalar body (in three dialects, hence looked up late)."""
+    from ccopt.dialects.coll import FusedAllReduceOp
+    from ccopt.dialects.kernel import ElementwiseOp
+
+    return (FusedOp, FusedAllReduceOp, ElementwiseOp)
 
 
 class ScalarBodyOp(IRDLOperation, ABC):
@@ -984,10 +1000,22 @@ class ScalarBodyOp(IRDLOperation, ABC):
         return block
 
     def check_body_against(
-        self, inputs: Sequence[DTensorType], iteration: DTensorType, results: Sequence[DTensorType]
+        self,
+        inputs: Sequence[DTensorType],
+        iteration: DTensorType,
+        results: Sequence[DTensorType],
+        implicit: int = 0,
     ) -> None:
+        """Check the body on `inputs` (the first `implicit` of which the op provides itself, like
+        a reduced operand) over the iteration space, yielding `results`."""
         from ccopt.dialects.body import check_body, check_yield
 
+        for i, t in enumerate(inputs[implicit:]):
+            if not infer.broadcasts_to(t.get_shape(), iteration.get_shape()):
+                raise InferenceError(
+                    f"input #{i} of shape {list(t.get_shape())} does not broadcast to the "
+                    f"iteration space {list(iteration.get_shape())}"
+                )
         block = self.body_block()
         yielded = check_body(block, inputs, iteration)
         terminator = block.last_op
@@ -1053,14 +1081,6 @@ class FusedOp(ScalarBodyOp):
                 if r.get_shape() != iteration.get_shape() or r.placements != iteration.placements:
                     raise InferenceError(
                         f"result #{i} is {r} but result #0 is {iteration}: results share one iteration space"
-                    )
-            for i, t in enumerate(inputs):
-                if (
-                    infer.broadcast_shapes([t.get_shape(), iteration.get_shape()])
-                    != iteration.get_shape()
-                ):
-                    raise InferenceError(
-                        f"input #{i} of shape {t.get_shape()} does not broadcast to the iteration space {iteration.get_shape()}"
                     )
             self.check_body_against(inputs, iteration, results)
         except InferenceError as e:

@@ -110,6 +110,14 @@ def broadcast_shapes(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """`shape` broadcasts (numpy rules) to exactly `target`."""
+    if len(shape) > len(target):
+        return False
+    offset = len(target) - len(shape)
+    return all(s in (1, target[offset + d]) for d, s in enumerate(shape))
+
+
 # --- elementwise ---------------------------------------------------------------------------
 
 

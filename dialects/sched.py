@@ -40,6 +40,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     prop_def,
     region_def,
@@ -48,7 +49,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import IsTerminator
+from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 COMPUTE_STREAM = 0
@@ -113,14 +114,22 @@ class ExecuteOp(IRDLOperation):
         arg_types = [a.type for a in block.args]
         input_types = [v.type for v in self.inputs]
         if arg_types != input_types:
-            raise VerifyException(f"the region takes {arg_types} but the inputs are {input_types}")
+            raise VerifyException(
+                f"the region takes {_types(arg_types)} but the inputs are {_types(input_types)}"
+            )
         terminator = block.last_op
         if not isinstance(terminator, YieldOp):
             raise VerifyException("the region must end with sched.yield")
         yielded = [v.type for v in terminator.values]
         promised = [f.type.value_type for f in self.futures]  # type: ignore[union-attr]
         if yielded != promised:
-            raise VerifyException(f"the region yields {yielded} but the futures hold {promised}")
+            raise VerifyException(
+                f"the region yields {_types(yielded)} but the futures hold {_types(promised)}"
+            )
+
+
+def _types(types: Sequence[Attribute]) -> str:
+    return "[" + ", ".join(str(t) for t in types) + "]"
 
 
 @irdl_op_definition
@@ -129,7 +138,7 @@ class YieldOp(IRDLOperation):
 
     name = "sched.yield"
     values = var_operand_def()
-    traits = traits_def(IsTerminator())
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ExecuteOp)))
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):

@@ -14,8 +14,9 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from ccopt.diagnostics import OpError
+from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.dtensor_type import DTensorType
 
 TAG = "tag"
 
@@ -60,6 +61,17 @@ def is_selected(op: Operation, tags: Sequence[str]) -> bool:
     return not tags or tag_of(op) in tags
 
 
+def require_tagged(module: Operation, tags: Sequence[str], pass_name: str) -> None:
+    """Every requested tag names some op: a typo must not turn a requested rewrite into a
+    silent no-op."""
+    if not tags:
+        return
+    present = {tag_of(op) for op in module.walk()}
+    missing = [t for t in tags if t not in present]
+    if missing:
+        raise CcoptError(f"{pass_name}: no op is tagged {', '.join(missing)}")
+
+
 def set_tag(op: Operation, tag: str | None) -> Operation:
     if tag is not None:
         op.attributes[TAG] = StringAttr(tag)
@@ -80,6 +92,29 @@ def refuse_if_selected(op: Operation, tags: Sequence[str], why: str) -> None:
     """A greedy pass skips an op it cannot rewrite; an explicitly tagged request fails loudly."""
     if tags and tag_of(op) in tags:
         raise OpError(op, why)
+
+
+def elementwise_type(op: Operation, types: Sequence[DTensorType]) -> DTensorType:
+    """The result type `op` would have on operands of these types (InferenceError if none):
+    lets a pass decide a rewrite before it builds anything."""
+    from ccopt.dialects import inference as infer
+
+    match op:
+        case dt.ElementwiseUnaryOp():
+            return type(op)._infer(types[0])
+        case dt.ElementwiseBinaryOp():
+            return type(op)._infer(types[0], types[1])
+        case dt.CmpOp():
+            return dt.CmpOp._infer(types[0], types[1])
+        case dt.SelectOp():
+            return dt.SelectOp._infer(types[0], types[1], types[2])
+        case dt.ScaleOp():
+            return dt.ScaleOp._infer(types[0])
+        case dt.CastOp():
+            return infer.infer_cast(types[0], op.result.type.element_type)  # type: ignore[union-attr]
+        case dt.DropoutOp():
+            return dt.DropoutOp._infer(types[0], op.prob.value.data)
+    raise infer.InferenceError(f"'{op.name}' is not elementwise")
 
 
 def rebuild_elementwise(op: Operation, operands: Sequence[SSAValue]) -> Operation:

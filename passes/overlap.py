@@ -47,7 +47,7 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh, block_range
-from ccopt.passes.common import Refusal, derived_tag, is_selected, set_tag, tag_of
+from ccopt.passes.common import Refusal, derived_tag, is_selected, require_tagged, set_tag, tag_of
 
 COMM_STREAM = 1
 
@@ -279,6 +279,7 @@ class Overlap(ModulePass):
     """Only overlap collectives with one of these `tag` attributes (then refusals are errors)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_tagged(op, self.tags, self.name)
         if self.chunks < 1:
             raise OpError(op, f"overlap needs chunks >= 1, got {self.chunks}")
         for candidate in list(op.walk()):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -32,7 +32,18 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.passes.common import derived_tag, is_elementwise, is_selected, set_tag, tag_of
+from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr
+from ccopt.dialects.inference import InferenceError
+from ccopt.mesh import Mesh
+from ccopt.passes.common import (
+    derived_tag,
+    elementwise_type,
+    is_elementwise,
+    is_selected,
+    require_tagged,
+    set_tag,
+    tag_of,
+)
 from ccopt.passes.reorder_elementwise import plan_region, rewrite_region
 from ccopt.passes.split_all_reduce import split
 
@@ -76,6 +87,113 @@ def commute(shift: coll.ShiftOp) -> bool:
     return True
 
 
+def send_slice(shift: coll.ShiftOp) -> bool:
+    """Split every all_reduce feeding the shift, compute on slices up to it and commute the
+    gather past it; False (with the IR in an unspecified state) when the shift still sends
+    the whole value."""
+    ars = feeding_all_reduces(shift.input, set(shift.axes.names))
+    gathers = []
+    for ar in ars:
+        pair = split(ar, None)
+        if isinstance(pair, str):
+            continue
+        rs, ag = pair
+        Rewriter.insert_op([rs, ag], InsertPoint.before(ar))
+        ar.result.replace_all_uses_with(ag.result)
+        Rewriter.erase_op(ar)
+        gathers.append(ag)
+    block = shift.parent_block()
+    assert block is not None
+    for ag in sorted(gathers, key=block.get_operation_index):
+        if ag.parent is not None and ag.result.uses:
+            rewrite_region(plan_region(ag, strict=False))
+    for ag in gathers:
+        if ag.parent is not None and not ag.result.uses:
+            Rewriter.erase_op(ag)
+    return commute(shift)
+
+
+def can_send_slice(shift: coll.ShiftOp) -> bool:
+    """Decide on types alone (nothing is rewritten) whether the value the shift sends can be
+    computed on slices: every path back to the all_reduces goes through elementwise ops whose
+    other operands can be sliced, so the shift will carry a split value."""
+    mesh = mesh_of(shift)
+    split: dict[SSAValue, DTensorType] = {}
+    for ar in feeding_all_reduces(shift.input, set(shift.axes.names)):
+        pair = split_type(ar, mesh)
+        if pair is not None:
+            split[ar.result] = pair
+    return _sliced_type(shift.input, split, mesh) is not None
+
+
+def split_type(ar: coll.AllReduceOp, mesh: Mesh) -> DTensorType | None:
+    """The reduce-scattered type split-all-reduce would give `ar`."""
+    t = ar.input.type
+    assert isinstance(t, DTensorType)
+    for d in range(t.rank):
+        props = {"kind": ar.kind, "axes": ar.axes, "dim": IntegerAttr(d, i64)}
+        try:
+            return coll.ReduceScatterOp.infer(t, props, mesh)
+        except InferenceError:
+            continue
+    return None
+
+
+def _sliced_type(
+    value: SSAValue, split: dict[SSAValue, DTensorType], mesh: Mesh
+) -> DTensorType | None:
+    """The split form of `value` (memoized in `split`), or None if it cannot have one."""
+    if value in split:
+        return split[value]
+    op = value.owner
+    if not isinstance(op, Operation) or not is_elementwise(op):
+        return None
+    group_types = list(split.values())
+    if not group_types:
+        return None
+    out_rank = value.type.rank  # type: ignore[union-attr]
+    operand_types: list[DTensorType] = []
+    for v in op.operands:
+        piece = _sliced_type(v, split, mesh)
+        if piece is None:
+            piece = _replicated_slice(v, group_types[0], out_rank, mesh)
+        if piece is None:
+            return None
+        operand_types.append(piece)
+    try:
+        result = elementwise_type(op, operand_types)
+    except InferenceError:
+        return None
+    split[value] = result
+    return result
+
+
+def _replicated_slice(
+    value: SSAValue, like: DTensorType, out_rank: int, mesh: Mesh
+) -> DTensorType | None:
+    """The type of a replicated operand sliced like the split values (or kept whole when it is
+    broadcast along the split dimension)."""
+    t = value.type
+    assert isinstance(t, DTensorType)
+    axes = [
+        a
+        for a, (p, q) in enumerate(zip(t.placement_list, like.placement_list, strict=True))
+        if p != q and q.split_dim is not None
+    ]
+    if not axes:
+        return t
+    dim = like.placement_list[axes[0]].split_dim
+    assert dim is not None
+    own = dim - (like.rank - t.rank)
+    if own < 0 or t.get_shape()[own] == 1:
+        return t
+    props = {"axes": MeshAxesAttr([mesh.axis_names[a] for a in axes]), "dim": IntegerAttr(own, i64)}
+    try:
+        return coll.SliceOp.infer(t, props, mesh)
+    except InferenceError:
+        return None
+
+
 @dataclass(frozen=True)
 class PipelineP2P(ModulePass):
     """Reduce-scatter before a pipeline stage transfer, send the slice, all-gather after it."""
@@ -86,19 +204,10 @@ class PipelineP2P(ModulePass):
     """Only rewrite shifts with one of these `tag` attributes (then refusals are errors)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for shift in [o for o in op.walk() if isinstance(o, coll.ShiftOp)]:
-            if not is_selected(shift, self.tags):
-                continue
-            for ar in feeding_all_reduces(shift.input, set(shift.axes.names)):
-                pair = split(ar, None)
-                if isinstance(pair, str):
-                    continue
-                rs, ag = pair
-                Rewriter.insert_op([rs, ag], InsertPoint.before(ar))
-                ar.result.replace_all_uses_with(ag.result)
-                Rewriter.erase_op(ar)
-                rewrite_region(plan_region(ag, strict=False))
-            if not commute(shift) and self.tags:
+        require_tagged(op, self.tags, self.name)
+        shifts = [o for o in op.walk() if isinstance(o, coll.ShiftOp) and is_selected(o, self.tags)]
+        for shift in shifts:
+            if not (can_send_slice(shift) and send_slice(shift)) and self.tags:
                 raise OpError(
                     shift,
                     f"cannot send a slice over {tag_of(shift)!r}: its operand is not gathered from "

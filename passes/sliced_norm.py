@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, ModuleOp, f32
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -34,7 +35,13 @@ from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, PartialAttr
-from ccopt.passes.common import derived_tag, is_selected, refuse_if_selected, set_tag
+from ccopt.passes.common import (
+    derived_tag,
+    is_selected,
+    refuse_if_selected,
+    require_tagged,
+    set_tag,
+)
 
 
 @dataclass
@@ -53,6 +60,12 @@ class SlicedNormPattern(RewritePattern):
         part = gather.input
         t = part.type
         assert isinstance(t, DTensorType)
+        ops: list[Operation] = []
+        if isinstance(t.element_type, Float16Type | BFloat16Type):
+            # dtensor.norm accumulates half precision in f32: so do the partial sums
+            widened = dt.CastOp(part, f32)
+            ops.append(widened)
+            part = widened.result
         square = dt.MulOp(part, part)
         total = dt.ReduceOp("sum", square, list(range(t.rank)))
         partial_axes = [
@@ -64,7 +77,10 @@ class SlicedNormPattern(RewritePattern):
         root = dt.SqrtOp(reduced)
         for new, suffix in ((square, "sq"), (total, "sum"), (reduced, "ar"), (root, "sqrt")):
             set_tag(new, derived_tag(op, suffix))
-        rewriter.replace(op, [square, total, reduced, root], [root.result])
+        ops += [square, total, reduced, root]
+        if root.result.type != op.result.type:
+            ops.append(dt.CastOp(root, t.element_type))
+        rewriter.replace(op, ops, [ops[-1].results[0]])
         if not gather.result.uses:
             rewriter.erase(gather)
 
@@ -79,6 +95,7 @@ class SlicedNorm(ModulePass):
     """Only rewrite norms with one of these `tag` attributes (then refusals are errors)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_tagged(op, self.tags, self.name)
         PatternRewriteWalker(SlicedNormPattern(self.tags), apply_recursively=False).rewrite_module(
             op
         )

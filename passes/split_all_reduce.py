@@ -30,7 +30,13 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
-from ccopt.passes.common import derived_tag, is_selected, refuse_if_selected, set_tag
+from ccopt.passes.common import (
+    derived_tag,
+    is_selected,
+    refuse_if_selected,
+    require_tagged,
+    set_tag,
+)
 
 
 def split(
@@ -97,6 +103,7 @@ class SplitAllReduce(ModulePass):
     """Only split all_reduce ops with one of these `tag` attributes (then refusals are errors)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_tagged(op, self.tags, self.name)
         PatternRewriteWalker(
             SplitPattern(self.dim, self.tags), apply_recursively=False
         ).rewrite_module(op)
