@@ -64,6 +64,22 @@ BODY_KINDS: dict[type[Operation], str] = {
 the dtensor op whose placement signature they follow."""
 
 
+CMPF_PREDICATES = (
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+    "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
+)  # fmt: skip
+"""arith.cmpf's predicate names, by their integer encoding."""
+
+CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+"""arith.cmpi's predicate names, by their integer encoding."""
+
+
+def predicate_name(op: Operation) -> str:
+    """The predicate of an arith.cmpf / arith.cmpi as its mnemonic."""
+    names = CMPF_PREDICATES if isinstance(op, arith.CmpfOp) else CMPI_PREDICATES
+    return names[op.predicate.value.data]  # type: ignore[attr-defined]
+
+
 def is_zero(op: Operation) -> bool:
     """A zero constant: the identity of sum, so it may meet partial values in linear ops."""
     if not isinstance(op, arith.ConstantOp):

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import predicate_name
 from ccopt.interpreters.distributed import InterpreterError, numpy_dtype
 from ccopt.interpreters.philox import uniform
 
@@ -36,25 +37,6 @@ CMP: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "ugt": np.greater,
     "uge": np.greater_equal,
 }
-CMPF_NAMES = [
-    "false",
-    "oeq",
-    "ogt",
-    "oge",
-    "olt",
-    "ole",
-    "one",
-    "ord",
-    "ueq",
-    "ugt",
-    "uge",
-    "ult",
-    "ule",
-    "une",
-    "uno",
-    "true",
-]
-CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 ARRAY_OPS: dict[type[Operation], Callable[..., np.ndarray]] = {
     arith.AddfOp: np.add,
@@ -128,8 +110,7 @@ def evaluate_body(
         elif isinstance(op, dt.UniformOp):
             out = uniform(op.seed.value.data, args[0])
         elif isinstance(op, arith.CmpfOp | arith.CmpiOp):
-            names = CMPF_NAMES if isinstance(op, arith.CmpfOp) else CMPI_NAMES
-            out = CMP[names[op.predicate.value.data]](args[0], args[1])
+            out = CMP[predicate_name(op)](args[0], args[1])
         elif isinstance(op, CONVERSIONS):
             out = args[0].astype(numpy_dtype(result_type))
         elif type(op) in ARRAY_OPS:

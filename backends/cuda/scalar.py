@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import predicate_name
 
 
 class EmitError(Exception):
@@ -123,24 +124,6 @@ def wrap(name: str) -> Callable[[list[str], list[Attribute], Attribute], str]:
 
 
 CMPF = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}
-CMPF_NAMES = [
-    "false",
-    "oeq",
-    "ogt",
-    "oge",
-    "olt",
-    "ole",
-    "one",
-    "ord",
-    "ueq",
-    "ugt",
-    "uge",
-    "ult",
-    "ule",
-    "une",
-    "uno",
-    "true",
-]
 CMPI = {
     "eq": "==",
     "ne": "!=",
@@ -153,7 +136,6 @@ CMPI = {
     "ugt": ">",
     "uge": ">=",
 }
-CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 
 OPS: dict[type[Operation], Callable[[list[str], list[Attribute], Attribute], str]] = {
     arith.AddfOp: binary_float("+"),
@@ -213,10 +195,7 @@ def body_code(block: Block, inputs: list[str], index: str) -> tuple[list[str], l
         elif isinstance(op, dt.UniformOp):
             expr = f"ccopt_rt::uniform({op.seed.value.data}ULL, {names[op.index]})"
         elif isinstance(op, arith.CmpfOp | arith.CmpiOp):
-            table, order = (
-                (CMPF, CMPF_NAMES) if isinstance(op, arith.CmpfOp) else (CMPI, CMPI_NAMES)
-            )
-            symbol = table[order[op.predicate.value.data]]
+            symbol = (CMPF if isinstance(op, arith.CmpfOp) else CMPI)[predicate_name(op)]
             lhs, rhs = op.operands
             expr = f"({as_float(names[lhs], lhs.type)} {symbol} {as_float(names[rhs], rhs.type)})"
         elif type(op) in OPS:
