@@ -48,9 +48,11 @@ from ccopt.passes.split_all_reduce import split
 
 
 def plan_members(rs: coll.ReduceScatterOp, allowed: set[Operation] | None) -> list[Operation]:
-    """Ops after `rs` that compute on its slice in its iteration space, in program order; an op
-    that depends on them through a non-member cannot join (convexity)."""
+    """Ops after `rs` that compute on its slice in its iteration space and element type (the
+    fused collective's results are the slice or its gather), in program order; an op that
+    depends on them through a non-member cannot join (convexity)."""
     key = iteration_key(rs)
+    element = rs.result.type.element_type  # type: ignore[union-attr]
     inside: set[SSAValue] = {rs.result}
     tainted: set[SSAValue] = set()
     members: list[Operation] = []
@@ -64,6 +66,7 @@ def plan_members(rs: coll.ReduceScatterOp, allowed: set[Operation] | None) -> li
             and is_fusable(op)
             and (allowed is None or op in allowed)
             and iteration_key(op) == key
+            and all(r.type.element_type == element for r in op.results)  # type: ignore[union-attr]
         ):
             members.append(op)
             inside.update(op.results)

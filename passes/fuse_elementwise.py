@@ -69,6 +69,8 @@ def check_group(ops: Sequence[Operation]) -> None:
         shapes = ", ".join(f"{op.results[0].type}" for op in ops)
         raise Refusal(f"the ops do not share one iteration space: {shapes}")
     check_convex(ops)
+    if not interface(ops)[1]:
+        raise Refusal("no result of the group is used outside it: it is dead code (run dce)")
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class FuseElementwise(ModulePass):
         for block in blocks:
             assert isinstance(block, Block)
             for members in find_groups(block):
-                if len(members) > 1:
+                if len(members) > 1 and interface(members)[1]:  # dead groups stay for dce
                     fuse(members)
 
     def fuse_tagged(self, module: ModuleOp) -> None:

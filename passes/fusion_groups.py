@@ -50,18 +50,43 @@ class _UnionFind:
 def find_groups(block: Block) -> list[list[Operation]]:
     """Maximal convex groups of elementwise ops sharing an iteration space, in one pass over the
     block: an op joins (and may merge) the groups of its producers unless it depends on one of
-    them through an op outside that group."""
+    them through an op outside that group.
+
+    A fused group is one kernel: its results exist only once all of its inputs do, so a value
+    depends on everything its producer's group reads (`needs`), not only on its own operands -
+    otherwise two groups could each wait for the other."""
     groups = _UnionFind()
     group_of: dict[Operation, int] = {}
     key_of: dict[int, tuple[object, ...]] = {}
     reach: dict[SSAValue, frozenset[int]] = {}
     left: dict[SSAValue, frozenset[int]] = {}
     left_by_group: dict[int, set[int]] = {}
+    needs: dict[int, set[int]] = {}  # groups whose values a group's members read
     empty: frozenset[int] = frozenset()
 
+    def closed(ids: Iterable[int]) -> set[int]:
+        """`ids` and, transitively, every group they need (group ids as of now)."""
+        out: set[int] = set()
+        stack = [groups.find(g) for g in ids]
+        while stack:
+            g = stack.pop()
+            if g not in out:
+                out.add(g)
+                stack.extend(groups.find(h) for h in needs.get(g, ()))
+        return out
+
+    def left_of(v: SSAValue) -> set[int]:
+        """Groups `v` depends on through an op outside them. A member's direct dependencies on
+        other groups are recorded too; once those groups merged into its own, the path is
+        internal and no longer counts."""
+        if not (isinstance(v.owner, Operation) and v.owner in group_of):
+            return closed(left.get(v, empty))
+        own = groups.find(group_of[v.owner])
+        return closed({*left.get(v, empty), *needs[own]}) - {own}
+
     for op in block.ops:
-        r_in = frozenset(groups.find(g) for v in op.operands for g in reach.get(v, empty))
-        e_in = frozenset(groups.find(g) for v in op.operands for g in left.get(v, empty))
+        r_in = frozenset(closed(g for v in op.operands for g in reach.get(v, empty)))
+        e_in = frozenset(g for v in op.operands for g in left_of(v))
         if not is_elementwise(op):
             for res in op.results:
                 reach[res], left[res] = r_in, r_in | e_in
@@ -76,15 +101,19 @@ def find_groups(block: Block) -> list[list[Operation]]:
         for g in sorted(p for p in producers if p not in e_in and key_of[p] == key):
             if chosen is None:
                 chosen = g
-            elif _mergeable(chosen, g, left_by_group, groups):
+            elif _mergeable(closed(left_by_group[chosen]), closed(left_by_group[g]), chosen, g):
                 left_by_group[chosen] = left_by_group[chosen] | left_by_group.pop(g)
+                merged = needs[chosen] | needs.pop(g)
                 chosen = groups.union(chosen, g)
+                needs[chosen] = merged
         if chosen is None:
             chosen = groups.new()
             key_of[chosen] = key
             left_by_group[chosen] = set()
+            needs[chosen] = set()
         group_of[op] = chosen
         left_by_group[chosen] |= e_in
+        needs[chosen] |= r_in - {chosen}
         for res in op.results:
             reach[res] = r_in | {chosen}
             left[res] = e_in | (r_in - {chosen})
@@ -96,10 +125,8 @@ def find_groups(block: Block) -> list[list[Operation]]:
     return list(members.values())
 
 
-def _mergeable(a: int, b: int, left_by_group: dict[int, set[int]], groups: _UnionFind) -> bool:
+def _mergeable(a_left: set[int], b_left: set[int], a: int, b: int) -> bool:
     """Neither group reaches the other through an outside op."""
-    a_left = {groups.find(g) for g in left_by_group[a]}
-    b_left = {groups.find(g) for g in left_by_group[b]}
     return a not in b_left and b not in a_left
 
 
@@ -200,7 +227,7 @@ def insert_after_group(fused: Operation, ops: Sequence[Operation]) -> None:
     Rewriter.insert_op(fused, InsertPoint.after(last))
     dependent: list[Operation] = []
     tainted = {r for op in ops for r in op.results}
-    op = min(ops, key=block.get_operation_index).next_op
+    op: Operation | None = min(ops, key=block.get_operation_index)  # a member: never moved
     while op is not None and op is not last:
         if op not in members and any(v in tainted for v in op.operands):
             dependent.append(op)

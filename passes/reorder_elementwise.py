@@ -86,7 +86,9 @@ class RegionBuilder:
         self.split: dict[SSAValue, SSAValue] = {ag.result: ag.input}
         self.new_ops: list[tuple[Operation, list[Operation]]] = []
 
-    def split_operand(self, value: SSAValue, out_rank: int) -> tuple[SSAValue, list[Operation]]:
+    def split_operand(
+        self, value: SSAValue, out_shape: tuple[int, ...]
+    ) -> tuple[SSAValue, list[Operation]]:
         """The operand's form on blocks, plus the ops (coll.slice) that produce it."""
         if value in self.split:
             return self.split[value], []
@@ -94,9 +96,9 @@ class RegionBuilder:
             return value.owner.input, []  # type: ignore[union-attr]
         t = value.type
         assert isinstance(t, DTensorType)
-        own = self.dim - (out_rank - t.rank)
-        if own < 0 or t.get_shape()[own] == 1:
+        if broadcasts_along(t, out_shape, self.dim):
             return value, []  # broadcast along the split dimension: every block uses all of it
+        own = self.dim - (len(out_shape) - t.rank)
         for a in self.ag.group(self.mesh):
             p = t.placement_list[a]
             if not isinstance(p, ReplicatedAttr):
@@ -113,10 +115,10 @@ class RegionBuilder:
 
     def try_add(self, op: Operation) -> None:
         """Plan `op` on blocks; raises Refusal with the reason it cannot be."""
-        out_rank = op.results[0].type.rank  # type: ignore[union-attr]
+        out_shape = op.results[0].type.get_shape()  # type: ignore[union-attr]
         operands, slices = [], []
         for v in op.operands:
-            piece, extra = self.split_operand(v, out_rank)
+            piece, extra = self.split_operand(v, out_shape)
             operands.append(piece)
             slices.extend(extra)
         new = rebuild_elementwise(op, operands)
@@ -124,6 +126,14 @@ class RegionBuilder:
             new.results[0].name_hint = f"{op.results[0].name_hint}_s"
         self.split[op.results[0]] = new.results[0]
         self.new_ops.append((op, [*slices, new]))
+
+
+def broadcasts_along(t: DTensorType, out_shape: tuple[int, ...], dim: int) -> bool:
+    """An operand of type `t` is broadcast along result dimension `dim`: it lacks the dimension
+    or has size 1 there where the result does not (a size-1 dimension of a size-1 result is
+    split like any other)."""
+    own = dim - (len(out_shape) - t.rank)
+    return own < 0 or t.get_shape()[own] != out_shape[dim]
 
 
 def _name(value: SSAValue) -> str:
@@ -189,15 +199,16 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
     ):
         return []
     mesh = mesh_of(piece)
-    out_rank = piece.result.type.rank  # type: ignore[union-attr]
+    out_shape = piece.result.type.get_shape()  # type: ignore[union-attr]
+    dim = piece.dim.value.data
     operands, new_slices = [], []
     for v in producer.operands:
         t = v.type
         assert isinstance(t, DTensorType)
-        own = piece.dim.value.data - (out_rank - t.rank)
-        if own < 0 or t.get_shape()[own] == 1:
+        if broadcasts_along(t, out_shape, dim):
             operands.append(v)
             continue
+        own = dim - (len(out_shape) - t.rank)
         try:
             sliced = coll.SliceOp(v, mesh, piece.axes.names, own)
         except VerifyException:
@@ -210,6 +221,8 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
         new = rebuild_elementwise(producer, operands)
     except Refusal:
         return []
+    if new.results[0].type != piece.result.type:
+        return []  # the op on blocks would not be the slice (nothing of it was sliced)
     new.results[0].name_hint = piece.result.name_hint or producer.results[0].name_hint
     Rewriter.insert_op([*new_slices, new], InsertPoint.before(producer))
     for use in uses:
