@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation, TypeAttribute
+from xdsl.ir import Operation, SSAValue, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -89,9 +89,39 @@ def parse_module(ctx: Context, source: SourceText) -> ModuleOp:
 
 
 def verify_module(module: Operation) -> None:
-    """Verify every op, innermost first as xDSL does; the first failure becomes an OpError."""
+    """Verify every op, then SSA dominance; the first failure becomes an OpError."""
     for op in module.walk(reverse=False):
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as e:
             raise OpError(op, first_line(e).removeprefix("Operation does not verify: ")) from None
+    check_dominance(module)
+
+
+def check_dominance(op: Operation) -> None:
+    """Every operand is defined before its use, in its block or an enclosing one, as MLIR's
+    verifier requires (xDSL's does not check it, and the parser accepts forward references).
+    One walk with a scoped set of visible values: linear in the program size."""
+    visible: set[SSAValue] = set()
+
+    def visit(op: Operation) -> None:
+        for i, v in enumerate(op.operands):
+            if v not in visible:
+                raise OpError(op, f"operand #{i} does not dominate this use")
+        for region in op.regions:
+            blocks = list(region.blocks)
+            scoped = [v for b in blocks for v in b.args]
+            if (
+                len(blocks) > 1
+            ):  # no CFG dominance analysis: a multi-block region sees all its values
+                scoped += [r for b in blocks for o in b.ops for r in o.results]
+            visible.update(scoped)
+            for block in blocks:
+                for inner in block.ops:
+                    visit(inner)
+                    if len(blocks) == 1:
+                        scoped.extend(inner.results)
+                        visible.update(inner.results)
+            visible.difference_update(scoped)
+
+    visit(op)

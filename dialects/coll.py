@@ -48,7 +48,6 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from ccopt.dialects import inference as infer
 from ccopt.dialects.dtensor import ScalarBodyOp, verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -594,15 +593,19 @@ class FusedAllReduceOp(ScalarBodyOp):
         kind: ReductionKind | str,
         result_types: Sequence[DTensorType],
         body: Region,
+        algorithm: Algorithm | str | None = None,
     ):
+        props: dict[str, Attribute] = {
+            "kind": ReductionKindAttr(ReductionKind(kind)),
+            "axes": MeshAxesAttr(axes),
+            "dim": IntegerAttr(dim, i64),
+        }
+        if algorithm is not None:
+            props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
         super().__init__(
             operands=[partial, list(inputs)],
             result_types=[list(result_types)],
-            properties={
-                "kind": ReductionKindAttr(ReductionKind(kind)),
-                "axes": MeshAxesAttr(axes),
-                "dim": IntegerAttr(dim, i64),
-            },
+            properties=props,
             regions=[body],
         )
 

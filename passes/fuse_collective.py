@@ -119,6 +119,7 @@ def fuse_into_collective(
         rs.kind.data,
         result_types,
         body,  # type: ignore[arg-type]
+        None if rs.algorithm is None else rs.algorithm.data.value,
     )
     set_tag(fused, joined_tag([rs, *members]))
     ops = [rs, *members]

@@ -22,6 +22,7 @@ Options: `tags` (all_gathers to move; then a consumer that cannot follow is an e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -41,91 +42,129 @@ from ccopt.passes.common import (
     is_elementwise,
     is_selected,
     rebuild_elementwise,
+    require_tagged,
     set_tag,
     tag_of,
 )
 
 
-@dataclass
-class SlicedRegion:
-    """The elementwise ops that will run on blocks, and the split form of every value they use."""
-
-    gather: coll.AllGatherOp
-    mesh: Mesh
-    dim: int
-    ops: list[Operation]
-    split: dict[SSAValue, SSAValue]
-
-
 def gathered_dim(ag: coll.AllGatherOp, mesh: Mesh) -> int:
     t = ag.input.type
     assert isinstance(t, DTensorType)
-    dim = t.placement_list[ag.group(mesh)[0]].split_dim
+    dim = split_dim(t, ag.group(mesh))
     assert dim is not None
     return dim
 
 
-def same_gather(value: SSAValue, ag: coll.AllGatherOp, dim: int, mesh: Mesh) -> bool:
-    """`value` is an all_gather over the same axes of the same split dimension."""
-    other = value.owner
-    return (
-        isinstance(other, coll.AllGatherOp)
-        and other.axes == ag.axes
-        and gathered_dim(other, mesh) == dim
-    )
+def split_dim(t: DTensorType, axes: Sequence[int]) -> int | None:
+    """The dimension `t` is split along on the first of `axes` (None if it is not split)."""
+    return t.placement_list[axes[0]].split_dim
 
 
 class RegionBuilder:
-    """Slices operands for one all_gather's region; new ops go before the op they replace."""
+    """Slices operands for one all_gather's region; new ops go before the op they replace.
+
+    Every region value has a split form, split over the all_gather's axes along some dimension of
+    its own; an op's split operands must agree on one dimension of the op's result (a gathered
+    operand of lower rank is broadcast into the result, so its dimension shifts)."""
 
     def __init__(self, ag: coll.AllGatherOp):
         self.mesh = mesh_of(ag)
         self.ag = ag
-        self.dim = gathered_dim(ag, self.mesh)
-        self.result_rank = ag.result.type.rank  # type: ignore[union-attr]
+        self.group = ag.group(self.mesh)
         self.split: dict[SSAValue, SSAValue] = {ag.result: ag.input}
         self.new_ops: list[tuple[Operation, list[Operation]]] = []
+        self.other_gathers: dict[coll.AllGatherOp, None] = {}  # ordered set
 
-    def split_operand(
-        self, value: SSAValue, out_shape: tuple[int, ...]
-    ) -> tuple[SSAValue, list[Operation]]:
-        """The operand's form on blocks, plus the ops (coll.slice) that produce it."""
+    def split_form(self, value: SSAValue) -> SSAValue | None:
+        """`value` on blocks, when the region already has it: a region value, or an all_gather
+        over the same axes (its input)."""
         if value in self.split:
-            return self.split[value], []
-        if same_gather(value, self.ag, self.dim, self.mesh):
-            return value.owner.input, []  # type: ignore[union-attr]
+            return self.split[value]
+        other = value.owner
+        if (
+            isinstance(other, coll.AllGatherOp)
+            and other.axes == self.ag.axes
+            and other.result.type.mesh == self.ag.result.type.mesh  # type: ignore[union-attr]
+        ):
+            return other.input
+        return None
+
+    def result_dim(self, op: Operation, out_shape: tuple[int, ...]) -> int:
+        """The result dimension the op's split operands are split along."""
+        dims: set[int] = set()
+        for v in op.operands:
+            piece = self.split_form(v)
+            if piece is None:
+                continue
+            t = v.type
+            assert isinstance(t, DTensorType) and isinstance(piece.type, DTensorType)
+            own = split_dim(piece.type, self.group)
+            assert own is not None
+            dim = own + len(out_shape) - t.rank
+            if t.get_shape()[own] != out_shape[dim]:
+                raise Refusal(f"operand {_name(v)} is broadcast along its gathered dimension")
+            dims.add(dim)
+        if len(dims) != 1:
+            raise Refusal(f"its operands are gathered along result dimensions {sorted(dims)}")
+        return dims.pop()
+
+    def slice_operand(
+        self, value: SSAValue, out_shape: tuple[int, ...], dim: int
+    ) -> tuple[SSAValue, coll.SliceOp | None]:
+        """A replicated operand's form on blocks of result dimension `dim`: itself when it is
+        broadcast along `dim` (every block uses all of it), else a coll.slice of it."""
         t = value.type
         assert isinstance(t, DTensorType)
-        if broadcasts_along(t, out_shape, self.dim):
-            return value, []  # broadcast along the split dimension: every block uses all of it
-        own = self.dim - (len(out_shape) - t.rank)
-        for a in self.ag.group(self.mesh):
+        if broadcasts_along(t, out_shape, dim):
+            return value, None
+        for a in self.group:
             p = t.placement_list[a]
             if not isinstance(p, ReplicatedAttr):
                 raise Refusal(
-                    f"operand {_name(value)} is {p.short} on mesh axis '{self.mesh.axis_names[a]}' and cannot be sliced"
+                    f"operand {_name(value)} is {p.short} on mesh axis "
+                    f"'{self.mesh.axis_names[a]}' and cannot be sliced"
                 )
+        own = dim - (len(out_shape) - t.rank)
         try:
             piece = coll.SliceOp(value, self.mesh, self.ag.axes.names, own)
         except VerifyException as e:
             raise Refusal(f"operand {_name(value)} cannot be sliced: {e}") from None
         if value.name_hint:
             piece.result.name_hint = f"{value.name_hint}_s"
-        return piece.result, [piece]
+        return piece.result, piece
 
     def try_add(self, op: Operation) -> None:
-        """Plan `op` on blocks; raises Refusal with the reason it cannot be."""
+        """Plan `op` on blocks; raises Refusal with the reason it cannot be (and then leaves no
+        new op behind holding uses of existing values)."""
         out_shape = op.results[0].type.get_shape()  # type: ignore[union-attr]
-        operands, slices = [], []
-        for v in op.operands:
-            piece, extra = self.split_operand(v, out_shape)
-            operands.append(piece)
-            slices.extend(extra)
-        new = rebuild_elementwise(op, operands)
+        dim = self.result_dim(op, out_shape)
+        operands: list[SSAValue] = []
+        slices: list[Operation] = []
+        try:
+            for v in op.operands:
+                piece = self.split_form(v)
+                if piece is None:
+                    piece, made = self.slice_operand(v, out_shape, dim)
+                    slices.extend([made] if made is not None else [])
+                operands.append(piece)
+            new = rebuild_elementwise(op, operands)
+        except Refusal:
+            discard(slices)
+            raise
         if op.results[0].name_hint:
             new.results[0].name_hint = f"{op.results[0].name_hint}_s"
         self.split[op.results[0]] = new.results[0]
         self.new_ops.append((op, [*slices, new]))
+        for v in op.operands:
+            if isinstance(v.owner, coll.AllGatherOp) and v.owner is not self.ag:
+                self.other_gathers[v.owner] = None
+
+
+def discard(ops: Sequence[Operation]) -> None:
+    """Drop ops that were built but never inserted, with the uses they hold."""
+    for op in reversed(ops):
+        op.erase()
 
 
 def broadcasts_along(t: DTensorType, out_shape: tuple[int, ...], dim: int) -> bool:
@@ -182,8 +221,9 @@ def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
         )
     for old, _ in reversed(builder.new_ops):
         Rewriter.erase_op(old)
-    if not builder.ag.result.uses:
-        Rewriter.erase_op(builder.ag)
+    for ag in [builder.ag, *builder.other_gathers]:
+        if not ag.result.uses:
+            Rewriter.erase_op(ag)
     return [op for _, new_ops in builder.new_ops for op in new_ops if isinstance(op, coll.SliceOp)]
 
 
@@ -212,6 +252,7 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
         try:
             sliced = coll.SliceOp(v, mesh, piece.axes.names, own)
         except VerifyException:
+            discard(new_slices)
             return []
         if v.name_hint:
             sliced.result.name_hint = f"{v.name_hint}_s"
@@ -220,9 +261,11 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
     try:
         new = rebuild_elementwise(producer, operands)
     except Refusal:
+        discard(new_slices)
         return []
     if new.results[0].type != piece.result.type:
-        return []  # the op on blocks would not be the slice (nothing of it was sliced)
+        discard([*new_slices, new])  # the op on blocks would not be the slice
+        return []
     new.results[0].name_hint = piece.result.name_hint or producer.results[0].name_hint
     Rewriter.insert_op([*new_slices, new], InsertPoint.before(producer))
     for use in uses:
@@ -254,6 +297,7 @@ class ReorderElementwise(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ccopt.diagnostics import OpError
 
+        require_tagged(op, self.tags, self.name)
         for ag in [o for o in op.walk() if isinstance(o, coll.AllGatherOp)]:
             if ag.parent is None or not is_selected(ag, self.tags):
                 continue

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
 
 from ccopt.diagnostics import CcoptError
 from ccopt.dialects import dtensor as dt
@@ -40,26 +39,7 @@ def optimize_program(
         verify_module(optimized)
     except CcoptError as e:  # not a refusal: the passes produced invalid IR
         raise AssertionError(f"{pipeline} produced invalid IR: {e.render()}\n{optimized}") from None
-    assert_defined_before_use(optimized)
     return module, optimized
-
-
-def assert_defined_before_use(module: ModuleOp) -> None:
-    """SSA dominance inside each block (xDSL's verifier does not check it): an operand produced in
-    the same block comes from an earlier op."""
-    for op in module.walk():
-        for region in op.regions:
-            for block in region.blocks:
-                defined: set[SSAValue] = set(block.args)
-                for inner in block.ops:
-                    for v in inner.operands:
-                        owner = v.owner
-                        if isinstance(owner, Operation) and owner.parent_block() is block:
-                            assert v in defined, (
-                                f"'{inner.name}' uses %{v.name_hint or '?'} before '{owner.name}' "
-                                f"defines it\n{module}"
-                            )
-                    defined.update(inner.results)
 
 
 def output_types(module: ModuleOp) -> dict[str, DTensorType]:

@@ -620,7 +620,7 @@ def test_fusion_legality(check: Callable, optimize: Optimize, p: int, n: int) ->
     check(text, f"{SPLIT},{REORDER},{FUSE},{FUSE_COLL}", mesh=mesh, seed=p)
 
 
-# --- known issues outside passes/ --------------------------------------------------------------------
+# --- the verifier catches what misplaced ops leave behind ---------------------------------
 USE_BEFORE_DEF = """
 dtensor.mesh @m [a=2]
 func.func @f(%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]> {
@@ -631,13 +631,6 @@ func.func @f(%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]>
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ccopt.ir.verify_module (core/ir.py) does not check SSA dominance: a use before the "
-    "definition in a function body verifies, and the interpreter then fails with a KeyError "
-    "traceback instead of a located error. Passes that misplace ops (the fusion cycles fixed in "
-    "passes/fusion_groups.py) were only caught by the dominance check in test/passes/conftest.py.",
-)
 def test_verifier_rejects_use_before_definition() -> None:
     with pytest.raises(CcoptError):
         ccopt.run(USE_BEFORE_DEF)
