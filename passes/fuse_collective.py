@@ -87,6 +87,14 @@ def gathers_of(value: SSAValue, rs: coll.ReduceScatterOp, dim: int) -> list[coll
     ]
 
 
+def has_live_results(rs: coll.ReduceScatterOp, members: Sequence[Operation]) -> bool:
+    """Some value the group computes is used outside it; otherwise the fused op would have no
+    results: the group is dead code, for dce to remove."""
+    group = set(members)
+    values = [rs.result, *(r for m in members for r in m.results)]
+    return any(u.operation not in group for v in values for u in v.uses)
+
+
 def fuse_into_collective(
     rs: coll.ReduceScatterOp, members: Sequence[Operation]
 ) -> coll.FusedAllReduceOp:
@@ -179,7 +187,7 @@ class FuseCollective(ModulePass):
             return
         for rs in [o for o in op.walk() if isinstance(o, coll.ReduceScatterOp)]:
             members = plan_members(rs, None)
-            if members:
+            if members and has_live_results(rs, members):
                 fuse_into_collective(rs, members)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
@@ -206,6 +214,10 @@ class FuseCollective(ModulePass):
             members = plan_members(rs, allowed)
             if len(members) != len(allowed):
                 raise Refusal("some of the tagged ops do not compute on the collective's slice")
+            if not has_live_results(rs, members):
+                raise Refusal(
+                    "no result of the group is used outside it: it is dead code (run dce)"
+                )
         except Refusal as why:
             raise OpError(ops[0], f"cannot fuse {'+'.join(self.group)}: {why}") from None
         fuse_into_collective(rs, members)
