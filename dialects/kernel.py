@@ -28,11 +28,20 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    TensorType,
     UnitAttr,
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -72,6 +81,7 @@ from ccopt.dialects.dtensor_type import (
     ReductionKindAttr,
 )
 from ccopt.dialects.inference import InferenceError
+from ccopt.mesh import Mesh
 
 
 @irdl_attr_definition
@@ -118,6 +128,14 @@ class DeviceOp(IRDLOperation):
         if self.stream.value.data < 0:
             raise VerifyException(f"stream must be >= 0, got {self.stream.value.data}")
 
+    def check_device(self) -> Mesh | None:
+        """The checks every device op makes: its stream, and its buffers' mesh."""
+        self.check_stream()
+        return verify_buffers(self)
+
+    def verify_(self) -> None:
+        self.check_device()
+
 
 def _stream(stream: int) -> dict[str, Attribute]:
     return {"stream": IntegerAttr(stream, i64)}
@@ -128,11 +146,34 @@ def _expect(actual: DTensorType, expected: DTensorType, what: str) -> None:
         raise VerifyException(f"{what} is {BufferType(actual)} but must be {BufferType(expected)}")
 
 
-def _infer(fn, *args):  # noqa: ANN001, ANN202 - inference errors as verifier errors
+def verify_buffers(op: Operation) -> Mesh | None:
+    """Every buffer operand and result sits on one declared mesh, one placement per axis (what
+    dtensor's verify_mesh_types checks of distributed tensors)."""
+    types = [tensor_of(v) for v in (*op.operands, *op.results) if isinstance(v.type, BufferType)]
+    if not types:
+        return None
+    name = types[0].mesh_name
+    for t in types[1:]:
+        if t.mesh_name != name:
+            raise VerifyException(f"mixes meshes @{name} and @{t.mesh_name}")
+    mesh = lookup_mesh(op, name)
+    if mesh is None:
+        return None
+    for t in types:
+        if len(t.placement_list) != mesh.ndim:
+            raise VerifyException(
+                f"type {BufferType(t)} has {len(t.placement_list)} placements but mesh @{name} "
+                f"has {mesh.ndim} axes {list(mesh.axis_names)}"
+            )
+    return mesh
+
+
+def _infer(op: Operation, fn, *args):  # noqa: ANN001, ANN202 - inference errors as verifier errors
     try:
         return fn(*args)
     except InferenceError as e:
-        raise VerifyException(e.located(None)) from None
+        mesh = verify_buffers(op)
+        raise VerifyException(e.located(mesh.axis_names if mesh else None)) from None
 
 
 # --- storage --------------------------------------------------------------------------------
@@ -149,6 +190,9 @@ class AllocOp(IRDLOperation):
     def __init__(self, tensor: DTensorType):
         super().__init__(result_types=[BufferType(tensor)])
 
+    def verify_(self) -> None:
+        verify_buffers(self)
+
 
 @irdl_op_definition
 class ViewOp(IRDLOperation):
@@ -163,8 +207,9 @@ class ViewOp(IRDLOperation):
         super().__init__(operands=[source], result_types=[BufferType(tensor)])
 
     def verify_(self) -> None:
+        verify_buffers(self)
         src, dst = tensor_of(self.source), tensor_of(self.result)
-        _expect(dst, _infer(infer.infer_reshape, src, dst.get_shape()), "the view")
+        _expect(dst, _infer(self, infer.infer_reshape, src, dst.get_shape()), "the view")
 
 
 @irdl_op_definition
@@ -187,11 +232,11 @@ class BlockViewOp(IRDLOperation):
 
     def verify_(self) -> None:
         full, block = tensor_of(self.source), tensor_of(self.result)
-        mesh = lookup_mesh(self, full.mesh_name)
+        mesh = verify_buffers(self)
         if mesh is None:
             return
         expected = _infer(
-            SliceOp.infer, full, {"axes": self.axes, "dim": IntegerAttr(0, i64)}, mesh
+            self, SliceOp.infer, full, {"axes": self.axes, "dim": IntegerAttr(0, i64)}, mesh
         )
         _expect(block, expected, "the block")
 
@@ -248,7 +293,7 @@ class ElementwiseOp(DeviceOp, ScalarBodyOp):
         return tensor_of(self.outputs[0])
 
     def verify_(self) -> None:
-        self.check_stream()
+        mesh = self.check_device()
         if not self.outputs:
             raise VerifyException("an elementwise kernel needs at least one output")
         iteration = self.iteration_type()
@@ -262,7 +307,7 @@ class ElementwiseOp(DeviceOp, ScalarBodyOp):
         try:
             self.check_body_against(ins, iteration, outs)
         except InferenceError as e:
-            raise VerifyException(e.located(None)) from None
+            raise VerifyException(e.located(mesh.axis_names if mesh else None)) from None
 
 
 @irdl_op_definition
@@ -297,8 +342,9 @@ class GemmOp(DeviceOp):
         super().__init__(operands=[lhs, rhs, out], properties=props)
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
         expected = _infer(
+            self,
             infer.infer_matmul,
             tensor_of(self.lhs),
             tensor_of(self.rhs),
@@ -342,8 +388,9 @@ class ReduceKernelOp(DeviceOp):
         super().__init__(operands=[input, out], properties=props)
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
         expected = _infer(
+            self,
             infer.infer_reduce,
             tensor_of(self.input),
             self.kind.data.value,
@@ -371,10 +418,10 @@ class SoftmaxKernelOp(DeviceOp):
         )
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
         _expect(
             tensor_of(self.out),
-            _infer(infer.infer_softmax, tensor_of(self.input), self.dim.value.data),
+            _infer(self, infer.infer_softmax, tensor_of(self.input), self.dim.value.data),
             "the output",
         )
 
@@ -410,11 +457,11 @@ class LayerNormKernelOp(DeviceOp):
         )
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
         params = [tensor_of(p) for p in (self.weight, self.bias) if p is not None]
         _expect(
             tensor_of(self.out),
-            _infer(infer.infer_layernorm, tensor_of(self.input), params),
+            _infer(self, infer.infer_layernorm, tensor_of(self.input), params),
             "the output",
         )
 
@@ -436,12 +483,16 @@ class SliceKernelOp(DeviceOp):
         )
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
         out = tensor_of(self.out)
         _expect(
             out,
             _infer(
-                infer.infer_slice, tensor_of(self.input), self.offsets.get_values(), out.get_shape()
+                self,
+                infer.infer_slice,
+                tensor_of(self.input),
+                self.offsets.get_values(),
+                out.get_shape(),
             ),
             "the output",
         )
@@ -466,10 +517,12 @@ class ConcatKernelOp(DeviceOp):
         )
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
         _expect(
             tensor_of(self.out),
-            _infer(infer.infer_concat, [tensor_of(v) for v in self.inputs], self.dim.value.data),
+            _infer(
+                self, infer.infer_concat, [tensor_of(v) for v in self.inputs], self.dim.value.data
+            ),
             "the output",
         )
 
@@ -493,10 +546,10 @@ class TransposeKernelOp(DeviceOp):
         )
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
         _expect(
             tensor_of(self.out),
-            _infer(infer.infer_transpose, tensor_of(self.input), self.perm.get_values()),
+            _infer(self, infer.infer_transpose, tensor_of(self.input), self.perm.get_values()),
             "the output",
         )
 
@@ -515,7 +568,7 @@ class CopyOp(DeviceOp):
         super().__init__(operands=[input, out], properties=_stream(stream))
 
     def verify_(self) -> None:
-        self.check_stream()
+        self.check_device()
 
 
 @irdl_op_definition
@@ -543,6 +596,19 @@ class ConstantKernelOp(DeviceOp):
     def __init__(self, value: DenseIntOrFPElementsAttr, out: SSAValue, stream: int = 0):
         super().__init__(operands=[out], properties={**_stream(stream), "value": value})
 
+    def verify_(self) -> None:
+        self.check_device()
+        t, vt = tensor_of(self.out), self.value.get_type()
+        if (
+            not isinstance(vt, TensorType)
+            or tuple(vt.get_shape()) != t.get_shape()
+            or vt.get_element_type() != t.element_type
+        ):
+            raise VerifyException(
+                f"value of type {vt} does not match the global shape and element type of "
+                f"{BufferType(t)}"
+            )
+
 
 # --- NCCL ----------------------------------------------------------------------------------------
 
@@ -560,12 +626,11 @@ class NcclOp(DeviceOp):
         return {k: v for k, v in self.properties.items() if k != "stream"}
 
     def verify_(self) -> None:
-        self.check_stream()
-        t = tensor_of(self.input)
-        mesh = lookup_mesh(self, t.mesh_name)
+        mesh = self.check_device()
         if mesh is None:
             return
-        expected = _infer(self.COLL.infer, t, self.coll_properties(), mesh)
+        t = tensor_of(self.input)
+        expected = _infer(self, self.COLL.infer, t, self.coll_properties(), mesh)
         _expect(tensor_of(self.out), expected, "the output")
 
 

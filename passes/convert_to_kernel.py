@@ -69,7 +69,15 @@ class Lowering:
     futures: dict[SSAValue, tuple[SSAValue, SSAValue]] = field(default_factory=dict)
     tokens: dict[SSAValue, SSAValue] = field(default_factory=dict)
     deferred_copies: list[tuple[SSAValue, SSAValue]] = field(default_factory=list)
+    regions_done: list[SSAValue] = field(default_factory=list)
+    waited: set[tuple[int, SSAValue]] = field(default_factory=set)
     stream: int = sched.COMPUTE_STREAM
+
+    def wait(self, event: SSAValue) -> None:
+        """The current stream waits for `event`, unless it already did."""
+        if (self.stream, event) not in self.waited:
+            self.waited.add((self.stream, event))
+            self.add(k.EventWaitOp(event, self.stream))
 
     def add(self, op: Operation) -> Operation:
         if isinstance(op, k.DeviceOp):
@@ -94,28 +102,57 @@ class Lowering:
 # --- choosing destinations ---------------------------------------------------------------------
 
 
+def aliases(value: SSAValue) -> list[SSAValue]:
+    """The L1 values that share `value`'s buffer: reshapes (kernel.view) and the block arguments
+    of the regions it is passed to."""
+    out, todo = [], [value]
+    while todo:
+        v = todo.pop()
+        out.append(v)
+        for use in v.uses:
+            reader = use.operation
+            if isinstance(reader, dt.ReshapeOp):
+                todo.append(reader.result)
+            elif isinstance(reader, sched.ExecuteOp) and use.index >= len(reader.deps):
+                block = reader.body.blocks.first
+                assert block is not None
+                todo.append(block.args[use.index - len(reader.deps)])
+    return out
+
+
 def in_place_update(update: dt.UpdateOp, f: func.FuncOp) -> bool:
     """Can the op producing the new value write straight into the argument's buffer? Only if
-    nothing reads the old value after it (reads in the same elementwise kernel are fine: each
-    element is read before it is written) and nothing reads it asynchronously."""
+    nothing reads the old value (through the argument or a view of it) after it - reads in the
+    same elementwise kernel are fine: each element is read before it is written - nothing reads
+    it asynchronously (inside a region), and nothing reads it at the end of the function (a
+    return or another update, which copy after all kernels)."""
     arg, value = update.target, update.value
     producer = value.owner
     body = f.body.blocks.first
     if not isinstance(producer, Operation) or producer.parent_block() is not body:
         return False
+    if any(isinstance(u.operation, func.ReturnOp) for u in value.uses):
+        return False
     elementwise = is_elementwise(producer) or isinstance(
         producer, dt.FusedOp | coll.FusedAllReduceOp
     )
     position = body.get_operation_index(producer)
-    for use in arg.uses:
-        reader = use.operation
-        if reader is update or (reader is producer and elementwise):
-            continue
-        if isinstance(reader, func.ReturnOp) or reader.parent_block() is not body:
-            return False
-        if body.get_operation_index(reader) >= position:
-            return False
-    return not any(isinstance(u.operation, func.ReturnOp) for u in value.uses)
+    for alias in aliases(arg):
+        for use in alias.uses:
+            reader = use.operation
+            if reader is update:
+                continue
+            if reader is producer:
+                if elementwise and alias.type == arg.type:
+                    continue
+                return False
+            if isinstance(reader, func.ReturnOp | dt.UpdateOp) or reader.parent_block() is not body:
+                return False
+            if isinstance(reader, dt.ReshapeOp | sched.ExecuteOp):
+                continue  # a view or a region: their readers are the alias's
+            if body.get_operation_index(reader) >= position:
+                return False
+    return True
 
 
 def plan_destinations(
@@ -160,10 +197,13 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
     iteration = op.iteration_type(mesh)
     axes = op.axes.names
     reduced = low.add(k.AllocOp(iteration)).results[0]
-    low.add(
-        k.NcclReduceScatterOp(
-            low.buffer(op.partial), reduced, axes, op.dim.value.data, op.kind.data
-        )
+    with_hint(
+        low.add(
+            k.NcclReduceScatterOp(
+                low.buffer(op.partial), reduced, axes, op.dim.value.data, op.kind.data
+            )
+        ),
+        op,
     )
     outs, gathers = [], []
     in_place = (
@@ -182,7 +222,7 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         gathers.append((block, full))
     low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, op.body.clone()))
     for block, full in gathers:
-        low.add(k.NcclAllGatherOp(block, full, axes))
+        with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
 
 def _outer_split(t: DTensorType, group: Sequence[int]) -> bool:
@@ -195,9 +235,15 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
     out = low.destination(op.result)
     props = {k_: v for k_, v in op.properties.items() if k_ not in ("algorithm", "chunks")}
     call = k.NCCL_OPS[type(op)].create(operands=[low.buffer(op.input), out], properties=props)
+    low.add(with_hint(call, op))
+
+
+def with_hint(call: Operation, op: coll.CollectiveOp | coll.FusedAllReduceOp) -> Operation:
+    """The collective's algorithm hint stays on the NCCL call, for the cost model and for
+    backends that implement algorithms (NCCL picks its own)."""
     if op.algorithm is not None:
         call.attributes["algorithm"] = op.algorithm
-    low.add(call)
+    return call
 
 
 def scalar_kernel(low: Lowering, inputs: Sequence[SSAValue], out: SSAValue, fn) -> None:  # noqa: ANN001
@@ -303,31 +349,46 @@ def lower_op(low: Lowering, op: Operation) -> None:
             lower_execute(low, op)
         case sched.AwaitOp():
             buffer, done = low.futures[op.future]
-            low.add(k.EventWaitOp(done, low.stream))
+            low.wait(done)
             low.buffers[op.result] = buffer
         case sched.WaitOp():
             for token in op.tokens:
-                low.add(k.EventWaitOp(low.tokens[token], low.stream))
+                low.wait(low.tokens[token])
         case _:
-            raise OpError(op, f"'{op.name}' has no lowering to the kernel level")
+            raise OpError(op, "has no lowering to the kernel level")
 
 
 def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
     """The region on its stream: wait for the inputs (and deps) recorded on the issuing stream,
     run, record completion for the awaits."""
     issuing, stream = low.stream, op.stream.value.data
+    for i, value in enumerate(op.inputs):
+        if not isinstance(value.type, DTensorType):
+            raise OpError(
+                op,
+                f"input #{i} is {value.type}: only !dtensor.tensor values are passed to a region "
+                "at the kernel level",
+            )
     ready = low.add(k.EventRecordOp(issuing)).results[0]
     low.stream = stream
-    low.add(k.EventWaitOp(ready, stream))
+    low.wait(ready)
     for dep in op.deps:
-        low.add(k.EventWaitOp(low.tokens[dep], stream))
+        low.wait(low.tokens[dep])
     block = op.body.blocks.first
     assert block is not None
     for arg, value in zip(block.args, op.inputs, strict=True):
         low.buffers[arg] = low.buffer(value)
     for inner in block.ops:
         if isinstance(inner, sched.YieldOp):
+            for i, value in enumerate(inner.values):
+                if not isinstance(value.type, DTensorType):
+                    raise OpError(
+                        inner,
+                        f"value #{i} is {value.type}: only !dtensor.tensor values are yielded "
+                        "at the kernel level",
+                    )
             done = low.add(k.EventRecordOp(stream)).results[0]
+            low.regions_done.append(done)
             for future, value in zip(op.futures, inner.values, strict=True):
                 low.futures[future] = (low.buffer(value), done)
             low.tokens[op.token] = done
@@ -337,6 +398,72 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
 
 
 # --- functions ---------------------------------------------------------------------------------
+
+
+def root_buffer(buffer: SSAValue) -> SSAValue:
+    """The buffer whose storage `buffer` is (through views and block views)."""
+    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp):
+        buffer = buffer.owner.source
+    return buffer
+
+
+def finish(low: Lowering, returned: func.ReturnOp, outputs: Sequence[SSAValue]) -> None:
+    """The copies after all kernels, on the compute stream: results that were not written in
+    place first (they read the values the function computed, before updates overwrite
+    arguments), then updates that could not be done in place, each reading the value from
+    before any of them (a source that an earlier copy overwrites is saved first)."""
+    results = [
+        (low.buffer(value), out)
+        for value, out in zip(returned.arguments, outputs, strict=True)
+        if low.buffer(value) is not out
+    ]
+    if not results and not low.deferred_copies:
+        return
+    for done in low.regions_done:
+        low.wait(done)  # a region nobody awaited may still write a source or read a target
+    for source, out in results:
+        low.add(k.CopyOp(source, out))
+    written: set[SSAValue] = set()
+    copies = []
+    for source, target in low.deferred_copies:
+        if root_buffer(source) is target and k.tensor_of(source) == k.tensor_of(target):
+            continue  # a view of the target itself: the value is already there
+        if root_buffer(source) in written:
+            saved = low.add(k.AllocOp(k.tensor_of(source))).results[0]
+            low.add(k.CopyOp(source, saved))
+            source = saved
+        copies.append((source, target))
+        written.add(root_buffer(target))
+    for source, target in copies:
+        low.add(k.CopyOp(source, target))
+
+
+def check_signature(f: func.FuncOp) -> None:
+    """What the lowering needs: one block, and !dtensor.tensor arguments and results."""
+    if len(f.body.blocks) != 1:
+        raise OpError(
+            f,
+            f"has {len(f.body.blocks)} blocks: only single-block functions are lowered to the "
+            "kernel level",
+        )
+    block = f.body.blocks[0]
+    for arg in block.args:
+        if not isinstance(arg.type, DTensorType):
+            raise OpError(
+                f,
+                f"argument #{arg.index} is {arg.type}: only !dtensor.tensor arguments become "
+                "kernel-level buffers",
+            )
+    returned = block.last_op
+    if not isinstance(returned, func.ReturnOp):
+        raise OpError(f, "the body must end with func.return")
+    for i, value in enumerate(returned.arguments):
+        if not isinstance(value.type, DTensorType):
+            raise OpError(
+                returned,
+                f"result #{i} is {value.type}: only !dtensor.tensor results become kernel-level "
+                "buffers",
+            )
 
 
 def lower_function(f: func.FuncOp) -> func.FuncOp:
@@ -357,11 +484,7 @@ def lower_function(f: func.FuncOp) -> func.FuncOp:
     for op in old.ops:
         if not isinstance(op, func.ReturnOp):
             lower_op(low, op)
-    for source, target in low.deferred_copies:
-        low.add(k.CopyOp(source, target))
-    for value, out in zip(returned.arguments, outputs, strict=True):
-        if low.buffer(value) is not out:
-            low.add(k.CopyOp(low.buffer(value), out))
+    finish(low, returned, outputs)
     block.add_op(func.ReturnOp())
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
@@ -383,6 +506,7 @@ class ConvertToKernel(ModulePass):
         for f in [o for o in op.ops if isinstance(o, func.FuncOp) and o.body.blocks]:
             if any(isinstance(o, func.CallOp) for o in f.walk()):
                 raise OpError(f, "calls are not lowered to the kernel level yet; inline them first")
+            check_signature(f)
             lowered = lower_function(f)
             Rewriter.insert_op(lowered, InsertPoint.after(f))
             Rewriter.erase_op(f)

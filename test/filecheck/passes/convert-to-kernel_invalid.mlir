@@ -1,0 +1,108 @@
+// RUN: ccopt %s -p 'convert-to-kernel' --split-input-file --verify-diagnostics | filecheck %s
+
+// A call would need the callee's kernel-level calling convention (output buffers, in-place
+// arguments): not lowered yet, the caller is rejected.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @callee(%x: !r) -> !r {
+  %y = dtensor.neg %x : !r
+  func.return %y : !r
+}
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op calls are not lowered to the kernel level yet; inline them first
+func.func @caller(%x: !r) -> !r {
+  %y = func.call @callee(%x) : (!r) -> !r
+  func.return %y : !r
+}
+
+// -----
+
+// Every argument becomes a buffer: a host scalar has no distributed type to store.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op argument #1 is f32: only !dtensor.tensor arguments become kernel-level buffers
+func.func @scalar_argument(%x: !r, %s: f32) -> !r {
+  func.return %x : !r
+}
+
+// -----
+
+// Results become output buffers: a future must be awaited inside the function.
+!p = !dtensor.tensor<8xf32, @t[P(sum)]>
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @future_result(%x: !p) -> !sched.future<!r> {
+  %t, %f = sched.execute stream 1 ins(%x) : (!p) -> !sched.future<!r> {
+  ^bb0(%a: !p):
+    %s = coll.all_reduce sum %a over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  // CHECK: :[[# @LINE + 1]]:3: error: 'func.return' op result #0 is !sched.future<!dtensor.tensor<8xf32, @t[R]>>: only !dtensor.tensor results become kernel-level buffers
+  func.return %f : !sched.future<!r>
+}
+
+// -----
+
+// The lowering walks one straight-line block.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op has 2 blocks: only single-block functions are lowered to the kernel level
+func.func @branches(%x: !r) -> !r {
+  cf.br ^bb1(%x : !r)
+^bb1(%y: !r):
+  func.return %y : !r
+}
+
+// -----
+
+// Host-side scalar arithmetic has no kernel-level form.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @host_op(%x: !r) -> !r {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'arith.constant' op has no lowering to the kernel level
+  %c = arith.constant 1.0 : f32
+  func.return %x : !r
+}
+
+// -----
+
+// A region's inputs are buffers: a future passed into a region (awaited inside it) has none.
+!p = !dtensor.tensor<8xf32, @t[P(sum)]>
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @future_input(%x: !p) -> !r {
+  %t, %f = sched.execute stream 1 ins(%x) : (!p) -> !sched.future<!r> {
+  ^bb0(%a: !p):
+    %s = coll.all_reduce sum %a over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  // CHECK: :[[# @LINE + 1]]:3: error: 'sched.execute' op input #0 is !sched.future<!dtensor.tensor<8xf32, @t[R]>>: only !dtensor.tensor values are passed to a region at the kernel level
+  %t2, %f2 = sched.execute stream 2 ins(%f) : (!sched.future<!r>) -> !sched.future<!r> {
+  ^bb0(%b: !sched.future<!r>):
+    %v = sched.await %b : !sched.future<!r> -> !r
+    sched.yield %v : !r
+  }
+  %y = sched.await %f2 : !sched.future<!r> -> !r
+  func.return %y : !r
+}
+
+// -----
+
+// A region yields buffers: a nested region's future must be awaited inside the outer region.
+!p = !dtensor.tensor<8xf32, @t[P(sum)]>
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @future_yield(%x: !p) -> !r {
+  %t, %f = sched.execute stream 1 ins(%x) : (!p) -> !sched.future<!sched.future<!r>> {
+  ^bb0(%a: !p):
+    %t1, %f1 = sched.execute stream 2 ins(%a) : (!p) -> !sched.future<!r> {
+    ^bb0(%b: !p):
+      %s = coll.all_reduce sum %b over [tp] : !p -> !r
+      sched.yield %s : !r
+    }
+    // CHECK: :[[# @LINE + 1]]:5: error: 'sched.yield' op value #0 is !sched.future<!dtensor.tensor<8xf32, @t[R]>>: only !dtensor.tensor values are yielded at the kernel level
+    sched.yield %f1 : !sched.future<!r>
+  }
+  %g = sched.await %f : !sched.future<!sched.future<!r>> -> !sched.future<!r>
+  %y = sched.await %g : !sched.future<!r> -> !r
+  func.return %y : !r
+}
