@@ -15,12 +15,15 @@ import argparse
 import time
 from dataclasses import dataclass
 from math import prod
+from pathlib import Path
 
 import ccopt
 from ccopt.dialects import kernel as k
 from ccopt.frontend.workloads import PIPELINES
 from ccopt.interpreters.distributed import numpy_dtype
 from ccopt.runner import load_program, module_meshes, run_pipeline
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @dataclass
@@ -38,7 +41,7 @@ def nbytes(value, mesh) -> int:  # noqa: ANN001
 
 
 def measure(name: str, pipeline: str, repeat: int) -> Cost:
-    module = load_program(f"examples/{name}.mlir")
+    module = load_program(EXAMPLES / f"{name}.mlir")
     if pipeline:
         run_pipeline(module, pipeline)
     inputs = ccopt.run(module, seed=0).inputs
@@ -51,7 +54,11 @@ def measure(name: str, pipeline: str, repeat: int) -> Cost:
     ops = list(module.walk())
     nccl = [op for op in ops if isinstance(op, k.NcclOp) and not isinstance(op, k.LocalBlockOp)]
     return Cost(
-        kernels=sum(isinstance(op, k.DeviceOp) and not isinstance(op, k.NcclOp | k.EventRecordOp | k.EventWaitOp) for op in ops),
+        kernels=sum(
+            isinstance(op, k.DeviceOp)
+            and not isinstance(op, k.NcclOp | k.EventRecordOp | k.EventWaitOp)
+            for op in ops
+        ),
         nccl_calls=len(nccl),
         nccl_bytes=sum(nbytes(op.input, mesh) + nbytes(op.out, mesh) for op in nccl),
         buffer_bytes=sum(nbytes(op.result, mesh) for op in ops if isinstance(op, k.AllocOp)),
@@ -69,7 +76,9 @@ def main() -> None:
     print("-" * len(header))
     for name, schedules in PIPELINES.items():
         base = measure(name, "", args.repeat)
-        print(f"{name:24} {'unoptimized':18} {base.kernels:>7}  {base.nccl_calls:>5}  {base.nccl_bytes:>10}  {base.buffer_bytes:>7}  {base.seconds * 1e3:>5.1f}ms")
+        print(
+            f"{name:24} {'unoptimized':18} {base.kernels:>7}  {base.nccl_calls:>5}  {base.nccl_bytes:>10}  {base.buffer_bytes:>7}  {base.seconds * 1e3:>5.1f}ms"
+        )
         for schedule, pipeline in schedules.items():
             cost = measure(name, pipeline, args.repeat)
 

@@ -8,10 +8,12 @@ asked for a rewrite must learn it did not happen).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
@@ -142,3 +144,81 @@ def rebuild_elementwise(op: Operation, operands: Sequence[SSAValue]) -> Operatio
         raise Refusal(str(e)) from None
     new.attributes.update(op.attributes)
     return new
+
+
+class ProgramOrder:
+    """Positions of ops in their blocks, to order worklists without scanning: xDSL's
+    `Block.get_operation_index` walks the block, so calling it per op makes a pass quadratic.
+
+    A block is numbered when one of its ops is first asked for; ops inserted later are numbered
+    on demand between their nearest numbered neighbours (ops must not move to another place)."""
+
+    def __init__(self) -> None:
+        self.position: dict[Operation, float] = {}
+        self.numbered: set[Block] = set()
+
+    def __getitem__(self, op: Operation) -> float:
+        found = self.position.get(op)
+        if found is not None:
+            return found
+        block = op.parent_block()
+        assert block is not None, "only ops in a block have a position"
+        if block not in self.numbered:
+            self.numbered.add(block)
+            self.position.update((o, float(i)) for i, o in enumerate(block.ops))
+            return self.position[op]
+        return self._number_run(op)
+
+    def forget(self, ops: Iterable[Operation]) -> None:
+        """These ops moved: number them again where they are now, when asked."""
+        for op in ops:
+            self.position.pop(op, None)
+
+    def _number_run(self, op: Operation) -> float:
+        """Number the run of new ops around `op`, evenly between its numbered neighbours."""
+        first, last = op, op
+        while first.prev_op is not None and first.prev_op not in self.position:
+            first = first.prev_op
+        while last.next_op is not None and last.next_op not in self.position:
+            last = last.next_op
+        run: list[Operation] = []
+        cur: Operation | None = first
+        while cur is not None:
+            run.append(cur)
+            cur = None if cur is last else cur.next_op
+        low = self.position[first.prev_op] if first.prev_op is not None else None
+        high = self.position[last.next_op] if last.next_op is not None else None
+        if low is None:
+            low = 0.0 if high is None else high - 1.0
+        if high is None:
+            high = low + 1.0
+        step = (high - low) / (len(run) + 1)
+        for k, new in enumerate(run, 1):
+            self.position[new] = low + k * step
+        return self.position[op]
+
+
+class UserWalk:
+    """The ops of one block that use some values, in program order: a worklist that visits only
+    what depends on its roots instead of scanning the rest of the block (`follow` adds the
+    users of more values while walking)."""
+
+    def __init__(self, order: ProgramOrder, block: Block, roots: Iterable[SSAValue]):
+        self.order = order
+        self.block = block
+        self.heap: list[tuple[float, int, Operation]] = []
+        self.seen: set[Operation] = set()
+        self.count = itertools.count()
+        self.follow(roots)
+
+    def follow(self, values: Iterable[SSAValue]) -> None:
+        for v in values:
+            for use in v.uses:
+                op = use.operation
+                if op not in self.seen and op.parent_block() is self.block:
+                    self.seen.add(op)
+                    heapq.heappush(self.heap, (self.order[op], next(self.count), op))
+
+    def __iter__(self) -> Iterator[Operation]:
+        while self.heap:
+            yield heapq.heappop(self.heap)[2]

@@ -45,7 +45,7 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
-from ccopt.passes.common import is_elementwise
+from ccopt.passes.common import ProgramOrder, is_elementwise
 from ccopt.passes.fusion_groups import build_body
 from ccopt.passes.scalarize import BodyBuilder
 
@@ -120,7 +120,7 @@ def aliases(value: SSAValue) -> list[SSAValue]:
     return out
 
 
-def in_place_update(update: dt.UpdateOp, f: func.FuncOp) -> bool:
+def in_place_update(update: dt.UpdateOp, f: func.FuncOp, order: ProgramOrder) -> bool:
     """Can the op producing the new value write straight into the argument's buffer? Only if
     nothing reads the old value (through the argument or a view of it) after it - reads in the
     same elementwise kernel are fine: each element is read before it is written - nothing reads
@@ -136,7 +136,7 @@ def in_place_update(update: dt.UpdateOp, f: func.FuncOp) -> bool:
     elementwise = is_elementwise(producer) or isinstance(
         producer, dt.FusedOp | coll.FusedAllReduceOp
     )
-    position = body.get_operation_index(producer)
+    position = order[producer]
     for alias in aliases(arg):
         for use in alias.uses:
             reader = use.operation
@@ -150,7 +150,7 @@ def in_place_update(update: dt.UpdateOp, f: func.FuncOp) -> bool:
                 return False
             if isinstance(reader, dt.ReshapeOp | sched.ExecuteOp):
                 continue  # a view or a region: their readers are the alias's
-            if body.get_operation_index(reader) >= position:
+            if order[reader] >= position:
                 return False
     return True
 
@@ -166,11 +166,12 @@ def plan_destinations(
         if isinstance(value.owner, Operation) and value not in destinations:
             destinations[value] = out
     updated = []
+    order = ProgramOrder()
     for update in [o for o in f.walk() if isinstance(o, dt.UpdateOp)]:
         arg = update.target
         assert isinstance(arg, BlockArgument)
         updated.append(arg.index)
-        if update.value not in destinations and in_place_update(update, f):
+        if update.value not in destinations and in_place_update(update, f, order):
             destinations[update.value] = buffers[arg]
     return destinations, sorted(updated)
 

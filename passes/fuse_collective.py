@@ -25,14 +25,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.passes.common import Refusal, set_tag, tag_of
+from ccopt.passes.common import ProgramOrder, Refusal, UserWalk, set_tag, tag_of
 from ccopt.passes.fusion_groups import (
     build_body,
     check_convex,
@@ -47,22 +47,26 @@ from ccopt.passes.reorder_elementwise import gathered_dim, plan_region, rewrite_
 from ccopt.passes.split_all_reduce import split
 
 
-def plan_members(rs: coll.ReduceScatterOp, allowed: set[Operation] | None) -> list[Operation]:
+def plan_members(
+    rs: coll.ReduceScatterOp, allowed: set[Operation] | None, order: ProgramOrder | None = None
+) -> list[Operation]:
     """Ops after `rs` that compute on its slice in its iteration space and element type (the
     fused collective's results are the slice or its gather), in program order; an op that
     depends on them through a non-member cannot join (convexity)."""
     key = iteration_key(rs)
     element = rs.result.type.element_type  # type: ignore[union-attr]
     inside: set[SSAValue] = {rs.result}
-    tainted: set[SSAValue] = set()
     members: list[Operation] = []
-    op = rs.next_op
-    while op is not None:
-        uses_group = any(v in inside for v in op.operands)
-        if any(v in tainted for v in op.operands):
-            tainted.update(op.results)
-        elif (
-            uses_group
+    block = rs.parent_block()
+    assert block is not None
+    order = order or ProgramOrder()
+    walk = UserWalk(order, block, [rs.result])
+    last_user = _last_user(rs.result, block, order, -1.0)
+    for op in walk:  # every op reached uses the group or a value tainted by it
+        if order[op] > last_user:
+            break  # past every op that reads the group: no member can follow
+        if (
+            all(v in inside or not _reached(v, walk) for v in op.operands)
             and is_fusable(op)
             and (allowed is None or op in allowed)
             and iteration_key(op) == key
@@ -70,10 +74,22 @@ def plan_members(rs: coll.ReduceScatterOp, allowed: set[Operation] | None) -> li
         ):
             members.append(op)
             inside.update(op.results)
-        elif uses_group:
-            tainted.update(op.results)
-        op = op.next_op
+            for r in op.results:
+                last_user = _last_user(r, block, order, last_user)
+        walk.follow(op.results)
     return members
+
+
+def _last_user(value: SSAValue, block: Block, order: ProgramOrder, start: float) -> float:
+    """The position of the last op in `block` that uses `value` (at least `start`)."""
+    return max(
+        [start, *(order[u.operation] for u in value.uses if u.operation.parent_block() is block)]
+    )
+
+
+def _reached(value: SSAValue, walk: UserWalk) -> bool:
+    """`value` comes from an op the walk went through (a member or an op tainted by one)."""
+    return value.owner in walk.seen
 
 
 def gathers_of(value: SSAValue, rs: coll.ReduceScatterOp, dim: int) -> list[coll.AllGatherOp]:
@@ -96,7 +112,7 @@ def has_live_results(rs: coll.ReduceScatterOp, members: Sequence[Operation]) -> 
 
 
 def fuse_into_collective(
-    rs: coll.ReduceScatterOp, members: Sequence[Operation]
+    rs: coll.ReduceScatterOp, members: Sequence[Operation], order: ProgramOrder | None = None
 ) -> coll.FusedAllReduceOp:
     """Replace `rs`, its member ops and the all_gathers of their results with one op."""
     dim = rs.dim.value.data
@@ -131,7 +147,7 @@ def fuse_into_collective(
     )
     set_tag(fused, joined_tag([rs, *members]))
     ops = [rs, *members]
-    insert_after_group(fused, ops)
+    insert_after_group(fused, ops, order)
     sliced: list[tuple[SSAValue, SSAValue]] = []
     for (v, gather), result in zip(replaced, fused.results, strict=True):
         if gather is None:
@@ -185,10 +201,11 @@ class FuseCollective(ModulePass):
         if self.group:
             self.fuse_tagged(op)
             return
+        order = ProgramOrder()
         for rs in [o for o in op.walk() if isinstance(o, coll.ReduceScatterOp)]:
-            members = plan_members(rs, None)
+            members = plan_members(rs, None, order)
             if members and has_live_results(rs, members):
-                fuse_into_collective(rs, members)
+                fuse_into_collective(rs, members, order)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         ops = [o for o in module.walk() if tag_of(o) in self.group]

@@ -34,7 +34,7 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
-from ccopt.passes.common import Refusal, is_elementwise, set_tag, tag_of
+from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, set_tag, tag_of
 from ccopt.passes.fusion_groups import (
     build_body,
     check_convex,
@@ -46,12 +46,12 @@ from ccopt.passes.fusion_groups import (
 )
 
 
-def fuse(ops: Sequence[Operation]) -> dt.FusedOp:
-    """Replace a legal group (in program order) with one dtensor.fused op."""
+def fuse(ops: Sequence[Operation], order: ProgramOrder | None = None) -> dt.FusedOp:
+    """Replace a legal group (in an order its members can run in) with one dtensor.fused op."""
     inputs, outputs = interface(ops)
     fused = dt.FusedOp(inputs, [v.type for v in outputs], build_body(ops, inputs, outputs))  # type: ignore[misc]
     set_tag(fused, joined_tag(ops))
-    place_fused(fused, ops, outputs)
+    place_fused(fused, ops, outputs, order)
     return fused
 
 
@@ -88,11 +88,12 @@ class FuseElementwise(ModulePass):
             self.fuse_tagged(op)
             return
         blocks = {o.parent_block() for o in op.walk() if is_elementwise(o)}
+        order = ProgramOrder()
         for block in blocks:
             assert isinstance(block, Block)
             for members in find_groups(block):
                 if len(members) > 1 and interface(members)[1]:  # dead groups stay for dce
-                    fuse(members)
+                    fuse(members, order)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         ops = [o for o in module.walk() if tag_of(o) in self.group]

@@ -10,6 +10,7 @@ elements computes them all.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import i64
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -17,7 +18,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor_type import DTensorType
-from ccopt.passes.common import Refusal, is_elementwise, tag_of
+from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, tag_of
 from ccopt.passes.scalarize import BodyBuilder, emit
 
 
@@ -27,13 +28,29 @@ def iteration_key(op: Operation) -> tuple[object, ...]:
     return (t.get_shape(), t.mesh, t.placements)
 
 
-class _UnionFind:
+@dataclass
+class _Group:
+    """A growing fusion group. Groups are numbered in creation order; a set of groups is an int
+    with one bit per number (a merged group keeps the bits of all its parts in `mask`)."""
+
+    key: tuple[object, ...]
+    mask: int
+    needs: int = 0  # every group this group's kernel waits for, itself excluded
+    consumed: bool = False  # an op outside the group has read one of its values
+
+
+class _Groups:
+    """Union-find over group numbers; the data of a merged group lives at its root."""
+
     def __init__(self) -> None:
         self.parent: list[int] = []
+        self.data: dict[int, _Group] = {}
 
-    def new(self) -> int:
-        self.parent.append(len(self.parent))
-        return len(self.parent) - 1
+    def new(self, key: tuple[object, ...]) -> int:
+        g = len(self.parent)
+        self.parent.append(g)
+        self.data[g] = _Group(key, 1 << g)
+        return g
 
     def find(self, g: int) -> int:
         while self.parent[g] != g:
@@ -41,93 +58,90 @@ class _UnionFind:
             g = self.parent[g]
         return g
 
-    def union(self, a: int, b: int) -> int:
-        a, b = self.find(a), self.find(b)
-        self.parent[b] = a
-        return a
+    def merge(self, roots: Sequence[int]) -> int:
+        """One group of `roots` (already checked legal); returns its root."""
+        first, *rest = roots
+        kept = self.data[first]
+        for g in rest:
+            other = self.data.pop(g)
+            self.parent[g] = first
+            kept.mask |= other.mask
+            kept.consumed |= other.consumed
+        return first
 
 
 def find_groups(block: Block) -> list[list[Operation]]:
     """Maximal convex groups of elementwise ops sharing an iteration space, in one pass over the
-    block: an op joins (and may merge) the groups of its producers unless it depends on one of
-    them through an op outside that group.
+    block: an op joins (and may merge) the groups of its producers unless one of them depends on
+    another, or the op depends on one of them through an op outside it.
 
-    A fused group is one kernel: its results exist only once all of its inputs do, so a value
-    depends on everything its producer's group reads (`needs`), not only on its own operands -
-    otherwise two groups could each wait for the other."""
-    groups = _UnionFind()
+    A fused group is one kernel: a value depends on everything its producer's group reads, not
+    only on its own operands. So that the dependencies recorded for values computed outside the
+    groups stay exact, a group that something outside has already read may only grow by ops
+    (and merge with groups) that need nothing it did not need already. A set of groups is one
+    int (a bit per group): each step is a few word operations, linear in the block in practice."""
+    groups = _Groups()
     group_of: dict[Operation, int] = {}
-    key_of: dict[int, tuple[object, ...]] = {}
-    reach: dict[SSAValue, frozenset[int]] = {}
-    left: dict[SSAValue, frozenset[int]] = {}
-    left_by_group: dict[int, set[int]] = {}
-    needs: dict[int, set[int]] = {}  # groups whose values a group's members read
-    empty: frozenset[int] = frozenset()
+    outside: dict[SSAValue, int] = {}  # the groups a value computed outside all groups needs
 
-    def closed(ids: Iterable[int]) -> set[int]:
-        """`ids` and, transitively, every group they need (group ids as of now)."""
-        out: set[int] = set()
-        stack = [groups.find(g) for g in ids]
-        while stack:
-            g = stack.pop()
-            if g not in out:
-                out.add(g)
-                stack.extend(groups.find(h) for h in needs.get(g, ()))
-        return out
+    def producer_group(v: SSAValue) -> int | None:
+        owner = v.owner
+        return groups.find(group_of[owner]) if owner in group_of else None  # type: ignore[index]
 
-    def left_of(v: SSAValue) -> set[int]:
-        """Groups `v` depends on through an op outside them. A member's direct dependencies on
-        other groups are recorded too; once those groups merged into its own, the path is
-        internal and no longer counts."""
-        if not (isinstance(v.owner, Operation) and v.owner in group_of):
-            return closed(left.get(v, empty))
-        own = groups.find(group_of[v.owner])
-        return closed({*left.get(v, empty), *needs[own]}) - {own}
+    def dep(v: SSAValue) -> int:
+        g = producer_group(v)
+        if g is None:
+            return outside.get(v, 0)
+        data = groups.data[g]
+        return data.mask | data.needs
+
+    def needs_if_fused(roots: Sequence[int], op: Operation) -> int | None:
+        """What `roots` + `op` as one group would wait for, or None if that group is not convex
+        or adds needs to a group already read from outside."""
+        mask = needs = 0
+        for g in roots:
+            mask |= groups.data[g].mask
+            needs |= groups.data[g].needs
+        for v in op.operands:
+            if producer_group(v) not in roots:
+                needs |= dep(v)
+        if needs & mask:
+            return None  # a path leaves the group and comes back
+        for g in roots:
+            data = groups.data[g]
+            if data.consumed and needs & ~data.needs:
+                return None
+        return needs
 
     for op in block.ops:
-        r_in = frozenset(closed(g for v in op.operands for g in reach.get(v, empty)))
-        e_in = frozenset(g for v in op.operands for g in left_of(v))
-        if not is_elementwise(op):
+        own: int | None = None
+        if is_elementwise(op):
+            key = iteration_key(op)
+            chosen: list[int] = []
+            for g in sorted({g for v in op.operands if (g := producer_group(v)) is not None}):
+                if groups.data[g].key == key and needs_if_fused([*chosen, g], op) is not None:
+                    chosen.append(g)
+            needs = needs_if_fused(chosen, op)
+            assert needs is not None
+            own = groups.merge(chosen) if chosen else groups.new(key)
+            groups.data[own].needs = needs
+            group_of[op] = own
+        for v in op.operands:
+            g = producer_group(v)
+            if g is not None and g != own:
+                groups.data[g].consumed = True
+        if own is None:
+            needed = 0
+            for v in op.operands:
+                needed |= dep(v)
             for res in op.results:
-                reach[res], left[res] = r_in, r_in | e_in
-            continue
-        key = iteration_key(op)
-        producers = {
-            groups.find(group_of[v.owner])
-            for v in op.operands
-            if isinstance(v.owner, Operation) and v.owner in group_of
-        }
-        chosen: int | None = None
-        for g in sorted(p for p in producers if p not in e_in and key_of[p] == key):
-            if chosen is None:
-                chosen = g
-            elif _mergeable(closed(left_by_group[chosen]), closed(left_by_group[g]), chosen, g):
-                left_by_group[chosen] = left_by_group[chosen] | left_by_group.pop(g)
-                merged = needs[chosen] | needs.pop(g)
-                chosen = groups.union(chosen, g)
-                needs[chosen] = merged
-        if chosen is None:
-            chosen = groups.new()
-            key_of[chosen] = key
-            left_by_group[chosen] = set()
-            needs[chosen] = set()
-        group_of[op] = chosen
-        left_by_group[chosen] |= e_in
-        needs[chosen] |= r_in - {chosen}
-        for res in op.results:
-            reach[res] = r_in | {chosen}
-            left[res] = e_in | (r_in - {chosen})
+                outside[res] = needed
 
     members: dict[int, list[Operation]] = {}
     for op in block.ops:
         if op in group_of:
             members.setdefault(groups.find(group_of[op]), []).append(op)
     return list(members.values())
-
-
-def _mergeable(a_left: set[int], b_left: set[int], a: int, b: int) -> bool:
-    """Neither group reaches the other through an outside op."""
-    return a not in b_left and b not in a_left
 
 
 def check_convex(ops: Sequence[Operation]) -> None:
@@ -217,17 +231,19 @@ def build_body(
     return Region(block)
 
 
-def insert_after_group(fused: Operation, ops: Sequence[Operation]) -> None:
+def insert_after_group(
+    fused: Operation, ops: Sequence[Operation], order: ProgramOrder | None = None
+) -> None:
     """Put `fused` after the group's last member and move the outside ops in between that use
-    the group's values (by convexity none of them feeds a member) after it."""
-    block = ops[0].parent_block()
-    assert block is not None
+    the group's values (by convexity none of them feeds a member) after it. `order` (shared
+    by a pass that fuses many groups) learns which ops moved."""
+    order = order or ProgramOrder()
     members = set(ops)
-    last = max(ops, key=block.get_operation_index)
+    last = max(ops, key=order.__getitem__)
     Rewriter.insert_op(fused, InsertPoint.after(last))
     dependent: list[Operation] = []
     tainted = {r for op in ops for r in op.results}
-    op: Operation | None = min(ops, key=block.get_operation_index)  # a member: never moved
+    op: Operation | None = min(ops, key=order.__getitem__)  # a member: never moved
     while op is not None and op is not last:
         if op not in members and any(v in tainted for v in op.operands):
             dependent.append(op)
@@ -238,6 +254,7 @@ def insert_after_group(fused: Operation, ops: Sequence[Operation]) -> None:
         op.detach()
         Rewriter.insert_op(op, InsertPoint.after(anchor))
         anchor = op
+    order.forget(dependent)
 
 
 def replace_group(
@@ -251,9 +268,14 @@ def replace_group(
         Rewriter.erase_op(op)
 
 
-def place_fused(fused: Operation, ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> None:
+def place_fused(
+    fused: Operation,
+    ops: Sequence[Operation],
+    outputs: Sequence[SSAValue],
+    order: ProgramOrder | None = None,
+) -> None:
     """Replace the group by `fused`, whose results are the group's `outputs` in order."""
-    insert_after_group(fused, ops)
+    insert_after_group(fused, ops, order)
     replace_group(ops, list(zip(outputs, fused.results, strict=True)))
 
 

@@ -36,6 +36,7 @@ from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
+    ProgramOrder,
     derived_tag,
     elementwise_type,
     is_elementwise,
@@ -87,7 +88,7 @@ def commute(shift: coll.ShiftOp) -> bool:
     return True
 
 
-def send_slice(shift: coll.ShiftOp) -> bool:
+def send_slice(shift: coll.ShiftOp, order: ProgramOrder) -> bool:
     """Split every all_reduce feeding the shift, compute on slices up to it and commute the
     gather past it; False (with the IR in an unspecified state) when the shift still sends
     the whole value."""
@@ -102,11 +103,9 @@ def send_slice(shift: coll.ShiftOp) -> bool:
         ar.result.replace_all_uses_with(ag.result)
         Rewriter.erase_op(ar)
         gathers.append(ag)
-    block = shift.parent_block()
-    assert block is not None
-    for ag in sorted(gathers, key=block.get_operation_index):
+    for ag in sorted(gathers, key=order.__getitem__):
         if ag.parent is not None and ag.result.uses:
-            rewrite_region(plan_region(ag, strict=False))
+            rewrite_region(plan_region(ag, strict=False, order=order))
     for ag in gathers:
         if ag.parent is not None and not ag.result.uses:
             Rewriter.erase_op(ag)
@@ -206,8 +205,9 @@ class PipelineP2P(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
         shifts = [o for o in op.walk() if isinstance(o, coll.ShiftOp) and is_selected(o, self.tags)]
+        order = ProgramOrder()  # one numbering for all shifts: the pass stays linear
         for shift in shifts:
-            if not (can_send_slice(shift) and send_slice(shift)) and self.tags:
+            if not (can_send_slice(shift) and send_slice(shift, order)) and self.tags:
                 raise OpError(
                     shift,
                     f"cannot send a slice over {tag_of(shift)!r}: its operand is not gathered from "

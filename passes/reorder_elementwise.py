@@ -37,7 +37,9 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
+    ProgramOrder,
     Refusal,
+    UserWalk,
     derived_tag,
     is_elementwise,
     is_selected,
@@ -180,23 +182,27 @@ def _name(value: SSAValue) -> str:
 
 
 def plan_region(
-    ag: coll.AllGatherOp, strict: bool, allowed: set[Operation] | None = None
+    ag: coll.AllGatherOp,
+    strict: bool,
+    allowed: set[Operation] | None = None,
+    order: ProgramOrder | None = None,
 ) -> RegionBuilder:
-    """Grow the region in program order through the block of the all_gather (only through
-    `allowed` ops, when given)."""
+    """Grow the region in program order through the users, in the all_gather's block, of the
+    values it already holds (only through `allowed` ops, when given)."""
     builder = RegionBuilder(ag)
     block = ag.parent_block()
     assert isinstance(block, Block)
-    op = ag.next_op
-    while op is not None:
-        candidate = is_elementwise(op) and (allowed is None or op in allowed)
-        if candidate and any(v in builder.split for v in op.operands):
-            try:
-                builder.try_add(op)
-            except Refusal as why:
-                if strict and ag.result in op.operands:
-                    raise Refusal(f"cannot move it below '{op.name}': {why}") from None
-        op = op.next_op
+    walk = UserWalk(order or ProgramOrder(), block, [ag.result])
+    for op in walk:
+        if not is_elementwise(op) or (allowed is not None and op not in allowed):
+            continue
+        try:
+            builder.try_add(op)
+        except Refusal as why:
+            if strict and ag.result in op.operands:
+                raise Refusal(f"cannot move it below '{op.name}': {why}") from None
+            continue
+        walk.follow(op.results)
     return builder
 
 
@@ -298,12 +304,13 @@ class ReorderElementwise(ModulePass):
         from ccopt.diagnostics import OpError
 
         require_tagged(op, self.tags, self.name)
+        order = ProgramOrder()
         for ag in [o for o in op.walk() if isinstance(o, coll.AllGatherOp)]:
             if ag.parent is None or not is_selected(ag, self.tags):
                 continue
             strict = bool(self.tags)
             try:
-                builder = plan_region(ag, strict)
+                builder = plan_region(ag, strict, order=order)
             except Refusal as why:
                 raise OpError(ag, str(why)) from None
             if not builder.new_ops:

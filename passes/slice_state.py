@@ -43,7 +43,7 @@ def argument_name(arg: BlockArgument) -> str:
     return arg.name_hint or f"arg{arg.index}"
 
 
-def check_sliceable(update: dt.UpdateOp, f: func.FuncOp, module: ModuleOp) -> coll.AllGatherOp:
+def check_sliceable(update: dt.UpdateOp, f: func.FuncOp, called: set[str]) -> coll.AllGatherOp:
     """The all_gather that only rebuilds the state, or Refusal saying why the state must stay."""
     arg = update.target
     assert isinstance(arg, BlockArgument)
@@ -67,11 +67,8 @@ def check_sliceable(update: dt.UpdateOp, f: func.FuncOp, module: ModuleOp) -> co
                 f"state %{argument_name(arg)} is also used unsliced by '{user.name}', so it must stay "
                 f"{arg.type}"
             )
-    for call in module.walk():
-        if isinstance(call, func.CallOp) and call.callee.root_reference == f.sym_name:
-            raise Refusal(
-                f"@{f.sym_name.data} is called from elsewhere; its signature cannot change"
-            )
+    if f.sym_name.data in called:
+        raise Refusal(f"@{f.sym_name.data} is called from elsewhere; its signature cannot change")
     return gather
 
 
@@ -87,6 +84,10 @@ def slice_state(update: dt.UpdateOp, gather: coll.AllGatherOp, f: func.FuncOp) -
     update.operands[1] = gather.input
     if not gather.result.uses:
         Rewriter.erase_op(gather)
+
+
+def retype(f: func.FuncOp) -> None:
+    """The function type after arguments changed type."""
     inputs = [a.type for a in f.body.blocks[0].args]
     f.function_type = FunctionType.from_lists(inputs, f.function_type.outputs.data)
 
@@ -101,6 +102,7 @@ class SliceState(ModulePass):
     """Names of the state arguments to slice (then a refusal is an error); default: all that can be."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        called = {c.callee.root_reference.data for c in op.walk() if isinstance(c, func.CallOp)}
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             for update in [u for u in f.walk() if isinstance(u, dt.UpdateOp)]:
                 arg = update.target
@@ -110,12 +112,13 @@ class SliceState(ModulePass):
                 if self.args and not asked:
                     continue
                 try:
-                    gather = check_sliceable(update, f, op)
+                    gather = check_sliceable(update, f, called)
                 except Refusal as why:
                     if asked:
                         raise OpError(update, str(why)) from None
                     continue
                 slice_state(update, gather, f)
+            retype(f)
         missing = set(self.args) - {
             argument_name(u.target)
             for u in op.walk()
