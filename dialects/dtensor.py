@@ -17,7 +17,7 @@ func.func @row_parallel(%x: !dtensor.tensor<8x16xf32, @m[S(1)]>,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from xdsl.dialects import func
@@ -194,6 +194,14 @@ def mesh_of(op: Operation) -> Mesh:
 def verify_mesh_types(op: Operation) -> Mesh | None:
     """Every distributed operand and result sits on one declared mesh, one placement per axis."""
     types = [v.type for v in (*op.operands, *op.results) if isinstance(v.type, DTensorType)]
+    return verify_one_mesh(op, types, str)
+
+
+def verify_one_mesh(
+    op: Operation, types: Sequence[DTensorType], show: Callable[[DTensorType], object]
+) -> Mesh | None:
+    """The mesh all `types` share, checked to be declared with one axis per placement; `show`
+    spells a type in diagnostics (a buffer shows as a buffer)."""
     if not types:
         return None
     name = types[0].mesh_name
@@ -206,7 +214,7 @@ def verify_mesh_types(op: Operation) -> Mesh | None:
     for t in types:
         if len(t.placement_list) != mesh.ndim:
             raise VerifyException(
-                f"type {t} has {len(t.placement_list)} placements but mesh @{name} has "
+                f"type {show(t)} has {len(t.placement_list)} placements but mesh @{name} has "
                 f"{mesh.ndim} axes {list(mesh.axis_names)}"
             )
     return mesh

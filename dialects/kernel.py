@@ -73,7 +73,7 @@ from ccopt.dialects.coll import (
     ShiftOp,
     SliceOp,
 )
-from ccopt.dialects.dtensor import ReduceKindAttr, ScalarBodyOp, lookup_mesh
+from ccopt.dialects.dtensor import ReduceKindAttr, ScalarBodyOp, verify_one_mesh
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -150,22 +150,7 @@ def verify_buffers(op: Operation) -> Mesh | None:
     """Every buffer operand and result sits on one declared mesh, one placement per axis (what
     dtensor's verify_mesh_types checks of distributed tensors)."""
     types = [tensor_of(v) for v in (*op.operands, *op.results) if isinstance(v.type, BufferType)]
-    if not types:
-        return None
-    name = types[0].mesh_name
-    for t in types[1:]:
-        if t.mesh_name != name:
-            raise VerifyException(f"mixes meshes @{name} and @{t.mesh_name}")
-    mesh = lookup_mesh(op, name)
-    if mesh is None:
-        return None
-    for t in types:
-        if len(t.placement_list) != mesh.ndim:
-            raise VerifyException(
-                f"type {BufferType(t)} has {len(t.placement_list)} placements but mesh @{name} "
-                f"has {mesh.ndim} axes {list(mesh.axis_names)}"
-            )
-    return mesh
+    return verify_one_mesh(op, types, BufferType)
 
 
 def _infer(op: Operation, fn, *args):  # noqa: ANN001, ANN202 - inference errors as verifier errors
