@@ -1,8 +1,9 @@
 """How every ccopt pass scales with program size, against xDSL's `cse` in the same process.
 
 Each pass runs (in process, parse excluded) at N and 4N ops on a program it rewrites: the
-chained tensor-parallel MLP of `startup.py`, momentum SGD with norms over many parameters, and
-chained pipeline-stage boundaries; best of K runs. Two ratios per pass:
+chained tensor-parallel MLP of `startup.py`, momentum SGD with norms over many parameters,
+chained pipeline-stage boundaries, and a chain of small called functions; best of K runs. Two
+ratios per pass:
 
 - scaling: time(4N) / (4 * time(N)); 1.00x is linear, 4.00x would be quadratic;
 - vs cse: the pass's time at 4N divided by xDSL's `cse` on the same program (one walk with a hash
@@ -84,7 +85,32 @@ def pipeline_program(n_ops: int) -> str:
     )
 
 
-PROGRAMS = {"mlp": ccopt_program, "optimizer": optimizer_program, "pipeline": pipeline_program}
+def calls_program(n_ops: int) -> str:
+    """Many small private functions (a chain of layers, 5 ops each with its call), each called
+    once from the entry: what `inline` rewrites."""
+    layers = max(1, n_ops // 5)
+    funcs, body, x = [], [], "%x"
+    for i in range(layers):
+        funcs.append(
+            f"func.func private @layer{i}(%a: {REP}, %b: {REP}) -> {REP} {{\n"
+            f"  %s = dtensor.add %a, %b : ({REP}, {REP}) -> {REP}\n"
+            f"  %t = dtensor.relu %s : {REP}\n"
+            f"  %u = dtensor.scale %t by 0.5 : {REP}\n"
+            f"  func.return %u : {REP}\n}}"
+        )
+        body.append(f"%y{i} = func.call @layer{i}({x}, %b) : ({REP}, {REP}) -> {REP}")
+        x = f"%y{i}"
+    lines = "\n  ".join([*body, f"func.return {x} : {REP}"])
+    entry = f"func.func @net(%x: {REP}, %b: {REP}) -> {REP} {{\n  {lines}\n}}"
+    return "dtensor.mesh @dp [dp=4]\n" + "\n".join([*funcs, entry]) + "\n"
+
+
+PROGRAMS = {
+    "mlp": ccopt_program,
+    "optimizer": optimizer_program,
+    "pipeline": pipeline_program,
+    "calls": calls_program,
+}
 SPLIT_REORDER = "split-all-reduce,reorder-elementwise"
 
 # (program, prerequisites, the timed pass)
@@ -106,6 +132,8 @@ CASES = [
     ("pipeline", "", "pipeline-p2p"),
     ("pipeline", "pipeline-p2p", "fuse-elementwise"),
     ("pipeline", "pipeline-p2p,fuse-elementwise", "convert-to-kernel"),
+    ("calls", "", "cse"),
+    ("calls", "", "inline"),
 ]
 
 

@@ -96,6 +96,7 @@ def verify_module(module: Operation) -> None:
         except VerifyException as e:
             raise OpError(op, first_line(e).removeprefix("Operation does not verify: ")) from None
     check_dominance(module)
+    check_call_updates(module)
 
 
 def check_dominance(op: Operation) -> None:
@@ -125,3 +126,38 @@ def check_dominance(op: Operation) -> None:
             visible.difference_update(scoped)
 
     visit(op)
+
+
+def check_call_updates(module: Operation) -> None:
+    """A call that updates operands in place (its callee has `dtensor.update`s) writes into
+    storage the caller owns: each such operand is an argument of the caller, with no other
+    updater (an update or another call)."""
+    from xdsl.dialects import func
+
+    if not any(isinstance(op, func.CallOp) for op in module.walk()):
+        return
+    from ccopt.dialects.dtensor import CallUpdates, UpdateOp, enclosing_function, is_entry_argument
+
+    updates = CallUpdates(module)
+    updater: dict[SSAValue, Operation] = {
+        op.target: op for op in module.walk() if isinstance(op, UpdateOp)
+    }
+    for callee, calls in updates.calls.items():
+        for call in calls:
+            caller = enclosing_function(call).sym_name.data
+            for i in updates.updated_operands(call):
+                operand = call.operands[i]
+                if not is_entry_argument(operand, enclosing_function(call)):
+                    raise OpError(
+                        call,
+                        f"operand #{i} is updated in place by @{callee}, so it must be an "
+                        f"argument of @{caller}",
+                    )
+                if operand in updater:
+                    raise OpError(
+                        call,
+                        f"operand #{i} is updated in place by @{callee}, but argument "
+                        f"#{operand.index} of @{caller} is also updated by "
+                        f"'{updater[operand].name}'",
+                    )
+                updater[operand] = call

@@ -147,6 +147,9 @@ def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
         raise InputError(
             f"no function @{entry} (functions: {', '.join('@' + f.sym_name.data for f in funcs)})"
         )
+    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
+    if len(public) == 1:
+        return public[0]  # private functions are helpers, not entry points
     if len(funcs) != 1:
         names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
         raise InputError(f"choose the entry function with --entry (functions: {names})")

@@ -941,11 +941,7 @@ class UpdateOp(IRDLOperation):
         parent = self.parent_op()
         while parent is not None and not isinstance(parent, func.FuncOp):
             parent = parent.parent_op()
-        if (
-            not isinstance(target, BlockArgument)
-            or parent is None
-            or target.block is not parent.body.blocks.first
-        ):
+        if parent is None or not is_entry_argument(target, parent):
             raise VerifyException(
                 "the updated value (operand #0) must be an argument of the enclosing function"
             )
@@ -953,6 +949,52 @@ class UpdateOp(IRDLOperation):
             other = use.operation
             if other is not self and isinstance(other, UpdateOp) and use.index == 0:
                 raise VerifyException(f"function argument #{target.index} is updated twice")
+
+
+class CallUpdates:
+    """Which arguments each function of a module updates in place, directly (`dtensor.update`)
+    or by passing them to a call that updates them: a call writes the callee's updates into the
+    storage of its operands. A worklist over the call graph; linear in calls times arguments."""
+
+    def __init__(self, module: Operation):
+        self.functions = {
+            op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)
+        }
+        self.calls: dict[str, list[func.CallOp]] = {}  # callee -> its call sites
+        self.updated: dict[str, set[int]] = {name: set() for name in self.functions}
+        work: list[tuple[str, int]] = []
+        for op in module.walk():
+            if isinstance(op, func.CallOp):
+                self.calls.setdefault(op.callee.root_reference.data, []).append(op)
+            elif isinstance(op, UpdateOp) and isinstance(op.target, BlockArgument):
+                work.append((enclosing_function(op).sym_name.data, op.target.index))
+        while work:
+            name, index = work.pop()
+            if index in self.updated[name]:
+                continue
+            self.updated[name].add(index)
+            for call in self.calls.get(name, ()):
+                operand = call.operands[index]
+                caller = enclosing_function(call)
+                if is_entry_argument(operand, caller):
+                    assert isinstance(operand, BlockArgument)
+                    work.append((caller.sym_name.data, operand.index))
+
+    def updated_operands(self, call: func.CallOp) -> list[int]:
+        """The operands of `call` whose storage the call updates."""
+        return sorted(self.updated.get(call.callee.root_reference.data, ()))
+
+
+def enclosing_function(op: Operation) -> func.FuncOp:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        parent = parent.parent_op()
+    assert parent is not None, f"'{op.name}' outside a function"
+    return parent
+
+
+def is_entry_argument(value: SSAValue, f: func.FuncOp) -> bool:
+    return isinstance(value, BlockArgument) and value.block is f.body.blocks.first
 
 
 # --- fused computation ----------------------------------------------------------------------

@@ -28,7 +28,7 @@ class ReferenceInterpreter:
         from xdsl.interpreters.scf import ScfFunctions
 
         from ccopt.interpreters.coll import CollFunctions
-        from ccopt.interpreters.dtensor import DtensorFunctions
+        from ccopt.interpreters.dtensor import CallFunctions, DtensorFunctions
         from ccopt.interpreters.kernel import KernelFunctions
         from ccopt.interpreters.sched import SchedFunctions
 
@@ -46,6 +46,9 @@ class ReferenceInterpreter:
             KernelFunctions(self.dtensor),
         ):
             self.interpreter.register_implementations(functions)
+        self.interpreter.register_implementations(
+            CallFunctions(module, self.dtensor), override=True
+        )
 
     def call(
         self, f: func.FuncOp, args: Sequence[DistTensor]

@@ -14,7 +14,8 @@ from math import prod
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Block, SSAValue
 
@@ -429,3 +430,28 @@ class DtensorFunctions(InterpreterFunctions):
 impl_each(DtensorFunctions, UNARY, DtensorFunctions.run_unary)
 impl_each(DtensorFunctions, BINARY, DtensorFunctions.run_binary)
 register_impls(DtensorFunctions)
+
+
+@register_impls
+class CallFunctions(InterpreterFunctions):
+    """func.call with dtensor's in-place semantics: the callee's updates of its arguments are
+    writes into the storage of the call's operands (arguments of the caller, see
+    `ccopt.ir.check_call_updates`), so they become the caller's updates."""
+
+    def __init__(self, module: ModuleOp, dtensor: DtensorFunctions):
+        self.functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+        self.updates = dtensor.updates
+
+    @impl(func.CallOp)
+    def run_call(
+        self, interpreter: Interpreter, op: func.CallOp, args: PythonValues
+    ) -> PythonValues:
+        callee = self.functions.get(op.callee.root_reference.data)
+        params = callee.body.blocks.first.args if callee and callee.body.blocks.first else ()
+        for param in params:
+            self.updates.pop(param, None)  # a conditional update of an earlier call is not ours
+        results = interpreter.call_op(op.callee, args)
+        for param in params:
+            if param in self.updates:
+                self.updates[op.operands[param.index]] = self.updates.pop(param)
+        return results

@@ -69,6 +69,12 @@ def _overlap() -> type[ModulePass]:
     return Overlap
 
 
+def _inline() -> type[ModulePass]:
+    from ccopt.passes.inline import Inline
+
+    return Inline
+
+
 def _convert_to_kernel() -> type[ModulePass]:
     from ccopt.passes.convert_to_kernel import ConvertToKernel
 
@@ -85,6 +91,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fuse-elementwise": _fuse_elementwise,
     "fuse-collective": _fuse_collective,
     "overlap": _overlap,
+    "inline": _inline,
     "convert-to-kernel": _convert_to_kernel,
 }
 

@@ -506,7 +506,9 @@ class ConvertToKernel(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for f in [o for o in op.ops if isinstance(o, func.FuncOp) and o.body.blocks]:
             if any(isinstance(o, func.CallOp) for o in f.walk()):
-                raise OpError(f, "calls are not lowered to the kernel level yet; inline them first")
+                raise OpError(
+                    f, "calls are not lowered to the kernel level yet; run 'inline' first"
+                )
             check_signature(f)
             lowered = lower_function(f)
             Rewriter.insert_op(lowered, InsertPoint.after(f))

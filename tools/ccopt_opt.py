@@ -81,7 +81,7 @@ class CcoptMain(xDSLOptMain):
         parser.add_argument(
             "--build",
             action="store_true",
-            help="compile the result (lowered with convert-to-kernel if needed) into a pybind11 "
+            help="compile the result (lowered with inline,convert-to-kernel if needed) into a pybind11 "
             "module with nvcc and print its path",
         )
         parser.add_argument(

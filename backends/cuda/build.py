@@ -164,8 +164,8 @@ def build(
     archs: Sequence[str] = DEFAULT_ARCHS,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> ModuleType:
-    """Lower `program` (path, text or module) through `pipeline` and convert-to-kernel, emit CUDA
-    and the binding, build them (cached by content hash) and import the module."""
+    """Lower `program` (path, text or module) through `pipeline`, inline and convert-to-kernel,
+    emit CUDA and the binding, build them (cached by content hash) and import the module."""
     from ccopt.backends.cuda.cpu import cache_dir as default_cache
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
     from ccopt.runner import bind_mesh, find_entry, load_program, run_pipeline
@@ -174,7 +174,7 @@ def build(
     bind_mesh(module, mesh)  # type: ignore[arg-type]
     f = find_entry(module, entry)
     if "kernel.results" not in f.attributes:
-        run_pipeline(module, ",".join(p for p in (pipeline, "convert-to-kernel") if p))
+        run_pipeline(module, ",".join(p for p in (pipeline, "inline", "convert-to-kernel") if p))
     elif pipeline:
         run_pipeline(module, pipeline)
     name = f.sym_name.data

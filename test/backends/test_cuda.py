@@ -93,6 +93,40 @@ def test_every_kernel_level_construct_runs_on_the_cpu_harness(entry: str) -> Non
         )
 
 
+CALLS = """
+!w = !dtensor.tensor<10x3xf32, @dp[R]>
+!g = !dtensor.tensor<10x3xf32, @dp[P(sum)]>
+dtensor.mesh @dp [dp=3]
+func.func private @sgd(%w: !w, %g: !g, %lr: !dtensor.tensor<f32, @dp[R]>) -> !w {
+  %gs = coll.all_reduce sum %g over [dp] : !g -> !w
+  %step = dtensor.mul %lr, %gs : (!dtensor.tensor<f32, @dp[R]>, !w) -> !w
+  %w1 = dtensor.sub %w, %step : (!w, !w) -> !w
+  dtensor.update %w with %w1 : !w
+  func.return %gs : !w
+}
+func.func @train(%w1: !w, %g1: !g, %w2: !w, %g2: !g, %lr: !dtensor.tensor<f32, @dp[R]>) -> !w {
+  %a = func.call @sgd(%w1, %g1, %lr) : (!w, !g, !dtensor.tensor<f32, @dp[R]>) -> !w
+  %b = func.call @sgd(%w2, %g2, %lr) : (!w, !g, !dtensor.tensor<f32, @dp[R]>) -> !w
+  %s = dtensor.add %a, %b : (!w, !w) -> !w
+  func.return %s : !w
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    ["", "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective"],
+)
+def test_calls_are_inlined_then_lowered_with_their_updates(schedule: str) -> None:
+    """A program of functions lowers after `inline`; the callee's in-place updates come out as
+    the entry's, as the interpreter runs the calls."""
+    reference = ccopt.run(CALLS, seed=3)
+    assert {"w1", "w2"} <= reference.shards.keys()
+    module = load_program(CALLS)
+    run_pipeline(module, ",".join(p for p in ("inline", schedule, "convert-to-kernel") if p))
+    assert_same_shards(run_on_host(module, reference.inputs), reference.shards)
+
+
 def test_templates_render_for_every_kernel_level_op() -> None:
     from ccopt.dialects.kernel import Kernel
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from xdsl.dialects import func
+from xdsl.ir import Operation
 
 import ccopt
 from ccopt.runner import load_program
@@ -17,8 +18,9 @@ SUITE = Path(__file__).parent.parent / "filecheck" / "passes"
 PIPELINE = re.compile(r"^// RUN: ccopt %s -p '([^']+)'(.*)\|")
 
 
-def cases() -> list[tuple[str, str, str]]:
-    """(file, pipeline, function) for each RUN line that rewrites (not a diagnostics test)."""
+def cases() -> list[tuple[str, int, str, str]]:
+    """(file, input chunk, pipeline, function) for each RUN line that rewrites (not a
+    diagnostics test); chunks are what `--split-input-file` splits at `// -----`."""
     out = []
     for path in sorted(SUITE.glob("*.mlir")):
         text = path.read_text()
@@ -27,16 +29,34 @@ def cases() -> list[tuple[str, str, str]]:
             for m in map(PIPELINE.match, text.splitlines())
             if m and "--verify-diagnostics" not in m.group(2)
         ]
-        if not pipelines:
-            continue
-        module = load_program(text)
-        names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
-        out += [(path.name, p, f) for p in dict.fromkeys(pipelines) for f in names]
+        for i, chunk in enumerate(chunks(text) if pipelines else []):
+            module = load_program(chunk)
+            names = [op.sym_name.data for op in module.ops if is_runnable_entry(op)]
+            out += [(path.name, i, p, f) for p in dict.fromkeys(pipelines) for f in names]
     return out
 
 
-@pytest.mark.parametrize(("file", "pipeline", "entry"), cases())
-def test_filecheck_program_agrees(file: str, pipeline: str, entry: str) -> None:
-    text = (SUITE / file).read_text()
+def chunks(text: str) -> list[str]:
+    return re.split(r"^// -----\s*$", text, flags=re.MULTILINE)
+
+
+def is_runnable_entry(op: Operation) -> bool:
+    """A public function with a body whose calls all have bodies (a private one is a helper
+    that `inline` may erase; a declaration cannot run)."""
+    if not isinstance(op, func.FuncOp) or not op.body.blocks or op.sym_visibility is not None:
+        return False
+    module = op.parent_op()
+    assert module is not None
+    declared = {
+        f.sym_name.data for f in module.walk() if isinstance(f, func.FuncOp) and not f.body.blocks
+    }
+    return not any(
+        isinstance(c, func.CallOp) and c.callee.root_reference.data in declared for c in op.walk()
+    )
+
+
+@pytest.mark.parametrize(("file", "chunk", "pipeline", "entry"), cases())
+def test_filecheck_program_agrees(file: str, chunk: int, pipeline: str, entry: str) -> None:
+    text = chunks((SUITE / file).read_text())[chunk]
     report = ccopt.check_pipeline(text, pipeline, entry=entry, seed=7)
     assert report.ok, report.comparisons

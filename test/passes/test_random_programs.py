@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -795,3 +795,71 @@ def test_programs_run(prog: Program) -> None:
     """The generator's programs are valid and run (a baseline for the pass tests)."""
     result = ccopt.run(prog.module, prog.inputs)
     assert result.outputs
+
+
+# --- calls: outlined pieces of random programs, inlined back -------------------------------------
+def outline(f: func.FuncOp, start: int, stop: int, name: str) -> func.FuncOp:
+    """Move ops [start, stop) of `f`'s body into a new private function @name that takes the
+    values they read from outside and returns the values read after them; a call replaces
+    them. In-place updates move along: the callee updates its argument (the caller's)."""
+    block = f.body.blocks[0]
+    piece = list(block.ops)[start:stop]
+    inside = set(piece)
+    free: dict[SSAValue, None] = {}
+    for op in piece:
+        for nested in op.walk():
+            for v in nested.operands:
+                if v.owner not in inside and not (
+                    isinstance(v.owner, Operation) and v.owner.parent_op() in inside
+                ):
+                    free.setdefault(v)
+    outputs = [
+        r for op in piece for r in op.results if any(u.operation not in inside for u in r.uses)
+    ]
+    body = Block(arg_types=[v.type for v in free])
+    values: dict[SSAValue, SSAValue] = dict(zip(free, body.args, strict=True))
+    for op in piece:
+        body.add_op(op.clone(value_mapper=values))
+    body.add_op(func.ReturnOp(*[values[r] for r in outputs]))
+    callee = func.FuncOp(
+        name,
+        FunctionType.from_lists([v.type for v in free], [r.type for r in outputs]),
+        Region(body),
+        visibility="private",
+    )
+    f.parent_block().insert_op_before(callee, f)  # type: ignore[union-attr]
+    call = func.CallOp(name, list(free), [r.type for r in outputs])
+    block.insert_op_before(call, piece[0])
+    for old, new in zip(outputs, call.results, strict=True):
+        old.replace_all_uses_with(new)
+    for op in reversed(piece):
+        block.erase_op(op)
+    return callee
+
+
+@SETTINGS
+@given(prog=programs(), data=st.data())
+def test_outlined_programs_run_and_inline_back(prog: Program, data: st.DataObject) -> None:
+    """Pieces of a random program moved into (nested) private functions run to the same values
+    - in-place updates travel out of calls - and `inline` restores a call-free program that
+    every pipeline then handles."""
+    from ccopt.runner import compare_modules
+
+    module = prog.module.clone()
+    f = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    for depth in range(data.draw(st.integers(1, 2))):
+        n = len(f.body.blocks[0].ops) - 1  # without the return
+        if n < 1:
+            break
+        start = data.draw(st.integers(0, n - 1))
+        f = outline(f, start, data.draw(st.integers(start + 1, n)), f"part{depth}")
+    verify_module(module)
+    assume(any(isinstance(op, func.CallOp) for op in module.walk()))  # not an empty program
+
+    same = compare_modules(prog.module, module, prog.inputs, rtol=0.0, atol=0.0)
+    assert same.ok, describe(same)
+    inlined = ccopt.runner.apply_pipeline(module, "inline")
+    assert [type(op) for op in inlined.walk()] == [type(op) for op in prog.module.walk()]
+    pipeline = f"inline,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},convert-to-kernel"
+    report = ccopt.check_pipeline(module, pipeline, prog.inputs, rtol=prog.rtol, atol=prog.atol)
+    assert report.ok, f"{pipeline}: {describe(report)}"

@@ -8,7 +8,7 @@ func.func @callee(%x: !r) -> !r {
   %y = dtensor.neg %x : !r
   func.return %y : !r
 }
-// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op calls are not lowered to the kernel level yet; inline them first
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op calls are not lowered to the kernel level yet; run 'inline' first
 func.func @caller(%x: !r) -> !r {
   %y = func.call @callee(%x) : (!r) -> !r
   func.return %y : !r

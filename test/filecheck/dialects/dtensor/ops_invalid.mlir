@@ -1184,6 +1184,62 @@ func.func @update_twice(%x: !dtensor.tensor<8xf32, @t[R]>, %y: !dtensor.tensor<8
 
 // -----
 
+// A call writes its callee's updates into its operands' storage: a local value has none.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func private @bump(%m: !r) {
+  %m1 = dtensor.neg %m : !r
+  dtensor.update %m with %m1 : !r
+  func.return
+}
+func.func @update_through_call_of_local(%x: !r) {
+  %y = dtensor.neg %x : !r
+  // CHECK: 'func.call' op operand #0 is updated in place by @bump, so it must be an argument of @update_through_call_of_local
+  func.call @bump(%y) : (!r) -> ()
+  func.return
+}
+
+// -----
+
+// An argument updated by a call and by an update would be written twice.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func private @bump(%m: !r) {
+  %m1 = dtensor.neg %m : !r
+  dtensor.update %m with %m1 : !r
+  func.return
+}
+func.func @update_and_call(%x: !r) {
+  dtensor.update %x with %x : !r
+  // CHECK: 'func.call' op operand #0 is updated in place by @bump, but argument #0 of @update_and_call is also updated by 'dtensor.update'
+  func.call @bump(%x) : (!r) -> ()
+  func.return
+}
+
+// -----
+
+// Updates pass through calls: @outer updates its argument because @bump does; and one call
+// cannot update the same argument through two operands.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func private @bump(%m: !r) {
+  %m1 = dtensor.neg %m : !r
+  dtensor.update %m with %m1 : !r
+  func.return
+}
+func.func private @outer(%a: !r, %b: !r) {
+  func.call @bump(%a) : (!r) -> ()
+  func.call @bump(%b) : (!r) -> ()
+  func.return
+}
+func.func @same_storage_twice(%x: !r) {
+  // CHECK: 'func.call' op operand #1 is updated in place by @outer, but argument #0 of @same_storage_twice is also updated by 'func.call'
+  func.call @outer(%x, %x) : (!r, !r) -> ()
+  func.return
+}
+
+// -----
+
 // The new value has the type (and so the placements) of the storage.
 dtensor.mesh @t [tp=4]
 func.func @update_type(%x: !dtensor.tensor<8xf32, @t[R]>, %y: !dtensor.tensor<8xf32, @t[S(0)]>) {

@@ -1,0 +1,149 @@
+"""`inline`: replace calls by the callee's body, callees first, as MLIR's inliner does.
+
+The kernel level has no calling convention yet, and the transformations see one function at a
+time, so a program built from functions is inlined before `convert-to-kernel`. A callee's
+in-place updates become updates of the caller's arguments (a call writes the callee's updates
+into its operands' storage, see `ccopt.ir.check_call_updates`):
+
+```mlir
+func.func private @step(%m: !r, %g: !r) {
+  %m1 = dtensor.add %m, %g : (!r, !r) -> !r
+  dtensor.update %m with %m1 : !r
+  func.return
+}
+func.func @train(%m: !r, %g: !r) {
+  func.call @step(%m, %g) : (!r, !r) -> ()
+  func.return
+}
+// becomes (@step is private and no longer called, so it is erased)
+func.func @train(%m: !r, %g: !r) {
+  %m1 = dtensor.add %m, %g : (!r, !r) -> !r
+  dtensor.update %m with %m1 : !r
+  func.return
+}
+```
+Options: `callees` (inline only calls to these functions; default every function with a body).
+Recursive calls are refused; declarations (no body) and public callees stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ccopt.diagnostics import CcoptError, OpError
+
+
+@dataclass(frozen=True)
+class Inline(ModulePass):
+    """Replace calls by the callee's body, callees first; erase private callees left uncalled."""
+
+    name = "inline"
+
+    callees: tuple[str, ...] = ()
+    """Functions whose calls are inlined; default: every function with a body."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        apply_inline(op, self.callees)
+
+
+def calls_in(f: func.FuncOp) -> list[func.CallOp]:
+    return [op for op in f.walk() if isinstance(op, func.CallOp)]
+
+
+def bottom_up(
+    functions: dict[str, func.FuncOp], inlinable: set[str]
+) -> list[tuple[func.FuncOp, list[func.CallOp]]]:
+    """Every function with its calls to inline, callees before callers; a call that closes a
+    cycle of inlinable calls is refused (inlining it would never end)."""
+    order: list[tuple[func.FuncOp, list[func.CallOp]]] = []
+    state: dict[str, str] = {}  # name -> "open" while on the DFS stack, then "done"
+    for root in functions:
+        if root in state:
+            continue
+        state[root] = "open"
+        root_calls = [c for c in calls_in(functions[root]) if callee_name(c) in inlinable]
+        stack = [(root, root_calls, iter(root_calls))]
+        while stack:
+            name, calls, pending = stack[-1]
+            call = next(pending, None)
+            if call is None:
+                stack.pop()
+                state[name] = "done"
+                order.append((functions[name], calls))
+                continue
+            callee = callee_name(call)
+            if state.get(callee) == "open":
+                raise OpError(call, f"recursive call to @{callee} cannot be inlined")
+            if callee not in state:
+                state[callee] = "open"
+                inner = [c for c in calls_in(functions[callee]) if callee_name(c) in inlinable]
+                stack.append((callee, inner, iter(inner)))
+    return order
+
+
+def callee_name(call: func.CallOp) -> str:
+    return call.callee.root_reference.data
+
+
+def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
+    """Clone the callee's body before the call (arguments mapped to the call's operands) and
+    replace the call's results by what the callee returns."""
+    body = callee.body.blocks.first
+    assert body is not None
+    values: dict[SSAValue, SSAValue] = dict(zip(body.args, call.arguments, strict=True))
+    terminator = body.last_op
+    assert isinstance(terminator, func.ReturnOp)
+    for op in body.ops:
+        if op is not terminator:
+            Rewriter.insert_op(op.clone(value_mapper=values), InsertPoint.before(call))
+    results = [values.get(v, v) for v in terminator.arguments]
+    for old, new in zip(call.results, results, strict=True):
+        old.replace_all_uses_with(new)
+    Rewriter.erase_op(call)
+
+
+def inlinable_functions(module: ModuleOp, asked: tuple[str, ...]) -> dict[str, func.FuncOp]:
+    """The module's functions whose calls may be inlined: those with a single-block body (and,
+    given `callees`, only those named; an unknown or bodiless one is an error)."""
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    for name in asked:
+        if name not in functions:
+            raise CcoptError(f"inline: no function @{name} in the module")
+        if not functions[name].body.blocks:
+            raise CcoptError(f"inline: @{name} is a declaration; it has no body to inline")
+    chosen = set(asked) if asked else set(functions)
+    for name in list(chosen):
+        f = functions[name]
+        if len(f.body.blocks) > 1:
+            raise OpError(f, f"has {len(f.body.blocks)} blocks; only single-block functions inline")
+        if not f.body.blocks:
+            chosen.discard(name)
+    return {name: functions[name] for name in chosen}
+
+
+def apply_inline(module: ModuleOp, asked: tuple[str, ...]) -> None:
+    inlinable = inlinable_functions(module, asked)
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    remaining: dict[str, int] = {}  # callee -> calls to it not inlined
+    for op in module.walk():
+        if isinstance(op, func.CallOp):
+            remaining[callee_name(op)] = remaining.get(callee_name(op), 0) + 1
+    for _, calls in bottom_up(functions, set(inlinable)):
+        for call in calls:
+            remaining[callee_name(call)] -= 1
+            inline_call(call, inlinable[callee_name(call)])
+    for name, f in inlinable.items():
+        if remaining.get(name) == 0 and is_private(f):
+            Rewriter.erase_op(f)
+
+
+def is_private(f: Operation) -> bool:
+    assert isinstance(f, func.FuncOp)
+    return f.sym_visibility is not None and f.sym_visibility.data == "private"
