@@ -73,7 +73,7 @@ class ReferenceInterpreter:
         """An L3 function writes its results into output buffers passed last and updates
         arguments in their own buffers (`kernel.updated`)."""
         from ccopt.dialects.kernel import BufferType
-        from ccopt.interpreters.distributed import DistTensor, numpy_dtype
+        from ccopt.interpreters.distributed import DistTensor, garbage, numpy_dtype
 
         block = f.body.blocks[0]
         outputs = []
@@ -84,7 +84,7 @@ class ReferenceInterpreter:
             dtype = numpy_dtype(t.element_type)
             outputs.append(
                 DistTensor(
-                    t, mesh, [np.zeros(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()]
+                    t, mesh, [garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()]
                 )
             )
         with np.errstate(all="ignore"):

@@ -250,3 +250,11 @@ def impl_each(
     call before `register_impls`."""
     for op_type in op_types:
         setattr(functions, f"_run_{op_type.__name__}", impl(op_type)(method))
+
+
+def garbage(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Storage as the device hands it out (cudaMalloc does not clear): all-ones bytes - NaN
+    floats, -1 integers - so a kernel-level program that reads before it writes shows it."""
+    array = np.empty(shape, dtype)
+    array.reshape(-1).view(np.uint8)[...] = 0xFF
+    return array

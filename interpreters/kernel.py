@@ -15,7 +15,13 @@ from ccopt.dialects import kernel as k
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.interpreters import coll as coll_impl
 from ccopt.interpreters import dtensor as dt_impl
-from ccopt.interpreters.distributed import DistTensor, impl_each, numpy_dtype, relative
+from ccopt.interpreters.distributed import (
+    DistTensor,
+    garbage,
+    impl_each,
+    numpy_dtype,
+    relative,
+)
 from ccopt.mesh import Mesh
 
 
@@ -45,7 +51,7 @@ class KernelFunctions(InterpreterFunctions):
         dtype = numpy_dtype(t.element_type)
         return (
             DistTensor(
-                t, mesh, [np.zeros(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()]
+                t, mesh, [garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()]
             ),
         )
 

@@ -94,7 +94,7 @@ def run_on_host(
     """Per-rank shards of every output (`result<i>` and updated arguments) after running the
     program's generated CUDA on the CPU harness with the given global inputs."""
     from ccopt.backends.cuda.emit import emit_cuda
-    from ccopt.interpreters.distributed import distribute, numpy_dtype
+    from ccopt.interpreters.distributed import distribute, garbage, numpy_dtype
     from ccopt.runner import argument_names, argument_tensor, input_arguments, module_meshes
 
     f = kernel_function(module, entry)
@@ -111,7 +111,7 @@ def run_on_host(
     for r in results:
         t = argument_tensor(r)
         dtype = numpy_dtype(t.element_type)
-        per_arg.append([np.zeros(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()])
+        per_arg.append([garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()])
     per_arg = [[np.array(s, order="C") for s in shards] for shards in per_arg]
     pointers = (ctypes.c_void_p * (mesh.rank_count * len(per_arg)))()
     for rank in range(mesh.rank_count):

@@ -287,8 +287,11 @@ inline void enqueue(cudaStream_t s, std::function<void()> f) {
 }
 }  // namespace ccopt_host
 
+// Device memory starts as garbage, as cudaMalloc's does: all-ones bytes (NaN floats, -1
+// integers), so code that reads a buffer before writing it fails the comparison.
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
-  *p = std::calloc(bytes ? bytes : 1, 1);
+  *p = std::malloc(bytes ? bytes : 1);
+  if (*p) std::memset(*p, 0xFF, bytes ? bytes : 1);
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 inline cudaError_t cudaFree(void* p) {
