@@ -97,6 +97,7 @@ def verify_module(module: Operation) -> None:
             raise OpError(op, first_line(e).removeprefix("Operation does not verify: ")) from None
     check_dominance(module)
     check_call_updates(module)
+    check_memory_plans(module)
 
 
 def check_dominance(op: Operation) -> None:
@@ -161,3 +162,21 @@ def check_call_updates(module: Operation) -> None:
                         f"'{updater[operand].name}'",
                     )
                 updater[operand] = call
+
+
+def check_memory_plans(module: Operation) -> None:
+    """Kernel-level functions with a planned workspace (`kernel.workspace`, bytes) keep every
+    buffer inside it and never let two buffers share bytes while both may be in use."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import IntegerAttr
+
+    functions = module.ops if isinstance(module, ModuleOp) else module.walk()
+    for f in functions:
+        workspace = f.attributes.get("kernel.workspace") if isinstance(f, func.FuncOp) else None
+        if workspace is None:
+            continue
+        if not isinstance(workspace, IntegerAttr) or workspace.value.data < 0:
+            raise OpError(f, "kernel.workspace must be a non-negative integer (bytes)")
+        from ccopt.streams import check_memory_plan
+
+        check_memory_plan(f, workspace.value.data)

@@ -19,6 +19,7 @@ kernel.nccl_all_gather %w_blk -> %w over [dp] stream 0 : ...     // in place: %w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -28,6 +29,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     TensorType,
     UnitAttr,
     f64,
@@ -164,19 +166,57 @@ def _infer(op: Operation, fn, *args):  # noqa: ANN001, ANN202 - inference errors
 # --- storage --------------------------------------------------------------------------------
 
 
+WORKSPACE_ALIGN = 256
+"""Bytes every workspace buffer starts on (cudaMalloc's alignment; enough for any vector load)."""
+
+
+def element_bytes(t: DTensorType) -> int:
+    """Bytes per element as stored (an i1 takes a byte)."""
+    element = t.element_type
+    width = element.width.data if isinstance(element, IntegerType) else element.bitwidth  # type: ignore[attr-defined]
+    return max(1, width // 8)
+
+
+def buffer_bytes(t: DTensorType, mesh: Mesh) -> int:
+    """Workspace bytes of a buffer: the largest rank's block (every rank runs the same program,
+    so offsets are the same on all), rounded up to the alignment."""
+    largest = max(prod(t.local_shape(mesh, c)) for c in mesh.all_coords())
+    size = max(largest * element_bytes(t), 1)
+    return -(-size // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
-    """Storage for the rank's block of a value (allocated from the program's workspace)."""
+    """Storage for the rank's block of a value, in the function's workspace; `offset` (bytes),
+    once memory is planned (`plan-memory`), says where - buffers whose lives do not overlap
+    share bytes."""
 
     name = "kernel.alloc"
+    offset = opt_prop_def(IntegerAttr[I64])
     result = result_def(BufferType)
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = "(`offset` $offset^)? attr-dict `:` type($result)"
 
-    def __init__(self, tensor: DTensorType):
-        super().__init__(result_types=[BufferType(tensor)])
+    def __init__(self, tensor: DTensorType, offset: int | None = None):
+        props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        super().__init__(result_types=[BufferType(tensor)], properties=props)
+
+    def byte_offset(self) -> int | None:
+        return None if self.offset is None else self.offset.value.data
 
     def verify_(self) -> None:
         verify_buffers(self)
+        offset = self.byte_offset()
+        if offset is None:
+            return
+        if offset < 0 or offset % WORKSPACE_ALIGN:
+            raise VerifyException(
+                f"offset {offset} must be a non-negative multiple of {WORKSPACE_ALIGN}"
+            )
+        f = self.parent_op()
+        if f is not None and "kernel.workspace" not in f.attributes:
+            raise VerifyException(
+                "has an offset, but its function has no planned workspace (kernel.workspace)"
+            )
 
 
 @irdl_op_definition

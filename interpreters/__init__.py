@@ -33,6 +33,7 @@ class ReferenceInterpreter:
         from ccopt.interpreters.sched import SchedFunctions
 
         self.dtensor = DtensorFunctions(meshes)
+        self.kernel = KernelFunctions(self.dtensor)
         self.interpreter = Interpreter(module)
         for functions in (
             BuiltinFunctions(),
@@ -43,7 +44,7 @@ class ReferenceInterpreter:
             self.dtensor,
             CollFunctions(),
             SchedFunctions(),
-            KernelFunctions(self.dtensor),
+            self.kernel,
         ):
             self.interpreter.register_implementations(functions)
         self.interpreter.register_implementations(
@@ -87,6 +88,7 @@ class ReferenceInterpreter:
                     t, mesh, [garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()]
                 )
             )
+        self.kernel.workspaces.clear()  # each call starts from fresh (garbage) device memory
         with np.errstate(all="ignore"):
             self.interpreter.call_op(f.sym_name.data, (*args, *outputs))
         updated = f.attributes["kernel.updated"].get_values()  # type: ignore[union-attr]

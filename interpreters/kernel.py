@@ -8,8 +8,11 @@ Streams and events do not change results and run in program order.
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Operation
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.dtensor_type import DTensorType
@@ -37,6 +40,16 @@ class KernelFunctions(InterpreterFunctions):
 
     def __init__(self, dtensor: dt_impl.DtensorFunctions):
         self.dtensor = dtensor
+        self.workspaces: dict[Operation, list[np.ndarray]] = {}  # function -> per-rank bytes
+
+    def workspace(self, f: Operation, mesh: Mesh) -> list[np.ndarray]:
+        """The planned function's workspace on every rank, as cudaMalloc leaves it (garbage)."""
+        if f not in self.workspaces:
+            size = f.attributes["kernel.workspace"].value.data  # type: ignore[union-attr]
+            self.workspaces[f] = [
+                garbage((size,), np.dtype(np.uint8)) for _ in range(mesh.rank_count)
+            ]
+        return self.workspaces[f]
 
     def mesh(self, t: DTensorType) -> Mesh:
         return self.dtensor.mesh(t)
@@ -49,11 +62,16 @@ class KernelFunctions(InterpreterFunctions):
         t = k.tensor_of(op.result)
         mesh = self.mesh(t)
         dtype = numpy_dtype(t.element_type)
-        return (
-            DistTensor(
-                t, mesh, [garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()]
-            ),
-        )
+        shapes = [t.local_shape(mesh, c) for c in mesh.all_coords()]
+        offset, f = op.byte_offset(), op.parent_op()
+        if offset is None or f is None:
+            return (DistTensor(t, mesh, [garbage(shape, dtype) for shape in shapes]),)
+        # planned: a view of the workspace, so buffers sharing bytes really overwrite each other
+        views = [
+            arena[offset : offset + prod(shape) * dtype.itemsize].view(dtype).reshape(shape)
+            for arena, shape in zip(self.workspace(f, mesh), shapes, strict=True)
+        ]
+        return (DistTensor(t, mesh, views),)
 
     @impl(k.ViewOp)
     def run_view(self, interpreter: Interpreter, op: k.ViewOp, args: PythonValues) -> PythonValues:

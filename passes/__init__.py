@@ -81,6 +81,12 @@ def _convert_to_kernel() -> type[ModulePass]:
     return ConvertToKernel
 
 
+def _plan_memory() -> type[ModulePass]:
+    from ccopt.passes.plan_memory import PlanMemory
+
+    return PlanMemory
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
@@ -93,6 +99,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "overlap": _overlap,
     "inline": _inline,
     "convert-to-kernel": _convert_to_kernel,
+    "plan-memory": _plan_memory,
 }
 
 

@@ -81,8 +81,8 @@ class CcoptMain(xDSLOptMain):
         parser.add_argument(
             "--build",
             action="store_true",
-            help="compile the result (lowered with inline,convert-to-kernel if needed) into a pybind11 "
-            "module with nvcc and print its path",
+            help="compile the result (lowered with inline,convert-to-kernel,plan-memory if "
+            "needed) into a pybind11 module with nvcc and print its path",
         )
         parser.add_argument(
             "--arch",

@@ -164,8 +164,8 @@ def build(
     archs: Sequence[str] = DEFAULT_ARCHS,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> ModuleType:
-    """Lower `program` (path, text or module) through `pipeline`, inline and convert-to-kernel,
-    emit CUDA and the binding, build them (cached by content hash) and import the module."""
+    """Lower `program` (path, text or module) through `pipeline`, inline, convert-to-kernel and
+    plan-memory, emit CUDA and the binding, build them (cached by content hash) and import the module."""
     from ccopt.backends.cuda.cpu import cache_dir as default_cache
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
     from ccopt.runner import bind_mesh, find_entry, load_program, run_pipeline
@@ -177,6 +177,9 @@ def build(
         run_pipeline(module, ",".join(p for p in (pipeline, "inline", "convert-to-kernel") if p))
     elif pipeline:
         run_pipeline(module, pipeline)
+    f = find_entry(module, entry)
+    if "kernel.workspace" not in f.attributes:
+        run_pipeline(module, "plan-memory")
     name = f.sym_name.data
     source = emit_cuda(module, name)
     key = content_hash(source, " ".join(archs), _toolchain())

@@ -25,7 +25,7 @@ from math import prod
 
 import jinja2
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
@@ -34,7 +34,7 @@ from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
 from ccopt.interpreters.distributed import identity, intersect, numpy_dtype, relative
 from ccopt.mesh import Mesh
 
-ALIGN = 256
+ALIGN = k.WORKSPACE_ALIGN
 NCCL_TYPES = {
     "__half": "ncclFloat16",
     "__nv_bfloat16": "ncclBfloat16",
@@ -138,6 +138,9 @@ class Emitter:
         self.f = f
         self.mesh = mesh
         self.program = Program(f.sym_name.data, mesh)
+        planned = f.attributes.get("kernel.workspace")
+        if isinstance(planned, IntegerAttr):  # plan-memory placed the buffers; staging goes after
+            self.program.workspace = -(-planned.value.data // ALIGN) * ALIGN
         self.buffers: dict[SSAValue, Buffer] = {}
         self.events: dict[SSAValue, int] = {}
         self.counter = 0
@@ -190,11 +193,14 @@ class Emitter:
     def buffer(self, value: SSAValue) -> Buffer:
         return self.buffers[value]
 
-    def allocate(self, value: SSAValue) -> None:
+    def allocate(self, alloc: k.AllocOp) -> None:
+        value = alloc.result
         t = k.tensor_of(value)
-        offset = self.program.workspace
-        size = self.capacity(t) * numpy_dtype(t.element_type).itemsize
-        self.program.workspace += -(-max(size, 1) // ALIGN) * ALIGN
+        offset = alloc.byte_offset()
+        if offset is None:
+            offset = self.program.workspace
+            size = self.capacity(t) * numpy_dtype(t.element_type).itemsize
+            self.program.workspace += -(-max(size, 1) // ALIGN) * ALIGN
         self.buffers[value] = Buffer(
             f"reinterpret_cast<{ctype(t.element_type)}*>(ctx->workspace + {offset})", t
         )
@@ -249,7 +255,7 @@ class Emitter:
     def emit_op(self, op: Operation) -> None:
         match op:
             case k.AllocOp():
-                self.allocate(op.result)
+                self.allocate(op)
             case k.ViewOp():
                 source = self.buffer(op.source)
                 t = k.tensor_of(op.result)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -39,8 +39,10 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FunctionType,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
+    i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -669,10 +671,11 @@ PASSES = [
     f"{SPLIT},{REORDER},{FUSE},overlap{{chunks=2}}",
     f"pipeline-p2p,{FUSE}",
     f"pipeline-p2p,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},fuse-collective,overlap{{chunks=3}}",
-    # down to the kernel level (buffers, streams, NCCL calls)
+    # down to the kernel level (buffers, streams, NCCL calls), memory planned or not
     "convert-to-kernel",
-    f"{SPLIT},{REORDER},{FUSE},fuse-collective,convert-to-kernel",
-    f"pipeline-p2p,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},overlap{{chunks=2}},convert-to-kernel",
+    "convert-to-kernel,plan-memory",
+    f"{SPLIT},{REORDER},{FUSE},fuse-collective,convert-to-kernel,plan-memory",
+    f"pipeline-p2p,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},overlap{{chunks=2}},convert-to-kernel,plan-memory",
 ]
 
 
@@ -698,7 +701,7 @@ def test_pass_keeps_outputs(
 def level_above_kernels(optimize: Callable, module: ModuleOp, pipeline: str) -> ModuleOp:
     """The program after `pipeline` but before convert-to-kernel: its function type still says
     how each output is distributed (buffers at the kernel level do not)."""
-    passes = pipeline.removesuffix("convert-to-kernel").rstrip(",")
+    passes = pipeline.removesuffix(",plan-memory").removesuffix("convert-to-kernel").rstrip(",")
     return optimize(module, passes)[1] if passes else module
 
 
@@ -863,3 +866,46 @@ def test_outlined_programs_run_and_inline_back(prog: Program, data: st.DataObjec
     pipeline = f"inline,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},convert-to-kernel"
     report = ccopt.check_pipeline(module, pipeline, prog.inputs, rtol=prog.rtol, atol=prog.atol)
     assert report.ok, f"{pipeline}: {describe(report)}"
+
+
+# --- memory plans: the checker accepts only plans that compute the same values ----------------------
+@SETTINGS
+@given(prog=programs(), data=st.data())
+def test_memory_plans_the_verifier_accepts_compute_the_same(
+    prog: Program, data: st.DataObject
+) -> None:
+    """Moving buffers of a planned program to other offsets: the verifier either rejects the
+    plan (buffers sharing bytes while both are in use) or the program - whose buffers the
+    interpreter places in one workspace per rank - still computes the same values."""
+    from ccopt.diagnostics import OpError
+    from ccopt.dialects import kernel as k
+    from ccopt.runner import apply_pipeline, compare_modules
+
+    planned = apply_pipeline(prog.module, "convert-to-kernel,plan-memory")
+    allocs = [op for op in planned.walk() if isinstance(op, k.AllocOp)]
+    assume(len(allocs) >= 2)
+    offsets = sorted({a.byte_offset() for a in allocs})
+    for alloc in data.draw(st.lists(st.sampled_from(allocs), min_size=1, max_size=3)):
+        alloc.offset = IntegerAttr(data.draw(st.sampled_from(offsets)), i64)
+    f = next(op for op in planned.ops if isinstance(op, func.FuncOp))
+    top = max(a.byte_offset() + buffer_size(a) for a in allocs)  # type: ignore[operator]
+    f.attributes["kernel.workspace"] = IntegerAttr(top, i64)
+    try:
+        verify_module(planned)
+    except OpError as e:
+        assert "overlap" in e.message
+        event("the verifier rejects the plan")
+        return
+    event("the verifier accepts the plan")
+    same = compare_modules(prog.module, planned, prog.inputs, rtol=prog.rtol, atol=prog.atol)
+    assert same.ok, describe(same)
+
+
+def buffer_size(alloc: Operation) -> int:
+    from ccopt.dialects import kernel as k
+    from ccopt.dialects.dtensor import lookup_mesh
+
+    t = k.tensor_of(alloc.results[0])
+    mesh = lookup_mesh(alloc, t.mesh_name)
+    assert mesh is not None
+    return k.buffer_bytes(t, mesh)

@@ -521,3 +521,91 @@ func.func @local_block_partial(%x: !kernel.buffer<8xf32, @t[P(sum)]>, %o: !kerne
   kernel.local_block %x -> %o over [tp] dim 0 stream 0 : !kernel.buffer<8xf32, @t[P(sum)]> -> !kernel.buffer<8xf32, @t[S(0)]>
   func.return
 }
+
+// ===== planned memory (kernel.workspace, alloc offsets) =====
+
+// -----
+
+// Offsets are aligned like cudaMalloc's pointers.
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @misaligned(%x: !v) attributes {kernel.workspace = 1024 : i64} {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.alloc' op offset 100 must be a non-negative multiple of 256
+  %a = kernel.alloc offset 100 : !v
+  func.return
+}
+
+// -----
+
+// An offset means nothing without the workspace it is in.
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @offset_without_workspace(%x: !v) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.alloc' op has an offset, but its function has no planned workspace (kernel.workspace)
+  %a = kernel.alloc offset 0 : !v
+  func.return
+}
+
+// -----
+
+// A planned function places every buffer.
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @unplaced(%x: !v) attributes {kernel.workspace = 1024 : i64} {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.alloc' op has no offset, but the function's memory is planned
+  %a = kernel.alloc : !v
+  kernel.copy %x -> %a stream 0 : !v
+  func.return
+}
+
+// -----
+
+// Every buffer fits in the workspace (64 f32 take 256 bytes).
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @outside_workspace(%x: !v) attributes {kernel.workspace = 256 : i64} {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.alloc' op bytes [256, 512) exceed the workspace (256)
+  %a = kernel.alloc offset 256 : !v
+  kernel.copy %x -> %a stream 0 : !v
+  func.return
+}
+
+// -----
+
+// Two live buffers in the same bytes: b is written while a is still to be read.
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @overlapping_lives(%x: !v, %result0: !v) attributes {kernel.results = 1 : i64, kernel.workspace = 512 : i64} {
+  %a = kernel.alloc offset 0 : !v
+  kernel.copy %x -> %a stream 0 : !v
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.alloc' op bytes [0, 256) overlap those of %a [0, 256), which may still be in use when this buffer is first written (not every op on it is ordered before that 'kernel.copy')
+  %b = kernel.alloc offset 0 : !v
+  kernel.copy %a -> %b stream 0 : !v
+  kernel.copy %b -> %result0 stream 0 : !v
+  func.return
+}
+
+// -----
+
+// Dead in program order but not in time: stream 1 may write b while stream 0 still reads a.
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @unordered_reuse(%x: !v, %result0: !v, %result1: !v) attributes {kernel.results = 2 : i64, kernel.workspace = 256 : i64} {
+  %a = kernel.alloc offset 0 : !v
+  kernel.copy %x -> %a stream 0 : !v
+  kernel.copy %a -> %result0 stream 0 : !v
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.alloc' op bytes [0, 256) overlap those of %a [0, 256), which may still be in use
+  %b = kernel.alloc offset 0 : !v
+  kernel.copy %x -> %b stream 1 : !v
+  kernel.copy %b -> %result1 stream 1 : !v
+  func.return
+}
+
+// -----
+
+// The workspace is a byte count.
+dtensor.mesh @t [tp=4]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op kernel.workspace must be a non-negative integer (bytes)
+func.func @bad_workspace() attributes {kernel.workspace = "big"} {
+  func.return
+}

@@ -1,0 +1,186 @@
+"""What runs before what at the kernel level, and how long each workspace buffer lives.
+
+The host issues device ops in program order; each stream runs its ops in issue order; an
+`event_wait` makes later work on its stream wait for everything its `event_record` marked. So
+op `a` surely completes before op `b` starts exactly when `a` is on `b`'s stream and issued
+earlier, or a chain of record/wait pairs leads from after `a` to before `b`. Vector clocks give
+that in one pass: for every op, how many ops of each stream are known complete when it starts.
+
+Buffer lives are what memory planning (`plan-memory`) and its checker need: a buffer's bytes
+may be reused by a later buffer only once every op touching it - through any view - has
+completed before the later buffer's first writer starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from ccopt.dialects import kernel as k
+
+
+class StreamOrder:
+    """Happens-before between the device ops of one block (vector clocks)."""
+
+    def __init__(self, ops: Iterable[Operation]):
+        self.place: dict[Operation, tuple[int, int]] = {}  # op -> (stream, index on it)
+        self.clock: dict[Operation, dict[int, int]] = {}  # op -> stream -> ops complete before
+        issued: dict[int, int] = {}
+        known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume
+        events: dict[SSAValue, dict[int, int]] = {}
+        for op in ops:
+            if not isinstance(op, k.DeviceOp):
+                continue
+            s = op.stream_index()
+            clock = known.setdefault(s, {})
+            clock[s] = issued.get(s, 0)  # a stream runs its ops in order
+            if isinstance(op, k.EventWaitOp):
+                for t, n in events.get(op.event, {}).items():
+                    clock[t] = max(clock.get(t, 0), n)
+            self.place[op] = (s, clock[s])
+            self.clock[op] = dict(clock)
+            issued[s] = clock[s] + 1
+            if isinstance(op, k.EventRecordOp):
+                events[op.event] = {**clock, s: issued[s]}
+
+    def before(self, stream: int, index: int, op: Operation) -> bool:
+        """Whether the `index`-th op of `stream` has completed when `op` starts."""
+        return self.clock[op].get(stream, 0) > index
+
+
+@dataclass
+class BufferLife:
+    """A workspace buffer (a `kernel.alloc`) and the device ops that touch it."""
+
+    alloc: k.AllocOp
+    first: Operation | None = None  # its first device op in program order: the writer
+    last: int = -1  # program position of its last device op
+    last_on: dict[int, int] = field(default_factory=dict)  # stream -> index of its last op there
+    escapes: Operation | None = None  # a non-device op using it: its bytes are never shared
+
+    def bytes(self) -> int:
+        from ccopt.dialects.dtensor import lookup_mesh
+
+        t = k.tensor_of(self.alloc.result)
+        mesh = lookup_mesh(self.alloc, t.mesh_name)
+        assert mesh is not None, "a verified alloc sits on a declared mesh"
+        return k.buffer_bytes(t, mesh)
+
+    def dead_before(self, op: Operation, order: StreamOrder, position: int) -> bool:
+        """Every op touching this buffer has completed before `op` (at `position`) starts."""
+        return self.escapes is None and (
+            self.first is None
+            or (
+                self.last < position
+                and all(order.before(s, i, op) for s, i in self.last_on.items())
+            )
+        )
+
+
+def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[Operation, int]]:
+    """The life of every alloc of `block` (views count as their buffer), in allocation order,
+    and every op's program position."""
+    lives: dict[SSAValue, BufferLife] = {}
+    positions: dict[Operation, int] = {}
+    for position, op in enumerate(block.ops):
+        positions[op] = position
+        if isinstance(op, k.AllocOp):
+            lives[op.result] = BufferLife(op)
+        elif isinstance(op, k.ViewOp | k.BlockViewOp):
+            if op.source in lives:
+                lives[op.result] = lives[op.source]
+        else:
+            for life in {id(lives[v]): lives[v] for v in op.operands if v in lives}.values():
+                if not isinstance(op, k.DeviceOp):
+                    life.escapes = life.escapes or op
+                    continue
+                life.first = life.first or op
+                life.last = position
+                stream, index = order.place[op]
+                life.last_on[stream] = index
+    unique = {id(life): life for life in lives.values()}
+    return list(unique.values()), positions
+
+
+class LiveBuffers:
+    """The placed buffers that may still be in use, asked at the first writers of new buffers
+    in program order. A buffer leaves once it is dead before the next op of every stream, so
+    the set stays as small as what is really live."""
+
+    def __init__(self, block: Block, order: StreamOrder, positions: dict[Operation, int]):
+        self.order, self.positions = order, positions
+        self.streams: dict[int, list[Operation]] = {}
+        for op in block.ops:
+            if op in order.place:
+                self.streams.setdefault(order.place[op][0], []).append(op)
+        self.cursor = dict.fromkeys(self.streams, 0)
+        self.placed: list[tuple[BufferLife, int, int]] = []  # life, first byte, end byte
+
+    def in_use_at(self, op: Operation) -> list[tuple[BufferLife, int, int]]:
+        """The placed buffers that `op` (a first writer) must not overwrite."""
+        position = self.positions[op]
+        upcoming = []
+        for stream, ops in self.streams.items():
+            i = self.cursor[stream]
+            while i < len(ops) and self.positions[ops[i]] < position:
+                i += 1
+            self.cursor[stream] = i
+            if i < len(ops):
+                upcoming.append(ops[i])
+        self.placed = [
+            p
+            for p in self.placed
+            if not all(p[0].dead_before(n, self.order, self.positions[n]) for n in upcoming)
+        ]
+        return [p for p in self.placed if not p[0].dead_before(op, self.order, position)]
+
+    def add(self, life: BufferLife, start: int, stop: int) -> None:
+        self.placed.append((life, start, stop))
+
+
+def lives_in_order(
+    f: Operation,
+) -> tuple[list[BufferLife], LiveBuffers] | None:
+    """The function's buffers by first use, with the live set to place them against."""
+    block = f.regions[0].blocks.first
+    if block is None:
+        return None
+    order = StreamOrder(block.ops)
+    lives, positions = buffer_lives(block, order)
+    ordered = sorted(lives, key=lambda b: positions[b.first] if b.first else -1)
+    return ordered, LiveBuffers(block, order, positions)
+
+
+def check_memory_plan(f: Operation, workspace: int) -> None:
+    """A planned function's buffers fit its workspace and never share bytes while both may be
+    in use (on any stream); raises OpError at the buffer whose bytes are taken."""
+    from ccopt.diagnostics import OpError
+
+    found = lives_in_order(f)
+    if found is None:
+        return
+    lives, live = found
+    for life in lives:
+        offset = life.alloc.byte_offset()
+        if offset is None:
+            raise OpError(life.alloc, "has no offset, but the function's memory is planned")
+        end = offset + life.bytes()
+        if end > workspace:
+            raise OpError(life.alloc, f"bytes [{offset}, {end}) exceed the workspace ({workspace})")
+        if life.first is None:
+            continue
+        for other, start, stop in live.in_use_at(life.first):
+            if start < end and offset < stop:
+                raise OpError(
+                    life.alloc,
+                    f"bytes [{offset}, {end}) overlap those of %{name(other.alloc.result)} "
+                    f"[{start}, {stop}), which may still be in use when this buffer is first "
+                    f"written (not every op on it is ordered before that '{life.first.name}')",
+                )
+        live.add(life, offset, end)
+
+
+def name(value: SSAValue) -> str:
+    return value.name_hint or "buffer"

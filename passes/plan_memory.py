@@ -1,0 +1,87 @@
+"""`plan-memory`: place every workspace buffer of a kernel-level function at a byte offset,
+reusing the bytes of buffers that are dead - on every stream that touched them.
+
+Without a plan each `kernel.alloc` has bytes of its own, so a program needs the sum of all its
+intermediates. With one, a buffer takes the lowest bytes (first fit) not held by a buffer that
+may still be in use when it is first written: one whose ops are not all ordered before that
+writer by stream order and event waits (`ccopt.streams`). Overlapped chunks on two streams keep
+their buffers apart until an event orders them; a chain of kernels ping-pongs between two.
+The function records the workspace it needs (`kernel.workspace`, bytes); the verifier checks
+every plan it reads, so a hand-written one that overlaps live buffers is rejected.
+
+```mlir
+%a = kernel.alloc offset 0 : !kernel.buffer<1024xf32, @dp[R]>
+kernel.elementwise ins(%x) outs(%a) stream 0 : ... // a = f(x)
+%b = kernel.alloc offset 4096 : !kernel.buffer<1024xf32, @dp[R]>
+kernel.elementwise ins(%a) outs(%b) stream 0 : ... // b = g(a): a is read, so b takes new bytes
+%c = kernel.alloc offset 0 : !kernel.buffer<1024xf32, @dp[R]>
+kernel.elementwise ins(%b) outs(%c) stream 0 : ... // c = h(b): a is dead, c reuses its bytes
+```
+Options: `reuse=false` gives every buffer its own bytes (the unplanned footprint, planned).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
+
+from ccopt.diagnostics import CcoptError
+from ccopt.streams import lives_in_order
+
+WORKSPACE = "kernel.workspace"
+
+
+def first_fit(busy: list[tuple[int, int]], size: int) -> int:
+    """The lowest offset where `size` bytes avoid every busy [start, stop)."""
+    offset = 0
+    for start, stop in sorted(busy):
+        if offset + size <= start:
+            break
+        offset = max(offset, stop)
+    return offset
+
+
+def plan_function(f: func.FuncOp, reuse: bool) -> int:
+    """Set every alloc's offset; returns the workspace bytes the function needs."""
+    found = lives_in_order(f)
+    if found is None:
+        return 0
+    lives, live = found
+    top = 0
+    for life in lives:
+        size = life.bytes()
+        if life.first is None:
+            offset = 0  # never touched: any bytes will do
+        elif reuse:
+            offset = first_fit([(a, b) for _, a, b in live.in_use_at(life.first)], size)
+            live.add(life, offset, offset + size)
+        else:
+            offset = top
+        life.alloc.offset = IntegerAttr(offset, i64)
+        top = max(top, offset + size)
+    f.attributes[WORKSPACE] = IntegerAttr(top, i64)
+    return top
+
+
+@dataclass(frozen=True)
+class PlanMemory(ModulePass):
+    """Place workspace buffers at byte offsets, sharing bytes between buffers whose lives do not
+    overlap on any stream."""
+
+    name = "plan-memory"
+
+    reuse: bool = True
+    """Share the bytes of dead buffers; false gives each buffer its own."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernels = [
+            f for f in op.ops if isinstance(f, func.FuncOp) and "kernel.results" in f.attributes
+        ]
+        if not kernels:
+            raise CcoptError("plan-memory: no kernel-level function; run convert-to-kernel first")
+        for f in kernels:
+            plan_function(f, self.reuse)
