@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="interpreter runs per measurement")
     args = parser.parse_args()
     header = (
-        f"{'workload':24} {'schedule':18} {'kernels':>8} {'nccl':>6} {'nccl bytes':>11} "
+        f"{'workload':24} {'schedule':26} {'kernels':>8} {'nccl':>6} {'nccl bytes':>11} "
         f"{'buffers':>8} {'workspace':>10} {'interp':>7} {'plan':>6}"
     )
     print("ratios against the unoptimized program of the same workload, this run (lower is better)")
@@ -102,14 +102,14 @@ def main() -> None:
     for name, schedules in PIPELINES.items():
         base = measure(name, "", args.repeat)
         print(
-            f"{name:24} {'unoptimized':18} {base.kernels:>8} {base.nccl_calls:>6} "
+            f"{name:24} {'unoptimized':26} {base.kernels:>8} {base.nccl_calls:>6} "
             f"{base.nccl_bytes:>11} {base.buffer_bytes:>8} {base.workspace:>10} "
             f"{base.seconds * 1e3:>5.1f}ms {ratio(base.workspace, base.unplanned):>6}"
         )
         for schedule, pipeline in schedules.items():
             cost = measure(name, pipeline, args.repeat)
             print(
-                f"{'':24} {schedule:18} {ratio(cost.kernels, base.kernels):>8} "
+                f"{'':24} {schedule:26} {ratio(cost.kernels, base.kernels):>8} "
                 f"{ratio(cost.nccl_calls, base.nccl_calls):>6} "
                 f"{ratio(cost.nccl_bytes, base.nccl_bytes):>11} "
                 f"{ratio(cost.buffer_bytes, base.buffer_bytes):>8} "

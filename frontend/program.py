@@ -501,7 +501,8 @@ class Program:
         return [Tensor(self, op.results[0]) for op in plan_members(owner, None)]
 
     def overlap(self, t: Tensor, chunks: int = 4) -> None:
-        """Pipeline the collective producing `t` (or the all_gather `t` feeding a matmul) with
+        """Pipeline the collective producing `t` (all_reduce, reduce_scatter or a fused
+        collective; or the all_gather `t` feeding a matmul) with
         its matmul in `chunks` chunks on two streams."""
         tag = self._tag([t])
         self.apply(f"overlap{{tags={tag} chunks={chunks}}}")

@@ -216,6 +216,21 @@ def megatron_overlapped(chunks: int) -> Callable[[Program], None]:
     return schedule
 
 
+def megatron_fused_overlapped(chunks: int) -> Callable[[Program], None]:
+    """CoCoNeT's best Megatron schedule: reduce-scatter, bias/dropout/residual on the slice and
+    all-gather as one fused collective, pipelined with the matmul in chunks."""
+
+    def schedule(p: Program) -> None:
+        from ccopt.dialects.coll import ReduceScatterOp
+
+        rs_compute_ag(())(p)
+        rs = _the(p, ReduceScatterOp)
+        fused = p.fuse(rs, *p.slice_compute(rs))
+        p.overlap(fused[0], chunks)
+
+    return schedule
+
+
 def pipeline_sliced_transfer(p: Program) -> None:
     """Reduce-scatter in the stage, compute on the slice, send the slice, all-gather after."""
     from ccopt.dialects.coll import ShiftOp
@@ -238,6 +253,7 @@ SCHEDULES: dict[str, dict[str, Callable[[Program], None]]] = {
         "fused": ar_fused_compute,
         "split-reorder-fuse": rs_compute_ag(()),
         "overlap": megatron_overlapped(4),
+        "fused-collective-overlap": megatron_fused_overlapped(4),
     },
     "pipeline_boundary": {"sliced-transfer": pipeline_sliced_transfer},
     "fusion_legality": {
@@ -248,6 +264,7 @@ SCHEDULES: dict[str, dict[str, Callable[[Program], None]]] = {
         "fused": ar_fused_compute,
         "split-reorder-fuse": rs_compute_ag(()),
         "overlap": megatron_overlapped(3),
+        "fused-collective-overlap": megatron_fused_overlapped(3),
     },
 }
 
@@ -267,6 +284,7 @@ _MEGATRON = {
     "fused": "fuse-elementwise",
     "split-reorder-fuse": f"{_OPT},fuse-elementwise",
     "overlap": f"{_OPT},fuse-elementwise,overlap{{chunks=4}}",
+    "fused-collective-overlap": f"{_OPT},fuse-elementwise,fuse-collective,overlap{{chunks=4}}",
 }
 
 PIPELINES: dict[str, dict[str, str]] = {
@@ -279,7 +297,11 @@ PIPELINES: dict[str, dict[str, str]] = {
         "fuse-w1-g1": "fuse-collective{group=g1,w1}",
         "fuse-o1-w1-g1": "fuse-collective{group=g1,w1,o1}",
     },
-    "megatron_mlp": {**_MEGATRON, "overlap": f"{_OPT},fuse-elementwise,overlap{{chunks=3}}"},
+    "megatron_mlp": {
+        **_MEGATRON,
+        "overlap": f"{_OPT},fuse-elementwise,overlap{{chunks=3}}",
+        "fused-collective-overlap": f"{_OPT},fuse-elementwise,fuse-collective,overlap{{chunks=3}}",
+    },
 }
 """The same schedules as `ccopt -p` pipelines on examples/<name>.mlir."""
 

@@ -19,6 +19,13 @@ overlap, without spin-waiting kernels):
 %r1 = sched.await %f1 ...
 %r = dtensor.concat %r0, %r1 dim 0 ...
 ```
+A fused collective (`coll.fused_all_reduce`, from fuse-collective) after a matmul is chunked the
+same way - CoCoNeT's best Megatron schedule: each chunk runs reduce-scatter, the body on its
+slice and all-gather on the communication stream; the body's other inputs are cut along the
+chunk dimension unless they broadcast along it, and a body that draws random numbers (dropout)
+gets the chunk's element indices mapped back to the whole value's, so it drops the same
+elements.
+
 The other direction (AxoNN's overlapped all-gather, async tensor parallelism): an all_gather
 feeding a matmul is chunked along a dimension that is not gathered; all chunk gathers are issued
 on the communication stream and each chunk's matmul waits only for its own gather.
@@ -32,8 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.context import Context
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -113,12 +122,19 @@ class Plan:
     ranges: list[tuple[int, int]]
 
 
-def plan_matmul_then_collective(
-    mm: dt.MatmulOp, op: coll.CollectiveOp, chunks: int, mesh: Mesh
+def plan_matmul_chunks(
+    mm: dt.MatmulOp,
+    scatter: int | None,
+    chunks: int,
+    mesh: Mesh,
+    fits: Callable[[DTensorType], object],
+    cut_elsewhere: Callable[[int], bool] = lambda d: False,
 ) -> Plan:
+    """The first matmul output dimension that is not split (in the output or an operand), not
+    scattered, not cut in some other input (`cut_elsewhere`), and whose every chunk the
+    consumer accepts (`fits` raises InferenceError otherwise)."""
     y = mm.result.type
     assert isinstance(y, DTensorType)
-    scatter = op.dim.value.data if isinstance(op, coll.ReduceScatterOp) else None
     reasons = []
     for d, carriers in enumerate(owners(mm)):
         if d == scatter or is_split(y, d) or y.get_shape()[d] < 2:
@@ -127,12 +143,13 @@ def plan_matmul_then_collective(
         if any(is_split(mm.operands[i].type, od) for i, od in carriers):  # type: ignore[arg-type]
             reasons.append(f"dimension {d} is split in an operand")
             continue
+        if cut_elsewhere(d):
+            reasons.append(f"dimension {d} is split in an input of the body")
+            continue
         ranges = chunk_ranges(y.get_shape()[d], min(chunks, y.get_shape()[d]))
-        props = {k: v for k, v in op.properties.items() if k != "chunks"}
         try:
             for a, b in ranges:
-                shape = [b - a if e == d else s for e, s in enumerate(y.get_shape())]
-                type(op).infer(y.with_shape(shape), props, mesh)
+                fits(y.with_shape(chunk_shape(y, d, a, b)))
         except InferenceError as e:
             reasons.append(f"dimension {d}: {e.located(mesh.axis_names)}")
             continue
@@ -140,35 +157,205 @@ def plan_matmul_then_collective(
     raise Refusal("no dimension of the matmul output can be chunked (" + "; ".join(reasons) + ")")
 
 
-def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> None:
-    mm = op.input.owner
+def plan_matmul_then_collective(
+    mm: dt.MatmulOp, op: coll.CollectiveOp, chunks: int, mesh: Mesh
+) -> Plan:
+    scatter = op.dim.value.data if isinstance(op, coll.ReduceScatterOp) else None
+    props = {k: v for k, v in op.properties.items() if k != "chunks"}
+    return plan_matmul_chunks(mm, scatter, chunks, mesh, lambda t: type(op).infer(t, props, mesh))
+
+
+def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
+    """The matmul whose only use is `op` (in its block), or Refusal."""
+    mm = value.owner
     if not isinstance(mm, dt.MatmulOp):
-        raise Refusal("its operand is not produced by a dtensor.matmul")
+        raise Refusal(f"{what} is not produced by a dtensor.matmul")
     if mm.result.uses.get_length() != 1 or mm.parent_block() is not op.parent_block():
         raise Refusal("the matmul's result has other uses or lives in another block")
+    return mm
+
+
+def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> None:
+    mm = producing_matmul(op, op.input, "its operand")
     mesh = mesh_of(op)
     plan = plan_matmul_then_collective(mm, op, chunks, mesh)
     carriers = owners(mm)[plan.dim]
     new_ops: list[Operation] = []
     futures = []
     for c, (a, b) in enumerate(plan.ranges):
-        operands = list(mm.operands)
-        for i, od in carriers:
-            piece = slice_dim(operands[i], od, a, b)
-            new_ops.append(piece)
-            operands[i] = piece.result
-        part = dt.MatmulOp(
-            operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
-        )
-        part.attributes.update(mm.attributes)
+        part = chunk_matmul(mm, carriers, a, b, new_ops)
         task = async_region(
             COMM_STREAM, [part.result], lambda args: rebuild_collective(op, args[0], mesh)
         )
         set_tag(task, derived_tag(op, f"chunk{c}"))
-        new_ops += [part, task]
+        new_ops.append(task)
         futures.append(task.futures[0])
     finish(op, new_ops, futures, plan.dim)
     Rewriter.erase_op(mm)
+
+
+def plan_matmul_then_fused(
+    mm: dt.MatmulOp, op: coll.FusedAllReduceOp, chunks: int, mesh: Mesh
+) -> Plan:
+    """As for a reduce-scatter, and every other input of the body must be cut along the chunk
+    dimension too (or broadcast along it)."""
+    y = mm.result.type
+    assert isinstance(y, DTensorType)
+
+    def cut_elsewhere(d: int) -> bool:
+        dims = [(v, input_dim(v, d, y)) for v in op.inputs]
+        return any(e is not None and is_split(v.type, e) for v, e in dims)  # type: ignore[arg-type]
+
+    return plan_matmul_chunks(
+        mm,
+        op.dim.value.data,
+        chunks,
+        mesh,
+        lambda t: chunk_result_types(op, t, mesh),
+        cut_elsewhere,
+    )
+
+
+def chunk_shape(t: DTensorType, dim: int, start: int, stop: int) -> list[int]:
+    return [stop - start if e == dim else s for e, s in enumerate(t.get_shape())]
+
+
+def input_dim(value: SSAValue, dim: int, iteration: DTensorType) -> int | None:
+    """The dimension of a body input that `dim` of the iteration space runs along, or None
+    when the input is broadcast along it (it lacks the dimension or has size 1 there)."""
+    t = value.type
+    assert isinstance(t, DTensorType)
+    d = dim - (iteration.rank - t.rank)
+    if d < 0 or (t.get_shape()[d] == 1 and iteration.get_shape()[dim] != 1):
+        return None
+    return d
+
+
+def chunk_result_types(
+    op: coll.FusedAllReduceOp, partial: DTensorType, mesh: Mesh
+) -> list[DTensorType]:
+    """The fused op's result types on a chunk of its partial operand: slice or gathered."""
+    whole = op.iteration_type(mesh)
+    iteration = coll.ReduceScatterOp.infer(partial, op.properties, mesh)
+    gathered = coll.AllGatherOp.infer(iteration, {"axes": op.axes}, mesh)
+    return [iteration if r.type == whole else gathered for r in op.outputs]  # type: ignore[misc]
+
+
+def renumber_elements(body: Region, shape: Sequence[int], dim: int, start: int, stop: int) -> None:
+    """A chunk's body sees element indices of the chunk; dropout keys on the element's index in
+    the whole value, so map chunk index i back: with inner = the elements after `dim`,
+    q = i / (len * inner), global = q * (size * inner) + start * inner + (i - q * len * inner)."""
+    block = body.blocks.first
+    assert block is not None
+    index = block.args[0]
+    if not index.uses:
+        return
+    inner = prod(shape[dim + 1 :])
+    chunk, whole = (stop - start) * inner, shape[dim] * inner
+    ops: list[Operation] = []
+
+    constants: dict[int, SSAValue] = {}
+
+    def const(n: int) -> SSAValue:
+        if n not in constants:
+            op = arith.ConstantOp.from_int_and_width(n, 64)
+            ops.append(op)
+            constants[n] = op.result
+        return constants[n]
+
+    def emit(op: Operation) -> SSAValue:
+        ops.append(op)
+        return op.results[0]
+
+    if prod(shape[:dim]) == 1:  # nothing outside the chunk dimension: a plain offset
+        renumbered = emit(arith.AddiOp(index, const(start * inner)))
+    else:
+        q = emit(arith.DivSIOp(index, const(chunk)))
+        within = emit(arith.SubiOp(index, emit(arith.MuliOp(q, const(chunk)))))
+        base = emit(arith.AddiOp(emit(arith.MuliOp(q, const(whole))), const(start * inner)))
+        renumbered = emit(arith.AddiOp(base, within))
+    index.replace_uses_with_if(renumbered, lambda use: use.operation not in ops)
+    Rewriter.insert_op(ops, InsertPoint.at_start(block))
+
+
+def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> None:
+    """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
+    slice, all-gather) on the communication stream; the outputs are joined chunk by chunk."""
+    mm = producing_matmul(op, op.partial, "its partial operand")
+    mesh = mesh_of(op)
+    plan = plan_matmul_then_fused(mm, op, chunks, mesh)
+    y = mm.result.type
+    assert isinstance(y, DTensorType)
+    carriers = owners(mm)[plan.dim]
+    algorithm = None if op.algorithm is None else op.algorithm.data.value
+    new_ops: list[Operation] = []
+    futures: list[Sequence[SSAValue]] = []
+    for c, (a, b) in enumerate(plan.ranges):
+        part = chunk_matmul(mm, carriers, a, b, new_ops)
+        inputs = []
+        for v in op.inputs:
+            d = input_dim(v, plan.dim, y)
+            if d is not None:
+                piece = slice_dim(v, d, a, b)
+                new_ops.append(piece)
+                v = piece.result
+            inputs.append(v)
+        types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
+        body = op.body.clone()
+        renumber_elements(body, y.get_shape(), plan.dim, a, b)
+
+        def build(args: Sequence[SSAValue], types=types, body=body) -> Operation:  # noqa: ANN001
+            fused = coll.FusedAllReduceOp(
+                args[0],
+                args[1:],
+                op.axes.names,
+                op.dim.value.data,
+                op.kind.data,
+                types,
+                body,
+                algorithm,
+            )
+            fused.attributes.update(op.attributes)
+            return fused
+
+        task = async_region(COMM_STREAM, [part.result, *inputs], build)
+        set_tag(task, derived_tag(op, f"chunk{c}"))
+        new_ops.append(task)
+        futures.append(task.futures)
+    ready: list[list[SSAValue]] = [[] for _ in op.outputs]
+    for chunk_futures in futures:
+        for k, f in enumerate(chunk_futures):
+            wait = sched.AwaitOp(f)
+            new_ops.append(wait)
+            ready[k].append(wait.result)
+    join(op, new_ops, ready, plan.dim)
+    Rewriter.erase_op(mm)
+
+
+def chunk_matmul(
+    mm: dt.MatmulOp,
+    carriers: Sequence[tuple[int, int]],
+    a: int,
+    b: int,
+    new_ops: list[Operation],
+    given: dict[int, SSAValue] | None = None,
+) -> dt.MatmulOp:
+    """The matmul on rows (or columns, or batches) [a, b) of the carrying operands; operands in
+    `given` are already that chunk (a gathered piece)."""
+    given = given or {}
+    operands = [given.get(i, v) for i, v in enumerate(mm.operands)]
+    for i, od in carriers:
+        if i in given:
+            continue
+        piece = slice_dim(operands[i], od, a, b)
+        new_ops.append(piece)
+        operands[i] = piece.result
+    part = dt.MatmulOp(
+        operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
+    )
+    part.attributes.update(mm.attributes)
+    new_ops.append(part)
+    return part
 
 
 def plan_gather_then_matmul(
@@ -220,19 +407,8 @@ def overlap_gather_then_matmul(mm: dt.MatmulOp, chunks: int) -> None:
     parts = []
     for (a, b), future in zip(plan.ranges, gathers, strict=True):
         ready = sched.AwaitOp(future)
-        operands = list(mm.operands)
-        operands[operand] = ready.result
         new_ops.append(ready)
-        for i, od in carriers.items():
-            if i != operand:
-                other = slice_dim(operands[i], od, a, b)
-                new_ops.append(other)
-                operands[i] = other.result
-        part = dt.MatmulOp(
-            operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
-        )
-        part.attributes.update(mm.attributes)
-        new_ops.append(part)
+        part = chunk_matmul(mm, list(carriers.items()), a, b, new_ops, {operand: ready.result})
         parts.append(part.result)
     concat(mm, new_ops, parts, plan.dim)
     Rewriter.erase_op(ag)
@@ -249,15 +425,25 @@ def finish(op: Operation, new_ops: list[Operation], futures: Sequence[SSAValue],
 
 
 def concat(op: Operation, new_ops: list[Operation], values: Sequence[SSAValue], dim: int) -> None:
-    if len(values) > 1:
-        joined = dt.ConcatOp(values, dim)
-        new_ops.append(joined)
-        result = joined.result
-    else:
-        result = values[0]
+    join(op, new_ops, [values], dim)
+
+
+def join(
+    op: Operation, new_ops: list[Operation], chunks: Sequence[Sequence[SSAValue]], dim: int
+) -> None:
+    """Replace each result of `op` by its chunks concatenated along `dim`, after `new_ops`."""
+    results = []
+    for values in chunks:
+        if len(values) > 1:
+            joined = dt.ConcatOp(values, dim)
+            new_ops.append(joined)
+            results.append(joined.result)
+        else:
+            results.append(values[0])
     Rewriter.insert_op(new_ops, InsertPoint.before(op))
-    result.name_hint = op.results[0].name_hint
-    op.results[0].replace_all_uses_with(result)
+    for old, new in zip(op.results, results, strict=True):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
     Rewriter.erase_op(op)
 
 
@@ -268,7 +454,7 @@ def chunk_count(op: Operation, default: int) -> int:
 
 @dataclass(frozen=True)
 class Overlap(ModulePass):
-    """Pipeline matmul -> all_reduce/reduce_scatter, and all_gather -> matmul, in chunks on two streams."""
+    """Pipeline matmul -> all_reduce/reduce_scatter/fused_all_reduce, and all_gather -> matmul, in chunks on two streams."""
 
     name = "overlap"
 
@@ -288,6 +474,8 @@ class Overlap(ModulePass):
             try:
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
                     overlap_matmul_then_collective(candidate, chunk_count(candidate, self.chunks))
+                elif isinstance(candidate, coll.FusedAllReduceOp):
+                    overlap_matmul_then_fused(candidate, self.chunks)
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):
@@ -295,7 +483,8 @@ class Overlap(ModulePass):
                     overlap_gather_then_matmul(users[0], chunk_count(candidate, self.chunks))  # type: ignore[arg-type]
                 elif self.tags:
                     raise Refusal(
-                        "only all_reduce or reduce_scatter after a matmul, or all_gather before one, can be overlapped"
+                        "only all_reduce, reduce_scatter or fused_all_reduce after a matmul, or "
+                        "all_gather before one, can be overlapped"
                     )
             except Refusal as why:
                 if self.tags and tag_of(candidate) in self.tags:

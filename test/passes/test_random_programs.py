@@ -669,12 +669,13 @@ PASSES = [
     f"{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE}",
     f"{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},fuse-collective",
     f"{SPLIT},{REORDER},{FUSE},overlap{{chunks=2}}",
+    f"{SPLIT},{REORDER},fuse-collective,overlap{{chunks=3}}",
     f"pipeline-p2p,{FUSE}",
     f"pipeline-p2p,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},fuse-collective,overlap{{chunks=3}}",
     # down to the kernel level (buffers, streams, NCCL calls), memory planned or not
     "convert-to-kernel",
     "convert-to-kernel,plan-memory",
-    f"{SPLIT},{REORDER},{FUSE},fuse-collective,convert-to-kernel,plan-memory",
+    f"{SPLIT},{REORDER},{FUSE},fuse-collective,overlap{{chunks=2}},convert-to-kernel,plan-memory",
     f"pipeline-p2p,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},overlap{{chunks=2}},convert-to-kernel,plan-memory",
 ]
 

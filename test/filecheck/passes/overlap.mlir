@@ -227,3 +227,73 @@ func.func @tags_option(%x: !x, %w: !w, %v: !w) -> (!r, !r) {
   %t = coll.all_reduce sum %z over [tp] : !p -> !r
   func.return %s, %t : !r, !r
 }
+
+// A fused collective (reduce-scatter, body on the slice, all-gather) after a matmul: each
+// chunk's matmul feeds its own fused collective on stream 1, with the body's other inputs cut
+// the same way (a bias broadcast along the chunk dimension is passed whole). Dropout keys on the
+// element's index in the whole value: chunks along the leading dimension add their offset
+// (chunk 1 starts at row 2 of 10 columns: + 20).
+// CHECK-LABEL: func.func @matmul_fused_all_reduce(
+// CHECK-SAME:    %[[X:[^:]*]]: !dtensor.tensor<7x40xf32, @tp[S(1)]>, %[[W:[^:]*]]: !dtensor.tensor<40x10xf32, @tp[S(0)]>, %[[B:[^:]*]]: !dtensor.tensor<10xf32, @tp[S(0)]>, %[[RES:[^:]*]]: !dtensor.tensor<7x10xf32, @tp[S(1)]>)
+// CHECK-NEXT:    %[[X0:.*]] = dtensor.slice %[[X]] offsets [0, 0] sizes [2, 40]
+// CHECK-NEXT:    %[[Y0:.*]] = dtensor.matmul %[[X0]], %[[W]]
+// CHECK-NEXT:    %[[R0:.*]] = dtensor.slice %[[RES]] offsets [0, 0] sizes [2, 10]
+// CHECK-NEXT:    %{{.*}}, %[[F0:.*]] = sched.execute stream 1 ins(%[[Y0]], %[[B]], %[[R0]])
+// CHECK:           coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [tp] dim 1 {tag = "far"} : (!dtensor.tensor<2x10xf32, @tp[P(sum)]>, !dtensor.tensor<10xf32, @tp[S(0)]>, !dtensor.tensor<2x10xf32, @tp[S(1)]>) -> !dtensor.tensor<2x10xf32, @tp[R]>
+// CHECK-NEXT:      ^bb0(%[[I0:.*]]: i64,
+// CHECK-NEXT:        %[[OFF0:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:        %[[G0:.*]] = arith.addi %[[I0]], %[[OFF0]] : i64
+// CHECK:             dtensor.uniform %[[G0]] seed 5
+// CHECK:         %[[X1:.*]] = dtensor.slice %[[X]] offsets [2, 0] sizes [2, 40]
+// CHECK:           ^bb0(%[[I1:.*]]: i64,
+// CHECK-NEXT:        %[[OFF1:.*]] = arith.constant 20 : i64
+// CHECK-NEXT:        %[[G1:.*]] = arith.addi %[[I1]], %[[OFF1]] : i64
+// CHECK:             dtensor.uniform %[[G1]] seed 5
+// CHECK:         %[[A0:.*]] = sched.await %[[F0]]
+// CHECK:         %[[OUT:.*]] = dtensor.concat %[[A0]], %{{.*}}, %{{.*}}, %{{.*}} dim 0
+// CHECK-NEXT:    func.return %[[OUT]]
+// TWO-LABEL: func.func @matmul_fused_all_reduce(
+// TWO-COUNT-2: coll.fused_all_reduce
+// TWO-NOT:     coll.fused_all_reduce
+// TWO:         dtensor.concat
+func.func @matmul_fused_all_reduce(%x: !x, %w: !w, %b: !dtensor.tensor<10xf32, @tp[S(0)]>, %res: !dtensor.tensor<7x10xf32, @tp[S(1)]>) -> !r {
+  %y = dtensor.matmul %x, %w : (!x, !w) -> !p
+  %o = coll.fused_all_reduce sum %y, ins(%b, %res) over [tp] dim 1 {tag = "far"} : (!p, !dtensor.tensor<10xf32, @tp[S(0)]>, !dtensor.tensor<7x10xf32, @tp[S(1)]>) -> !r {
+  ^bb0(%i: i64, %s: f32, %bias: f32, %r: f32):
+    %a = arith.addf %s, %bias : f32
+    %u = dtensor.uniform %i seed 5
+    %p = arith.constant 1.000000e-01 : f32
+    %keep = arith.cmpf oge, %u, %p : f32
+    %zero = arith.constant 0.000000e+00 : f32
+    %d = arith.select %keep, %a, %zero : f32
+    %out = arith.addf %d, %r : f32
+    dtensor.yield %out : f32
+  }
+  func.return %o : !r
+}
+
+// Chunks along an inner dimension (the leading one is scattered): the chunk's element index
+// i maps back through q = i / (2 * 10) to q * 50 + offset * 10 + (i - q * 20).
+// CHECK-LABEL: func.func @fused_inner_chunks(
+// CHECK:         coll.fused_all_reduce sum %{{.*}} over [tp] dim 0 : (!dtensor.tensor<3x2x10xf32, @tp[P(sum)]>) -> !dtensor.tensor<3x2x10xf32, @tp[S(0)]>
+// CHECK-NEXT:      ^bb0(%[[I:.*]]: i64, %{{.*}}: f32):
+// CHECK-NEXT:        %[[CHUNK:.*]] = arith.constant 20 : i64
+// CHECK-NEXT:        %[[Q:.*]] = arith.divsi %[[I]], %[[CHUNK]] : i64
+// CHECK-NEXT:        %[[QC:.*]] = arith.muli %[[Q]], %[[CHUNK]] : i64
+// CHECK-NEXT:        %[[WITHIN:.*]] = arith.subi %[[I]], %[[QC]] : i64
+// CHECK-NEXT:        %[[WHOLE:.*]] = arith.constant 50 : i64
+// CHECK-NEXT:        %[[QW:.*]] = arith.muli %[[Q]], %[[WHOLE]] : i64
+// CHECK-NEXT:        %[[START:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:        %[[BASE:.*]] = arith.addi %[[QW]], %[[START]] : i64
+// CHECK-NEXT:        %[[G:.*]] = arith.addi %[[BASE]], %[[WITHIN]] : i64
+// CHECK-NEXT:        dtensor.uniform %[[G]] seed 9
+func.func @fused_inner_chunks(%x: !dtensor.tensor<3x5x40xf32, @tp[S(2)]>, %w: !w) -> !dtensor.tensor<3x5x10xf32, @tp[S(0)]> {
+  %y = dtensor.matmul %x, %w : (!dtensor.tensor<3x5x40xf32, @tp[S(2)]>, !w) -> !dtensor.tensor<3x5x10xf32, @tp[P(sum)]>
+  %o = coll.fused_all_reduce sum %y, ins() over [tp] dim 0 : (!dtensor.tensor<3x5x10xf32, @tp[P(sum)]>) -> !dtensor.tensor<3x5x10xf32, @tp[S(0)]> {
+  ^bb0(%i: i64, %s: f32):
+    %u = dtensor.uniform %i seed 9
+    %m = arith.mulf %s, %u : f32
+    dtensor.yield %m : f32
+  }
+  func.return %o : !dtensor.tensor<3x5x10xf32, @tp[S(0)]>
+}

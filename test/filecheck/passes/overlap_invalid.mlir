@@ -59,7 +59,7 @@ func.func @gathered_dim(%x_s: !dtensor.tensor<6x40xf32, @tp[S(0)]>, %w: !dtensor
 // An all_gather that feeds no matmul.
 dtensor.mesh @tp [tp=4]
 func.func @gather_without_matmul(%x_s: !dtensor.tensor<6x40xf32, @tp[S(0)]>) -> !dtensor.tensor<6x40xf32, @tp[R]> {
-  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.all_gather' op cannot overlap: only all_reduce or reduce_scatter after a matmul, or all_gather before one, can be overlapped
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.all_gather' op cannot overlap: only all_reduce, reduce_scatter or fused_all_reduce after a matmul, or all_gather before one, can be overlapped
   %xg = coll.all_gather %x_s over [tp] {tag = "ar"} : !dtensor.tensor<6x40xf32, @tp[S(0)]> -> !dtensor.tensor<6x40xf32, @tp[R]>
   func.return %xg : !dtensor.tensor<6x40xf32, @tp[R]>
 }
@@ -69,7 +69,40 @@ func.func @gather_without_matmul(%x_s: !dtensor.tensor<6x40xf32, @tp[S(0)]>) -> 
 // A tagged op that is no collective at all.
 dtensor.mesh @tp [tp=4]
 func.func @tagged_matmul(%x: !dtensor.tensor<4x8xf32, @tp[S(1)]>, %w: !dtensor.tensor<8x4xf32, @tp[S(0)]>) -> !dtensor.tensor<4x4xf32, @tp[P(sum)]> {
-  // CHECK: :[[# @LINE + 1]]:3: error: 'dtensor.matmul' op cannot overlap: only all_reduce or reduce_scatter after a matmul, or all_gather before one, can be overlapped
+  // CHECK: :[[# @LINE + 1]]:3: error: 'dtensor.matmul' op cannot overlap: only all_reduce, reduce_scatter or fused_all_reduce after a matmul, or all_gather before one, can be overlapped
   %y = dtensor.matmul %x, %w {tag = "ar"} : (!dtensor.tensor<4x8xf32, @tp[S(1)]>, !dtensor.tensor<8x4xf32, @tp[S(0)]>) -> !dtensor.tensor<4x4xf32, @tp[P(sum)]>
   func.return %y : !dtensor.tensor<4x4xf32, @tp[P(sum)]>
+}
+
+// -----
+
+// A fused collective whose partial operand is no matmul's.
+!p = !dtensor.tensor<7x10xf32, @tp[P(sum)]>
+!r = !dtensor.tensor<7x10xf32, @tp[R]>
+dtensor.mesh @tp [tp=4]
+func.func @fused_without_matmul(%g: !p) -> !r {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op cannot overlap: its partial operand is not produced by a dtensor.matmul
+  %o = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 {tag = "ar"} : (!p) -> !r {
+  ^bb0(%i: i64, %s: f32):
+    dtensor.yield %s : f32
+  }
+  func.return %o : !r
+}
+
+// -----
+
+// Rows are scattered and the only other dimension has one column: nothing to cut.
+!x = !dtensor.tensor<7x40xf32, @tp[S(1)]>
+!w = !dtensor.tensor<40x1xf32, @tp[S(0)]>
+!p = !dtensor.tensor<7x1xf32, @tp[P(sum)]>
+!s = !dtensor.tensor<7x1xf32, @tp[S(0)]>
+dtensor.mesh @tp [tp=4]
+func.func @fused_nothing_to_chunk(%x: !x, %w: !w) -> !s {
+  %y = dtensor.matmul %x, %w : (!x, !w) -> !p
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op cannot overlap: no dimension of the matmul output can be chunked (dimension 0 is split, scattered or too small; dimension 1 is split, scattered or too small)
+  %o = coll.fused_all_reduce sum %y, ins() over [tp] dim 0 {tag = "ar"} : (!p) -> !s {
+  ^bb0(%i: i64, %s: f32):
+    dtensor.yield %s : f32
+  }
+  func.return %o : !s
 }
