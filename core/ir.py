@@ -133,10 +133,8 @@ def check_call_updates(module: Operation) -> None:
     """A call that updates operands in place (its callee has `dtensor.update`s) writes into
     storage the caller owns: each such operand is an argument of the caller, with no other
     updater (an update or another call)."""
-    from xdsl.dialects import func
-
-    if not any(isinstance(op, func.CallOp) for op in module.walk()):
-        return
+    if not any(op.name == "func.call" for op in module.walk()):
+        return  # (by name: importing the func dialect would slow every start-up)
     from ccopt.dialects.dtensor import CallUpdates, UpdateOp, enclosing_function, is_entry_argument
 
     updates = CallUpdates(module)
@@ -167,12 +165,11 @@ def check_call_updates(module: Operation) -> None:
 def check_memory_plans(module: Operation) -> None:
     """Kernel-level functions with a planned workspace (`kernel.workspace`, bytes) keep every
     buffer inside it and never let two buffers share bytes while both may be in use."""
-    from xdsl.dialects import func
     from xdsl.dialects.builtin import IntegerAttr
 
     functions = module.ops if isinstance(module, ModuleOp) else module.walk()
     for f in functions:
-        workspace = f.attributes.get("kernel.workspace") if isinstance(f, func.FuncOp) else None
+        workspace = f.attributes.get("kernel.workspace") if f.name == "func.func" else None
         if workspace is None:
             continue
         if not isinstance(workspace, IntegerAttr) or workspace.value.data < 0:

@@ -124,3 +124,26 @@ def test_split_input_file_reports_each_chunk_at_its_own_line(tmp_path: Path) -> 
     assert "dtensor.mesh @m [tp=2]" in chunks[0]
     assert f"{src}:3:1: error: 'dtensor.mesh' op mesh axis 'tp' has size 0" in chunks[1]
     assert f"{src}:5:1: error: 'dtensor.mesh' op mesh axis names must be unique" in chunks[2]
+
+
+LAZY_PROBE = """
+import sys
+sys.argv = ["ccopt", sys.argv[1]]
+from ccopt.tools.ccopt_opt import main
+main()
+heavy = [m for m in ("numpy", "xdsl.dialects.func", "ccopt.dialects.dtensor", "ccopt.passes.overlap")
+         if m in sys.modules]
+sys.stderr.write(repr(heavy))
+"""
+
+
+def test_start_up_stays_lazy(tmp_path: Path) -> None:
+    """An empty module loads no dialect, pass or numpy: what a program does not use costs
+    nothing at start-up (bench/startup.py measures the time)."""
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("builtin.module {}\n")
+    result = subprocess.run(
+        [sys.executable, "-c", LAZY_PROBE, str(empty)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().endswith("[]"), result.stderr
