@@ -221,7 +221,8 @@ def gather(d: DistTensor) -> np.ndarray:
             kind = t.placement_list[p_axes[0]].partial_kind
             if any(t.placement_list[a].partial_kind != kind for a in p_axes):
                 raise InterpreterError(f"cannot gather a value partial under two reductions: {t}")
-            out[target] = combine(kind)(out[target], shard).astype(d.dtype, copy=False)
+            with np.errstate(all="ignore"):  # IEEE semantics, as in the interpreter
+                out[target] = combine(kind)(out[target], shard).astype(d.dtype, copy=False)
     return out
 
 
