@@ -438,9 +438,14 @@ class CallFunctions(InterpreterFunctions):
     writes into the storage of the call's operands (arguments of the caller, see
     `ccopt.ir.check_call_updates`), so they become the caller's updates."""
 
+    MAX_DEPTH = 64
+    """Calls nested deeper than this are a recursion without end: dtensor values cannot steer
+    control flow, so a recursive call at the same point recurses the same way again."""
+
     def __init__(self, module: ModuleOp, dtensor: DtensorFunctions):
         self.functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
         self.updates = dtensor.updates
+        self.depth = 0
 
     @impl(func.CallOp)
     def run_call(
@@ -450,7 +455,16 @@ class CallFunctions(InterpreterFunctions):
         params = callee.body.blocks.first.args if callee and callee.body.blocks.first else ()
         for param in params:
             self.updates.pop(param, None)  # a conditional update of an earlier call is not ours
-        results = interpreter.call_op(op.callee, args)
+        if self.depth >= self.MAX_DEPTH:
+            raise InterpreterError(
+                f"calls nest more than {self.MAX_DEPTH} deep at the call of "
+                f"@{op.callee.root_reference.data}: a recursion without end?"
+            )
+        self.depth += 1
+        try:
+            results = interpreter.call_op(op.callee, args)
+        finally:
+            self.depth -= 1
         for param in params:
             if param in self.updates:
                 self.updates[op.operands[param.index]] = self.updates.pop(param)

@@ -22,8 +22,10 @@ func.func @train(%m: !r, %g: !r) {
   func.return
 }
 ```
-Options: `callees` (inline only calls to these functions; default every function with a body).
-Recursive calls are refused; declarations (no body) and public callees stay.
+Options: `callees` (inline only calls to these functions; default every single-block function).
+Greedily, calls that close a recursion and calls to multi-block functions or declarations stay
+calls; naming such a callee in `callees` is an error. Public callees stay (other modules may call
+them); private ones left without calls are erased.
 """
 
 from __future__ import annotations
@@ -58,12 +60,14 @@ def calls_in(f: func.FuncOp) -> list[func.CallOp]:
 
 
 def bottom_up(
-    functions: dict[str, func.FuncOp], inlinable: set[str]
+    functions: dict[str, func.FuncOp], inlinable: set[str], strict: bool
 ) -> list[tuple[func.FuncOp, list[func.CallOp]]]:
-    """Every function with its calls to inline, callees before callers; a call that closes a
-    cycle of inlinable calls is refused (inlining it would never end)."""
+    """Every function with its calls to inline, callees before callers. A call that closes a
+    cycle of inlinable calls would be inlined forever: it stays a call, or - when `strict`,
+    the user having named the callees - it is refused."""
     order: list[tuple[func.FuncOp, list[func.CallOp]]] = []
     state: dict[str, str] = {}  # name -> "open" while on the DFS stack, then "done"
+    recursive: set[func.CallOp] = set()
     for root in functions:
         if root in state:
             continue
@@ -76,12 +80,14 @@ def bottom_up(
             if call is None:
                 stack.pop()
                 state[name] = "done"
-                order.append((functions[name], calls))
+                order.append((functions[name], [c for c in calls if c not in recursive]))
                 continue
             callee = callee_name(call)
             if state.get(callee) == "open":
-                raise OpError(call, f"recursive call to @{callee} cannot be inlined")
-            if callee not in state:
+                if strict:
+                    raise OpError(call, f"recursive call to @{callee} cannot be inlined")
+                recursive.add(call)
+            elif callee not in state:
                 state[callee] = "open"
                 inner = [c for c in calls_in(functions[callee]) if callee_name(c) in inlinable]
                 stack.append((callee, inner, iter(inner)))
@@ -110,22 +116,20 @@ def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
 
 
 def inlinable_functions(module: ModuleOp, asked: tuple[str, ...]) -> dict[str, func.FuncOp]:
-    """The module's functions whose calls may be inlined: those with a single-block body (and,
-    given `callees`, only those named; an unknown or bodiless one is an error)."""
+    """The module's functions whose calls are inlined: those with a single-block body. Named in
+    `callees`, a function that is unknown, bodiless or multi-block is an error; otherwise such
+    functions are simply not inlined (their calls stay)."""
     functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     for name in asked:
         if name not in functions:
             raise CcoptError(f"inline: no function @{name} in the module")
-        if not functions[name].body.blocks:
-            raise CcoptError(f"inline: @{name} is a declaration; it has no body to inline")
-    chosen = set(asked) if asked else set(functions)
-    for name in list(chosen):
         f = functions[name]
+        if not f.body.blocks:
+            raise CcoptError(f"inline: @{name} is a declaration; it has no body to inline")
         if len(f.body.blocks) > 1:
             raise OpError(f, f"has {len(f.body.blocks)} blocks; only single-block functions inline")
-        if not f.body.blocks:
-            chosen.discard(name)
-    return {name: functions[name] for name in chosen}
+    chosen = asked or tuple(functions)
+    return {n: functions[n] for n in chosen if len(functions[n].body.blocks) == 1}
 
 
 def apply_inline(module: ModuleOp, asked: tuple[str, ...]) -> None:
@@ -135,7 +139,7 @@ def apply_inline(module: ModuleOp, asked: tuple[str, ...]) -> None:
     for op in module.walk():
         if isinstance(op, func.CallOp):
             remaining[callee_name(op)] = remaining.get(callee_name(op), 0) + 1
-    for _, calls in bottom_up(functions, set(inlinable)):
+    for _, calls in bottom_up(functions, set(inlinable), strict=bool(asked)):
         for call in calls:
             remaining[callee_name(call)] -= 1
             inline_call(call, inlinable[callee_name(call)])

@@ -41,18 +41,23 @@ def chunks(text: str) -> list[str]:
 
 
 def is_runnable_entry(op: Operation) -> bool:
-    """A public function with a body whose calls all have bodies (a private one is a helper
-    that `inline` may erase; a declaration cannot run)."""
-    if not isinstance(op, func.FuncOp) or not op.body.blocks or op.sym_visibility is not None:
+    """A public function whose calls, transitively, reach only single-block functions without
+    recursion (a private one is a helper that `inline` may erase; a declaration, a multi-block
+    body or a recursion without an exit cannot run)."""
+    if not isinstance(op, func.FuncOp) or op.sym_visibility is not None:
         return False
     module = op.parent_op()
     assert module is not None
-    declared = {
-        f.sym_name.data for f in module.walk() if isinstance(f, func.FuncOp) and not f.body.blocks
-    }
-    return not any(
-        isinstance(c, func.CallOp) and c.callee.root_reference.data in declared for c in op.walk()
-    )
+    functions = {f.sym_name.data: f for f in module.walk() if isinstance(f, func.FuncOp)}
+
+    def runs(f: func.FuncOp, path: frozenset[str]) -> bool:
+        if len(f.body.blocks) != 1 or f.sym_name.data in path:
+            return False
+        inner = path | {f.sym_name.data}
+        callees = {c.callee.root_reference.data for c in f.walk() if isinstance(c, func.CallOp)}
+        return all(runs(functions[name], inner) for name in callees)
+
+    return runs(op, frozenset())
 
 
 @pytest.mark.parametrize(("file", "chunk", "pipeline", "entry"), cases())

@@ -493,3 +493,29 @@ def test_python_check_pipeline_with_plugin() -> None:
     same = ccopt.check_pipeline(EXAMPLES / "fusion_legality.mlir", "test-wrong-scale", mesh="dp=3")
     assert same.ok
     assert all(c.max_abs_error == 0.0 for c in same.comparisons)
+
+
+RECURSIVE = """
+!r = !dtensor.tensor<8xf32, @tp[R]>
+dtensor.mesh @tp [tp=2]
+func.func private @countdown(%x: !r) -> !r {
+  %n = dtensor.neg %x : !r
+  %y = func.call @countdown(%n) : (!r) -> !r
+  func.return %y : !r
+}
+func.func @main(%x: !r) -> !r {
+  %y = func.call @countdown(%x) : (!r) -> !r
+  func.return %y : !r
+}
+"""
+
+
+def test_endless_recursion_is_a_clear_error(tmp_path: Path) -> None:
+    """Valid IR (MLIR allows recursion) that can never finish: stopped with the call named,
+    not a Python RecursionError; the public function is the entry."""
+    program = tmp_path / "recursive.mlir"
+    program.write_text(RECURSIVE)
+    assert_user_error(
+        ccopt_run(program),
+        "@main: calls nest more than 64 deep at the call of @countdown",
+    )

@@ -122,3 +122,35 @@ func.func @calls_external(%x: !r) -> !r {
   %y = func.call @external(%x) : (!r) -> !r
   func.return %y : !r
 }
+
+// -----
+
+// Greedily, what cannot be inlined stays a call: the call that closes a recursion (and so the
+// recursive function, still called), and a call to a function with several blocks.
+!r = !dtensor.tensor<8xf32, @tp[R]>
+dtensor.mesh @tp [tp=2]
+// CHECK-LABEL: func.func private @countdown(
+// CHECK-NEXT:    %[[N:.*]] = dtensor.neg
+// CHECK-NEXT:    func.call @countdown(%[[N]])
+func.func private @countdown(%x: !r) -> !r {
+  %n = dtensor.neg %x : !r
+  %y = func.call @countdown(%n) : (!r) -> !r
+  func.return %y : !r
+}
+// CHECK-LABEL: func.func private @branchy(
+// CHECK-NEXT:    cf.br
+func.func private @branchy(%x: !r) -> !r {
+  cf.br ^next
+^next:
+  func.return %x : !r
+}
+// CHECK-LABEL: func.func @left_as_calls(
+// CHECK-NEXT:    %[[A:.*]] = dtensor.neg
+// CHECK-NEXT:    %[[B:.*]] = func.call @countdown(%[[A]])
+// CHECK-NEXT:    %[[C:.*]] = func.call @branchy(%[[B]])
+// CHECK-NEXT:    func.return %[[C]]
+func.func @left_as_calls(%x: !r) -> !r {
+  %y = func.call @countdown(%x) : (!r) -> !r
+  %z = func.call @branchy(%y) : (!r) -> !r
+  func.return %z : !r
+}
