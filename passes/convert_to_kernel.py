@@ -359,17 +359,22 @@ def lower_op(low: Lowering, op: Operation) -> None:
             raise OpError(op, "has no lowering to the kernel level")
 
 
+def require_tensors(op: Operation, values: Sequence[SSAValue], what: str, how: str) -> None:
+    """Regions at the kernel level exchange buffers only: every value must be a tensor."""
+    for i, value in enumerate(values):
+        if not isinstance(value.type, DTensorType):
+            raise OpError(
+                op,
+                f"{what} #{i} is {value.type}: only !dtensor.tensor values are {how} "
+                "at the kernel level",
+            )
+
+
 def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
     """The region on its stream: wait for the inputs (and deps) recorded on the issuing stream,
     run, record completion for the awaits."""
     issuing, stream = low.stream, op.stream.value.data
-    for i, value in enumerate(op.inputs):
-        if not isinstance(value.type, DTensorType):
-            raise OpError(
-                op,
-                f"input #{i} is {value.type}: only !dtensor.tensor values are passed to a region "
-                "at the kernel level",
-            )
+    require_tensors(op, op.inputs, "input", "passed to a region")
     ready = low.add(k.EventRecordOp(issuing)).results[0]
     low.stream = stream
     low.wait(ready)
@@ -381,13 +386,7 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
         low.buffers[arg] = low.buffer(value)
     for inner in block.ops:
         if isinstance(inner, sched.YieldOp):
-            for i, value in enumerate(inner.values):
-                if not isinstance(value.type, DTensorType):
-                    raise OpError(
-                        inner,
-                        f"value #{i} is {value.type}: only !dtensor.tensor values are yielded "
-                        "at the kernel level",
-                    )
+            require_tensors(inner, inner.values, "value", "yielded")
             done = low.add(k.EventRecordOp(stream)).results[0]
             low.regions_done.append(done)
             for future, value in zip(op.futures, inner.values, strict=True):

@@ -23,13 +23,13 @@ means something when dot products do not cancel. Everything else uses standard n
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from math import prod
 from pathlib import Path
 
 import numpy as np
 import pytest
+from example_text import program
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import BlockArgument
@@ -52,26 +52,6 @@ REORDER = "reorder-elementwise"
 FUSE = "fuse-elementwise"
 FUSE_COLL = "fuse-collective"
 SLICE_MV = "slice-state{args=m,v}"
-
-_SHAPE = re.compile(r"<(\d+(?:x\d+)*)x(?=[a-z])")
-
-
-def program(name: str, shapes: dict[str, str] | None = None, **replace: str) -> str:
-    """examples/<name>.mlir with whole tensor shapes mapped by `shapes` ("515x7" -> "5x3")."""
-    text = (EXAMPLES / f"{name}.mlir").read_text()
-    if shapes:
-        unused = set(shapes)
-
-        def sub(m: re.Match[str]) -> str:
-            unused.discard(m.group(1))
-            return f"<{shapes.get(m.group(1), m.group(1))}x"
-
-        text = _SHAPE.sub(sub, text)
-        assert not unused, f"shapes not in {name}.mlir: {unused}"
-    for old, new in replace.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
 
 
 def f32(a: object) -> np.ndarray:

@@ -8,11 +8,11 @@ Philox `uniform` is imported, to know which elements dropout keeps.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from example_text import program
 
 import ccopt
 from ccopt.interpreters.philox import uniform
@@ -22,27 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 RANKS = [1, 2, 3, 4, 8]
 RTOL, ATOL = 1e-5, 1e-6
-
-_SHAPE = re.compile(r"<(\d+(?:x\d+)*)x(?=[a-z])")
-
-
-def program(name: str, shapes: dict[str, str] | None = None, **replace: str) -> str:
-    """The text of examples/<name>.mlir with whole tensor shapes mapped by `shapes`
-    ("4x6x40" -> "3x5x37") and literal text replaced (`old=new` pairs given as a dict)."""
-    text = (EXAMPLES / f"{name}.mlir").read_text()
-    if shapes:
-        unused = set(shapes)
-
-        def sub(m: re.Match[str]) -> str:
-            unused.discard(m.group(1))
-            return f"<{shapes.get(m.group(1), m.group(1))}x"
-
-        text = _SHAPE.sub(sub, text)
-        assert not unused, f"shapes not in {name}.mlir: {unused}"
-    for old, new in replace.items():
-        assert old in text
-        text = text.replace(old, new)
-    return text
 
 
 def f32(a: np.ndarray | float) -> np.ndarray:
