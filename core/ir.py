@@ -7,14 +7,29 @@ ccopt users need `file:line:col` of the op at fault, so both are wrapped here.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation, SSAValue, TypeAttribute
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FileLineColLoc,
+    IntAttr,
+    LocationAttr,
+    ModuleOp,
+    StringAttr,
+    UnknownLoc,
+    UnregisteredAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.lexer import Input, Position
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from ccopt.diagnostics import LocatedError, OpError, SourceText, first_line
+from ccopt.mesh import Mesh
 
 
 def make_context(allow_unregistered: bool = False) -> Context:
@@ -32,11 +47,19 @@ def make_context(allow_unregistered: bool = False) -> Context:
     return ctx
 
 
+class LinearTimeLexer(MLIRLexer):
+    """xDSL 0.74's string-literal pattern (`"(?:[^"...]+|escape)*"`) backtracks exponentially on
+    an unterminated string followed by a long line; this one consumes each character once."""
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
 class LocatingParser(Parser):
     """A parser that stamps every op it reads with its `file:line:col` (MLIR does the same)."""
 
     def __init__(self, ctx: Context, source: SourceText):
-        super().__init__(ctx, source.text, source.name)
+        super().__init__(ctx, "", source.name)
+        self._parser_state = ParserState(LinearTimeLexer(Input(source.text, source.name)))
         self.source = source
         self._filename = StringAttr(source.name)
         self._types: dict[str, TypeAttribute] = {}
@@ -58,6 +81,57 @@ class LocatingParser(Parser):
             self._types[spelling] = parsed
         return parsed
 
+    def _parse_dialect_type_or_attribute_body(
+        self,
+        attr_name: str,
+        is_type: bool,
+        is_opaque: bool,
+        starting_opaque_pos: Position | None,
+    ) -> Attribute:
+        """Check the parameter count of a parametrized attribute or type: xDSL 0.74 builds it
+        with `zip(..., strict=True)` and crashes with a ValueError (`!sched.future<>`)."""
+        lookup = self.ctx.get_optional_type if is_type else self.ctx.get_optional_attr
+        definition = lookup(attr_name) if "." in attr_name else None
+        if (
+            definition is None
+            or not issubclass(definition, ParametrizedAttribute)
+            or issubclass(definition, UnregisteredAttr)
+        ):
+            return super()._parse_dialect_type_or_attribute_body(
+                attr_name, is_type, is_opaque, starting_opaque_pos
+            )
+        sigil = "!" if is_type else "#"
+        start = self.source.text.rfind(sigil + attr_name, 0, self._current_token.span.start + 1)
+        parameters = definition.parse_parameters(self)
+        expected = [name for name, _ in definition.get_irdl_definition().parameters]
+        if len(parameters) != len(expected):
+            takes = (
+                f"takes {len(expected)} parameter{'s' if len(expected) > 1 else ''} "
+                f"<{', '.join(expected)}>"
+                if expected
+                else "takes no parameters"
+            )
+            self.raise_error(f"{sigil}{attr_name} {takes}, got {len(parameters)}", start, self.pos)
+        return definition.new(parameters)
+
+    def _parse_block(self) -> Block:
+        """Remember where a block was defined: xDSL 0.74 forgets it for a block that was
+        referenced before its label, and then crashes (KeyError) on a second `^bb1:`."""
+        label = self._current_token.span
+        name = label.text[1:]
+        if label.text.startswith("^") and not (
+            Block.is_valid_name(name) or Block.is_default_block_name(name)
+        ):  # xDSL 0.74 raises a ValueError on such names (MLIR accepts `^0`)
+            self.raise_error(
+                f"block label '{label.text}' is not supported: use letters, digits, and "
+                "[$._-], not starting with a digit",
+                label.start,
+                label.end,
+            )
+        block = super()._parse_block()
+        self.blocks[label.text[1:]] = (block, label)
+        return block
+
     def _get_op_by_name(self, name: str) -> type[Operation]:
         """Report an unknown op at its name, not at the token after it."""
         op_type = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
@@ -77,15 +151,27 @@ class LocatingParser(Parser):
 
 def parse_module(ctx: Context, source: SourceText) -> ModuleOp:
     """Parse a module; a syntax error becomes a LocatedError."""
-    parser = LocatingParser(ctx, source)
+    parser: LocatingParser | None = None
     try:
+        parser = LocatingParser(ctx, source)  # lexes the first token: may already fail
         return parser.parse_module()
     except ParseError as e:
         line, col = source.line_col(e.span.start)
-        raise LocatedError(e.msg, source.name, line, col) from None
+        raise LocatedError(lexer_message(e, source.text), source.name, line, col) from None
     except VerifyException as e:  # an attribute rejected its parameters while being parsed
-        line, col = source.line_col(parser.pos)
+        line, col = source.line_col(parser.pos if parser is not None else 0)
         raise LocatedError(first_line(e), source.name, line, col) from None
+
+
+def lexer_message(error: ParseError, text: str) -> str:
+    """xDSL 0.74's lexer forgets to format one of its messages (`after {first_char}`) and
+    calls a string that ends with its line one that reaches the end of the file."""
+    if "{first_char}" in error.msg:
+        sigil = text[error.span.start : error.span.start + 1]
+        return f"expected an identifier after '{sigil}'"
+    if error.msg == "End of file reached before closing string literal.":
+        return "unterminated string literal (a string ends on the line it starts on)"
+    return error.msg
 
 
 def verify_module(module: Operation) -> None:
@@ -95,9 +181,79 @@ def verify_module(module: Operation) -> None:
             op.verify(verify_nested_ops=False)
         except VerifyException as e:
             raise OpError(op, first_line(e).removeprefix("Operation does not verify: ")) from None
+    check_tensor_types(module)
     check_dominance(module)
     check_call_updates(module)
     check_memory_plans(module)
+
+
+def check_tensor_types(module: Operation) -> None:
+    """Every distributed tensor type - of a result, a block argument or a function signature,
+    also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
+    Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
+    declaration). Each distinct type is checked once."""
+    meshes = {op.sym_name.data: op.mesh for op in module.walk() if op.name == "dtensor.mesh"}  # type: ignore[attr-defined]
+    verdicts: dict[Attribute, str | None] = {}
+
+    def check(op: Operation, labelled: Iterable[tuple[str, Attribute]]) -> None:
+        for label, t in labelled:
+            if t not in verdicts:
+                verdicts[t] = tensor_type_problem(t, meshes)
+            if verdicts[t] is not None:
+                raise OpError(op, f"{label}: {verdicts[t]}")
+
+    for op in module.walk():
+        check(op, ((f"result #{r.index}", r.type) for r in op.results))
+        for region in op.regions:
+            for block in region.blocks:
+                check(op, ((f"block argument #{a.index}", a.type) for a in block.args))
+        if op.name == "func.func":  # (by name: importing func would slow every start-up)
+            check(op, [("signature", op.function_type)])  # type: ignore[attr-defined]
+
+
+def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
+    """What is wrong with the distributed tensor types inside `t`, if anything."""
+    from ccopt.dialects.dtensor_type import DTensorType
+
+    if isinstance(t, DTensorType):
+        mesh = meshes.get(t.mesh_name)
+        if mesh is None:
+            return f"{t} names mesh @{t.mesh_name}, which no dtensor.mesh declares"
+        if len(t.placement_list) != mesh.ndim:
+            return (
+                f"{t} has {len(t.placement_list)} placements but mesh {mesh} has {mesh.ndim} "
+                f"ax{'is' if mesh.ndim == 1 else 'es'}"
+            )
+        return None
+    nested: Iterable[Attribute] = ()
+    if isinstance(t, ParametrizedAttribute):
+        nested = t.parameters
+    elif isinstance(t, ArrayAttr):
+        nested = t.data
+    for inner in nested:
+        problem = tensor_type_problem(inner, meshes)
+        if problem is not None:
+            return problem
+    return None
+
+
+def inherit_locations(module: Operation) -> None:
+    """Give every op a pass created without a location (UnknownLoc) the location of the located
+    op before it in its block, else of its parent: diagnostics about it then point at the source
+    line it came from. Passes pass on the location of the op they rewrite where they know it
+    (`ccopt.passes.common.derive`); this covers the rest in one linear walk."""
+
+    def visit(op: Operation, enclosing: LocationAttr) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                previous = enclosing
+                for inner in block.ops:
+                    if isinstance(inner.location, UnknownLoc):
+                        inner.location = previous
+                    previous = inner.location
+                    visit(inner, inner.location)
+
+    visit(module, module.location)
 
 
 def check_dominance(op: Operation) -> None:

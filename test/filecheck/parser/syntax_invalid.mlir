@@ -1,0 +1,62 @@
+// RUN: ccopt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// Inputs that crashed xDSL 0.74's parser with a Python exception: each is a located error now.
+
+// A type of ccopt's dialects with too few parameters.
+// CHECK: :[[# @LINE + 1]]:18: error: !sched.future takes 1 parameter <value_type>, got 0
+func.func @f(%x: !sched.future) {
+  func.return
+}
+
+// -----
+
+// ... with an empty parameter list.
+// CHECK: :[[# @LINE + 1]]:18: error: !sched.future takes 1 parameter <value_type>, got 0
+func.func @f(%x: !sched.future<>) {
+  func.return
+}
+
+// -----
+
+// ... with parameters it does not take.
+// CHECK: :[[# @LINE + 1]]:18: error: !sched.token takes no parameters, got 1
+func.func @f(%x: !sched.token<f32>) {
+  func.return
+}
+
+// -----
+
+// CHECK: :[[# @LINE + 1]]:18: error: !kernel.event takes no parameters, got 1
+func.func @f(%x: !kernel.event<1>) {
+  func.return
+}
+
+// -----
+
+// A block label defined twice, the first time after a forward reference.
+func.func @f() {
+  cf.br ^bb1
+^bb1:
+  cf.br ^bb1
+// CHECK: :[[# @LINE + 1]]:1: error: re-declaration of block 'bb1'
+^bb1:
+  func.return
+}
+
+// -----
+
+// A block label that xDSL cannot name.
+func.func @f() {
+  cf.br ^bb1
+// CHECK: :[[# @LINE + 1]]:1: error: block label '^32' is not supported: use letters, digits, and [$._-], not starting with a digit
+^32:
+  func.return
+^bb1:
+  func.return
+}
+
+// -----
+
+// An unterminated string, then a long line: xDSL's pattern took exponential time.
+// CHECK: :[[# @LINE + 1]]:18: error: unterminated string literal (a string ends on the line it starts on)
+"test.op"() {a = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa aaaaaaaaaaaaaaaaaaaaaaaa} : () -> ()
