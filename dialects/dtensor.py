@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import ClassVar
 
 from xdsl.dialects import func
@@ -30,6 +31,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    ModuleOp,
     StringAttr,
     SymbolNameConstraint,
     TensorType,
@@ -95,6 +97,10 @@ from ccopt.mesh import Mesh
 
 # --- mesh ----------------------------------------------------------------------------------
 
+MAX_RANKS = 1 << 20
+"""The largest mesh ccopt accepts: beyond any machine it models (Frontier has 75k GPUs), and an
+absurd size would otherwise surface as minutes of work or an out-of-memory error far away."""
+
 
 @irdl_op_definition
 class MeshOp(IRDLOperation):
@@ -109,7 +115,7 @@ class MeshOp(IRDLOperation):
     axis_names = prop_def(ArrayAttr[StringAttr])
     axis_sizes = prop_def(DenseArrayBase.constr(i64))
 
-    traits = traits_def(SymbolOpInterface())
+    traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
     def __init__(self, name: str, axes: Sequence[tuple[str, int]]):
         super().__init__(
@@ -140,6 +146,11 @@ class MeshOp(IRDLOperation):
         for n, s in zip(names, sizes, strict=True):
             if s < 1:
                 raise VerifyException(f"mesh axis '{n}' has size {s}; sizes must be >= 1")
+        if prod(sizes) > MAX_RANKS:
+            raise VerifyException(
+                f"mesh @{self.sym_name.data} has {prod(sizes)} ranks; ccopt handles at most "
+                f"{MAX_RANKS} (2^20)"
+            )
 
     @classmethod
     def parse(cls, parser: Parser) -> MeshOp:

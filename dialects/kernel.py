@@ -179,8 +179,9 @@ def element_bytes(t: DTensorType) -> int:
 
 def buffer_bytes(t: DTensorType, mesh: Mesh) -> int:
     """Workspace bytes of a buffer: the largest rank's block (every rank runs the same program,
-    so offsets are the same on all), rounded up to the alignment."""
-    largest = max(prod(t.local_shape(mesh, c)) for c in mesh.all_coords())
+    so offsets are the same on all), rounded up to the alignment. Ceil-div blocks are largest at
+    block 0, so the rank at the mesh origin holds the largest block."""
+    largest = prod(t.local_shape(mesh, (0,) * mesh.ndim))
     size = max(largest * element_bytes(t), 1)
     return -(-size // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
 
