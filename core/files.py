@@ -1,22 +1,118 @@
-"""Files that are either fully written or not written at all."""
+"""Output files that are either fully written or not written at all.
+
+Like an editor's "save": a regular file is written to a temporary file beside it and renamed into
+place, so a reader (or an interrupted run) never sees half of it; the file keeps the mode it had,
+or gets the mode `open()` would give it (0666 less the umask); a symlink is written through (its
+target is replaced, the link stays). Files that are not regular (`/dev/stdout`, a FIFO, a
+terminal) cannot be renamed over: they are written directly. A target that cannot be written is a
+one-line `OutputError`.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from ccopt.diagnostics import CcoptError
+
+
+class OutputError(CcoptError):
+    """An output file that cannot be written (missing folder, a directory, no permission)."""
+
+
+SPECIAL_FOLDERS = ("/dev/", "/proc/")
+"""Paths there are devices or the kernel's magic links (`/dev/stdout` resolves to whatever fd 1
+is, possibly the regular file a shell redirected it to): written directly, never renamed over."""
+
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write to a temporary file beside `path` and rename it into place, so a reader (or an
-    interrupted run) never sees half a file."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    payload = data.encode() if isinstance(data, str) else data
+    descriptor = _own_descriptor(path)
+    if descriptor is not None:
+        _write_descriptor(descriptor, payload)
+        return
+    if str(Path(path).absolute()).startswith(SPECIAL_FOLDERS):
+        _write_directly(path, payload)
+        return
+    target = Path(os.path.realpath(path))  # write through symlinks
+    try:
+        existing = target.stat()
+    except FileNotFoundError:
+        existing = None
+    except OSError as e:
+        raise _error(path, e) from None
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        raise OutputError(f"cannot write '{path}': it is a directory")
+    if existing is not None and not os.access(target, os.W_OK):
+        raise OutputError(f"cannot write '{path}': permission denied")
+    try:
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            _write_directly(target, payload)  # a device or FIFO: nothing to rename over
+            return
+        mode = stat.S_IMODE(existing.st_mode) if existing is not None else _default_mode()
+        _replace(target, payload, mode)
+    except OSError as e:
+        raise _error(path, e) from None
+
+
+def _own_descriptor(path: str | os.PathLike[str]) -> int | None:
+    """`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`: one of this process's own descriptors.
+    Opening them anew would start a second file offset on a redirected stdout (and truncate it);
+    writing to the descriptor itself appends where the shell's output stands."""
+    text = str(path)
+    named = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+    if text in named:
+        return named[text]
+    for prefix in ("/dev/fd/", "/proc/self/fd/"):
+        if text.startswith(prefix) and text[len(prefix) :].isdigit():
+            return int(text[len(prefix) :])
+    return None
+
+
+def _write_descriptor(descriptor: int, payload: bytes) -> None:
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    view = memoryview(payload)
+    try:
+        while view:
+            view = view[os.write(descriptor, view) :]
+    except OSError as e:
+        raise OutputError(f"cannot write to file descriptor {descriptor}: {e.strerror}") from None
+
+
+def _write_directly(path: str | os.PathLike[str], payload: bytes) -> None:
+    try:
+        with open(path, "wb") as f:
+            f.write(payload)
+    except OSError as e:
+        raise _error(path, e) from None
+
+
+def _replace(target: Path, payload: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
+            f.write(payload)
+            os.fchmod(f.fileno(), mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _default_mode() -> int:
+    """0666 less the process umask, as `open(path, "w")` would create the file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _error(path: str | os.PathLike[str], e: OSError) -> OutputError:
+    folder = Path(path).parent
+    if isinstance(e, FileNotFoundError) and not folder.is_dir():
+        return OutputError(f"cannot write '{path}': folder '{folder}' does not exist")
+    return OutputError(f"cannot write '{path}': {e.strerror or e}")

@@ -86,10 +86,7 @@ def save_outputs(
         arrays.update({f"{name}@rank{r}": s for r, s in enumerate(per_rank)})
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    try:
-        write_atomic(path, buffer.getvalue())
-    except OSError as e:
-        raise CcoptError(f"cannot write outputs '{path}': {e.strerror}") from None
+    write_atomic(path, buffer.getvalue())
 
 
 def describe(name: str, value: np.ndarray) -> str:
