@@ -47,10 +47,11 @@ class SourceText:
 
 
 class CcoptError(Exception):
-    """An error in the user's input, reported without a traceback."""
+    """An error in the user's input, reported without a traceback; about the input as a whole
+    (`file: error: message`) when no op or position is to blame."""
 
     def render(self, source: SourceText | None = None) -> str:
-        return f"error: {self}"
+        return f"{source.name}: error: {self}" if source is not None else f"error: {self}"
 
 
 class LocatedError(CcoptError):
@@ -81,7 +82,7 @@ class OpError(CcoptError, DiagnosticException):
         if isinstance(loc, FileLineColLoc):
             located = LocatedError(text, loc.filename.data, loc.line.data, loc.column.data)
             return located.render(source)
-        return f"error: {text}"
+        return super().render(source)
 
 
 def first_line(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -71,7 +71,7 @@ def require_tagged(module: Operation, tags: Sequence[str], pass_name: str) -> No
     present = {tag_of(op) for op in module.walk()}
     missing = [t for t in tags if t not in present]
     if missing:
-        raise CcoptError(f"{pass_name}: no op is tagged {', '.join(missing)}")
+        raise CcoptError(f"{pass_name}: no op is tagged {', '.join(sorted(missing))}")
 
 
 def set_tag(op: Operation, tag: str | None) -> Operation:
@@ -84,6 +84,18 @@ def derived_tag(op: Operation, suffix: str) -> str | None:
     """`g1` -> `g1.rs`: new ops stay addressable by the tag of the op they came from."""
     tag = tag_of(op)
     return None if tag is None else f"{tag}.{suffix}"
+
+
+def derive(new: Operation, origin: Operation, suffix: str | None = None) -> Operation:
+    """`new` replaces (part of) `origin`: it keeps `origin`'s source location - and everything
+    nested in it that has none - so a later refusal points at the line the user wrote (MLIR's
+    rewriters pass `op->getLoc()` on the same way), and, given a suffix, its derived tag."""
+    for inner in new.walk():
+        if isinstance(inner.location, UnknownLoc):
+            inner.location = origin.location
+    if suffix is not None:
+        set_tag(new, derived_tag(origin, suffix))
+    return new
 
 
 class Refusal(Exception):
@@ -143,7 +155,7 @@ def rebuild_elementwise(op: Operation, operands: Sequence[SSAValue]) -> Operatio
     except VerifyException as e:
         raise Refusal(str(e)) from None
     new.attributes.update(op.attributes)
-    return new
+    return derive(new, op)
 
 
 class ProgramOrder:

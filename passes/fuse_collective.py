@@ -32,7 +32,15 @@ from xdsl.rewriter import Rewriter
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.passes.common import ProgramOrder, Refusal, UserWalk, set_tag, tag_of
+from ccopt.passes.common import (
+    ProgramOrder,
+    Refusal,
+    UserWalk,
+    derive,
+    require_tagged,
+    set_tag,
+    tag_of,
+)
 from ccopt.passes.fusion_groups import (
     build_body,
     check_convex,
@@ -145,7 +153,7 @@ def fuse_into_collective(
         body,  # type: ignore[arg-type]
         None if rs.algorithm is None else rs.algorithm.data.value,
     )
-    set_tag(fused, joined_tag([rs, *members]))
+    set_tag(derive(fused, rs), joined_tag([rs, *members]))
     ops = [rs, *members]
     insert_after_group(fused, ops, order)
     sliced: list[tuple[SSAValue, SSAValue]] = []
@@ -208,10 +216,8 @@ class FuseCollective(ModulePass):
                 fuse_into_collective(rs, members, order)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
+        require_tagged(module, self.group, self.name)
         ops = [o for o in module.walk() if tag_of(o) in self.group]
-        missing = set(self.group) - {tag_of(o) for o in ops}
-        if missing:
-            raise OpError(module, f"no op is tagged {', '.join(sorted(missing))}")
         collectives = [o for o in ops if isinstance(o, coll.AllReduceOp | coll.ReduceScatterOp)]
         try:
             if len(collectives) != 1:

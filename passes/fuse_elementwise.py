@@ -34,7 +34,15 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
-from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, set_tag, tag_of
+from ccopt.passes.common import (
+    ProgramOrder,
+    Refusal,
+    derive,
+    is_elementwise,
+    require_tagged,
+    set_tag,
+    tag_of,
+)
 from ccopt.passes.fusion_groups import (
     build_body,
     check_convex,
@@ -50,7 +58,7 @@ def fuse(ops: Sequence[Operation], order: ProgramOrder | None = None) -> dt.Fuse
     """Replace a legal group (in an order its members can run in) with one dtensor.fused op."""
     inputs, outputs = interface(ops)
     fused = dt.FusedOp(inputs, [v.type for v in outputs], build_body(ops, inputs, outputs))  # type: ignore[misc]
-    set_tag(fused, joined_tag(ops))
+    set_tag(derive(fused, ops[0]), joined_tag(ops))
     place_fused(fused, ops, outputs, order)
     return fused
 
@@ -96,10 +104,8 @@ class FuseElementwise(ModulePass):
                     fuse(members, order)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
+        require_tagged(module, self.group, self.name)
         ops = [o for o in module.walk() if tag_of(o) in self.group]
-        missing = set(self.group) - {tag_of(o) for o in ops}
-        if missing:
-            raise OpError(module, f"no op is tagged {', '.join(sorted(missing))}")
         try:
             check_group(ops)
         except Refusal as why:

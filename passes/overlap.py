@@ -56,7 +56,13 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh, block_range
-from ccopt.passes.common import Refusal, derived_tag, is_selected, require_tagged, set_tag, tag_of
+from ccopt.passes.common import (
+    Refusal,
+    derive,
+    is_selected,
+    require_tagged,
+    tag_of,
+)
 
 COMM_STREAM = 1
 
@@ -187,7 +193,7 @@ def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> None:
         task = async_region(
             COMM_STREAM, [part.result], lambda args: rebuild_collective(op, args[0], mesh)
         )
-        set_tag(task, derived_tag(op, f"chunk{c}"))
+        derive(task, op, f"chunk{c}")
         new_ops.append(task)
         futures.append(task.futures[0])
     finish(op, new_ops, futures, plan.dim)
@@ -319,7 +325,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> None:
             return fused
 
         task = async_region(COMM_STREAM, [part.result, *inputs], build)
-        set_tag(task, derived_tag(op, f"chunk{c}"))
+        derive(task, op, f"chunk{c}")
         new_ops.append(task)
         futures.append(task.futures)
     ready: list[list[SSAValue]] = [[] for _ in op.outputs]
@@ -401,7 +407,7 @@ def overlap_gather_then_matmul(mm: dt.MatmulOp, chunks: int) -> None:
         task = async_region(
             COMM_STREAM, [piece.result], lambda args: rebuild_collective(ag, args[0], mesh)
         )
-        set_tag(task, derived_tag(ag, f"chunk{c}"))
+        derive(task, ag, f"chunk{c}")
         new_ops += [piece, task]
         gathers.append(task.futures[0])
     parts = []

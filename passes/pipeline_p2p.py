@@ -37,12 +37,11 @@ from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
     ProgramOrder,
-    derived_tag,
+    derive,
     elementwise_type,
     is_elementwise,
     is_selected,
     require_tagged,
-    set_tag,
     tag_of,
 )
 from ccopt.passes.reorder_elementwise import plan_region, rewrite_region
@@ -77,7 +76,7 @@ def commute(shift: coll.ShiftOp) -> bool:
     )
     regathered = coll.AllGatherOp(moved.result, mesh, gather.axes.names)
     moved.attributes.update(shift.attributes)
-    set_tag(regathered, derived_tag(shift, "ag"))
+    derive(regathered, shift, "ag")
     moved.result.name_hint = f"{shift.result.name_hint}_s" if shift.result.name_hint else None
     regathered.result.name_hint = shift.result.name_hint
     Rewriter.insert_op([moved, regathered], InsertPoint.before(shift))

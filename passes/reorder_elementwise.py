@@ -40,6 +40,7 @@ from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
     UserWalk,
+    derive,
     derived_tag,
     is_elementwise,
     is_selected,
@@ -219,7 +220,7 @@ def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
         gathered = coll.AllGatherOp(
             builder.split[old.results[0]], builder.mesh, builder.ag.axes.names
         )
-        set_tag(gathered, derived_tag(old, "ag") or derived_tag(builder.ag, "ag"))
+        set_tag(derive(gathered, old), derived_tag(old, "ag") or derived_tag(builder.ag, "ag"))
         gathered.result.name_hint = old.results[0].name_hint
         Rewriter.insert_op(gathered, InsertPoint.after(new_ops[-1]))
         old.results[0].replace_uses_with_if(

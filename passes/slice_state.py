@@ -31,7 +31,7 @@ from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from ccopt.diagnostics import OpError
+from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor import mesh_of
@@ -103,7 +103,8 @@ class SliceState(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         called = {c.callee.root_reference.data for c in op.walk() if isinstance(c, func.CallOp)}
-        for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+        for f in [o for o in op.walk() if isinstance(o, func.FuncOp) and o.body.blocks]:
+            sliced = False
             for update in [u for u in f.walk() if isinstance(u, dt.UpdateOp)]:
                 arg = update.target
                 if not isinstance(arg, BlockArgument):
@@ -118,11 +119,15 @@ class SliceState(ModulePass):
                         raise OpError(update, str(why)) from None
                     continue
                 slice_state(update, gather, f)
-            retype(f)
+                sliced = True
+            if sliced:
+                retype(f)
         missing = set(self.args) - {
             argument_name(u.target)
             for u in op.walk()
             if isinstance(u, dt.UpdateOp) and isinstance(u.target, BlockArgument)
         }
         if missing:
-            raise OpError(op, f"no in-place-updated argument named {', '.join(sorted(missing))}")
+            raise CcoptError(
+                f"{self.name}: no in-place-updated argument named {', '.join(sorted(missing))}"
+            )

@@ -36,11 +36,10 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, PartialAttr
 from ccopt.passes.common import (
-    derived_tag,
+    derive,
     is_selected,
     refuse_if_selected,
     require_tagged,
-    set_tag,
 )
 
 
@@ -76,7 +75,7 @@ class SlicedNormPattern(RewritePattern):
         reduced = coll.AllReduceOp(total, mesh, partial_axes, "sum")
         root = dt.SqrtOp(reduced)
         for new, suffix in ((square, "sq"), (total, "sum"), (reduced, "ar"), (root, "sqrt")):
-            set_tag(new, derived_tag(op, suffix))
+            derive(new, op, suffix)
         ops += [square, total, reduced, root]
         if root.result.type != op.result.type:
             ops.append(dt.CastOp(root, t.element_type))

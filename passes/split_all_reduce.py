@@ -31,11 +31,10 @@ from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import (
-    derived_tag,
+    derive,
     is_selected,
     refuse_if_selected,
     require_tagged,
-    set_tag,
 )
 
 
@@ -59,8 +58,8 @@ def split(
         except VerifyException as e:
             reasons.append(f"dimension {d}: {e}")
             continue
-        set_tag(rs, derived_tag(op, "rs"))
-        set_tag(ag, derived_tag(op, "ag"))
+        derive(rs, op, "rs")
+        derive(ag, op, "ag")
         return rs, ag
     return "no dimension can be scattered (" + "; ".join(reasons) + ")"
 

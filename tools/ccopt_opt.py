@@ -17,7 +17,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ccopt.diagnostics import CcoptError, SourceText, first_line
 from ccopt.files import write_atomic
-from ccopt.ir import make_context, parse_module, verify_module
+from ccopt.ir import inherit_locations, make_context, parse_module, verify_module
 
 SPLIT_MARKER = "// -----"
 
@@ -125,7 +125,10 @@ class CcoptMain(xDSLOptMain):
         def after_each(
             previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None
         ) -> None:
-            if previous is not None and not self.args.disable_verify:
+            if previous is None:
+                return
+            inherit_locations(module)
+            if not self.args.disable_verify:
                 verify_module(module)
 
         self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, after_each)

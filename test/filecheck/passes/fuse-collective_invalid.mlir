@@ -120,4 +120,4 @@ func.func @missing_tag(%g: !grad) -> !rep {
   %g1 = coll.all_reduce sum %g over [dp] {tag = "g1"} : !grad -> !rep
   func.return %g1 : !rep
 }
-// CHECK: error: 'builtin.module' op no op is tagged o1
+// CHECK: error: fuse-collective: no op is tagged o1

@@ -96,4 +96,4 @@ func.func @missing(%x: !t) -> !t {
   %a = dtensor.exp %x {tag = "a"} : !t
   func.return %a : !t
 }
-// CHECK: error: 'builtin.module' op no op is tagged b
+// CHECK: error: fuse-elementwise: no op is tagged b

@@ -7,4 +7,4 @@ func.func @any(%x: !dtensor.tensor<4x8xf32, @tp[S(1)]>, %w: !dtensor.tensor<8x4x
   %s = coll.all_reduce sum %y over [tp] : !dtensor.tensor<4x4xf32, @tp[P(sum)]> -> !dtensor.tensor<4x4xf32, @tp[R]>
   func.return %s : !dtensor.tensor<4x4xf32, @tp[R]>
 }
-// CHECK: error: 'builtin.module' op overlap needs chunks >= 1, got 0
+// CHECK: error: overlap needs chunks >= 1, got 0

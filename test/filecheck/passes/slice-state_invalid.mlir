@@ -83,4 +83,4 @@ dtensor.mesh @dp [dp=4]
 func.func @no_state(%m: !rep) -> !rep {
   func.return %m : !rep
 }
-// CHECK: error: 'builtin.module' op no in-place-updated argument named m
+// CHECK: error: slice-state: no in-place-updated argument named m
