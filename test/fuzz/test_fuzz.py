@@ -1,0 +1,25 @@
+"""The mutation fuzzer in CI: a few hundred mutants of the examples and lit inputs through
+`ccopt`, `ccopt -p` and `ccopt-run --check-pipeline`, with no crash and no hang. Longer runs
+(10,000 mutants and more) are `python test/fuzz/fuzz_tools.py --mutants N --seed S`."""
+
+from __future__ import annotations
+
+import random
+
+from fuzz.fuzz_tools import MUTATORS, SEMANTIC, crash_signature, fuzz, seeds
+
+
+def test_mutants_never_crash_or_hang_the_tools() -> None:
+    report = fuzz(mutants=400, seed=20261124, seconds=60.0, run_share=0.25)
+    assert not report.failures, "\n".join(
+        f"{crash_signature(f)} (seed {f.seed}: {' '.join(f.command)})" for f in report.failures
+    )
+    accepted = sum(n for (_, outcome), n in report.outcomes.items() if outcome == "accepted")
+    assert accepted > 100, f"too few mutants got past the verifier: {report.outcomes}"
+
+
+def test_every_mutator_changes_some_seed() -> None:
+    rng = random.Random(0)
+    pool = seeds()
+    for mutator in {*MUTATORS, *SEMANTIC}:
+        assert any(mutator(text, rng) != text for _, text in pool[:40]), mutator.__name__

@@ -1,0 +1,149 @@
+"""Inputs that once crashed ccopt with a Python traceback, output files that were not what a user
+expects, and pass errors without a location: each is a regression test (issue 10)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fuzz.fuzz_tools import PIPELINES
+from tools.test_ccopt_opt import ROOT, SGD, assert_user_error, ccopt
+
+DECLARATION = """\
+dtensor.mesh @tp [tp=4]
+func.func @f(%x: !dtensor.tensor<8xf32, @tp[R]>)
+"""
+
+
+def ccopt_run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ccopt.tools.ccopt_run", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("sigil", ["!", "#", "^", "%"])
+def test_a_file_of_one_sigil_is_a_located_error_in_both_tools(tmp_path: Path, sigil: str) -> None:
+    bad = tmp_path / "sigil.mlir"
+    bad.write_text(sigil)
+    message = f"{bad}:1:1: error: expected an identifier after '{sigil}'"
+    assert_user_error(ccopt(str(bad)), message)
+    result = ccopt_run(str(bad))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "expected an identifier after" in result.stderr
+
+
+@pytest.mark.parametrize("pipeline", sorted({p for p in PIPELINES} | {"slice-state"}))
+def test_every_pass_accepts_a_module_of_declarations(tmp_path: Path, pipeline: str) -> None:
+    """slice-state indexed the body of a declaration (IndexError); no pass may assume a body."""
+    src = tmp_path / "declaration.mlir"
+    src.write_text(DECLARATION)
+    result = ccopt(str(src), "-p", pipeline)
+    assert "Traceback" not in result.stderr
+    if "plan-memory" in pipeline:  # nothing to plan: a clear refusal
+        assert_user_error(result, "plan-memory: no kernel-level function")
+    else:
+        assert result.returncode == 0, result.stderr
+        assert "func.func @f" in result.stdout
+
+
+def test_a_refused_op_that_a_pass_created_points_at_the_line_it_came_from() -> None:
+    """The reduce_scatter that split-all-reduce made from line 11's all_reduce is blamed on
+    line 11, with the source line and a caret; pass-level errors name the file and the pass."""
+    example = ROOT / "examples" / "fusion_legality.mlir"
+    result = ccopt(
+        str(example), "-p", 'split-all-reduce,reorder-elementwise,fuse-collective{group="g1.rs",o1}'
+    )
+    assert_user_error(
+        result,
+        f"{example}:11:3: error: 'coll.reduce_scatter' op cannot fuse g1.rs+o1",
+        "  %g1 = coll.all_reduce sum %g over [dp]",
+        "  ^",
+    )
+    assert_user_error(
+        ccopt(str(example), "-p", "fuse-collective{group=zz}"),
+        f"{example}: error: fuse-collective: no op is tagged zz",
+    )
+
+
+# --- -o --------------------------------------------------------------------------------------
+
+
+def test_output_into_a_missing_folder_a_directory_or_proc_is_a_one_line_error(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "nowhere" / "out.mlir"
+    assert_user_error(
+        ccopt(str(SGD), "-o", str(missing)),
+        f"error: cannot write '{missing}': folder '{missing.parent}' does not exist",
+    )
+    assert_user_error(
+        ccopt(str(SGD), "-o", str(tmp_path)),
+        f"error: cannot write '{tmp_path}': it is a directory",
+    )
+    result = ccopt(str(SGD), "-o", "/proc/x")
+    assert_user_error(result, "error: cannot write '/proc/x'")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob(".*")), "no temporary file is left behind"
+
+
+def test_output_files_respect_the_umask_and_keep_their_mode(tmp_path: Path) -> None:
+    out = tmp_path / "out.mlir"
+    previous = os.umask(0o027)
+    try:
+        result = ccopt(str(SGD), "-o", str(out))
+    finally:
+        os.umask(previous)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    out.chmod(0o604)
+    assert ccopt(str(SGD), "-o", str(out)).returncode == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o604
+
+
+def test_output_through_a_symlink_writes_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "target.mlir"
+    target.write_text("old\n")
+    link = tmp_path / "link.mlir"
+    link.symlink_to(target)
+    assert ccopt(str(SGD), "-o", str(link)).returncode == 0
+    assert link.is_symlink()
+    assert "dtensor.mesh" in target.read_text()
+
+
+def test_output_to_a_fifo_writes_into_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    result = ccopt(str(SGD), "-o", str(fifo))
+    out, _ = reader.communicate(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert "dtensor.mesh" in out
+
+
+def test_output_to_dev_stdout_appends_to_a_redirected_stdout(tmp_path: Path) -> None:
+    """`/dev/stdout` is the tool's own fd 1: opening it anew would truncate a redirected file
+    (and renaming over it would detach the shell's redirection)."""
+    log = tmp_path / "log.txt"
+    script = f"echo before; {sys.executable} -m ccopt.tools.ccopt_opt {SGD} -o /dev/stdout; echo after"
+    with open(log, "w") as f:
+        subprocess.run(["bash", "-c", script], stdout=f, cwd=ROOT, check=True)
+    text = log.read_text()
+    assert text.startswith("before\n") and text.rstrip().endswith("after")
+    assert "dtensor.mesh" in text
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write read-only files")
+def test_output_to_a_read_only_file_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "ro.mlir"
+    out.write_text("keep\n")
+    out.chmod(0o444)
+    assert_user_error(ccopt(str(SGD), "-o", str(out)), "permission denied")
+    assert out.read_text() == "keep\n"
