@@ -1,10 +1,14 @@
-"""Files that are either fully written or not written at all."""
+"""Input files read as text with clear errors; output files either fully written or not written
+at all."""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
+
+from ccopt.diagnostics import CcoptError
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
@@ -20,3 +24,19 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_text(path: str | os.PathLike[str] | None) -> str:
+    """The UTF-8 text of an input file (standard input for None); a file that cannot be read
+    (missing, a directory, no permission) or that is not text is a CcoptError naming it, as
+    every ccopt tool reports it."""
+    name = "<stdin>" if path is None else os.fspath(path)
+    try:
+        if path is None:  # decoded here: the locale's decoder may let bad bytes through
+            return sys.stdin.buffer.read().decode("utf-8")
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise CcoptError(f"cannot read input file '{name}': {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CcoptError(f"input file '{name}' is not UTF-8 text") from None
