@@ -28,7 +28,7 @@ from xdsl.passes import PassPipeline
 
 from ccopt.ir import make_context, verify_module
 from ccopt.passes import PASSES
-from ccopt.runner import load_program
+from ccopt.program import load_program
 
 REP = "!dtensor.tensor<64x8xf32, @dp[R]>"
 GRAD = "!dtensor.tensor<64x8xf32, @dp[P(sum)]>"

@@ -27,7 +27,8 @@ import ccopt
 from ccopt.dialects import kernel as k
 from ccopt.frontend.workloads import PIPELINES
 from ccopt.interpreters.distributed import numpy_dtype
-from ccopt.runner import load_program, module_meshes, run_pipeline
+from ccopt.passes.pipeline import run_pipeline
+from ccopt.program import load_program, module_meshes
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

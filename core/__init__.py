@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ccopt.backends.cuda.build import build
-    from ccopt.runner import check_pipeline, load_program, run
+    from ccopt.program import load_program
+    from ccopt.runner import check_pipeline, run
 
 __all__ = ["run", "check_pipeline", "load_program", "build"]
 
 _LAZY = {
     "run": "ccopt.runner",
     "check_pipeline": "ccopt.runner",
-    "load_program": "ccopt.runner",
+    "load_program": "ccopt.program",
     "build": "ccopt.backends.cuda.build",
 }
 

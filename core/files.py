@@ -1,9 +1,9 @@
-"""Output files that are either fully written or not written at all.
+"""Input files read as text with clear errors; output files fully written or not at all.
 
-Like an editor's "save": a regular file is written to a temporary file beside it and renamed into
-place, so a reader (or an interrupted run) never sees half of it; the file keeps the mode it had,
-or gets the mode `open()` would give it (0666 less the umask); a symlink is written through (its
-target is replaced, the link stays). Files that are not regular (`/dev/stdout`, a FIFO, a
+Output is like an editor's "save": a regular file is written to a temporary file beside it and
+renamed into place, so a reader (or an interrupted run) never sees half of it; the file keeps the
+mode it had, or gets the mode `open()` would give it (0666 less the umask); a symlink is written
+through (its target is replaced, the link stays). Files that are not regular (`/dev/stdout`, a FIFO, a
 terminal) cannot be renamed over: they are written directly. A target that cannot be written is a
 one-line `OutputError`.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -72,8 +73,6 @@ def _own_descriptor(path: str | os.PathLike[str]) -> int | None:
 
 
 def _write_descriptor(descriptor: int, payload: bytes) -> None:
-    import sys
-
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     view = memoryview(payload)
@@ -116,3 +115,19 @@ def _error(path: str | os.PathLike[str], e: OSError) -> OutputError:
     if isinstance(e, FileNotFoundError) and not folder.is_dir():
         return OutputError(f"cannot write '{path}': folder '{folder}' does not exist")
     return OutputError(f"cannot write '{path}': {e.strerror or e}")
+
+
+def read_text(path: str | os.PathLike[str] | None) -> str:
+    """The UTF-8 text of an input file (standard input for None); a file that cannot be read
+    (missing, a directory, no permission) or that is not text is a CcoptError naming it, as
+    every ccopt tool reports it."""
+    name = "<stdin>" if path is None else os.fspath(path)
+    try:
+        if path is None:  # decoded here: the locale's decoder may let bad bytes through
+            return sys.stdin.buffer.read().decode("utf-8")
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise CcoptError(f"cannot read input file '{name}': {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CcoptError(f"input file '{name}' is not UTF-8 text") from None

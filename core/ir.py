@@ -140,6 +140,13 @@ class LocatingParser(Parser):
             self.raise_error(f"unknown operation '{name}'", at, at + len(name))
         return op_type
 
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """An input without operations (empty, or only comments) is an empty module, as in MLIR
+        (xDSL calls it an error)."""
+        if self._current_token.kind is MLIRTokenKind.EOF:
+            return ModuleOp([])
+        return super().parse_module(allow_implicit_module)
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         op = super().parse_operation()

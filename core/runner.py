@@ -4,30 +4,35 @@
 seed) and returns global outputs: the function's results (`result0`, ...) and the final values of
 in-place-updated arguments (by argument name). `check_pipeline` runs a program before and after a
 pass pipeline on the same inputs and compares every output.
+
+This is the façade of the Python API (`ccopt.run`, `ccopt.check_pipeline`): loading programs and
+finding their entry lives in `ccopt.program`, applying pipelines in `ccopt.passes.pipeline` and
+the semantics in `ccopt.interpreters`, all below it, so that nothing below imports the runner.
 """
 
 from __future__ import annotations
 
-import os
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
-from xdsl.ir import BlockArgument
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.dialects.builtin import ModuleOp
 
-from ccopt.diagnostics import CcoptError, OpError, SourceText, first_line
+from ccopt.diagnostics import CcoptError, OpError
 from ccopt.mesh import Mesh
-
-Program = str | os.PathLike[str] | ModuleOp
-
-
-class InputError(CcoptError):
-    """An input that does not fit the program (missing, misnamed, wrong shape or dtype)."""
+from ccopt.program import (
+    InputError,
+    ProgramSource,
+    argument_names,
+    argument_tensor,
+    bind_mesh,
+    find_entry,
+    input_arguments,
+    load_program,
+    module_meshes,
+)
 
 
 @dataclass
@@ -67,118 +72,6 @@ class CheckReport:
         return all(c.ok for c in self.comparisons)
 
 
-def load_program(program: Program, ctx: Context | None = None) -> ModuleOp:
-    """A verified module from a path, IR text or a module (which is cloned, never changed)."""
-    from ccopt.ir import make_context, parse_module, verify_module
-
-    if isinstance(program, ModuleOp):
-        module = program.clone()
-    else:
-        ctx = ctx or make_context()
-        if isinstance(program, os.PathLike) or (
-            "\n" not in program and Path(program).suffix == ".mlir"
-        ):
-            path = Path(program)
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as e:
-                raise CcoptError(f"cannot read program '{path}': {e.strerror}") from None
-            source = SourceText(str(path), text)
-        else:
-            source = SourceText("<string>", str(program))
-        module = parse_module(ctx, source)
-    verify_module(module)
-    return module
-
-
-def module_meshes(module: ModuleOp) -> dict[str, Mesh]:
-    from ccopt.dialects.dtensor import MeshOp
-
-    return {op.sym_name.data: op.mesh for op in module.walk() if isinstance(op, MeshOp)}
-
-
-def parse_mesh_spec(spec: str) -> dict[str, int]:
-    """`dp=2,tp=4` -> {"dp": 2, "tp": 4}."""
-    sizes: dict[str, int] = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        name, eq, value = part.partition("=")
-        if not eq or not name.strip() or not value.strip().isdigit():
-            raise InputError(f"bad mesh '{spec}': expected axis=size pairs like dp=2,tp=4")
-        sizes[name.strip()] = int(value)
-    return sizes
-
-
-def bind_mesh(module: ModuleOp, sizes: Mapping[str, int] | str | None) -> dict[str, Mesh]:
-    """Resize the program's mesh axes (the program's shapes are global, so it runs on any mesh
-    its verifier accepts); returns the meshes by name."""
-    from ccopt.dialects.dtensor import MeshOp
-    from ccopt.ir import verify_module
-
-    if isinstance(sizes, str):
-        sizes = parse_mesh_spec(sizes)
-    if sizes:
-        meshes = [op for op in module.walk() if isinstance(op, MeshOp)]
-        known = {a.data for m in meshes for a in m.axis_names.data}
-        for axis, size in sizes.items():
-            if axis not in known:
-                described = "; ".join(str(m.mesh) for m in meshes) or "no mesh"
-                raise InputError(
-                    f"mesh axis '{axis}' is not in the program (it declares {described})"
-                )
-            if size < 1:
-                raise InputError(f"mesh axis '{axis}' needs a size >= 1, got {size}")
-        for m in meshes:
-            names = [a.data for a in m.axis_names.data]
-            new = [sizes.get(n, s) for n, s in zip(names, m.axis_sizes.get_values(), strict=True)]
-            m.axis_sizes = DenseArrayBase.from_list(i64, new)
-        try:
-            verify_module(module)
-        except OpError as e:
-            raise InputError(f"the program does not fit mesh {dict(sizes)}: {e.render()}") from None
-    return module_meshes(module)
-
-
-def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
-    if entry is not None:
-        for f in funcs:
-            if f.sym_name.data == entry:
-                return f
-        raise InputError(
-            f"no function @{entry} (functions: {', '.join('@' + f.sym_name.data for f in funcs)})"
-        )
-    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
-    if len(public) == 1:
-        return public[0]  # private functions are helpers, not entry points
-    if len(funcs) != 1:
-        names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
-        raise InputError(f"choose the entry function with --entry (functions: {names})")
-    return funcs[0]
-
-
-def input_arguments(f: func.FuncOp) -> list[BlockArgument]:
-    """The arguments a caller provides: all of them, except the output buffers that a
-    kernel-level function takes last (`kernel.results`)."""
-    args = list(f.body.blocks[0].args)
-    results = f.attributes.get("kernel.results")
-    return args[: len(args) - results.value.data] if results is not None else args  # type: ignore[union-attr]
-
-
-def argument_names(f: func.FuncOp) -> list[str]:
-    return [a.name_hint or f"arg{a.index}" for a in input_arguments(f)]
-
-
-def argument_tensor(arg: BlockArgument):  # noqa: ANN201 - DTensorType | None
-    """The distributed tensor type of an L1 argument or of an L3 buffer argument."""
-    from ccopt.dialects.dtensor_type import DTensorType
-    from ccopt.dialects.kernel import BufferType
-
-    t = arg.type
-    if isinstance(t, BufferType):
-        return t.tensor
-    return t if isinstance(t, DTensorType) else None
-
-
 _KIND_GROUPS = ({"f", "V"}, {"i", "u"}, {"b"})
 
 
@@ -194,10 +87,42 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dty
     return rng.standard_normal(shape).astype(np.float32).astype(dtype)
 
 
+def entry_function(module: ModuleOp, entry: str | None, meshes: Mapping[str, Mesh]) -> func.FuncOp:
+    """The function to run (see `find_entry`), refused at its location unless it takes and
+    returns distributed tensors on meshes the program declares: the values the interpreter can
+    make from global arrays and give back as global arrays (a future or a token cannot)."""
+    from ccopt.dialects.dtensor_type import DTensorType
+
+    f = find_entry(module, entry)
+    values = [
+        (f"argument '{name}'", arg.type, argument_tensor(arg))
+        for name, arg in zip(argument_names(f), input_arguments(f), strict=True)
+    ]
+    values += [
+        (f"result #{i}", t, t if isinstance(t, DTensorType) else None)
+        for i, t in enumerate(f.function_type.outputs)
+    ]
+    for what, type_, tensor in values:
+        if tensor is None:
+            raise OpError(
+                f,
+                f"{what} of @{f.sym_name.data} has type {type_}; ccopt-run runs functions "
+                "that take and return !dtensor.tensor values",
+            )
+        if tensor.mesh_name not in meshes:
+            raise OpError(
+                f,
+                f"{what} of @{f.sym_name.data} is on mesh @{tensor.mesh_name}, which the "
+                "program does not declare",
+            )
+    return f
+
+
 def prepare_inputs(
     f: func.FuncOp, meshes: Mapping[str, Mesh], inputs: Mapping[str, np.ndarray] | None, seed: int
 ) -> dict[str, np.ndarray]:
-    """Global input arrays by argument name: checked against the signature, or random."""
+    """Global input arrays by argument name (of an `entry_function`): checked against the
+    signature, or random."""
     from ccopt.interpreters.distributed import global_shape, numpy_dtype
 
     names = argument_names(f)
@@ -212,10 +137,7 @@ def prepare_inputs(
     out: dict[str, np.ndarray] = {}
     for name, arg in zip(names, input_arguments(f), strict=True):
         t = argument_tensor(arg)
-        if t is None:
-            raise InputError(
-                f"argument '{name}' has type {arg.type}; ccopt-run takes !dtensor.tensor arguments"
-            )
+        assert t is not None, "checked by entry_function"
         mesh = meshes[t.mesh_name]
         dtype = numpy_dtype(t.element_type)
         if inputs is None:
@@ -238,34 +160,16 @@ def prepare_inputs(
     return out
 
 
-def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
-    """A verified copy of `module` after the pass pipeline (the module itself is untouched)."""
-    optimized = module.clone()
-    run_pipeline(optimized, pipeline)
-    return optimized
-
-
-def run_pipeline(module: ModuleOp, pipeline: str) -> None:
-    """Apply a pass pipeline to `module` in place and verify the result; bad pipelines and
-    refused rewrites are CcoptErrors."""
-    from xdsl.passes import PassPipeline
-
-    from ccopt.ir import make_context, verify_module
-    from ccopt.passes import PASSES
-
-    try:
-        passes = PassPipeline.parse_spec(PASSES, pipeline)
-    except (ValueError, BaseException) as e:  # xDSL raises ArgSpecParseError, a BaseException
-        if isinstance(e, KeyboardInterrupt | SystemExit):
-            raise
-        raise CcoptError(f"invalid pass pipeline '{pipeline}': {first_line(e)}") from None
-    try:
-        passes.apply(make_context(), module)
-    except CcoptError:
-        raise
-    except DiagnosticException as e:
-        raise CcoptError(f"pipeline '{pipeline}' failed: {first_line(e)}") from None
-    verify_module(module)
+def check_options(seed: int, steps: int, rtol: float = 0.0, atol: float | None = None) -> None:
+    """Random inputs need a seed numpy takes, a run at least one step; a negative, NaN or
+    infinite tolerance would pass or fail every comparison."""
+    if seed < 0:
+        raise InputError(f"seed must be >= 0, got {seed}")
+    if steps < 1:
+        raise InputError(f"steps must be >= 1, got {steps}")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not 0 <= value < math.inf:
+            raise InputError(f"{name} must be a finite number >= 0, got {value}")
 
 
 def _execute(
@@ -275,6 +179,9 @@ def _execute(
     inputs: dict[str, np.ndarray],
     steps: int,
 ) -> RunResult:
+    """Run an `entry_function` on its inputs; an error at an op is located there (an OpError
+    from the interpreter), one outside any op (distributing inputs, gathering outputs) names
+    the function."""
     from ccopt.interpreters import ReferenceInterpreter
     from ccopt.interpreters.distributed import DistTensor, InterpreterError, distribute, gather
 
@@ -282,6 +189,7 @@ def _execute(
     args: list[DistTensor] = []
     for n, a in zip(names, input_arguments(f), strict=True):
         t = argument_tensor(a)
+        assert t is not None, "checked by entry_function"
         args.append(distribute(inputs[n], t, meshes[t.mesh_name]))
     interpreter = ReferenceInterpreter(module, meshes)
     results: tuple[DistTensor, ...] = ()
@@ -302,7 +210,7 @@ def _execute(
 
 
 def run(
-    program: Program,
+    program: ProgramSource,
     inputs: Mapping[str, np.ndarray] | None = None,
     *,
     entry: str | None = None,
@@ -310,12 +218,14 @@ def run(
     seed: int = 0,
     steps: int = 1,
 ) -> RunResult:
-    """Interpret `entry` of `program` on its mesh (resized by `mesh`) with `inputs` (global
-    arrays by argument name) or random inputs drawn from `seed`; `steps` > 1 runs it repeatedly,
+    """Interpret `entry` of `program` (a path, IR text, a module, a front-end program: see
+    `ccopt.program.load_program`) on its mesh (resized by `mesh`) with `inputs` (global arrays
+    by argument name) or random inputs drawn from `seed`; `steps` > 1 runs it repeatedly,
     feeding in-place updates (optimizer state) into the next step."""
+    check_options(seed, steps)
     module = load_program(program)
     meshes = bind_mesh(module, mesh)
-    f = find_entry(module, entry)
+    f = entry_function(module, entry, meshes)
     return _execute(module, meshes, f, prepare_inputs(f, meshes, inputs, seed), steps)
 
 
@@ -346,7 +256,7 @@ def compare(
 
 
 def check_pipeline(
-    program: Program,
+    program: ProgramSource,
     pipeline: str,
     inputs: Mapping[str, np.ndarray] | None = None,
     *,
@@ -359,6 +269,9 @@ def check_pipeline(
 ) -> CheckReport:
     """Run `program` before and after `pipeline` on the same inputs; compare every output
     (`|after - before| <= atol + rtol * |before|`, see `compare`)."""
+    from ccopt.passes.pipeline import apply_pipeline
+
+    check_options(seed, steps, rtol, atol)
     module = load_program(program)
     bind_mesh(module, mesh)
     optimized = apply_pipeline(module, pipeline)
@@ -389,14 +302,16 @@ def compare_modules(
     description: str = "",
 ) -> CheckReport:
     """Run two versions of a program on the same inputs and compare every output."""
+    check_options(seed, steps, rtol, atol)
     module, optimized = module.clone(), optimized.clone()
     meshes = bind_mesh(module, mesh)
     bind_mesh(optimized, mesh)
-    f = find_entry(module, entry)
+    f = entry_function(module, entry, meshes)
     values = prepare_inputs(f, meshes, inputs, seed)
     reference = _execute(module, meshes, f, values, steps)
-    g = find_entry(optimized, f.sym_name.data)
-    after = _execute(optimized, module_meshes(optimized), g, values, steps)
+    optimized_meshes = module_meshes(optimized)
+    g = entry_function(optimized, f.sym_name.data, optimized_meshes)
+    after = _execute(optimized, optimized_meshes, g, values, steps)
     comparisons = []
     for name, want in reference.outputs.items():
         got = after.outputs.get(name)

@@ -1,10 +1,11 @@
-"""Scalar bodies of fused ops: what each `arith`/`math` op means for placements.
+"""Scalar bodies of fused ops: what each `arith`/`math` op means for placements, the ops only a
+body holds (`dtensor.uniform`, `dtensor.yield`) and the base class of the ops that hold one.
 
-A fused op (`dtensor.fused`, `coll.fused_all_reduce`) carries the computation of one element as a
-region of `arith`/`math` ops - the same body a CUDA kernel runs per thread. Its verifier must still
-know that the fused computation is legal on the operands' placements (a partial operand may only
-flow through linear ops). `check_body` replays the body on placements, using the same per-axis
-signatures as the dtensor ops the body came from.
+A fused op (`dtensor.fused`, `coll.fused_all_reduce`, `kernel.elementwise`) carries the computation
+of one element as a region of `arith`/`math` ops - the same body a CUDA kernel runs per thread. Its
+verifier must still know that the fused computation is legal on the operands' placements (a partial
+operand may only flow through linear ops). `check_body` replays the body on placements, using the
+same per-axis signatures as the dtensor ops the body came from.
 
 Block arguments: `%index: i64` (the element's global row-major index in the iteration space, for
 counter-based random numbers), then one scalar per tensor input.
@@ -12,18 +13,30 @@ counter-based random numbers), then one scalar per tensor input.
 
 from __future__ import annotations
 
+from abc import ABC
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i64
+from xdsl.dialects.builtin import I64, Float32Type, FloatAttr, IntegerAttr, i64
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import IsTerminator, OpTrait, Pure
+from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
     ReplicatedAttr,
 )
-from ccopt.dialects.inference import InferenceError, infer_elementwise
+from ccopt.dialects.inference import InferenceError, broadcasts_to, infer_elementwise
 
 BODY_KINDS: dict[type[Operation], str] = {
     arith.AddfOp: "add",
@@ -110,8 +123,6 @@ def check_body(
     """Replay the body on placements; returns the placement type of every yielded value.
 
     Raises InferenceError naming the body op whose operands have no legal signature."""
-    from ccopt.dialects.dtensor import UniformOp
-
     if len(block.args) != len(inputs) + 1:
         raise InferenceError(
             f"the body takes {len(block.args)} arguments; expected the index and {len(inputs)} inputs"
@@ -177,3 +188,93 @@ def check_yield(value: DTensorType, result: DTensorType, index: int) -> None:
         raise InferenceError(
             f"yielded value #{index} is {vp.short} but result #{index} is {rp.short}", a
         )
+
+
+# --- the ops of a body and the ops that hold one ---------------------------------------------
+
+
+class InScalarBody(OpTrait):
+    """The op belongs to the scalar body of a fused op (a `ScalarBodyOp`, in any dialect)."""
+
+    def verify(self, op: Operation) -> None:
+        if not isinstance(op.parent_op(), ScalarBodyOp):
+            raise VerifyException(
+                f"'{op.name}' expects its parent op to have a scalar body (a fused op such as "
+                "dtensor.fused)"
+            )
+
+
+@irdl_op_definition
+class UniformOp(IRDLOperation):
+    """A scalar in a fused body: the Philox-4x32-10 uniform of (seed, element index) in [0, 1),
+    the same number `dtensor.dropout` draws for that element."""
+
+    name = "dtensor.uniform"
+    index = operand_def(i64)
+    seed = prop_def(IntegerAttr[I64])
+    result = result_def(Float32Type())
+    traits = traits_def(Pure(), InScalarBody())
+    assembly_format = "$index `seed` $seed attr-dict"
+
+    def __init__(self, index: SSAValue, seed: int):
+        super().__init__(
+            operands=[index],
+            result_types=[Float32Type()],
+            properties={"seed": IntegerAttr(seed, i64)},
+        )
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates a fused body with the scalars of the element's results."""
+
+    name = "dtensor.yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), Pure(), InScalarBody())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+class ScalarBodyOp(IRDLOperation, ABC):
+    """An op whose region computes one element (a scalar body); results share an iteration
+    space."""
+
+    def body_block(self) -> Block:
+        block = self.regions[0].blocks.first
+        assert block is not None
+        return block
+
+    def check_body_against(
+        self,
+        inputs: Sequence[DTensorType],
+        iteration: DTensorType,
+        results: Sequence[DTensorType],
+        implicit: int = 0,
+    ) -> None:
+        """Check the body on `inputs` (the first `implicit` of which the op provides itself, like
+        a reduced operand) over the iteration space, yielding `results`."""
+        for i, t in enumerate(inputs[implicit:]):
+            if not broadcasts_to(t.get_shape(), iteration.get_shape()):
+                raise InferenceError(
+                    f"input #{i} of shape {list(t.get_shape())} does not broadcast to the "
+                    f"iteration space {list(iteration.get_shape())}"
+                )
+        block = self.body_block()
+        yielded = check_body(block, inputs, iteration)
+        terminator = block.last_op
+        if not isinstance(terminator, YieldOp):
+            raise InferenceError("the body must end with dtensor.yield")
+        if len(yielded) != len(results):
+            raise InferenceError(
+                f"the body yields {len(yielded)} values for {len(results)} results"
+            )
+        for i, (value, scalar, result) in enumerate(
+            zip(yielded, terminator.values, results, strict=True)
+        ):
+            if scalar.type != result.element_type:
+                raise InferenceError(
+                    f"yielded value #{i} is {scalar.type} but result #{i} is {result}"
+                )
+            check_yield(value, result, i)

@@ -48,7 +48,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from ccopt.dialects.dtensor import ScalarBodyOp, verify_mesh_types
+from ccopt.dialects.body import ScalarBodyOp
+from ccopt.dialects.dtensor import verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,

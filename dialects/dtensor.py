@@ -27,7 +27,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    Float32Type,
     Float64Type,
     FloatAttr,
     IntegerAttr,
@@ -42,7 +41,6 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
-    Block,
     BlockArgument,
     Dialect,
     Operation,
@@ -57,7 +55,6 @@ from xdsl.irdl import (
     base,
     irdl_attr_definition,
     irdl_op_definition,
-    lazy_traits_def,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -71,8 +68,6 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
-    HasParent,
-    IsTerminator,
     MemoryWriteEffect,
     Pure,
     SymbolOpInterface,
@@ -82,6 +77,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects import inference as infer
+from ccopt.dialects.body import ScalarBodyOp, UniformOp, YieldOp
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -1009,91 +1005,6 @@ def is_entry_argument(value: SSAValue, f: func.FuncOp) -> bool:
 
 
 # --- fused computation ----------------------------------------------------------------------
-
-
-@irdl_op_definition
-class UniformOp(IRDLOperation):
-    """A scalar in a fused body: the Philox-4x32-10 uniform of (seed, element index) in [0, 1),
-    the same number `dtensor.dropout` draws for that element."""
-
-    name = "dtensor.uniform"
-    index = operand_def(i64)
-    seed = prop_def(IntegerAttr[I64])
-    result = result_def(Float32Type())
-    traits = lazy_traits_def(lambda: (Pure(), HasParent(*body_owners())))
-    assembly_format = "$index `seed` $seed attr-dict"
-
-    def __init__(self, index: SSAValue, seed: int):
-        super().__init__(
-            operands=[index],
-            result_types=[Float32Type()],
-            properties={"seed": IntegerAttr(seed, i64)},
-        )
-
-
-@irdl_op_definition
-class YieldOp(IRDLOperation):
-    """Terminates a fused body with the scalars of the element's results."""
-
-    name = "dtensor.yield"
-    values = var_operand_def()
-    traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(*body_owners())))
-    assembly_format = "($values^ `:` type($values))? attr-dict"
-
-    def __init__(self, *values: SSAValue):
-        super().__init__(operands=[list(values)])
-
-
-def body_owners() -> tuple[type[Operation], ...]:
-    """The ops whose region is a scalar body (in three dialects, hence looked up late)."""
-    from ccopt.dialects.coll import FusedAllReduceOp
-    from ccopt.dialects.kernel import ElementwiseOp
-
-    return (FusedOp, FusedAllReduceOp, ElementwiseOp)
-
-
-class ScalarBodyOp(IRDLOperation, ABC):
-    """An op whose region computes one element (see `body.py`); results share an iteration space."""
-
-    def body_block(self) -> Block:
-        block = self.regions[0].blocks.first
-        assert block is not None
-        return block
-
-    def check_body_against(
-        self,
-        inputs: Sequence[DTensorType],
-        iteration: DTensorType,
-        results: Sequence[DTensorType],
-        implicit: int = 0,
-    ) -> None:
-        """Check the body on `inputs` (the first `implicit` of which the op provides itself, like
-        a reduced operand) over the iteration space, yielding `results`."""
-        from ccopt.dialects.body import check_body, check_yield
-
-        for i, t in enumerate(inputs[implicit:]):
-            if not infer.broadcasts_to(t.get_shape(), iteration.get_shape()):
-                raise InferenceError(
-                    f"input #{i} of shape {list(t.get_shape())} does not broadcast to the "
-                    f"iteration space {list(iteration.get_shape())}"
-                )
-        block = self.body_block()
-        yielded = check_body(block, inputs, iteration)
-        terminator = block.last_op
-        if not isinstance(terminator, YieldOp):
-            raise InferenceError("the body must end with dtensor.yield")
-        if len(yielded) != len(results):
-            raise InferenceError(
-                f"the body yields {len(yielded)} values for {len(results)} results"
-            )
-        for i, (value, scalar, result) in enumerate(
-            zip(yielded, terminator.values, results, strict=True)
-        ):
-            if scalar.type != result.element_type:
-                raise InferenceError(
-                    f"yielded value #{i} is {scalar.type} but result #{i} is {result}"
-                )
-            check_yield(value, result, i)
 
 
 @irdl_op_definition

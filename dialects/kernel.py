@@ -64,6 +64,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
+from ccopt.dialects.body import ScalarBodyOp
 from ccopt.dialects.coll import (
     AllGatherOp,
     AllReduceOp,
@@ -75,7 +76,7 @@ from ccopt.dialects.coll import (
     ShiftOp,
     SliceOp,
 )
-from ccopt.dialects.dtensor import ReduceKindAttr, ScalarBodyOp, verify_one_mesh
+from ccopt.dialects.dtensor import ReduceKindAttr, verify_one_mesh
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,

@@ -42,7 +42,7 @@ def render() -> str:
     from ccopt.diagnostics import SourceText
     from ccopt.frontend.workloads import PIPELINES
     from ccopt.ir import make_context, parse_module
-    from ccopt.runner import run_pipeline
+    from ccopt.passes.pipeline import run_pipeline
 
     ctx = make_context()
     parts = [INTRO]
@@ -65,7 +65,7 @@ def render() -> str:
 def _refused() -> str:
     from ccopt.diagnostics import CcoptError, SourceText
     from ccopt.ir import make_context, parse_module
-    from ccopt.runner import run_pipeline
+    from ccopt.passes.pipeline import run_pipeline
 
     path = HERE / "fusion_legality.mlir"
     source = SourceText("examples/fusion_legality.mlir", path.read_text())

@@ -442,7 +442,7 @@ class Program:
 
     def apply(self, pipeline: str) -> None:
         """Run any pass pipeline on the program (what `ccopt -p` does)."""
-        from ccopt.runner import run_pipeline
+        from ccopt.passes.pipeline import run_pipeline
 
         run_pipeline(self.module, pipeline)
 

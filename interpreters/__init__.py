@@ -1,28 +1,81 @@
-"""The reference interpreter: xDSL's interpreter with ccopt's dialects, on N simulated ranks."""
+"""The reference interpreter: xDSL's interpreter with ccopt's dialects, on N simulated ranks.
+
+Plugins give their own ops semantics with `register_interpreter_functions`; an op that nothing
+gives semantics to, and any error while an op runs, is reported at that op's location.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import InterpretationError
 
-from ccopt.mesh import Mesh
+from ccopt.diagnostics import CcoptError, OpError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp
+
     from ccopt.interpreters.distributed import DistTensor
+    from ccopt.mesh import Mesh
+
+PLUGIN_FUNCTIONS: dict[str, type[InterpreterFunctions]] = {}
+"""Interpreter functions of plugins' ops, by the class's qualified name (a plugin loaded again
+replaces its own)."""
+
+
+def register_interpreter_functions(
+    functions: type[InterpreterFunctions],
+) -> type[InterpreterFunctions]:
+    """Give a researcher's own ops their semantics in `ccopt-run` and `check_pipeline`: an xDSL
+    `InterpreterFunctions` class (with `@register_impls`, constructed without arguments) whose
+    `@impl` functions take and return the interpreter's values (a `DistTensor` per
+    `!dtensor.tensor`); usable as a class decorator in a plugin (see `ccopt.passes.load_plugin`).
+    """
+    PLUGIN_FUNCTIONS[f"{functions.__module__}.{functions.__qualname__}"] = functions
+    return functions
+
+
+class RunningOps(Interpreter.Listener):
+    """The ops being interpreted, innermost last, so that an error is reported at the op that
+    raised it; an op that no interpreter functions implement is refused when it is reached."""
+
+    def __init__(self, functions: Sequence[InterpreterFunctions]):
+        # xDSL's Interpreter reads the same per-class table (`_impls`) when functions register
+        self.implemented = {op for f in functions for op, _ in type(f)._impls()}  # pyright: ignore[reportPrivateUsage]
+        self.stack: list[Operation] = []
+
+    def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
+        if type(op) not in self.implemented:
+            raise OpError(
+                op,
+                "has no semantics in the interpreter: no interpreter functions implement it "
+                "(a plugin registers them with ccopt.interpreters.register_interpreter_functions)",
+            )
+        self.stack.append(op)
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        self.stack.pop()
+
+    def located(self, error: Exception) -> Exception:
+        """The error at the op that was running when it was raised (unchanged outside ops)."""
+        return OpError(self.stack[-1], str(error)) if self.stack else error
 
 
 class ReferenceInterpreter:
-    """Runs functions of a module with func, arith, math, scf and every ccopt dialect, and
-    reports which arguments the call updated in place (`dtensor.update`)."""
+    """Runs functions of a module with func, cf, arith, math, scf, every ccopt dialect and the
+    plugins' ops, and reports which arguments the call updated in place (`dtensor.update`)."""
 
     def __init__(self, module: ModuleOp, meshes: Mapping[str, Mesh]):
         from xdsl.interpreters.arith import ArithFunctions
         from xdsl.interpreters.builtin import BuiltinFunctions
+        from xdsl.interpreters.cf import CfFunctions
         from xdsl.interpreters.func import FuncFunctions
         from xdsl.interpreters.math import MathFunctions
         from xdsl.interpreters.scf import ScfFunctions
@@ -34,10 +87,10 @@ class ReferenceInterpreter:
 
         self.dtensor = DtensorFunctions(meshes)
         self.kernel = KernelFunctions(self.dtensor)
-        self.interpreter = Interpreter(module)
-        for functions in (
+        functions = [
             BuiltinFunctions(),
             FuncFunctions(),
+            CfFunctions(),
             ArithFunctions(),
             MathFunctions(),
             ScfFunctions(),
@@ -45,11 +98,23 @@ class ReferenceInterpreter:
             CollFunctions(),
             SchedFunctions(),
             self.kernel,
-        ):
-            self.interpreter.register_implementations(functions)
+            *(plugin() for plugin in PLUGIN_FUNCTIONS.values()),
+        ]
+        self.running = RunningOps(functions)
+        self.interpreter = Interpreter(module, listeners=(self.running,))
+        for f in functions:
+            self.register(f)
         self.interpreter.register_implementations(
             CallFunctions(module, self.dtensor), override=True
         )
+
+    def register(self, functions: InterpreterFunctions) -> None:
+        """Register one set of functions; a plugin's that implement an op again are refused
+        (the reference semantics stay the reference)."""
+        try:
+            self.interpreter.register_implementations(functions)
+        except ValueError as e:
+            raise CcoptError(f"interpreter functions {type(functions).__name__}: {e}") from None
 
     def call(
         self, f: func.FuncOp, args: Sequence[DistTensor]
@@ -58,8 +123,7 @@ class ReferenceInterpreter:
         if "kernel.results" in f.attributes:
             return self.call_kernel_level(f, args)
         self.dtensor.updates.clear()
-        with np.errstate(all="ignore"):  # IEEE semantics: inf and NaN are values, not errors
-            results = self.interpreter.call_op(f.sym_name.data, tuple(args))
+        results = self.run(f, args)
         entry = f.body.blocks.first
         updates = {
             v.index: value
@@ -89,7 +153,17 @@ class ReferenceInterpreter:
                 )
             )
         self.kernel.workspaces.clear()  # each call starts from fresh (garbage) device memory
-        with np.errstate(all="ignore"):
-            self.interpreter.call_op(f.sym_name.data, (*args, *outputs))
+        self.run(f, (*args, *outputs))
         updated = f.attributes["kernel.updated"].get_values()  # type: ignore[union-attr]
         return tuple(outputs), {i: args[i] for i in updated}
+
+    def run(self, f: func.FuncOp, args: Sequence[object]) -> PythonValues:
+        """Call `f`; an error raised while an op runs is reported at that op."""
+        from ccopt.interpreters.distributed import InterpreterError
+
+        self.running.stack.clear()
+        try:
+            with np.errstate(all="ignore"):  # IEEE semantics: inf and NaN are values, not errors
+                return self.interpreter.call_op(f.sym_name.data, tuple(args))
+        except (InterpreterError, InterpretationError) as e:
+            raise self.running.located(e) from None

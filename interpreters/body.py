@@ -16,6 +16,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.body import predicate_name
+from ccopt.interpreters.arithmetic import int_div, power
 from ccopt.interpreters.distributed import InterpreterError, numpy_dtype
 from ccopt.interpreters.philox import uniform
 
@@ -46,7 +47,7 @@ ARRAY_OPS: dict[type[Operation], Callable[..., np.ndarray]] = {
     arith.MulfOp: np.multiply,
     arith.MuliOp: np.multiply,
     arith.DivfOp: np.divide,
-    arith.DivSIOp: lambda a, b: _int_div(a, b),
+    arith.DivSIOp: int_div,
     arith.MaximumfOp: np.maximum,
     arith.MaxSIOp: np.maximum,
     arith.MinimumfOp: np.minimum,
@@ -61,7 +62,7 @@ ARRAY_OPS: dict[type[Operation], Callable[..., np.ndarray]] = {
     math.RsqrtOp: lambda x: 1 / np.sqrt(x),
     math.TanhOp: np.tanh,
     math.PowFOp: np.power,
-    math.IPowIOp: lambda a, b: _power(a, b),
+    math.IPowIOp: power,
 }
 
 CONVERSIONS = (
@@ -74,18 +75,6 @@ CONVERSIONS = (
     arith.ExtUIOp,
     arith.TruncIOp,
 )
-
-
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    from ccopt.interpreters.dtensor import int_div
-
-    return int_div(a, b)
-
-
-def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    from ccopt.interpreters.dtensor import power
-
-    return power(a, b)
 
 
 def constant(op: arith.ConstantOp) -> np.ndarray:

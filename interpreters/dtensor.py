@@ -21,6 +21,8 @@ from xdsl.ir import Block, SSAValue
 
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
+from ccopt.interpreters.arithmetic import int_div, power
+from ccopt.interpreters.body import evaluate_body
 from ccopt.interpreters.distributed import (
     DistTensor,
     InterpreterError,
@@ -82,26 +84,6 @@ def gelu(x: np.ndarray) -> np.ndarray:
     """GELU, tanh approximation."""
     c = x.dtype.type(np.sqrt(2.0 / np.pi))
     return x.dtype.type(0.5) * x * (1 + np.tanh(c * (x + x.dtype.type(0.044715) * x * x * x)))
-
-
-def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C semantics: integer division truncates toward zero."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.floor_divide(a, b)
-        adjust = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
-    return q + adjust
-
-
-def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer powers follow MLIR's math.ipowi: a negative exponent gives 0, except for bases
-    1 and -1 (1 and +-1)."""
-    if not np.issubdtype(np.result_type(a, b), np.integer):
-        return np.power(a, b)
-    a, b = np.broadcast_arrays(a, b)
-    negative = b < 0
-    out = np.power(a, np.where(negative, 0, b))
-    unit = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
-    return np.where(negative, unit, out).astype(out.dtype)
 
 
 def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -188,8 +170,6 @@ def run_body(
 ) -> list[list[np.ndarray]]:
     """Per result, the shard of every rank: the scalar body evaluated on the rank's block of the
     iteration space (inputs broadcast to it, the index argument the elements' global indices)."""
-    from ccopt.interpreters.body import evaluate_body
-
     outputs: list[list[np.ndarray]] = []
     for r in range(mesh.rank_count):
         index = global_indices(iteration, iteration.local_slices(mesh, mesh.coords(r)))

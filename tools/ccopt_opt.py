@@ -16,7 +16,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ccopt.diagnostics import CcoptError, SourceText, first_line
-from ccopt.files import write_atomic
+from ccopt.files import read_text, write_atomic
 from ccopt.ir import inherit_locations, make_context, parse_module, verify_module
 
 SPLIT_MARKER = "// -----"
@@ -135,16 +135,7 @@ class CcoptMain(xDSLOptMain):
 
     def read_sources(self) -> list[SourceText]:
         name = self.args.input_file or "<stdin>"
-        try:
-            if self.args.input_file is None:
-                text = sys.stdin.read()
-            else:
-                with open(self.args.input_file, encoding="utf-8") as f:
-                    text = f.read()
-        except OSError as e:
-            raise CcoptError(f"cannot read input file '{name}': {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise CcoptError(f"input file '{name}' is not UTF-8 text") from None
+        text = read_text(self.args.input_file)
         if not self.args.split_input_file:
             return [SourceText(name, text)]
         sources, line = [], 0

@@ -12,13 +12,31 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
-from ccopt.diagnostics import CcoptError
+from ccopt.diagnostics import CcoptError, SourceText
 from ccopt.files import write_atomic
+
+
+def number(convert: Callable[[str], float], low: float, what: str) -> Callable[[str], float]:
+    """An argparse type: a finite number >= `low`, else argparse's usage error naming the
+    option."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value < math.inf:
+            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'")
+        return value
+
+    return parse
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,10 +48,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--entry", help="function to run (default: the only one)")
     p.add_argument("--mesh", help="resize mesh axes, e.g. dp=2,tp=4 (default: as declared)")
     p.add_argument("--inputs", help=".npz of global input arrays named after the arguments")
-    p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
+    p.add_argument(
+        "--seed",
+        type=number(int, 0, "an integer >= 0"),
+        default=0,
+        help="seed of random inputs (default 0)",
+    )
     p.add_argument(
         "--steps",
-        type=int,
+        type=number(int, 1, "an integer >= 1"),
         default=1,
         help="run the function repeatedly, feeding in-place updates back",
     )
@@ -49,14 +72,18 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PLUGIN",
-        help="import a .py file or module that registers passes (repeatable)",
+        help="import a .py file or module that registers passes, dialects and their "
+        "interpreter functions (repeatable)",
     )
     p.add_argument(
-        "--rtol", type=float, default=1e-5, help="relative tolerance of --check-pipeline"
+        "--rtol",
+        type=number(float, 0, "a finite number >= 0"),
+        default=1e-5,
+        help="relative tolerance of --check-pipeline",
     )
     p.add_argument(
         "--atol",
-        type=float,
+        type=number(float, 0, "a finite number >= 0"),
         default=None,
         help="absolute tolerance of --check-pipeline (default: rtol x the output's largest magnitude)",
     )
@@ -101,24 +128,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     import ccopt
 
+    source: SourceText | None = None  # once read, errors show their line with a caret
     try:
         from ccopt.passes import load_plugin
+        from ccopt.program import program_source
 
         for plugin in args.load_plugin:
             load_plugin(plugin)
-        if args.steps < 1:
-            raise CcoptError(f"--steps must be >= 1, got {args.steps}")
+        source = program_source(Path(args.program))
         inputs = load_inputs(args.inputs) if args.inputs else None
         common = dict(entry=args.entry, mesh=args.mesh, seed=args.seed, steps=args.steps)
         if args.check_pipeline is None:
-            result = ccopt.run(args.program, inputs, **common)
+            result = ccopt.run(source, inputs, **common)
         else:
             report = ccopt.check_pipeline(
-                args.program, args.check_pipeline, inputs, rtol=args.rtol, atol=args.atol, **common
+                source, args.check_pipeline, inputs, rtol=args.rtol, atol=args.atol, **common
             )
             result = report.optimized
     except CcoptError as e:
-        print(f"ccopt-run: {e.render()}", file=sys.stderr)
+        print(f"ccopt-run: {e.render(source)}", file=sys.stderr)
         return 1
 
     meshes = ", ".join(str(m) for m in result.meshes.values())

@@ -168,7 +168,8 @@ def build(
     plan-memory, emit CUDA and the binding, build them (cached by content hash) and import the module."""
     from ccopt.backends.cuda.cpu import cache_dir as default_cache
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
-    from ccopt.runner import bind_mesh, find_entry, load_program, run_pipeline
+    from ccopt.passes.pipeline import run_pipeline
+    from ccopt.program import bind_mesh, find_entry, load_program
 
     module = load_program(program)  # type: ignore[arg-type]
     bind_mesh(module, mesh)  # type: ignore[arg-type]

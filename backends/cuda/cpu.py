@@ -75,7 +75,7 @@ def compile_host(source: str, prefix: str, schedule: str = "low") -> Path:
 
 
 def kernel_function(module: ModuleOp, entry: str | None) -> func.FuncOp:
-    from ccopt.runner import find_entry
+    from ccopt.program import find_entry
 
     f = find_entry(module, entry)
     if "kernel.results" not in f.attributes:
@@ -95,7 +95,7 @@ def run_on_host(
     program's generated CUDA on the CPU harness with the given global inputs."""
     from ccopt.backends.cuda.emit import emit_cuda
     from ccopt.interpreters.distributed import distribute, garbage, numpy_dtype
-    from ccopt.runner import argument_names, argument_tensor, input_arguments, module_meshes
+    from ccopt.program import argument_names, argument_tensor, input_arguments, module_meshes
 
     f = kernel_function(module, entry)
     source = emit_cuda(module, f.sym_name.data)

@@ -920,7 +920,7 @@ def broadcast_strides(
 
 def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
     """The .cu of a kernel-level module's function(s)."""
-    from ccopt.runner import find_entry, module_meshes
+    from ccopt.program import find_entry, module_meshes
 
     meshes = module_meshes(module)
     if len(meshes) != 1:
@@ -975,7 +975,7 @@ def content_hash(*texts: str) -> str:
 
 def emit_binding(module: ModuleOp, entry: str | None = None, module_name: str | None = None) -> str:
     """The pybind11 binding of the program's C ABI (a separate file from the .cu)."""
-    from ccopt.runner import find_entry, module_meshes
+    from ccopt.program import find_entry, module_meshes
 
     f = find_entry(module, entry)
     (mesh,) = module_meshes(module).values()

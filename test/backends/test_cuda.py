@@ -19,7 +19,8 @@ import ccopt
 from ccopt.backends.cuda.cpu import run_on_host
 from ccopt.backends.cuda.emit import emit_binding, emit_cuda
 from ccopt.frontend.workloads import PIPELINES
-from ccopt.runner import bind_mesh, load_program, run_pipeline
+from ccopt.passes.pipeline import run_pipeline
+from ccopt.program import bind_mesh, load_program
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT / "test" / "backends" / "zoo.mlir"

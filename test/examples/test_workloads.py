@@ -60,7 +60,7 @@ def test_both_routes_give_the_same_numbers(name: str, schedule: str) -> None:
     SCHEDULES[name][schedule](program)
     scheduled = ccopt.run(program.module, seed=4)
     module = ccopt.load_program(ROOT / "examples" / f"{name}.mlir")
-    from ccopt.runner import run_pipeline
+    from ccopt.passes.pipeline import run_pipeline
 
     run_pipeline(module, PIPELINES[name][schedule])
     piped = ccopt.run(module, scheduled.inputs)

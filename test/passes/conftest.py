@@ -20,7 +20,8 @@ from xdsl.dialects.builtin import ModuleOp
 from ccopt.diagnostics import CcoptError
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor_type import DTensorType, PartialAttr, VaryingAttr
-from ccopt.runner import RunResult, argument_names, bind_mesh, find_entry, load_program
+from ccopt.program import argument_names, bind_mesh, find_entry, load_program
+from ccopt.runner import RunResult
 
 
 def optimize_program(

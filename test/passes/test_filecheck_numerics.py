@@ -12,7 +12,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation
 
 import ccopt
-from ccopt.runner import load_program
+from ccopt.program import load_program
 
 SUITE = Path(__file__).parent.parent / "filecheck" / "passes"
 PIPELINE = re.compile(r"^// RUN: ccopt %s -p '([^']+)'(.*)\|")

@@ -20,7 +20,7 @@ from test_random_programs import SETTINGS
 import ccopt
 from ccopt.diagnostics import CcoptError
 from ccopt.dialects import coll, sched
-from ccopt.runner import apply_pipeline
+from ccopt.passes.pipeline import apply_pipeline
 
 
 def tensor(shape: list[int], placement: str) -> str:

@@ -40,7 +40,8 @@ from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr, SplitAttr
 from ccopt.mesh import block_range
-from ccopt.runner import CheckReport, module_meshes
+from ccopt.program import module_meshes
+from ccopt.runner import CheckReport
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

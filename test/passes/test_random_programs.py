@@ -847,6 +847,7 @@ def test_outlined_programs_run_and_inline_back(prog: Program, data: st.DataObjec
     """Pieces of a random program moved into (nested) private functions run to the same values
     - in-place updates travel out of calls - and `inline` restores a call-free program that
     every pipeline then handles."""
+    from ccopt.passes.pipeline import apply_pipeline
     from ccopt.runner import compare_modules
 
     module = prog.module.clone()
@@ -862,7 +863,7 @@ def test_outlined_programs_run_and_inline_back(prog: Program, data: st.DataObjec
 
     same = compare_modules(prog.module, module, prog.inputs, rtol=0.0, atol=0.0)
     assert same.ok, describe(same)
-    inlined = ccopt.runner.apply_pipeline(module, "inline")
+    inlined = apply_pipeline(module, "inline")
     assert [type(op) for op in inlined.walk()] == [type(op) for op in prog.module.walk()]
     pipeline = f"inline,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},convert-to-kernel"
     report = ccopt.check_pipeline(module, pipeline, prog.inputs, rtol=prog.rtol, atol=prog.atol)
@@ -880,7 +881,8 @@ def test_memory_plans_the_verifier_accepts_compute_the_same(
     interpreter places in one workspace per rank - still computes the same values."""
     from ccopt.diagnostics import OpError
     from ccopt.dialects import kernel as k
-    from ccopt.runner import apply_pipeline, compare_modules
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.runner import compare_modules
 
     planned = apply_pipeline(prog.module, "convert-to-kernel,plan-memory")
     allocs = [op for op in planned.walk() if isinstance(op, k.AllocOp)]

@@ -1,0 +1,171 @@
+"""Programs as ccopt's runner and backends take them: loaded from a path, IR text, a source, a
+module or a front-end program; their meshes (resized on request), entry function and arguments.
+
+Both the interpreter's runner and the CUDA backend start from here. It sits at the level of the
+dialects, below both, so that neither has to import the other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+
+from ccopt.diagnostics import CcoptError, OpError, SourceText
+from ccopt.files import read_text
+from ccopt.mesh import Mesh
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.ir import BlockArgument
+
+    from ccopt.dialects.dtensor_type import DTensorType
+
+
+class InputError(CcoptError):
+    """An input that does not fit the program (missing, misnamed, wrong shape or dtype, a mesh
+    or an entry function the program does not have)."""
+
+
+@runtime_checkable
+class HasModule(Protocol):
+    """A program built elsewhere, such as the front end's `ccopt.frontend.Program`: it shows its
+    IR as a module (matched by shape, so that this level never imports the front end)."""
+
+    @property
+    def module(self) -> ModuleOp: ...
+
+
+ProgramSource = str | os.PathLike[str] | SourceText | ModuleOp | HasModule
+
+
+def is_ir_text(program: str) -> bool:
+    """Whether a string is IR rather than a path. No path holds a newline; a one-line string is a
+    path when it names an existing file (or directory) or ends in `.mlir` (a file that is missing
+    is reported as missing, not parsed as IR)."""
+    return "\n" in program or not (program.endswith(".mlir") or os.path.lexists(program))
+
+
+def program_source(program: str | os.PathLike[str] | SourceText) -> SourceText:
+    """The text of a program given as a path (a path object always is one), as IR text (see
+    `is_ir_text`) or as a source already read."""
+    if isinstance(program, SourceText):
+        return program
+    if isinstance(program, str) and is_ir_text(program):
+        return SourceText("<string>", program)
+    return SourceText(os.fspath(program), read_text(program))
+
+
+def load_program(program: ProgramSource, ctx: Context | None = None) -> ModuleOp:
+    """A verified module from a path, IR text, a source, a module or a front-end program (a
+    module is cloned, never changed)."""
+    from ccopt.ir import make_context, parse_module, verify_module
+
+    if isinstance(program, ModuleOp):
+        module = program.clone()
+    elif isinstance(program, str | os.PathLike | SourceText):
+        module = parse_module(ctx or make_context(), program_source(program))
+    elif isinstance(program, HasModule):
+        module = program.module.clone()
+    else:
+        raise TypeError(
+            f"cannot load a program from a {type(program).__name__}: give a path, IR text, "
+            "a SourceText, a ModuleOp or an object with a `module`"
+        )
+    verify_module(module)
+    return module
+
+
+def module_meshes(module: ModuleOp) -> dict[str, Mesh]:
+    from ccopt.dialects.dtensor import MeshOp
+
+    return {op.sym_name.data: op.mesh for op in module.walk() if isinstance(op, MeshOp)}
+
+
+def parse_mesh_spec(spec: str) -> dict[str, int]:
+    """`dp=2,tp=4` -> {"dp": 2, "tp": 4}."""
+    sizes: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, eq, value = part.partition("=")
+        if not eq or not name.strip() or not value.strip().isdigit():
+            raise InputError(f"bad mesh '{spec}': expected axis=size pairs like dp=2,tp=4")
+        sizes[name.strip()] = int(value)
+    return sizes
+
+
+def bind_mesh(module: ModuleOp, sizes: Mapping[str, int] | str | None) -> dict[str, Mesh]:
+    """Resize the program's mesh axes (the program's shapes are global, so it runs on any mesh
+    its verifier accepts); returns the meshes by name."""
+    from ccopt.dialects.dtensor import MeshOp
+    from ccopt.ir import verify_module
+
+    if isinstance(sizes, str):
+        sizes = parse_mesh_spec(sizes)
+    if sizes:
+        meshes = [op for op in module.walk() if isinstance(op, MeshOp)]
+        known = {a.data for m in meshes for a in m.axis_names.data}
+        for axis, size in sizes.items():
+            if axis not in known:
+                described = "; ".join(str(m.mesh) for m in meshes) or "no mesh"
+                raise InputError(
+                    f"mesh axis '{axis}' is not in the program (it declares {described})"
+                )
+            if size < 1:
+                raise InputError(f"mesh axis '{axis}' needs a size >= 1, got {size}")
+        for m in meshes:
+            names = [a.data for a in m.axis_names.data]
+            new = [sizes.get(n, s) for n, s in zip(names, m.axis_sizes.get_values(), strict=True)]
+            m.axis_sizes = DenseArrayBase.from_list(i64, new)
+        try:
+            verify_module(module)
+        except OpError as e:
+            raise InputError(f"the program does not fit mesh {dict(sizes)}: {e.render()}") from None
+    return module_meshes(module)
+
+
+def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
+    """The function to run: `entry`, else the only public function with a body, else the only
+    function with a body."""
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    if not funcs:
+        raise InputError("the program defines no function to run")
+    if entry is not None:
+        for f in funcs:
+            if f.sym_name.data == entry:
+                return f
+        raise InputError(
+            f"no function @{entry} (functions: {', '.join('@' + f.sym_name.data for f in funcs)})"
+        )
+    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
+    if len(public) == 1:
+        return public[0]  # private functions are helpers, not entry points
+    if len(funcs) != 1:
+        names = ", ".join("@" + f.sym_name.data for f in funcs)
+        raise InputError(f"choose the entry function with --entry (functions: {names})")
+    return funcs[0]
+
+
+def input_arguments(f: func.FuncOp) -> list[BlockArgument]:
+    """The arguments a caller provides: all of them, except the output buffers that a
+    kernel-level function takes last (`kernel.results`)."""
+    args = list(f.body.blocks[0].args)
+    results = f.attributes.get("kernel.results")
+    return args[: len(args) - results.value.data] if results is not None else args  # type: ignore[union-attr]
+
+
+def argument_names(f: func.FuncOp) -> list[str]:
+    return [a.name_hint or f"arg{a.index}" for a in input_arguments(f)]
+
+
+def argument_tensor(arg: BlockArgument) -> DTensorType | None:
+    """The distributed tensor type of an L1 argument or of an L3 buffer argument."""
+    from ccopt.dialects.dtensor_type import DTensorType
+    from ccopt.dialects.kernel import BufferType
+
+    t = arg.type
+    if isinstance(t, BufferType):
+        return t.tensor
+    return t if isinstance(t, DTensorType) else None

@@ -1,0 +1,84 @@
+"""Extending ccopt with a plugin: the README's commands run as written, the example plugin's
+passes and semantics work in both tools, and an op without semantics is named where it stands."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "examples/plugins/profile_marker.py"
+OPAQUE = """\
+!t = !dtensor.tensor<8xf32, @dp[R]>
+dtensor.mesh @dp [dp=2]
+func.func @f(%x: !t) -> !t {
+  %y = dtensor.neg %x : !t
+  %z = opaque.op %y : !t
+  func.return %z : !t
+}
+"""
+
+
+def readme_commands(section: str) -> list[str]:
+    """The commands of the ```sh blocks in one section of README.md."""
+    text = (ROOT / "README.md").read_text()
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", body, re.S)
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def shell(command: str) -> subprocess.CompletedProcess[str]:
+    """Run a command as a reader would, with this environment's `ccopt` tools on PATH."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PATH": path},
+    )
+
+
+def test_readme_extending_commands_run_as_written() -> None:
+    commands = readme_commands("Extending ccopt")
+    assert [c.split()[0] for c in commands] == ["ccopt", "ccopt-run"]
+    for command in commands:
+        assert f"--load-plugin {MARKER}" in command
+    marked, checked = (shell(c) for c in commands)
+    assert marked.returncode == 0 and marked.stderr == "", marked.stderr
+    assert re.search(r'= prof\.marker "coll\.all_reduce" %y_sum : ', marked.stdout)
+    assert checked.returncode == 0 and checked.stderr == "", checked.stderr
+    assert checked.stdout.splitlines()[1:] == [
+        "pipeline 'prof-mark-collectives' (rtol 1e-05, atol scaled):",
+        "  result0      max abs error 0.000e+00  max rel error 0.000e+00  ok",
+    ]
+
+
+def test_markers_strip_back_to_the_original() -> None:
+    original = shell("ccopt examples/megatron_mlp.mlir")
+    both = shell(
+        f"ccopt --load-plugin {MARKER} examples/megatron_mlp.mlir "
+        "-p prof-mark-collectives,prof-strip-markers"
+    )
+    assert both.returncode == 0, both.stderr
+    assert both.stdout == original.stdout
+
+
+def test_op_without_semantics_is_named_at_its_location(tmp_path: Path) -> None:
+    """`ccopt` takes the plugin's op; `ccopt-run` says which op it cannot run, and where."""
+    program = tmp_path / "opaque.mlir"
+    program.write_text(OPAQUE)
+    plugin = "--load-plugin test/plugins/unimplemented_op.py"
+    assert shell(f"ccopt {plugin} {program}").returncode == 0
+    result = shell(f"ccopt-run {plugin} {program}")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        f"ccopt-run: {program}:5:3: error: 'opaque.op' op has no semantics in the interpreter: "
+        "no interpreter functions implement it (a plugin registers them with "
+        "ccopt.interpreters.register_interpreter_functions)\n"
+        "  %z = opaque.op %y : !t\n"
+        "  ^\n"
+    )
