@@ -68,6 +68,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
+    HasParent,
     MemoryWriteEffect,
     Pure,
     SymbolOpInterface,

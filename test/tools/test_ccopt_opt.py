@@ -7,29 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import ROOT, SGD, assert_user_error, ccopt
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
-
-SGD = ROOT / "examples" / "sgd.mlir"
-
-
-def ccopt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ccopt.tools.ccopt_opt", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-
-
-def assert_user_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    """Exit status 1, the message on stderr, and never a Python traceback."""
-    assert result.returncode == 1, result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    for fragment in fragments:
-        assert fragment in result.stderr
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

@@ -10,19 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_support import ROOT, ccopt_run
 
 import ccopt
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def ccopt_run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ccopt.tools.ccopt_run", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
 
 
 def error_of(result: subprocess.CompletedProcess[str], status: int = 1) -> str:
@@ -149,7 +139,10 @@ def test_empty_program_has_nothing_to_run(tmp_path: Path, name: str) -> None:
     (tmp_path / "empty.mlir").write_text("")
     (tmp_path / "comments.mlir").write_text("// nothing here\n")
     path = name if name.startswith("/") else tmp_path / name
-    assert error_of(ccopt_run(path)) == "ccopt-run: error: the program defines no function to run\n"
+    assert (
+        error_of(ccopt_run(path))
+        == f"ccopt-run: {path}: error: the program defines no function to run\n"
+    )
 
 
 def test_a_file_named_like_ir_is_still_a_path(tmp_path: Path) -> None:

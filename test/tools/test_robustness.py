@@ -10,22 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import ROOT, SGD, assert_user_error, ccopt, ccopt_run
 from fuzz.fuzz_tools import PIPELINES
-from tools.test_ccopt_opt import ROOT, SGD, assert_user_error, ccopt
 
 DECLARATION = """\
 dtensor.mesh @tp [tp=4]
 func.func @f(%x: !dtensor.tensor<8xf32, @tp[R]>)
 """
-
-
-def ccopt_run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ccopt.tools.ccopt_run", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
 
 
 @pytest.mark.parametrize("sigil", ["!", "#", "^", "%"])
@@ -132,7 +123,9 @@ def test_output_to_dev_stdout_appends_to_a_redirected_stdout(tmp_path: Path) -> 
     """`/dev/stdout` is the tool's own fd 1: opening it anew would truncate a redirected file
     (and renaming over it would detach the shell's redirection)."""
     log = tmp_path / "log.txt"
-    script = f"echo before; {sys.executable} -m ccopt.tools.ccopt_opt {SGD} -o /dev/stdout; echo after"
+    script = (
+        f"echo before; {sys.executable} -m ccopt.tools.ccopt_opt {SGD} -o /dev/stdout; echo after"
+    )
     with open(log, "w") as f:
         subprocess.run(["bash", "-c", script], stdout=f, cwd=ROOT, check=True)
     text = log.read_text()
