@@ -32,6 +32,7 @@ from xdsl.rewriter import Rewriter
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
+from ccopt.passes import option
 from ccopt.passes.common import ProgramOrder, Refusal, UserWalk, set_tag, tag_of
 from ccopt.passes.fusion_groups import (
     build_body,
@@ -193,9 +194,11 @@ class FuseCollective(ModulePass):
 
     name = "fuse-collective"
 
-    group: tuple[str, ...] = ()
-    """Tags of one collective and the elementwise ops to fuse into it (then an illegal group is
-    an error); default: every reduce_scatter with the elementwise ops on its slice."""
+    group: tuple[str, ...] = option(
+        (),
+        "Tags of one collective and the elementwise ops to fuse into it (then an illegal group "
+        "is an error); default: every reduce_scatter with the elementwise ops on its slice.",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.group:

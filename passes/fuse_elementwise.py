@@ -34,6 +34,7 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
+from ccopt.passes import option
 from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, set_tag, tag_of
 from ccopt.passes.fusion_groups import (
     build_body,
@@ -79,9 +80,11 @@ class FuseElementwise(ModulePass):
 
     name = "fuse-elementwise"
 
-    group: tuple[str, ...] = ()
-    """Tags of the ops to fuse into one kernel (then an illegal group is an error); default: all
-    maximal convex groups."""
+    group: tuple[str, ...] = option(
+        (),
+        "Tags of the ops to fuse into one kernel (then an illegal group is an error); default: "
+        "all maximal convex groups.",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.group:

@@ -56,6 +56,7 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh, block_range
+from ccopt.passes import option
 from ccopt.passes.common import Refusal, derived_tag, is_selected, require_tagged, set_tag, tag_of
 
 COMM_STREAM = 1
@@ -458,11 +459,14 @@ class Overlap(ModulePass):
 
     name = "overlap"
 
-    chunks: int = 4
-    """Number of chunks (a collective's own `chunks` attribute takes precedence)."""
+    chunks: int = option(
+        4, "Number of chunks (a collective's own `chunks` attribute takes precedence)."
+    )
 
-    tags: tuple[str, ...] = ()
-    """Only overlap collectives with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (),
+        "Only overlap collectives with one of these `tag` attributes (then refusals are errors).",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)

@@ -35,6 +35,7 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
+from ccopt.passes import option
 from ccopt.passes.common import (
     ProgramOrder,
     derived_tag,
@@ -199,8 +200,9 @@ class PipelineP2P(ModulePass):
 
     name = "pipeline-p2p"
 
-    tags: tuple[str, ...] = ()
-    """Only rewrite shifts with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (), "Only rewrite shifts with one of these `tag` attributes (then refusals are errors)."
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)

@@ -36,6 +36,7 @@ from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.mesh import Mesh
+from ccopt.passes import option
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
@@ -297,8 +298,9 @@ class ReorderElementwise(ModulePass):
 
     name = "reorder-elementwise"
 
-    tags: tuple[str, ...] = ()
-    """Only move all_gathers with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (), "Only move all_gathers with one of these `tag` attributes (then refusals are errors)."
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ccopt.diagnostics import OpError

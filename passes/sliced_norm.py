@@ -35,6 +35,7 @@ from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, PartialAttr
+from ccopt.passes import option
 from ccopt.passes.common import (
     derived_tag,
     is_selected,
@@ -91,8 +92,9 @@ class SlicedNorm(ModulePass):
 
     name = "sliced-norm"
 
-    tags: tuple[str, ...] = ()
-    """Only rewrite norms with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (), "Only rewrite norms with one of these `tag` attributes (then refusals are errors)."
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)

@@ -30,6 +30,7 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.passes import option
 from ccopt.passes.common import (
     derived_tag,
     is_selected,
@@ -96,11 +97,14 @@ class SplitAllReduce(ModulePass):
 
     name = "split-all-reduce"
 
-    dim: int | None = None
-    """Tensor dimension to scatter; default: the first one the mesh allows."""
+    dim: int | None = option(
+        None, "Tensor dimension to scatter; default: the first one the mesh allows."
+    )
 
-    tags: tuple[str, ...] = ()
-    """Only split all_reduce ops with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (),
+        "Only split all_reduce ops with one of these `tag` attributes (then refusals are errors).",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)

@@ -23,20 +23,20 @@ SPLIT_MARKER = "// -----"
 
 
 class HelpWithPasses(argparse.Action):
-    """`--help` that also lists every pass with its summary (imported only when asked)."""
+    """`--help` that also lists every pass with its summary and options (from the pass catalog:
+    no pass module is imported)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object):
         super().__init__(option_strings, dest, nargs=0, help="show this help and every pass")
-        self.passes: dict[str, object] = {}
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        from ccopt.passes import PASSES, summary
+        import shutil
 
-        lines = [parser.format_help(), "passes (use as -p 'name{option=value},other'):"]
-        width = max(len(n) for n in PASSES)
-        for name in sorted(PASSES):
-            lines.append(f"  {name:<{width}}  {summary(name)}")
-        print("\n".join(lines))
+        from ccopt.passes import pass_help
+
+        usage = "passes (use as -p 'name{option=value},other'; a list option takes a,b,c):"
+        width = shutil.get_terminal_size().columns - 2  # as argparse wraps the options above
+        print("\n".join([parser.format_help(), usage, pass_help(width)]))
         parser.exit()
 
 
