@@ -40,6 +40,20 @@ class HelpWithPasses(argparse.Action):
         parser.exit()
 
 
+class Version(argparse.Action):
+    """`--version`: ccopt's version and the xDSL it runs on (xDSL's own action names only xDSL),
+    read from the installed packages' metadata when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object):
+        super().__init__(option_strings, dest, nargs=0, help="show ccopt's and xDSL's versions")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from importlib.metadata import version
+
+        print(f"ccopt {version('ccopt')} (xDSL {version('xdsl')})")
+        parser.exit()
+
+
 def load_plugins(argv: Sequence[str]) -> list[str]:
     """Import `--load-plugin X` plugins before anything else reads the registries."""
     from ccopt.passes import load_plugin
@@ -76,6 +90,7 @@ class CcoptMain(xDSLOptMain):
             prog="ccopt",
             description="Optimize distributed deep-learning programs (ccopt IR) with pass pipelines.",
             add_help=False,
+            conflict_handler="resolve",  # ccopt's -v/--version replaces xDSL's
         )
         parser.add_argument("-h", "--help", action=HelpWithPasses)
         parser.add_argument(
@@ -96,6 +111,7 @@ class CcoptMain(xDSLOptMain):
             help="import a .py file or module that registers passes or dialects (repeatable)",
         )
         self.register_all_arguments(parser)
+        parser.add_argument("-v", "--version", action=Version)
         self.args = parser.parse_args(args=args)
         target = self.args.target.split("{", 1)[0]
         if target not in self.available_targets:

@@ -113,6 +113,15 @@ def test_help_lists_a_plugin_pass() -> None:
     assert "Test only: doubles every dtensor.scale factor" in result.stdout
 
 
+@pytest.mark.parametrize("flag", ["--version", "-v"])
+def test_version_names_ccopt_and_xdsl(flag: str) -> None:
+    from importlib.metadata import version
+
+    result = ccopt(flag)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"ccopt {version('ccopt')} (xDSL {version('xdsl')})\n"
+
+
 HELP_PROBE = """
 import sys
 sys.argv = ["ccopt", "--help"]
