@@ -18,6 +18,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ccopt.diagnostics import CcoptError, SourceText, first_line
 from ccopt.files import write_atomic
 from ccopt.ir import make_context, parse_module, verify_module
+from ccopt.tools.targets import TARGET_HELP, TARGETS
 
 SPLIT_MARKER = "// -----"
 
@@ -96,8 +97,8 @@ class CcoptMain(xDSLOptMain):
         parser.add_argument(
             "--build",
             action="store_true",
-            help="compile the result (lowered with inline,convert-to-kernel,plan-memory if "
-            "needed) into a pybind11 module with nvcc and print its path",
+            help="compile the result (lowered as -t cuda lowers it) into a pybind11 module "
+            "with nvcc and print its path",
         )
         parser.add_argument(
             "--arch",
@@ -112,6 +113,7 @@ class CcoptMain(xDSLOptMain):
         )
         self.register_all_arguments(parser)
         parser.add_argument("-v", "--version", action=Version)
+        parser.add_argument("-t", "--target", default="mlir", help=TARGET_HELP)
         self.args = parser.parse_args(args=args)
         target = self.args.target.split("{", 1)[0]
         if target not in self.available_targets:
@@ -133,8 +135,6 @@ class CcoptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
-        from ccopt.tools.targets import TARGETS
-
         self.available_targets.update(TARGETS)
 
     def setup_pipeline(self) -> None:

@@ -89,6 +89,28 @@ def test_unknown_target() -> None:
     assert_user_error(ccopt(str(SGD), "-t", "nope"), "unknown target 'nope'")
 
 
+LOWERING = "inline,convert-to-kernel,plan-memory"
+
+
+@pytest.mark.parametrize("target", ["cuda", "pybind11"])
+@pytest.mark.parametrize(
+    "example, pipeline",
+    [("sgd", ""), ("megatron_mlp", "split-all-reduce,fuse-elementwise,overlap{chunks=2}")],
+)
+def test_cuda_targets_lower_the_program_themselves(
+    target: str, example: str, pipeline: str
+) -> None:
+    """`-t cuda` and `-t pybind11` lower as `--build` does: the same output as lowering
+    explicitly, and lowering twice changes nothing."""
+    path = str(ROOT / "examples" / f"{example}.mlir")
+    implicit = ccopt(path, "-p", pipeline, "-t", target)
+    assert implicit.returncode == 0, implicit.stderr
+    explicit = ccopt(path, "-p", ",".join(p for p in (pipeline, LOWERING) if p), "-t", target)
+    assert explicit.returncode == 0, explicit.stderr
+    assert implicit.stdout == explicit.stdout
+    assert "ccopt_" in implicit.stdout
+
+
 def test_help_lists_every_pass_with_its_options() -> None:
     from ccopt.passes.catalog import CATALOG
 
