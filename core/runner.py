@@ -248,17 +248,10 @@ def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
 def run_pipeline(module: ModuleOp, pipeline: str) -> None:
     """Apply a pass pipeline to `module` in place and verify the result; bad pipelines and
     refused rewrites are CcoptErrors."""
-    from xdsl.passes import PassPipeline
-
     from ccopt.ir import make_context, verify_module
-    from ccopt.passes import PASSES
+    from ccopt.passes import parse_pipeline
 
-    try:
-        passes = PassPipeline.parse_spec(PASSES, pipeline)
-    except (ValueError, BaseException) as e:  # xDSL raises ArgSpecParseError, a BaseException
-        if isinstance(e, KeyboardInterrupt | SystemExit):
-            raise
-        raise CcoptError(f"invalid pass pipeline '{pipeline}': {first_line(e)}") from None
+    passes = parse_pipeline(pipeline)
     try:
         passes.apply(make_context(), module)
     except CcoptError:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import Any, NamedTuple, TypeVar
 
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 
 T = TypeVar("T")
 
@@ -203,6 +203,22 @@ def pass_help(width: int) -> str:
         lines.append(f"{left:<{column}}{wrapped[0]}".rstrip())
         lines.extend(" " * column + more for more in wrapped[1:])
     return "\n".join(lines)
+
+
+def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> PassPipeline:
+    """The passes of a pipeline (`name{option=value},other`), as `ccopt -p` and the runner read
+    it; a malformed pipeline, an unknown pass or option, or a bad option value is a CcoptError
+    that says why. xDSL's parser ignores a trailing comma: here it is an error."""
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    from ccopt.diagnostics import CcoptError, first_line
+
+    if spec.rstrip().endswith(","):
+        raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
+    try:
+        return PassPipeline.parse_spec(PASSES, spec, callback)
+    except (ValueError, ArgSpecParseError) as e:
+        raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
 
 
 def register_pass(pass_class: type[ModulePass]) -> type[ModulePass]:

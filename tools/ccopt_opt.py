@@ -11,8 +11,8 @@ import sys
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ccopt.diagnostics import CcoptError, SourceText, first_line
@@ -121,12 +121,7 @@ class CcoptMain(xDSLOptMain):
                 f"unknown target '{target}' (choose from {', '.join(self.available_targets)})"
             )
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
-        try:
-            self.setup_pipeline()
-        except ValueError as e:
-            raise CcoptError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
-        except ArgSpecParseError as e:
-            raise CcoptError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
+        self.setup_pipeline()
 
     def register_all_passes(self) -> None:
         from ccopt.passes import PASSES
@@ -138,13 +133,15 @@ class CcoptMain(xDSLOptMain):
         self.available_targets.update(TARGETS)
 
     def setup_pipeline(self) -> None:
+        from ccopt.passes import parse_pipeline
+
         def after_each(
             previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None
         ) -> None:
             if previous is not None and not self.args.disable_verify:
                 verify_module(module)
 
-        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, after_each)
+        self.pipeline = parse_pipeline(self.args.passes, after_each)
 
     def read_sources(self) -> list[SourceText]:
         name = self.args.input_file or "<stdin>"

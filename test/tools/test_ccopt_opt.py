@@ -79,10 +79,22 @@ def test_missing_file() -> None:
         ("no-such-pass", "Unrecognized passes: ['no-such-pass']"),
         ("cse{bogus=1}", 'Provided arguments ["bogus"] not found'),
         ("cse{", "Expected argument name"),
+        ("split-all-reduce,", "a pass name must follow the last ','"),
+        ("cse, ", "a pass name must follow the last ','"),
     ],
 )
 def test_bad_pass_pipeline(pipeline: str, message: str) -> None:
     assert_user_error(ccopt(str(SGD), "-p", pipeline), "invalid pass pipeline", message)
+
+
+def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
+    """`ccopt.check_pipeline` and `ccopt-run --check-pipeline` reject what `ccopt -p` rejects
+    (xDSL's parser alone ignores a trailing comma)."""
+    from ccopt.diagnostics import CcoptError
+    from ccopt.runner import check_pipeline
+
+    with pytest.raises(CcoptError, match="a pass name must follow the last ','"):
+        check_pipeline(SGD, "split-all-reduce,")
 
 
 def test_unknown_target() -> None:
