@@ -69,7 +69,7 @@ CATALOG: dict[str, PassInfo] = {
     'overlap': PassInfo(
         'Pipeline matmul -> all_reduce/reduce_scatter/fused_all_reduce, and all_gather -> matmul, in chunks on two streams.',
         (
-            OptionInfo(name='chunks', kind='int', default='4', meaning="Number of chunks (a collective's own `chunks` attribute takes precedence)."),
+            OptionInfo(name='chunks', kind='int', default='4', meaning="Number of chunks (a collective's own `chunks` attribute takes precedence); a dimension too short for them is cut into fewer, with a warning."),
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only overlap collectives with one of these `tag` attributes (then refusals are errors).'),
         ),
     ),

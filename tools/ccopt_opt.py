@@ -15,7 +15,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from ccopt.diagnostics import CcoptError, SourceText, first_line
+from ccopt.diagnostics import CcoptError, SourceText, first_line, printing_op_warnings
 from ccopt.files import write_atomic
 from ccopt.ir import make_context, parse_module, verify_module
 from ccopt.tools.targets import TARGET_HELP, TARGETS
@@ -168,7 +168,8 @@ class CcoptMain(xDSLOptMain):
         if not self.args.disable_verify:
             verify_module(module)
         try:
-            self.pipeline.apply(self.ctx, module)
+            with printing_op_warnings(source):
+                self.pipeline.apply(self.ctx, module)
         except CcoptError:
             raise
         except DiagnosticException as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,34 @@ def test_missing_file() -> None:
 )
 def test_bad_pass_pipeline(pipeline: str, message: str) -> None:
     assert_user_error(ccopt(str(SGD), "-p", pipeline), "invalid pass pipeline", message)
+
+
+def test_overlap_says_when_it_makes_fewer_chunks_than_requested() -> None:
+    """`overlap{chunks=99999999}` on 4 rows makes 4 chunks: a located warning (with the source
+    line, as MLIR prints one) says so, and the compilation succeeds."""
+    path = ROOT / "examples" / "megatron_row_parallel.mlir"
+    result = ccopt(str(path), "-p", "overlap{chunks=99999999}")
+    assert result.returncode == 0, result.stderr
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "coll.all_reduce" in t)
+    warning, source, caret = result.stderr.splitlines()
+    assert warning == (
+        f"{path}:{line}:3: warning: 'coll.all_reduce' op overlap made 4 chunks, not the 99999999 "
+        "requested: the chunked dimension 0 of the matmul output has 4 elements, cut into blocks of 1"
+    )
+    assert "coll.all_reduce" in source and caret == "  ^"
+    assert result.stdout.count("sched.execute") == 4
+
+
+def test_overlap_warns_library_users_too() -> None:
+    from ccopt.diagnostics import OpWarning
+    from ccopt.runner import check_pipeline
+
+    path = ROOT / "examples" / "megatron_row_parallel.mlir"
+    with pytest.warns(OpWarning, match=r"megatron_row_parallel.mlir:\d+:3: warning: .* 4 chunks"):
+        assert check_pipeline(path, "overlap{chunks=99999999}").ok
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OpWarning)
+        assert check_pipeline(path, "overlap{chunks=4}").ok  # as many as asked: no warning
 
 
 def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
