@@ -4,6 +4,7 @@ Every row is the best of K wall-clock runs of one subprocess. The ratio column d
 by its xDSL baseline from the same run:
 
 - start-up: `ccopt` vs `xdsl-opt` on an empty module (interpreter, imports, registries);
+- `--help`: ccopt's (which lists every pass with its options) vs xdsl-opt's;
 - plain parse+print: both tools on the same N-op builtin/func/arith program, so the ratio is what
   ccopt's driver (context, verifier, diagnostics) costs on IR both understand;
 - ccopt IR parse+print (and `-p cse,dce`): an N-op dtensor/coll program against xdsl-opt on the plain
@@ -137,12 +138,18 @@ class Row:
 
 
 def measure(
-    name: str, cmd: Sequence[str], source: Path, ops: int, repeat: int, baseline: Row | None = None
+    name: str,
+    cmd: Sequence[str],
+    source: Path | None,
+    ops: int,
+    repeat: int,
+    baseline: Row | None = None,
 ) -> Row:
-    """Time `cmd source`; without a baseline the row is its own (ratio 1.00x)."""
-    seconds = best_time([*cmd, str(source)], repeat)
+    """Time `cmd source` (`cmd` alone without a source); without a baseline the row is its own
+    (ratio 1.00x)."""
+    seconds = best_time([*cmd, str(source)] if source else cmd, repeat)
     reference = baseline.seconds if baseline else seconds
-    return Row(name, seconds, reference, ops, source.stat().st_size)
+    return Row(name, seconds, reference, ops, source.stat().st_size if source else 0)
 
 
 def print_table(rows: Sequence[Row]) -> None:
@@ -179,10 +186,15 @@ def main() -> int:
         check_valid(ccopt, dist)
 
         xdsl_start = measure("xdsl-opt start-up (empty module)", [xdsl_opt], empty, 0, k)
+        xdsl_help = measure("xdsl-opt --help", [xdsl_opt, "--help"], None, 0, k)
         xdsl_plain = measure(f"xdsl-opt parse+print plain ({n} ops)", [xdsl_opt], plain, n, k)
         rows = [
             xdsl_start,
             measure("ccopt start-up (empty module)", [ccopt], empty, 0, k, xdsl_start),
+            xdsl_help,
+            measure(
+                "ccopt --help (every pass and option)", [ccopt, "--help"], None, 0, k, xdsl_help
+            ),
             xdsl_plain,
             measure(f"ccopt parse+print plain ({n} ops)", [ccopt], plain, n, k, xdsl_plain),
             measure(f"ccopt parse+print dtensor/coll ({n} ops)", [ccopt], dist, n, k, xdsl_plain),

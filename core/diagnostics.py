@@ -7,8 +7,13 @@ format is MLIR's: `file:line:col: error: message`, then the source line and a ca
 
 from __future__ import annotations
 
+import sys
+import warnings
 from bisect import bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
@@ -55,14 +60,15 @@ class CcoptError(Exception):
 
 
 class LocatedError(CcoptError):
-    """An error at a known file position."""
+    """An error (or, with `severity`, a warning) at a known file position."""
 
-    def __init__(self, message: str, file: str, line: int, col: int):
+    def __init__(self, message: str, file: str, line: int, col: int, severity: str = "error"):
         super().__init__(message)
         self.message, self.file, self.line, self.col = message, file, line, col
+        self.severity = severity
 
     def render(self, source: SourceText | None = None) -> str:
-        out = f"{self.file}:{self.line}:{self.col}: error: {self.message}"
+        out = f"{self.file}:{self.line}:{self.col}: {self.severity}: {self.message}"
         text = source.line_text(self.line) if source is not None else None
         if text is not None:
             out += f"\n{text}\n{' ' * (self.col - 1)}^"
@@ -77,12 +83,46 @@ class OpError(CcoptError, DiagnosticException):
         self.op, self.message = op, message
 
     def render(self, source: SourceText | None = None) -> str:
-        text = f"'{self.op.name}' op {self.message}"
-        loc = self.op.location
-        if isinstance(loc, FileLineColLoc):
-            located = LocatedError(text, loc.filename.data, loc.line.data, loc.column.data)
-            return located.render(source)
-        return super().render(source)
+        return render_at_op(self.op, self.message, source, "error")
+
+
+class OpWarning(UserWarning):
+    """A pass did something other than what was asked (e.g. fewer chunks than requested) and
+    says so at the op, as MLIR's emitWarning does; `ccopt` prints it located and goes on."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(render_at_op(op, message, None, "warning"))  # located for Python's display
+        self.op, self.message = op, message
+
+    def render(self, source: SourceText | None = None) -> str:
+        return render_at_op(self.op, self.message, source, "warning")
+
+
+def render_at_op(op: Operation, message: str, source: SourceText | None, severity: str) -> str:
+    text = f"'{op.name}' op {message}"
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        located = LocatedError(text, loc.filename.data, loc.line.data, loc.column.data, severity)
+        return located.render(source)
+    return f"{source.name}: {severity}: {text}" if source is not None else f"{severity}: {text}"
+
+
+@contextmanager
+def printing_op_warnings(source: SourceText) -> Iterator[None]:
+    """Print each OpWarning raised inside on stderr, located in `source`, when it is raised (every
+    one, not once per place as Python's default filter would); other warnings go on as usual."""
+    show = warnings.showwarning
+
+    def located(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+        if isinstance(message, OpWarning):
+            print(message.render(source), file=sys.stderr)
+        else:
+            show(message, *args, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", OpWarning)
+        warnings.showwarning = located
+        yield
 
 
 def first_line(exc: BaseException) -> str:

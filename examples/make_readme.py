@@ -1,19 +1,22 @@
 """Write examples/README.md: every workload's IR before and after each of its schedules.
 
-The IR in the README is produced by ccopt itself (`ccopt examples/<name>.mlir -p <pipeline>`),
-so it cannot drift from what the compiler does; test/examples checks that the file is current.
+The IR in the README is what `ccopt examples/<name>.mlir -p <pipeline>` prints, so it cannot
+drift from what the compiler does and every block can be pasted into a file and parsed again;
+test/examples checks that the file is current and that every ```mlir block parses and verifies.
 
     python examples/make_readme.py            # rewrite examples/README.md
-    python examples/make_readme.py --check    # exit 1 if it is out of date
+    python examples/make_readme.py --check    # exit 1 if it is out of date or a block does not parse
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 
 INTRO = """\
 # Examples: CoCoNeT's workloads and their schedules
@@ -38,66 +41,99 @@ DESCRIPTIONS = {
 }
 
 
-def render() -> str:
-    from ccopt.diagnostics import SourceText
-    from ccopt.frontend.workloads import PIPELINES
-    from ccopt.ir import make_context, parse_module
-    from ccopt.passes.pipeline import run_pipeline
+def ccopt(*args: str) -> tuple[int, str, str]:
+    """Exit status, stdout and stderr of `ccopt ARGS` run in this process (from the repository
+    root, see `main`), so the README shows exactly what the command prints."""
+    import contextlib
+    import io
 
-    ctx = make_context()
+    from ccopt.tools.ccopt_opt import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return status, out.getvalue().rstrip() + "\n", err.getvalue().rstrip() + "\n"
+
+
+def printed(*args: str) -> str:
+    status, out, err = ccopt(*args)
+    if status != 0:
+        raise SystemExit(f"make_readme.py: ccopt {' '.join(args)} failed:\n{err}")
+    return out
+
+
+def render() -> str:
+    from ccopt.frontend.workloads import PIPELINES
+
     parts = [INTRO]
     for name, schedules in PIPELINES.items():
-        path = HERE / f"{name}.mlir"
-        source = SourceText(f"examples/{name}.mlir", path.read_text())
-        parts.append(
-            f"## {name}\n\n{DESCRIPTIONS[name]}\n\nUnoptimized (`examples/{name}.mlir`):\n"
-        )
-        parts.append(f"```mlir\n{parse_module(ctx, source)}\n```\n")
+        path = f"examples/{name}.mlir"
+        parts.append(f"## {name}\n\n{DESCRIPTIONS[name]}\n\nUnoptimized (`{path}`):\n")
+        parts.append(f"```mlir\n{printed(path)}```\n")
         for schedule, pipeline in schedules.items():
-            module = parse_module(ctx, source)
-            run_pipeline(module, pipeline)
-            parts.append(f"### {schedule}\n\n`ccopt examples/{name}.mlir -p '{pipeline}'`\n")
-            parts.append(f"```mlir\n{module}\n```\n")
+            parts.append(f"### {schedule}\n\n`ccopt {path} -p '{pipeline}'`\n")
+            parts.append(f"```mlir\n{printed(path, '-p', pipeline)}```\n")
     parts.append(_refused())
     return "\n".join(parts)
 
 
 def _refused() -> str:
-    from ccopt.diagnostics import CcoptError, SourceText
-    from ccopt.ir import make_context, parse_module
-    from ccopt.passes.pipeline import run_pipeline
-
-    path = HERE / "fusion_legality.mlir"
-    source = SourceText("examples/fusion_legality.mlir", path.read_text())
-    module = parse_module(make_context(), source)
-    try:
-        run_pipeline(module, "fuse-collective{group=g1,o1}")
-    except CcoptError as e:
-        message = e.render(source)
-    else:  # pragma: no cover - the test suite guards this
-        raise AssertionError("fusing {o1, g1} must be refused")
+    args = ("examples/fusion_legality.mlir", "-p", "fuse-collective{group=g1,o1}")
+    status, _, message = ccopt(*args)
+    if status == 0:  # pragma: no cover - the test suite guards this
+        raise SystemExit("make_readme.py: fusing {o1, g1} must be refused")
     return (
-        "## Refused: fusing {o1, g1}\n\n"
-        "`ccopt examples/fusion_legality.mlir -p 'fuse-collective{group=g1,o1}'`\n\n"
-        f"```\n{message}\n```\n"
+        f"## Refused: fusing {{o1, g1}}\n\n`ccopt {args[0]} -p '{args[2]}'`\n\n```\n{message}```\n"
     )
+
+
+def mlir_blocks(markdown: str) -> list[tuple[int, str]]:
+    """Every ```mlir block of a Markdown text, with the line its IR starts on."""
+    blocks, lines = [], markdown.splitlines(keepends=True)
+    start = None
+    for number, line in enumerate(lines, 1):
+        if start is None and line.strip() == "```mlir":
+            start = number
+        elif start is not None and line.strip() == "```":
+            blocks.append((start + 1, "".join(lines[start : number - 1])))
+            start = None
+    return blocks
+
+
+def unparsable_blocks(markdown: str, name: str) -> list[str]:
+    """The located error of every ```mlir block that does not parse and verify as ccopt IR,
+    so that IR pasted from the README into a file works."""
+    from ccopt.diagnostics import CcoptError, SourceText
+    from ccopt.ir import make_context, parse_module, verify_module
+
+    ctx, errors = make_context(), []
+    for line, text in mlir_blocks(markdown):
+        source = SourceText(name, text, line - 1)
+        try:
+            verify_module(parse_module(ctx, source))
+        except CcoptError as e:
+            errors.append(e.render(source))
+    return errors
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if README.md is out of date")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="fail if README.md is out of date or an IR block does not parse",
+    )
     args = parser.parse_args()
+    os.chdir(ROOT)  # the commands shown name files relative to the repository root
     text = render()
     readme = HERE / "README.md"
     if args.check:
         current = readme.read_text() if readme.exists() else ""
+        errors = unparsable_blocks(current, "examples/README.md")
         if current != text:
-            print(
-                "examples/README.md is out of date: run python examples/make_readme.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
+            errors.append("examples/README.md is out of date: run python examples/make_readme.py")
+        print("\n".join(errors), file=sys.stderr, end="\n" if errors else "")
+        return 1 if errors else 0
     readme.write_text(text)
     return 0
 

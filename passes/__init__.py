@@ -1,8 +1,17 @@
-"""ccopt's passes and the xDSL passes it offers, by name, each imported on first use."""
+"""ccopt's passes and the xDSL passes it offers, by name, each imported on first use.
+
+A pass's options are its dataclass fields, declared with `option` so that each carries its
+meaning; `ccopt --help` lists them from `ccopt.passes.catalog` (generated from the classes by
+`python -m ccopt.passes.make_catalog`) so that asking for help imports no pass module.
+"""
 
 from collections.abc import Callable
+from typing import Any
 
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
+
+from ccopt.passes.options import OptionInfo, PassInfo
+from ccopt.passes.options import option as option  # re-exported: passes and plugins use it
 
 XDSL_PASSES = {
     "canonicalize": "Apply every op's canonicalization patterns (xDSL).",
@@ -87,7 +96,7 @@ def _plan_memory() -> type[ModulePass]:
     return PlanMemory
 
 
-PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+BUILTIN_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
     "reorder-elementwise": _reorder_elementwise,
@@ -102,13 +111,93 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "plan-memory": _plan_memory,
 }
 
+PASSES: dict[str, Callable[[], type[ModulePass]]] = dict(BUILTIN_PASSES)
+"""Every pass `ccopt -p` knows: the built-in ones and those plugins registered."""
 
-def summary(name: str) -> str:
-    """One line on what a pass does: its docstring's first line (xDSL's own: ours)."""
-    if name in XDSL_PASSES:
-        return XDSL_PASSES[name]
-    doc = (PASSES[name]().__doc__ or "").strip()
-    return doc.splitlines()[0].strip() if doc else ""
+
+def describe(pass_class: type[ModulePass]) -> PassInfo:
+    """A pass's summary (its docstring's first paragraph, or ours for xDSL's passes) and
+    options (its dataclass fields; the meaning from `option`)."""
+    import dataclasses
+    import typing
+
+    doc = (pass_class.__doc__ or "").strip().split("\n\n")[0]
+    summary = XDSL_PASSES.get(pass_class.name) or " ".join(doc.split())
+    hints = typing.get_type_hints(pass_class)
+    return PassInfo(
+        summary,
+        tuple(
+            OptionInfo(
+                f.name, _kind(hints[f.name]), _default(f.default), f.metadata.get("meaning", "")
+            )
+            for f in dataclasses.fields(pass_class)
+        ),
+    )
+
+
+def _kind(hint: Any) -> str:
+    """How an option's value is written in a pipeline: `int`, `bool`, `str,...` for a list."""
+    import typing
+
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is tuple:
+        return f"{_kind(args[0])},..."
+    if args:  # `T | None`: an optional T
+        return _kind(args[0])
+    return hint.__name__
+
+
+def _default(value: object) -> str:
+    if value is None or value == ():
+        return ""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def pass_info(name: str) -> PassInfo:
+    """What `--help` says about a pass: from the generated catalog for a built-in pass (no pass
+    module is imported), from the class for a plugin's."""
+    from ccopt.passes.catalog import CATALOG
+
+    if name in CATALOG and PASSES[name] is BUILTIN_PASSES.get(name):
+        return CATALOG[name]
+    return describe(PASSES[name]())
+
+
+def pass_help(width: int) -> str:
+    """Every pass with its summary and options, wrapped to `width` columns, as `mlir-opt --help`
+    lists them."""
+    import textwrap
+
+    entries: list[tuple[str, str]] = []
+    for name in sorted(PASSES):
+        info = pass_info(name)
+        entries.append((f"  {name}", info.summary))
+        for o in info.options:
+            default = f" Default: {o.default}." if o.default else ""
+            entries.append((f"    {o.name}=<{o.kind}>", o.meaning + default))
+    column = max(len(left) for left, _ in entries) + 2
+    lines = []
+    for left, text in entries:
+        wrapped = textwrap.wrap(text, max(width - column, 30)) or [""]
+        lines.append(f"{left:<{column}}{wrapped[0]}".rstrip())
+        lines.extend(" " * column + more for more in wrapped[1:])
+    return "\n".join(lines)
+
+
+def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> PassPipeline:
+    """The passes of a pipeline (`name{option=value},other`), as `ccopt -p` and the runner read
+    it; a malformed pipeline, an unknown pass or option, or a bad option value is a CcoptError
+    that says why. xDSL's parser ignores a trailing comma: here it is an error."""
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    from ccopt.diagnostics import CcoptError, first_line
+
+    if spec.rstrip().endswith(","):
+        raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
+    try:
+        return PassPipeline.parse_spec(PASSES, spec, callback)
+    except (ValueError, ArgSpecParseError) as e:
+        raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
 
 
 def register_pass(pass_class: type[ModulePass]) -> type[ModulePass]:

@@ -51,6 +51,7 @@ from ccopt.passes.fusion_groups import (
     joined_tag,
     replace_group,
 )
+from ccopt.passes.options import option
 from ccopt.passes.reorder_elementwise import gathered_dim, plan_region, rewrite_region
 from ccopt.passes.split_all_reduce import split
 
@@ -201,9 +202,11 @@ class FuseCollective(ModulePass):
 
     name = "fuse-collective"
 
-    group: tuple[str, ...] = ()
-    """Tags of one collective and the elementwise ops to fuse into it (then an illegal group is
-    an error); default: every reduce_scatter with the elementwise ops on its slice."""
+    group: tuple[str, ...] = option(
+        (),
+        "Tags of one collective and the elementwise ops to fuse into it (then an illegal group "
+        "is an error); default: every reduce_scatter with the elementwise ops on its slice.",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.group:

@@ -52,6 +52,7 @@ from ccopt.passes.fusion_groups import (
     joined_tag,
     place_fused,
 )
+from ccopt.passes.options import option
 
 
 def fuse(ops: Sequence[Operation], order: ProgramOrder | None = None) -> dt.FusedOp:
@@ -87,9 +88,11 @@ class FuseElementwise(ModulePass):
 
     name = "fuse-elementwise"
 
-    group: tuple[str, ...] = ()
-    """Tags of the ops to fuse into one kernel (then an illegal group is an error); default: all
-    maximal convex groups."""
+    group: tuple[str, ...] = option(
+        (),
+        "Tags of the ops to fuse into one kernel (then an illegal group is an error); default: "
+        "all maximal convex groups.",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.group:

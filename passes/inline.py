@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.diagnostics import CcoptError, OpError
+from ccopt.passes.options import option
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,9 @@ class Inline(ModulePass):
 
     name = "inline"
 
-    callees: tuple[str, ...] = ()
-    """Functions whose calls are inlined; default: every function with a body."""
+    callees: tuple[str, ...] = option(
+        (), "Functions whose calls are inlined; default: every function with a body."
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         apply_inline(op, self.callees)

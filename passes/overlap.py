@@ -32,11 +32,14 @@ on the communication stream and each chunk's matmul waits only for its own gathe
 
 Chunks are ceil-div blocks (the last may be shorter); each chunk computes exactly the elements of
 the unchunked op, so the result does not depend on the chunk count. A collective's own `chunks`
-attribute overrides the pass option.
+attribute overrides the pass option. A dimension too short for the count asked for gets fewer
+chunks (8 rows make 8 chunks of 99999999 requested; 4 rows in blocks of 2 make 2 of 3), and a
+located warning (`OpWarning`) says so.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
@@ -49,7 +52,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from ccopt.diagnostics import OpError
+from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor import mesh_of
@@ -63,6 +66,7 @@ from ccopt.passes.common import (
     require_tagged,
     tag_of,
 )
+from ccopt.passes.options import option
 
 COMM_STREAM = 1
 
@@ -181,7 +185,7 @@ def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
     return mm
 
 
-def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> None:
+def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
     mm = producing_matmul(op, op.input, "its operand")
     mesh = mesh_of(op)
     plan = plan_matmul_then_collective(mm, op, chunks, mesh)
@@ -198,6 +202,7 @@ def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> None:
         futures.append(task.futures[0])
     finish(op, new_ops, futures, plan.dim)
     Rewriter.erase_op(mm)
+    return plan
 
 
 def plan_matmul_then_fused(
@@ -284,7 +289,7 @@ def renumber_elements(body: Region, shape: Sequence[int], dim: int, start: int, 
     Rewriter.insert_op(ops, InsertPoint.at_start(block))
 
 
-def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> None:
+def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
     """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
     slice, all-gather) on the communication stream; the outputs are joined chunk by chunk."""
     mm = producing_matmul(op, op.partial, "its partial operand")
@@ -336,6 +341,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> None:
             ready[k].append(wait.result)
     join(op, new_ops, ready, plan.dim)
     Rewriter.erase_op(mm)
+    return plan
 
 
 def chunk_matmul(
@@ -386,7 +392,7 @@ def plan_gather_then_matmul(
     )
 
 
-def overlap_gather_then_matmul(mm: dt.MatmulOp, chunks: int) -> None:
+def overlap_gather_then_matmul(mm: dt.MatmulOp, chunks: int) -> Plan:
     gathered = [
         i
         for i, v in enumerate(mm.operands)
@@ -418,6 +424,7 @@ def overlap_gather_then_matmul(mm: dt.MatmulOp, chunks: int) -> None:
         parts.append(part.result)
     concat(mm, new_ops, parts, plan.dim)
     Rewriter.erase_op(ag)
+    return plan
 
 
 def finish(op: Operation, new_ops: list[Operation], futures: Sequence[SSAValue], dim: int) -> None:
@@ -453,6 +460,21 @@ def join(
     Rewriter.erase_op(op)
 
 
+def warn_fewer_chunks(op: Operation, plan: Plan, requested: int) -> None:
+    """Say so when a dimension is too short for the chunk count asked for: ceil-div blocks of it
+    make fewer chunks (99999999 chunks of 8 rows are 8 chunks; 3 chunks of 4 rows are 2)."""
+    size = plan.ranges[-1][1]
+    warnings.warn(
+        OpWarning(
+            op,
+            f"overlap made {len(plan.ranges)} chunks, not the {requested} requested: the chunked "
+            f"dimension {plan.dim} of the matmul output has {size} elements, cut into blocks of "
+            f"{plan.ranges[0][1] - plan.ranges[0][0]}",
+        ),
+        stacklevel=2,
+    )
+
+
 def chunk_count(op: Operation, default: int) -> int:
     chunks = getattr(op, "chunks", None)
     return chunks.value.data if chunks is not None else default
@@ -464,37 +486,50 @@ class Overlap(ModulePass):
 
     name = "overlap"
 
-    chunks: int = 4
-    """Number of chunks (a collective's own `chunks` attribute takes precedence)."""
+    chunks: int = option(
+        4,
+        "Number of chunks (a collective's own `chunks` attribute takes precedence); a "
+        "dimension too short for them is cut into fewer, with a warning.",
+    )
 
-    tags: tuple[str, ...] = ()
-    """Only overlap collectives with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (),
+        "Only overlap collectives with one of these `tag` attributes (then refusals are errors).",
+    )
+
+    def __post_init__(self) -> None:
+        if self.chunks < 1:  # a bad option fails the pipeline before anything is rewritten
+            raise ValueError(f"overlap: chunks must be >= 1, got {self.chunks}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
-        if self.chunks < 1:
-            raise OpError(op, f"overlap needs chunks >= 1, got {self.chunks}")
         for candidate in list(op.walk()):
             if candidate.parent is None or not is_selected(candidate, self.tags):
                 continue
+            requested = chunk_count(candidate, self.chunks)
             try:
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
-                    overlap_matmul_then_collective(candidate, chunk_count(candidate, self.chunks))
+                    plan = overlap_matmul_then_collective(candidate, requested)
                 elif isinstance(candidate, coll.FusedAllReduceOp):
-                    overlap_matmul_then_fused(candidate, self.chunks)
+                    plan = overlap_matmul_then_fused(candidate, requested)
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):
                     users = [u.operation for u in candidate.result.uses]
-                    overlap_gather_then_matmul(users[0], chunk_count(candidate, self.chunks))  # type: ignore[arg-type]
+                    plan = overlap_gather_then_matmul(users[0], requested)  # type: ignore[arg-type]
                 elif self.tags:
                     raise Refusal(
                         "only all_reduce, reduce_scatter or fused_all_reduce after a matmul, or "
                         "all_gather before one, can be overlapped"
                     )
+                else:
+                    continue
             except Refusal as why:
                 if self.tags and tag_of(candidate) in self.tags:
                     raise OpError(candidate, f"cannot overlap: {why}") from None
+                continue
+            if len(plan.ranges) < requested:
+                warn_fewer_chunks(candidate, plan, requested)
 
     @staticmethod
     def _gathers_into_matmul(ag: coll.AllGatherOp) -> bool:

@@ -1,15 +1,34 @@
-"""Pass pipelines as the Python API and the backends apply them: `ccopt -p` syntax, the result
-verified; a bad pipeline and a refused rewrite are CcoptErrors."""
+"""Pass pipelines as `ccopt -p`, the Python API and the backends apply them: `ccopt -p` syntax,
+every pass followed by what mlir-opt's -verify-each does; a bad pipeline and a refused rewrite
+are CcoptErrors."""
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException
 
 from ccopt.diagnostics import CcoptError, first_line
-from ccopt.ir import make_context, verify_module
-from ccopt.passes import PASSES
+from ccopt.ir import inherit_locations, make_context, verify_module
+from ccopt.passes import parse_pipeline
+
+
+def after_each_pass(module: ModuleOp, verify: bool = True) -> None:
+    """Ops the pass created without a location get one (so diagnostics point at source lines),
+    then the module is verified."""
+    inherit_locations(module)
+    if verify:
+        verify_module(module)
+
+
+def checked_pipeline(pipeline: str, verify: bool = True) -> PassPipeline:
+    """The parsed pipeline, with `after_each_pass` after every pass."""
+
+    def after(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
+        if previous is not None:
+            after_each_pass(module, verify)
+
+    return parse_pipeline(pipeline, after)
 
 
 def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
@@ -20,18 +39,12 @@ def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
 
 
 def run_pipeline(module: ModuleOp, pipeline: str) -> None:
-    """Apply a pass pipeline to `module` in place and verify the result; bad pipelines and
-    refused rewrites are CcoptErrors."""
-    try:
-        passes = PassPipeline.parse_spec(PASSES, pipeline)
-    except (ValueError, BaseException) as e:  # xDSL raises ArgSpecParseError, a BaseException
-        if isinstance(e, KeyboardInterrupt | SystemExit):
-            raise
-        raise CcoptError(f"invalid pass pipeline '{pipeline}': {first_line(e)}") from None
+    """Apply a pass pipeline to `module` in place, verifying after every pass; bad pipelines
+    and refused rewrites are CcoptErrors."""
+    passes = checked_pipeline(pipeline)
     try:
         passes.apply(make_context(), module)
     except CcoptError:
         raise
     except DiagnosticException as e:
         raise CcoptError(f"pipeline '{pipeline}' failed: {first_line(e)}") from None
-    verify_module(module)

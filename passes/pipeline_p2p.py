@@ -44,6 +44,7 @@ from ccopt.passes.common import (
     require_tagged,
     tag_of,
 )
+from ccopt.passes.options import option
 from ccopt.passes.reorder_elementwise import plan_region, rewrite_region
 from ccopt.passes.split_all_reduce import split
 
@@ -198,8 +199,9 @@ class PipelineP2P(ModulePass):
 
     name = "pipeline-p2p"
 
-    tags: tuple[str, ...] = ()
-    """Only rewrite shifts with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (), "Only rewrite shifts with one of these `tag` attributes (then refusals are errors)."
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)

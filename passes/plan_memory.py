@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import CcoptError
+from ccopt.passes.options import option
 from ccopt.streams import lives_in_order
 
 WORKSPACE = "kernel.workspace"
@@ -74,8 +75,7 @@ class PlanMemory(ModulePass):
 
     name = "plan-memory"
 
-    reuse: bool = True
-    """Share the bytes of dead buffers; false gives each buffer its own."""
+    reuse: bool = option(True, "Share the bytes of dead buffers; false gives each buffer its own.")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = [

@@ -49,6 +49,7 @@ from ccopt.passes.common import (
     set_tag,
     tag_of,
 )
+from ccopt.passes.options import option
 
 
 def gathered_dim(ag: coll.AllGatherOp, mesh: Mesh) -> int:
@@ -298,8 +299,9 @@ class ReorderElementwise(ModulePass):
 
     name = "reorder-elementwise"
 
-    tags: tuple[str, ...] = ()
-    """Only move all_gathers with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (), "Only move all_gathers with one of these `tag` attributes (then refusals are errors)."
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ccopt.diagnostics import OpError

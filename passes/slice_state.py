@@ -36,6 +36,7 @@ from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.passes.common import Refusal
+from ccopt.passes.options import option
 from ccopt.passes.reorder_elementwise import gathered_dim
 
 
@@ -98,8 +99,11 @@ class SliceState(ModulePass):
 
     name = "slice-state"
 
-    args: tuple[str, ...] = ()
-    """Names of the state arguments to slice (then a refusal is an error); default: all that can be."""
+    args: tuple[str, ...] = option(
+        (),
+        "Names of the state arguments to slice (then a refusal is an error); default: all that "
+        "can be.",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         called = {c.callee.root_reference.data for c in op.walk() if isinstance(c, func.CallOp)}

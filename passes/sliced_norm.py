@@ -41,6 +41,7 @@ from ccopt.passes.common import (
     refuse_if_selected,
     require_tagged,
 )
+from ccopt.passes.options import option
 
 
 @dataclass
@@ -90,8 +91,9 @@ class SlicedNorm(ModulePass):
 
     name = "sliced-norm"
 
-    tags: tuple[str, ...] = ()
-    """Only rewrite norms with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (), "Only rewrite norms with one of these `tag` attributes (then refusals are errors)."
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)

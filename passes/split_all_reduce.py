@@ -36,6 +36,7 @@ from ccopt.passes.common import (
     refuse_if_selected,
     require_tagged,
 )
+from ccopt.passes.options import option
 
 
 def split(
@@ -95,11 +96,18 @@ class SplitAllReduce(ModulePass):
 
     name = "split-all-reduce"
 
-    dim: int | None = None
-    """Tensor dimension to scatter; default: the first one the mesh allows."""
+    dim: int | None = option(
+        None, "Tensor dimension to scatter; default: the first one the mesh allows."
+    )
 
-    tags: tuple[str, ...] = ()
-    """Only split all_reduce ops with one of these `tag` attributes (then refusals are errors)."""
+    tags: tuple[str, ...] = option(
+        (),
+        "Only split all_reduce ops with one of these `tag` attributes (then refusals are errors).",
+    )
+
+    def __post_init__(self) -> None:
+        if self.dim is not None and self.dim < 0:
+            raise ValueError(f"split-all-reduce: dim must be >= 0, got {self.dim}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)

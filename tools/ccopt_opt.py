@@ -10,33 +10,46 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from ccopt.diagnostics import CcoptError, SourceText, first_line
+from ccopt.diagnostics import CcoptError, SourceText, first_line, printing_op_warnings
 from ccopt.files import read_text, write_atomic
-from ccopt.ir import inherit_locations, make_context, parse_module, verify_module
+from ccopt.ir import make_context, parse_module, verify_module
+from ccopt.tools.targets import TARGET_HELP, TARGETS
 
 SPLIT_MARKER = "// -----"
 
 
 class HelpWithPasses(argparse.Action):
-    """`--help` that also lists every pass with its summary (imported only when asked)."""
+    """`--help` that also lists every pass with its summary and options (from the pass catalog:
+    no pass module is imported)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object):
         super().__init__(option_strings, dest, nargs=0, help="show this help and every pass")
-        self.passes: dict[str, object] = {}
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
-        from ccopt.passes import PASSES, summary
+        import shutil
 
-        lines = [parser.format_help(), "passes (use as -p 'name{option=value},other'):"]
-        width = max(len(n) for n in PASSES)
-        for name in sorted(PASSES):
-            lines.append(f"  {name:<{width}}  {summary(name)}")
-        print("\n".join(lines))
+        from ccopt.passes import pass_help
+
+        usage = "passes (use as -p 'name{option=value},other'; a list option takes a,b,c):"
+        width = shutil.get_terminal_size().columns - 2  # as argparse wraps the options above
+        print("\n".join([parser.format_help(), usage, pass_help(width)]))
+        parser.exit()
+
+
+class Version(argparse.Action):
+    """`--version`: ccopt's version and the xDSL it runs on (xDSL's own action names only xDSL),
+    read from the installed packages' metadata when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object):
+        super().__init__(option_strings, dest, nargs=0, help="show ccopt's and xDSL's versions")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from importlib.metadata import version
+
+        print(f"ccopt {version('ccopt')} (xDSL {version('xdsl')})")
         parser.exit()
 
 
@@ -76,13 +89,14 @@ class CcoptMain(xDSLOptMain):
             prog="ccopt",
             description="Optimize distributed deep-learning programs (ccopt IR) with pass pipelines.",
             add_help=False,
+            conflict_handler="resolve",  # ccopt's -v/--version replaces xDSL's
         )
         parser.add_argument("-h", "--help", action=HelpWithPasses)
         parser.add_argument(
             "--build",
             action="store_true",
-            help="compile the result (lowered with inline,convert-to-kernel,plan-memory if "
-            "needed) into a pybind11 module with nvcc and print its path",
+            help="compile the result (lowered as -t cuda lowers it) into a pybind11 module "
+            "with nvcc and print its path",
         )
         parser.add_argument(
             "--arch",
@@ -96,6 +110,8 @@ class CcoptMain(xDSLOptMain):
             help="import a .py file or module that registers passes or dialects (repeatable)",
         )
         self.register_all_arguments(parser)
+        parser.add_argument("-v", "--version", action=Version)
+        parser.add_argument("-t", "--target", default="mlir", help=TARGET_HELP)
         self.args = parser.parse_args(args=args)
         target = self.args.target.split("{", 1)[0]
         if target not in self.available_targets:
@@ -103,12 +119,7 @@ class CcoptMain(xDSLOptMain):
                 f"unknown target '{target}' (choose from {', '.join(self.available_targets)})"
             )
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
-        try:
-            self.setup_pipeline()
-        except ValueError as e:
-            raise CcoptError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
-        except ArgSpecParseError as e:
-            raise CcoptError(f"invalid pass pipeline '{self.args.passes}': {e}") from None
+        self.setup_pipeline()
 
     def register_all_passes(self) -> None:
         from ccopt.passes import PASSES
@@ -117,21 +128,12 @@ class CcoptMain(xDSLOptMain):
             self.register_pass(name, factory)
 
     def register_all_targets(self) -> None:
-        from ccopt.tools.targets import TARGETS
-
         self.available_targets.update(TARGETS)
 
     def setup_pipeline(self) -> None:
-        def after_each(
-            previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None
-        ) -> None:
-            if previous is None:
-                return
-            inherit_locations(module)
-            if not self.args.disable_verify:
-                verify_module(module)
+        from ccopt.passes.pipeline import checked_pipeline
 
-        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, after_each)
+        self.pipeline = checked_pipeline(self.args.passes, verify=not self.args.disable_verify)
 
     def read_sources(self) -> list[SourceText]:
         name = self.args.input_file or "<stdin>"
@@ -149,7 +151,8 @@ class CcoptMain(xDSLOptMain):
         if not self.args.disable_verify:
             verify_module(module)
         try:
-            self.pipeline.apply(self.ctx, module)
+            with printing_op_warnings(source):
+                self.pipeline.apply(self.ctx, module)
         except CcoptError:
             raise
         except DiagnosticException as e:

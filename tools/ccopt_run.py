@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ccopt.diagnostics import CcoptError, SourceText
+from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
 from ccopt.files import write_atomic
 
 
@@ -141,9 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.check_pipeline is None:
             result = ccopt.run(source, inputs, **common)
         else:
-            report = ccopt.check_pipeline(
-                source, args.check_pipeline, inputs, rtol=args.rtol, atol=args.atol, **common
-            )
+            with printing_op_warnings(source):
+                report = ccopt.check_pipeline(
+                    source, args.check_pipeline, inputs, rtol=args.rtol, atol=args.atol, **common
+                )
             result = report.optimized
     except CcoptError as e:
         print(f"ccopt-run: {e.render(source)}", file=sys.stderr)

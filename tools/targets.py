@@ -1,8 +1,11 @@
 """Output targets of `ccopt -t`, each loaded on first use.
 
 * `mlir` - the IR (xDSL's printer);
-* `cuda` - the program as one self-contained CUDA C++ file (kernel level: run convert-to-kernel);
+* `cuda` - the program as one self-contained CUDA C++ file;
 * `pybind11` - the Python binding of that program, a separate file.
+
+`cuda` and `pybind11` lower the result first where it needs it (inline, convert-to-kernel,
+plan-memory), as `--build` and `ccopt.build` do, so all of them emit the same program.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ class CudaTarget(Target):
     entry: str | None = None
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from ccopt.backends.cuda.build import lower
         from ccopt.backends.cuda.emit import emit_cuda
 
-        output.write(_emitted(lambda: emit_cuda(module, self.entry)))
+        output.write(_emitted(lambda: emit_cuda(module, lower(module, self.entry))))
 
 
 @dataclass(frozen=True)
@@ -43,9 +47,10 @@ class BindingTarget(Target):
     entry: str | None = None
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from ccopt.backends.cuda.build import lower
         from ccopt.backends.cuda.emit import emit_binding
 
-        output.write(_emitted(lambda: emit_binding(module, self.entry)))
+        output.write(_emitted(lambda: emit_binding(module, lower(module, self.entry))))
 
 
 def _emitted(make: Callable[[], str]) -> str:
@@ -57,6 +62,12 @@ def _emitted(make: Callable[[], str]) -> str:
     except EmitError as e:
         raise CcoptError(f"cannot emit CUDA: {e}") from None
 
+
+TARGET_HELP = (
+    "output: mlir (the IR, default), cuda (the program as one CUDA C++ file with NCCL and "
+    "cuBLAS calls) or pybind11 (its Python binding); cuda and pybind11 first lower the result "
+    "with inline,convert-to-kernel,plan-memory where it is not lowered yet, as --build does"
+)
 
 TARGETS: dict[str, Callable[[], type[Target]]] = {
     "mlir": _mlir,

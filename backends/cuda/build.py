@@ -17,9 +17,13 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ccopt.diagnostics import CcoptError
 from ccopt.files import write_atomic
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 DEFAULT_ARCHS = ("sm_80", "sm_90")
 
@@ -164,24 +168,18 @@ def build(
     archs: Sequence[str] = DEFAULT_ARCHS,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> ModuleType:
-    """Lower `program` (path, text or module) through `pipeline`, inline, convert-to-kernel and
-    plan-memory, emit CUDA and the binding, build them (cached by content hash) and import the module."""
+    """Run `pipeline` on `program` (path, text or module), lower it (`lower`), emit CUDA and the
+    binding, build them (cached by content hash) and import the module."""
     from ccopt.backends.cuda.cpu import cache_dir as default_cache
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
     from ccopt.passes.pipeline import run_pipeline
-    from ccopt.program import bind_mesh, find_entry, load_program
+    from ccopt.program import bind_mesh, load_program
 
     module = load_program(program)  # type: ignore[arg-type]
     bind_mesh(module, mesh)  # type: ignore[arg-type]
-    f = find_entry(module, entry)
-    if "kernel.results" not in f.attributes:
-        run_pipeline(module, ",".join(p for p in (pipeline, "inline", "convert-to-kernel") if p))
-    elif pipeline:
+    if pipeline:
         run_pipeline(module, pipeline)
-    f = find_entry(module, entry)
-    if "kernel.workspace" not in f.attributes:
-        run_pipeline(module, "plan-memory")
-    name = f.sym_name.data
+    name = lower(module, entry)
     source = emit_cuda(module, name)
     key = content_hash(source, " ".join(archs), _toolchain())
     module_name = f"ccopt_{name}_{key}"
@@ -192,6 +190,21 @@ def build(
     if not target.exists():
         compile_module(source, binding, module_name, archs, directory)
     return import_module(target, module_name)
+
+
+def lower(module: ModuleOp, entry: str | None = None) -> str:
+    """Bring `entry` to what the CUDA backend emits - the kernel level (inline, convert-to-kernel)
+    with a planned workspace (plan-memory) - running only the steps it still needs, and return
+    its name. `ccopt.build`, `ccopt --build`, `-t cuda` and `-t pybind11` all lower so."""
+    from ccopt.passes.pipeline import run_pipeline
+    from ccopt.program import find_entry
+
+    if "kernel.results" not in find_entry(module, entry).attributes:
+        run_pipeline(module, "inline,convert-to-kernel")
+    f = find_entry(module, entry)
+    if "kernel.workspace" not in f.attributes:
+        run_pipeline(module, "plan-memory")
+    return f.sym_name.data
 
 
 def _toolchain() -> str:

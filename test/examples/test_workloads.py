@@ -3,9 +3,11 @@ numbers (on several meshes), and examples/README.md shows the compiler's current
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -66,6 +68,33 @@ def test_both_routes_give_the_same_numbers(name: str, schedule: str) -> None:
     piped = ccopt.run(module, scheduled.inputs)
     for key, value in scheduled.outputs.items():
         np.testing.assert_allclose(piped.outputs[key], value, rtol=1e-5, atol=1e-6)
+
+
+def make_readme() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "make_readme", ROOT / "examples" / "make_readme.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("readme", ["README.md", "examples/README.md"])
+def test_every_mlir_block_of_the_readmes_parses_and_verifies(readme: str) -> None:
+    """IR pasted from the documentation into a file must be accepted by ccopt."""
+    tool = make_readme()
+    text = (ROOT / readme).read_text()
+    assert tool.mlir_blocks(text), f"{readme} has no mlir block"
+    assert tool.unparsable_blocks(text, readme) == []
+
+
+def test_readme_check_rejects_an_ir_block_that_does_not_parse() -> None:
+    tool = make_readme()
+    broken = "text\n\n```mlir\nModuleOp(\n\tbuiltin.module {}\n)\n```\n"
+    assert tool.mlir_blocks(broken) == [(4, "ModuleOp(\n\tbuiltin.module {}\n)\n")]
+    (error,) = tool.unparsable_blocks(broken, "doc.md")
+    assert error.startswith("doc.md:4:1: error: unknown operation 'ModuleOp'")
 
 
 def test_examples_readme_is_current() -> None:

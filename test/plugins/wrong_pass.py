@@ -7,18 +7,20 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from ccopt.dialects import dtensor
-from ccopt.passes import register_pass
+from ccopt.passes import option, register_pass
 
 
 @register_pass
 @dataclass(frozen=True)
 class TestWrongScale(ModulePass):
-    """Test only: doubles every dtensor.scale factor (changes results on purpose)."""
+    """Test only: multiplies every dtensor.scale factor (changes results on purpose)."""
 
     name = "test-wrong-scale"
+
+    by: float = option(2.0, "What every scale factor is multiplied by.")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from xdsl.dialects.builtin import FloatAttr, f64
 
         for scale in [o for o in op.walk() if isinstance(o, dtensor.ScaleOp)]:
-            scale.factor = FloatAttr(2 * scale.factor.value.data, f64)
+            scale.factor = FloatAttr(self.by * scale.factor.value.data, f64)

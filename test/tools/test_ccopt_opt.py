@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -59,26 +60,134 @@ def test_missing_file() -> None:
         ("no-such-pass", "Unrecognized passes: ['no-such-pass']"),
         ("cse{bogus=1}", 'Provided arguments ["bogus"] not found'),
         ("cse{", "Expected argument name"),
+        ("split-all-reduce,", "a pass name must follow the last ','"),
+        ("cse, ", "a pass name must follow the last ','"),
     ],
 )
 def test_bad_pass_pipeline(pipeline: str, message: str) -> None:
     assert_user_error(ccopt(str(SGD), "-p", pipeline), "invalid pass pipeline", message)
 
 
+def test_overlap_says_when_it_makes_fewer_chunks_than_requested() -> None:
+    """`overlap{chunks=99999999}` on 4 rows makes 4 chunks: a located warning (with the source
+    line, as MLIR prints one) says so, and the compilation succeeds."""
+    path = ROOT / "examples" / "megatron_row_parallel.mlir"
+    result = ccopt(str(path), "-p", "overlap{chunks=99999999}")
+    assert result.returncode == 0, result.stderr
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "coll.all_reduce" in t)
+    warning, source, caret = result.stderr.splitlines()
+    assert warning == (
+        f"{path}:{line}:3: warning: 'coll.all_reduce' op overlap made 4 chunks, not the 99999999 "
+        "requested: the chunked dimension 0 of the matmul output has 4 elements, cut into blocks of 1"
+    )
+    assert "coll.all_reduce" in source and caret == "  ^"
+    assert result.stdout.count("sched.execute") == 4
+
+
+def test_overlap_warns_library_users_too() -> None:
+    from ccopt.diagnostics import OpWarning
+    from ccopt.runner import check_pipeline
+
+    path = ROOT / "examples" / "megatron_row_parallel.mlir"
+    with pytest.warns(OpWarning, match=r"megatron_row_parallel.mlir:\d+:3: warning: .* 4 chunks"):
+        assert check_pipeline(path, "overlap{chunks=99999999}").ok
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OpWarning)
+        assert check_pipeline(path, "overlap{chunks=4}").ok  # as many as asked: no warning
+
+
+def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
+    """`ccopt.check_pipeline` and `ccopt-run --check-pipeline` reject what `ccopt -p` rejects
+    (xDSL's parser alone ignores a trailing comma)."""
+    from ccopt.diagnostics import CcoptError
+    from ccopt.runner import check_pipeline
+
+    with pytest.raises(CcoptError, match="a pass name must follow the last ','"):
+        check_pipeline(SGD, "split-all-reduce,")
+
+
 def test_unknown_target() -> None:
     assert_user_error(ccopt(str(SGD), "-t", "nope"), "unknown target 'nope'")
 
 
-def test_help_lists_every_pass_with_a_summary() -> None:
-    from ccopt.passes import PASSES
+LOWERING = "inline,convert-to-kernel,plan-memory"
+
+
+@pytest.mark.parametrize("target", ["cuda", "pybind11"])
+@pytest.mark.parametrize(
+    "example, pipeline",
+    [("sgd", ""), ("megatron_mlp", "split-all-reduce,fuse-elementwise,overlap{chunks=2}")],
+)
+def test_cuda_targets_lower_the_program_themselves(
+    target: str, example: str, pipeline: str
+) -> None:
+    """`-t cuda` and `-t pybind11` lower as `--build` does: the same output as lowering
+    explicitly, and lowering twice changes nothing."""
+    path = str(ROOT / "examples" / f"{example}.mlir")
+    implicit = ccopt(path, "-p", pipeline, "-t", target)
+    assert implicit.returncode == 0, implicit.stderr
+    explicit = ccopt(path, "-p", ",".join(p for p in (pipeline, LOWERING) if p), "-t", target)
+    assert explicit.returncode == 0, explicit.stderr
+    assert implicit.stdout == explicit.stdout
+    assert "ccopt_" in implicit.stdout
+
+
+def test_help_lists_every_pass_with_its_options() -> None:
+    from ccopt.passes.catalog import CATALOG
 
     result = ccopt("--help")
     assert result.returncode == 0
-    for name in PASSES:
-        line = next(
-            line for line in result.stdout.splitlines() if line.strip().startswith(name + " ")
-        )
-        assert len(line.split()) > 1, f"pass {name} has no summary"
+    lines = result.stdout.splitlines()
+    for name, info in CATALOG.items():
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"  {name} "))
+        assert lines[at].split()[1:3] == info.summary.split()[:2], f"pass {name} has no summary"
+        listed = [
+            line.split()[0] for line in lines[at + 1 :] if line.startswith("    ") and "=<" in line
+        ]
+        wanted = [f"{o.name}=<{o.kind}>" for o in info.options]
+        assert listed[: len(wanted)] == wanted
+    assert "Number of chunks" in result.stdout and "Default: 4." in result.stdout
+
+
+def test_help_lists_a_plugin_pass() -> None:
+    result = ccopt("--load-plugin", "test/plugins/wrong_pass.py", "--help")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  test-wrong-scale "))
+    entry = " ".join(" ".join(line.split()) for line in lines[at:])  # unwrapped
+    assert entry.startswith("test-wrong-scale Test only: multiplies every dtensor.scale factor")
+    assert "by=<float> What every scale factor is multiplied by. Default: 2.0." in entry
+
+
+@pytest.mark.parametrize("flag", ["--version", "-v"])
+def test_version_names_ccopt_and_xdsl(flag: str) -> None:
+    from importlib.metadata import version
+
+    result = ccopt(flag)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"ccopt {version('ccopt')} (xDSL {version('xdsl')})\n"
+
+
+HELP_PROBE = """
+import sys
+sys.argv = ["ccopt", "--help"]
+from ccopt.tools.ccopt_opt import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write(repr(sorted(m for m in sys.modules if m.startswith(("ccopt.passes.", "ccopt.dialects.")))))
+"""
+
+
+def test_help_imports_no_pass_or_dialect_module() -> None:
+    """`--help` lists passes from the generated catalog, so it starts as fast as xdsl-opt's
+    (bench/startup.py measures it)."""
+    result = subprocess.run([sys.executable, "-c", HELP_PROBE], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().endswith(
+        "['ccopt.passes.catalog', 'ccopt.passes.options']"
+    ), result.stderr
 
 
 def test_output_file_is_written_only_on_success(tmp_path: Path) -> None:

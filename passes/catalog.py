@@ -1,0 +1,92 @@
+"""Every built-in pass's summary and options, for `ccopt --help` (no pass module imported).
+
+Generated from the pass classes by `python -m ccopt.passes.make_catalog`: do not edit.
+"""
+
+from ccopt.passes.options import OptionInfo, PassInfo
+
+# fmt: off
+CATALOG: dict[str, PassInfo] = {
+    'canonicalize': PassInfo(
+        "Apply every op's canonicalization patterns (xDSL).",
+        (),
+    ),
+    'cse': PassInfo(
+        'Common subexpression elimination of pure ops (xDSL).',
+        (),
+    ),
+    'dce': PassInfo(
+        'Remove ops whose results are unused and that have no side effects (xDSL).',
+        (),
+    ),
+    'licm': PassInfo(
+        'Hoist loop-invariant pure ops out of loops (xDSL).',
+        (),
+    ),
+    'split-all-reduce': PassInfo(
+        'Split all_reduce into reduce_scatter + all_gather (so computation can run on slices).',
+        (
+            OptionInfo(name='dim', kind='int', default='', meaning='Tensor dimension to scatter; default: the first one the mesh allows.'),
+            OptionInfo(name='tags', kind='str,...', default='', meaning='Only split all_reduce ops with one of these `tag` attributes (then refusals are errors).'),
+        ),
+    ),
+    'reorder-elementwise': PassInfo(
+        'Move all_gathers below the elementwise ops that consume them (compute on slices).',
+        (
+            OptionInfo(name='tags', kind='str,...', default='', meaning='Only move all_gathers with one of these `tag` attributes (then refusals are errors).'),
+        ),
+    ),
+    'slice-state': PassInfo(
+        'Keep in-place-updated state (optimizer moments) permanently sliced across ranks.',
+        (
+            OptionInfo(name='args', kind='str,...', default='', meaning='Names of the state arguments to slice (then a refusal is an error); default: all that can be.'),
+        ),
+    ),
+    'sliced-norm': PassInfo(
+        'Compute norms of gathered tensors from their slices: sum of squares, scalar all_reduce, sqrt.',
+        (
+            OptionInfo(name='tags', kind='str,...', default='', meaning='Only rewrite norms with one of these `tag` attributes (then refusals are errors).'),
+        ),
+    ),
+    'pipeline-p2p': PassInfo(
+        'Reduce-scatter before a pipeline stage transfer, send the slice, all-gather after it.',
+        (
+            OptionInfo(name='tags', kind='str,...', default='', meaning='Only rewrite shifts with one of these `tag` attributes (then refusals are errors).'),
+        ),
+    ),
+    'fuse-elementwise': PassInfo(
+        'Fuse maximal convex groups of elementwise ops into dtensor.fused kernels.',
+        (
+            OptionInfo(name='group', kind='str,...', default='', meaning='Tags of the ops to fuse into one kernel (then an illegal group is an error); default: all maximal convex groups.'),
+        ),
+    ),
+    'fuse-collective': PassInfo(
+        'Fuse reduce_scatter + elementwise ops + all_gather into one coll.fused_all_reduce.',
+        (
+            OptionInfo(name='group', kind='str,...', default='', meaning='Tags of one collective and the elementwise ops to fuse into it (then an illegal group is an error); default: every reduce_scatter with the elementwise ops on its slice.'),
+        ),
+    ),
+    'overlap': PassInfo(
+        'Pipeline matmul -> all_reduce/reduce_scatter/fused_all_reduce, and all_gather -> matmul, in chunks on two streams.',
+        (
+            OptionInfo(name='chunks', kind='int', default='4', meaning="Number of chunks (a collective's own `chunks` attribute takes precedence); a dimension too short for them is cut into fewer, with a warning."),
+            OptionInfo(name='tags', kind='str,...', default='', meaning='Only overlap collectives with one of these `tag` attributes (then refusals are errors).'),
+        ),
+    ),
+    'inline': PassInfo(
+        "Replace calls by the callee's body, callees first; erase private callees left uncalled.",
+        (
+            OptionInfo(name='callees', kind='str,...', default='', meaning='Functions whose calls are inlined; default: every function with a body.'),
+        ),
+    ),
+    'convert-to-kernel': PassInfo(
+        'Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events.',
+        (),
+    ),
+    'plan-memory': PassInfo(
+        'Place workspace buffers at byte offsets, sharing bytes between buffers whose lives do not overlap on any stream.',
+        (
+            OptionInfo(name='reuse', kind='bool', default='true', meaning='Share the bytes of dead buffers; false gives each buffer its own.'),
+        ),
+    ),
+}
