@@ -13,8 +13,10 @@ the semantics in `ccopt.interpreters`, all below it, so that nothing below impor
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import func
@@ -33,6 +35,9 @@ from ccopt.program import (
     load_program,
     module_meshes,
 )
+
+if TYPE_CHECKING:
+    from ccopt.dialects.dtensor_type import DTensorType
 
 
 @dataclass
@@ -115,7 +120,36 @@ def entry_function(module: ModuleOp, entry: str | None, meshes: Mapping[str, Mes
                 f"{what} of @{f.sym_name.data} is on mesh @{tensor.mesh_name}, which the "
                 "program does not declare",
             )
+        check_interpretable(f, what, tensor, meshes[tensor.mesh_name])
     return f
+
+
+MAX_INTERPRETED_RANKS = 4096
+"""The interpreter runs every rank in this process, one numpy array per rank and value."""
+
+
+def check_interpretable(f: func.FuncOp, what: str, t: DTensorType, mesh: Mesh) -> None:
+    """Refuse, before allocating anything, a mesh with more ranks than the interpreter runs or
+    a value whose blocks on all ranks do not fit in half of this machine's memory."""
+    from ccopt.interpreters.distributed import numpy_dtype
+
+    advice = "run it on a smaller mesh with --mesh (global shapes stay the same)"
+    if mesh.rank_count > MAX_INTERPRETED_RANKS:
+        raise OpError(
+            f,
+            f"mesh {mesh} has {mesh.rank_count} ranks; the interpreter runs at most "
+            f"{MAX_INTERPRETED_RANKS} in one process: {advice}",
+        )
+    block = math.prod(t.local_shape(mesh, (0,) * mesh.ndim))  # the largest block
+    needed = block * mesh.rank_count * numpy_dtype(t.element_type).itemsize
+    budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    if needed > budget:
+        raise OpError(
+            f,
+            f"{what} of @{f.sym_name.data} ({t}) needs {needed / 2**30:.4g} GiB on "
+            f"{mesh.rank_count} ranks, more than half of this machine's memory (the interpreter "
+            "holds every rank's block in this process)",
+        )
 
 
 def prepare_inputs(

@@ -167,3 +167,10 @@ class ReferenceInterpreter:
                 return self.interpreter.call_op(f.sym_name.data, tuple(args))
         except (InterpreterError, InterpretationError) as e:
             raise self.running.located(e) from None
+        except MemoryError:  # numpy could not allocate a block: the machine's limit, not a bug
+            raise self.running.located(
+                InterpreterError(
+                    "out of memory: the interpreter holds every rank's blocks in this process "
+                    "(run it on a smaller mesh with --mesh: global shapes stay the same)"
+                )
+            ) from None

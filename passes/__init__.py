@@ -214,7 +214,7 @@ def load_plugin(spec: str) -> None:
     import importlib.util
     from pathlib import Path
 
-    from ccopt.diagnostics import CcoptError
+    from ccopt.diagnostics import CcoptError, LocatedError
 
     try:
         if spec.endswith(".py"):
@@ -226,5 +226,26 @@ def load_plugin(spec: str) -> None:
             module_spec.loader.exec_module(module)
         else:
             importlib.import_module(spec)
+    except CcoptError:
+        raise
     except ImportError as e:
         raise CcoptError(f"cannot load plugin '{spec}': {e}") from None
+    except SyntaxError as e:
+        raise LocatedError(
+            f"cannot load plugin '{spec}': {e.msg}",
+            e.filename or spec,
+            e.lineno or 1,
+            e.offset or 1,
+        ) from None
+    except Exception as e:  # noqa: BLE001 - the plugin is the user's code: whatever its import
+        # raises is their error to read, as a message that says where, not ccopt's traceback
+        raise CcoptError(f"cannot load plugin '{spec}': {_where(e)}") from None
+
+
+def _where(error: Exception) -> str:
+    """`RuntimeError: boom (plugin.py:3)`: the exception and the plugin's line that raised it."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    place = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{place}"

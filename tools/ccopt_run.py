@@ -21,6 +21,7 @@ import numpy as np
 
 from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
 from ccopt.files import write_atomic
+from ccopt.tools import quiet_on_closed_pipe
 
 
 def number(convert: Callable[[str], float], low: float, what: str) -> Callable[[str], float]:
@@ -124,6 +125,7 @@ def describe(name: str, value: np.ndarray) -> str:
     return f"  {name:<12} {str(value.dtype):<9} {list(value.shape)}{stats}"
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     import ccopt

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "examples/plugins/profile_marker.py"
 OPAQUE = """\
@@ -82,3 +84,26 @@ def test_op_without_semantics_is_named_at_its_location(tmp_path: Path) -> None:
         "  %z = opaque.op %y : !t\n"
         "  ^\n"
     )
+
+
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        ("x = (\n", "broken.py:1:5: error: cannot load plugin '{path}': '(' was never closed"),
+        (
+            "\nraise RuntimeError('boom')\n",
+            "error: cannot load plugin '{path}': RuntimeError: boom ({path}:2)",
+        ),
+        ("import no_such_module_here\n", "No module named 'no_such_module_here'"),
+    ],
+    ids=["syntax", "raises", "imports"],
+)
+def test_a_broken_plugin_is_one_clear_error_in_both_tools(
+    tmp_path: Path, code: str, message: str
+) -> None:
+    path = tmp_path / "broken.py"
+    path.write_text(code)
+    for tool in ("ccopt", "ccopt-run"):
+        result = shell(f"{tool} --load-plugin {path} examples/sgd.mlir")
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert message.format(path=path) in result.stderr

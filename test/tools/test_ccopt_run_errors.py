@@ -186,3 +186,22 @@ def test_both_tools_read_input_files_alike(tmp_path: Path) -> None:
     from_stdin = subprocess.run(ccopt, input=b"// caf\xe9\n", capture_output=True)
     assert from_stdin.returncode == 1
     assert from_stdin.stderr == b"ccopt: error: input file '<stdin>' is not UTF-8 text\n"
+
+
+def test_meshes_and_values_too_large_to_interpret_are_refused_before_allocating(
+    tmp_path: Path,
+) -> None:
+    """A million ranks (or petabytes on two) would hang or die in numpy: a located refusal."""
+    sgd = ROOT / "examples" / "sgd.mlir"
+    message = error_of(ccopt_run(sgd, "--mesh", "dp=1000000"))
+    assert "mesh @dp [dp=1000000] has 1000000 ranks; the interpreter runs at most 4096" in message
+    huge = "100000x100000x100000xf32, @m[R]"
+    path = write(
+        tmp_path,
+        "huge.mlir",
+        f"dtensor.mesh @m [dp=2]\nfunc.func @f(%x: !dtensor.tensor<{huge}>) -> "
+        f"!dtensor.tensor<{huge}> {{\n  func.return %x : !dtensor.tensor<{huge}>\n}}\n",
+    )
+    message = error_of(ccopt_run(path))
+    assert f"{path}:2:1: error: 'func.func' op argument 'x' of @f" in message
+    assert "more than half of this machine's memory" in message

@@ -140,3 +140,20 @@ def test_output_to_a_read_only_file_is_refused(tmp_path: Path) -> None:
     out.chmod(0o444)
     assert_user_error(ccopt(str(SGD), "-o", str(out)), "permission denied")
     assert out.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("tool", ["ccopt.tools.ccopt_opt", "ccopt.tools.ccopt_run"])
+def test_a_reader_that_stops_early_gets_no_traceback(tool: str) -> None:
+    """`ccopt FILE | head -1`: the pipe closes before the tool writes."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the tool prints anything
+    with os.fdopen(write, "w") as stdout:
+        result = subprocess.run(
+            [sys.executable, "-m", tool, str(SGD)],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 141
