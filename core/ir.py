@@ -12,10 +12,13 @@ from collections.abc import Iterable
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    AnyDenseElement,
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     FileLineColLoc,
     IntAttr,
     LocationAttr,
+    RankedStructure,
     ModuleOp,
     StringAttr,
     UnknownLoc,
@@ -113,6 +116,17 @@ class LocatingParser(Parser):
             )
             self.raise_error(f"{sigil}{attr_name} {takes}, got {len(parameters)}", start, self.pos)
         return definition.new(parameters)
+
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        """A literal too large for the element type is an error at the literal: xDSL 0.74 lets
+        `struct.pack` raise OverflowError (`dense<1.0e64> : tensor<4xf32>`)."""
+        start = self._current_token.span.start
+        try:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        except OverflowError as e:
+            self.raise_error(f"a value of this dense literal does not fit its type ({e})", start)
 
     def _parse_block(self) -> Block:
         """Remember where a block was defined: xDSL 0.74 forgets it for a block that was
@@ -264,17 +278,22 @@ def inherit_locations(module: Operation) -> None:
 
 
 def check_dominance(op: Operation) -> None:
-    """Every operand is defined before its use, in its block or an enclosing one, as MLIR's
-    verifier requires (xDSL's does not check it, and the parser accepts forward references).
-    One walk with a scoped set of visible values: linear in the program size."""
+    """Every operand is defined before its use, in its block or an enclosing one, and every
+    block of an op that needs terminators has one, as MLIR's verifier requires (xDSL's checks
+    neither: the parser accepts forward references, and `func.func @f(%x: t) {}` makes an empty
+    entry block). One walk with a scoped set of visible values: linear in the program size."""
+    from xdsl.traits import NoTerminator
+
     visible: set[SSAValue] = set()
 
     def visit(op: Operation) -> None:
         for i, v in enumerate(op.operands):
             if v not in visible:
                 raise OpError(op, f"operand #{i} does not dominate this use")
-        for region in op.regions:
+        for r, region in enumerate(op.regions):
             blocks = list(region.blocks)
+            if any(b.first_op is None for b in blocks) and not op.has_trait(NoTerminator):
+                raise OpError(op, f"region #{r} has an empty block: a block needs a terminator")
             scoped = [v for b in blocks for v in b.args]
             if (
                 len(blocks) > 1

@@ -60,3 +60,22 @@ func.func @f() {
 // An unterminated string, then a long line: xDSL's pattern took exponential time.
 // CHECK: :[[# @LINE + 1]]:18: error: unterminated string literal (a string ends on the line it starts on)
 "test.op"() {a = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa aaaaaaaaaaaaaaaaaaaaaaaa} : () -> ()
+
+// -----
+
+// A dense literal too large for its element type (xDSL raised OverflowError from struct.pack).
+dtensor.mesh @m [tp=2]
+func.func @f() {
+  // CHECK: :[[# @LINE + 1]]:30: error: a value of this dense literal does not fit its type
+  %c = dtensor.constant dense<1.000000e+64> : tensor<4xf32> : !dtensor.tensor<4xf32, @m[R]>
+  func.return
+}
+
+// -----
+
+// A function with arguments and `{}` has an empty entry block: MLIR requires a terminator
+// (xDSL accepted it, and inline then crashed on the missing func.return).
+dtensor.mesh @m [tp=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op region #0 has an empty block: a block needs a terminator
+func.func private @no_terminator(%x: !dtensor.tensor<4xf32, @m[R]>) {
+}
