@@ -10,7 +10,8 @@ from __future__ import annotations
 import ctypes
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -85,14 +86,32 @@ def kernel_function(module: ModuleOp, entry: str | None) -> func.FuncOp:
     return f
 
 
+class HostRunError(CcoptError):
+    """Ranks of a program failed on the CPU harness: `ranks` maps each to its message."""
+
+    def __init__(self, name: str, ranks: dict[int, str]):
+        self.ranks = ranks
+        lines = "\n".join(ranks[r] for r in sorted(ranks))
+        super().__init__(f"@{name} failed on the CPU harness:\n{lines}")
+
+
 def run_on_host(
     module: ModuleOp,
     inputs: Mapping[str, np.ndarray],
     entry: str | None = None,
     schedule: str = "low",
+    *,
+    sync: bool = False,
+    timeout_s: float = 60.0,
+    fault: str | None = None,
 ) -> dict[str, list[np.ndarray]]:
     """Per-rank shards of every output (`result<i>` and updated arguments) after running the
-    program's generated CUDA on the CPU harness with the given global inputs."""
+    program's generated CUDA on the CPU harness with the given global inputs.
+
+    Each rank runs as a caller would on a GPU (`host/ccopt_host_driver.h`): inputs copied to
+    device memory on the caller's streams, the run ordered after them and the copies back after
+    it by events only - `sync` makes the run block instead. `fault` ("RANK:CALL:KIND", see
+    `host/nccl_host.h`) injects an NCCL failure; a failed rank raises HostRunError."""
     from ccopt.backends.cuda.emit import emit_cuda
     from ccopt.interpreters.distributed import distribute, garbage, numpy_dtype
     from ccopt.program import argument_names, argument_tensor, input_arguments, module_meshes
@@ -113,22 +132,51 @@ def run_on_host(
         dtype = numpy_dtype(t.element_type)
         per_arg.append([garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()])
     per_arg = [[np.array(s, order="C") for s in shards] for shards in per_arg]
-    pointers = (ctypes.c_void_p * (mesh.rank_count * len(per_arg)))()
+    count = mesh.rank_count * len(per_arg)
+    pointers = (ctypes.c_void_p * count)()
+    sizes = (ctypes.c_int64 * count)()
     for rank in range(mesh.rank_count):
         for i, shards in enumerate(per_arg):
             pointers[rank * len(per_arg) + i] = shards[rank].ctypes.data
-    environment = os.environ.get("CCOPT_HOST_SCHEDULE")
-    os.environ["CCOPT_HOST_SCHEDULE"] = schedule
-    try:
-        status = library.ccopt_host_run(pointers)
-    finally:
-        if environment is None:
-            os.environ.pop("CCOPT_HOST_SCHEDULE")
-        else:
-            os.environ["CCOPT_HOST_SCHEDULE"] = environment
-    if status != 0:
-        raise CcoptError(f"@{f.sym_name.data} failed on the CPU harness (status {status})")
+            sizes[rank * len(per_arg) + i] = shards[rank].nbytes
+    report = ctypes.create_string_buffer(1 << 16)
+    library.ccopt_host_run.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_double,
+        ctypes.c_char_p,
+        ctypes.c_long,
+    ]
+    with _environment(CCOPT_HOST_SCHEDULE=schedule, CCOPT_HOST_FAULT=fault):
+        failed = library.ccopt_host_run(
+            pointers, sizes, int(sync), timeout_s, report, len(report)
+        )
+    if failed:
+        lines = report.value.decode().splitlines()
+        raise HostRunError(
+            f.sym_name.data, {int(line.split(":")[0].removeprefix("rank ")): line for line in lines}
+        )
     outputs = {f"result{i}": per_arg[len(args) + i] for i in range(len(results))}
     for index in f.attributes["kernel.updated"].get_values():  # type: ignore[union-attr]
         outputs[names[index]] = per_arg[index]
     return outputs
+
+
+@contextmanager
+def _environment(**values: str | None) -> Iterator[None]:
+    """Set (or, for None, unset) environment variables the harness reads, then restore them."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -8,11 +8,17 @@ so everything that depends on a rank's coordinates (block shapes and offsets, gr
 pack/unpack plans of collectives) is precomputed here for every rank and emitted as tables
 indexed by the rank: the device code holds no layout arithmetic to get wrong.
 
-The C ABI of a program `@f`:
-    int ccopt_f_create(int rank, int world, const void* nccl_unique_id, void** context);
-    int ccopt_f_run(void* context, void* const* buffers);   // args, then result buffers
+The C ABI of a program `@f` (every int-returning call: 0, or -1 with `ccopt_f_last_error()`):
+    int ccopt_f_create(int rank, int world, const void* nccl_unique_id, int device,
+                       double timeout_s, void** context);
+    int ccopt_f_run(void* context, void* const* buffers,      // args, then result buffers
+                    void* const* callers, int ncallers,       // the caller's stream(s): ordered
+                    int sync);                                // after them, callers[0] waits
+    int ccopt_f_wait(void* context);                          // host waits for the last run
     int ccopt_f_destroy(void* context);
-    plus metadata: argument count, dtypes and every rank's local shapes.
+    const char* ccopt_f_last_error(void);                     // "rank R: <call> failed: ..."
+    int ccopt_f_check_pointer(int rank, int device, int i, const void* pointer);
+    plus metadata: argument count, dtypes, which are written and every rank's local shapes.
 """
 
 from __future__ import annotations
@@ -339,6 +345,7 @@ class Emitter:
         names = [f"x{i}" for i in range(len(ins))]
         lines, yields = body_code(op.body_block(), names, "gindex")
         kernel = self.fresh("ccopt_elementwise_")
+        in_restrict, out_restrict = restrict_qualifiers(op)
         self.program.kernels.append(
             render(
                 "elementwise_kernel.cu.j2",
@@ -346,6 +353,8 @@ class Emitter:
                 ndim=ndim,
                 ins=[b.c for b in ins],
                 outs=[b.c for b in outs],
+                in_restrict=in_restrict,
+                out_restrict=out_restrict,
                 body=lines,
                 yields=yields,
                 names=names,
@@ -390,8 +399,10 @@ class Emitter:
             b_batch = 0 if len(rs) == 2 else kk * n
             return [batch, m, n, kk, m * kk, b_batch, m * n]
 
-        row = self.table("kGemm", self.per_rank(plan))
+        rows = self.per_rank(plan)
+        row = self.table("kGemm", rows)
         if c.c in CUDA_TYPES:
+            check_blas_sizes(op, rows)
             self.program.uses_blas = True
             self.emit_template(
                 "gemm.cu.j2",
@@ -652,18 +663,22 @@ class Emitter:
         offset, cyclic = op.offset.value.data, op.cyclic is not None
         size = self.mesh.axis_sizes[axes[0]]
 
+        x, out = k.tensor_of(op.input), k.tensor_of(op.out)
+
         def peers(coords: Sequence[int]) -> list[int]:
+            """Peer ranks along the axis (-1: none), what is sent, what is received, and the
+            receive buffer's size: counts of different ranks, which differ for unequal blocks."""
             i = coords[axes[0]]
             dst, src = i + offset, i - offset
             if cyclic:
                 dst, src = dst % size, src % size
-            return [dst if 0 <= dst < size else -1, src if 0 <= src < size else -1]
+            dst, src = (d if 0 <= d < size else -1 for d in (dst, src))
+            source = [*coords[: axes[0]], src, *coords[axes[0] + 1 :]]
+            received = self.local_numel(x, source) if src >= 0 else 0
+            return [dst, src, self.local_numel(x, coords), received, self.local_numel(out, coords)]
 
         self.emit_template(
-            "shift.cu.j2",
-            peers=self.table("kShift", self.per_rank(peers)),
-            count=self.numel(k.tensor_of(op.input)),
-            **common,
+            "shift.cu.j2", peers=self.table("kShift", self.per_rank(peers)), **common
         )
 
     def local_block(self, x: Buffer, out: Buffer, op: k.LocalBlockOp) -> None:
@@ -842,6 +857,45 @@ class Emitter:
             )
 
 
+INT_MAX = 2**31 - 1
+
+
+def check_blas_sizes(op: k.GemmOp, rows: Sequence[Sequence[int]]) -> None:
+    """cuBLAS takes sizes and leading dimensions as `int`: a gemm beyond that range is refused
+    here, at its op, rather than truncated in the cast."""
+    from ccopt.diagnostics import OpError
+
+    for rank, (batch, m, n, kk, *_) in enumerate(rows):
+        if max(batch, m, n, kk) > INT_MAX:
+            raise OpError(
+                op,
+                f"gemm sizes on rank {rank} (batch {batch}, m {m}, n {n}, k {kk}) exceed "
+                f"cuBLAS's int range ({INT_MAX})",
+            )
+
+
+def storage_root(value: SSAValue) -> SSAValue:
+    """The buffer a value's bytes belong to: views and block views share their source's."""
+    while isinstance(value.owner, k.ViewOp | k.BlockViewOp):
+        value = value.owner.source
+    return value
+
+
+def restrict_qualifiers(op: k.ElementwiseOp) -> tuple[list[str], list[str]]:
+    """`__restrict__` for the kernel's pointers that share no storage with an output (for an
+    input) or with any other operand (for an output); an in-place update drops it on both.
+    Distinct roots are distinct bytes: allocs of one kernel are live together (plan-memory's
+    checker), and arguments are distinct tensors (the binding refuses overlapping ones)."""
+    ins = [storage_root(v) for v in op.inputs]
+    outs = [storage_root(v) for v in op.outputs]
+    qualifier = {True: " __restrict__", False: ""}
+    in_q = [qualifier[root not in outs] for root in ins]
+    out_q = [
+        qualifier[root not in ins and outs.count(root) == 1] for root in outs
+    ]
+    return in_q, out_q
+
+
 def reduction_start(kind: str, acc: str, c: str) -> str:
     """The accumulator's initial value: the identity of the reduction."""
     if kind in ("sum", "mean"):
@@ -936,6 +990,10 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
     program = Emitter(f, mesh).emit_function()
     block = f.body.blocks[0]
     args = [k.tensor_of(a) for a in block.args]
+    results = f.attributes["kernel.results"].value.data  # type: ignore[union-attr]
+    written = set(range(len(args) - results, len(args))) | set(
+        f.attributes["kernel.updated"].get_values()  # type: ignore[union-attr]
+    )
     arg_shapes = [[t.local_shape(mesh, c) for c in mesh.all_coords()] for t in args]
     group_rows = [
         [mesh.group_index(c, axes) for axes, _ in program.groups]
@@ -948,10 +1006,14 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         prefix=f"ccopt_{program.name}",
         world=mesh.rank_count,
         args=[
-            (a.name_hint or f"arg{i}", ctype(t.element_type), t.rank, str(t))
+            (a.name_hint or f"arg{i}", ctype(t.element_type), t.rank, str(t), i in written)
             for i, (a, t) in enumerate(zip(block.args, args, strict=True))
         ],
-        results=f.attributes["kernel.results"].value.data,  # type: ignore[union-attr]
+        comm_names=[
+            f"{','.join(mesh.axis_names[a] for a in axes)} (stream {stream})"
+            for axes, stream in program.groups
+        ],
+        results=results,
         arg_shapes=arg_shapes,
         group_rows=group_rows,
         ngroups=len(program.groups),

@@ -14,6 +14,7 @@
 #include <ucontext.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -21,9 +22,11 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -200,12 +203,34 @@ inline T atomicMax(T* address, T value) {
   return old;
 }
 
-// --- CUDA runtime: memory and deferred streams --------------------------------------------------------
-enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
+// --- CUDA runtime: devices, memory and deferred streams ----------------------------------------------
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorNotReady = 600
+};
 enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3, cudaMemcpyDefault = 4 };
+enum cudaMemoryType { cudaMemoryTypeUnregistered = 0, cudaMemoryTypeHost = 1, cudaMemoryTypeDevice = 2, cudaMemoryTypeManaged = 3 };
+struct cudaPointerAttributes {
+  cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
+constexpr unsigned cudaStreamDefault = 0;
 constexpr unsigned cudaStreamNonBlocking = 1;
 constexpr unsigned cudaEventDisableTiming = 2;
-inline const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "host harness error"; }
+inline const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    default: return "invalid argument";
+  }
+}
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 
 namespace ccopt_host {
@@ -215,10 +240,13 @@ struct Event {
   std::atomic<long> fired{0};     // generations that have happened
 };
 
+// One queued operation. `ready` (when set) says whether it may start: an event wait, or a
+// collective waiting for the other ranks (`peer`: other threads make it ready, so a stream
+// blocked on it is waiting, not deadlocked).
 struct Work {
   std::function<void()> run;
-  Event* wait = nullptr;  // a wait op: ready once `wait` has fired generation `generation`
-  long generation = 0;
+  std::function<bool()> ready;
+  bool peer = false;
 };
 
 struct Stream {
@@ -226,9 +254,10 @@ struct Stream {
   std::deque<Work> queue;
 };
 
-// The streams of one rank (thread): drained together at synchronization points.
+// The device of one rank (thread): its streams, drained together, and the device it has set.
 struct Device {
   std::vector<Stream*> streams;
+  int current = 0;
 };
 inline thread_local Device device;
 
@@ -237,27 +266,82 @@ inline bool schedule_high() {
   return s && std::string(s) == "high";
 }
 
-inline void drain() {
+inline int device_count() {
+  const char* s = std::getenv("CCOPT_HOST_DEVICES");
+  return s ? std::atoi(s) : 8;
+}
+
+enum class Progress { idle, waiting, deadlock };
+
+// Run every operation that may start, the ready stream chosen by the schedule, until none
+// may: idle (every queue empty), waiting (for other ranks) or deadlock (on this device's events).
+inline Progress progress() {
   bool high = schedule_high();
   for (;;) {
     Stream* pick = nullptr;
-    bool any = false;
+    bool any = false, peer = false;
     for (Stream* s : device.streams) {
       if (s->queue.empty()) continue;
       any = true;
       Work& w = s->queue.front();
-      bool ready = !w.wait || w.wait->fired.load() >= w.generation;
-      if (ready && (!pick || (high ? s->index > pick->index : s->index < pick->index))) pick = s;
+      if (w.ready && !w.ready()) {
+        peer = peer || w.peer;
+        continue;
+      }
+      if (!pick || (high ? s->index > pick->index : s->index < pick->index)) pick = s;
     }
-    if (!any) return;
-    if (!pick) {
-      std::fprintf(stderr, "ccopt host harness: streams deadlocked on event waits\n");
-      std::abort();
-    }
+    if (!any) return Progress::idle;
+    if (!pick) return peer ? Progress::waiting : Progress::deadlock;
     Work w = std::move(pick->queue.front());
     pick->queue.pop_front();
     if (w.run) w.run();
   }
+}
+
+[[noreturn]] inline void deadlock() {
+  std::fprintf(stderr, "ccopt host harness: streams deadlocked on event waits\n");
+  std::abort();
+}
+
+// Progress until `done()`. Waiting on other ranks is bounded by CCOPT_HOST_HANG_S (default
+// 120 s) so that a test whose program forgot a timeout fails instead of hanging the suite.
+template <class Done>
+inline void drain_until(Done done) {
+  const char* limit = std::getenv("CCOPT_HOST_HANG_S");
+  const double hang = limit ? std::atof(limit) : 120.0;
+  auto start = std::chrono::steady_clock::now();
+  while (!done()) {
+    Progress p = progress();
+    if (done() || p == Progress::idle) return;
+    if (p == Progress::deadlock) deadlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > hang) {
+      std::fprintf(stderr, "ccopt host harness: a stream waited %g s on other ranks\n", hang);
+      std::abort();
+    }
+  }
+}
+
+inline void drain() {
+  drain_until([] {
+    for (Stream* s : device.streams)
+      if (!s->queue.empty()) return false;
+    return true;
+  });
+}
+
+// Device memory: which device each allocation is on (cudaPointerGetAttributes).
+struct Allocation {
+  size_t bytes;
+  int device;
+};
+inline std::mutex& allocations_mutex() {
+  static std::mutex m;
+  return m;
+}
+inline std::map<uintptr_t, Allocation>& allocations() {
+  static std::map<uintptr_t, Allocation> a;
+  return a;
 }
 
 }  // namespace ccopt_host
@@ -270,6 +354,8 @@ struct CUevent_st {
   ccopt_host::Event event;
 };
 typedef CUevent_st* cudaEvent_t;
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
 
 namespace ccopt_host {
 inline cudaStream_t default_stream() {
@@ -281,21 +367,61 @@ inline cudaStream_t default_stream() {
   }
   return &legacy;
 }
+// The null stream and the two special handles are this rank's default stream.
+inline cudaStream_t resolve(cudaStream_t s) {
+  return reinterpret_cast<uintptr_t>(s) <= 2 ? default_stream() : s;
+}
 inline void enqueue(cudaStream_t s, std::function<void()> f) {
-  if (!s) s = default_stream();
-  s->stream.queue.push_back(Work{std::move(f)});
+  resolve(s)->stream.queue.push_back(Work{std::move(f)});
+}
+inline void enqueue_when(cudaStream_t s, std::function<bool()> ready, std::function<void()> f) {
+  resolve(s)->stream.queue.push_back(Work{std::move(f), std::move(ready), true});
 }
 }  // namespace ccopt_host
+
+inline cudaError_t cudaGetDeviceCount(int* count) {
+  *count = ccopt_host::device_count();
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int d) {
+  if (d < 0 || d >= ccopt_host::device_count()) return cudaErrorInvalidDevice;
+  ccopt_host::device.current = d;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetDevice(int* d) {
+  *d = ccopt_host::device.current;
+  return cudaSuccess;
+}
 
 // Device memory starts as garbage, as cudaMalloc's does: all-ones bytes (NaN floats, -1
 // integers), so code that reads a buffer before writing it fails the comparison.
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
   *p = std::malloc(bytes ? bytes : 1);
-  if (*p) std::memset(*p, 0xFF, bytes ? bytes : 1);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (!*p) return cudaErrorMemoryAllocation;
+  std::memset(*p, 0xFF, bytes ? bytes : 1);
+  std::lock_guard<std::mutex> lock(ccopt_host::allocations_mutex());
+  ccopt_host::allocations()[reinterpret_cast<uintptr_t>(*p)] = {bytes ? bytes : 1, ccopt_host::device.current};
+  return cudaSuccess;
 }
 inline cudaError_t cudaFree(void* p) {
+  {
+    std::lock_guard<std::mutex> lock(ccopt_host::allocations_mutex());
+    ccopt_host::allocations().erase(reinterpret_cast<uintptr_t>(p));
+  }
   std::free(p);
+  return cudaSuccess;
+}
+// Memory from cudaMalloc is device memory of the device current at allocation; anything else
+// is unregistered host memory (as CUDA 11+ reports it).
+inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+  *a = {cudaMemoryTypeUnregistered, -2, nullptr, const_cast<void*>(p)};
+  std::lock_guard<std::mutex> lock(ccopt_host::allocations_mutex());
+  auto& all = ccopt_host::allocations();
+  auto it = all.upper_bound(reinterpret_cast<uintptr_t>(p));
+  if (it == all.begin()) return cudaSuccess;
+  --it;
+  if (reinterpret_cast<uintptr_t>(p) < it->first + it->second.bytes)
+    *a = {cudaMemoryTypeDevice, it->second.device, const_cast<void*>(p), nullptr};
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
@@ -304,6 +430,9 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
   ccopt_host::device.streams.push_back(&(*s)->stream);
   return cudaSuccess;
 }
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
+// Work still queued on a destroyed stream is dropped (the harness's only difference from CUDA,
+// which finishes it): programs wait for their work before destroying their streams.
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   auto& v = ccopt_host::device.streams;
   for (size_t i = 0; i < v.size(); ++i)
@@ -311,9 +440,14 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   delete s;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  ccopt_host::drain();
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  ccopt_host::Stream* stream = &ccopt_host::resolve(s)->stream;
+  ccopt_host::drain_until([stream] { return stream->queue.empty(); });
   return cudaSuccess;
+}
+inline cudaError_t cudaStreamQuery(cudaStream_t s) {
+  if (ccopt_host::progress() == ccopt_host::Progress::deadlock) ccopt_host::deadlock();
+  return ccopt_host::resolve(s)->stream.queue.empty() ? cudaSuccess : cudaErrorNotReady;
 }
 inline cudaError_t cudaDeviceSynchronize() {
   ccopt_host::drain();
@@ -333,9 +467,21 @@ inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   ccopt_host::enqueue(s, [ev, generation] { ev->fired.store(generation); });
   return cudaSuccess;
 }
+inline cudaError_t cudaEventQuery(cudaEvent_t e) {
+  if (ccopt_host::progress() == ccopt_host::Progress::deadlock) ccopt_host::deadlock();
+  return e->event.fired.load() >= e->event.recorded.load() ? cudaSuccess : cudaErrorNotReady;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  ccopt_host::Event* ev = &e->event;
+  long generation = ev->recorded.load();
+  ccopt_host::drain_until([ev, generation] { return ev->fired.load() >= generation; });
+  return cudaSuccess;
+}
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
-  if (!s) s = ccopt_host::default_stream();
-  s->stream.queue.push_back(ccopt_host::Work{nullptr, &e->event, e->event.recorded.load()});
+  ccopt_host::Event* ev = &e->event;
+  long generation = ev->recorded.load();
+  ccopt_host::resolve(s)->stream.queue.push_back(
+      ccopt_host::Work{nullptr, [ev, generation] { return ev->fired.load() >= generation; }, false});
   return cudaSuccess;
 }
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {

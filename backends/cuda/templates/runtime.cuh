@@ -1,5 +1,5 @@
 // ---- ccopt runtime: inlined into every generated program -------------------------------------
-// Error checks, the Philox-4x32-10 generator (bit-identical to the reference interpreter),
+// The Philox-4x32-10 generator (bit-identical to the reference interpreter),
 // scalar helpers with numpy's semantics, and the generic kernels the emitter instantiates:
 // strided copies, fills, reductions, softmax, layernorm and an integer gemm.
 
@@ -8,36 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
-
-#define CCOPT_CHECK_CUDA(call)                                                                  \
-  do {                                                                                          \
-    cudaError_t ccopt_err_ = (call);                                                            \
-    if (ccopt_err_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "ccopt: %s failed: %s (%s:%d)\n", #call,                             \
-                   cudaGetErrorString(ccopt_err_), __FILE__, __LINE__);                         \
-      return -1;                                                                                \
-    }                                                                                           \
-  } while (0)
-
-#define CCOPT_CHECK_NCCL(call)                                                                  \
-  do {                                                                                          \
-    ncclResult_t ccopt_err_ = (call);                                                           \
-    if (ccopt_err_ != ncclSuccess) {                                                            \
-      std::fprintf(stderr, "ccopt: %s failed: %s (%s:%d)\n", #call,                             \
-                   ncclGetErrorString(ccopt_err_), __FILE__, __LINE__);                         \
-      return -1;                                                                                \
-    }                                                                                           \
-  } while (0)
-
-#define CCOPT_CHECK_BLAS(call)                                                                  \
-  do {                                                                                          \
-    cublasStatus_t ccopt_err_ = (call);                                                         \
-    if (ccopt_err_ != CUBLAS_STATUS_SUCCESS) {                                                  \
-      std::fprintf(stderr, "ccopt: %s failed with status %d (%s:%d)\n", #call,                  \
-                   (int)ccopt_err_, __FILE__, __LINE__);                                        \
-      return -1;                                                                                \
-    }                                                                                           \
-  } while (0)
 
 // Kernel launches go through one macro so that the CPU harness can run them on host threads.
 #ifndef CCOPT_LAUNCH

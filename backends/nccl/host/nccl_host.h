@@ -1,10 +1,20 @@
 // In-process NCCL for the CPU harness: the ranks of a world are threads of one process.
 //
-// The communicator, collectives (all-reduce, reduce-scatter, all-gather, broadcast, reduce),
-// grouped send/receive and ncclCommSplit follow NCCL's API and semantics; every call is queued
-// on its stream like the real one and runs when the stream is drained. Reductions combine the
-// ranks' buffers in rank order, rounding to the element type after every step - exactly what
-// ccopt's reference interpreter does, so replicated results agree bit for bit.
+// Communicators (blocking or non-blocking, as ncclConfig_t says), ncclCommSplit, the
+// collectives (all-reduce, reduce-scatter, all-gather, broadcast, reduce), grouped send/receive,
+// ncclCommGetAsyncError, ncclCommFinalize and ncclCommAbort follow NCCL's API and semantics.
+// Every call is queued on its stream like the real one and runs when the stream makes progress;
+// a collective waits there (never blocking the thread) until every member has arrived, so a
+// rank that never arrives leaves the others waiting exactly as on GPUs, and only the host's
+// timeout and ncclCommAbort get them out. Reductions combine the ranks' buffers in rank order,
+// rounding to the element type after every step - exactly what ccopt's reference interpreter
+// does, so replicated results agree bit for bit.
+//
+// Faults are injected with CCOPT_HOST_FAULT="RANK:CALL:KIND": the CALL-th (0-based) NCCL call
+// that communicates (init, split, collectives, send, receive) of world rank RANK
+//   error - returns ncclSystemError at once;
+//   async - is issued, then fails on its stream (ncclCommGetAsyncError reports ncclSystemError);
+//   die   - throws ccopt_nccl::RankDied: the rank's thread stops like a dead process.
 #pragma once
 
 #include <algorithm>
@@ -24,7 +34,9 @@ typedef enum {
   ncclSystemError = 2,
   ncclInternalError = 3,
   ncclInvalidArgument = 4,
-  ncclInvalidUsage = 5
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7
 } ncclResult_t;
 typedef enum {
   ncclInt8 = 0,
@@ -44,41 +56,68 @@ typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 } ncclRedOp_t
 typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
+#define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
 typedef struct {
   int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
 } ncclConfig_t;
+#define NCCL_CONFIG_INITIALIZER \
+  { NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT }
 
 inline const char* ncclGetErrorString(ncclResult_t r) {
-  return r == ncclSuccess ? "no error" : "host NCCL error";
+  switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "internal error - please report this issue to the NCCL developers";
+  }
 }
 
 namespace ccopt_nccl {
 
-// What the ranks of one communicator share.
+// What the ranks of one communicator share. Every step that needs all members is a barrier:
+// member r arrives by counting `arrived[r]` up; barrier b is passed once every count is >= b.
 struct Shared {
-  explicit Shared(int n) : size(n), send(n), recv(n), requests(n) {}
+  explicit Shared(int n) : size(n), arrived(n, 0), send(n), recv(n) {}
   int size;
   std::mutex mu;
-  std::condition_variable cv;
-  long generation = 0;
-  int arrived = 0;
+  std::vector<long> arrived;
   std::vector<const void*> send;
   std::vector<void*> recv;
-  std::vector<std::pair<int, int>> requests;  // (color, key) of ncclCommSplit
-  std::map<int, std::shared_ptr<Shared>> splits;
+  std::map<long, std::vector<std::pair<int, int>>> split_requests;  // barrier -> (color, key) per rank
+  std::map<std::pair<long, int>, std::shared_ptr<Shared>> splits;    // (barrier, color) -> child
   std::map<std::pair<int, int>, std::deque<std::vector<char>>> mail;  // (from, to) -> messages
+  std::atomic<bool> aborted{false};  // a member called ncclCommAbort
 
-  // Every rank waits until all have arrived (reusable).
-  void barrier() {
-    std::unique_lock<std::mutex> lock(mu);
-    long seen = generation;
-    if (++arrived == size) {
-      arrived = 0;
-      ++generation;
-      cv.notify_all();
-    } else {
-      cv.wait(lock, [&] { return generation != seen; });
-    }
+  long arrive(int rank) {
+    std::lock_guard<std::mutex> lock(mu);
+    return ++arrived[rank];
+  }
+  bool passed(long barrier) {
+    std::lock_guard<std::mutex> lock(mu);
+    return *std::min_element(arrived.begin(), arrived.end()) >= barrier;
+  }
+};
+
+// One rank's membership; queued work holds it, so ncclCommAbort/Destroy may free the handle.
+struct Member {
+  std::shared_ptr<Shared> shared;
+  int rank = 0;
+  int size = 0;
+  std::atomic<int> state{ncclSuccess};  // what ncclCommGetAsyncError reports
+  std::atomic<bool> aborted{false};
+  std::function<bool()> pending;  // completes an in-progress init or split; true once done
+
+  bool broken() const { return aborted.load() || (shared && shared->aborted.load()); }
+  // a member whose collective can no longer complete records why (first cause wins)
+  void fail(ncclResult_t r) {
+    int expected = ncclSuccess;
+    state.compare_exchange_strong(expected, r);
   }
 };
 
@@ -89,6 +128,25 @@ inline std::mutex& registry_mutex() {
 inline std::map<std::string, std::shared_ptr<Shared>>& registry() {
   static std::map<std::string, std::shared_ptr<Shared>> r;
   return r;
+}
+
+// --- fault injection ---------------------------------------------------------------------------
+struct RankDied {};
+inline thread_local int world_rank = -1;
+inline thread_local long calls = 0;
+enum class Fault { none, error, async };
+
+inline Fault inject() {
+  long call = calls++;
+  const char* plan = std::getenv("CCOPT_HOST_FAULT");
+  if (!plan) return Fault::none;
+  int rank = -1;
+  long at = -1;
+  char kind[16] = {0};
+  if (std::sscanf(plan, "%d:%ld:%15s", &rank, &at, kind) != 3 || rank != world_rank || at != call)
+    return Fault::none;
+  if (std::string(kind) == "die") throw RankDied{};
+  return std::string(kind) == "async" ? Fault::async : Fault::error;
 }
 
 inline size_t size_of(ncclDataType_t t) {
@@ -174,9 +232,8 @@ inline void accumulate(void* acc, const void* x, size_t n, ncclDataType_t t, ncc
 }  // namespace ccopt_nccl
 
 struct ncclComm {
-  std::shared_ptr<ccopt_nccl::Shared> shared;
-  int rank;
-  int size;
+  std::shared_ptr<ccopt_nccl::Member> member;
+  bool blocking = true;
 };
 typedef ncclComm* ncclComm_t;
 
@@ -187,7 +244,36 @@ inline ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 
-inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
+  auto& m = *comm->member;
+  if (m.state.load() == ncclInProgress && m.pending && m.pending()) {
+    m.pending = nullptr;
+    int expected = ncclInProgress;
+    m.state.compare_exchange_strong(expected, ncclSuccess);
+  }
+  *state = (ncclResult_t)m.state.load();
+  return ncclSuccess;
+}
+
+namespace ccopt_nccl {
+// A blocking communicator's init or split returns once done (or once aborted).
+inline ncclResult_t settle(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (;;) {
+    ncclCommGetAsyncError(comm, &state);
+    if (state != ncclInProgress || comm->member->broken()) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return state == ncclInProgress ? ncclRemoteError : state;
+}
+inline ncclResult_t started(ncclComm_t comm) {
+  return comm->blocking ? settle(comm) : ncclInProgress;
+}
+}  // namespace ccopt_nccl
+
+inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  ccopt_nccl::world_rank = rank;
+  if (ccopt_nccl::inject() != ccopt_nccl::Fault::none) return ncclSystemError;
   std::shared_ptr<ccopt_nccl::Shared> shared;
   {
     std::lock_guard<std::mutex> lock(ccopt_nccl::registry_mutex());
@@ -196,40 +282,62 @@ inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
     shared = entry;
   }
   if (shared->size != nranks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
-  *comm = new ncclComm{shared, rank, nranks};
-  shared->barrier();
-  return ncclSuccess;
+  auto member = std::make_shared<ccopt_nccl::Member>();
+  member->shared = shared;
+  member->rank = rank;
+  member->size = nranks;
+  member->state = ncclInProgress;
+  long barrier = shared->arrive(rank);
+  member->pending = [shared, barrier] { return shared->passed(barrier); };
+  *comm = new ncclComm{member, !config || config->blocking != 0};
+  return ccopt_nccl::started(*comm);
 }
 
-inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t*) {
-  auto& s = *comm->shared;
-  s.requests[comm->rank] = {color, key};
-  s.barrier();
-  std::vector<std::pair<int, int>> members;  // (key, parent rank) of my color
-  for (int r = 0; r < s.size; ++r)
-    if (s.requests[r].first == color) members.push_back({s.requests[r].second, r});
-  std::sort(members.begin(), members.end());
-  int my_rank = 0;
-  for (size_t i = 0; i < members.size(); ++i)
-    if (members[i].second == comm->rank) my_rank = (int)i;
+inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
+}
+
+inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  if (ccopt_nccl::inject() != ccopt_nccl::Fault::none) return ncclSystemError;
+  auto parent = comm->member;
+  if (parent->state.load() != ncclSuccess) return ncclInvalidUsage;
+  auto shared = parent->shared;
+  long barrier;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (!s.splits.count(color)) s.splits[color] = std::make_shared<ccopt_nccl::Shared>((int)members.size());
+    std::lock_guard<std::mutex> lock(shared->mu);
+    barrier = shared->arrived[parent->rank] + 1;
+    auto& requests = shared->split_requests[barrier];
+    requests.resize(shared->size);
+    requests[parent->rank] = {color, key};
+    shared->arrived[parent->rank] = barrier;
   }
-  s.barrier();
-  std::shared_ptr<ccopt_nccl::Shared> child;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    child = s.splits[color];
-  }
-  s.barrier();
-  if (comm->rank == 0) {
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.splits.clear();
-  }
-  s.barrier();
-  *newcomm = new ncclComm{child, my_rank, (int)members.size()};
-  return ncclSuccess;
+  auto member = std::make_shared<ccopt_nccl::Member>();
+  member->state = ncclInProgress;
+  ccopt_nccl::Member* child = member.get();
+  const int me = parent->rank;
+  member->pending = [shared, barrier, color, me, child] {
+    if (!shared->passed(barrier)) return false;
+    std::lock_guard<std::mutex> lock(shared->mu);
+    std::vector<std::pair<int, int>> members;  // (key, parent rank) of my color
+    const auto& requests = shared->split_requests[barrier];
+    for (int r = 0; r < shared->size; ++r)
+      if (requests[r].first == color) members.push_back({requests[r].second, r});
+    std::sort(members.begin(), members.end());
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i].second == me) child->rank = (int)i;
+    auto& group = shared->splits[{barrier, color}];
+    if (!group) group = std::make_shared<ccopt_nccl::Shared>((int)members.size());
+    child->shared = group;
+    child->size = (int)members.size();
+    return true;
+  };
+  *newcomm = new ncclComm{member, config ? config->blocking != 0 : comm->blocking};
+  return ccopt_nccl::started(*newcomm);
+}
+
+// Flushes nothing: the harness's queued work holds its membership, so the comm may go.
+inline ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return comm->member->state.load() == ncclSuccess ? ncclSuccess : ncclInvalidUsage;
 }
 
 inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
@@ -237,17 +345,75 @@ inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 
+// Every member's queued work stops waiting (it completes without computing), here and on the
+// other ranks of the communicator - they see ncclRemoteError.
+inline ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  comm->member->aborted = true;
+  if (comm->member->shared) comm->member->shared->aborted = true;
+  delete comm;
+  return ncclSuccess;
+}
+
 namespace ccopt_nccl {
 
-// Publish this rank's buffers, wait for everyone, compute, wait again before buffers are reused.
-template <class F>
-inline void collective(ncclComm_t comm, const void* send, void* recv, F&& compute) {
-  Shared& s = *comm->shared;
-  s.send[comm->rank] = send;
-  s.recv[comm->rank] = recv;
-  s.barrier();
-  compute(s);
-  s.barrier();
+inline ncclResult_t usable(ncclComm_t comm) {
+  int state = comm->member->state.load();
+  if (state == ncclInProgress) return ncclInvalidUsage;
+  return (ncclResult_t)state;
+}
+
+// One collective: every member publishes its buffers and arrives; once all have, each computes
+// its result from everyone's send buffers and arrives again; once all have (nobody reads a send
+// buffer any more), each writes its receive buffer. Each step is queued work that waits on the
+// stream, never on the thread.
+template <class Compute>
+inline ncclResult_t collective(ncclComm_t comm, const void* send, void* recv, cudaStream_t stream, Compute compute) {
+  Fault fault = inject();
+  if (fault == Fault::error) return ncclSystemError;
+  if (ncclResult_t r = usable(comm)) return r;
+  struct Step {
+    long published = 0, read = 0;
+    bool failed = false;
+    std::vector<char> result;
+  };
+  auto m = comm->member;
+  auto step = std::make_shared<Step>();
+  ccopt_host::enqueue(stream, [=] {
+    if (fault == Fault::async) m->fail(ncclSystemError);
+    if (m->state.load() != ncclSuccess || m->broken()) {
+      step->failed = true;
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m->shared->mu);
+      m->shared->send[m->rank] = send;
+      m->shared->recv[m->rank] = recv;
+    }
+    step->published = m->shared->arrive(m->rank);
+  });
+  auto phase = [m, step](long Step::*barrier, auto body) {
+    return std::make_pair(
+        std::function<bool()>([m, step, barrier] { return step->failed || m->broken() || m->shared->passed(step.get()->*barrier); }),
+        std::function<void()>([m, step, body] {
+          if (!step->failed && m->broken()) m->fail(ncclRemoteError);
+          if (step->failed || m->broken()) {
+            step->failed = true;
+            return;
+          }
+          body();
+        }));
+  };
+  auto [ready1, run1] = phase(&Step::published, [m, step, compute] {
+    step->result = compute(*m->shared, m->rank);
+    step->read = m->shared->arrive(m->rank);
+  });
+  ccopt_host::enqueue_when(stream, ready1, run1);
+  auto [ready2, run2] = phase(&Step::read, [step, recv] {
+    if (!step->result.empty()) std::memcpy(recv, step->result.data(), step->result.size());
+  });
+  ccopt_host::enqueue_when(stream, ready2, run2);
+  return ncclSuccess;
 }
 
 inline std::vector<char> reduce_all(Shared& s, size_t offset, size_t count, ncclDataType_t t, ncclRedOp_t op) {
@@ -265,91 +431,92 @@ struct Pending {
   size_t count;
   ncclDataType_t type;
   int peer;
-  ncclComm_t comm;
+  std::shared_ptr<Member> member;
   cudaStream_t stream;
+  Fault fault;
 };
 inline thread_local int group_depth = 0;
 inline thread_local std::vector<Pending> pending;
 
-inline void exchange(std::vector<Pending> ops) {
-  for (const Pending& p : ops) {
-    if (!p.send) continue;
-    Shared& s = *p.comm->shared;
-    std::vector<char> message(p.count * size_of(p.type));
-    std::memcpy(message.data(), p.buffer, message.size());
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.mail[{p.comm->rank, p.peer}].push_back(std::move(message));
-    s.cv.notify_all();
-  }
-  for (const Pending& p : ops) {
-    if (p.send) continue;
-    Shared& s = *p.comm->shared;
-    std::unique_lock<std::mutex> lock(s.mu);
-    auto& box = s.mail[{p.peer, p.comm->rank}];
-    s.cv.wait(lock, [&] { return !box.empty(); });
-    std::memcpy(p.buffer, box.front().data(), box.front().size());
-    box.pop_front();
-  }
+// A group's sends are posted when its turn on the stream comes; each receive waits there for
+// its message.
+inline void exchange(const std::vector<Pending>& ops) {
+  cudaStream_t stream = ops.front().stream;
+  for (const Pending& p : ops)
+    if (p.send) {
+      auto m = p.member;
+      std::vector<char> message(p.count * size_of(p.type));
+      const void* from = p.buffer;
+      int peer = p.peer;
+      Fault fault = p.fault;
+      ccopt_host::enqueue(stream, [m, message, from, peer, fault]() mutable {
+        if (fault == Fault::async) m->fail(ncclSystemError);
+        if (m->state.load() != ncclSuccess || m->broken()) return;
+        std::memcpy(message.data(), from, message.size());
+        std::lock_guard<std::mutex> lock(m->shared->mu);
+        m->shared->mail[{m->rank, peer}].push_back(std::move(message));
+      });
+    }
+  for (const Pending& p : ops)
+    if (!p.send) {
+      auto m = p.member;
+      void* into = p.buffer;
+      int peer = p.peer;
+      Fault fault = p.fault;
+      ccopt_host::enqueue_when(
+          stream,
+          [m, peer] {
+            if (m->broken() || m->state.load() != ncclSuccess) return true;
+            std::lock_guard<std::mutex> lock(m->shared->mu);
+            return !m->shared->mail[{peer, m->rank}].empty();
+          },
+          [m, peer, into, fault] {
+            if (fault == Fault::async) m->fail(ncclSystemError);
+            if (m->broken()) m->fail(ncclRemoteError);
+            if (m->state.load() != ncclSuccess) return;
+            std::lock_guard<std::mutex> lock(m->shared->mu);
+            auto& box = m->shared->mail[{peer, m->rank}];
+            std::memcpy(into, box.front().data(), box.front().size());
+            box.pop_front();
+          });
+    }
 }
 
 }  // namespace ccopt_nccl
 
 inline ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  ccopt_host::enqueue(stream, [=] {
-    ccopt_nccl::collective(comm, send, recv, [&](ccopt_nccl::Shared& s) {
-      auto acc = ccopt_nccl::reduce_all(s, 0, count, t, op);
-      s.barrier();  // everyone has read every send buffer before anyone writes (in place)
-      std::memcpy(recv, acc.data(), acc.size());
-    });
+  return ccopt_nccl::collective(comm, send, recv, stream, [=](ccopt_nccl::Shared& s, int) {
+    return ccopt_nccl::reduce_all(s, 0, count, t, op);
   });
-  return ncclSuccess;
 }
 
 inline ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  ccopt_host::enqueue(stream, [=] {
-    ccopt_nccl::collective(comm, send, recv, [&](ccopt_nccl::Shared& s) {
-      auto acc = ccopt_nccl::reduce_all(s, (size_t)comm->rank * recvcount, recvcount, t, op);
-      s.barrier();
-      std::memcpy(recv, acc.data(), acc.size());
-    });
+  return ccopt_nccl::collective(comm, send, recv, stream, [=](ccopt_nccl::Shared& s, int rank) {
+    return ccopt_nccl::reduce_all(s, (size_t)rank * recvcount, recvcount, t, op);
   });
-  return ncclSuccess;
 }
 
 inline ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclDataType_t t, ncclComm_t comm, cudaStream_t stream) {
-  ccopt_host::enqueue(stream, [=] {
-    ccopt_nccl::collective(comm, send, recv, [&](ccopt_nccl::Shared& s) {
-      size_t bytes = sendcount * ccopt_nccl::size_of(t);
-      std::vector<char> all(bytes * s.size);
-      for (int r = 0; r < s.size; ++r) std::memcpy(all.data() + r * bytes, s.send[r], bytes);
-      s.barrier();
-      std::memcpy(recv, all.data(), all.size());
-    });
+  return ccopt_nccl::collective(comm, send, recv, stream, [=](ccopt_nccl::Shared& s, int) {
+    size_t bytes = sendcount * ccopt_nccl::size_of(t);
+    std::vector<char> all(bytes * s.size);
+    for (int r = 0; r < s.size; ++r) std::memcpy(all.data() + r * bytes, s.send[r], bytes);
+    return all;
   });
-  return ncclSuccess;
 }
 
 inline ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t stream) {
-  ccopt_host::enqueue(stream, [=] {
-    ccopt_nccl::collective(comm, send, recv, [&](ccopt_nccl::Shared& s) {
-      size_t bytes = count * ccopt_nccl::size_of(t);
-      std::vector<char> value(static_cast<const char*>(s.send[root]), static_cast<const char*>(s.send[root]) + bytes);
-      s.barrier();
-      std::memcpy(recv, value.data(), bytes);
-    });
+  return ccopt_nccl::collective(comm, send, recv, stream, [=](ccopt_nccl::Shared& s, int) {
+    const char* from = static_cast<const char*>(s.send[root]);
+    return std::vector<char>(from, from + count * ccopt_nccl::size_of(t));
   });
-  return ncclSuccess;
 }
 
 inline ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  ccopt_host::enqueue(stream, [=] {
-    ccopt_nccl::collective(comm, send, recv, [&](ccopt_nccl::Shared& s) {
-      auto acc = ccopt_nccl::reduce_all(s, 0, count, t, op);
-      s.barrier();
-      if (comm->rank == root) std::memcpy(recv, acc.data(), acc.size());
-    });
+  return ccopt_nccl::collective(comm, send, recv, stream, [=](ccopt_nccl::Shared& s, int rank) {
+    auto acc = ccopt_nccl::reduce_all(s, 0, count, t, op);
+    return rank == root ? acc : std::vector<char>();
   });
-  return ncclSuccess;
 }
 
 inline ncclResult_t ncclGroupStart() {
@@ -362,18 +529,25 @@ inline ncclResult_t ncclGroupEnd() {
   std::vector<ccopt_nccl::Pending> ops = std::move(ccopt_nccl::pending);
   ccopt_nccl::pending.clear();
   if (ops.empty()) return ncclSuccess;
-  ccopt_host::enqueue(ops.front().stream, [ops] { ccopt_nccl::exchange(ops); });
+  ccopt_nccl::exchange(ops);
   return ncclSuccess;
 }
 
-inline ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
+namespace ccopt_nccl {
+inline ncclResult_t point_to_point(bool send, void* buffer, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
+  Fault fault = inject();
+  if (fault == Fault::error) return ncclSystemError;
+  if (ncclResult_t r = usable(comm)) return r;
   ncclGroupStart();
-  ccopt_nccl::pending.push_back({true, const_cast<void*>(send), count, t, peer, comm, stream});
+  pending.push_back({send, buffer, count, t, peer, comm->member, stream, fault});
   return ncclGroupEnd();
+}
+}  // namespace ccopt_nccl
+
+inline ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
+  return ccopt_nccl::point_to_point(true, const_cast<void*>(send), count, t, peer, comm, stream);
 }
 
 inline ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
-  ncclGroupStart();
-  ccopt_nccl::pending.push_back({false, recv, count, t, peer, comm, stream});
-  return ncclGroupEnd();
+  return ccopt_nccl::point_to_point(false, recv, count, t, peer, comm, stream);
 }
