@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from xdsl.dialects import func
@@ -38,16 +39,25 @@ def cache_dir() -> Path:
     return root
 
 
-def compile_host(source: str, prefix: str, schedule: str = "low") -> Path:
-    """The shared library of `source` for the CPU harness (cached by content)."""
+def compile_host(
+    source: str, prefix: str, binding: str | None = None, module_name: str | None = None
+) -> Path:
+    """The shared library of `source` for the CPU harness (cached by content); with `binding`,
+    the Python extension `module_name` of the program on the harness instead."""
+    import sysconfig
+
     from ccopt.backends.cuda.emit import content_hash
 
     headers = "".join(
         Path(d, name).read_text() for d in include_dirs() for name in sorted(os.listdir(d))
     )
-    key = content_hash(source, prefix, " ".join(HOST_FLAGS), headers)
+    key = content_hash(source, prefix, " ".join(HOST_FLAGS), headers, binding or "")
     directory = cache_dir() / f"host-{key}"
-    library = directory / f"lib{prefix}_host.so"
+    library = directory / (
+        f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+        if binding is not None
+        else f"lib{prefix}_host.so"
+    )
     if library.exists():
         return library
     directory.mkdir(parents=True, exist_ok=True)
@@ -56,12 +66,21 @@ def compile_host(source: str, prefix: str, schedule: str = "low") -> Path:
         directory / "driver.cpp",
         f'#include "program.cu"\n#include "ccopt_host_driver.h"\nCCOPT_HOST_DRIVER({prefix})\n',
     )
+    sources = [str(directory / "driver.cpp")]
+    python: list[str] = []
+    if binding is not None:
+        import pybind11
+
+        write_atomic(directory / "binding.cpp", binding)
+        sources.append(str(directory / "binding.cpp"))
+        python = [f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}"]
     partial = directory / f".{library.name}.partial"
     command = [
         "g++",
         *HOST_FLAGS,
         *(f"-I{d}" for d in include_dirs()),
-        str(directory / "driver.cpp"),
+        *python,
+        *sources,
         "-o",
         str(partial),
         "-lpthread",
@@ -73,6 +92,22 @@ def compile_host(source: str, prefix: str, schedule: str = "low") -> Path:
         )
     os.replace(partial, library)
     return library
+
+
+def build_on_host(module: ModuleOp, entry: str | None = None) -> ModuleType:
+    """The program's Python module (the same binding `ccopt.build` makes) running on the CPU
+    harness: tests drive `Program` as PyTorch code drives the GPU build. A rank's create, runs
+    and close must come from one thread (the harness's device of a rank is per thread); the
+    library also exports `ccopt_host_malloc/stream/copy_async/synchronize` for the caller."""
+    from ccopt.backends.cuda.build import import_module
+    from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
+
+    f = kernel_function(module, entry)
+    source = emit_cuda(module, f.sym_name.data)
+    module_name = f"ccopt_host_{f.sym_name.data}_{content_hash(source)}"
+    binding = emit_binding(module, f.sym_name.data, module_name)
+    path = compile_host(source, f"ccopt_{f.sym_name.data}", binding, module_name)
+    return import_module(path, module_name)
 
 
 def kernel_function(module: ModuleOp, entry: str | None) -> func.FuncOp:

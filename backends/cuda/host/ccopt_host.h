@@ -261,6 +261,12 @@ struct Device {
 };
 inline thread_local Device device;
 
+// What a rank (thread) holds: the driver checks that a rank that finished leaks nothing.
+struct Live {
+  long streams = 0, events = 0, allocations = 0, communicators = 0;
+};
+inline thread_local Live live;
+
 inline bool schedule_high() {
   const char* s = std::getenv("CCOPT_HOST_SCHEDULE");
   return s && std::string(s) == "high";
@@ -401,12 +407,13 @@ inline cudaError_t cudaMalloc(void** p, size_t bytes) {
   std::memset(*p, 0xFF, bytes ? bytes : 1);
   std::lock_guard<std::mutex> lock(ccopt_host::allocations_mutex());
   ccopt_host::allocations()[reinterpret_cast<uintptr_t>(*p)] = {bytes ? bytes : 1, ccopt_host::device.current};
+  ++ccopt_host::live.allocations;
   return cudaSuccess;
 }
 inline cudaError_t cudaFree(void* p) {
   {
     std::lock_guard<std::mutex> lock(ccopt_host::allocations_mutex());
-    ccopt_host::allocations().erase(reinterpret_cast<uintptr_t>(p));
+    if (ccopt_host::allocations().erase(reinterpret_cast<uintptr_t>(p))) --ccopt_host::live.allocations;
   }
   std::free(p);
   return cudaSuccess;
@@ -428,6 +435,7 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
   static thread_local int next = 0;
   *s = new CUstream_st{ccopt_host::Stream{next++, {}}};
   ccopt_host::device.streams.push_back(&(*s)->stream);
+  ++ccopt_host::live.streams;
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
@@ -438,6 +446,7 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   for (size_t i = 0; i < v.size(); ++i)
     if (v[i] == &s->stream) v.erase(v.begin() + (long)i);
   delete s;
+  --ccopt_host::live.streams;
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
@@ -455,10 +464,12 @@ inline cudaError_t cudaDeviceSynchronize() {
 }
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
   *e = new CUevent_st();
+  ++ccopt_host::live.events;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete e;
+  --ccopt_host::live.events;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {

@@ -34,6 +34,19 @@ inline void make_caller(Caller& c, void* const* host, const int64_t* bytes, int 
   }
 }
 
+// " (leaked ...)" when this rank still holds streams, events, memory or communicators.
+inline std::string leaks() {
+  std::string out;
+  auto add = [&out](long n, const char* what) {
+    if (n) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(live.streams, "streams");
+  add(live.events, "events");
+  add(live.allocations, "allocations");
+  add(live.communicators, "communicators");
+  return out.empty() ? out : " (leaked " + out + ")";
+}
+
 inline void free_caller(Caller& c) {
   for (void* b : c.blocks) cudaFree(b);
   cudaStreamDestroy(c.stream);
@@ -41,6 +54,30 @@ inline void free_caller(Caller& c) {
 }
 
 }  // namespace ccopt_host
+
+// For tests of the Python binding built on the harness (`build_on_host`): device memory, a
+// caller's stream and work queued on it, from the calling thread (a rank).
+extern "C" {
+void* ccopt_host_malloc(size_t bytes, int device) {
+  void* p = nullptr;
+  int previous = 0;
+  cudaGetDevice(&previous);
+  if (cudaSetDevice(device) != cudaSuccess) return nullptr;
+  cudaMalloc(&p, bytes);
+  cudaSetDevice(previous);
+  return p;
+}
+void ccopt_host_free(void* p) { cudaFree(p); }
+void* ccopt_host_stream(void) {
+  cudaStream_t s = nullptr;
+  cudaStreamCreate(&s);
+  return s;
+}
+void ccopt_host_copy_async(void* dst, const void* src, size_t bytes, void* stream) {
+  cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream));
+}
+void ccopt_host_synchronize(void* stream) { cudaStreamSynchronize(static_cast<cudaStream_t>(stream)); }
+}
 
 #define CCOPT_HOST_DRIVER(prefix)                                                                \
   extern "C" int ccopt_host_run(void* const* host, const int64_t* bytes, int sync, double timeout_s, \
@@ -58,7 +95,7 @@ inline void free_caller(Caller& c) {
           const int device = r % devices;                                                        \
           void* ctx = nullptr;                                                                   \
           if (prefix##_create(r, world, &id, device, timeout_s, &ctx) != 0) {                    \
-            errors[r] = prefix##_last_error();                                                   \
+            errors[r] = prefix##_last_error() + ccopt_host::leaks();                             \
             return;                                                                              \
           }                                                                                      \
           cudaSetDevice(device);                                                                 \
@@ -77,6 +114,7 @@ inline void free_caller(Caller& c) {
           cudaStreamSynchronize(caller.stream);                                                  \
           if (prefix##_destroy(ctx) != 0 && errors[r].empty()) errors[r] = prefix##_last_error(); \
           free_caller(caller);                                                                   \
+          if (!ccopt_host::leaks().empty()) errors[r] += "rank " + std::to_string(r) + ":" + ccopt_host::leaks(); \
         } catch (const ccopt_nccl::RankDied&) {                                                  \
           errors[r] = "rank " + std::to_string(r) + ": died";                                    \
         }                                                                                        \

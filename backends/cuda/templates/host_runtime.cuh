@@ -84,9 +84,11 @@ struct Host {
   std::vector<cudaEvent_t> exit;   // one per program stream
   std::vector<cudaEvent_t> marks;
   std::vector<std::string> mark_names;
+  std::vector<int> mark_comms;  // the communicator slot of each marked call
   int nmarks = 0;
   int group_depth = 0;
   int group_stream = -1;
+  int group_comm = -1;
   std::string group_calls;
   bool in_flight = false;
   std::string broken;  // non-empty once the communicators were aborted
@@ -103,11 +105,16 @@ void abort_all(Host& h, const std::string& why) {
   h.in_flight = false;
 }
 
-// The first NCCL call of the current run that has not completed.
-std::string unfinished(Host& h) {
-  for (int i = 0; i < h.nmarks; ++i)
+// The NCCL call of the current run to blame: the first that has not completed (on communicator
+// slot `comm`, when one is given), else the last issued there (an aborted call completes).
+std::string unfinished(Host& h, int comm = -1) {
+  int last = -1;
+  for (int i = 0; i < h.nmarks; ++i) {
+    if (comm >= 0 && h.mark_comms[i] != comm) continue;
     if (cudaEventQuery(h.marks[i]) != cudaSuccess) return h.mark_names[i];
-  return "the program's last kernels";
+    last = i;
+  }
+  return last >= 0 ? h.mark_names[last] : "the program's work";
 }
 
 // An error a communicator reports asynchronously (a peer died, a network error): -1 with the
@@ -119,8 +126,9 @@ int check_async(Host& h, const std::string& during) {
     ncclResult_t r = ncclCommGetAsyncError(*h.comms[g], &state);
     if (r != ncclSuccess) state = r;
     if (state != ncclSuccess && state != ncclInProgress) {
-      fail("%s failed: communicator %s reports %s", during.empty() ? unfinished(h).c_str() : during.c_str(),
-           h.comm_names[g].c_str(), ncclGetErrorString(state));
+      const std::string call = during.empty() ? unfinished(h, (int)g) : during;
+      fail("%s failed: communicator %s reports %s", call.c_str(), h.comm_names[g].c_str(),
+           ncclGetErrorString(state));
       abort_all(h, last_error);
       return -1;
     }
@@ -161,14 +169,16 @@ int settle(Host& h, const std::string& call) {
       call);
 }
 
-void mark(Host& h, int stream, const std::string& name) {
+void mark(Host& h, int stream, int comm, const std::string& name) {
   if (h.nmarks == (int)h.marks.size()) {
     cudaEvent_t e = nullptr;
     if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return;  // names are best effort
     h.marks.push_back(e);
     h.mark_names.emplace_back();
+    h.mark_comms.push_back(-1);
   }
   if (cudaEventRecord(h.marks[h.nmarks], h.streams[stream]) != cudaSuccess) return;
+  h.mark_comms[h.nmarks] = comm;
   h.mark_names[h.nmarks++] = name;
 }
 
@@ -176,8 +186,9 @@ void mark(Host& h, int stream, const std::string& name) {
 // its completion on its stream (for a group, once the group ends).
 int nccl_issued(Host& h, ncclResult_t result, const char* call, int line) {
   const std::string name = call_name(call);
-  const int comm = index_after(call, "ctx->comms["), stream = index_after(call, "ctx->streams[");
-  const std::string where = comm >= 0 ? " on communicator " + h.comm_names[comm] : "";
+  // ctx->comms[g] is slot g + 1 (slot 0: the world communicator)
+  const int comm = index_after(call, "ctx->comms[") + 1, stream = index_after(call, "ctx->streams[");
+  const std::string where = comm > 0 ? " on communicator " + h.comm_names[comm] : "";
   if (result != ncclSuccess && result != ncclInProgress)
     return fail("%s%s failed: %s (line %d)", name.c_str(), where.c_str(), ncclGetErrorString(result), line);
   if (result == ncclInProgress && settle(h, name + where) != 0) return -1;
@@ -187,13 +198,15 @@ int nccl_issued(Host& h, ncclResult_t result, const char* call, int line) {
       h.group_calls.clear();
     }
   } else if (name == "ncclGroupEnd") {
-    if (--h.group_depth == 0 && h.group_stream >= 0) mark(h, h.group_stream, "ncclGroupEnd (" + h.group_calls + ")");
+    if (--h.group_depth == 0 && h.group_stream >= 0)
+      mark(h, h.group_stream, h.group_comm, "ncclGroupEnd (" + h.group_calls + ")");
   } else if (h.group_depth > 0) {
     if (stream >= 0) h.group_stream = stream;
+    if (comm > 0) h.group_comm = comm;
     if (h.group_calls.find(name) == std::string::npos)
       h.group_calls += (h.group_calls.empty() ? "" : ", ") + name + where;
   } else if (stream >= 0) {
-    mark(h, stream, name + where);
+    mark(h, stream, comm, name + where);
   }
   return 0;
 }

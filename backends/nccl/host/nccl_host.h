@@ -114,6 +114,11 @@ struct Member {
   std::function<bool()> pending;  // completes an in-progress init or split; true once done
 
   bool broken() const { return aborted.load() || (shared && shared->aborted.load()); }
+  // whether queued work may go on; a communicator a member aborted reports ncclRemoteError
+  bool healthy() {
+    if (broken()) fail(ncclRemoteError);
+    return state.load() == ncclSuccess;
+  }
   // a member whose collective can no longer complete records why (first cause wins)
   void fail(ncclResult_t r) {
     int expected = ncclSuccess;
@@ -234,6 +239,10 @@ inline void accumulate(void* acc, const void* x, size_t n, ncclDataType_t t, ncc
 struct ncclComm {
   std::shared_ptr<ccopt_nccl::Member> member;
   bool blocking = true;
+  ncclComm(std::shared_ptr<ccopt_nccl::Member> m, bool b) : member(std::move(m)), blocking(b) {
+    ++ccopt_host::live.communicators;
+  }
+  ~ncclComm() { --ccopt_host::live.communicators; }
 };
 typedef ncclComm* ncclComm_t;
 
@@ -381,7 +390,7 @@ inline ncclResult_t collective(ncclComm_t comm, const void* send, void* recv, cu
   auto step = std::make_shared<Step>();
   ccopt_host::enqueue(stream, [=] {
     if (fault == Fault::async) m->fail(ncclSystemError);
-    if (m->state.load() != ncclSuccess || m->broken()) {
+    if (!m->healthy()) {
       step->failed = true;
       return;
     }
@@ -396,8 +405,7 @@ inline ncclResult_t collective(ncclComm_t comm, const void* send, void* recv, cu
     return std::make_pair(
         std::function<bool()>([m, step, barrier] { return step->failed || m->broken() || m->shared->passed(step.get()->*barrier); }),
         std::function<void()>([m, step, body] {
-          if (!step->failed && m->broken()) m->fail(ncclRemoteError);
-          if (step->failed || m->broken()) {
+          if (step->failed || !m->healthy()) {
             step->failed = true;
             return;
           }
@@ -451,7 +459,7 @@ inline void exchange(const std::vector<Pending>& ops) {
       Fault fault = p.fault;
       ccopt_host::enqueue(stream, [m, message, from, peer, fault]() mutable {
         if (fault == Fault::async) m->fail(ncclSystemError);
-        if (m->state.load() != ncclSuccess || m->broken()) return;
+        if (!m->healthy()) return;
         std::memcpy(message.data(), from, message.size());
         std::lock_guard<std::mutex> lock(m->shared->mu);
         m->shared->mail[{m->rank, peer}].push_back(std::move(message));
@@ -472,8 +480,7 @@ inline void exchange(const std::vector<Pending>& ops) {
           },
           [m, peer, into, fault] {
             if (fault == Fault::async) m->fail(ncclSystemError);
-            if (m->broken()) m->fail(ncclRemoteError);
-            if (m->state.load() != ncclSuccess) return;
+            if (!m->healthy()) return;
             std::lock_guard<std::mutex> lock(m->shared->mu);
             auto& box = m->shared->mail[{peer, m->rank}];
             std::memcpy(into, box.front().data(), box.front().size());
