@@ -510,18 +510,25 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
 }
 
 // Kernels keep their grid-stride loops; the host caps the geometry (any geometry is valid).
-#define CCOPT_LAUNCH(kernel, grid, block, stream, ...)                                      \
-  ccopt_host::enqueue((stream), [=] {                                                       \
-    unsigned ccopt_grid_ = (unsigned)(grid) < 4u ? (unsigned)(grid) : 4u;                   \
-    unsigned ccopt_block_ = (unsigned)(block) < 32u ? (unsigned)(block) : 32u;              \
-    gridDim = dim3(ccopt_grid_);                                                            \
-    blockDim = dim3(ccopt_block_);                                                          \
-    std::function<void()> ccopt_body_ = [=] { kernel(__VA_ARGS__); };                       \
-    for (unsigned b = 0; b < ccopt_grid_; ++b) {                                            \
-      blockIdx = dim3(b);                                                                   \
-      ccopt_host::run_block(ccopt_block_, ccopt_body_);                                     \
-    }                                                                                       \
-  })
+// Arguments are evaluated at the launch, as CUDA does (the caller may reuse their storage).
+namespace ccopt_host {
+template <class Kernel, class... Args>
+inline void launch(cudaStream_t stream, unsigned grid, unsigned block, Kernel kernel, Args... args) {
+  enqueue(stream, [=] {
+    unsigned grid_ = grid < 4u ? grid : 4u;
+    unsigned block_ = block < 32u ? block : 32u;
+    gridDim = dim3(grid_);
+    blockDim = dim3(block_);
+    std::function<void()> body = [=] { kernel(args...); };
+    for (unsigned b = 0; b < grid_; ++b) {
+      blockIdx = dim3(b);
+      run_block(block_, body);
+    }
+  });
+}
+}  // namespace ccopt_host
+#define CCOPT_LAUNCH(kernel, grid, block, stream, ...) \
+  ccopt_host::launch((stream), (unsigned)(grid), (unsigned)(block), [](auto... a) { kernel(a...); }, __VA_ARGS__)
 
 #include "cublas_host.h"
 #include "nccl_host.h"
