@@ -184,3 +184,80 @@ def check_memory_plan(f: Operation, workspace: int) -> None:
 
 def name(value: SSAValue) -> str:
     return value.name_hint or "buffer"
+
+
+@dataclass(frozen=True)
+class Access:
+    """A device op touching a storage region: its place in stream order and whether it writes."""
+
+    op: Operation
+    stream: int
+    index: int
+    writes: bool
+
+
+def written_operands(op: k.DeviceOp) -> set[SSAValue]:
+    """The buffers a device op writes: its destinations (`outs` of an elementwise kernel, `out`
+    of every other op); every other buffer operand is read."""
+    if isinstance(op, k.ElementwiseOp):
+        return set(op.outputs)
+    out = getattr(op, "out", None)
+    return {out} if isinstance(out, SSAValue) else set()
+
+
+def storage_regions(block: Block) -> dict[SSAValue, tuple[object, int, float]]:
+    """Where each buffer value's bytes are: (storage, first byte, end byte). A planned alloc is
+    its bytes of the shared workspace, an unplanned one its own storage, an argument its own;
+    views and block views are taken as their whole source (a block is never larger)."""
+    regions: dict[SSAValue, tuple[object, int, float]] = {
+        arg: (arg, 0, float("inf")) for arg in block.args
+    }
+    for op in block.ops:
+        if isinstance(op, k.AllocOp):
+            offset = op.byte_offset()
+            if offset is None:
+                regions[op.result] = (op.result, 0, float("inf"))
+            else:
+                end = offset + BufferLife(op).bytes()
+                regions[op.result] = ("workspace", offset, end)
+        elif isinstance(op, k.ViewOp | k.BlockViewOp) and op.source in regions:
+            regions[op.result] = regions[op.source]
+    return regions
+
+
+def check_stream_races(f: Operation) -> None:
+    """No storage is written on one stream and read or written on another unless stream order
+    and events put one access before the other (what a GPU needs; the host issue order does
+    not order streams). Raises OpError at the later access of the first race."""
+    from ccopt.diagnostics import OpError
+
+    block = f.regions[0].blocks.first
+    if block is None:
+        return
+    order = StreamOrder(block.ops)
+    regions = storage_regions(block)
+    seen: dict[object, list[tuple[Access, int, float]]] = {}
+    for op in block.ops:
+        if not isinstance(op, k.DeviceOp):
+            continue
+        stream, index = order.place[op]
+        writes = written_operands(op)
+        for value in {v for v in op.operands if v in regions}:
+            storage, start, end = regions[value]
+            access = Access(op, stream, index, value in writes)
+            for earlier, e_start, e_end in seen.get(storage, []):
+                if (
+                    earlier.stream != stream
+                    and (earlier.writes or access.writes)
+                    and start < e_end
+                    and e_start < end
+                    and not order.before(earlier.stream, earlier.index, op)
+                ):
+                    verb = "writes" if access.writes else "reads"
+                    raise OpError(
+                        op,
+                        f"{verb} %{name(value)} on stream {stream}, which '{earlier.op.name}' "
+                        f"{'writes' if earlier.writes else 'reads'} on stream {earlier.stream} "
+                        "with no event ordering the two",
+                    )
+            seen.setdefault(storage, []).append((access, start, end))
