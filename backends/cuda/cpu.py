@@ -184,9 +184,7 @@ def run_on_host(
         ctypes.c_long,
     ]
     with _environment(CCOPT_HOST_SCHEDULE=schedule, CCOPT_HOST_FAULT=fault):
-        failed = library.ccopt_host_run(
-            pointers, sizes, int(sync), timeout_s, report, len(report)
-        )
+        failed = library.ccopt_host_run(pointers, sizes, int(sync), timeout_s, report, len(report))
     if failed:
         lines = report.value.decode().splitlines()
         raise HostRunError(

@@ -890,9 +890,7 @@ def restrict_qualifiers(op: k.ElementwiseOp) -> tuple[list[str], list[str]]:
     outs = [storage_root(v) for v in op.outputs]
     qualifier = {True: " __restrict__", False: ""}
     in_q = [qualifier[root not in outs] for root in ins]
-    out_q = [
-        qualifier[root not in ins and outs.count(root) == 1] for root in outs
-    ]
+    out_q = [qualifier[root not in ins and outs.count(root) == 1] for root in outs]
     return in_q, out_q
 
 

@@ -178,9 +178,7 @@ def test_without_the_producers_stream_the_run_reads_unwritten_memory(
     assert any(np.isnan(w).any() for w in results if isinstance(w, np.ndarray)), results
 
 
-def test_tensors_on_another_device_or_sharing_written_memory_are_refused(
-    sgd, uid: bytes
-) -> None:  # noqa: ANN001
+def test_tensors_on_another_device_or_sharing_written_memory_are_refused(sgd, uid: bytes) -> None:  # noqa: ANN001
     built, lib, reference, inputs = sgd
 
     class DLPackOnly:
@@ -203,7 +201,12 @@ def test_tensors_on_another_device_or_sharing_written_memory_are_refused(
         in_host_memory = type(
             "HostArray",
             (),
-            {"__cuda_array_interface__": {**w.__cuda_array_interface__, "data": (host.ctypes.data, False)}},
+            {
+                "__cuda_array_interface__": {
+                    **w.__cuda_array_interface__,
+                    "data": (host.ctypes.data, False),
+                }
+            },
         )()
         errors = []
         for args, error in [

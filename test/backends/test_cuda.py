@@ -159,7 +159,7 @@ def test_templates_render_for_every_kernel_level_op() -> None:
 
 def test_overlap_uses_two_streams_ordered_by_events() -> None:
     source = emit_cuda(lowered("megatron_row_parallel", "overlap"))
-    run_body = source[source.index("int run(Context* ctx") :]
+    run_body = source[source.index("int issue(Context* ctx") : source.index("int run(Context* ctx")]
     gemms = re.findall(r"cublasSetStream\(ctx->blas, ctx->streams\[(\d)\]\)", run_body)
     collectives = re.findall(r"ncclReduceScatter\([^;]*ctx->streams\[(\d)\]\)\);", run_body)
     chunks = len(gemms)
@@ -180,7 +180,7 @@ def test_overlap_uses_two_streams_ordered_by_events() -> None:
 
 def test_fused_collective_is_reduce_scatter_one_kernel_all_gather() -> None:
     source = emit_cuda(lowered("sgd", "fused-collective", "dp=2"))
-    run_body = source[source.index("int run(Context* ctx") :]
+    run_body = source[source.index("int issue(Context* ctx") : source.index("int run(Context* ctx")]
     assert run_body.count("ncclReduceScatter") == 1
     assert run_body.count("ncclAllGather") == 1
     assert run_body.count("ccopt_elementwise_") == 1

@@ -109,9 +109,7 @@ def test_an_nccl_failure_raises_on_every_rank(overlapped, fault: str, sync: bool
     rank, call, kind = FAULTS[fault]
     at = int(call) + (nccl_calls_before_run(module) if call.startswith("+") else 0)
     with pytest.raises(HostRunError) as failure:
-        run_on_host(
-            module, reference.inputs, sync=sync, timeout_s=1.0, fault=f"{rank}:{at}:{kind}"
-        )
+        run_on_host(module, reference.inputs, sync=sync, timeout_s=1.0, fault=f"{rank}:{at}:{kind}")
     messages = failure.value.ranks
     assert sorted(messages) == [0, 1, 2], messages
     for r, message in messages.items():
