@@ -15,11 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects import func
 
 import ccopt
 from ccopt.backends.cuda import emit
 from ccopt.backends.cuda.cpu import HostRunError, run_on_host
 from ccopt.backends.cuda.emit import emit_cuda
+from ccopt.diagnostics import OpError
+from ccopt.dialects import kernel as k
 from ccopt.passes.pipeline import run_pipeline
 from ccopt.program import bind_mesh, load_program
 from ccopt.runner import RunResult
@@ -129,3 +132,64 @@ def test_a_failed_create_names_the_rank_and_the_call(overlapped) -> None:  # noq
         run_on_host(module, reference.inputs, timeout_s=1.0, fault="2:0:error")
     assert failure.value.ranks[2].startswith("rank 2: ncclCommInitRankConfig failed")
     assert "did not complete within 1 s" in failure.value.ranks[0]
+
+
+# --- what the generated code promises the compiler and the libraries ------------------------------
+
+
+def kernel_signatures(source: str) -> list[str]:
+    return re.findall(r"__global__ void (ccopt_elementwise_\d+\(.*?\)) \{", source, re.S)
+
+
+def test_restrict_only_on_pointers_that_share_no_storage() -> None:
+    """SGD's unoptimized step writes w - lr * g into w's own buffer: w's input pointer and the
+    output lose __restrict__ (the kernel reads and writes the same bytes); lr and g keep it."""
+    module = load_program(ROOT / "examples" / "sgd.mlir")
+    bind_mesh(module, "dp=2")
+    run_pipeline(module, "fuse-elementwise,convert-to-kernel")
+    (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    (step,) = [op for op in f.walk() if isinstance(op, k.ElementwiseOp)]
+    (kernel,) = kernel_signatures(emit_cuda(module))
+    pointers = {
+        name: decl for decl, name in re.findall(r"(\w+\*(?: __restrict__)?) (\w+\d+)", kernel)
+    }
+    w = [i for i, v in enumerate(step.inputs) if v is step.outputs[0]]
+    assert len(w) == 1, kernel
+    for name, decl in pointers.items():
+        aliased = name in (f"in{w[0]}", "out0")
+        assert ("__restrict__" in decl) != aliased, kernel
+
+
+def test_a_gemm_beyond_cublas_int_sizes_is_refused_at_its_op() -> None:
+    module = load_program(
+        """
+dtensor.mesh @m [d=1]
+func.func @tall(%a: !dtensor.tensor<3000000000x2xf32, @m[R]>,
+                %b: !dtensor.tensor<2x2xf32, @m[R]>) -> !dtensor.tensor<3000000000x2xf32, @m[R]> {
+  %c = dtensor.matmul %a, %b : (!dtensor.tensor<3000000000x2xf32, @m[R]>,
+                               !dtensor.tensor<2x2xf32, @m[R]>) -> !dtensor.tensor<3000000000x2xf32, @m[R]>
+  func.return %c : !dtensor.tensor<3000000000x2xf32, @m[R]>
+}
+"""
+    )
+    run_pipeline(module, "convert-to-kernel")
+    with pytest.raises(OpError, match=r"m 3000000000.*exceed cuBLAS's int range \(2147483647\)"):
+        emit_cuda(module)
+
+
+def test_a_pipeline_shift_sends_its_block_and_receives_its_senders() -> None:
+    """Separate send and receive counts (each rank's own block, the sender's block), so stages
+    whose blocks differ in size would still exchange exactly what they hold."""
+    module = load_program(ROOT / "examples" / "pipeline_boundary.mlir")
+    bind_mesh(module, "pp=3,tp=2")
+    run_pipeline(module, "convert-to-kernel")
+    source = emit_cuda(module)
+    assert "ncclSend(" in source and "(size_t)peers[2]" in source and "(size_t)peers[3]" in source
+    (table,) = re.findall(r"kShift\d+\[6\]\[5\] = \{(.*?)\};", source, re.S)
+    rows = [
+        [int(v) for v in re.findall(r"-?\d+", row)] for row in re.findall(r"\{([^{}]*)\}", table)
+    ]
+    for to, source_rank, sent, received, capacity in rows:
+        assert sent == capacity
+        assert received == (capacity if source_rank >= 0 else 0)
+        assert to == -1 or to >= 0
