@@ -3,7 +3,8 @@ their PyPI wheels, cached by content hash.
 
     mod = ccopt.build("examples/megatron_mlp.mlir", "split-all-reduce,reorder-elementwise,fuse-elementwise")
     prog = mod.Program(rank, world, uid)     # uid = mod.unique_id() on rank 0, shared
-    prog.run(*local_blocks_of_arguments, *local_blocks_of_results)
+    prog.run(*local_blocks_of_arguments, *local_blocks_of_results)  # on the caller's stream
+                                                                     # (stream=, sync=: README)
 """
 
 from __future__ import annotations

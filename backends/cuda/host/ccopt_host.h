@@ -5,10 +5,14 @@
 // onto the host; cudaStreams onto deferred queues; cuBLAS gemm onto a host gemm; NCCL onto an
 // in-process communicator whose ranks are threads (nccl_host.h).
 //
-// Streams are *not* run in issue order: work is queued per stream and executed at a
-// synchronization point, each step taking the ready stream chosen by CCOPT_HOST_SCHEDULE
-// ("low": lowest stream index first, "high": highest first). Only stream order and event waits
-// constrain it, so a missing event dependency changes the results of one of the two schedules.
+// Streams are *not* run in issue order: work is queued per stream and executed when the thread
+// (a rank) synchronizes or queries, each step taking the ready stream chosen by
+// CCOPT_HOST_SCHEDULE ("low": lowest stream index first, "high": highest first). Only stream
+// order and event waits constrain it, so a missing event dependency changes the results of one of
+// the two schedules. Queued work may wait for other ranks (NCCL) without blocking the thread, so
+// cudaEventQuery/cudaStreamQuery report cudaErrorNotReady as on a GPU. A rank has
+// CCOPT_HOST_DEVICES devices (default 8): cudaSetDevice and cudaPointerGetAttributes know which
+// device each cudaMalloc'd block is on.
 #pragma once
 
 #include <ucontext.h>
