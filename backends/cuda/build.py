@@ -60,6 +60,14 @@ def cuda_home() -> Path:
     raise CcoptError("cannot find the CUDA toolkit's headers: set CUDA_HOME")
 
 
+def cache_root() -> Path:
+    """Where built modules and CPU-harness libraries are cached: $CCOPT_CACHE, else
+    ~/.cache/ccopt."""
+    root = Path(os.environ.get("CCOPT_CACHE", Path.home() / ".cache" / "ccopt"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
 def run(command: Sequence[str], what: str) -> None:
     result = subprocess.run(list(command), capture_output=True, text=True)
     if result.returncode != 0:
@@ -171,7 +179,6 @@ def build(
 ) -> ModuleType:
     """Run `pipeline` on `program` (path, text or module), lower it (`lower`), emit CUDA and the
     binding, build them (cached by content hash) and import the module."""
-    from ccopt.backends.cuda.cpu import cache_dir as default_cache
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import bind_mesh, load_program
@@ -185,7 +192,7 @@ def build(
     key = content_hash(source, " ".join(archs), _toolchain())
     module_name = f"ccopt_{name}_{key}"
     binding = emit_binding(module, name, module_name)
-    directory = Path(cache_dir) if cache_dir is not None else default_cache() / f"module-{key}"
+    directory = Path(cache_dir) if cache_dir is not None else cache_root() / f"module-{key}"
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     if not target.exists():

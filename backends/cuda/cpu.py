@@ -20,6 +20,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
+from ccopt.backends.cuda.build import cache_root, import_module
 from ccopt.diagnostics import CcoptError
 from ccopt.files import write_atomic
 
@@ -31,12 +32,6 @@ def include_dirs() -> list[str]:
         str(resources.files("ccopt.backends.cuda") / "host"),
         str(resources.files("ccopt.backends.nccl") / "host"),
     ]
-
-
-def cache_dir() -> Path:
-    root = Path(os.environ.get("CCOPT_CACHE", Path.home() / ".cache" / "ccopt"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def compile_host(
@@ -52,7 +47,7 @@ def compile_host(
         Path(d, name).read_text() for d in include_dirs() for name in sorted(os.listdir(d))
     )
     key = content_hash(source, prefix, " ".join(HOST_FLAGS), headers, binding or "")
-    directory = cache_dir() / f"host-{key}"
+    directory = cache_root() / f"host-{key}"
     library = directory / (
         f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
         if binding is not None
@@ -99,7 +94,6 @@ def build_on_host(module: ModuleOp, entry: str | None = None) -> ModuleType:
     harness: tests drive `Program` as PyTorch code drives the GPU build. A rank's create, runs
     and close must come from one thread (the harness's device of a rank is per thread); the
     library also exports `ccopt_host_malloc/stream/copy_async/synchronize` for the caller."""
-    from ccopt.backends.cuda.build import import_module
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
 
     f = kernel_function(module, entry)
