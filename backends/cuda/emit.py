@@ -116,6 +116,19 @@ class Buffer:
 
 
 @dataclass
+class GpuOp:
+    """One GPU operation a call issues, as rank 0 issues it: what `bench/gpu_ops.py` counts.
+
+    kind: "kernel" (a ccopt kernel launch), "copy" (a copy kernel or cudaMemcpyAsync that only
+    moves data), "memset", "gemm" (cuBLAS) or "nccl" (one NCCL call or group)."""
+
+    kind: str
+    what: str
+    read: int = 0  # bytes read from device memory (rank 0)
+    written: int = 0  # bytes written
+
+
+@dataclass
 class Program:
     """Everything the program template needs; filled op by op."""
 
@@ -129,6 +142,7 @@ class Program:
     streams: int = 1
     groups: dict[tuple[tuple[int, ...], int], int] = field(default_factory=dict)
     uses_blas: bool = False
+    ops: list[GpuOp] = field(default_factory=list)
 
 
 class Emitter:
@@ -171,6 +185,13 @@ class Emitter:
 
     def capacity(self, t: DTensorType) -> int:
         return max(self.local_numel(t, c) for c in self.mesh.all_coords())
+
+    def bytes0(self, t: DTensorType) -> int:
+        """Bytes of a buffer's block on rank 0 (what the op log counts)."""
+        return self.local_numel(t, self.mesh.coords(0)) * numpy_dtype(t.element_type).itemsize
+
+    def record(self, kind: str, what: str, read: int = 0, written: int = 0) -> None:
+        self.program.ops.append(GpuOp(kind, what, read, written))
 
     def numel(self, t: DTensorType) -> str:
         return self.table("kNumel", self.per_rank(lambda c: [self.local_numel(t, c)])) + "[0]"
@@ -223,6 +244,8 @@ class Emitter:
     ) -> None:
         """A strided copy whose box and strides may differ per rank (tables)."""
         ndim = max(1, max(len(r) for r in extent_rows))
+        moved = prod(extent_rows[0]) * _size(c)
+        self.record("copy", "strided_copy", moved, moved)
         fill = lambda rows, v: [r + [v] * (ndim - len(r)) for r in rows]  # noqa: E731
         extent, sstride, dstride = (
             self.table("kCopy", fill(rows, v))
@@ -291,6 +314,7 @@ class Emitter:
                 self.transpose(op)
             case k.CopyOp():
                 out = self.buffer(op.out)
+                self.record("copy", "memcpy", self.bytes0(out.tensor), self.bytes0(out.tensor))
                 self.emit_template(
                     "memcpy.cu.j2",
                     src=self.buffer(op.input).pointer,
@@ -301,6 +325,7 @@ class Emitter:
                 )
             case k.FillKernelOp():
                 out = self.buffer(op.out)
+                self.record("kernel", "fill", 0, self.bytes0(out.tensor))
                 self.emit_template(
                     "fill.cu.j2",
                     c=out.c,
@@ -338,6 +363,12 @@ class Emitter:
         ndim = max(1, iteration.rank)
         names = [f"x{i}" for i in range(len(ins))]
         lines, yields = body_code(op.body_block(), names, "gindex")
+        self.record(
+            "kernel",
+            "elementwise",
+            sum(self.bytes0(b.tensor) for b in ins),
+            sum(self.bytes0(b.tensor) for b in outs),
+        )
         kernel = self.fresh("ccopt_elementwise_")
         self.program.kernels.append(
             render(
@@ -391,6 +422,12 @@ class Emitter:
             return [batch, m, n, kk, m * kk, b_batch, m * n]
 
         row = self.table("kGemm", self.per_rank(plan))
+        self.record(
+            "gemm" if c.c in CUDA_TYPES else "kernel",
+            "gemm",
+            self.bytes0(a.tensor) + self.bytes0(b.tensor),
+            self.bytes0(c.tensor),
+        )
         if c.c in CUDA_TYPES:
             self.program.uses_blas = True
             self.emit_template(
@@ -442,6 +479,7 @@ class Emitter:
 
         kind = op.kind.data.value
         acc = accumulator(x.c)
+        self.record("kernel", "reduce", self.bytes0(x.tensor), self.bytes0(out.tensor))
         init_expr = reduction_start(kind, acc, x.c)
         count = prod(x.tensor.get_shape()[d] for d in reduced)
         self.emit_template(
@@ -466,6 +504,7 @@ class Emitter:
             inner = prod(shape[d + 1 :])
             return [prod(shape[:d]) * inner, inner, shape[d]]
 
+        self.record("kernel", "softmax", self.bytes0(x.tensor), self.bytes0(out.tensor))
         self.emit_template(
             "softmax.cu.j2",
             plan=self.table("kSoftmax", self.per_rank(plan)),
@@ -485,6 +524,7 @@ class Emitter:
 
         weight = self.buffer(op.weight).pointer if op.weight is not None else "nullptr"
         bias = self.buffer(op.bias).pointer if op.bias is not None else "nullptr"
+        self.record("kernel", "layernorm", self.bytes0(x.tensor), self.bytes0(out.tensor))
         self.emit_template(
             "layernorm.cu.j2",
             plan=self.table("kNorm", self.per_rank(plan)),
@@ -586,6 +626,7 @@ class Emitter:
             ),
         )
         staging = self.scratch(full.size, out.c)
+        self.record("copy", "upload", 0, full.size * _size(out.c))
         self.emit_template(
             "upload.cu.j2", host=name, dst=staging, c=out.c, count=full.size, stream=self.stream(op)
         )
@@ -612,6 +653,8 @@ class Emitter:
             dst=out.pointer,
             c=x.c,
         )
+        if not isinstance(op, k.LocalBlockOp):
+            self.record("nccl", op.name, self.bytes0(x.tensor), self.bytes0(out.tensor))
         match op:
             case k.NcclAllReduceOp():
                 self.emit_template(
@@ -769,6 +812,7 @@ class Emitter:
             op=NCCL_OPS[op.kind.data],
             **{**common, "src": send, "dst": recv},
         )
+        self.record("copy", "memcpy", self.bytes0(out.tensor), self.bytes0(out.tensor))
         self.emit_template(
             "memcpy.cu.j2",
             src=recv,
@@ -958,6 +1002,15 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         mesh=str(mesh),
     )
     return source
+
+
+def gpu_ops(module: ModuleOp, entry: str | None = None) -> list[GpuOp]:
+    """The GPU operations one call of a kernel-level program issues on rank 0, in issue order
+    (what the emitted .cu launches: kernels, copies, cuBLAS and NCCL calls)."""
+    from ccopt.program import find_entry, module_meshes
+
+    (mesh,) = module_meshes(module).values()
+    return Emitter(find_entry(module, entry), mesh).emit_function().ops
 
 
 def _color(mesh: Mesh, coords: Sequence[int], axes: Sequence[int]) -> int:
