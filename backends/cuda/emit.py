@@ -748,10 +748,49 @@ class Emitter:
             extra = {"op": NCCL_OPS[op.kind.data]} if isinstance(op, k.NcclReduceScatterOp) else {}
             self.emit_template(template, count=direct, **extra, **common)
             return
+        if isinstance(op, k.NcclReduceScatterOp | k.NcclAllGatherOp):
+            full, piece = (x, out) if isinstance(op, k.NcclReduceScatterOp) else (out, x)
+            blocks = self.member_runs(full, piece, axes)
+            if blocks is not None:
+                self.rooted(op, blocks, common)
+                return
         if isinstance(op, k.NcclReduceScatterOp):
             self.staged_reduce_scatter(op, x, out, axes, common)
         else:
             self.point_to_point(op, x, out, axes, common)
+
+    def member_runs(
+        self, full: Buffer, piece: Buffer, axes: tuple[int, ...]
+    ) -> list[list[int]] | None:
+        """Per rank: every member's block inside `full` as offsets then counts, when each
+        block is one contiguous run (unequal sizes allowed), else None."""
+        rows = []
+        for coords in self.mesh.all_coords():
+            shape = full.tensor.local_shape(self.mesh, coords)
+            region = full.tensor.local_slices(self.mesh, coords)
+            offsets, counts = [], []
+            for m in self.mesh.group(coords, axes):
+                rel = relative(piece.tensor.local_slices(self.mesh, m), region)
+                n = _numel(rel) if all(s.stop > s.start for s in rel) else 0
+                if n and not _contiguous(rel, shape):
+                    return None
+                offsets.append(_offset(rel, shape) if n else 0)
+                counts.append(n)
+            rows.append(offsets + counts)
+        return rows
+
+    def rooted(self, op: k.NcclOp, blocks: list[list[int]], common: dict[str, object]) -> None:
+        """Reduce-scatter / all-gather of unequal contiguous blocks without staging: one
+        ncclReduce (to the block's owner) or ncclBroadcast (from it) per member, grouped."""
+        extra = {"op": NCCL_OPS[op.kind.data]} if isinstance(op, k.NcclReduceScatterOp) else {}
+        self.emit_template(
+            "rooted.cu.j2",
+            members=len(blocks[0]) // 2,
+            table=self.table("kRooted", blocks),
+            reduce=isinstance(op, k.NcclReduceScatterOp),
+            **extra,
+            **common,
+        )
 
     def direct_count(
         self, op: k.NcclOp, x: Buffer, out: Buffer, axes: tuple[int, ...]
@@ -937,10 +976,8 @@ def _offsets(boxes: Sequence[Sequence[slice] | None]) -> list[int]:
 def _contiguous(box: Sequence[slice], shape: Sequence[int]) -> bool:
     """The box is one contiguous run of the row-major array."""
     extents = [s.stop - s.start for s in box]
-    first = next(
-        (d for d, (e, n) in enumerate(zip(extents, shape, strict=True)) if e != n), len(shape)
-    )
-    return all(e == 1 for e in extents[: first - 1]) if first > 0 else True
+    partial = [d for d, (e, n) in enumerate(zip(extents, shape, strict=True)) if e != n]
+    return not partial or all(e == 1 for e in extents[: partial[-1]])
 
 
 def pad(values: Sequence[int], n: int, value: int) -> list[int]:
