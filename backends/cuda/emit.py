@@ -460,31 +460,33 @@ class Emitter:
         rank = x.tensor.rank
         reduced = sorted(d % rank for d in op.dims.get_values()) if rank else []
         kept = [d for d in range(rank) if d not in reduced]
+        flat = reduced == list(range(rank - len(reduced), rank))
 
         def plan(coords: Sequence[int]) -> list[int]:
             shape = x.tensor.local_shape(self.mesh, coords)
             st = contiguous_strides(shape)
+            outputs, count = prod(shape[d] for d in kept), prod(shape[d] for d in reduced)
             return (
-                [
-                    len(kept),
-                    len(reduced),
-                    prod(shape[d] for d in kept),
-                    prod(shape[d] for d in reduced),
-                ]
+                [len(kept), len(reduced), outputs, count]
                 + pad([shape[d] for d in kept], 8, 1)
                 + pad([st[d] for d in kept], 8, 0)
                 + pad([shape[d] for d in reduced], 8, 1)
                 + pad([st[d] for d in reduced], 8, 0)
+                + list(reduce_layout(outputs, count, flat))
             )
 
+        plans = self.per_rank(plan)
         kind = op.kind.data.value
         acc = accumulator(x.c)
-        self.record("kernel", "reduce", self.bytes0(x.tensor), self.bytes0(out.tensor))
         init_expr = reduction_start(kind, acc, x.c)
         count = prod(x.tensor.get_shape()[d] for d in reduced)
+        partials = max(p[2] * p[38] if p[38] > 1 else 0 for p in plans)
+        self.record("kernel", "reduce", self.bytes0(x.tensor), self.bytes0(out.tensor))
+        if plans[0][38] > 1:
+            self.record("kernel", "reduce_finish", plans[0][2] * plans[0][38] * _size(acc))
         self.emit_template(
             "reduce.cu.j2",
-            plan=self.table("kReduce", self.per_rank(plan)),
+            plan=self.table("kReduce", plans),
             c=x.c,
             acc=acc,
             kind=REDUCE_KINDS[kind],
@@ -492,6 +494,7 @@ class Emitter:
             init=init_expr,
             src=x.pointer,
             dst=out.pointer,
+            partial=self.scratch(partials, acc) if partials else f"static_cast<{acc}*>(nullptr)",
             stream=self.stream(op),
         )
 
@@ -925,6 +928,24 @@ class Emitter:
             )
 
 
+TARGET_BLOCKS = 264  # two waves of blocks on a 132-SM H100: enough to fill the GPU
+ELEMENTS_PER_THREAD = 16  # below this many reduced elements per thread a split does not pay
+
+
+def reduce_layout(outputs: int, count: int, flat: bool) -> tuple[int, int, int]:
+    """(a block per output?, reduced elements contiguous?, blocks per output) of a reduction.
+
+    A block per output when its reduced elements are the contiguous trailing ones (the block
+    reads them coalesced) or when there are too few outputs to fill the GPU with a thread each;
+    a thread per output otherwise (neighbouring threads, neighbouring outputs). Few outputs
+    over many elements (a whole-tensor norm) are split over several blocks per output."""
+    if not flat and outputs >= 1024:
+        return 0, 0, 1
+    per_block = 256 * ELEMENTS_PER_THREAD
+    splits = max(1, min(256, count // per_block, -(-TARGET_BLOCKS // max(outputs, 1))))
+    return 1, int(flat), splits
+
+
 def reduction_start(kind: str, acc: str, c: str) -> str:
     """The accumulator's initial value: the identity of the reduction."""
     if kind in ("sum", "mean"):
@@ -946,6 +967,7 @@ def _size(c: str) -> int:
         "float": 4,
         "double": 8,
         "bool": 1,
+        "int": 4,
         "int32_t": 4,
         "int64_t": 8,
     }[c]

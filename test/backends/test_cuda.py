@@ -85,7 +85,16 @@ def test_cpu_build_equals_the_interpreter(name: str, schedule: str, memory: str)
 
 @pytest.mark.parametrize(
     "entry",
-    ["elementwise", "half", "contractions", "integers", "reductions", "shapes", "collectives"],
+    [
+        "elementwise",
+        "half",
+        "contractions",
+        "integers",
+        "reductions",
+        "big_reductions",
+        "shapes",
+        "collectives",
+    ],
 )
 def test_every_kernel_level_construct_runs_on_the_cpu_harness(entry: str) -> None:
     """The zoo uses every dtensor and coll op (uneven blocks, both directions of every split),

@@ -87,3 +87,13 @@ func.func @collectives(%p: !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>, %s: !dt
   %mx = coll.all_reduce max %pm over [a] : !dtensor.tensor<7x5xf32, @m[P(max), R]> -> !dtensor.tensor<7x5xf32, @m[R, R]>
   func.return %mx, %ar, %rs, %ag, %aa, %sl, %bc, %rd, %sh, %cy : !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, P(sum)]>, !dtensor.tensor<7x5xf32, @m[P(sum), S(1)]>, !dtensor.tensor<7x5xf32, @m[S(0), R]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<7x5xf32, @m[V, R]>, !dtensor.tensor<7x5xf32, @m[V, R]>
 }
+
+// Reductions large enough for the block kernels to split an output over several blocks.
+func.func @big_reductions(%x: !dtensor.tensor<6x1500xf32, @m[R, R]>) -> (!dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<6xf32, @m[R, R]>, !dtensor.tensor<1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>) {
+  %n = dtensor.norm %x : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<f32, @m[R, R]>
+  %rows = dtensor.reduce max %x dims [1] : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<6xf32, @m[R, R]>
+  %cols = dtensor.reduce mean %x dims [0] : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<1500xf32, @m[R, R]>
+  %sm = dtensor.softmax %x dim 1 : !dtensor.tensor<6x1500xf32, @m[R, R]>
+  %ln = dtensor.layernorm %x eps 1.0e-05 : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<6x1500xf32, @m[R, R]>
+  func.return %n, %rows, %cols, %sm, %ln : !dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<6xf32, @m[R, R]>, !dtensor.tensor<1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>
+}

@@ -29,6 +29,7 @@
 
 #define __global__
 #define __device__
+#define __shared__ static thread_local  // one array per block: its fibers share the host thread
 #define __host__
 #define __forceinline__ inline
 
