@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     Float64Type,
     FloatAttr,
     IntegerAttr,
@@ -347,9 +348,10 @@ class GemmOp(DeviceOp):
     out = operand_def(BufferType)
     transpose_lhs = opt_prop_def(UnitAttr)
     transpose_rhs = opt_prop_def(UnitAttr)
+    tf32 = opt_prop_def(UnitAttr)  # f32 only: cuBLAS may round the inputs to TF32 (tensor cores)
     assembly_format = (
         "$lhs `,` $rhs `->` $out (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? "
-        "`stream` $stream attr-dict `:` type($lhs) `,` type($rhs) `->` type($out)"
+        "(`tf32` $tf32^)? `stream` $stream attr-dict `:` type($lhs) `,` type($rhs) `->` type($out)"
     )
 
     def __init__(
@@ -379,6 +381,8 @@ class GemmOp(DeviceOp):
             self.transpose_rhs is not None,
         )
         _expect(tensor_of(self.out), expected, "the output")
+        if self.tf32 is not None and not isinstance(tensor_of(self.out).element_type, Float32Type):
+            raise VerifyException("tf32 applies to f32 gemms only")
 
 
 @irdl_op_definition

@@ -81,7 +81,9 @@ CATALOG: dict[str, PassInfo] = {
     ),
     'convert-to-kernel': PassInfo(
         'Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events.',
-        (),
+        (
+            OptionInfo(name='tf32', kind='bool', default='false', meaning='Let f32 gemms round their inputs to TF32 on tensor cores (cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32): faster, about 10 mantissa bits; off keeps full f32.'),
+        ),
     ),
     'plan-memory': PassInfo(
         'Place workspace buffers at byte offsets, sharing bytes between buffers whose lives do not overlap on any stream.',

@@ -440,6 +440,11 @@ class Emitter:
                 tb=tb,
                 dtype=CUDA_TYPES[c.c],
                 double=c.c == "double",
+                compute="CUBLAS_COMPUTE_64F"
+                if c.c == "double"
+                else "CUBLAS_COMPUTE_32F_FAST_TF32"
+                if op.tf32 is not None
+                else "CUBLAS_COMPUTE_32F",
                 stream=self.stream(op),
             )
         else:

@@ -303,3 +303,25 @@ def test_nvcc_compiles_every_construct_of_the_zoo() -> None:
             text=True,
         )
         assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_tf32_is_an_explicit_option_that_reaches_cublas() -> None:
+    """Off by default (full f32, the reference's results); `convert-to-kernel{tf32=true}` asks
+    cuBLAS for FAST_TF32, which the harness emulates by rounding the inputs to 10 mantissa bits:
+    close to the reference, not equal to it."""
+    module = load_program(ROOT / "examples" / "megatron_row_parallel.mlir")
+    bind_mesh(module, "tp=2")
+    reference = ccopt.run(module, seed=4)
+    default, fast = module.clone(), module.clone()
+    run_pipeline(default, "convert-to-kernel")
+    run_pipeline(fast, "convert-to-kernel{tf32=true}")
+    assert "CUBLAS_COMPUTE_32F_FAST_TF32" not in emit_cuda(default)
+    assert "CUBLAS_COMPUTE_32F_FAST_TF32" in emit_cuda(fast)
+    exact = run_on_host(default, reference.inputs)
+    rounded = run_on_host(fast, reference.inputs)
+    assert_same_shards(exact, reference.shards)
+    assert_same_shards(rounded, reference.shards, rtol=1e-2)
+    assert any(
+        not np.array_equal(a, b)
+        for a, b in zip(rounded["result0"], exact["result0"], strict=True)
+    )

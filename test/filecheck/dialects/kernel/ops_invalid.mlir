@@ -259,6 +259,16 @@ func.func @gemm_contraction(%x: !kernel.buffer<8x16xf32, @t[R]>, %w: !kernel.buf
 
 // -----
 
+// TF32 rounds f32 inputs: an f64 gemm cannot ask for it.
+dtensor.mesh @t [tp=4]
+func.func @gemm_tf32_f64(%x: !kernel.buffer<8x16xf64, @t[R]>, %w: !kernel.buffer<16x4xf64, @t[R]>, %o: !kernel.buffer<8x4xf64, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.gemm' op tf32 applies to f32 gemms only
+  kernel.gemm %x, %w -> %o tf32 stream 0 : !kernel.buffer<8x16xf64, @t[R]>, !kernel.buffer<16x4xf64, @t[R]> -> !kernel.buffer<8x4xf64, @t[R]>
+  func.return
+}
+
+// -----
+
 // A split contraction alone has no local product.
 dtensor.mesh @t [tp=4]
 func.func @gemm_placements(%x: !kernel.buffer<8x16xf32, @t[S(1)]>, %w: !kernel.buffer<16x4xf32, @t[R]>, %o: !kernel.buffer<8x4xf32, @t[R]>) {
