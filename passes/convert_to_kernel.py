@@ -49,6 +49,7 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, is_elementwise
 from ccopt.passes.fusion_groups import build_body
+from ccopt.passes.kernel_views import view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
 
@@ -405,7 +406,7 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
 
 def root_buffer(buffer: SSAValue) -> SSAValue:
     """The buffer whose storage `buffer` is (through views and block views)."""
-    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp):
+    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
         buffer = buffer.owner.source
     return buffer
 
@@ -512,6 +513,11 @@ class ConvertToKernel(ModulePass):
 
     name = "convert-to-kernel"
 
+    views: bool = option(
+        True,
+        "Read slices and ranks' blocks in place (kernel.subview: strided rows for cuBLAS and "
+        "elementwise kernels) instead of copying them; false keeps every copy.",
+    )
     tf32: bool = option(
         False,
         "Let f32 gemms round their inputs to TF32 on tensor cores (cuBLAS "
@@ -526,6 +532,8 @@ class ConvertToKernel(ModulePass):
                 )
             check_signature(f)
             lowered = lower_function(f)
+            if self.views:
+                view_in_place(lowered.body.blocks[0])
             if self.tf32:
                 allow_tf32(lowered)
             Rewriter.insert_op(lowered, InsertPoint.after(f))

@@ -109,6 +109,7 @@ class Buffer:
 
     pointer: str
     tensor: DTensorType
+    strides: list[list[int]] | None = None  # per rank, element strides of a subview; None: dense
 
     @property
     def c(self) -> str:
@@ -214,6 +215,43 @@ class Emitter:
     def buffer(self, value: SSAValue) -> Buffer:
         return self.buffers[value]
 
+    def layout(self, b: Buffer, coords: Sequence[int]) -> list[int]:
+        """A buffer's element strides on the rank at `coords` (row-major unless a subview)."""
+        if b.strides is not None:
+            return b.strides[self.mesh.rank(coords)]
+        return contiguous_strides(b.tensor.local_shape(self.mesh, coords))
+
+    def subview(self, op: k.SubviewOp) -> None:
+        """A box of the source read in place: a per-rank pointer offset, the source's strides."""
+        source = self.buffer(op.source)
+        t = k.tensor_of(op.result)
+        offsets = op.offsets.get_values()
+
+        def start(coords: Sequence[int]) -> list[int]:
+            box = k.subview_box(source.tensor, t, offsets, self.mesh, coords)
+            assert box is not None, "verified: every rank's box lies in its source block"
+            if any(b.stop <= b.start for b in box):
+                return [0]
+            return [sum(b.start * st for b, st in zip(box, self.layout(source, coords), strict=True))]
+
+        strides = self.per_rank(lambda c: self.layout(source, c))
+        dense = all(
+            _dense(t.local_shape(self.mesh, c), st)
+            for c, st in zip(self.mesh.all_coords(), strides, strict=True)
+        )
+        self.buffers[op.result] = Buffer(
+            f"({source.pointer} + {self.table('kSubview', self.per_rank(start))}[0])",
+            t,
+            None if dense else strides,
+        )
+
+    def require_dense(self, op: Operation) -> None:
+        """Kernels other than elementwise, gemm and copies index their buffers densely."""
+        for v in op.operands:
+            b = self.buffers.get(v)
+            if b is not None and b.strides is not None:
+                raise EmitError(f"'{op.name}' cannot read the strided view %{v.name_hint or '?'}")
+
     def allocate(self, alloc: k.AllocOp) -> None:
         value = alloc.result
         t = k.tensor_of(value)
@@ -276,7 +314,20 @@ class Emitter:
         return self.program
 
     def emit_op(self, op: Operation) -> None:
+        if not isinstance(
+            op,
+            k.SubviewOp
+            | k.ElementwiseOp
+            | k.GemmOp
+            | k.SliceKernelOp
+            | k.ConcatKernelOp
+            | k.TransposeKernelOp
+            | k.LocalBlockOp,
+        ):
+            self.require_dense(op)
         match op:
+            case k.SubviewOp():
+                self.subview(op)
             case k.AllocOp():
                 self.allocate(op)
             case k.ViewOp():
@@ -391,7 +442,9 @@ class Emitter:
             self.table(
                 "kStride",
                 self.per_rank(
-                    lambda c, t=b.tensor: broadcast_strides(t, iteration, self.mesh, c, ndim)
+                    lambda c, b=b: broadcast_strides(
+                        b.tensor, iteration, self.mesh, c, ndim, self.layout(b, c)
+                    )
                 ),
             )
             for b in ins
@@ -418,8 +471,11 @@ class Emitter:
             m, kk = (ls[-1], ls[-2]) if ta else (ls[-2], ls[-1])
             n = rs[-2] if tb else rs[-1]
             batch = prod(ls[:-2])
-            b_batch = 0 if len(rs) == 2 else kk * n
-            return [batch, m, n, kk, m * kk, b_batch, m * n]
+            sa, sb = self.layout(a, coords), self.layout(b, coords)
+            # subviews keep their source's rows: leading dimensions and batch strides from it
+            a_batch = sa[-3] if a.strides is not None and len(ls) > 2 else m * kk
+            b_batch = 0 if len(rs) == 2 else sb[-3] if b.strides is not None else kk * n
+            return [batch, m, n, kk, a_batch, b_batch, m * n, sa[-2], sb[-2]]
 
         row = self.table("kGemm", self.per_rank(plan))
         self.record(
@@ -552,7 +608,7 @@ class Emitter:
         offsets = [0 if d in split else o for d, o in enumerate(op.offsets.get_values())]
 
         def src_offset(coords: Sequence[int]) -> int:
-            st = contiguous_strides(x.tensor.local_shape(self.mesh, coords))
+            st = self.layout(x, coords)
             return sum(o * s for o, s in zip(offsets, st, strict=True))
 
         base = self.table("kSliceBase", self.per_rank(lambda c: [src_offset(c)])) + "[0]"
@@ -561,7 +617,7 @@ class Emitter:
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            self.per_rank(lambda c: contiguous_strides(x.tensor.local_shape(self.mesh, c))),
+            self.per_rank(lambda c: self.layout(x, c)),
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
@@ -583,9 +639,7 @@ class Emitter:
                 f"({out.pointer} + {base})",
                 out.c,
                 self.per_rank(lambda c, p=piece: p.tensor.local_shape(self.mesh, c)),
-                self.per_rank(
-                    lambda c, p=piece: contiguous_strides(p.tensor.local_shape(self.mesh, c))
-                ),
+                self.per_rank(lambda c, p=piece: self.layout(p, c)),
                 self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
                 self.stream(op),
             )
@@ -600,7 +654,7 @@ class Emitter:
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
             self.per_rank(
-                lambda c: [contiguous_strides(x.tensor.local_shape(self.mesh, c))[p] for p in perm]
+                lambda c: [self.layout(x, c)[p] for p in perm]
             ),
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
@@ -719,7 +773,7 @@ class Emitter:
 
     def local_block(self, x: Buffer, out: Buffer, op: k.LocalBlockOp) -> None:
         def offset(coords: Sequence[int]) -> list[int]:
-            st = contiguous_strides(x.tensor.local_shape(self.mesh, coords))
+            st = self.layout(x, coords)
             rel = relative(
                 out.tensor.local_slices(self.mesh, coords), x.tensor.local_slices(self.mesh, coords)
             )
@@ -731,7 +785,7 @@ class Emitter:
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            self.per_rank(lambda c: contiguous_strides(x.tensor.local_shape(self.mesh, c))),
+            self.per_rank(lambda c: self.layout(x, c)),
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
@@ -1007,17 +1061,28 @@ def _contiguous(box: Sequence[slice], shape: Sequence[int]) -> bool:
     return not partial or all(e == 1 for e in extents[: partial[-1]])
 
 
+def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Strides that index `shape` row-major without gaps (size-1 dimensions are free)."""
+    expected = contiguous_strides(shape)
+    return all(n == 1 or s == e for n, s, e in zip(shape, strides, expected, strict=True))
+
+
 def pad(values: Sequence[int], n: int, value: int) -> list[int]:
     return list(values) + [value] * (n - len(values))
 
 
 def broadcast_strides(
-    t: DTensorType, iteration: DTensorType, mesh: Mesh, coords: Sequence[int], ndim: int
+    t: DTensorType,
+    iteration: DTensorType,
+    mesh: Mesh,
+    coords: Sequence[int],
+    ndim: int,
+    st: Sequence[int],
 ) -> list[int]:
-    """Strides of an input over the iteration space: 0 along broadcast dimensions."""
+    """Strides of an input (its own element strides `st`) over the iteration space: 0 along
+    broadcast dimensions."""
     local = t.local_shape(mesh, coords)
     it = iteration.local_shape(mesh, coords)
-    st = contiguous_strides(local)
     offset = len(it) - len(local)
     strides = [0] * ndim
     for d in range(len(local)):

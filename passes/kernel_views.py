@@ -1,0 +1,102 @@
+"""Read slices and blocks in place: `kernel.slice` / `kernel.local_block` copies become
+`kernel.subview`s where every reader can take strided rows (part of convert-to-kernel).
+
+A chunked matmul reads a column slice of its weight, a fused collective's body reads a slice
+of the bias and of the residual; copying each slice costs a launch and its bytes every call.
+cuBLAS takes a leading dimension and elementwise kernels take a stride per input, so these
+readers can read the slice where it lies:
+
+```mlir
+%w0 = kernel.alloc : !kernel.buffer<96x8xf32, @m[R, S(0)]>
+kernel.slice %w2 -> %w0 offsets [0, 8] stream 0 : ...
+kernel.gemm %h, %w0 -> %y stream 0 : ...
+// becomes
+%w0 = kernel.subview %w2 offsets [0, 8] : !kernel.buffer<96x24xf32, ...> -> !kernel.buffer<96x8xf32, ...>
+kernel.gemm %h, %w0 -> %y stream 0 : ...     // ldb = 24 (the weight's row), no copy
+```
+A copy stays where a reader needs contiguous memory (NCCL, reductions, memcpy), where the
+destination is a result the caller sees, or where the source is written after the copy (a
+view would see the new values, or race with the writer on another stream).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ccopt.dialects import kernel as k
+
+
+def storage(buffer: SSAValue) -> SSAValue:
+    """The buffer whose bytes `buffer` is (through views)."""
+    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
+        buffer = buffer.owner.source
+    return buffer
+
+
+def written(op: Operation) -> list[SSAValue]:
+    """The buffers a device op writes."""
+    if isinstance(op, k.ElementwiseOp):
+        return list(op.outputs)
+    out = getattr(op, "out", None) if isinstance(op, k.DeviceOp) else None
+    return [out] if isinstance(out, SSAValue) else []
+
+
+def reads_strided(op: Operation, value: SSAValue) -> bool:
+    """Whether `op` only reads `value` and can read it with the strides of a box."""
+    if value in written(op):
+        return False
+    match op:
+        case k.ElementwiseOp() | k.SubviewOp():
+            return True
+        case k.GemmOp():
+            # batched operands must keep one batch stride: at most one batch dimension
+            return k.tensor_of(value).rank <= 3
+        case k.SliceKernelOp() | k.ConcatKernelOp() | k.TransposeKernelOp():
+            return True  # already strided copies: they read the box where it lies
+        case _:
+            return False
+
+
+def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
+    """(source, destination, offsets) of a copy that a subview could replace."""
+    match op:
+        case k.SliceKernelOp():
+            return op.input, op.out, list(op.offsets.get_values())
+        case k.LocalBlockOp():
+            return op.input, op.out, [0] * k.tensor_of(op.out).rank
+        case _:
+            return None
+
+
+def view_in_place(block: Block) -> int:
+    """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
+    Walks backwards so that a slice of a slice is seen after its readers became views."""
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    writes_after: dict[SSAValue, int] = {}  # storage -> last position written
+    for i, op in enumerate(ops):
+        for v in written(op):
+            writes_after[storage(v)] = i
+    done = 0
+    for op in reversed(ops):
+        found = box_of(op)
+        if found is None:
+            continue
+        source, dest, offsets = found
+        alloc = dest.owner
+        if not isinstance(alloc, k.AllocOp) or alloc.parent_block() is not block:
+            continue  # a result or argument: the caller reads it
+        if writes_after.get(storage(source), -1) > position[op]:
+            continue  # the source changes later: the copy keeps the old values
+        readers = [u.operation for u in dest.uses if u.operation is not op]
+        if not all(reads_strided(r, dest) for r in readers):
+            continue
+        view = k.SubviewOp(source, offsets, k.tensor_of(dest))
+        Rewriter.insert_op(view, InsertPoint.before(op))
+        view.result.name_hint = dest.name_hint
+        dest.replace_all_uses_with(view.result)
+        Rewriter.erase_op(op)
+        Rewriter.erase_op(alloc)
+        done += 1
+    return done
