@@ -619,3 +619,23 @@ dtensor.mesh @t [tp=4]
 func.func @bad_workspace() attributes {kernel.workspace = "big"} {
   func.return
 }
+
+// -----
+
+// A subview reads inside its source: a box past the end of a rank's block is rejected.
+dtensor.mesh @t [tp=4]
+func.func @subview_outside(%w: !kernel.buffer<16x24xf32, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.subview' op rank 0's block of the result is not inside its block of the source
+  %c = kernel.subview %w offsets [0, 20] : !kernel.buffer<16x24xf32, @t[R]> -> !kernel.buffer<16x8xf32, @t[R]>
+  func.return
+}
+
+// -----
+
+// A subview keeps the rank of its source (a reshape is kernel.view).
+dtensor.mesh @t [tp=4]
+func.func @subview_rank(%w: !kernel.buffer<16x24xf32, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.subview' op a subview keeps the rank: source has 2 dims, result 1, 1 offsets
+  %c = kernel.subview %w offsets [0] : !kernel.buffer<16x24xf32, @t[R]> -> !kernel.buffer<16xf32, @t[R]>
+  func.return
+}
