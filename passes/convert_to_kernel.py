@@ -49,7 +49,7 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, is_elementwise
 from ccopt.passes.fusion_groups import build_body
-from ccopt.passes.kernel_views import view_in_place
+from ccopt.passes.kernel_views import concat_in_place, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
 
@@ -516,7 +516,8 @@ class ConvertToKernel(ModulePass):
     views: bool = option(
         True,
         "Read slices and ranks' blocks in place (kernel.subview: strided rows for cuBLAS and "
-        "elementwise kernels) instead of copying them; false keeps every copy.",
+        "elementwise kernels) and let all-gathers write chunks into their concatenation, "
+        "instead of copying; false keeps every copy.",
     )
     tf32: bool = option(
         False,
@@ -534,6 +535,7 @@ class ConvertToKernel(ModulePass):
             lowered = lower_function(f)
             if self.views:
                 view_in_place(lowered.body.blocks[0])
+                concat_in_place(lowered.body.blocks[0])
             if self.tf32:
                 allow_tf32(lowered)
             Rewriter.insert_op(lowered, InsertPoint.after(f))

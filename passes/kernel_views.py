@@ -17,6 +17,11 @@ kernel.gemm %h, %w0 -> %y stream 0 : ...     // ldb = 24 (the weight's row), no 
 A copy stays where a reader needs contiguous memory (NCCL, reductions, memcpy), where the
 destination is a result the caller sees, or where the source is written after the copy (a
 view would see the new values, or race with the writer on another stream).
+
+The other direction: a `kernel.concat` of chunks that all-gathers produced (an overlapped
+schedule joining its chunks) is written in place - each all-gather receives straight into its
+box of the concatenation, and the concat disappears (likewise chunks that reduce-scatters
+produced).
 """
 
 from __future__ import annotations
@@ -100,3 +105,65 @@ def view_in_place(block: Block) -> int:
         Rewriter.erase_op(alloc)
         done += 1
     return done
+
+
+def uses_storage(op: Operation, root: SSAValue) -> bool:
+    return any(storage(v) is root for v in op.operands)
+
+
+def concat_in_place(block: Block) -> int:
+    """Let the all-gathers (reduce-scatters) whose results are only concatenated write into the concatenation
+    (subviews of it) and drop the concat; returns how many concats went."""
+    done = 0
+    for op in [o for o in block.ops if isinstance(o, k.ConcatKernelOp)]:
+        writers = []
+        for v in op.inputs:
+            alloc = v.owner
+            users = [u.operation for u in v.uses]
+            # the collective writing it, and block views of it (an in-place all-gather's input)
+            writer = [u for u in users if u is not op and not isinstance(u, k.BlockViewOp)]
+            if (
+                not isinstance(alloc, k.AllocOp)
+                or alloc.parent_block() is not block
+                or len(writer) != 1
+                or not isinstance(writer[0], k.NcclAllGatherOp | k.NcclReduceScatterOp)
+                or writer[0].out is not v
+            ):
+                break
+            writers.append(writer[0])
+        else:
+            ops = list(block.ops)
+            first = min((v.owner for v in op.inputs), key=ops.index)  # the earliest chunk alloc
+            if not free_between(block, first, op, storage(op.out)):  # type: ignore[arg-type]
+                continue
+            dim = op.dim.value.data % k.tensor_of(op.out).rank
+            start = 0
+            for v, writer in zip(list(op.inputs), writers, strict=True):
+                t = k.tensor_of(v)
+                offsets = [start if d == dim else 0 for d in range(t.rank)]
+                view = k.SubviewOp(op.out, offsets, t)
+                Rewriter.insert_op(view, InsertPoint.after(v.owner))
+                view.result.name_hint = v.name_hint
+                alloc = v.owner
+                v.replace_all_uses_with(view.result)
+                Rewriter.erase_op(alloc)  # type: ignore[arg-type]
+                start += t.get_shape()[dim]
+            Rewriter.erase_op(op)
+            done += 1
+    return done
+
+
+def free_between(block: Block, first: Operation, last: Operation, root: SSAValue) -> bool:
+    """No op from `first` to `last` (exclusive) touches the storage `root`; `root` is then
+    defined before `first` (where the views go), its alloc moved up if need be."""
+    ops = list(block.ops)
+    a, b = ops.index(first), ops.index(last)
+    if any(uses_storage(o, root) for o in ops[a:b]):
+        return False
+    owner = root.owner
+    if isinstance(owner, Operation) and owner.parent_block() is block and ops.index(owner) > a:
+        if not isinstance(owner, k.AllocOp):
+            return False
+        owner.detach()  # an alloc only names bytes: declare it before the chunks
+        Rewriter.insert_op(owner, InsertPoint.before(first))
+    return True

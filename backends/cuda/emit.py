@@ -21,6 +21,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import product
 from math import prod
 
 import jinja2
@@ -322,7 +323,10 @@ class Emitter:
             | k.SliceKernelOp
             | k.ConcatKernelOp
             | k.TransposeKernelOp
-            | k.LocalBlockOp,
+            | k.LocalBlockOp
+            | k.BlockViewOp
+            | k.NcclAllGatherOp
+            | k.NcclReduceScatterOp,
         ):
             self.require_dense(op)
         match op:
@@ -397,14 +401,15 @@ class Emitter:
         t = k.tensor_of(op.result)
 
         def offset(coords: Sequence[int]) -> list[int]:
-            inner = contiguous_strides(full.tensor.local_shape(self.mesh, coords))
+            inner = self.layout(full, coords)
             start = relative(
                 t.local_slices(self.mesh, coords), full.tensor.local_slices(self.mesh, coords)
             )
             return [sum(s.start * st for s, st in zip(start, inner, strict=True))] if inner else [0]
 
+        strides = None if full.strides is None else self.per_rank(lambda c: self.layout(full, c))
         self.buffers[op.result] = Buffer(
-            f"({full.pointer} + {self.table('kBlock', self.per_rank(offset))}[0])", t
+            f"({full.pointer} + {self.table('kBlock', self.per_rank(offset))}[0])", t, strides
         )
 
     def elementwise(self, op: k.ElementwiseOp) -> None:
@@ -428,6 +433,7 @@ class Emitter:
                 ndim=ndim,
                 ins=[b.c for b in ins],
                 outs=[b.c for b in outs],
+                strided=[b.strides is not None for b in outs],
                 body=lines,
                 yields=yields,
                 names=names,
@@ -457,7 +463,15 @@ class Emitter:
             offset=self.table("kOffset", [pad(o, ndim, 0) for o in offsets]),
             gstride=dims(pad(gstrides, ndim, 0)),
             ins=[(b.pointer, s) for b, s in zip(ins, strides, strict=True)],
-            outs=[b.pointer for b in outs],
+            outs=[
+                (
+                    b.pointer,
+                    None
+                    if b.strides is None
+                    else self.table("kOutStride", [pad(st, ndim, 0) for st in b.strides]),
+                )
+                for b in outs
+            ],
             stream=self.stream(op),
         )
 
@@ -801,7 +815,8 @@ class Emitter:
     ) -> None:
         """reduce_scatter, all_gather and all_to_all: NCCL directly when every member's block is
         one equal contiguous piece, else through per-rank pack/unpack plans."""
-        direct = self.direct_count(op, x, out, axes)
+        dense = x.strides is None and out.strides is None
+        direct = self.direct_count(op, x, out, axes) if dense else None
         if direct is not None:
             template = {
                 k.NcclReduceScatterOp: "reduce_scatter.cu.j2",
@@ -811,44 +826,55 @@ class Emitter:
             self.emit_template(template, count=direct, **extra, **common)
             return
         if isinstance(op, k.NcclReduceScatterOp | k.NcclAllGatherOp):
-            full, piece = (x, out) if isinstance(op, k.NcclReduceScatterOp) else (out, x)
-            blocks = self.member_runs(full, piece, axes)
-            if blocks is not None:
-                self.rooted(op, blocks, common)
+            runs = self.member_runs(op, x, out, axes)
+            if runs is not None:
+                self.rooted(op, runs, common)
                 return
         if isinstance(op, k.NcclReduceScatterOp):
             self.staged_reduce_scatter(op, x, out, axes, common)
         else:
             self.point_to_point(op, x, out, axes, common)
 
-    def member_runs(
-        self, full: Buffer, piece: Buffer, axes: tuple[int, ...]
-    ) -> list[list[int]] | None:
-        """Per rank: every member's block inside `full` as offsets then counts, when each
-        block is one contiguous run (unequal sizes allowed), else None."""
+    def member_runs(self, op: k.NcclOp, x: Buffer, out: Buffer, axes: tuple[int, ...]):  # noqa: ANN201
+        """Reduce-scatter / all-gather as rooted calls on contiguous runs: per rank, a row of
+        (root, offset in x, offset in out, count) per run, every member's block cut into runs
+        that are contiguous in both buffers (the same runs, in the same order, on every rank
+        of a group); None when a group would need more than MAX_RUNS calls."""
+        scatter = isinstance(op, k.NcclReduceScatterOp)
+        full, piece = (x, out) if scatter else (out, x)
         rows = []
         for coords in self.mesh.all_coords():
-            shape = full.tensor.local_shape(self.mesh, coords)
             region = full.tensor.local_slices(self.mesh, coords)
-            offsets, counts = [], []
-            for m in self.mesh.group(coords, axes):
-                rel = relative(piece.tensor.local_slices(self.mesh, m), region)
-                n = _numel(rel) if all(s.stop > s.start for s in rel) else 0
-                if n and not _contiguous(rel, shape):
-                    return None
-                offsets.append(_offset(rel, shape) if n else 0)
-                counts.append(n)
-            rows.append(offsets + counts)
-        return rows
+            full_st, piece_st = self.layout(full, coords), self.layout(piece, coords)
+            me = self.mesh.group_index(coords, axes)
+            row: list[int] = []
+            for q, member in enumerate(self.mesh.group(coords, axes)):
+                box = relative(piece.tensor.local_slices(self.mesh, member), region)
+                extents = [b.stop - b.start for b in box]
+                if any(e <= 0 for e in extents):
+                    continue
+                inner = max(_run_start(extents, full_st), _run_start(extents, piece_st))
+                in_full = _runs_of(box, full_st, inner)
+                own = tuple(slice(0, e) for e in extents)  # the member's block in its own piece
+                in_piece = _runs_of(own, piece_st, inner) if q == me else [(0, n) for _, n in in_full]
+                for (f_off, n), (p_off, _) in zip(in_full, in_piece, strict=True):
+                    x_off, o_off = (f_off, p_off) if scatter else (p_off, f_off)
+                    row += [q, x_off if scatter or q == me else 0, o_off if not scatter or q == me else 0, n]
+            rows.append(row)
+        width = max(len(r) for r in rows)
+        if width // 4 > MAX_RUNS:
+            return None
+        return [r + [0, 0, 0, 0] * ((width - len(r)) // 4) for r in rows]
 
-    def rooted(self, op: k.NcclOp, blocks: list[list[int]], common: dict[str, object]) -> None:
-        """Reduce-scatter / all-gather of unequal contiguous blocks without staging: one
-        ncclReduce (to the block's owner) or ncclBroadcast (from it) per member, grouped."""
+    def rooted(self, op: k.NcclOp, runs: list[list[int]], common: dict[str, object]) -> None:
+        """Reduce-scatter / all-gather without staging: one ncclReduce (to the block's owner)
+        or ncclBroadcast (from it) per contiguous run of every member's block, in one group
+        (NCCL launches a group's collectives together)."""
         extra = {"op": NCCL_OPS[op.kind.data]} if isinstance(op, k.NcclReduceScatterOp) else {}
         self.emit_template(
             "rooted.cu.j2",
-            members=len(blocks[0]) // 2,
-            table=self.table("kRooted", blocks),
+            runs=max(1, len(runs[0]) // 4),
+            table=self.table("kRooted", runs),
             reduce=isinstance(op, k.NcclReduceScatterOp),
             **extra,
             **common,
@@ -899,11 +925,11 @@ class Emitter:
         for i in range(len(plans[0][2])):
             self.copy(
                 x.pointer
-                + f" + {self.table('kPackSrc', [[_offset(b[i], x.tensor.local_shape(self.mesh, c))] for c, _, b in plans])}[0]",
+                + f" + {self.table('kPackSrc', [[_at(b[i], self.layout(x, c))] for c, _, b in plans])}[0]",
                 f"({send} + {i * slot})",
                 x.c,
                 [[s.stop - s.start for s in b[i]] for _, _, b in plans],
-                [contiguous_strides(x.tensor.local_shape(self.mesh, c)) for c, _, _ in plans],
+                [self.layout(x, c) for c, _, _ in plans],
                 [contiguous_strides([s.stop - s.start for s in b[i]]) for _, _, b in plans],
                 common["stream"],  # type: ignore[arg-type]
             )
@@ -913,6 +939,17 @@ class Emitter:
             op=NCCL_OPS[op.kind.data],
             **{**common, "src": send, "dst": recv},
         )
+        if out.strides is not None:  # unpack into the strided view
+            self.copy(
+                recv,
+                out.pointer,
+                x.c,
+                self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
+                self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
+                self.per_rank(lambda c: self.layout(out, c)),
+                common["stream"],  # type: ignore[arg-type]
+            )
+            return
         self.record("copy", "memcpy", self.bytes0(out.tensor), self.bytes0(out.tensor))
         self.emit_template(
             "memcpy.cu.j2",
@@ -928,7 +965,6 @@ class Emitter:
     ) -> None:
         """all_gather / all_to_all as grouped sends and receives of the overlapping boxes."""
         members = len(self.mesh.group(self.mesh.coords(0), axes))
-        send_size = recv_size = 1
         send_rows, recv_rows = [], []
         for coords in self.mesh.all_coords():
             group = self.mesh.group(coords, axes)
@@ -940,51 +976,111 @@ class Emitter:
                 box_in = intersect(x.tensor.local_slices(self.mesh, peer), mine_out)
                 sends.append(box_out and relative(box_out, mine_in))
                 recvs.append(box_in and relative(box_in, mine_out))
-            send_size = max(send_size, sum(_numel(b) for b in sends))
-            recv_size = max(recv_size, sum(_numel(b) for b in recvs))
             send_rows.append(sends)
             recv_rows.append(recvs)
-        send, recv = self.scratch(send_size, x.c), self.scratch(recv_size, x.c)
-        send_at = [_offsets(row) for row in send_rows]
-        recv_at = [_offsets(row) for row in recv_rows]
+        shapes_in = [x.tensor.local_shape(self.mesh, c) for c in self.mesh.all_coords()]
+        shapes_out = [out.tensor.local_shape(self.mesh, c) for c in self.mesh.all_coords()]
+        # a box that is one contiguous run is sent from (received into) the buffer itself
+        send_direct = [
+            x.strides is None and _runs(send_rows, q, shapes_in) for q in range(members)
+        ]
+        recv_direct = [
+            out.strides is None and _runs(recv_rows, q, shapes_out) for q in range(members)
+        ]
+        send_at = [_staged_offsets(row, send_direct) for row in send_rows]
+        recv_at = [_staged_offsets(row, recv_direct) for row in recv_rows]
+        send_size = max(1, *(sum(_numel(b) for b, d in zip(row, send_direct, strict=True) if not d) for row in send_rows))
+        recv_size = max(1, *(sum(_numel(b) for b, d in zip(row, recv_direct, strict=True) if not d) for row in recv_rows))
+        send = self.scratch(send_size, x.c) if not all(send_direct) else None
+        recv = self.scratch(recv_size, x.c) if not all(recv_direct) else None
         for q in range(members):
+            if send_direct[q]:
+                continue
             self.copy(
                 x.pointer
-                + f" + {self.table('kSendSrc', [[_offset(row[q], x.tensor.local_shape(self.mesh, self.mesh.coords(r)))] for r, row in enumerate(send_rows)])}[0]",
+                + f" + {self.table('kSendSrc', [[_at(row[q], self.layout(x, self.mesh.coords(r)))] for r, row in enumerate(send_rows)])}[0]",
                 f"{send} + {self.table('kSendAt', [[at[q]] for at in send_at])}[0]",
                 x.c,
                 [_extent(row[q]) for row in send_rows],
-                [
-                    contiguous_strides(x.tensor.local_shape(self.mesh, self.mesh.coords(r)))
-                    for r in range(len(send_rows))
-                ],
+                self.per_rank(lambda c: self.layout(x, c)),
                 [contiguous_strides(_extent(row[q])) for row in send_rows],
                 common["stream"],  # type: ignore[arg-type]
             )
         table = self.table(
             "kExchange",
             [
-                [_numel(b) for b in s] + [_numel(b) for b in r] + sa + ra
-                for s, r, sa, ra in zip(send_rows, recv_rows, send_at, recv_at, strict=True)
+                [_numel(b) for b in s]
+                + [_numel(b) for b in r]
+                + [_offset(b, shapes_in[i]) if d else a for b, d, a in zip(s, send_direct, sa, strict=True)]
+                + [_offset(b, shapes_out[i]) if d else a for b, d, a in zip(r, recv_direct, ra, strict=True)]
+                for i, (s, r, sa, ra) in enumerate(
+                    zip(send_rows, recv_rows, send_at, recv_at, strict=True)
+                )
             ],
         )
         self.emit_template(
-            "exchange.cu.j2", members=members, table=table, send=send, recv=recv, **common
+            "exchange.cu.j2",
+            members=members,
+            table=table,
+            sends=[x.pointer if d else send for d in send_direct],
+            recvs=[out.pointer if d else recv for d in recv_direct],
+            **common,
         )
         for q in range(members):
+            if recv_direct[q]:
+                continue
             self.copy(
                 f"{recv} + {self.table('kRecvAt', [[at[q]] for at in recv_at])}[0]",
                 out.pointer
-                + f" + {self.table('kRecvDst', [[_offset(row[q], out.tensor.local_shape(self.mesh, self.mesh.coords(r)))] for r, row in enumerate(recv_rows)])}[0]",
+                + f" + {self.table('kRecvDst', [[_at(row[q], self.layout(out, self.mesh.coords(r)))] for r, row in enumerate(recv_rows)])}[0]",
                 x.c,
                 [_extent(row[q]) for row in recv_rows],
                 [contiguous_strides(_extent(row[q])) for row in recv_rows],
-                [
-                    contiguous_strides(out.tensor.local_shape(self.mesh, self.mesh.coords(r)))
-                    for r in range(len(recv_rows))
-                ],
+                self.per_rank(lambda c: self.layout(out, c)),
                 common["stream"],  # type: ignore[arg-type]
             )
+
+
+MAX_RUNS = 64  # rooted calls per group before staging (pack, one collective, unpack) is cheaper
+
+
+def _run_start(extents: Sequence[int], strides: Sequence[int]) -> int:
+    """The first dimension of the innermost run: dimensions from it on are contiguous in a
+    buffer with these element strides (size-1 dimensions never break a run)."""
+    k = len(extents)
+    inner = 1  # elements a step along dimension d must skip to stay contiguous
+    for d in range(len(extents) - 1, -1, -1):
+        if extents[d] != 1 and strides[d] != inner:
+            break
+        inner *= extents[d]
+        k = d
+    return k
+
+
+def _runs_of(box: Sequence[slice], strides: Sequence[int], inner: int) -> list[tuple[int, int]]:
+    """(offset, count) of each contiguous run of a box, row-major, when dimensions `inner`..
+    form one run (`inner` at least _run_start of the box)."""
+    extents = [b.stop - b.start for b in box]
+    count = prod(extents[inner:])
+    base = sum(b.start * st for b, st in zip(box, strides, strict=True))
+    runs = []
+    for index in product(*(range(e) for e in extents[:inner])):
+        runs.append((base + sum(i * st for i, st in zip(index, strides, strict=False)), count))
+    return runs
+
+
+def _runs(rows: Sequence[Sequence], q: int, shapes: Sequence[Sequence[int]]) -> bool:
+    """Peer q's box is empty or one contiguous run on every rank."""
+    return all(not row[q] or _contiguous(row[q], shape) for row, shape in zip(rows, shapes, strict=True))
+
+
+def _staged_offsets(boxes: Sequence, direct: Sequence[bool]) -> list[int]:
+    """Offsets of the staged boxes (those not sent or received in place), packed in order."""
+    out, at = [], 0
+    for b, d in zip(boxes, direct, strict=True):
+        out.append(0 if d else at)
+        at += 0 if d else _numel(b)
+    return out
 
 
 TARGET_BLOCKS = 264  # two waves of blocks on a 132-SM H100: enough to fill the GPU
@@ -1044,6 +1140,11 @@ def _offset(box: Sequence[slice] | None, shape: Sequence[int]) -> int:
     if not box:
         return 0
     return sum(s.start * t for s, t in zip(box, contiguous_strides(shape), strict=True))
+
+
+def _at(box: Sequence[slice] | None, strides: Sequence[int]) -> int:
+    """Element offset of a box's first element in a buffer with these strides."""
+    return sum(s.start * st for s, st in zip(box, strides, strict=True)) if box else 0
 
 
 def _offsets(boxes: Sequence[Sequence[slice] | None]) -> list[int]:
