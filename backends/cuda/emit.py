@@ -145,6 +145,7 @@ class Program:
     groups: dict[tuple[tuple[int, ...], int], int] = field(default_factory=dict)
     uses_blas: bool = False
     ops: list[GpuOp] = field(default_factory=list)
+    comm_streams: set[int] = field(default_factory=set)  # streams that issue NCCL calls
 
 
 class Emitter:
@@ -281,14 +282,25 @@ class Emitter:
         dst_strides: list[list[int]],
         stream: str,
     ) -> None:
-        """A strided copy whose box and strides may differ per rank (tables)."""
-        ndim = max(1, max(len(r) for r in extent_rows))
+        """A strided copy whose box and strides may differ per rank (tables): dimensions that
+        are contiguous on both sides on every rank are merged; one left contiguous on both
+        sides is a cudaMemcpyAsync (copy engine, no kernel); 32-bit index math when it fits."""
+        extent_rows, src_strides, dst_strides = merge_dims(extent_rows, src_strides, dst_strides)
+        ndim = len(extent_rows[0])
         moved = prod(extent_rows[0]) * _size(c)
         self.record("copy", "strided_copy", moved, moved)
-        fill = lambda rows, v: [r + [v] * (ndim - len(r)) for r in rows]  # noqa: E731
+        if ndim == 1 and all(s == [1] for s in src_strides + dst_strides):
+            self.emit_template(
+                "memcpy.cu.j2",
+                src=src,
+                dst=dst,
+                c=c,
+                count=self.table("kCopyCount", extent_rows) + "[0]",
+                stream=stream,
+            )
+            return
         extent, sstride, dstride = (
-            self.table("kCopy", fill(rows, v))
-            for rows, v in ((extent_rows, 1), (src_strides, 0), (dst_strides, 0))
+            self.table("kCopy", rows) for rows in (extent_rows, src_strides, dst_strides)
         )
         self.emit_template(
             "copy.cu.j2",
@@ -299,6 +311,7 @@ class Emitter:
             dst=dst,
             src_stride=sstride,
             dst_stride=dstride,
+            index="uint32_t" if fits_32(extent_rows, src_strides, dst_strides) else "int64_t",
             stream=stream,
         )
 
@@ -380,6 +393,18 @@ class Emitter:
                 )
             case k.FillKernelOp():
                 out = self.buffer(op.out)
+                byte = memset_byte(op.value.value.data, out.tensor)
+                if byte is not None and out.strides is None:  # no launch: the copy engine fills
+                    self.record("memset", "memset", 0, self.bytes0(out.tensor))
+                    self.emit_template(
+                        "memset.cu.j2",
+                        dst=out.pointer,
+                        byte=byte,
+                        c=out.c,
+                        count=self.numel(out.tensor),
+                        stream=self.stream(op),
+                    )
+                    return
                 self.record("kernel", "fill", 0, self.bytes0(out.tensor))
                 self.emit_template(
                     "fill.cu.j2",
@@ -425,6 +450,22 @@ class Emitter:
             sum(self.bytes0(b.tensor) for b in ins),
             sum(self.bytes0(b.tensor) for b in outs),
         )
+        shape = [s or [1] for s in self.per_rank(lambda c: iteration.local_shape(self.mesh, c))]
+        offsets = self.per_rank(
+            lambda c: [s.start for s in iteration.local_slices(self.mesh, c)] or [0]
+        )
+        gstrides = contiguous_strides(iteration.get_shape()) or [0]
+        extents = [pad(s, ndim, 1) for s in shape]
+        in_rows = [
+            self.per_rank(
+                lambda c, b=b: broadcast_strides(
+                    b.tensor, iteration, self.mesh, c, ndim, self.layout(b, c)
+                )
+            )
+            for b in ins
+        ]
+        out_rows = [[pad(st, ndim, 0) for st in b.strides] for b in outs if b.strides is not None]
+        strides = [self.table("kStride", rows) for rows in in_rows]
         kernel = self.fresh("ccopt_elementwise_")
         self.program.kernels.append(
             render(
@@ -434,27 +475,12 @@ class Emitter:
                 ins=[b.c for b in ins],
                 outs=[b.c for b in outs],
                 strided=[b.strides is not None for b in outs],
+                index="uint32_t" if fits_32(extents, *in_rows, *out_rows) else "int64_t",
                 body=lines,
                 yields=yields,
                 names=names,
             )
         )
-        shape = [s or [1] for s in self.per_rank(lambda c: iteration.local_shape(self.mesh, c))]
-        offsets = self.per_rank(
-            lambda c: [s.start for s in iteration.local_slices(self.mesh, c)] or [0]
-        )
-        gstrides = contiguous_strides(iteration.get_shape()) or [0]
-        strides = [
-            self.table(
-                "kStride",
-                self.per_rank(
-                    lambda c, b=b: broadcast_strides(
-                        b.tensor, iteration, self.mesh, c, ndim, self.layout(b, c)
-                    )
-                ),
-            )
-            for b in ins
-        ]
         self.emit_template(
             "elementwise.cu.j2",
             kernel=kernel,
@@ -731,6 +757,7 @@ class Emitter:
         )
         if not isinstance(op, k.LocalBlockOp):
             self.record("nccl", op.name, self.bytes0(x.tensor), self.bytes0(out.tensor))
+            self.program.comm_streams.add(op.stream_index())
         match op:
             case k.NcclAllReduceOp():
                 self.emit_template(
@@ -1101,6 +1128,59 @@ def reduce_layout(outputs: int, count: int, flat: bool) -> tuple[int, int, int]:
     return 1, int(flat), splits
 
 
+def merge_dims(
+    extents: list[list[int]], src: list[list[int]], dst: list[list[int]]
+) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """The same per-rank copy boxes with fewer dimensions: size-1 dimensions dropped and a
+    dimension folded into the next when both sides step over it contiguously on every rank."""
+    ndim = max(1, max(len(r) for r in extents))
+    rows = [
+        [list(r) + [f] * (ndim - len(r)) for r in table]
+        for table, f in ((extents, 1), (src, 0), (dst, 0))
+    ]
+    extents, src, dst = rows
+    keep = [d for d in range(ndim) if any(e[d] != 1 for e in extents)] or [ndim - 1]
+    out: list[tuple[list[int], list[int], list[int]]] = []  # per kept dim: per-rank values
+    for d in keep:
+        column = ([e[d] for e in extents], [s[d] for s in src], [t[d] for t in dst])
+        if out:
+            pe, ps, pt = out[-1]
+            if all(
+                ps[r] == column[1][r] * column[0][r] and pt[r] == column[2][r] * column[0][r]
+                for r in range(len(extents))
+            ):
+                out[-1] = ([a * b for a, b in zip(pe, column[0], strict=True)], column[1], column[2])
+                continue
+        out.append(column)
+    ranks = range(len(extents))
+    return (
+        [[col[0][r] for col in out] for r in ranks],
+        [[col[1][r] for col in out] for r in ranks],
+        [[col[2][r] for col in out] for r in ranks],
+    )
+
+
+def fits_32(extents: list[list[int]], *strides: list[list[int]]) -> bool:
+    """Every element count and offset of the boxes fits 31 bits (so uint32 math is exact)."""
+    limit = 2**31
+    for r, e in enumerate(extents):
+        if prod(e) >= limit:
+            return False
+        for st in strides:
+            if sum((n - 1) * s for n, s in zip(e, st[r], strict=True)) >= limit:
+                return False
+    return True
+
+
+def memset_byte(value: float | int, t: DTensorType) -> int | None:
+    """The byte a fill with `value` repeats (0 for 0.0 or 0, 0xFF for -1), or None when its
+    element's bytes differ (then a fill kernel writes it)."""
+    import numpy as np
+
+    raw = np.asarray(value, dtype=numpy_dtype(t.element_type)).tobytes()
+    return raw[0] if len(set(raw)) == 1 else None
+
+
 def reduction_start(kind: str, acc: str, c: str) -> str:
     """The accumulator's initial value: the identity of the reduction."""
     if kind in ("sum", "mean"):
@@ -1192,8 +1272,16 @@ def broadcast_strides(
     return strides
 
 
-def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
-    """The .cu of a kernel-level module's function(s)."""
+NCCL_MAX_CTAS = 16  # CTAs an NCCL collective may use: the rest of the GPU stays with the gemms
+
+
+def emit_cuda(
+    module: ModuleOp, entry: str | None = None, nccl_max_ctas: int = NCCL_MAX_CTAS
+) -> str:
+    """The .cu of a kernel-level module's function(s); `nccl_max_ctas` caps the CTAs (SMs) an
+    NCCL collective uses (ncclConfig_t.maxCTAs; 0 leaves NCCL's default)."""
+    if nccl_max_ctas < 0:
+        raise EmitError(f"nccl_max_ctas must be >= 0, got {nccl_max_ctas}")
     from ccopt.program import find_entry, module_meshes
 
     meshes = module_meshes(module)
@@ -1230,6 +1318,10 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         group_rows=group_rows,
         ngroups=len(program.groups),
         mesh=str(mesh),
+        comm_streams=[
+            "true" if s in program.comm_streams else "false" for s in range(program.streams)
+        ],
+        nccl_max_ctas=nccl_max_ctas,
     )
     return source
 

@@ -305,6 +305,15 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
   ccopt_host::device.streams.push_back(&(*s)->stream);
   return cudaSuccess;
 }
+// Priorities order nothing on the host (the harness's schedules are adversarial anyway).
+inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -5;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int) {
+  return cudaStreamCreateWithFlags(s, flags);
+}
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   auto& v = ccopt_host::device.streams;
   for (size_t i = 0; i < v.size(); ++i)

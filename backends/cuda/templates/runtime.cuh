@@ -164,18 +164,20 @@ __host__ __device__ inline I float_to_int(F x) {  // x86 semantics of numpy's as
 // --- generic kernels -------------------------------------------------------------------------------
 
 // dst[idx] = src[idx] over an n-d box: both sides strided (slices, concats, transposes, blocks,
-// packing for collectives).
-template <class T>
-__global__ void strided_copy(int64_t n, int ndim, Dims extent, const T* src, Dims src_stride,
+// packing for collectives). Dimensions contiguous on both sides are merged at emission, and Index
+// is uint32_t when every count and offset fits (32-bit division is several times cheaper).
+template <class T, class Index>
+__global__ void strided_copy(Index n, int ndim, Dims extent, const T* src, Dims src_stride,
                              T* dst, Dims dst_stride) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t rem = i, s = 0, d = 0;
+  for (Index i = blockIdx.x * (Index)blockDim.x + threadIdx.x; i < n;
+       i += (Index)gridDim.x * blockDim.x) {
+    Index rem = i, s = 0, d = 0;
     for (int k = ndim - 1; k >= 0; --k) {
-      int64_t idx = rem % extent.v[k];
-      rem /= extent.v[k];
-      s += idx * src_stride.v[k];
-      d += idx * dst_stride.v[k];
+      const Index e = (Index)extent.v[k];
+      const Index idx = rem % e;
+      rem /= e;
+      s += idx * (Index)src_stride.v[k];
+      d += idx * (Index)dst_stride.v[k];
     }
     dst[d] = src[s];
   }

@@ -46,7 +46,11 @@ typedef struct {
 } ncclUniqueId;
 typedef struct {
   int blocking;
+  int minCTAs;
+  int maxCTAs;  // the harness has no CTAs: recorded on the communicator, not enforced
 } ncclConfig_t;
+#define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define NCCL_CONFIG_INITIALIZER {1, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT}
 
 inline const char* ncclGetErrorString(ncclResult_t r) {
   return r == ncclSuccess ? "no error" : "host NCCL error";
@@ -199,6 +203,11 @@ inline ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
   *comm = new ncclComm{shared, rank, nranks};
   shared->barrier();
   return ncclSuccess;
+}
+
+inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  if (config && config->maxCTAs != NCCL_CONFIG_UNDEF_INT && config->maxCTAs < 1) return ncclInvalidArgument;
+  return ncclCommInitRank(comm, nranks, id, rank);
 }
 
 inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t*) {
