@@ -49,7 +49,7 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, is_elementwise
 from ccopt.passes.fusion_groups import build_body
-from ccopt.passes.kernel_views import concat_in_place, view_in_place
+from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
 
@@ -516,8 +516,8 @@ class ConvertToKernel(ModulePass):
     views: bool = option(
         True,
         "Read slices and ranks' blocks in place (kernel.subview: strided rows for cuBLAS and "
-        "elementwise kernels) and let all-gathers write chunks into their concatenation, "
-        "instead of copying; false keeps every copy.",
+        "elementwise kernels), let collectives write chunks into their concatenation and fold "
+        "fills read only by elementwise kernels into their bodies; false keeps every copy.",
     )
     tf32: bool = option(
         False,
@@ -536,6 +536,7 @@ class ConvertToKernel(ModulePass):
             if self.views:
                 view_in_place(lowered.body.blocks[0])
                 concat_in_place(lowered.body.blocks[0])
+                fold_fills(lowered.body.blocks[0])
             if self.tf32:
                 allow_tf32(lowered)
             Rewriter.insert_op(lowered, InsertPoint.after(f))

@@ -18,6 +18,9 @@ A copy stays where a reader needs contiguous memory (NCCL, reductions, memcpy), 
 destination is a result the caller sees, or where the source is written after the copy (a
 view would see the new values, or race with the writer on another stream).
 
+A fill that only elementwise kernels read (a scalar hyper-parameter, `one`, `eps`) is folded into
+their bodies as a constant: no launch, no buffer.
+
 The other direction: a `kernel.concat` of chunks that all-gathers produced (an overlapped
 schedule joining its chunks) is written in place - each all-gather receives straight into its
 box of the concatenation, and the concat disappears (likewise chunks that reduce-scatters
@@ -26,7 +29,9 @@ produced).
 
 from __future__ import annotations
 
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
@@ -63,6 +68,21 @@ def reads_strided(op: Operation, value: SSAValue) -> bool:
             return False
 
 
+def ordered_after(writer: Operation, readers: list[Operation], position: dict) -> bool:
+    """`writer` surely runs after every reader: issued later on the same stream (readers that
+    are views themselves are checked through their own readers when they are made)."""
+    stream = writer.stream_index() if isinstance(writer, k.DeviceOp) else None
+    return all(
+        isinstance(r, k.SubviewOp)
+        or (
+            isinstance(r, k.DeviceOp)
+            and r.stream_index() == stream
+            and position.get(r, len(position)) < position[writer]
+        )
+        for r in readers
+    )
+
+
 def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
     """(source, destination, offsets) of a copy that a subview could replace."""
     match op:
@@ -79,10 +99,10 @@ def view_in_place(block: Block) -> int:
     Walks backwards so that a slice of a slice is seen after its readers became views."""
     ops = list(block.ops)
     position = {op: i for i, op in enumerate(ops)}
-    writes_after: dict[SSAValue, int] = {}  # storage -> last position written
-    for i, op in enumerate(ops):
+    writers: dict[SSAValue, list[Operation]] = {}  # storage -> the ops writing it
+    for op in ops:
         for v in written(op):
-            writes_after[storage(v)] = i
+            writers.setdefault(storage(v), []).append(op)
     done = 0
     for op in reversed(ops):
         found = box_of(op)
@@ -92,11 +112,12 @@ def view_in_place(block: Block) -> int:
         alloc = dest.owner
         if not isinstance(alloc, k.AllocOp) or alloc.parent_block() is not block:
             continue  # a result or argument: the caller reads it
-        if writes_after.get(storage(source), -1) > position[op]:
-            continue  # the source changes later: the copy keeps the old values
         readers = [u.operation for u in dest.uses if u.operation is not op]
         if not all(reads_strided(r, dest) for r in readers):
             continue
+        later = [w for w in writers.get(storage(source), []) if position.get(w, -1) > position[op]]
+        if not all(ordered_after(w, readers, position) for w in later):
+            continue  # the source changes while a reader may still need the old values
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
         Rewriter.insert_op(view, InsertPoint.before(op))
         view.result.name_hint = dest.name_hint
@@ -167,3 +188,52 @@ def free_between(block: Block, first: Operation, last: Operation, root: SSAValue
         owner.detach()  # an alloc only names bytes: declare it before the chunks
         Rewriter.insert_op(owner, InsertPoint.before(first))
     return True
+
+
+def fold_fills(block: Block) -> int:
+    """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
+    done = 0
+    for fill in [o for o in block.ops if isinstance(o, k.FillKernelOp)]:
+        value = fill.out
+        alloc = value.owner
+        readers = {id(u.operation): u.operation for u in value.uses if u.operation is not fill}
+        if (
+            not isinstance(alloc, k.AllocOp)
+            or alloc.parent_block() is not block
+            or not readers
+            or not all(
+                isinstance(r, k.ElementwiseOp) and value not in r.outputs for r in readers.values()
+            )
+        ):
+            continue
+        for reader in readers.values():
+            fold_input(reader, value, constant(fill.value.value.data, k.tensor_of(value).element_type))
+        Rewriter.erase_op(fill)
+        Rewriter.erase_op(alloc)
+        done += 1
+    return done
+
+
+def constant(value: float, t: Attribute) -> arith.ConstantOp:
+    """`value` as an arith.constant of element type `t` (what a body reads for the input)."""
+    if isinstance(t, IntegerType):
+        return arith.ConstantOp(IntegerAttr(int(value) if t.width.data > 1 else int(bool(value)), t))
+    return arith.ConstantOp(FloatAttr(value, t))  # type: ignore[arg-type]
+
+
+def fold_input(op: k.ElementwiseOp, value: SSAValue, const: arith.ConstantOp) -> None:
+    """The same kernel without `value` among its inputs: its body reads `const` instead."""
+    body = op.detach_region(op.body)
+    block = body.blocks.first
+    assert block is not None
+    block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
+    positions = [i for i, v in enumerate(op.inputs) if v is value]
+    for i in reversed(positions):
+        arg = block.args[1 + i]  # the first argument is the element index
+        arg.replace_all_uses_with(const.result)
+        block.erase_arg(arg)
+    folded = k.ElementwiseOp(
+        [v for v in op.inputs if v is not value], list(op.outputs), body, op.stream_index()
+    )
+    folded.attributes.update(op.attributes)
+    Rewriter.replace_op(op, folded)

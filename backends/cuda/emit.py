@@ -146,6 +146,8 @@ class Program:
     uses_blas: bool = False
     ops: list[GpuOp] = field(default_factory=list)
     comm_streams: set[int] = field(default_factory=set)  # streams that issue NCCL calls
+    constants: int = 0  # bytes of device memory holding constants, uploaded at create
+    setup: list[str] = field(default_factory=list)  # statements create() runs once
 
 
 class Emitter:
@@ -727,20 +729,41 @@ class Emitter:
                 ]
             ),
         )
-        staging = self.scratch(full.size, out.c)
-        self.record("copy", "upload", 0, full.size * _size(out.c))
-        self.emit_template(
-            "upload.cu.j2", host=name, dst=staging, c=out.c, count=full.size, stream=self.stream(op)
+        # uploaded once, at create, into device memory of its own (never per run, never from
+        # pageable memory on the critical path)
+        offset = self.program.constants
+        self.program.constants += -(-max(full.size * _size(out.c), 1) // ALIGN) * ALIGN
+        stored = f"reinterpret_cast<{out.c}*>(ctx->constants + {offset})"
+        self.program.setup.append(
+            f"CCOPT_CHECK_CUDA(cudaMemcpy({stored}, {name}, sizeof({out.c}) * {full.size}, "
+            "cudaMemcpyHostToDevice));"
         )
+        whole = contiguous_strides(out.tensor.get_shape())
+        if self.read_in_place(op):  # readers take the rank's block where it lies
+            strides = [list(whole)] * self.mesh.rank_count
+            dense = all(
+                _dense(out.tensor.local_shape(self.mesh, c), whole) for c in self.mesh.all_coords()
+            )
+            self.buffers[op.out] = Buffer(f"({stored} + {base}[0])", out.tensor, None if dense else strides)
+            return
         self.copy(
-            f"({staging} + {base}[0])",
+            f"({stored} + {base}[0])",
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            [contiguous_strides(out.tensor.get_shape())] * self.mesh.rank_count,
+            [list(whole)] * self.mesh.rank_count,
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
+
+    def read_in_place(self, op: k.ConstantKernelOp) -> bool:
+        """A constant's buffer can be its uploaded value itself: a workspace buffer nothing
+        else writes, whose readers all take strided rows."""
+        from ccopt.passes.kernel_views import reads_strided
+
+        out = op.out
+        readers = [u.operation for u in out.uses if u.operation is not op]
+        return isinstance(out.owner, k.AllocOp) and all(reads_strided(r, out) for r in readers)
 
     # --- collectives -----------------------------------------------------------------------------
     def collective(self, op: k.NcclOp) -> None:

@@ -92,6 +92,7 @@ def test_cpu_build_equals_the_interpreter(name: str, schedule: str, memory: str)
         "integers",
         "reductions",
         "big_reductions",
+        "constants",
         "shapes",
         "collectives",
     ],

@@ -97,3 +97,13 @@ func.func @big_reductions(%x: !dtensor.tensor<6x1500xf32, @m[R, R]>) -> (!dtenso
   %ln = dtensor.layernorm %x eps 1.0e-05 : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<6x1500xf32, @m[R, R]>
   func.return %n, %rows, %cols, %sm, %ln : !dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<6xf32, @m[R, R]>, !dtensor.tensor<1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>
 }
+
+// Constants live in device memory uploaded once by create(): read in place by a kernel (a
+// column block of the constant), copied where the caller receives it; zero fills are memsets.
+func.func @constants(%x: !dtensor.tensor<2x6xf32, @m[R, S(1)]>) -> (!dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<3xi32, @m[R, R]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>) {
+  %k = dtensor.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, 10.0, 11.0, 12.0]]> : tensor<2x6xf32> : !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+  %y = dtensor.mul %x, %k : (!dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>) -> !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+  %i = dtensor.constant dense<[3, -1, 7]> : tensor<3xi32> : !dtensor.tensor<3xi32, @m[R, R]>
+  %z = dtensor.fill 0.0 : !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+  func.return %y, %i, %z : !dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<3xi32, @m[R, R]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+}
