@@ -1342,7 +1342,10 @@ def emit_cuda(
         ngroups=len(program.groups),
         mesh=str(mesh),
         comm_streams=[
-            "true" if s in program.comm_streams else "false" for s in range(program.streams)
+            # stream 0 issues the program (compute); a side stream issuing NCCL calls is the
+            # communication stream of an overlapped schedule
+            "true" if s and s in program.comm_streams else "false"
+            for s in range(program.streams)
         ],
         nccl_max_ctas=nccl_max_ctas,
     )
