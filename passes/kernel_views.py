@@ -159,7 +159,7 @@ def concat_in_place(block: Block) -> int:
                 continue
             dim = op.dim.value.data % k.tensor_of(op.out).rank
             start = 0
-            for v, writer in zip(list(op.inputs), writers, strict=True):
+            for v in list(op.inputs):
                 t = k.tensor_of(v)
                 offsets = [start if d == dim else 0 for d in range(t.rank)]
                 view = k.SubviewOp(op.out, offsets, t)
@@ -207,7 +207,9 @@ def fold_fills(block: Block) -> int:
         ):
             continue
         for reader in readers.values():
-            fold_input(reader, value, constant(fill.value.value.data, k.tensor_of(value).element_type))
+            fold_input(
+                reader, value, constant(fill.value.value.data, k.tensor_of(value).element_type)
+            )
         Rewriter.erase_op(fill)
         Rewriter.erase_op(alloc)
         done += 1
@@ -217,7 +219,9 @@ def fold_fills(block: Block) -> int:
 def constant(value: float, t: Attribute) -> arith.ConstantOp:
     """`value` as an arith.constant of element type `t` (what a body reads for the input)."""
     if isinstance(t, IntegerType):
-        return arith.ConstantOp(IntegerAttr(int(value) if t.width.data > 1 else int(bool(value)), t))
+        return arith.ConstantOp(
+            IntegerAttr(int(value) if t.width.data > 1 else int(bool(value)), t)
+        )
     return arith.ConstantOp(FloatAttr(value, t))  # type: ignore[arg-type]
 
 

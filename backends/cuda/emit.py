@@ -236,7 +236,9 @@ class Emitter:
             assert box is not None, "verified: every rank's box lies in its source block"
             if any(b.stop <= b.start for b in box):
                 return [0]
-            return [sum(b.start * st for b, st in zip(box, self.layout(source, coords), strict=True))]
+            return [
+                sum(b.start * st for b, st in zip(box, self.layout(source, coords), strict=True))
+            ]
 
         strides = self.per_rank(lambda c: self.layout(source, c))
         dense = all(
@@ -695,9 +697,7 @@ class Emitter:
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            self.per_rank(
-                lambda c: [self.layout(x, c)[p] for p in perm]
-            ),
+            self.per_rank(lambda c: [self.layout(x, c)[p] for p in perm]),
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
@@ -744,7 +744,9 @@ class Emitter:
             dense = all(
                 _dense(out.tensor.local_shape(self.mesh, c), whole) for c in self.mesh.all_coords()
             )
-            self.buffers[op.out] = Buffer(f"({stored} + {base}[0])", out.tensor, None if dense else strides)
+            self.buffers[op.out] = Buffer(
+                f"({stored} + {base}[0])", out.tensor, None if dense else strides
+            )
             return
         self.copy(
             f"({stored} + {base}[0])",
@@ -906,10 +908,17 @@ class Emitter:
                 inner = max(_run_start(extents, full_st), _run_start(extents, piece_st))
                 in_full = _runs_of(box, full_st, inner)
                 own = tuple(slice(0, e) for e in extents)  # the member's block in its own piece
-                in_piece = _runs_of(own, piece_st, inner) if q == me else [(0, n) for _, n in in_full]
+                in_piece = (
+                    _runs_of(own, piece_st, inner) if q == me else [(0, n) for _, n in in_full]
+                )
                 for (f_off, n), (p_off, _) in zip(in_full, in_piece, strict=True):
                     x_off, o_off = (f_off, p_off) if scatter else (p_off, f_off)
-                    row += [q, x_off if scatter or q == me else 0, o_off if not scatter or q == me else 0, n]
+                    row += [
+                        q,
+                        x_off if scatter or q == me else 0,
+                        o_off if not scatter or q == me else 0,
+                        n,
+                    ]
             rows.append(row)
         width = max(len(r) for r in rows)
         if width // 4 > MAX_RUNS:
@@ -1031,16 +1040,26 @@ class Emitter:
         shapes_in = [x.tensor.local_shape(self.mesh, c) for c in self.mesh.all_coords()]
         shapes_out = [out.tensor.local_shape(self.mesh, c) for c in self.mesh.all_coords()]
         # a box that is one contiguous run is sent from (received into) the buffer itself
-        send_direct = [
-            x.strides is None and _runs(send_rows, q, shapes_in) for q in range(members)
-        ]
+        send_direct = [x.strides is None and _runs(send_rows, q, shapes_in) for q in range(members)]
         recv_direct = [
             out.strides is None and _runs(recv_rows, q, shapes_out) for q in range(members)
         ]
         send_at = [_staged_offsets(row, send_direct) for row in send_rows]
         recv_at = [_staged_offsets(row, recv_direct) for row in recv_rows]
-        send_size = max(1, *(sum(_numel(b) for b, d in zip(row, send_direct, strict=True) if not d) for row in send_rows))
-        recv_size = max(1, *(sum(_numel(b) for b, d in zip(row, recv_direct, strict=True) if not d) for row in recv_rows))
+        send_size = max(
+            1,
+            *(
+                sum(_numel(b) for b, d in zip(row, send_direct, strict=True) if not d)
+                for row in send_rows
+            ),
+        )
+        recv_size = max(
+            1,
+            *(
+                sum(_numel(b) for b, d in zip(row, recv_direct, strict=True) if not d)
+                for row in recv_rows
+            ),
+        )
         send = self.scratch(send_size, x.c) if not all(send_direct) else None
         recv = self.scratch(recv_size, x.c) if not all(recv_direct) else None
         for q in range(members):
@@ -1061,8 +1080,14 @@ class Emitter:
             [
                 [_numel(b) for b in s]
                 + [_numel(b) for b in r]
-                + [_offset(b, shapes_in[i]) if d else a for b, d, a in zip(s, send_direct, sa, strict=True)]
-                + [_offset(b, shapes_out[i]) if d else a for b, d, a in zip(r, recv_direct, ra, strict=True)]
+                + [
+                    _offset(b, shapes_in[i]) if d else a
+                    for b, d, a in zip(s, send_direct, sa, strict=True)
+                ]
+                + [
+                    _offset(b, shapes_out[i]) if d else a
+                    for b, d, a in zip(r, recv_direct, ra, strict=True)
+                ]
                 for i, (s, r, sa, ra) in enumerate(
                     zip(send_rows, recv_rows, send_at, recv_at, strict=True)
                 )
@@ -1121,7 +1146,9 @@ def _runs_of(box: Sequence[slice], strides: Sequence[int], inner: int) -> list[t
 
 def _runs(rows: Sequence[Sequence], q: int, shapes: Sequence[Sequence[int]]) -> bool:
     """Peer q's box is empty or one contiguous run on every rank."""
-    return all(not row[q] or _contiguous(row[q], shape) for row, shape in zip(rows, shapes, strict=True))
+    return all(
+        not row[q] or _contiguous(row[q], shape) for row, shape in zip(rows, shapes, strict=True)
+    )
 
 
 def _staged_offsets(boxes: Sequence, direct: Sequence[bool]) -> list[int]:
@@ -1172,7 +1199,11 @@ def merge_dims(
                 ps[r] == column[1][r] * column[0][r] and pt[r] == column[2][r] * column[0][r]
                 for r in range(len(extents))
             ):
-                out[-1] = ([a * b for a, b in zip(pe, column[0], strict=True)], column[1], column[2])
+                out[-1] = (
+                    [a * b for a, b in zip(pe, column[0], strict=True)],
+                    column[1],
+                    column[2],
+                )
                 continue
         out.append(column)
     ranks = range(len(extents))

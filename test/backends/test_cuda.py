@@ -323,8 +323,7 @@ def test_tf32_is_an_explicit_option_that_reaches_cublas() -> None:
     assert_same_shards(exact, reference.shards)
     assert_same_shards(rounded, reference.shards, rtol=1e-2)
     assert any(
-        not np.array_equal(a, b)
-        for a, b in zip(rounded["result0"], exact["result0"], strict=True)
+        not np.array_equal(a, b) for a, b in zip(rounded["result0"], exact["result0"], strict=True)
     )
 
 
