@@ -4,7 +4,8 @@ Every bundled example is lowered under each schedule of `ccopt.frontend.workload
 (plus the unoptimized program) to the kernel level, memory planned as `ccopt --build` does, and
 emitted; the emitter's log of GPU operations (rank 0) gives, per call:
 
-- ops: every GPU operation (kernel launches, copies, cuBLAS gemms, NCCL calls);
+- ops: every GPU operation (kernel launches, copies, cuBLAS gemms, NCCL calls or groups);
+- calls: the NCCL calls inside them (an uneven reduce-scatter is a group of rooted calls);
 - copies: launches that only move data (copy kernels, device/host memcpys), and their share;
 - copied: bytes those copies read; "copy/gemm-in": copied bytes over the bytes the gemms read;
 - moved/useful: bytes every op reads and writes over those of the ops that are not copies;
@@ -39,6 +40,7 @@ class Count:
     copies: int
     gemms: int
     nccl: int
+    nccl_calls: int
     copied: int
     gemm_in: int
     moved: int
@@ -58,6 +60,7 @@ def count(log: list[GpuOp], predicted: str) -> Count:
         copies=len(copies),
         gemms=sum(o.what == "gemm" for o in log),
         nccl=sum(o.kind == "nccl" for o in log),
+        nccl_calls=sum(o.calls for o in log if o.kind == "nccl"),
         copied=sum(o.read or o.written for o in copies),
         gemm_in=sum(o.read for o in log if o.what == "gemm"),
         moved=sum(o.read + o.written for o in log),
@@ -92,7 +95,7 @@ def main() -> None:
     parser.add_argument("--example", action="append", help="only these examples (repeatable)")
     args = parser.parse_args()
     header = (
-        f"{'workload':22} {'schedule':25} {'ops':>4} {'kern':>4} {'gemm':>4} {'nccl':>4} "
+        f"{'workload':22} {'schedule':25} {'ops':>4} {'kern':>4} {'gemm':>4} {'nccl':>4} {'calls':>5} "
         f"{'copies':>6} {'copy%':>6} {'copied':>8} {'copy/gemm-in':>12} {'moved/useful':>12} "
         f"{'predicted':>10} {'vs unopt':>8}"
     )
@@ -107,6 +110,7 @@ def main() -> None:
             c = base if not pipeline else measure(name, pipeline)
             print(
                 f"{name:22} {schedule:25} {c.ops:>4} {c.kernels:>4} {c.gemms:>4} {c.nccl:>4} "
+                f"{c.nccl_calls:>5} "
                 f"{c.copies:>6} {c.copy_share:>6.0%} {c.copied:>8} "
                 f"{share(c.copied, c.gemm_in):>12} {share(c.moved, c.useful):>12} "
                 f"{c.predicted:>10} {ratio(c.ops, base.ops):>8}"

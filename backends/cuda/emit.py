@@ -128,6 +128,7 @@ class GpuOp:
     what: str
     read: int = 0  # bytes read from device memory (rank 0)
     written: int = 0  # bytes written
+    calls: int = 1  # library calls it is made of (rooted NCCL calls grouped into one launch)
 
 
 @dataclass
@@ -930,6 +931,7 @@ class Emitter:
         or ncclBroadcast (from it) per contiguous run of every member's block, in one group
         (NCCL launches a group's collectives together)."""
         extra = {"op": NCCL_OPS[op.kind.data]} if isinstance(op, k.NcclReduceScatterOp) else {}
+        self.program.ops[-1].calls = sum(1 for i in range(3, len(runs[0]), 4) if runs[0][i])
         self.emit_template(
             "rooted.cu.j2",
             runs=max(1, len(runs[0]) // 4),

@@ -78,6 +78,6 @@ def test_gpu_ops_bench_counts_every_example_and_schedule() -> None:
         for row in rows
         if row.split()[:2] == ["megatron_mlp", "fused-collective-overlap"]
     )
-    ops, copies, copied_per_gemm_input = int(mlp[2]), int(mlp[6]), float(mlp[9])
+    ops, copies, copied_per_gemm_input = int(mlp[2]), int(mlp[7]), float(mlp[10])
     assert copies <= ops / 10  # copies at most 10% of the GPU ops of a call
     assert copied_per_gemm_input <= 0.10  # and at most 10% of the bytes the gemms read
