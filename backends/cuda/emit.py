@@ -883,6 +883,23 @@ class Emitter:
             if runs is not None:
                 self.rooted(op, runs, common)
                 return
+            if out.strides is not None and x.strides is None:
+                # too many runs to write the strided destination (a chunk of a join) directly:
+                # the collective into dense staging, then one strided copy
+                temp = Buffer(self.scratch(self.capacity(out.tensor), out.c), out.tensor)
+                self.redistribute(op, x, temp, axes, group, {**common, "dst": temp.pointer})
+                self.copy(
+                    temp.pointer,
+                    out.pointer,
+                    out.c,
+                    self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
+                    self.per_rank(
+                        lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))
+                    ),
+                    self.per_rank(lambda c: self.layout(out, c)),
+                    common["stream"],  # type: ignore[arg-type]
+                )
+                return
         if isinstance(op, k.NcclReduceScatterOp):
             self.staged_reduce_scatter(op, x, out, axes, common)
         else:

@@ -370,3 +370,17 @@ def test_constants_are_uploaded_once_and_zero_fills_are_memsets() -> None:
     create = source[source.index("int create(") : source.index("int destroy(")]
     assert "cudaMemcpyHostToDevice" not in run_body and "cudaMemcpyHostToDevice" in create
     assert "cudaMemsetAsync" in run_body and "ccopt_rt::fill" not in run_body
+
+
+def test_collectives_fall_back_to_staging_when_runs_are_too_many(monkeypatch) -> None:  # noqa: ANN001
+    """Past MAX_RUNS rooted calls a chunk's collective gathers into dense staging and one
+    strided copy writes the join (and unequal blocks go through pack/unpack): same numbers."""
+    from ccopt.backends.cuda import emit
+
+    monkeypatch.setattr(emit, "MAX_RUNS", 2)
+    module = lowered("megatron_mlp", "fused-collective-overlap")
+    kinds = [o.kind for o in emit.gpu_ops(module)]
+    assert 0 < kinds.count("copy")
+    reference = ccopt.run(module, seed=7)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
