@@ -88,7 +88,7 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
         positions[op] = position
         if isinstance(op, k.AllocOp):
             lives[op.result] = BufferLife(op)
-        elif isinstance(op, k.ViewOp | k.BlockViewOp):
+        elif isinstance(op, k.ViewOp | k.BlockViewOp | k.SubviewOp):
             if op.source in lives:
                 lives[op.result] = lives[op.source]
         else:

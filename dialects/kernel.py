@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     Float64Type,
     FloatAttr,
     IntegerAttr,
@@ -268,6 +269,65 @@ class BlockViewOp(IRDLOperation):
         _expect(block, expected, "the block")
 
 
+def subview_box(
+    source: DTensorType, result: DTensorType, offsets: Sequence[int], mesh: Mesh, coords
+) -> tuple[slice, ...] | None:
+    """Where a rank's block of a subview lies in its block of the source (local coordinates),
+    or None when it does not lie inside it."""
+    res, src = result.local_slices(mesh, coords), source.local_slices(mesh, coords)
+    box = tuple(
+        slice(r.start + o - s.start, r.stop + o - s.start)
+        for r, s, o in zip(res, src, offsets, strict=True)
+    )
+    inside = (
+        b.stop <= b.start or 0 <= b.start <= b.stop <= s.stop - s.start
+        for b, s in zip(box, src, strict=True)
+    )
+    return box if all(inside) else None
+
+
+@irdl_op_definition
+class SubviewOp(IRDLOperation):
+    """A box of another buffer without a copy: element i of the result's global value is
+    element i + offsets of the source's, and every rank's block of the result lies inside its
+    block of the source. Rows keep the source's strides (a leading dimension for cuBLAS, strides
+    for elementwise inputs): what a slice, a rank's block of a replicated value, or a chunk of a
+    weight is, read in place."""
+
+    name = "kernel.subview"
+    source = operand_def(BufferType)
+    offsets = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(BufferType)
+    assembly_format = "$source `offsets` $offsets attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, offsets: Sequence[int], tensor: DTensorType):
+        super().__init__(
+            operands=[source],
+            result_types=[BufferType(tensor)],
+            properties={"offsets": DenseArrayBase.from_list(i64, list(offsets))},
+        )
+
+    def verify_(self) -> None:
+        mesh = verify_buffers(self)
+        src, dst = tensor_of(self.source), tensor_of(self.result)
+        offsets = self.offsets.get_values()
+        if src.rank != dst.rank or len(offsets) != dst.rank:
+            raise VerifyException(
+                f"a subview keeps the rank: source has {src.rank} dims, result {dst.rank}, "
+                f"{len(offsets)} offsets"
+            )
+        if src.element_type != dst.element_type:
+            raise VerifyException("a subview keeps the element type")
+        if mesh is None:
+            return
+        for coords in mesh.all_coords():
+            if subview_box(src, dst, offsets, mesh, coords) is None:
+                raise VerifyException(
+                    f"rank {mesh.rank(coords)}'s block of the result is not inside its block "
+                    "of the source"
+                )
+
+
 @irdl_op_definition
 class EventRecordOp(DeviceOp):
     """A new event marking everything issued so far on `stream`."""
@@ -347,9 +407,10 @@ class GemmOp(DeviceOp):
     out = operand_def(BufferType)
     transpose_lhs = opt_prop_def(UnitAttr)
     transpose_rhs = opt_prop_def(UnitAttr)
+    tf32 = opt_prop_def(UnitAttr)  # f32 only: cuBLAS may round the inputs to TF32 (tensor cores)
     assembly_format = (
         "$lhs `,` $rhs `->` $out (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? "
-        "`stream` $stream attr-dict `:` type($lhs) `,` type($rhs) `->` type($out)"
+        "(`tf32` $tf32^)? `stream` $stream attr-dict `:` type($lhs) `,` type($rhs) `->` type($out)"
     )
 
     def __init__(
@@ -379,6 +440,8 @@ class GemmOp(DeviceOp):
             self.transpose_rhs is not None,
         )
         _expect(tensor_of(self.out), expected, "the output")
+        if self.tf32 is not None and not isinstance(tensor_of(self.out).element_type, Float32Type):
+            raise VerifyException("tf32 applies to f32 gemms only")
 
 
 @irdl_op_definition
@@ -834,6 +897,7 @@ Kernel = Dialect(
         AllocOp,
         ViewOp,
         BlockViewOp,
+        SubviewOp,
         EventRecordOp,
         EventWaitOp,
         ElementwiseOp,

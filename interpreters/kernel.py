@@ -96,6 +96,20 @@ class KernelFunctions(InterpreterFunctions):
         ]
         return (DistTensor(t, mesh, shards),)
 
+    @impl(k.SubviewOp)
+    def run_subview(
+        self, interpreter: Interpreter, op: k.SubviewOp, args: PythonValues
+    ) -> PythonValues:
+        (source,) = args
+        t, mesh = k.tensor_of(op.result), source.mesh
+        offsets = op.offsets.get_values()
+        shards = []
+        for r, shard in enumerate(source.shards):
+            box = k.subview_box(source.type, t, offsets, mesh, mesh.coords(r))
+            assert box is not None, "the verifier checked every rank's box"
+            shards.append(shard[tuple(slice(b.start, max(b.start, b.stop)) for b in box)])
+        return (DistTensor(t, mesh, shards),)
+
     @impl(k.EventRecordOp)
     def run_event_record(
         self, interpreter: Interpreter, op: k.EventRecordOp, args: PythonValues

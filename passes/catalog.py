@@ -81,7 +81,10 @@ CATALOG: dict[str, PassInfo] = {
     ),
     'convert-to-kernel': PassInfo(
         'Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events.',
-        (),
+        (
+            OptionInfo(name='views', kind='bool', default='true', meaning="Read slices and ranks' blocks in place (kernel.subview: strided rows for cuBLAS and elementwise kernels), let collectives write chunks into their concatenation and fold fills read only by elementwise kernels into their bodies; false keeps every copy."),
+            OptionInfo(name='tf32', kind='bool', default='false', meaning='Let f32 gemms round their inputs to TF32 on tensor cores (cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32): faster, about 10 mantissa bits; off keeps full f32.'),
+        ),
     ),
     'plan-memory': PassInfo(
         'Place workspace buffers at byte offsets, sharing bytes between buffers whose lives do not overlap on any stream.',

@@ -29,10 +29,12 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    Float32Type,
     FunctionType,
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
@@ -47,6 +49,8 @@ from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, is_elementwise
 from ccopt.passes.fusion_groups import build_body
+from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
+from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
 
 RESULTS_ATTR = "kernel.results"
@@ -402,7 +406,7 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
 
 def root_buffer(buffer: SSAValue) -> SSAValue:
     """The buffer whose storage `buffer` is (through views and block views)."""
-    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp):
+    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
         buffer = buffer.owner.source
     return buffer
 
@@ -496,11 +500,30 @@ def lower_function(f: func.FuncOp) -> func.FuncOp:
     return lowered
 
 
+def allow_tf32(f: func.FuncOp) -> None:
+    """Mark every f32 gemm of a lowered function as allowed to compute in TF32."""
+    for op in f.walk():
+        if isinstance(op, k.GemmOp) and isinstance(k.tensor_of(op.out).element_type, Float32Type):
+            op.tf32 = UnitAttr()
+
+
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
 
     name = "convert-to-kernel"
+
+    views: bool = option(
+        True,
+        "Read slices and ranks' blocks in place (kernel.subview: strided rows for cuBLAS and "
+        "elementwise kernels), let collectives write chunks into their concatenation and fold "
+        "fills read only by elementwise kernels into their bodies; false keeps every copy.",
+    )
+    tf32: bool = option(
+        False,
+        "Let f32 gemms round their inputs to TF32 on tensor cores (cuBLAS "
+        "CUBLAS_COMPUTE_32F_FAST_TF32): faster, about 10 mantissa bits; off keeps full f32.",
+    )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for f in [o for o in op.ops if isinstance(o, func.FuncOp) and o.body.blocks]:
@@ -510,5 +533,11 @@ class ConvertToKernel(ModulePass):
                 )
             check_signature(f)
             lowered = lower_function(f)
+            if self.views:
+                view_in_place(lowered.body.blocks[0])
+                concat_in_place(lowered.body.blocks[0])
+                fold_fills(lowered.body.blocks[0])
+            if self.tf32:
+                allow_tf32(lowered)
             Rewriter.insert_op(lowered, InsertPoint.after(f))
             Rewriter.erase_op(f)

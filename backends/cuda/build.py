@@ -176,9 +176,11 @@ def build(
     entry: str | None = None,
     archs: Sequence[str] = DEFAULT_ARCHS,
     cache_dir: str | os.PathLike[str] | None = None,
+    nccl_max_ctas: int = 16,
 ) -> ModuleType:
     """Run `pipeline` on `program` (path, text or module), lower it (`lower`), emit CUDA and the
-    binding, build them (cached by content hash) and import the module."""
+    binding, build them (cached by content hash) and import the module. `nccl_max_ctas` caps
+    the CTAs each NCCL collective may occupy (0: NCCL's default)."""
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import bind_mesh, load_program
@@ -188,7 +190,7 @@ def build(
     if pipeline:
         run_pipeline(module, pipeline)
     name = lower(module, entry)
-    source = emit_cuda(module, name)
+    source = emit_cuda(module, name, nccl_max_ctas)
     key = content_hash(source, " ".join(archs), _toolchain())
     module_name = f"ccopt_{name}_{key}"
     binding = emit_binding(module, name, module_name)

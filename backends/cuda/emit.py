@@ -27,6 +27,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import product
 from math import prod
 
 import jinja2
@@ -115,10 +116,25 @@ class Buffer:
 
     pointer: str
     tensor: DTensorType
+    strides: list[list[int]] | None = None  # per rank, element strides of a subview; None: dense
 
     @property
     def c(self) -> str:
         return ctype(self.tensor.element_type)
+
+
+@dataclass
+class GpuOp:
+    """One GPU operation a call issues, as rank 0 issues it: what `bench/gpu_ops.py` counts.
+
+    kind: "kernel" (a ccopt kernel launch), "copy" (a copy kernel or cudaMemcpyAsync that only
+    moves data), "memset", "gemm" (cuBLAS) or "nccl" (one NCCL call or group)."""
+
+    kind: str
+    what: str
+    read: int = 0  # bytes read from device memory (rank 0)
+    written: int = 0  # bytes written
+    calls: int = 1  # library calls it is made of (rooted NCCL calls grouped into one launch)
 
 
 @dataclass
@@ -135,6 +151,10 @@ class Program:
     streams: int = 1
     groups: dict[tuple[tuple[int, ...], int], int] = field(default_factory=dict)
     uses_blas: bool = False
+    ops: list[GpuOp] = field(default_factory=list)
+    comm_streams: set[int] = field(default_factory=set)  # streams that issue NCCL calls
+    constants: int = 0  # bytes of device memory holding constants, uploaded at create
+    setup: list[str] = field(default_factory=list)  # statements create() runs once
 
 
 class Emitter:
@@ -178,6 +198,13 @@ class Emitter:
     def capacity(self, t: DTensorType) -> int:
         return max(self.local_numel(t, c) for c in self.mesh.all_coords())
 
+    def bytes0(self, t: DTensorType) -> int:
+        """Bytes of a buffer's block on rank 0 (what the op log counts)."""
+        return self.local_numel(t, self.mesh.coords(0)) * numpy_dtype(t.element_type).itemsize
+
+    def record(self, kind: str, what: str, read: int = 0, written: int = 0) -> None:
+        self.program.ops.append(GpuOp(kind, what, read, written))
+
     def numel(self, t: DTensorType) -> str:
         return self.table("kNumel", self.per_rank(lambda c: [self.local_numel(t, c)])) + "[0]"
 
@@ -198,6 +225,45 @@ class Emitter:
 
     def buffer(self, value: SSAValue) -> Buffer:
         return self.buffers[value]
+
+    def layout(self, b: Buffer, coords: Sequence[int]) -> list[int]:
+        """A buffer's element strides on the rank at `coords` (row-major unless a subview)."""
+        if b.strides is not None:
+            return b.strides[self.mesh.rank(coords)]
+        return contiguous_strides(b.tensor.local_shape(self.mesh, coords))
+
+    def subview(self, op: k.SubviewOp) -> None:
+        """A box of the source read in place: a per-rank pointer offset, the source's strides."""
+        source = self.buffer(op.source)
+        t = k.tensor_of(op.result)
+        offsets = op.offsets.get_values()
+
+        def start(coords: Sequence[int]) -> list[int]:
+            box = k.subview_box(source.tensor, t, offsets, self.mesh, coords)
+            assert box is not None, "verified: every rank's box lies in its source block"
+            if any(b.stop <= b.start for b in box):
+                return [0]
+            return [
+                sum(b.start * st for b, st in zip(box, self.layout(source, coords), strict=True))
+            ]
+
+        strides = self.per_rank(lambda c: self.layout(source, c))
+        dense = all(
+            _dense(t.local_shape(self.mesh, c), st)
+            for c, st in zip(self.mesh.all_coords(), strides, strict=True)
+        )
+        self.buffers[op.result] = Buffer(
+            f"({source.pointer} + {self.table('kSubview', self.per_rank(start))}[0])",
+            t,
+            None if dense else strides,
+        )
+
+    def require_dense(self, op: Operation) -> None:
+        """Kernels other than elementwise, gemm and copies index their buffers densely."""
+        for v in op.operands:
+            b = self.buffers.get(v)
+            if b is not None and b.strides is not None:
+                raise EmitError(f"'{op.name}' cannot read the strided view %{v.name_hint or '?'}")
 
     def allocate(self, alloc: k.AllocOp) -> None:
         value = alloc.result
@@ -227,12 +293,25 @@ class Emitter:
         dst_strides: list[list[int]],
         stream: str,
     ) -> None:
-        """A strided copy whose box and strides may differ per rank (tables)."""
-        ndim = max(1, max(len(r) for r in extent_rows))
-        fill = lambda rows, v: [r + [v] * (ndim - len(r)) for r in rows]  # noqa: E731
+        """A strided copy whose box and strides may differ per rank (tables): dimensions that
+        are contiguous on both sides on every rank are merged; one left contiguous on both
+        sides is a cudaMemcpyAsync (copy engine, no kernel); 32-bit index math when it fits."""
+        extent_rows, src_strides, dst_strides = merge_dims(extent_rows, src_strides, dst_strides)
+        ndim = len(extent_rows[0])
+        moved = prod(extent_rows[0]) * _size(c)
+        self.record("copy", "strided_copy", moved, moved)
+        if ndim == 1 and all(s == [1] for s in src_strides + dst_strides):
+            self.emit_template(
+                "memcpy.cu.j2",
+                src=src,
+                dst=dst,
+                c=c,
+                count=self.table("kCopyCount", extent_rows) + "[0]",
+                stream=stream,
+            )
+            return
         extent, sstride, dstride = (
-            self.table("kCopy", fill(rows, v))
-            for rows, v in ((extent_rows, 1), (src_strides, 0), (dst_strides, 0))
+            self.table("kCopy", rows) for rows in (extent_rows, src_strides, dst_strides)
         )
         self.emit_template(
             "copy.cu.j2",
@@ -243,6 +322,7 @@ class Emitter:
             dst=dst,
             src_stride=sstride,
             dst_stride=dstride,
+            index="uint32_t" if fits_32(extent_rows, src_strides, dst_strides) else "int64_t",
             stream=stream,
         )
 
@@ -259,7 +339,23 @@ class Emitter:
         return self.program
 
     def emit_op(self, op: Operation) -> None:
+        if not isinstance(
+            op,
+            k.SubviewOp
+            | k.ElementwiseOp
+            | k.GemmOp
+            | k.SliceKernelOp
+            | k.ConcatKernelOp
+            | k.TransposeKernelOp
+            | k.LocalBlockOp
+            | k.BlockViewOp
+            | k.NcclAllGatherOp
+            | k.NcclReduceScatterOp,
+        ):
+            self.require_dense(op)
         match op:
+            case k.SubviewOp():
+                self.subview(op)
             case k.AllocOp():
                 self.allocate(op)
             case k.ViewOp():
@@ -297,6 +393,7 @@ class Emitter:
                 self.transpose(op)
             case k.CopyOp():
                 out = self.buffer(op.out)
+                self.record("copy", "memcpy", self.bytes0(out.tensor), self.bytes0(out.tensor))
                 self.emit_template(
                     "memcpy.cu.j2",
                     src=self.buffer(op.input).pointer,
@@ -307,6 +404,19 @@ class Emitter:
                 )
             case k.FillKernelOp():
                 out = self.buffer(op.out)
+                byte = memset_byte(op.value.value.data, out.tensor)
+                if byte is not None and out.strides is None:  # no launch: the copy engine fills
+                    self.record("memset", "memset", 0, self.bytes0(out.tensor))
+                    self.emit_template(
+                        "memset.cu.j2",
+                        dst=out.pointer,
+                        byte=byte,
+                        c=out.c,
+                        count=self.numel(out.tensor),
+                        stream=self.stream(op),
+                    )
+                    return
+                self.record("kernel", "fill", 0, self.bytes0(out.tensor))
                 self.emit_template(
                     "fill.cu.j2",
                     c=out.c,
@@ -327,14 +437,15 @@ class Emitter:
         t = k.tensor_of(op.result)
 
         def offset(coords: Sequence[int]) -> list[int]:
-            inner = contiguous_strides(full.tensor.local_shape(self.mesh, coords))
+            inner = self.layout(full, coords)
             start = relative(
                 t.local_slices(self.mesh, coords), full.tensor.local_slices(self.mesh, coords)
             )
             return [sum(s.start * st for s, st in zip(start, inner, strict=True))] if inner else [0]
 
+        strides = None if full.strides is None else self.per_rank(lambda c: self.layout(full, c))
         self.buffers[op.result] = Buffer(
-            f"({full.pointer} + {self.table('kBlock', self.per_rank(offset))}[0])", t
+            f"({full.pointer} + {self.table('kBlock', self.per_rank(offset))}[0])", t, strides
         )
 
     def elementwise(self, op: k.ElementwiseOp) -> None:
@@ -344,6 +455,28 @@ class Emitter:
         ndim = max(1, iteration.rank)
         names = [f"x{i}" for i in range(len(ins))]
         lines, yields = body_code(op.body_block(), names, "gindex")
+        self.record(
+            "kernel",
+            "elementwise",
+            sum(self.bytes0(b.tensor) for b in ins),
+            sum(self.bytes0(b.tensor) for b in outs),
+        )
+        shape = [s or [1] for s in self.per_rank(lambda c: iteration.local_shape(self.mesh, c))]
+        offsets = self.per_rank(
+            lambda c: [s.start for s in iteration.local_slices(self.mesh, c)] or [0]
+        )
+        gstrides = contiguous_strides(iteration.get_shape()) or [0]
+        extents = [pad(s, ndim, 1) for s in shape]
+        in_rows = [
+            self.per_rank(
+                lambda c, b=b: broadcast_strides(
+                    b.tensor, iteration, self.mesh, c, ndim, self.layout(b, c)
+                )
+            )
+            for b in ins
+        ]
+        out_rows = [[pad(st, ndim, 0) for st in b.strides] for b in outs if b.strides is not None]
+        strides = [self.table("kStride", rows) for rows in in_rows]
         kernel = self.fresh("ccopt_elementwise_")
         in_restrict, out_restrict = restrict_qualifiers(op)
         self.program.kernels.append(
@@ -355,25 +488,13 @@ class Emitter:
                 outs=[b.c for b in outs],
                 in_restrict=in_restrict,
                 out_restrict=out_restrict,
+                strided=[b.strides is not None for b in outs],
+                index="uint32_t" if fits_32(extents, *in_rows, *out_rows) else "int64_t",
                 body=lines,
                 yields=yields,
                 names=names,
             )
         )
-        shape = [s or [1] for s in self.per_rank(lambda c: iteration.local_shape(self.mesh, c))]
-        offsets = self.per_rank(
-            lambda c: [s.start for s in iteration.local_slices(self.mesh, c)] or [0]
-        )
-        gstrides = contiguous_strides(iteration.get_shape()) or [0]
-        strides = [
-            self.table(
-                "kStride",
-                self.per_rank(
-                    lambda c, t=b.tensor: broadcast_strides(t, iteration, self.mesh, c, ndim)
-                ),
-            )
-            for b in ins
-        ]
         self.emit_template(
             "elementwise.cu.j2",
             kernel=kernel,
@@ -382,7 +503,15 @@ class Emitter:
             offset=self.table("kOffset", [pad(o, ndim, 0) for o in offsets]),
             gstride=dims(pad(gstrides, ndim, 0)),
             ins=[(b.pointer, s) for b, s in zip(ins, strides, strict=True)],
-            outs=[b.pointer for b in outs],
+            outs=[
+                (
+                    b.pointer,
+                    None
+                    if b.strides is None
+                    else self.table("kOutStride", [pad(st, ndim, 0) for st in b.strides]),
+                )
+                for b in outs
+            ],
             stream=self.stream(op),
         )
 
@@ -396,11 +525,20 @@ class Emitter:
             m, kk = (ls[-1], ls[-2]) if ta else (ls[-2], ls[-1])
             n = rs[-2] if tb else rs[-1]
             batch = prod(ls[:-2])
-            b_batch = 0 if len(rs) == 2 else kk * n
-            return [batch, m, n, kk, m * kk, b_batch, m * n]
+            sa, sb = self.layout(a, coords), self.layout(b, coords)
+            # subviews keep their source's rows: leading dimensions and batch strides from it
+            a_batch = sa[-3] if a.strides is not None and len(ls) > 2 else m * kk
+            b_batch = 0 if len(rs) == 2 else sb[-3] if b.strides is not None else kk * n
+            return [batch, m, n, kk, a_batch, b_batch, m * n, sa[-2], sb[-2]]
 
         rows = self.per_rank(plan)
         row = self.table("kGemm", rows)
+        self.record(
+            "gemm" if c.c in CUDA_TYPES else "kernel",
+            "gemm",
+            self.bytes0(a.tensor) + self.bytes0(b.tensor),
+            self.bytes0(c.tensor),
+        )
         if c.c in CUDA_TYPES:
             check_blas_sizes(op, rows)
             self.program.uses_blas = True
@@ -414,6 +552,11 @@ class Emitter:
                 tb=tb,
                 dtype=CUDA_TYPES[c.c],
                 double=c.c == "double",
+                compute="CUBLAS_COMPUTE_64F"
+                if c.c == "double"
+                else "CUBLAS_COMPUTE_32F_FAST_TF32"
+                if op.tf32 is not None
+                else "CUBLAS_COMPUTE_32F",
                 stream=self.stream(op),
             )
         else:
@@ -434,30 +577,33 @@ class Emitter:
         rank = x.tensor.rank
         reduced = sorted(d % rank for d in op.dims.get_values()) if rank else []
         kept = [d for d in range(rank) if d not in reduced]
+        flat = reduced == list(range(rank - len(reduced), rank))
 
         def plan(coords: Sequence[int]) -> list[int]:
             shape = x.tensor.local_shape(self.mesh, coords)
             st = contiguous_strides(shape)
+            outputs, count = prod(shape[d] for d in kept), prod(shape[d] for d in reduced)
             return (
-                [
-                    len(kept),
-                    len(reduced),
-                    prod(shape[d] for d in kept),
-                    prod(shape[d] for d in reduced),
-                ]
+                [len(kept), len(reduced), outputs, count]
                 + pad([shape[d] for d in kept], 8, 1)
                 + pad([st[d] for d in kept], 8, 0)
                 + pad([shape[d] for d in reduced], 8, 1)
                 + pad([st[d] for d in reduced], 8, 0)
+                + list(reduce_layout(outputs, count, flat))
             )
 
+        plans = self.per_rank(plan)
         kind = op.kind.data.value
         acc = accumulator(x.c)
         init_expr = reduction_start(kind, acc, x.c)
         count = prod(x.tensor.get_shape()[d] for d in reduced)
+        partials = max(p[2] * p[38] if p[38] > 1 else 0 for p in plans)
+        self.record("kernel", "reduce", self.bytes0(x.tensor), self.bytes0(out.tensor))
+        if plans[0][38] > 1:
+            self.record("kernel", "reduce_finish", plans[0][2] * plans[0][38] * _size(acc))
         self.emit_template(
             "reduce.cu.j2",
-            plan=self.table("kReduce", self.per_rank(plan)),
+            plan=self.table("kReduce", plans),
             c=x.c,
             acc=acc,
             kind=REDUCE_KINDS[kind],
@@ -465,6 +611,7 @@ class Emitter:
             init=init_expr,
             src=x.pointer,
             dst=out.pointer,
+            partial=self.scratch(partials, acc) if partials else f"static_cast<{acc}*>(nullptr)",
             stream=self.stream(op),
         )
 
@@ -477,6 +624,7 @@ class Emitter:
             inner = prod(shape[d + 1 :])
             return [prod(shape[:d]) * inner, inner, shape[d]]
 
+        self.record("kernel", "softmax", self.bytes0(x.tensor), self.bytes0(out.tensor))
         self.emit_template(
             "softmax.cu.j2",
             plan=self.table("kSoftmax", self.per_rank(plan)),
@@ -496,6 +644,7 @@ class Emitter:
 
         weight = self.buffer(op.weight).pointer if op.weight is not None else "nullptr"
         bias = self.buffer(op.bias).pointer if op.bias is not None else "nullptr"
+        self.record("kernel", "layernorm", self.bytes0(x.tensor), self.bytes0(out.tensor))
         self.emit_template(
             "layernorm.cu.j2",
             plan=self.table("kNorm", self.per_rank(plan)),
@@ -515,7 +664,7 @@ class Emitter:
         offsets = [0 if d in split else o for d, o in enumerate(op.offsets.get_values())]
 
         def src_offset(coords: Sequence[int]) -> int:
-            st = contiguous_strides(x.tensor.local_shape(self.mesh, coords))
+            st = self.layout(x, coords)
             return sum(o * s for o, s in zip(offsets, st, strict=True))
 
         base = self.table("kSliceBase", self.per_rank(lambda c: [src_offset(c)])) + "[0]"
@@ -524,7 +673,7 @@ class Emitter:
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            self.per_rank(lambda c: contiguous_strides(x.tensor.local_shape(self.mesh, c))),
+            self.per_rank(lambda c: self.layout(x, c)),
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
@@ -546,9 +695,7 @@ class Emitter:
                 f"({out.pointer} + {base})",
                 out.c,
                 self.per_rank(lambda c, p=piece: p.tensor.local_shape(self.mesh, c)),
-                self.per_rank(
-                    lambda c, p=piece: contiguous_strides(p.tensor.local_shape(self.mesh, c))
-                ),
+                self.per_rank(lambda c, p=piece: self.layout(p, c)),
                 self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
                 self.stream(op),
             )
@@ -562,9 +709,7 @@ class Emitter:
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            self.per_rank(
-                lambda c: [contiguous_strides(x.tensor.local_shape(self.mesh, c))[p] for p in perm]
-            ),
+            self.per_rank(lambda c: [self.layout(x, c)[p] for p in perm]),
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
@@ -596,19 +741,43 @@ class Emitter:
                 ]
             ),
         )
-        staging = self.scratch(full.size, out.c)
-        self.emit_template(
-            "upload.cu.j2", host=name, dst=staging, c=out.c, count=full.size, stream=self.stream(op)
+        # uploaded once, at create, into device memory of its own (never per run, never from
+        # pageable memory on the critical path)
+        offset = self.program.constants
+        self.program.constants += -(-max(full.size * _size(out.c), 1) // ALIGN) * ALIGN
+        stored = f"reinterpret_cast<{out.c}*>(ctx->constants + {offset})"
+        self.program.setup.append(
+            f"CCOPT_CHECK_CUDA(cudaMemcpy({stored}, {name}, sizeof({out.c}) * {full.size}, "
+            "cudaMemcpyHostToDevice));"
         )
+        whole = contiguous_strides(out.tensor.get_shape())
+        if self.read_in_place(op):  # readers take the rank's block where it lies
+            strides = [list(whole)] * self.mesh.rank_count
+            dense = all(
+                _dense(out.tensor.local_shape(self.mesh, c), whole) for c in self.mesh.all_coords()
+            )
+            self.buffers[op.out] = Buffer(
+                f"({stored} + {base}[0])", out.tensor, None if dense else strides
+            )
+            return
         self.copy(
-            f"({staging} + {base}[0])",
+            f"({stored} + {base}[0])",
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            [contiguous_strides(out.tensor.get_shape())] * self.mesh.rank_count,
+            [list(whole)] * self.mesh.rank_count,
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
+
+    def read_in_place(self, op: k.ConstantKernelOp) -> bool:
+        """A constant's buffer can be its uploaded value itself: a workspace buffer nothing
+        else writes, whose readers all take strided rows."""
+        from ccopt.passes.kernel_views import reads_strided
+
+        out = op.out
+        readers = [u.operation for u in out.uses if u.operation is not op]
+        return isinstance(out.owner, k.AllocOp) and all(reads_strided(r, out) for r in readers)
 
     # --- collectives -----------------------------------------------------------------------------
     def collective(self, op: k.NcclOp) -> None:
@@ -623,6 +792,9 @@ class Emitter:
             dst=out.pointer,
             c=x.c,
         )
+        if not isinstance(op, k.LocalBlockOp):
+            self.record("nccl", op.name, self.bytes0(x.tensor), self.bytes0(out.tensor))
+            self.program.comm_streams.add(op.stream_index())
         match op:
             case k.NcclAllReduceOp():
                 self.emit_template(
@@ -683,7 +855,7 @@ class Emitter:
 
     def local_block(self, x: Buffer, out: Buffer, op: k.LocalBlockOp) -> None:
         def offset(coords: Sequence[int]) -> list[int]:
-            st = contiguous_strides(x.tensor.local_shape(self.mesh, coords))
+            st = self.layout(x, coords)
             rel = relative(
                 out.tensor.local_slices(self.mesh, coords), x.tensor.local_slices(self.mesh, coords)
             )
@@ -695,7 +867,7 @@ class Emitter:
             out.pointer,
             out.c,
             self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
-            self.per_rank(lambda c: contiguous_strides(x.tensor.local_shape(self.mesh, c))),
+            self.per_rank(lambda c: self.layout(x, c)),
             self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
             self.stream(op),
         )
@@ -711,7 +883,8 @@ class Emitter:
     ) -> None:
         """reduce_scatter, all_gather and all_to_all: NCCL directly when every member's block is
         one equal contiguous piece, else through per-rank pack/unpack plans."""
-        direct = self.direct_count(op, x, out, axes)
+        dense = x.strides is None and out.strides is None
+        direct = self.direct_count(op, x, out, axes) if dense else None
         if direct is not None:
             template = {
                 k.NcclReduceScatterOp: "reduce_scatter.cu.j2",
@@ -720,10 +893,85 @@ class Emitter:
             extra = {"op": NCCL_OPS[op.kind.data]} if isinstance(op, k.NcclReduceScatterOp) else {}
             self.emit_template(template, count=direct, **extra, **common)
             return
+        if isinstance(op, k.NcclReduceScatterOp | k.NcclAllGatherOp):
+            runs = self.member_runs(op, x, out, axes)
+            if runs is not None:
+                self.rooted(op, runs, common)
+                return
+            if out.strides is not None and x.strides is None:
+                # too many runs to write the strided destination (a chunk of a join) directly:
+                # the collective into dense staging, then one strided copy
+                temp = Buffer(self.scratch(self.capacity(out.tensor), out.c), out.tensor)
+                self.redistribute(op, x, temp, axes, group, {**common, "dst": temp.pointer})
+                self.copy(
+                    temp.pointer,
+                    out.pointer,
+                    out.c,
+                    self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
+                    self.per_rank(
+                        lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))
+                    ),
+                    self.per_rank(lambda c: self.layout(out, c)),
+                    common["stream"],  # type: ignore[arg-type]
+                )
+                return
         if isinstance(op, k.NcclReduceScatterOp):
             self.staged_reduce_scatter(op, x, out, axes, common)
         else:
             self.point_to_point(op, x, out, axes, common)
+
+    def member_runs(self, op: k.NcclOp, x: Buffer, out: Buffer, axes: tuple[int, ...]):  # noqa: ANN201
+        """Reduce-scatter / all-gather as rooted calls on contiguous runs: per rank, a row of
+        (root, offset in x, offset in out, count) per run, every member's block cut into runs
+        that are contiguous in both buffers (the same runs, in the same order, on every rank
+        of a group); None when a group would need more than MAX_RUNS calls."""
+        scatter = isinstance(op, k.NcclReduceScatterOp)
+        full, piece = (x, out) if scatter else (out, x)
+        rows = []
+        for coords in self.mesh.all_coords():
+            region = full.tensor.local_slices(self.mesh, coords)
+            full_st, piece_st = self.layout(full, coords), self.layout(piece, coords)
+            me = self.mesh.group_index(coords, axes)
+            row: list[int] = []
+            for q, member in enumerate(self.mesh.group(coords, axes)):
+                box = relative(piece.tensor.local_slices(self.mesh, member), region)
+                extents = [b.stop - b.start for b in box]
+                if any(e <= 0 for e in extents):
+                    continue
+                inner = max(_run_start(extents, full_st), _run_start(extents, piece_st))
+                in_full = _runs_of(box, full_st, inner)
+                own = tuple(slice(0, e) for e in extents)  # the member's block in its own piece
+                in_piece = (
+                    _runs_of(own, piece_st, inner) if q == me else [(0, n) for _, n in in_full]
+                )
+                for (f_off, n), (p_off, _) in zip(in_full, in_piece, strict=True):
+                    x_off, o_off = (f_off, p_off) if scatter else (p_off, f_off)
+                    row += [
+                        q,
+                        x_off if scatter or q == me else 0,
+                        o_off if not scatter or q == me else 0,
+                        n,
+                    ]
+            rows.append(row)
+        width = max(len(r) for r in rows)
+        if width // 4 > MAX_RUNS:
+            return None
+        return [r + [0, 0, 0, 0] * ((width - len(r)) // 4) for r in rows]
+
+    def rooted(self, op: k.NcclOp, runs: list[list[int]], common: dict[str, object]) -> None:
+        """Reduce-scatter / all-gather without staging: one ncclReduce (to the block's owner)
+        or ncclBroadcast (from it) per contiguous run of every member's block, in one group
+        (NCCL launches a group's collectives together)."""
+        extra = {"op": NCCL_OPS[op.kind.data]} if isinstance(op, k.NcclReduceScatterOp) else {}
+        self.program.ops[-1].calls = sum(1 for i in range(3, len(runs[0]), 4) if runs[0][i])
+        self.emit_template(
+            "rooted.cu.j2",
+            runs=max(1, len(runs[0]) // 4),
+            table=self.table("kRooted", runs),
+            reduce=isinstance(op, k.NcclReduceScatterOp),
+            **extra,
+            **common,
+        )
 
     def direct_count(
         self, op: k.NcclOp, x: Buffer, out: Buffer, axes: tuple[int, ...]
@@ -770,11 +1018,11 @@ class Emitter:
         for i in range(len(plans[0][2])):
             self.copy(
                 x.pointer
-                + f" + {self.table('kPackSrc', [[_offset(b[i], x.tensor.local_shape(self.mesh, c))] for c, _, b in plans])}[0]",
+                + f" + {self.table('kPackSrc', [[_at(b[i], self.layout(x, c))] for c, _, b in plans])}[0]",
                 f"({send} + {i * slot})",
                 x.c,
                 [[s.stop - s.start for s in b[i]] for _, _, b in plans],
-                [contiguous_strides(x.tensor.local_shape(self.mesh, c)) for c, _, _ in plans],
+                [self.layout(x, c) for c, _, _ in plans],
                 [contiguous_strides([s.stop - s.start for s in b[i]]) for _, _, b in plans],
                 common["stream"],  # type: ignore[arg-type]
             )
@@ -784,6 +1032,18 @@ class Emitter:
             op=NCCL_OPS[op.kind.data],
             **{**common, "src": send, "dst": recv},
         )
+        if out.strides is not None:  # unpack into the strided view
+            self.copy(
+                recv,
+                out.pointer,
+                x.c,
+                self.per_rank(lambda c: out.tensor.local_shape(self.mesh, c)),
+                self.per_rank(lambda c: contiguous_strides(out.tensor.local_shape(self.mesh, c))),
+                self.per_rank(lambda c: self.layout(out, c)),
+                common["stream"],  # type: ignore[arg-type]
+            )
+            return
+        self.record("copy", "memcpy", self.bytes0(out.tensor), self.bytes0(out.tensor))
         self.emit_template(
             "memcpy.cu.j2",
             src=recv,
@@ -798,7 +1058,6 @@ class Emitter:
     ) -> None:
         """all_gather / all_to_all as grouped sends and receives of the overlapping boxes."""
         members = len(self.mesh.group(self.mesh.coords(0), axes))
-        send_size = recv_size = 1
         send_rows, recv_rows = [], []
         for coords in self.mesh.all_coords():
             group = self.mesh.group(coords, axes)
@@ -810,49 +1069,83 @@ class Emitter:
                 box_in = intersect(x.tensor.local_slices(self.mesh, peer), mine_out)
                 sends.append(box_out and relative(box_out, mine_in))
                 recvs.append(box_in and relative(box_in, mine_out))
-            send_size = max(send_size, sum(_numel(b) for b in sends))
-            recv_size = max(recv_size, sum(_numel(b) for b in recvs))
             send_rows.append(sends)
             recv_rows.append(recvs)
-        send, recv = self.scratch(send_size, x.c), self.scratch(recv_size, x.c)
-        send_at = [_offsets(row) for row in send_rows]
-        recv_at = [_offsets(row) for row in recv_rows]
+        shapes_in = [x.tensor.local_shape(self.mesh, c) for c in self.mesh.all_coords()]
+        shapes_out = [out.tensor.local_shape(self.mesh, c) for c in self.mesh.all_coords()]
+        # a box that is one contiguous run is sent from (received into) the buffer itself
+        send_direct = [x.strides is None and _runs(send_rows, q, shapes_in) for q in range(members)]
+        recv_direct = [
+            out.strides is None and _runs(recv_rows, q, shapes_out) for q in range(members)
+        ]
+        send_at = [_staged_offsets(row, send_direct) for row in send_rows]
+        recv_at = [_staged_offsets(row, recv_direct) for row in recv_rows]
+        send_size = max(
+            1,
+            *(
+                sum(_numel(b) for b, d in zip(row, send_direct, strict=True) if not d)
+                for row in send_rows
+            ),
+        )
+        recv_size = max(
+            1,
+            *(
+                sum(_numel(b) for b, d in zip(row, recv_direct, strict=True) if not d)
+                for row in recv_rows
+            ),
+        )
+        send = self.scratch(send_size, x.c) if not all(send_direct) else None
+        recv = self.scratch(recv_size, x.c) if not all(recv_direct) else None
         for q in range(members):
+            if send_direct[q]:
+                continue
             self.copy(
                 x.pointer
-                + f" + {self.table('kSendSrc', [[_offset(row[q], x.tensor.local_shape(self.mesh, self.mesh.coords(r)))] for r, row in enumerate(send_rows)])}[0]",
+                + f" + {self.table('kSendSrc', [[_at(row[q], self.layout(x, self.mesh.coords(r)))] for r, row in enumerate(send_rows)])}[0]",
                 f"{send} + {self.table('kSendAt', [[at[q]] for at in send_at])}[0]",
                 x.c,
                 [_extent(row[q]) for row in send_rows],
-                [
-                    contiguous_strides(x.tensor.local_shape(self.mesh, self.mesh.coords(r)))
-                    for r in range(len(send_rows))
-                ],
+                self.per_rank(lambda c: self.layout(x, c)),
                 [contiguous_strides(_extent(row[q])) for row in send_rows],
                 common["stream"],  # type: ignore[arg-type]
             )
         table = self.table(
             "kExchange",
             [
-                [_numel(b) for b in s] + [_numel(b) for b in r] + sa + ra
-                for s, r, sa, ra in zip(send_rows, recv_rows, send_at, recv_at, strict=True)
+                [_numel(b) for b in s]
+                + [_numel(b) for b in r]
+                + [
+                    _offset(b, shapes_in[i]) if d else a
+                    for b, d, a in zip(s, send_direct, sa, strict=True)
+                ]
+                + [
+                    _offset(b, shapes_out[i]) if d else a
+                    for b, d, a in zip(r, recv_direct, ra, strict=True)
+                ]
+                for i, (s, r, sa, ra) in enumerate(
+                    zip(send_rows, recv_rows, send_at, recv_at, strict=True)
+                )
             ],
         )
         self.emit_template(
-            "exchange.cu.j2", members=members, table=table, send=send, recv=recv, **common
+            "exchange.cu.j2",
+            members=members,
+            table=table,
+            sends=[x.pointer if d else send for d in send_direct],
+            recvs=[out.pointer if d else recv for d in recv_direct],
+            **common,
         )
         for q in range(members):
+            if recv_direct[q]:
+                continue
             self.copy(
                 f"{recv} + {self.table('kRecvAt', [[at[q]] for at in recv_at])}[0]",
                 out.pointer
-                + f" + {self.table('kRecvDst', [[_offset(row[q], out.tensor.local_shape(self.mesh, self.mesh.coords(r)))] for r, row in enumerate(recv_rows)])}[0]",
+                + f" + {self.table('kRecvDst', [[_at(row[q], self.layout(out, self.mesh.coords(r)))] for r, row in enumerate(recv_rows)])}[0]",
                 x.c,
                 [_extent(row[q]) for row in recv_rows],
                 [contiguous_strides(_extent(row[q])) for row in recv_rows],
-                [
-                    contiguous_strides(out.tensor.local_shape(self.mesh, self.mesh.coords(r)))
-                    for r in range(len(recv_rows))
-                ],
+                self.per_rank(lambda c: self.layout(out, c)),
                 common["stream"],  # type: ignore[arg-type]
             )
 
@@ -875,8 +1168,8 @@ def check_blas_sizes(op: k.GemmOp, rows: Sequence[Sequence[int]]) -> None:
 
 
 def storage_root(value: SSAValue) -> SSAValue:
-    """The buffer a value's bytes belong to: views and block views share their source's."""
-    while isinstance(value.owner, k.ViewOp | k.BlockViewOp):
+    """The buffer a value's bytes belong to: (block and sub) views share their source's."""
+    while isinstance(value.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
         value = value.owner.source
     return value
 
@@ -892,6 +1185,123 @@ def restrict_qualifiers(op: k.ElementwiseOp) -> tuple[list[str], list[str]]:
     in_q = [qualifier[root not in outs] for root in ins]
     out_q = [qualifier[root not in ins and outs.count(root) == 1] for root in outs]
     return in_q, out_q
+MAX_RUNS = 64  # rooted calls per group before staging (pack, one collective, unpack) is cheaper
+
+
+def _run_start(extents: Sequence[int], strides: Sequence[int]) -> int:
+    """The first dimension of the innermost run: dimensions from it on are contiguous in a
+    buffer with these element strides (size-1 dimensions never break a run)."""
+    k = len(extents)
+    inner = 1  # elements a step along dimension d must skip to stay contiguous
+    for d in range(len(extents) - 1, -1, -1):
+        if extents[d] != 1 and strides[d] != inner:
+            break
+        inner *= extents[d]
+        k = d
+    return k
+
+
+def _runs_of(box: Sequence[slice], strides: Sequence[int], inner: int) -> list[tuple[int, int]]:
+    """(offset, count) of each contiguous run of a box, row-major, when dimensions `inner`..
+    form one run (`inner` at least _run_start of the box)."""
+    extents = [b.stop - b.start for b in box]
+    count = prod(extents[inner:])
+    base = sum(b.start * st for b, st in zip(box, strides, strict=True))
+    runs = []
+    for index in product(*(range(e) for e in extents[:inner])):
+        runs.append((base + sum(i * st for i, st in zip(index, strides, strict=False)), count))
+    return runs
+
+
+def _runs(rows: Sequence[Sequence], q: int, shapes: Sequence[Sequence[int]]) -> bool:
+    """Peer q's box is empty or one contiguous run on every rank."""
+    return all(
+        not row[q] or _contiguous(row[q], shape) for row, shape in zip(rows, shapes, strict=True)
+    )
+
+
+def _staged_offsets(boxes: Sequence, direct: Sequence[bool]) -> list[int]:
+    """Offsets of the staged boxes (those not sent or received in place), packed in order."""
+    out, at = [], 0
+    for b, d in zip(boxes, direct, strict=True):
+        out.append(0 if d else at)
+        at += 0 if d else _numel(b)
+    return out
+
+
+TARGET_BLOCKS = 264  # two waves of blocks on a 132-SM H100: enough to fill the GPU
+ELEMENTS_PER_THREAD = 16  # below this many reduced elements per thread a split does not pay
+
+
+def reduce_layout(outputs: int, count: int, flat: bool) -> tuple[int, int, int]:
+    """(a block per output?, reduced elements contiguous?, blocks per output) of a reduction.
+
+    A block per output when its reduced elements are the contiguous trailing ones (the block
+    reads them coalesced) or when there are too few outputs to fill the GPU with a thread each;
+    a thread per output otherwise (neighbouring threads, neighbouring outputs). Few outputs
+    over many elements (a whole-tensor norm) are split over several blocks per output."""
+    if not flat and outputs >= 1024:
+        return 0, 0, 1
+    per_block = 256 * ELEMENTS_PER_THREAD
+    splits = max(1, min(256, count // per_block, -(-TARGET_BLOCKS // max(outputs, 1))))
+    return 1, int(flat), splits
+
+
+def merge_dims(
+    extents: list[list[int]], src: list[list[int]], dst: list[list[int]]
+) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """The same per-rank copy boxes with fewer dimensions: size-1 dimensions dropped and a
+    dimension folded into the next when both sides step over it contiguously on every rank."""
+    ndim = max(1, max(len(r) for r in extents))
+    rows = [
+        [list(r) + [f] * (ndim - len(r)) for r in table]
+        for table, f in ((extents, 1), (src, 0), (dst, 0))
+    ]
+    extents, src, dst = rows
+    keep = [d for d in range(ndim) if any(e[d] != 1 for e in extents)] or [ndim - 1]
+    out: list[tuple[list[int], list[int], list[int]]] = []  # per kept dim: per-rank values
+    for d in keep:
+        column = ([e[d] for e in extents], [s[d] for s in src], [t[d] for t in dst])
+        if out:
+            pe, ps, pt = out[-1]
+            if all(
+                ps[r] == column[1][r] * column[0][r] and pt[r] == column[2][r] * column[0][r]
+                for r in range(len(extents))
+            ):
+                out[-1] = (
+                    [a * b for a, b in zip(pe, column[0], strict=True)],
+                    column[1],
+                    column[2],
+                )
+                continue
+        out.append(column)
+    ranks = range(len(extents))
+    return (
+        [[col[0][r] for col in out] for r in ranks],
+        [[col[1][r] for col in out] for r in ranks],
+        [[col[2][r] for col in out] for r in ranks],
+    )
+
+
+def fits_32(extents: list[list[int]], *strides: list[list[int]]) -> bool:
+    """Every element count and offset of the boxes fits 31 bits (so uint32 math is exact)."""
+    limit = 2**31
+    for r, e in enumerate(extents):
+        if prod(e) >= limit:
+            return False
+        for st in strides:
+            if sum((n - 1) * s for n, s in zip(e, st[r], strict=True)) >= limit:
+                return False
+    return True
+
+
+def memset_byte(value: float | int, t: DTensorType) -> int | None:
+    """The byte a fill with `value` repeats (0 for 0.0 or 0, 0xFF for -1), or None when its
+    element's bytes differ (then a fill kernel writes it)."""
+    import numpy as np
+
+    raw = np.asarray(value, dtype=numpy_dtype(t.element_type)).tobytes()
+    return raw[0] if len(set(raw)) == 1 else None
 
 
 def reduction_start(kind: str, acc: str, c: str) -> str:
@@ -915,6 +1325,7 @@ def _size(c: str) -> int:
         "float": 4,
         "double": 8,
         "bool": 1,
+        "int": 4,
         "int32_t": 4,
         "int64_t": 8,
     }[c]
@@ -934,6 +1345,11 @@ def _offset(box: Sequence[slice] | None, shape: Sequence[int]) -> int:
     return sum(s.start * t for s, t in zip(box, contiguous_strides(shape), strict=True))
 
 
+def _at(box: Sequence[slice] | None, strides: Sequence[int]) -> int:
+    """Element offset of a box's first element in a buffer with these strides."""
+    return sum(s.start * st for s, st in zip(box, strides, strict=True)) if box else 0
+
+
 def _offsets(boxes: Sequence[Sequence[slice] | None]) -> list[int]:
     out, at = [], 0
     for b in boxes:
@@ -945,10 +1361,14 @@ def _offsets(boxes: Sequence[Sequence[slice] | None]) -> list[int]:
 def _contiguous(box: Sequence[slice], shape: Sequence[int]) -> bool:
     """The box is one contiguous run of the row-major array."""
     extents = [s.stop - s.start for s in box]
-    first = next(
-        (d for d, (e, n) in enumerate(zip(extents, shape, strict=True)) if e != n), len(shape)
-    )
-    return all(e == 1 for e in extents[: first - 1]) if first > 0 else True
+    partial = [d for d, (e, n) in enumerate(zip(extents, shape, strict=True)) if e != n]
+    return not partial or all(e == 1 for e in extents[: partial[-1]])
+
+
+def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Strides that index `shape` row-major without gaps (size-1 dimensions are free)."""
+    expected = contiguous_strides(shape)
+    return all(n == 1 or s == e for n, s, e in zip(shape, strides, expected, strict=True))
 
 
 def pad(values: Sequence[int], n: int, value: int) -> list[int]:
@@ -956,12 +1376,17 @@ def pad(values: Sequence[int], n: int, value: int) -> list[int]:
 
 
 def broadcast_strides(
-    t: DTensorType, iteration: DTensorType, mesh: Mesh, coords: Sequence[int], ndim: int
+    t: DTensorType,
+    iteration: DTensorType,
+    mesh: Mesh,
+    coords: Sequence[int],
+    ndim: int,
+    st: Sequence[int],
 ) -> list[int]:
-    """Strides of an input over the iteration space: 0 along broadcast dimensions."""
+    """Strides of an input (its own element strides `st`) over the iteration space: 0 along
+    broadcast dimensions."""
     local = t.local_shape(mesh, coords)
     it = iteration.local_shape(mesh, coords)
-    st = contiguous_strides(local)
     offset = len(it) - len(local)
     strides = [0] * ndim
     for d in range(len(local)):
@@ -970,8 +1395,16 @@ def broadcast_strides(
     return strides
 
 
-def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
-    """The .cu of a kernel-level module's function(s)."""
+NCCL_MAX_CTAS = 16  # CTAs an NCCL collective may use: the rest of the GPU stays with the gemms
+
+
+def emit_cuda(
+    module: ModuleOp, entry: str | None = None, nccl_max_ctas: int = NCCL_MAX_CTAS
+) -> str:
+    """The .cu of a kernel-level module's function(s); `nccl_max_ctas` caps the CTAs (SMs) an
+    NCCL collective uses (ncclConfig_t.maxCTAs; 0 leaves NCCL's default)."""
+    if nccl_max_ctas < 0:
+        raise EmitError(f"nccl_max_ctas must be >= 0, got {nccl_max_ctas}")
     from ccopt.program import find_entry, module_meshes
 
     meshes = module_meshes(module)
@@ -1016,8 +1449,24 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         group_rows=group_rows,
         ngroups=len(program.groups),
         mesh=str(mesh),
+        comm_streams=[
+            # stream 0 issues the program (compute); a side stream issuing NCCL calls is the
+            # communication stream of an overlapped schedule
+            "true" if s and s in program.comm_streams else "false"
+            for s in range(program.streams)
+        ],
+        nccl_max_ctas=nccl_max_ctas,
     )
     return source
+
+
+def gpu_ops(module: ModuleOp, entry: str | None = None) -> list[GpuOp]:
+    """The GPU operations one call of a kernel-level program issues on rank 0, in issue order
+    (what the emitted .cu launches: kernels, copies, cuBLAS and NCCL calls)."""
+    from ccopt.program import find_entry, module_meshes
+
+    (mesh,) = module_meshes(module).values()
+    return Emitter(find_entry(module, entry), mesh).emit_function().ops
 
 
 def _color(mesh: Mesh, coords: Sequence[int], axes: Sequence[int]) -> int:

@@ -85,7 +85,17 @@ def test_cpu_build_equals_the_interpreter(name: str, schedule: str, memory: str)
 
 @pytest.mark.parametrize(
     "entry",
-    ["elementwise", "half", "contractions", "integers", "reductions", "shapes", "collectives"],
+    [
+        "elementwise",
+        "half",
+        "contractions",
+        "integers",
+        "reductions",
+        "big_reductions",
+        "constants",
+        "shapes",
+        "collectives",
+    ],
 )
 def test_every_kernel_level_construct_runs_on_the_cpu_harness(entry: str) -> None:
     """The zoo uses every dtensor and coll op (uneven blocks, both directions of every split),
@@ -161,7 +171,8 @@ def test_overlap_uses_two_streams_ordered_by_events() -> None:
     source = emit_cuda(lowered("megatron_row_parallel", "overlap"))
     run_body = source[source.index("int issue(Context* ctx") : source.index("int run(Context* ctx")]
     gemms = re.findall(r"cublasSetStream\(ctx->blas, ctx->streams\[(\d)\]\)", run_body)
-    collectives = re.findall(r"ncclReduceScatter\([^;]*ctx->streams\[(\d)\]\)\);", run_body)
+    # a reduce-scatter: ncclReduceScatter, or rooted ncclReduce calls in one group (uneven blocks)
+    collectives = re.findall(r"ncclReduce(?:Scatter)?\([^;]*ctx->streams\[(\d)\]\)\);", run_body)
     chunks = len(gemms)
     assert chunks >= 2 and set(gemms) == {"0"}  # every chunk's matmul on the compute stream
     assert set(collectives) == {"1"} and len(collectives) == chunks  # its collective on the other
@@ -294,3 +305,82 @@ def test_nvcc_compiles_every_construct_of_the_zoo() -> None:
             text=True,
         )
         assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_tf32_is_an_explicit_option_that_reaches_cublas() -> None:
+    """Off by default (full f32, the reference's results); `convert-to-kernel{tf32=true}` asks
+    cuBLAS for FAST_TF32, which the harness emulates by rounding the inputs to 10 mantissa bits:
+    close to the reference, not equal to it."""
+    module = load_program(ROOT / "examples" / "megatron_row_parallel.mlir")
+    bind_mesh(module, "tp=2")
+    reference = ccopt.run(module, seed=4)
+    default, fast = module.clone(), module.clone()
+    run_pipeline(default, "convert-to-kernel")
+    run_pipeline(fast, "convert-to-kernel{tf32=true}")
+    assert "CUBLAS_COMPUTE_32F_FAST_TF32" not in emit_cuda(default)
+    assert "CUBLAS_COMPUTE_32F_FAST_TF32" in emit_cuda(fast)
+    exact = run_on_host(default, reference.inputs)
+    rounded = run_on_host(fast, reference.inputs)
+    assert_same_shards(exact, reference.shards)
+    assert_same_shards(rounded, reference.shards, rtol=1e-2)
+    assert any(
+        not np.array_equal(a, b) for a, b in zip(rounded["result0"], exact["result0"], strict=True)
+    )
+
+
+def test_chunked_overlap_moves_no_data_through_copies() -> None:
+    """Megatron's fused-collective-overlap schedule: the gemms read the weight's column chunks
+    in place, reduce-scatter and all-gather run without staging and write into the joined
+    result - against every copy the lowering makes with views=false, in the same run."""
+    from ccopt.backends.cuda.emit import gpu_ops
+
+    def lower(views: str):  # noqa: ANN202
+        module = load_program(ROOT / "examples" / "megatron_mlp.mlir")
+        pipeline = PIPELINES["megatron_mlp"]["fused-collective-overlap"]
+        run_pipeline(module, f"{pipeline},convert-to-kernel{{views={views}}},plan-memory")
+        return gpu_ops(module)
+
+    before, after = lower("false"), lower("true")
+    copies = [o for o in after if o.kind == "copy"]
+    gemm_input = sum(o.read for o in after if o.what == "gemm")
+    assert len(copies) <= len(after) / 10
+    assert sum(o.read for o in copies) <= gemm_input / 10
+    assert len([o for o in before if o.kind == "copy"]) > len(copies)
+    assert [o.what for o in after].count("gemm") == [o.what for o in before].count("gemm")
+
+
+def test_communication_streams_have_priority_and_nccl_ctas_are_capped() -> None:
+    from ccopt.backends.cuda.scalar import EmitError
+
+    module = lowered("megatron_row_parallel", "overlap")
+    source = emit_cuda(module)
+    assert "static const bool kCommStream[2] = { false, true };" in source  # stream 1 runs NCCL
+    assert "cudaStreamCreateWithPriority" in source
+    assert "constexpr int kNcclMaxCtas = 16;" in source and "ncclCommInitRankConfig" in source
+    assert "constexpr int kNcclMaxCtas = 0;" in emit_cuda(module, nccl_max_ctas=0)
+    with pytest.raises(EmitError, match="nccl_max_ctas"):
+        emit_cuda(module, nccl_max_ctas=-1)
+
+
+def test_constants_are_uploaded_once_and_zero_fills_are_memsets() -> None:
+    module = load_program(ZOO)
+    run_pipeline(module, "convert-to-kernel,plan-memory")
+    source = emit_cuda(module, "constants")
+    run_body = source[source.index("int run(Context* ctx") : source.index("int create(")]
+    create = source[source.index("int create(") : source.index("int destroy(")]
+    assert "cudaMemcpyHostToDevice" not in run_body and "cudaMemcpyHostToDevice" in create
+    assert "cudaMemsetAsync" in run_body and "ccopt_rt::fill" not in run_body
+
+
+def test_collectives_fall_back_to_staging_when_runs_are_too_many(monkeypatch) -> None:  # noqa: ANN001
+    """Past MAX_RUNS rooted calls a chunk's collective gathers into dense staging and one
+    strided copy writes the join (and unequal blocks go through pack/unpack): same numbers."""
+    from ccopt.backends.cuda import emit
+
+    monkeypatch.setattr(emit, "MAX_RUNS", 2)
+    module = lowered("megatron_mlp", "fused-collective-overlap")
+    kinds = [o.kind for o in emit.gpu_ops(module)]
+    assert 0 < kinds.count("copy")
+    reference = ccopt.run(module, seed=7)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)

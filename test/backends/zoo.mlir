@@ -87,3 +87,23 @@ func.func @collectives(%p: !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>, %s: !dt
   %mx = coll.all_reduce max %pm over [a] : !dtensor.tensor<7x5xf32, @m[P(max), R]> -> !dtensor.tensor<7x5xf32, @m[R, R]>
   func.return %mx, %ar, %rs, %ag, %aa, %sl, %bc, %rd, %sh, %cy : !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, P(sum)]>, !dtensor.tensor<7x5xf32, @m[P(sum), S(1)]>, !dtensor.tensor<7x5xf32, @m[S(0), R]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, S(0)]>, !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<7x5xf32, @m[V, R]>, !dtensor.tensor<7x5xf32, @m[V, R]>
 }
+
+// Reductions large enough for the block kernels to split an output over several blocks.
+func.func @big_reductions(%x: !dtensor.tensor<6x1500xf32, @m[R, R]>) -> (!dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<6xf32, @m[R, R]>, !dtensor.tensor<1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>) {
+  %n = dtensor.norm %x : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<f32, @m[R, R]>
+  %rows = dtensor.reduce max %x dims [1] : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<6xf32, @m[R, R]>
+  %cols = dtensor.reduce mean %x dims [0] : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<1500xf32, @m[R, R]>
+  %sm = dtensor.softmax %x dim 1 : !dtensor.tensor<6x1500xf32, @m[R, R]>
+  %ln = dtensor.layernorm %x eps 1.0e-05 : !dtensor.tensor<6x1500xf32, @m[R, R]> -> !dtensor.tensor<6x1500xf32, @m[R, R]>
+  func.return %n, %rows, %cols, %sm, %ln : !dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<6xf32, @m[R, R]>, !dtensor.tensor<1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>
+}
+
+// Constants live in device memory uploaded once by create(): read in place by a kernel (a
+// column block of the constant), copied where the caller receives it; zero fills are memsets.
+func.func @constants(%x: !dtensor.tensor<2x6xf32, @m[R, S(1)]>) -> (!dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<3xi32, @m[R, R]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>) {
+  %k = dtensor.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, 10.0, 11.0, 12.0]]> : tensor<2x6xf32> : !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+  %y = dtensor.mul %x, %k : (!dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>) -> !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+  %i = dtensor.constant dense<[3, -1, 7]> : tensor<3xi32> : !dtensor.tensor<3xi32, @m[R, R]>
+  %z = dtensor.fill 0.0 : !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+  func.return %y, %i, %z : !dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<3xi32, @m[R, R]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>
+}

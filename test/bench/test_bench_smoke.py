@@ -12,6 +12,7 @@ SMOKE_RUNS = {
     "startup.py": ["--ops", "40", "--repeat", "1"],
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
+    "gpu_ops.py": [],
 }
 
 
@@ -62,3 +63,21 @@ def test_schedules_bench_compares_each_schedule() -> None:
     rows = ratio_rows(run_bench("schedules.py"))
     assert len(rows) >= 10
     assert all("x" in row for row in rows)
+
+
+def test_gpu_ops_bench_counts_every_example_and_schedule() -> None:
+    """A row per example x schedule (the unoptimized program too), each ending in its ratio to
+    the unoptimized program; the predicted column says n/a until the simulator offers a model."""
+    from ccopt.frontend.workloads import PIPELINES
+
+    rows = ratio_rows(run_bench("gpu_ops.py"))
+    expected = [(n, s) for n, schedules in PIPELINES.items() for s in ["unoptimized", *schedules]]
+    assert [tuple(row.split()[:2]) for row in rows] == expected
+    mlp = next(
+        row.split()
+        for row in rows
+        if row.split()[:2] == ["megatron_mlp", "fused-collective-overlap"]
+    )
+    ops, copies, copied_per_gemm_input = int(mlp[2]), int(mlp[7]), float(mlp[10])
+    assert copies <= ops / 10  # copies at most 10% of the GPU ops of a call
+    assert copied_per_gemm_input <= 0.10  # and at most 10% of the bytes the gemms read

@@ -36,6 +36,7 @@
 
 #define __global__
 #define __device__
+#define __shared__ static thread_local  // one array per block: its fibers share the host thread
 #define __host__
 #define __forceinline__ inline
 
@@ -441,6 +442,15 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
   ccopt_host::device.streams.push_back(&(*s)->stream);
   ++ccopt_host::live.streams;
   return cudaSuccess;
+}
+// Priorities order nothing on the host (the harness's schedules are adversarial anyway).
+inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -5;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int) {
+  return cudaStreamCreateWithFlags(s, flags);
 }
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 // Work still queued on a destroyed stream is dropped (the harness's only difference from CUDA,

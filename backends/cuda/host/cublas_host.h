@@ -5,7 +5,7 @@
 enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 enum cudaDataType { CUDA_R_16F = 2, CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16BF = 14 };
-enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 struct cublasContext {
@@ -43,10 +43,18 @@ inline void store(void* p, cudaDataType t, long long i, double v) {
     default: static_cast<double*>(p)[i] = v; break;
   }
 }
+// TF32 keeps 10 of f32's 23 mantissa bits (round to nearest even), as tensor cores read inputs.
+inline double tf32(double v) {
+  uint32_t u = float_bits((float)v);
+  if ((u & 0x7F800000u) == 0x7F800000u) return v;  // inf, nan
+  u = (u + 0xFFFu + ((u >> 13) & 1u)) & 0xFFFFE000u;
+  return bits_float(u);
+}
 template <class Acc>
 inline void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A,
                  cudaDataType at, int lda, long long sa, const void* B, cudaDataType bt, int ldb,
-                 long long sb, void* C, cudaDataType ct, int ldc, long long sc, int batch) {
+                 long long sb, void* C, cudaDataType ct, int ldc, long long sc, int batch,
+                 bool round_tf32 = false) {
   for (int b = 0; b < batch; ++b)
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
@@ -54,6 +62,10 @@ inline void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k
         for (int l = 0; l < k; ++l) {
           Acc x = (Acc)load(A, at, b * sa + (ta == CUBLAS_OP_N ? i + (long long)l * lda : l + (long long)i * lda));
           Acc y = (Acc)load(B, bt, b * sb + (tb == CUBLAS_OP_N ? l + (long long)j * ldb : j + (long long)l * ldb));
+          if (round_tf32) {
+            x = (Acc)tf32((double)x);
+            y = (Acc)tf32((double)y);
+          }
           acc += x * y;
         }
         store(C, ct, b * sc + i + (long long)j * ldc, (double)acc);
@@ -72,7 +84,8 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(
     if (compute == CUBLAS_COMPUTE_64F)
       ccopt_host::gemm<double>(ta, tb, m, n, k, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc, sc, batch);
     else
-      ccopt_host::gemm<float>(ta, tb, m, n, k, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc, sc, batch);
+      ccopt_host::gemm<float>(ta, tb, m, n, k, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc, sc, batch,
+                              compute == CUBLAS_COMPUTE_32F_FAST_TF32);
   });
   return CUBLAS_STATUS_SUCCESS;
 }

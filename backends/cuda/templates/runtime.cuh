@@ -38,6 +38,13 @@ inline unsigned grid_for(int64_t n) {
   return (unsigned)blocks;
 }
 
+// A block per item (rows, outputs): as many blocks as items, within the grid limit.
+inline unsigned blocks_for(int64_t items) {
+  if (items < 1) items = 1;
+  if (items > 65535) items = 65535;
+  return (unsigned)items;
+}
+
 // --- Philox-4x32-10 keyed by (seed, global element index) ----------------------------------------
 __host__ __device__ inline void philox_round(uint32_t& c0, uint32_t& c1, uint32_t& c2, uint32_t& c3,
                                              uint32_t k0, uint32_t k1) {
@@ -127,18 +134,20 @@ __host__ __device__ inline I float_to_int(F x) {  // x86 semantics of numpy's as
 // --- generic kernels -------------------------------------------------------------------------------
 
 // dst[idx] = src[idx] over an n-d box: both sides strided (slices, concats, transposes, blocks,
-// packing for collectives).
-template <class T>
-__global__ void strided_copy(int64_t n, int ndim, Dims extent, const T* src, Dims src_stride,
+// packing for collectives). Dimensions contiguous on both sides are merged at emission, and Index
+// is uint32_t when every count and offset fits (32-bit division is several times cheaper).
+template <class T, class Index>
+__global__ void strided_copy(Index n, int ndim, Dims extent, const T* src, Dims src_stride,
                              T* dst, Dims dst_stride) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t rem = i, s = 0, d = 0;
+  for (Index i = blockIdx.x * (Index)blockDim.x + threadIdx.x; i < n;
+       i += (Index)gridDim.x * blockDim.x) {
+    Index rem = i, s = 0, d = 0;
     for (int k = ndim - 1; k >= 0; --k) {
-      int64_t idx = rem % extent.v[k];
-      rem /= extent.v[k];
-      s += idx * src_stride.v[k];
-      d += idx * dst_stride.v[k];
+      const Index e = (Index)extent.v[k];
+      const Index idx = rem % e;
+      rem /= e;
+      s += idx * (Index)src_stride.v[k];
+      d += idx * (Index)dst_stride.v[k];
     }
     dst[d] = src[s];
   }
@@ -153,66 +162,184 @@ __global__ void fill(int64_t n, T value, T* dst) {
 
 enum ReduceKind { kSum = 0, kMean = 1, kMax = 2, kMin = 3, kProd = 4 };
 
-// One thread per output element; the reduced elements are visited in row-major order and
-// accumulated in Acc (f32 for half types, as the reference does).
+template <class Acc>
+__host__ __device__ inline Acc combine(int kind, Acc a, Acc b) {
+  if (kind == kSum || kind == kMean) return a + b;
+  if (kind == kProd) return a * b;
+  return kind == kMax ? maximum(a, b) : minimum(a, b);
+}
+
+// Combine one value per thread of the block with a shared-memory tree (blockDim.x a power of two,
+// at most kThreads); every thread gets the result. Synchronizes the block.
+template <class Acc>
+__device__ inline Acc block_reduce(int kind, Acc value, Acc* shared) {
+  const unsigned t = threadIdx.x;
+  shared[t] = value;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half >>= 1) {
+    if (t < half) shared[t] = combine(kind, shared[t], shared[t + half]);
+    __syncthreads();
+  }
+  Acc result = shared[0];
+  __syncthreads();  // shared may be reused by the caller's next reduction
+  return result;
+}
+
+// Offset of the r-th element (row-major over the given extents) from the strides.
+__host__ __device__ inline int64_t offset_of(int64_t r, int ndim, const Dims& extent,
+                                             const Dims& stride) {
+  int64_t off = 0;
+  for (int k = ndim - 1; k >= 0; --k) {
+    off += (r % extent.v[k]) * stride.v[k];
+    r /= extent.v[k];
+  }
+  return off;
+}
+
+// One thread per output element: for reductions over strided (leading) dimensions, where
+// neighbouring threads read neighbouring outputs' elements (coalesced). Accumulates in Acc (f32
+// for half types, as the reference does).
 template <class T, class Acc>
 __global__ void reduce(int64_t out_n, int kept_ndim, Dims kept_extent, Dims kept_stride,
                        int red_ndim, Dims red_extent, Dims red_stride, int64_t red_n, int kind,
                        double count, Acc init, const T* src, T* dst) {
   for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < out_n;
        o += (int64_t)gridDim.x * blockDim.x) {
-    int64_t rem = o, base = 0;
-    for (int k = kept_ndim - 1; k >= 0; --k) {
-      base += (rem % kept_extent.v[k]) * kept_stride.v[k];
-      rem /= kept_extent.v[k];
-    }
+    const int64_t base = offset_of(o, kept_ndim, kept_extent, kept_stride);
     Acc acc = init;
-    for (int64_t r = 0; r < red_n; ++r) {
-      int64_t rr = r, off = base;
-      for (int k = red_ndim - 1; k >= 0; --k) {
-        off += (rr % red_extent.v[k]) * red_stride.v[k];
-        rr /= red_extent.v[k];
-      }
-      Acc x = (Acc)src[off];
-      if (kind == kSum || kind == kMean) acc = acc + x;
-      else if (kind == kProd) acc = acc * x;
-      else if (kind == kMax) acc = maximum(acc, x);
-      else acc = minimum(acc, x);
-    }
+    for (int64_t r = 0; r < red_n; ++r)
+      acc = combine(kind, acc, (Acc)src[base + offset_of(r, red_ndim, red_extent, red_stride)]);
     if (kind == kMean) acc = (Acc)(acc / (Acc)count);
     dst[o] = (T)acc;
   }
 }
 
-// Rows of `len` elements `stride` apart; rows are (outer, inner) pairs.
+// A block per (output, split): the block's threads read the output's reduced elements
+// `splits` x blockDim.x apart (consecutive threads, consecutive elements when the reduced
+// dimensions are the contiguous trailing ones: `red_flat`) and combine them with a block
+// reduction. With one split the block writes the output; otherwise its partial goes to
+// `partial[o * splits + s]` and reduce_finish combines the splits - a whole-tensor norm runs on
+// up to 256 blocks instead of one thread.
+template <class T, class Acc>
+__global__ void reduce_blocks(int64_t out_n, int kept_ndim, Dims kept_extent, Dims kept_stride,
+                              int red_ndim, Dims red_extent, Dims red_stride, int64_t red_n,
+                              int red_flat, int64_t splits, int kind, double count, Acc init,
+                              const T* src, T* dst, Acc* partial) {
+  __shared__ Acc shared[kThreads];
+  for (int64_t item = blockIdx.x; item < out_n * splits; item += gridDim.x) {
+    const int64_t o = item / splits, s = item % splits;
+    const int64_t base = offset_of(o, kept_ndim, kept_extent, kept_stride);
+    Acc acc = init;
+    for (int64_t r = s * blockDim.x + threadIdx.x; r < red_n; r += splits * blockDim.x) {
+      const int64_t off = red_flat ? r : offset_of(r, red_ndim, red_extent, red_stride);
+      acc = combine(kind, acc, (Acc)src[base + off]);
+    }
+    acc = block_reduce(kind, acc, shared);
+    if (threadIdx.x == 0) {
+      if (splits > 1) {
+        partial[item] = acc;
+      } else {
+        if (kind == kMean) acc = (Acc)(acc / (Acc)count);
+        dst[o] = (T)acc;
+      }
+    }
+  }
+}
+
+// The second pass of a split reduction: a block per output combines its splits' partials.
+template <class T, class Acc>
+__global__ void reduce_finish(int64_t out_n, int64_t splits, int kind, double count, Acc init,
+                              const Acc* partial, T* dst) {
+  __shared__ Acc shared[kThreads];
+  for (int64_t o = blockIdx.x; o < out_n; o += gridDim.x) {
+    Acc acc = init;
+    for (int64_t s = threadIdx.x; s < splits; s += blockDim.x)
+      acc = combine(kind, acc, partial[o * splits + s]);
+    acc = block_reduce(kind, acc, shared);
+    if (threadIdx.x == 0) {
+      if (kind == kMean) acc = (Acc)(acc / (Acc)count);
+      dst[o] = (T)acc;
+    }
+  }
+}
+
+// exp in the accumulation type: expf for float (half types accumulate in float), exp for double.
+__host__ __device__ inline float exp_acc(float x) { return expf(x); }
+__host__ __device__ inline double exp_acc(double x) { return exp(x); }
+__host__ __device__ inline float sqrt_acc(float x) { return sqrtf(x); }
+__host__ __device__ inline double sqrt_acc(double x) { return sqrt(x); }
+
+// Softmax over contiguous rows (the last dimension): a block per row, its threads reading
+// consecutive elements. exp is computed once per element (kept in dst when T is the
+// accumulation type, recomputed in float for half types rather than re-read rounded).
+template <class T, class Acc>
+__global__ void softmax_rows(int64_t rows, int64_t len, const T* src, T* dst) {
+  __shared__ Acc shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* x = src + r * len;
+    T* y = dst + r * len;
+    Acc m = (Acc)-INFINITY;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) m = maximum(m, (Acc)x[j]);
+    m = block_reduce((int)kMax, m, shared);
+    Acc total = 0;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      const Acc e = exp_acc((Acc)x[j] - m);
+      if (std::is_same<T, Acc>::value) y[j] = (T)e;
+      total += e;
+    }
+    total = block_reduce((int)kSum, total, shared);
+    const Acc inv = (Acc)1 / total;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      const Acc e = std::is_same<T, Acc>::value ? (Acc)y[j] : exp_acc((Acc)x[j] - m);
+      y[j] = (T)(e * inv);
+    }
+  }
+}
+
+// Softmax along a strided dimension (`inner` > 1): a thread per row, neighbouring threads on
+// neighbouring rows, so every pass reads consecutive addresses across the warp.
 template <class T, class Acc>
 __global__ void softmax(int64_t rows, int64_t inner, int64_t len, const T* src, T* dst) {
   for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
        r += (int64_t)gridDim.x * blockDim.x) {
-    int64_t base = (r / inner) * len * inner + r % inner;
+    const int64_t base = (r / inner) * len * inner + r % inner;
     Acc m = (Acc)-INFINITY;
     for (int64_t j = 0; j < len; ++j) m = maximum(m, (Acc)src[base + j * inner]);
     Acc total = 0;
-    for (int64_t j = 0; j < len; ++j) total += (Acc)exp((double)((Acc)src[base + j * inner] - m));
-    for (int64_t j = 0; j < len; ++j)
-      dst[base + j * inner] = (T)((Acc)exp((double)((Acc)src[base + j * inner] - m)) / total);
+    for (int64_t j = 0; j < len; ++j) {
+      const Acc e = exp_acc((Acc)src[base + j * inner] - m);
+      if (std::is_same<T, Acc>::value) dst[base + j * inner] = (T)e;
+      total += e;
+    }
+    const Acc inv = (Acc)1 / total;
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t at = base + j * inner;
+      const Acc e = std::is_same<T, Acc>::value ? (Acc)dst[at] : exp_acc((Acc)src[at] - m);
+      dst[at] = (T)(e * inv);
+    }
   }
 }
 
+// Layernorm over contiguous rows: a block per row; mean, then the mean squared deviation, by
+// block reductions over coalesced reads.
 template <class T, class Acc>
 __global__ void layernorm(int64_t rows, int64_t len, double eps, const T* src, const T* weight,
                           const T* bias, T* dst) {
-  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
-       r += (int64_t)gridDim.x * blockDim.x) {
+  __shared__ Acc shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* x = src + r * len;
-    Acc mean = 0, var = 0;
-    for (int64_t j = 0; j < len; ++j) mean += (Acc)x[j];
-    mean /= (Acc)len;
-    for (int64_t j = 0; j < len; ++j) var += ((Acc)x[j] - mean) * ((Acc)x[j] - mean);
-    var /= (Acc)len;
-    Acc inv = (Acc)sqrt((double)(var + (Acc)eps));
-    for (int64_t j = 0; j < len; ++j) {
-      Acc y = ((Acc)x[j] - mean) / inv;
+    Acc sum = 0;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += (Acc)x[j];
+    const Acc mean = block_reduce((int)kSum, sum, shared) / (Acc)len;
+    Acc sq = 0;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      const Acc d = (Acc)x[j] - mean;
+      sq += d * d;
+    }
+    const Acc var = block_reduce((int)kSum, sq, shared) / (Acc)len;
+    const Acc root = sqrt_acc(var + (Acc)eps);
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      Acc y = ((Acc)x[j] - mean) / root;
       if (weight) y = y * (Acc)weight[j];
       if (bias) y = y + (Acc)bias[j];
       dst[r * len + j] = (T)y;

@@ -291,6 +291,8 @@ inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUni
     shared = entry;
   }
   if (shared->size != nranks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  // the harness has no CTAs: a cap is checked as NCCL checks it, not enforced
+  if (config && config->maxCTAs != NCCL_CONFIG_UNDEF_INT && config->maxCTAs < 1) return ncclInvalidArgument;
   auto member = std::make_shared<ccopt_nccl::Member>();
   member->shared = shared;
   member->rank = rank;

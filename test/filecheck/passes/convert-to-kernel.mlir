@@ -388,10 +388,10 @@ func.func @fused_all_reduce_in_place(%g: !dtensor.tensor<1032xf32, @t[P(sum)]>, 
 // 1030 rows do not divide by 4: the kernel writes a staging slice, gathered into the result
 // (the weights are also returned, so they are copied into %w at the end). The sliced state m
 // (an S(0) result) is written in place into its argument; the algorithm hint stays on both calls.
+// The kernel reads the rank's block of %w in place: %w is only overwritten after it, on its stream.
 // CHECK-LABEL: func.func @fused_all_reduce_staged(
 // CHECK-SAME:  %[[G:.*]]: !kernel.buffer<1030xf32, @t[P(sum)]>, %[[W:.*]]: !kernel.buffer<1030xf32, @t[R]>, %[[M:.*]]: !kernel.buffer<1030xf32, @t[S(0)]>, %[[OUT:.*]]: !kernel.buffer<1030xf32, @t[R]>) attributes {kernel.results = 1 : i64, kernel.updated = array<i64: 1, 2>} {
-// CHECK-NEXT:  %[[WS:.*]] = kernel.alloc : !kernel.buffer<1030xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.local_block %[[W]] -> %[[WS]] over [tp] dim 0 stream 0
+// CHECK-NEXT:  %[[WS:.*]] = kernel.subview %[[W]] offsets [0] : !kernel.buffer<1030xf32, @t[R]> -> !kernel.buffer<1030xf32, @t[S(0)]>
 // CHECK-NEXT:  %[[RED:.*]] = kernel.alloc : !kernel.buffer<1030xf32, @t[S(0)]>
 // CHECK-NEXT:  kernel.nccl_reduce_scatter sum %[[G]] -> %[[RED]] over [tp] dim 0 stream 0 {algorithm = #coll<algorithm ring>} : !kernel.buffer<1030xf32, @t[P(sum)]> -> !kernel.buffer<1030xf32, @t[S(0)]>
 // CHECK-NEXT:  %[[STAGE:.*]] = kernel.alloc : !kernel.buffer<1030xf32, @t[S(0)]>
@@ -419,11 +419,11 @@ func.func @fused_all_reduce_staged(%g: !dtensor.tensor<1030xf32, @t[P(sum)]>, %w
 
 // Scattered along the columns (dim 1), on a mesh whose dp axis splits the rows: a rank's
 // column block is not contiguous in the gathered buffer, so the kernel writes a staging slice
-// that the all-gather reads (the result is written directly into the result buffer).
+// that the all-gather reads (the result is written directly into the result buffer). The
+// kernel reads the rank's column block of %w in place (a strided subview, no copy).
 // CHECK-LABEL: func.func @fused_all_reduce_columns(
 // CHECK-SAME:  %[[G:.*]]: !kernel.buffer<6x8xf32, @m[S(0), P(sum)]>, %[[W:.*]]: !kernel.buffer<6x8xf32, @m[S(0), R]>, %[[OUT:.*]]: !kernel.buffer<6x8xf32, @m[S(0), R]>)
-// CHECK-NEXT:  %[[WS:.*]] = kernel.alloc : !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
-// CHECK-NEXT:  kernel.local_block %[[W]] -> %[[WS]] over [tp] dim 1 stream 0
+// CHECK-NEXT:  %[[WS:.*]] = kernel.subview %[[W]] offsets [0, 0] : !kernel.buffer<6x8xf32, @m[S(0), R]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  %[[RED:.*]] = kernel.alloc : !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  kernel.nccl_reduce_scatter sum %[[G]] -> %[[RED]] over [tp] dim 1 stream 0 : !kernel.buffer<6x8xf32, @m[S(0), P(sum)]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  %[[STAGE:.*]] = kernel.alloc : !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
@@ -633,7 +633,8 @@ func.func @execute_reads_updated(%w: !r, %g: !p) {
 
 // SGD. Alone: all-reduce, then the update kernels, the last one in place into %w. After
 // split-all-reduce, reorder-elementwise and fuse-elementwise: reduce-scatter, one kernel on the
-// slice, and the all-gather writes the new weights straight into %w.
+// slice (reading the rank's block of %w in place), and the all-gather writes the new weights
+// straight into %w.
 // CHECK-LABEL: func.func @sgd(
 // CHECK-SAME:  %[[G:.*]]: !kernel.buffer<1032xf32, @dp[P(sum)]>, %[[W:.*]]: !kernel.buffer<1032xf32, @dp[R]>, %[[LR:.*]]: !kernel.buffer<f32, @dp[R]>) attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 1>} {
 // CHECK-NEXT:  %[[GS:.*]] = kernel.alloc : !kernel.buffer<1032xf32, @dp[R]>
@@ -647,8 +648,7 @@ func.func @execute_reads_updated(%w: !r, %g: !p) {
 // PIPE-SAME:   %[[G:.*]]: !kernel.buffer<1032xf32, @dp[P(sum)]>, %[[W:.*]]: !kernel.buffer<1032xf32, @dp[R]>, %[[LR:.*]]: !kernel.buffer<f32, @dp[R]>) attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 1>} {
 // PIPE-NEXT:   %[[GS:.*]] = kernel.alloc : !kernel.buffer<1032xf32, @dp[S(0)]>
 // PIPE-NEXT:   kernel.nccl_reduce_scatter sum %[[G]] -> %[[GS]] over [dp] dim 0 stream 0
-// PIPE-NEXT:   %[[WS:.*]] = kernel.alloc : !kernel.buffer<1032xf32, @dp[S(0)]>
-// PIPE-NEXT:   kernel.local_block %[[W]] -> %[[WS]] over [dp] dim 0 stream 0
+// PIPE-NEXT:   %[[WS:.*]] = kernel.subview %[[W]] offsets [0] : !kernel.buffer<1032xf32, @dp[R]> -> !kernel.buffer<1032xf32, @dp[S(0)]>
 // PIPE-NEXT:   %[[NEW:.*]] = kernel.alloc : !kernel.buffer<1032xf32, @dp[S(0)]>
 // PIPE-NEXT:   kernel.elementwise ins(%[[LR]], %[[GS]], %[[WS]]) outs(%[[NEW]]) stream 0
 // PIPE-NEXT:   ^bb0(%{{.*}}: i64, %[[L:.*]]: f32, %[[GV:.*]]: f32, %[[WV:.*]]: f32):
@@ -669,8 +669,10 @@ func.func @sgd(%g: !dtensor.tensor<1032xf32, @dp[P(sum)]>, %w: !dtensor.tensor<1
 // A Megatron MLP block (examples/megatron_mlp.mlir without dropout). After the schedule, FC2's
 // row-parallel gemm is cut into two column chunks; each chunk's reduce-scatter runs on stream 1
 // between event pairs while the next chunk's gemm runs on stream 0; stream 0 waits for both
-// before the concat, the fused epilogue (bias + residual) runs on the rank's slice and the
-// all-gather writes the result.
+// for the joined value, the fused epilogue (bias + residual) runs on the rank's slice and the
+// all-gather writes the result. The gemms read the weight's column chunks in place (subviews:
+// cuBLAS gets the weight's row as leading dimension), each reduce-scatter writes its chunk
+// straight into the concatenation (no concat), the epilogue reads the rank's rows of %x.
 // CHECK-LABEL: func.func @mlp(
 // CHECK:       kernel.gemm
 // CHECK:       kernel.gemm
@@ -684,30 +686,26 @@ func.func @sgd(%g: !dtensor.tensor<1032xf32, @dp[P(sum)]>, %w: !dtensor.tensor<1
 // PIPE-NEXT:   %[[H2:.*]] = kernel.alloc : !kernel.buffer<6x10x96xf32, @m[S(0), S(2)]>
 // PIPE-NEXT:   kernel.elementwise ins(%[[H0]], %[[B1]]) outs(%[[H2]]) stream 0
 // PIPE:          math.tanh
-// PIPE:        %[[W2A:.*]] = kernel.alloc : !kernel.buffer<96x12xf32, @m[R, S(0)]>
-// PIPE-NEXT:   kernel.slice %[[W2]] -> %[[W2A]] offsets [0, 0] stream 0
+// PIPE:        %[[W2A:.*]] = kernel.subview %[[W2]] offsets [0, 0] : !kernel.buffer<96x24xf32, @m[R, S(0)]> -> !kernel.buffer<96x12xf32, @m[R, S(0)]>
 // PIPE-NEXT:   %[[YA:.*]] = kernel.alloc : !kernel.buffer<6x10x12xf32, @m[S(0), P(sum)]>
 // PIPE-NEXT:   kernel.gemm %[[H2]], %[[W2A]] -> %[[YA]] stream 0
 // PIPE-NEXT:   %[[READYA:.*]] = kernel.event_record stream 0
 // PIPE-NEXT:   kernel.event_wait %[[READYA]] stream 1
-// PIPE-NEXT:   %[[RA:.*]] = kernel.alloc : !kernel.buffer<6x10x12xf32, @m[S(0), S(1)]>
+// PIPE-NEXT:   %[[YS:.*]] = kernel.alloc : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
+// PIPE-NEXT:   %[[RA:.*]] = kernel.subview %[[YS]] offsets [0, 0, 0] : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x10x12xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   kernel.nccl_reduce_scatter sum %[[YA]] -> %[[RA]] over [tp] dim 1 stream 1 : !kernel.buffer<6x10x12xf32, @m[S(0), P(sum)]> -> !kernel.buffer<6x10x12xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   %[[DONEA:.*]] = kernel.event_record stream 1
-// PIPE-NEXT:   %[[W2B:.*]] = kernel.alloc : !kernel.buffer<96x12xf32, @m[R, S(0)]>
-// PIPE-NEXT:   kernel.slice %[[W2]] -> %[[W2B]] offsets [0, 12] stream 0
+// PIPE-NEXT:   %[[W2B:.*]] = kernel.subview %[[W2]] offsets [0, 12] : !kernel.buffer<96x24xf32, @m[R, S(0)]> -> !kernel.buffer<96x12xf32, @m[R, S(0)]>
 // PIPE-NEXT:   %[[YB:.*]] = kernel.alloc : !kernel.buffer<6x10x12xf32, @m[S(0), P(sum)]>
 // PIPE-NEXT:   kernel.gemm %[[H2]], %[[W2B]] -> %[[YB]] stream 0
 // PIPE-NEXT:   %[[READYB:.*]] = kernel.event_record stream 0
 // PIPE-NEXT:   kernel.event_wait %[[READYB]] stream 1
-// PIPE-NEXT:   %[[RB:.*]] = kernel.alloc : !kernel.buffer<6x10x12xf32, @m[S(0), S(1)]>
+// PIPE-NEXT:   %[[RB:.*]] = kernel.subview %[[YS]] offsets [0, 0, 12]
 // PIPE-NEXT:   kernel.nccl_reduce_scatter sum %[[YB]] -> %[[RB]] over [tp] dim 1 stream 1
 // PIPE-NEXT:   %[[DONEB:.*]] = kernel.event_record stream 1
 // PIPE-NEXT:   kernel.event_wait %[[DONEA]] stream 0
 // PIPE-NEXT:   kernel.event_wait %[[DONEB]] stream 0
-// PIPE-NEXT:   %[[YS:.*]] = kernel.alloc : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
-// PIPE-NEXT:   kernel.concat %[[RA]], %[[RB]] -> %[[YS]] dim 2 stream 0
-// PIPE-NEXT:   %[[XS:.*]] = kernel.alloc : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
-// PIPE-NEXT:   kernel.local_block %[[X]] -> %[[XS]] over [tp] dim 1 stream 0
+// PIPE-NEXT:   %[[XS:.*]] = kernel.subview %[[X]] offsets [0, 0, 0] : !kernel.buffer<6x10x24xf32, @m[S(0), R]> -> !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   %[[OS:.*]] = kernel.alloc : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   kernel.elementwise ins(%[[YS]], %[[B2]], %[[XS]]) outs(%[[OS]]) stream 0
 // PIPE-NEXT:   ^bb0(%{{.*}}: i64, %[[YV:.*]]: f32, %[[BV:.*]]: f32, %[[XV:.*]]: f32):

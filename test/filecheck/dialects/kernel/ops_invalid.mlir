@@ -259,6 +259,16 @@ func.func @gemm_contraction(%x: !kernel.buffer<8x16xf32, @t[R]>, %w: !kernel.buf
 
 // -----
 
+// TF32 rounds f32 inputs: an f64 gemm cannot ask for it.
+dtensor.mesh @t [tp=4]
+func.func @gemm_tf32_f64(%x: !kernel.buffer<8x16xf64, @t[R]>, %w: !kernel.buffer<16x4xf64, @t[R]>, %o: !kernel.buffer<8x4xf64, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.gemm' op tf32 applies to f32 gemms only
+  kernel.gemm %x, %w -> %o tf32 stream 0 : !kernel.buffer<8x16xf64, @t[R]>, !kernel.buffer<16x4xf64, @t[R]> -> !kernel.buffer<8x4xf64, @t[R]>
+  func.return
+}
+
+// -----
+
 // A split contraction alone has no local product.
 dtensor.mesh @t [tp=4]
 func.func @gemm_placements(%x: !kernel.buffer<8x16xf32, @t[S(1)]>, %w: !kernel.buffer<16x4xf32, @t[R]>, %o: !kernel.buffer<8x4xf32, @t[R]>) {
@@ -607,5 +617,25 @@ func.func @unordered_reuse(%x: !v, %result0: !v, %result1: !v) attributes {kerne
 dtensor.mesh @t [tp=4]
 // CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op kernel.workspace must be a non-negative integer (bytes)
 func.func @bad_workspace() attributes {kernel.workspace = "big"} {
+  func.return
+}
+
+// -----
+
+// A subview reads inside its source: a box past the end of a rank's block is rejected.
+dtensor.mesh @t [tp=4]
+func.func @subview_outside(%w: !kernel.buffer<16x24xf32, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.subview' op rank 0's block of the result is not inside its block of the source
+  %c = kernel.subview %w offsets [0, 20] : !kernel.buffer<16x24xf32, @t[R]> -> !kernel.buffer<16x8xf32, @t[R]>
+  func.return
+}
+
+// -----
+
+// A subview keeps the rank of its source (a reshape is kernel.view).
+dtensor.mesh @t [tp=4]
+func.func @subview_rank(%w: !kernel.buffer<16x24xf32, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.subview' op a subview keeps the rank: source has 2 dims, result 1, 1 offsets
+  %c = kernel.subview %w offsets [0] : !kernel.buffer<16x24xf32, @t[R]> -> !kernel.buffer<16xf32, @t[R]>
   func.return
 }

@@ -1,0 +1,243 @@
+"""Read slices and blocks in place: `kernel.slice` / `kernel.local_block` copies become
+`kernel.subview`s where every reader can take strided rows (part of convert-to-kernel).
+
+A chunked matmul reads a column slice of its weight, a fused collective's body reads a slice
+of the bias and of the residual; copying each slice costs a launch and its bytes every call.
+cuBLAS takes a leading dimension and elementwise kernels take a stride per input, so these
+readers can read the slice where it lies:
+
+```mlir
+%w0 = kernel.alloc : !kernel.buffer<96x8xf32, @m[R, S(0)]>
+kernel.slice %w2 -> %w0 offsets [0, 8] stream 0 : ...
+kernel.gemm %h, %w0 -> %y stream 0 : ...
+// becomes
+%w0 = kernel.subview %w2 offsets [0, 8] : !kernel.buffer<96x24xf32, ...> -> !kernel.buffer<96x8xf32, ...>
+kernel.gemm %h, %w0 -> %y stream 0 : ...     // ldb = 24 (the weight's row), no copy
+```
+A copy stays where a reader needs contiguous memory (NCCL, reductions, memcpy), where the
+destination is a result the caller sees, or where the source is written after the copy (a
+view would see the new values, or race with the writer on another stream).
+
+A fill that only elementwise kernels read (a scalar hyper-parameter, `one`, `eps`) is folded into
+their bodies as a constant: no launch, no buffer.
+
+The other direction: a `kernel.concat` of chunks that all-gathers produced (an overlapped
+schedule joining its chunks) is written in place - each all-gather receives straight into its
+box of the concatenation, and the concat disappears (likewise chunks that reduce-scatters
+produced).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ccopt.dialects import kernel as k
+
+
+def storage(buffer: SSAValue) -> SSAValue:
+    """The buffer whose bytes `buffer` is (through views)."""
+    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
+        buffer = buffer.owner.source
+    return buffer
+
+
+def written(op: Operation) -> list[SSAValue]:
+    """The buffers a device op writes."""
+    if isinstance(op, k.ElementwiseOp):
+        return list(op.outputs)
+    out = getattr(op, "out", None) if isinstance(op, k.DeviceOp) else None
+    return [out] if isinstance(out, SSAValue) else []
+
+
+def reads_strided(op: Operation, value: SSAValue) -> bool:
+    """Whether `op` only reads `value` and can read it with the strides of a box."""
+    if value in written(op):
+        return False
+    match op:
+        case k.ElementwiseOp() | k.SubviewOp():
+            return True
+        case k.GemmOp():
+            # batched operands must keep one batch stride: at most one batch dimension
+            return k.tensor_of(value).rank <= 3
+        case k.SliceKernelOp() | k.ConcatKernelOp() | k.TransposeKernelOp():
+            return True  # already strided copies: they read the box where it lies
+        case _:
+            return False
+
+
+def ordered_after(writer: Operation, readers: list[Operation], position: dict) -> bool:
+    """`writer` surely runs after every reader: issued later on the same stream (readers that
+    are views themselves are checked through their own readers when they are made)."""
+    stream = writer.stream_index() if isinstance(writer, k.DeviceOp) else None
+    return all(
+        isinstance(r, k.SubviewOp)
+        or (
+            isinstance(r, k.DeviceOp)
+            and r.stream_index() == stream
+            and position.get(r, len(position)) < position[writer]
+        )
+        for r in readers
+    )
+
+
+def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
+    """(source, destination, offsets) of a copy that a subview could replace."""
+    match op:
+        case k.SliceKernelOp():
+            return op.input, op.out, list(op.offsets.get_values())
+        case k.LocalBlockOp():
+            return op.input, op.out, [0] * k.tensor_of(op.out).rank
+        case _:
+            return None
+
+
+def view_in_place(block: Block) -> int:
+    """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
+    Walks backwards so that a slice of a slice is seen after its readers became views."""
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    writers: dict[SSAValue, list[Operation]] = {}  # storage -> the ops writing it
+    for op in ops:
+        for v in written(op):
+            writers.setdefault(storage(v), []).append(op)
+    done = 0
+    for op in reversed(ops):
+        found = box_of(op)
+        if found is None:
+            continue
+        source, dest, offsets = found
+        alloc = dest.owner
+        if not isinstance(alloc, k.AllocOp) or alloc.parent_block() is not block:
+            continue  # a result or argument: the caller reads it
+        readers = [u.operation for u in dest.uses if u.operation is not op]
+        if not all(reads_strided(r, dest) for r in readers):
+            continue
+        later = [w for w in writers.get(storage(source), []) if position.get(w, -1) > position[op]]
+        if not all(ordered_after(w, readers, position) for w in later):
+            continue  # the source changes while a reader may still need the old values
+        view = k.SubviewOp(source, offsets, k.tensor_of(dest))
+        Rewriter.insert_op(view, InsertPoint.before(op))
+        view.result.name_hint = dest.name_hint
+        dest.replace_all_uses_with(view.result)
+        Rewriter.erase_op(op)
+        Rewriter.erase_op(alloc)
+        done += 1
+    return done
+
+
+def uses_storage(op: Operation, root: SSAValue) -> bool:
+    return any(storage(v) is root for v in op.operands)
+
+
+def concat_in_place(block: Block) -> int:
+    """Let the all-gathers (reduce-scatters) whose results are only concatenated write into the concatenation
+    (subviews of it) and drop the concat; returns how many concats went."""
+    done = 0
+    for op in [o for o in block.ops if isinstance(o, k.ConcatKernelOp)]:
+        writers = []
+        for v in op.inputs:
+            alloc = v.owner
+            users = [u.operation for u in v.uses]
+            # the collective writing it, and block views of it (an in-place all-gather's input)
+            writer = [u for u in users if u is not op and not isinstance(u, k.BlockViewOp)]
+            if (
+                not isinstance(alloc, k.AllocOp)
+                or alloc.parent_block() is not block
+                or len(writer) != 1
+                or not isinstance(writer[0], k.NcclAllGatherOp | k.NcclReduceScatterOp)
+                or writer[0].out is not v
+            ):
+                break
+            writers.append(writer[0])
+        else:
+            ops = list(block.ops)
+            first = min((v.owner for v in op.inputs), key=ops.index)  # the earliest chunk alloc
+            if not free_between(block, first, op, storage(op.out)):  # type: ignore[arg-type]
+                continue
+            dim = op.dim.value.data % k.tensor_of(op.out).rank
+            start = 0
+            for v in list(op.inputs):
+                t = k.tensor_of(v)
+                offsets = [start if d == dim else 0 for d in range(t.rank)]
+                view = k.SubviewOp(op.out, offsets, t)
+                Rewriter.insert_op(view, InsertPoint.after(v.owner))
+                view.result.name_hint = v.name_hint
+                alloc = v.owner
+                v.replace_all_uses_with(view.result)
+                Rewriter.erase_op(alloc)  # type: ignore[arg-type]
+                start += t.get_shape()[dim]
+            Rewriter.erase_op(op)
+            done += 1
+    return done
+
+
+def free_between(block: Block, first: Operation, last: Operation, root: SSAValue) -> bool:
+    """No op from `first` to `last` (exclusive) touches the storage `root`; `root` is then
+    defined before `first` (where the views go), its alloc moved up if need be."""
+    ops = list(block.ops)
+    a, b = ops.index(first), ops.index(last)
+    if any(uses_storage(o, root) for o in ops[a:b]):
+        return False
+    owner = root.owner
+    if isinstance(owner, Operation) and owner.parent_block() is block and ops.index(owner) > a:
+        if not isinstance(owner, k.AllocOp):
+            return False
+        owner.detach()  # an alloc only names bytes: declare it before the chunks
+        Rewriter.insert_op(owner, InsertPoint.before(first))
+    return True
+
+
+def fold_fills(block: Block) -> int:
+    """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
+    done = 0
+    for fill in [o for o in block.ops if isinstance(o, k.FillKernelOp)]:
+        value = fill.out
+        alloc = value.owner
+        readers = {id(u.operation): u.operation for u in value.uses if u.operation is not fill}
+        if (
+            not isinstance(alloc, k.AllocOp)
+            or alloc.parent_block() is not block
+            or not readers
+            or not all(
+                isinstance(r, k.ElementwiseOp) and value not in r.outputs for r in readers.values()
+            )
+        ):
+            continue
+        for reader in readers.values():
+            fold_input(
+                reader, value, constant(fill.value.value.data, k.tensor_of(value).element_type)
+            )
+        Rewriter.erase_op(fill)
+        Rewriter.erase_op(alloc)
+        done += 1
+    return done
+
+
+def constant(value: float, t: Attribute) -> arith.ConstantOp:
+    """`value` as an arith.constant of element type `t` (what a body reads for the input)."""
+    if isinstance(t, IntegerType):
+        return arith.ConstantOp(
+            IntegerAttr(int(value) if t.width.data > 1 else int(bool(value)), t)
+        )
+    return arith.ConstantOp(FloatAttr(value, t))  # type: ignore[arg-type]
+
+
+def fold_input(op: k.ElementwiseOp, value: SSAValue, const: arith.ConstantOp) -> None:
+    """The same kernel without `value` among its inputs: its body reads `const` instead."""
+    body = op.detach_region(op.body)
+    block = body.blocks.first
+    assert block is not None
+    block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
+    positions = [i for i, v in enumerate(op.inputs) if v is value]
+    for i in reversed(positions):
+        arg = block.args[1 + i]  # the first argument is the element index
+        arg.replace_all_uses_with(const.result)
+        block.erase_arg(arg)
+    folded = k.ElementwiseOp(
+        [v for v in op.inputs if v is not value], list(op.outputs), body, op.stream_index()
+    )
+    folded.attributes.update(op.attributes)
+    Rewriter.replace_op(op, folded)
