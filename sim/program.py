@@ -154,6 +154,10 @@ def rank_classes(
     return classes, per_axis
 
 
+HOST = -2
+"""A task held back by the host's launches rather than by another task."""
+
+
 # --- the engine -----------------------------------------------------------------------------
 
 
@@ -169,15 +173,15 @@ class Engine:
         self.start = [[-1.0] * m for _ in range(n)]
         self.duration = [[0.0] * m for _ in range(n)]
         self.waiting = [[len(t.deps) for t in self.tasks] for _ in range(n)]
-        self.ready_at = [[0.0] * m for _ in range(n)]
-        self.cause = [[-1] * m for _ in range(n)]  # the task whose completion let it start
+        self.cause = [[-1] * m for _ in range(n)]  # what held it back: a task, or HOST
         self.queues: dict[int, list[int]] = {}
         for t in self.tasks:
             self.queues.setdefault(t.stream, []).append(t.index)
         self.head = [dict.fromkeys(self.queues, 0) for _ in range(n)]
         self.busy = [dict.fromkeys(self.queues, False) for _ in range(n)]
         self.issue = self._issue_times()
-        self.arrived: dict[tuple[int, int], set[int]] = {}  # (task, group) -> classes there
+        self.arrived: dict[tuple[int, tuple[int, ...]], set[int]] = {}  # (task, group) -> there
+        self.groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
         self.comm_active: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]
         self.heap: list[tuple[float, int, int, int]] = []
         self.seq = 0
@@ -196,11 +200,11 @@ class Engine:
     def run(self) -> None:
         for c in range(len(self.classes)):
             for s in self.queues:
-                self._try(c, s, 0.0, -1)
+                self._try(c, s, 0.0)
         while self.heap:
             now, _, c, i = heapq.heappop(self.heap)
             if i < 0:  # a wake-up: the host has issued the head of stream -i - 1
-                self._try(c, -i - 1, now, -1)
+                self._try(c, -i - 1, now)
                 continue
             self._complete(c, i, now)
 
@@ -215,14 +219,11 @@ class Engine:
         streams = {task.stream}
         for d in task.dependents:
             self.waiting[c][d] -= 1
-            if now >= self.ready_at[c][d]:
-                self.ready_at[c][d] = now
-                self.cause[c][d] = i
             streams.add(self.tasks[d].stream)
         for s in sorted(streams):
-            self._try(c, s, now, i)
+            self._try(c, s, now)
 
-    def _try(self, c: int, s: int, now: float, trigger: int) -> None:
+    def _try(self, c: int, s: int, now: float) -> None:
         """Start the head of stream `s` of class `c` if nothing holds it back."""
         queue = self.queues[s]
         h = self.head[c][s]
@@ -234,8 +235,6 @@ class Engine:
         if self.issue[i] > now:
             self._push(self.issue[i], c, -s - 1)
             return
-        if self.cause[c][i] < 0 or (trigger >= 0 and self.tasks[trigger].stream == s):
-            self.cause[c][i] = trigger if trigger >= 0 else self.cause[c][i]
         task = self.tasks[i]
         if task.kind == COMM:
             self._arrive(c, i, now)
@@ -244,32 +243,48 @@ class Engine:
 
     def _begin(self, c: int, i: int, now: float, duration: float) -> None:
         task = self.tasks[i]
+        self.cause[c][i] = self._cause(c, task)
         self.busy[c][task.stream] = True
         self.start[c][i] = now
         self.duration[c][i] = duration
         self.finish[c][i] = now + duration
         self._push(now + duration, c, i)
 
+    def _cause(self, c: int, task: Task) -> int:
+        """The task whose end the start of `task` waited for last (its stream predecessor or a
+        dependency), or HOST when the host's launches were later still."""
+        best, when = -1, 0.0
+        h = self.head[c][task.stream]
+        if h > 0:
+            best = self.queues[task.stream][h - 1]
+            when = self.finish[c][best]
+        for d in task.deps:
+            if self.finish[c][d] > when:
+                best, when = d, self.finish[c][d]
+        return HOST if self.issue[task.index] > when else best
+
     def _group(self, c: int, axes: tuple[int, ...]) -> tuple[tuple[int, ...], list[int]]:
         """The classes meeting in class c's group over `axes` (and the group's identity)."""
         key = self.classes[c].key
         fixed = tuple(k if a not in axes else -1 for a, k in enumerate(key))
-        members = [
-            j
-            for j, other in enumerate(self.classes)
-            if all(f < 0 or f == k for f, k in zip(fixed, other.key, strict=True))
-        ]
+        members = self.groups.get((fixed, axes))
+        if members is None:
+            members = self.groups[(fixed, axes)] = [
+                j
+                for j, other in enumerate(self.classes)
+                if all(f < 0 or f == k for f, k in zip(fixed, other.key, strict=True))
+            ]
         return fixed, members
 
     def _arrive(self, c: int, i: int, now: float) -> None:
         task = self.tasks[i]
         axes = collective_axes(task.op, self.mesh)
         group, members = self._group(c, axes)
-        here = self.arrived.setdefault((i, hash(group)), set())
+        here = self.arrived.setdefault((i, group), set())
         here.add(c)
         if len(here) < len(members):
             return
-        del self.arrived[(i, hash(group))]
+        del self.arrived[(i, group)]
         for m in members:
             self._begin(m, i, now, self._comm_ns(m, task, axes, now))
 
@@ -423,6 +438,8 @@ def _critical_path(engine: Engine, c: int) -> list[str]:
         if t.kind != SYNC:
             path.append(f"{t.name} (stream {t.stream}, {engine.duration[c][i]:.0f} ns)")
         i = engine.cause[c][i]
+        if i == HOST:
+            path.append(f"host: kernel launches until {engine.issue[t.index]:.0f} ns")
     return path[::-1]
 
 

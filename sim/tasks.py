@@ -20,7 +20,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
 
 from ccopt.diagnostics import CcoptError, OpError
-from ccopt.dialects import coll, kernel, sched
+from ccopt.dialects import kernel, sched
 from ccopt.sim.work import COLLECTIVE_KINDS, FREE, tensor_type
 
 COMPUTE, COMM, COPY, SYNC = "compute", "comm", "copy", "sync"
@@ -167,6 +167,3 @@ def check_simulable(module: Operation) -> None:
 
 class SimulationError(CcoptError):
     """A program or request the simulator cannot handle."""
-
-
-
