@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ccopt.sim.astra_algorithms import (
@@ -74,17 +75,16 @@ def _implementations(network: Network, system: SystemConfig, kind: str):
     impls = system.implementation(kind)
     key = f"{kind}-implementation"
     if not impls:
-        raise ConfigError("system", key, f"missing: needed to run {kind}")
+        raise ConfigError(system.source, key, f"missing: needed to run {kind}")
     if len(impls) > len(network.dims):
-        raise ConfigError(
-            "system", key, f"{len(impls)} entries for a {len(network.dims)}-dimensional network"
-        )
+        shape = f"{len(impls)} entries for a {len(network.dims)}-dimensional network"
+        raise ConfigError(system.source, key, shape)
     for impl in impls:
         if impl.base == "halvingDoubling" and kind == "all-to-all":
-            raise ConfigError("system", key, "halvingDoubling does not implement all-to-all")
+            raise ConfigError(system.source, key, "halvingDoubling does not implement all-to-all")
         if impl.base == "doubleBinaryTree":
             raise ConfigError(
-                "system", key, "doubleBinaryTree is not supported by ccopt's ASTRA mode yet"
+                system.source, key, "doubleBinaryTree is not supported by ccopt's ASTRA mode yet"
             )
     return impls
 
@@ -162,16 +162,12 @@ def is_symmetric(network: Network, system: SystemConfig, kind: str) -> bool:
 
 def simulate_collective(network: Network, system: SystemConfig, kind: str, size: int,
                         symmetric: bool | None = None) -> CollectiveResult:
-    """Time one collective of `size` bytes (ASTRA-sim's comm_size) on every rank."""
-    if kind not in COLLECTIVES:
-        raise ValueError(f"unknown collective {kind!r}")
-    if system.endpoint_delay == 0:
-        raise ConfigError("system", "endpoint-delay", "must be at least 1 for native collectives")
+    """Time one collective of `size` bytes (ASTRA-sim's comm_size) on the congestion-unaware
+    backend; one rank stands for all when they behave alike (unless `symmetric=False`)."""
     if symmetric is None:
         symmetric = is_symmetric(network, system, kind)
     elif symmetric and not is_symmetric(network, system, kind):
         raise ValueError("this collective is not symmetric across ranks")
-    loop = EventLoop()
     cache: dict[tuple[int, int, int], int] = {}
 
     def delay(src: int, dst: int, nbytes: int) -> int:
@@ -181,7 +177,23 @@ def simulate_collective(network: Network, system: SystemConfig, kind: str, size:
             value = cache[key] = network.send_ns(src, dst, nbytes)
         return value
 
-    net = (MirrorNetwork if symmetric else FullNetwork)(loop, network, delay)
+    network_class = MirrorNetwork if symmetric else FullNetwork
+    return run_collective(
+        network, system, kind, size, lambda loop: network_class(loop, network, delay), symmetric
+    )
+
+
+def run_collective(network: Network, system: SystemConfig, kind: str, size: int,
+                   make_net: Callable[[EventLoop], FullNetwork],
+                   symmetric: bool) -> CollectiveResult:
+    """Issue the collective on every simulated rank at time 0 and run to completion."""
+    if kind not in COLLECTIVES:
+        raise ValueError(f"unknown collective {kind!r}")
+    if system.endpoint_delay == 0:
+        message = "must be at least 1 for native collectives (ASTRA-sim aborts on 0)"
+        raise ConfigError(system.source, "endpoint-delay", message)
+    loop = EventLoop()
+    net = make_net(loop)
     queues = max(len(network.dims), 1)
     ranks = [0] if symmetric else range(network.npus)
     systems = [RankSystem(r, loop, net, system, queues) for r in ranks]

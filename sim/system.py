@@ -60,6 +60,7 @@ class SystemConfig:
     collective_optimization: str = "baseline"
     implementations: dict[str, tuple[Implementation, ...]] = field(default_factory=dict)
     custom: dict[str, str] = field(default_factory=dict)
+    source: str = "<system>"
 
     def local_mem_bytes_per_s(self) -> float:
         """ASTRA-sim keeps local-mem-bw as GB/s * 1e9 (decimal GB, unlike the network)."""
@@ -118,7 +119,8 @@ def system_from_dict(data: dict[str, Any], source: str) -> SystemConfig:
             names = data[key]
             if not isinstance(names, list) or not names:
                 raise ConfigError(source, key, "expected a non-empty list, one entry per dimension")
-            implementations[collective] = tuple(_parse_implementation(n, key, source) for n in names)
+            parsed = tuple(_parse_implementation(n, key, source) for n in names)
+            implementations[collective] = parsed
     custom = {}
     for collective in COLLECTIVES:
         key = f"{collective}-implementation-custom"
@@ -144,6 +146,7 @@ def system_from_dict(data: dict[str, Any], source: str) -> SystemConfig:
         ),
         implementations=implementations,
         custom=custom,
+        source=source,
     )
 
 
