@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from ccopt.diagnostics import CcoptError
 from ccopt.tools import quiet_on_closed_pipe
+from ccopt.tools.sim_program import add_program_arguments, program_arguments_given, run_program
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 
@@ -62,6 +63,7 @@ def parser() -> argparse.ArgumentParser:
         help="simulate every rank even when all ranks behave alike (slower; for checking)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_program_arguments(p)
     return p
 
 
@@ -138,6 +140,10 @@ def print_table(report: dict[str, object]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.program is not None:
+        return run_program(p, args)
+    if program_arguments_given(args):
+        p.error("--machine, -p, --mesh, --entry, --trace and --plot need a PROGRAM.mlir")
     check_astra_arguments(p, args)
     try:
         report = run_collective(args) if args.collective else run_workload(args)
