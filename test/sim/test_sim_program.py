@@ -169,7 +169,7 @@ def test_events_respect_tokens_futures_and_data_at_the_schedule_level() -> None:
                     assert engine.finish[0][p] <= engine.start[0][t.index]
     queues = engine.queues.values()
     for q in queues:
-        for a, b in zip(q, q[1:]):
+        for a, b in zip(q, q[1:], strict=False):
             assert engine.finish[0][a] <= engine.start[0][b]
 
 
