@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ccopt.sim import cost
 from ccopt.sim.tasks import COMM, COMPUTE, COPY, SYNC, SimulationError, Task, TaskGraph
 from ccopt.sim.work import (
+    Blocks,
     collective_algorithm,
     collective_axes,
     collective_bytes,
@@ -120,14 +121,18 @@ def rank_classes(
     `symmetric=False` every coordinate is its own class."""
     from itertools import product
 
+    from ccopt.dialects.dtensor_type import DTensorType
     from ccopt.sim.work import tensor_type
 
-    types = set()
+    seen: set[int] = set()
+    layouts: dict[tuple[tuple[int, ...], tuple[int | None, ...]], DTensorType] = {}
     for op in module.walk():
         for v in (*op.operands, *op.results):
             t = tensor_type(v)
-            if t is not None:
-                types.add(t)
+            if t is not None and id(t) not in seen:  # xDSL types hash slowly: go by identity,
+                seen.add(id(t))  # then by shape and split (all a block size depends on)
+                layouts.setdefault((t.get_shape(), t.split_dims()), t)
+    types = list(layouts.values())
     per_axis: list[list[int]] = []
     reps: list[list[int]] = []
     for a, size in enumerate(mesh.axis_sizes):
@@ -166,6 +171,7 @@ class Engine:
 
     def __init__(self, graph: TaskGraph, machine: Machine, mesh: Mesh, classes: list[RankClass]):
         self.graph, self.machine, self.mesh, self.classes = graph, machine, mesh, classes
+        self.blocks = Blocks(mesh)
         self.tasks = graph.tasks
         self.index = {c.key: i for i, c in enumerate(classes)}
         n, m = len(classes), len(self.tasks)
@@ -300,7 +306,7 @@ class Engine:
         """FLOPs, bytes and uncontended ns of a compute or copy task on class c."""
         key = (c, task.index)
         if key not in self.work:
-            w = op_work(task.op, self.mesh, self.classes[c].coords)
+            w = op_work(task.op, self.blocks, self.classes[c].coords)
             self.work[key] = (w.flops, w.bytes, self._roofline(w))
         return self.work[key]
 
@@ -313,7 +319,7 @@ class Engine:
 
     def _comm_ns(self, c: int, task: Task, axes: tuple[int, ...], now: float) -> float:
         coords = tuple(0 if a in axes else x for a, x in enumerate(self.classes[c].coords))
-        n = collective_bytes(task.op, self.mesh, coords)
+        n = collective_bytes(task.op, self.blocks, coords)
         span = self.spans.get(axes)
         if span is None:
             span = self.spans[axes] = self.machine.span(self.mesh, axes)
@@ -324,7 +330,7 @@ class Engine:
         dims = cost.links(self.machine, span, collective_algorithm(task.op), sharing)
         body_ns = 0.0
         if task.op.name == "coll.fused_all_reduce":
-            body_ns = self._roofline(fused_body_work(task.op, self.mesh, coords))  # type: ignore[arg-type]
+            body_ns = self._roofline(fused_body_work(task.op, self.blocks, coords))  # type: ignore[arg-type]
         ns = cost.collective_ns(_kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns)
         self.comm_active[c] = [*active, (now + ns, span)]
         self.work[(c, task.index)] = (0.0, float(n), ns)

@@ -16,7 +16,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from ccopt.dialects import coll, dtensor, kernel
 from ccopt.dialects.dtensor_type import DTensorType
-from ccopt.mesh import Mesh
+from ccopt.mesh import Mesh, local_slices
 
 COPIES = (
     dtensor.SliceOp, dtensor.ConcatOp, dtensor.TransposeOp, dtensor.UpdateOp, coll.SliceOp,
@@ -75,8 +75,46 @@ def element_name(t: DTensorType) -> str:
     return f"i{e.width.data}" if isinstance(e, IntegerType) else str(e)
 
 
-def local_bytes(t: DTensorType, mesh: Mesh, coords: tuple[int, ...]) -> int:
-    return prod(t.local_shape(mesh, coords)) * kernel.element_bytes(t)
+class Blocks:
+    """Ranks' block shapes on one mesh, cached: by type *object* first (a type's layout), then
+    by layout. Hashing an xDSL type (recursive, uncached) or printing its element type costs
+    more than the rest of the simulation, and programs spell the same type many times."""
+
+    def __init__(self, mesh: Mesh):
+        self.mesh = mesh
+        self._types: dict[int, tuple[DTensorType, Layout, int, str]] = {}
+        self._elements: dict[int, tuple[Attribute, int, str]] = {}
+        self._shapes: dict[tuple[Layout, tuple[int, ...]], tuple[int, ...]] = {}
+
+    def _fact(self, t: DTensorType) -> tuple[DTensorType, Layout, int, str]:
+        fact = self._types.get(id(t))
+        if fact is None:  # kept here, so that the id stays the type's
+            e = t.element_type
+            element = self._elements.get(id(e))
+            if element is None:
+                element = self._elements[id(e)] = (e, kernel.element_bytes(t), element_name(t))
+            layout = (t.get_shape(), t.split_dims())
+            fact = self._types[id(t)] = (t, layout, element[1], element[2])
+        return fact
+
+    def shape(self, t: DTensorType, coords: tuple[int, ...]) -> tuple[int, ...]:
+        key = (self._fact(t)[1], coords)
+        shape = self._shapes.get(key)
+        if shape is None:
+            (dims, split), sizes = key[0], self.mesh.axis_sizes
+            blocks = local_slices(dims, split, sizes, coords)
+            shape = self._shapes[key] = tuple(b.stop - b.start for b in blocks)
+        return shape
+
+    def bytes(self, t: DTensorType, coords: tuple[int, ...]) -> int:
+        return prod(self.shape(t, coords)) * self._fact(t)[2]
+
+    def element(self, t: DTensorType) -> str:
+        return self._fact(t)[3]
+
+
+Layout = tuple[tuple[int, ...], tuple[int | None, ...]]
+"""A tensor's global shape and the dimension each mesh axis splits."""
 
 
 def tensors(op: Operation) -> list[DTensorType]:
@@ -99,44 +137,44 @@ def body_flops(op: Operation) -> int:
     return max(count, 1)
 
 
-def op_work(op: Operation, mesh: Mesh, coords: tuple[int, ...]) -> Work:
+def op_work(op: Operation, blocks: Blocks, coords: tuple[int, ...]) -> Work:
     """The work of a compute or copy op on the rank at `coords`."""
     types = tensors(op)
-    moved = sum(local_bytes(t, mesh, coords) for t in types)
-    element = element_name(types[-1]) if types else "f32"
+    moved = sum(blocks.bytes(t, coords) for t in types)
+    element = blocks.element(types[-1]) if types else "f32"
     if isinstance(op, dtensor.MatmulOp | kernel.GemmOp):
-        return _matmul(op, mesh, coords, moved)
+        return _matmul(op, blocks, coords, moved)
     if isinstance(op, COPIES):
-        written = local_bytes(types[-1], mesh, coords) if types else 0
+        written = blocks.bytes(types[-1], coords) if types else 0
         return Work(0.0, 2.0 * written, element, copy_bytes=float(written))
     if isinstance(op, FREE):
         return Work(0.0, 0.0, element)
     out = types[-1] if types else None
-    elements = prod(out.local_shape(mesh, coords)) if out is not None else 0
+    elements = prod(blocks.shape(out, coords)) if out is not None else 0
     if isinstance(op, ROW_OPS):
-        inputs = prod(types[0].local_shape(mesh, coords))
+        inputs = prod(blocks.shape(types[0], coords))
         return Work(5.0 * inputs, moved, element)
     if op.regions:
         return Work(float(elements * body_flops(op)), moved, element)
     return Work(float(elements * TRANSCENDENTAL.get(op.name, 1)), moved, element)
 
 
-def _matmul(op: Operation, mesh: Mesh, coords: tuple[int, ...], moved: int) -> Work:
+def _matmul(op: Operation, blocks: Blocks, coords: tuple[int, ...], moved: int) -> Work:
     lhs, rhs = (tensor_type(v) for v in op.operands[:2])
     out = (
         tensor_type(op.operands[2]) if isinstance(op, kernel.GemmOp) else tensor_type(op.results[0])
     )
     assert lhs is not None and rhs is not None and out is not None
-    a = lhs.local_shape(mesh, coords)
+    a = blocks.shape(lhs, coords)
     k = a[-2] if op.properties.get("transpose_lhs") is not None else a[-1]
-    c = out.local_shape(mesh, coords)
+    c = blocks.shape(out, coords)
     m, n = (c[-2] if len(c) > 1 else 1), c[-1]
     batch = prod(c[:-2])
     flops = 2.0 * batch * m * n * k
-    return Work(flops, float(moved), element_name(lhs), matmul=(batch * m, n, k))
+    return Work(flops, float(moved), blocks.element(lhs), matmul=(batch * m, n, k))
 
 
-def collective_bytes(op: Operation, mesh: Mesh, coords: tuple[int, ...]) -> int:
+def collective_bytes(op: Operation, blocks: Blocks, coords: tuple[int, ...]) -> int:
     """The collective's n of `ccopt.sim.cost.collective_ns`: all-gather's output, the input of
     every other collective (at the rank with the largest block: NCCL moves equal counts)."""
     types = tensors(op)
@@ -147,7 +185,7 @@ def collective_bytes(op: Operation, mesh: Mesh, coords: tuple[int, ...]) -> int:
     else:
         t = types[0]
     assert t is not None
-    return local_bytes(t, mesh, coords)
+    return blocks.bytes(t, coords)
 
 
 def collective_axes(op: Operation, mesh: Mesh) -> tuple[int, ...]:
@@ -161,10 +199,10 @@ def collective_algorithm(op: Operation) -> str | None:
     return None if algo is None else str(algo.data)  # type: ignore[attr-defined]
 
 
-def fused_body_work(op: coll.FusedAllReduceOp, mesh: Mesh, coords: tuple[int, ...]) -> Work:
+def fused_body_work(op: coll.FusedAllReduceOp, blocks: Blocks, coords: tuple[int, ...]) -> Work:
     """The body of a fused all-reduce, run on the rank's reduce-scattered slice."""
-    iteration = op.iteration_type(mesh)
-    elements = prod(iteration.local_shape(mesh, coords))
-    moved = sum(local_bytes(t, mesh, coords) for t in tensors(op)[1:])
-    moved += local_bytes(iteration, mesh, coords)
-    return Work(float(elements * body_flops(op)), float(moved), element_name(iteration))
+    iteration = op.iteration_type(blocks.mesh)
+    elements = prod(blocks.shape(iteration, coords))
+    moved = sum(blocks.bytes(t, coords) for t in tensors(op)[1:])
+    moved += blocks.bytes(iteration, coords)
+    return Work(float(elements * body_flops(op)), float(moved), blocks.element(iteration))
