@@ -18,9 +18,11 @@ from ccopt.sim.astra_algorithms import (
     ANTICLOCKWISE,
     CLOCKWISE,
     DirectAlgorithm,
+    DoubleBinaryTreeAlgorithm,
     HalvingDoublingAlgorithm,
     LogicalRing,
     RingAlgorithm,
+    tree_position,
 )
 from ccopt.sim.astra_engine import (
     DataSet,
@@ -31,6 +33,7 @@ from ccopt.sim.astra_engine import (
     RankSystem,
     Stream,
 )
+from ccopt.diagnostics import CcoptError
 from ccopt.sim.network import ConfigError, Network
 from ccopt.sim.system import COLLECTIVES, Implementation, SystemConfig
 
@@ -79,13 +82,14 @@ def _implementations(network: Network, system: SystemConfig, kind: str):
     if len(impls) > len(network.dims):
         shape = f"{len(impls)} entries for a {len(network.dims)}-dimensional network"
         raise ConfigError(system.source, key, shape)
-    for impl in impls:
+    dims = _logical_dims(network, impls)
+    for dim, impl in enumerate(impls):
+        nodes = dims[min(dim, len(dims) - 1)][0]
+        if impl.base == "doubleBinaryTree" and nodes & (nodes - 1):
+            message = f"doubleBinaryTree needs a power-of-two dimension, dimension {dim} has {nodes}"
+            raise ConfigError(system.source, key, message)
         if impl.base == "halvingDoubling" and kind == "all-to-all":
             raise ConfigError(system.source, key, "halvingDoubling does not implement all-to-all")
-        if impl.base == "doubleBinaryTree":
-            raise ConfigError(
-                system.source, key, "doubleBinaryTree is not supported by ccopt's ASTRA mode yet"
-            )
     return impls
 
 
@@ -104,8 +108,19 @@ def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str) -> l
     return plans
 
 
-def _algorithm(plan: _PhasePlan, impl: Implementation, rank: int, dims, size: int):
+def _algorithm(plan: _PhasePlan, impl: Implementation, sys: RankSystem, dims, size: int,
+               collective: str):
+    """The algorithm object of one phase on one rank (Sys::generate_collective_phase)."""
     nodes, offset = dims[plan.dim]
+    rank = sys.id
+    if impl.base == "doubleBinaryTree":
+        key = (collective, plan.dim)
+        turn = sys.tree_turns.get(key, 0)
+        sys.tree_turns[key] = turn + 1
+        last = plan.dim == len(dims) - 1
+        start = rank % offset if last else rank - rank % (offset * nodes) + rank % offset
+        position = tree_position(rank, nodes, start, offset, root_min=turn % 2 == 1)
+        return DoubleBinaryTreeAlgorithm(position, rank, size)
     ring = LogicalRing(rank, nodes, (rank // offset) % nodes, offset)
     if impl.base == "ring":
         return RingAlgorithm(plan.kind, ring, size, plan.direction)
@@ -141,7 +156,7 @@ def start_collective(sys: RankSystem, kind: str, size: int, network: Network,
         phases, data = deque(), chunk
         for plan in plans:
             impl = impls[0] if impls[0].single_ring else impls[plan.dim]
-            algorithm = _algorithm(plan, impl, sys.id, dims, data)
+            algorithm = _algorithm(plan, impl, sys, dims, data, kind)
             phases.append(Phase(plan.queue, algorithm))
             data = algorithm.final_data_size
         stream = Stream(sys.num_streams, priority, phases, dataset, sys)
@@ -154,6 +169,8 @@ def is_symmetric(network: Network, system: SystemConfig, kind: str) -> bool:
     """Every rank runs the same state machine with the same delays: ring and direct always,
     halving-doubling when each of its rings has a power-of-two size."""
     impls = _implementations(network, system, kind)
+    if any(i.base == "doubleBinaryTree" for i in impls):
+        return False
     for nodes, _ in _logical_dims(network, impls):
         if any(i.base == "halvingDoubling" for i in impls) and nodes & (nodes - 1):
             return False
@@ -201,7 +218,8 @@ def run_collective(network: Network, system: SystemConfig, kind: str, size: int,
     loop.run()
     unfinished = [s.id for s, d in zip(systems, datasets, strict=True) if d.finish_time is None]
     if unfinished:
-        raise RuntimeError(f"ASTRA mode: ranks {unfinished[:8]} never finished (deadlock)")
+        message = f"ranks {unfinished[:8]} never finish: their sends and receives do not match"
+        raise CcoptError(f"{system.source}: error: {message}")
     impls = _implementations(network, system, kind)
     dims = _logical_dims(network, impls)
     plans = plan_phases(kind, len(dims), [n for n, _ in dims], system.collective_optimization)

@@ -155,6 +155,7 @@ class RankSystem:
         self.total_running_streams = 0
         self.priority_counter = 0
         self.num_streams = 0
+        self.tree_turns: dict[tuple[str, int], int] = {}
 
     # events -------------------------------------------------------------------------------
     def register(self, delay: int, handler: Handler) -> None:
