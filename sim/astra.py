@@ -91,7 +91,7 @@ def _implementations(network: Network, system: SystemConfig, kind: str):
     for dim, impl in enumerate(impls):
         nodes = dims[min(dim, len(dims) - 1)][0]
         if impl.base == "doubleBinaryTree" and nodes & (nodes - 1):
-            message = f"doubleBinaryTree needs a power-of-two dimension, dimension {dim} has {nodes}"
+            message = f"doubleBinaryTree needs a power-of-two dimension ({dim} has {nodes})"
             raise ConfigError(system.source, key, message)
         if impl.base == "halvingDoubling" and kind == "all-to-all":
             raise ConfigError(system.source, key, "halvingDoubling does not implement all-to-all")

@@ -201,7 +201,10 @@ def trace_paths(prefix: str | Path) -> list[Path]:
 
 def read_trace_set(prefix: str | Path, ranks: int | None = None) -> list[Trace]:
     """Every rank's trace of a set; with `ranks`, exactly that many files must exist."""
-    paths = trace_paths(prefix) if ranks is None else [Path(f"{prefix}.{r}.et") for r in range(ranks)]
+    if ranks is None:
+        paths = trace_paths(prefix)
+    else:
+        paths = [Path(f"{prefix}.{r}.et") for r in range(ranks)]
     if not paths:
         raise TraceError(f"{prefix}.0.et: error: no trace files with prefix '{prefix}'")
     return [read_trace(p) for p in paths]
