@@ -18,10 +18,13 @@ from ccopt.sim.astra_algorithms import (
     ANTICLOCKWISE,
     CLOCKWISE,
     DirectAlgorithm,
+    DoubleBinaryTreeAlgorithm,
     HalvingDoublingAlgorithm,
     LogicalRing,
     RingAlgorithm,
+    tree_position,
 )
+from ccopt.sim.astra_custom import CustomAlgorithm, custom_traces
 from ccopt.sim.astra_engine import (
     DataSet,
     EventLoop,
@@ -31,6 +34,8 @@ from ccopt.sim.astra_engine import (
     RankSystem,
     Stream,
 )
+from ccopt.diagnostics import CcoptError
+from ccopt.sim.chakra import Trace
 from ccopt.sim.network import ConfigError, Network
 from ccopt.sim.system import COLLECTIVES, Implementation, SystemConfig
 
@@ -72,6 +77,9 @@ def _logical_dims(network: Network, impls: tuple[Implementation, ...]) -> list[t
 
 
 def _implementations(network: Network, system: SystemConfig, kind: str):
+    """Per-dimension implementations of `kind`, checked; a custom trace is one dimension."""
+    if kind in system.custom:
+        return (Implementation("custom"),)
     impls = system.implementation(kind)
     key = f"{kind}-implementation"
     if not impls:
@@ -79,22 +87,27 @@ def _implementations(network: Network, system: SystemConfig, kind: str):
     if len(impls) > len(network.dims):
         shape = f"{len(impls)} entries for a {len(network.dims)}-dimensional network"
         raise ConfigError(system.source, key, shape)
-    for impl in impls:
+    dims = _logical_dims(network, impls)
+    for dim, impl in enumerate(impls):
+        nodes = dims[min(dim, len(dims) - 1)][0]
+        if impl.base == "doubleBinaryTree" and nodes & (nodes - 1):
+            message = f"doubleBinaryTree needs a power-of-two dimension ({dim} has {nodes})"
+            raise ConfigError(system.source, key, message)
         if impl.base == "halvingDoubling" and kind == "all-to-all":
             raise ConfigError(system.source, key, "halvingDoubling does not implement all-to-all")
-        if impl.base == "doubleBinaryTree":
-            raise ConfigError(
-                system.source, key, "doubleBinaryTree is not supported by ccopt's ASTRA mode yet"
-            )
     return impls
 
 
-def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str) -> list[_PhasePlan]:
-    """The phases of one chunk, in ASTRA-sim's order (Sys::generate_collective)."""
+def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str,
+                involved: list[bool] | None = None) -> list[_PhasePlan]:
+    """The phases of one chunk, in ASTRA-sim's order (Sys::generate_collective); dimensions of
+    one rank or not involved are skipped."""
     order = list(range(ndims))
     if kind == "all-gather":
         order.reverse()
-    active = [d for d in order if nodes[d] > 1]
+    flags = list(involved) if involved is not None else [True] * ndims
+    flags += [involved is None] * (ndims - len(flags))
+    active = [d for d in order if nodes[d] > 1 and flags[d]]
     if kind != "all-reduce" or optimization == "baseline" or not active:
         return [_PhasePlan(kind, d, d, CLOCKWISE) for d in active]
     last = active[-1]
@@ -104,8 +117,21 @@ def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str) -> l
     return plans
 
 
-def _algorithm(plan: _PhasePlan, impl: Implementation, rank: int, dims, size: int):
+def _algorithm(plan: _PhasePlan, impl: Implementation, sys: RankSystem, dims, size: int,
+               collective: str, custom: list[Trace] | None):
+    """The algorithm object of one phase on one rank (Sys::generate_collective_phase)."""
     nodes, offset = dims[plan.dim]
+    rank = sys.id
+    if impl.name == "custom":
+        return CustomAlgorithm(custom[rank], rank, f"{collective} custom trace of rank {rank}")
+    if impl.base == "doubleBinaryTree":
+        key = (collective, plan.dim)
+        turn = sys.tree_turns.get(key, 0)
+        sys.tree_turns[key] = turn + 1
+        last = plan.dim == len(dims) - 1
+        start = rank % offset if last else rank - rank % (offset * nodes) + rank % offset
+        position = tree_position(rank, nodes, start, offset, root_min=turn % 2 == 1)
+        return DoubleBinaryTreeAlgorithm(position, rank, size)
     ring = LogicalRing(rank, nodes, (rank // offset) % nodes, offset)
     if impl.base == "ring":
         return RingAlgorithm(plan.kind, ring, size, plan.direction)
@@ -125,11 +151,15 @@ def chunking(size: int, kind: str, splits: int, npus: int) -> tuple[int, int]:
 
 
 def start_collective(sys: RankSystem, kind: str, size: int, network: Network,
-                     system: SystemConfig) -> DataSet:
-    """Issue one collective on one rank (ASTRA-sim's Sys::generate_collective)."""
+                     system: SystemConfig, involved: list[bool] | None = None,
+                     custom: list[Trace] | None = None) -> DataSet:
+    """Issue one collective on one rank (ASTRA-sim's Sys::generate_collective); `custom` is
+    the trace set when the system file names one for `kind`."""
     impls = _implementations(network, system, kind)
     dims = _logical_dims(network, impls)
-    plans = plan_phases(kind, len(dims), [n for n, _ in dims], system.collective_optimization)
+    plans = plan_phases(
+        kind, len(dims), [n for n, _ in dims], system.collective_optimization, involved
+    )
     chunk, remaining = chunking(size, kind, system.preferred_dataset_splits, network.npus)
     dataset = DataSet(math.ceil(remaining / chunk) if chunk else 0)
     if not plans or chunk == 0:
@@ -141,7 +171,7 @@ def start_collective(sys: RankSystem, kind: str, size: int, network: Network,
         phases, data = deque(), chunk
         for plan in plans:
             impl = impls[0] if impls[0].single_ring else impls[plan.dim]
-            algorithm = _algorithm(plan, impl, sys.id, dims, data)
+            algorithm = _algorithm(plan, impl, sys, dims, data, kind, custom)
             phases.append(Phase(plan.queue, algorithm))
             data = algorithm.final_data_size
         stream = Stream(sys.num_streams, priority, phases, dataset, sys)
@@ -154,6 +184,8 @@ def is_symmetric(network: Network, system: SystemConfig, kind: str) -> bool:
     """Every rank runs the same state machine with the same delays: ring and direct always,
     halving-doubling when each of its rings has a power-of-two size."""
     impls = _implementations(network, system, kind)
+    if any(i.base in ("doubleBinaryTree", "custom") for i in impls):
+        return False
     for nodes, _ in _logical_dims(network, impls):
         if any(i.base == "halvingDoubling" for i in impls) and nodes & (nodes - 1):
             return False
@@ -197,11 +229,13 @@ def run_collective(network: Network, system: SystemConfig, kind: str, size: int,
     queues = max(len(network.dims), 1)
     ranks = [0] if symmetric else range(network.npus)
     systems = [RankSystem(r, loop, net, system, queues) for r in ranks]
-    datasets = [start_collective(s, kind, size, network, system) for s in systems]
+    custom = custom_traces(system, network.npus, kind).get(kind)
+    datasets = [start_collective(s, kind, size, network, system, custom=custom) for s in systems]
     loop.run()
     unfinished = [s.id for s, d in zip(systems, datasets, strict=True) if d.finish_time is None]
     if unfinished:
-        raise RuntimeError(f"ASTRA mode: ranks {unfinished[:8]} never finished (deadlock)")
+        message = f"ranks {unfinished[:8]} never finish: their sends and receives do not match"
+        raise CcoptError(f"{system.source}: error: {message}")
     impls = _implementations(network, system, kind)
     dims = _logical_dims(network, impls)
     plans = plan_phases(kind, len(dims), [n for n, _ in dims], system.collective_optimization)

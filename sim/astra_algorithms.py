@@ -233,3 +233,140 @@ class HalvingDoublingAlgorithm(RingAlgorithm):
             self.rank_offset = int(self.rank_offset * self.multiplier)
             self.msg_size = int(self.msg_size / self.multiplier)
         self._aim()
+
+
+@dataclass(frozen=True)
+class TreePosition:
+    """A rank's place in one binary tree of ASTRA-sim's double binary tree (ids are ranks)."""
+
+    parent: int
+    left: int
+    right: int
+
+    @property
+    def role(self) -> str:
+        if self.parent < 0:
+            return "root"
+        return "leaf" if self.left < 0 and self.right < 0 else "intermediate"
+
+
+def tree_position(rank: int, nodes: int, start: int, stride: int, root_min: bool) -> TreePosition:
+    """ASTRA-sim's BinaryTree: a root with one perfect subtree of nodes-1 ranks, numbered in
+    order (`start`, `start+stride`, ...); RootMin puts the root first, RootMax last."""
+    if nodes & (nodes - 1):
+        raise ValueError("doubleBinaryTree needs a power-of-two number of ranks")
+    index = (rank - start) // stride
+    root = 0 if root_min else nodes - 1
+    lo, hi = (1, nodes - 1) if root_min else (0, nodes - 2)
+
+    def at(i: int) -> int:
+        return start + i * stride if i >= 0 else -1
+
+    if index == root:
+        child = (lo + hi) // 2
+        return TreePosition(-1, -1 if root_min else at(child), at(child) if root_min else -1)
+    parent = root
+    while True:
+        mid = (lo + hi) // 2
+        if mid == index:
+            left = (lo + mid - 1) // 2 if lo <= mid - 1 else -1
+            right = (mid + 1 + hi) // 2 if mid + 1 <= hi else -1
+            return TreePosition(at(parent), at(left), at(right))
+        parent = mid
+        lo, hi = (lo, mid - 1) if index < mid else (mid + 1, hi)
+
+
+class DoubleBinaryTreeAlgorithm:
+    """ASTRA-sim's DoubleBinaryTreeAllReduce: reduce the whole chunk up one binary tree and
+    broadcast it back down; chunks alternate between the two trees (root last, root first)."""
+
+    def __init__(self, position: TreePosition, rank: int, data_size: int):
+        self.position, self.id, self.data_size = position, rank, data_size
+        self.final_data_size = data_size
+        self.state = "begin"
+        self.reductions = 0
+        self.stream: Stream | None = None
+        self.sys: RankSystem | None = None
+
+    def bind(self, stream: Stream) -> None:
+        self.stream, self.sys = stream, stream.owner
+
+    def run_init(self) -> None:
+        self.step("init")
+
+    def run_general(self) -> None:
+        self.step("general")
+
+    def run_received(self) -> None:
+        self.step("received")
+
+    def bundle(self, processed: bool) -> None:
+        sys = self.sys
+
+        def arrived() -> None:
+            if processed:
+                sys.register(sys.config.reduction_ns(self.data_size), self.stream.general)
+            else:
+                self.stream.general()
+
+        sys.membus(arrived)
+
+    def send(self, peer: int) -> None:
+        self.sys.net.send(self.id, peer, self.data_size, self.stream.stream_id, peer)
+
+    def recv(self, peer: int) -> None:
+        self.sys.net.recv(self.id, peer, self.data_size, self.stream.stream_id, self.stream.consume)
+
+    def exit(self) -> None:
+        self.sys.proceed_to_next_phase(self.stream)
+
+    def step(self, event: str) -> None:
+        """ASTRA-sim's run(): the first matching rule fires, in its order."""
+        role, state, pos = self.position.role, self.state, self.position
+        only_child = pos.left if pos.left >= 0 else pos.right
+        if role == "leaf":
+            if state == "begin":
+                self.bundle(False)
+                self.state = "to-parent"
+            elif state == "to-parent":
+                self.send(pos.parent)
+                self.recv(pos.parent)
+                self.state = "from-parent"
+            elif state == "from-parent":
+                self.bundle(False)
+                self.state = "end"
+            elif state == "end":
+                self.exit()
+        elif role == "intermediate":
+            if state == "begin":
+                self.recv(pos.left)
+                self.recv(pos.right)
+                self.state = "two-children"
+            elif state == "two-children" and event == "received":
+                self.bundle(True)
+                self.state = "one-child"
+            elif state == "one-child" and event == "received":
+                self.bundle(True)
+                self.state = "to-parent"
+            elif self.reductions < 1 and event == "general":
+                self.reductions += 1
+            elif state == "to-parent":
+                self.send(pos.parent)
+                self.recv(pos.parent)
+                self.state = "from-parent"
+            elif state == "from-parent" and event == "received":
+                self.bundle(True)
+                self.state = "to-children"
+            elif state == "to-children":
+                self.send(pos.left)
+                self.send(pos.right)
+                self.exit()
+        elif state == "begin":
+            self.recv(only_child)
+            self.state = "one-child"
+        elif state == "one-child":
+            self.bundle(True)
+            self.state = "to-children"
+        elif state == "to-children":
+            self.send(only_child)
+            self.exit()

@@ -11,6 +11,7 @@ simulated (links shared between ranks break the one-rank symmetry).
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from ccopt.sim.astra import CollectiveResult, run_collective
 from ccopt.sim.astra_engine import EventLoop, FullNetwork, Handler
@@ -63,11 +64,12 @@ class LinkNetwork(FullNetwork):
             link = self.links[(a, b)] = Link(self.dim)
         return link
 
-    def send(self, src: int, dst: int, size: int, tag: int, mirror_src: int) -> None:
+    def send(self, src: int, dst: int, size: int, tag: Any, mirror_src: int,
+             on_sent: Handler | None = None) -> None:
         key = (tag, src, dst, size)
         n = self._sent[key]
         self._sent[key] = n + 1
-        self._forward(size, self.route(src, dst), lambda: self._arrive((*key, n)))
+        self._forward(size, self.route(src, dst), lambda: self._arrive((*key, n), on_sent))
 
     def _forward(self, size: int, path: list[int], done: Handler) -> None:
         link = self._link(path[0], path[1])

@@ -53,25 +53,30 @@ class FullNetwork:
 
     def __init__(self, loop: EventLoop, network: Network, delay: Callable[[int, int, int], int]):
         self.loop, self.network, self.delay = loop, network, delay
-        self._sent: dict[tuple[int, int, int, int], int] = defaultdict(int)
-        self._posted: dict[tuple[int, int, int, int], int] = defaultdict(int)
-        self._arrived: set[tuple[int, int, int, int, int]] = set()
-        self._waiting: dict[tuple[int, int, int, int, int], Handler] = {}
+        self._sent: dict[tuple, int] = defaultdict(int)
+        self._posted: dict[tuple, int] = defaultdict(int)
+        self._arrived: set[tuple] = set()
+        self._waiting: dict[tuple, Handler] = {}
 
-    def send(self, src: int, dst: int, size: int, tag: int, mirror_src: int) -> None:
+    def send(self, src: int, dst: int, size: int, tag: Any, mirror_src: int,
+             on_sent: Handler | None = None) -> None:
+        """Send `size` bytes; `on_sent` runs when the message arrives (ASTRA-sim's send
+        handler), before the matching receive completes."""
         key = (tag, src, dst, size)
         n = self._sent[key]
         self._sent[key] = n + 1
-        self.loop.schedule(self.delay(src, dst, size), lambda: self._arrive((*key, n)))
+        self.loop.schedule(self.delay(src, dst, size), lambda: self._arrive((*key, n), on_sent))
 
-    def _arrive(self, entry: tuple[int, int, int, int, int]) -> None:
+    def _arrive(self, entry: tuple, on_sent: Handler | None = None) -> None:
+        if on_sent is not None:
+            on_sent()
         handler = self._waiting.pop(entry, None)
         if handler is None:
             self._arrived.add(entry)
         else:
             handler()
 
-    def recv(self, dst: int, src: int, size: int, tag: int, handler: Handler) -> None:
+    def recv(self, dst: int, src: int, size: int, tag: Any, handler: Handler) -> None:
         key = (tag, src, dst, size)
         n = self._posted[key]
         self._posted[key] = n + 1
@@ -87,11 +92,14 @@ class MirrorNetwork(FullNetwork):
     """One simulated rank: its send to `dst` stands for the symmetric send from `mirror_src` to
     itself, which by symmetry leaves at the same time and costs delay(mirror_src -> rank)."""
 
-    def send(self, src: int, dst: int, size: int, tag: int, mirror_src: int) -> None:
+    def send(self, src: int, dst: int, size: int, tag: Any, mirror_src: int,
+             on_sent: Handler | None = None) -> None:
         key = (tag, mirror_src, src, size)
         n = self._sent[key]
         self._sent[key] = n + 1
-        self.loop.schedule(self.delay(mirror_src, src, size), lambda: self._arrive((*key, n)))
+        self.loop.schedule(
+            self.delay(mirror_src, src, size), lambda: self._arrive((*key, n), on_sent)
+        )
 
 
 @dataclass
@@ -155,6 +163,7 @@ class RankSystem:
         self.total_running_streams = 0
         self.priority_counter = 0
         self.num_streams = 0
+        self.tree_turns: dict[tuple[str, int], int] = {}
 
     # events -------------------------------------------------------------------------------
     def register(self, delay: int, handler: Handler) -> None:

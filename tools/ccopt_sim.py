@@ -113,11 +113,12 @@ def run_workload(args: argparse.Namespace) -> dict[str, object]:
 
     network = load_network(args.network)
     system = load_system(args.system)
-    report = simulate_workload(network, system, args.workload)
+    report = simulate_workload(network, system, args.workload, congestion=args.congestion)
     return {
         "time_ns": report.time_ns,
         "workload": args.workload,
         "npus": network.npus,
+        "congestion": args.congestion,
         "rank_finish_ns": report.rank_finish_ns,
     }
 
