@@ -189,7 +189,7 @@ def _time(module: ModuleOp, n: int, candidate: Candidate, machine: Machine) -> i
 def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
     """Apply a candidate's passes to the n-th all-reduce only, through a temporary tag that
     follows the collectives the passes make from it; a pass that refuses raises."""
-    from ccopt.passes.pipeline import after_each_pass
+    from ccopt.ir import inherit_locations, verify_module
 
     target = _find(module, n)
     assert target is not None
@@ -207,7 +207,8 @@ def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
                 before = set(module.walk())
                 p.apply(Context(), module)
                 _follow(module, before, tag, p)
-                after_each_pass(module)
+                inherit_locations(module)  # as every pipeline does after each pass
+                verify_module(module)
     finally:
         _untag(module, tag, saved)
 
