@@ -25,7 +25,7 @@ from ccopt.sim.tasks import TaskGraph
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SPLIT = "split-all-reduce,reorder-elementwise,fuse-elementwise"
-TUNE = "autotune{machine=dgx2-v100 chunks=2,4,8}"
+TUNE = "autotune{machine=dgx2-v100 chunks=2,4,8 print=true}"
 
 
 # --- programs ---------------------------------------------------------------------------------
@@ -109,6 +109,7 @@ class Row:
     mesh: str | None
     base_pipeline: str
     coconet_pipeline: str
+    machine: str = "dgx2-v100"
 
 
 def coconet_rows(quick: bool) -> list[Row]:
@@ -118,50 +119,106 @@ def coconet_rows(quick: bool) -> list[Row]:
     rows = []
     for t in tokens:
         rows.append(
-            Row("MatMul + AllReduce (GPT-2 8.3B MLP)", f"B*S={t}", "cuBLAS then NCCL",
-                "up to 1.36x", matmul_all_reduce(t, *gpt2), None, "",
-                "overlap{chunks=4}")  # fmt: skip
+            Row(
+                "MatMul + AllReduce (GPT-2 8.3B MLP)",
+                f"B*S={t}",
+                "cuBLAS then NCCL",
+                "up to 1.36x",
+                matmul_all_reduce(t, *gpt2),
+                None,
+                "",
+                TUNE,
+            )  # fmt: skip
         )
     for t in tokens:
         program = row_parallel(t, *gpt2)
         rows.append(
-            Row("GPT-2 8.3B MLP block, 16-way TP", f"B*S={t}", "Megatron-LM", "1.42-1.70x",
-                program, None, "", TUNE)  # fmt: skip
+            Row(
+                "GPT-2 8.3B MLP block, 16-way TP",
+                f"B*S={t}",
+                "Megatron-LM",
+                "1.42-1.70x",
+                program,
+                None,
+                "",
+                TUNE,
+            )  # fmt: skip
         )
         rows.append(
-            Row("GPT-2 8.3B MLP block, 16-way TP", f"B*S={t}", "same fusion, no overlap",
-                "1.21-1.34x", program, None, SPLIT, TUNE)  # fmt: skip
+            Row(
+                "GPT-2 8.3B MLP block, 16-way TP",
+                f"B*S={t}",
+                "same fusion, no overlap",
+                "1.21-1.34x",
+                program,
+                None,
+                SPLIT,
+                TUNE,
+            )  # fmt: skip
         )
     for name, shape in (("BERT 3.9B", bert), ("GPT-2 8.3B", gpt2)):
         rows.append(
-            Row(f"{name} inference block, 16-way TP", "B*S=1024", "Megatron-LM",
+            Row(
+                f"{name} inference block, 16-way TP",
+                "B*S=1024",
+                "Megatron-LM",
                 "1.51x" if name.startswith("BERT") else "1.48x",
-                row_parallel(1024, *shape), None, "", TUNE)  # fmt: skip
+                row_parallel(1024, *shape),
+                None,
+                "",
+                TUNE,
+            )  # fmt: skip
         )
     pipeline = resized_example("pipeline_boundary.mlir", "8x48", "2048x12288")
     pipeline = pipeline.replace("48x36", "12288x12288").replace("8x36", "2048x12288")
     pipeline = pipeline.replace("36xf32", "12288xf32").replace("f32", "f16")
     rows.append(
-        Row("GPT-3 175B stage boundary, pp=2 x tp=8", "B*S=2048", "Megatron-LM",
-            "11.75-12.21x", pipeline, "tp=8", "fuse-elementwise",
-            "pipeline-p2p,fuse-elementwise")  # fmt: skip
+        Row(
+            "GPT-3 175B stage boundary, pp=2 x tp=8",
+            "B*S=2048",
+            "Megatron-LM",
+            "11.75-12.21x",
+            pipeline,
+            "tp=8",
+            "fuse-elementwise",
+            "pipeline-p2p,fuse-elementwise",
+        )  # fmt: skip
+    )
+    rows.append(
+        Row("  same, stages on 2 DGX A100 nodes", "B*S=2048", "Megatron-LM", "(across nodes)",
+            pipeline, "tp=8", "fuse-elementwise", "pipeline-p2p,fuse-elementwise",
+            "dgx-a100")  # fmt: skip
     )
     adam = resized_example("adam.mlir", "515x7", "81536x4096")  # BERT-large: 334M parameters
     rows.append(
-        Row("Data-parallel Adam (BERT 334M)", "16 GPUs", "AR + fused Adam (DDP)",
-            "1.22-1.52x (256 GPUs)", adam, "dp=16", "fuse-elementwise",
+        Row(
+            "Data-parallel Adam (BERT 334M)",
+            "16 GPUs",
+            "AR + fused Adam (DDP)",
+            "1.22-1.52x (256 GPUs)",
+            adam,
+            "dp=16",
+            "fuse-elementwise",
             "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise,"
-            "fuse-collective")  # fmt: skip
+            "fuse-collective",
+        )  # fmt: skip
     )
     return rows
 
 
-def predict(program: str, mesh: str | None, pipeline: str, machine: Machine) -> int:
+def predict(program: str, mesh: str | None, pipeline: str, machine: Machine) -> tuple[int, str]:
+    """The predicted step time after `pipeline`, and the schedule autotune chose (if it ran)."""
+    import contextlib
+    import io
+
     module = load_program(program)
     bind_mesh(module, mesh)
+    table = io.StringIO()
     if pipeline:
-        module = apply_pipeline(module, pipeline)
-    return simulate_module(module, machine).step_time_ns
+        with contextlib.redirect_stderr(table):
+            module = apply_pipeline(module, pipeline)
+    chosen = [line.split("-> ")[1] for line in table.getvalue().splitlines() if "-> " in line]
+    return simulate_module(module, machine).step_time_ns, "; ".join(chosen) or pipeline
 
 
 def part1(quick: bool) -> None:
@@ -169,19 +226,22 @@ def part1(quick: bool) -> None:
 
     from ccopt.diagnostics import OpWarning
 
-    machine = load_machine("dgx2-v100")
-    print(f"Part 1: CoCoNeT's speedups vs ccopt's predictions on {machine.name} (ccopt mode)")
-    header = f"{'workload':<42} {'size':<10} {'baseline':<24} {'base us':>9} {'CoCoNeT us':>10} {'predicted':>9}  published"
+    print("Part 1: CoCoNeT's speedups vs ccopt's predictions on dgx2-v100 (ccopt mode)")
+    header = (
+        f"{'workload':<40} {'size':<9} {'baseline':<23} {'base us':>8} {'CoCoNeT us':>10} "
+        f"{'predicted':>9}  {'published':<21} schedule"
+    )
     print(header)
     print("-" * len(header))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OpWarning)
         for r in coconet_rows(quick):
-            base = predict(r.program, r.mesh, r.base_pipeline, machine)
-            ours = predict(r.program, r.mesh, r.coconet_pipeline, machine)
+            target = load_machine(r.machine)
+            base, _ = predict(r.program, r.mesh, r.base_pipeline, target)
+            ours, schedule = predict(r.program, r.mesh, r.coconet_pipeline, target)
             print(
-                f"{r.workload:<42} {r.size:<10} {r.baseline:<24} {base / 1000:>9.1f} "
-                f"{ours / 1000:>10.1f} {base / ours:>8.2f}x  {r.published}"
+                f"{r.workload:<40} {r.size:<9} {r.baseline:<23} {base / 1000:>8.1f} "
+                f"{ours / 1000:>10.1f} {base / ours:>8.2f}x  {r.published:<21} {schedule}"
             )
 
 

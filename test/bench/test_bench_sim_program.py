@@ -21,7 +21,7 @@ def test_sim_program_bench_prints_every_row() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     coconet = [line for line in lines if "x  " in line and "published" not in line]
-    assert len(coconet) == 7
+    assert len(coconet) == 8
     assert all(float(line.split("x  ")[0].split()[-1]) > 0 for line in coconet)
     speed = [line for line in lines if line.rstrip().endswith("x") and line.split()[0].isdigit()]
     assert len(speed) == 4
