@@ -159,6 +159,9 @@ def rank_classes(
     return classes, per_axis
 
 
+FULL_LIMIT = 4096
+"""The most ranks a full (`symmetric=False`) simulation takes: it is for checking."""
+
 HOST = -2
 """A task held back by the host's launches rather than by another task."""
 
@@ -187,7 +190,7 @@ class Engine:
         self.busy = [dict.fromkeys(self.queues, False) for _ in range(n)]
         self.issue = self._issue_times()
         self.arrived: dict[tuple[int, tuple[int, ...]], set[int]] = {}  # (task, group) -> there
-        self.groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
+        self.groups: dict[tuple[int, ...], dict[tuple[int, ...], list[int]]] = {}
         self.comm_active: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]
         self.heap: list[tuple[float, int, int, int]] = []
         self.seq = 0
@@ -270,17 +273,15 @@ class Engine:
         return HOST if self.issue[task.index] > when else best
 
     def _group(self, c: int, axes: tuple[int, ...]) -> tuple[tuple[int, ...], list[int]]:
-        """The classes meeting in class c's group over `axes` (and the group's identity)."""
-        key = self.classes[c].key
-        fixed = tuple(k if a not in axes else -1 for a, k in enumerate(key))
-        members = self.groups.get((fixed, axes))
-        if members is None:
-            members = self.groups[(fixed, axes)] = [
-                j
-                for j, other in enumerate(self.classes)
-                if all(f < 0 or f == k for f, k in zip(fixed, other.key, strict=True))
-            ]
-        return fixed, members
+        """The classes meeting in class c's group over `axes` (and the group's identity): the
+        classes that agree with c off the group's axes (indexed once per set of axes)."""
+        index = self.groups.get(axes)
+        if index is None:
+            index = self.groups[axes] = {}
+            for j, other in enumerate(self.classes):
+                index.setdefault(_off_axes(other.key, axes), []).append(j)
+        fixed = _off_axes(self.classes[c].key, axes)
+        return fixed, index[fixed]
 
     def _arrive(self, c: int, i: int, now: float) -> None:
         task = self.tasks[i]
@@ -344,6 +345,10 @@ class Engine:
                         f"'{t.name}' on stream {t.stream} never started: a collective whose "
                         "group never meets, or a wait on an event recorded later"
                     )
+
+
+def _off_axes(key: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(-1 if a in axes else k for a, k in enumerate(key))
 
 
 def _kind_of(task: Task) -> str:
@@ -489,6 +494,11 @@ def simulate_module(
     f = find_entry(module, entry)
     mesh = _the_mesh(module_meshes(module))
     machine = machine.fit(mesh.rank_count)
+    if not symmetric and mesh.rank_count > FULL_LIMIT:
+        raise SimulationError(
+            f"a full simulation of {mesh.rank_count} ranks is refused (at most {FULL_LIMIT}); "
+            "the symmetric one (without --full) simulates one rank per class of alike ranks"
+        )
     graph = TaskGraph(f)
     classes, _ = rank_classes(module, mesh, symmetric)
     if progress is not None:
