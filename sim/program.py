@@ -18,6 +18,7 @@ The engine is a discrete-event loop over task completions (a heap), linear in ta
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -522,9 +523,9 @@ def _the_mesh(meshes: dict[str, Mesh]) -> Mesh:
     return next(iter(meshes.values()))
 
 
-def predicted_step_time_ns(module: ModuleOp, machine: str | Machine) -> int:
+def predicted_step_time_ns(module: ModuleOp, machine: str | os.PathLike[str] | Machine) -> int:
     """The predicted time of one step of `module` on `machine` (a preset, file or Machine)."""
-    from ccopt.sim.machine import load_machine
+    from ccopt.sim.machine import Machine, load_machine
 
-    m = load_machine(machine) if isinstance(machine, str) else machine
+    m = machine if isinstance(machine, Machine) else load_machine(machine)
     return simulate_module(module, m).step_time_ns

@@ -36,7 +36,9 @@ def engine_of(module, machine=V100, symmetric: bool = True) -> Engine:  # noqa: 
 
     mesh = next(iter(module_meshes(module).values()))
     classes, _ = rank_classes(module, mesh, symmetric)
-    engine = Engine(TaskGraph(find_entry(module, None)), machine.fit(mesh.rank_count), mesh, classes)
+    engine = Engine(
+        TaskGraph(find_entry(module, None)), machine.fit(mesh.rank_count), mesh, classes
+    )
     engine.run()
     engine.check_finished()
     return engine
@@ -53,7 +55,9 @@ def test_report_has_the_contract_keys() -> None:
 
 def test_overlap_hides_communication_at_the_papers_size() -> None:
     text = row_parallel(8192, 3072, 12288)
-    plain = ccopt.simulate(text, "dgx2-v100", pipeline="split-all-reduce,reorder-elementwise,fuse-elementwise")
+    plain = ccopt.simulate(
+        text, "dgx2-v100", pipeline="split-all-reduce,reorder-elementwise,fuse-elementwise"
+    )
     overlapped = ccopt.simulate(text, "dgx2-v100", pipeline=SCHEDULE)
     assert overlapped.exposed_comm_ns < plain.exposed_comm_ns
     assert overlapped.step_time_ns < plain.step_time_ns
@@ -89,8 +93,14 @@ def test_time_never_decreases_with_size(tokens: int, hidden: int, grow: int, sch
 
 
 @settings(max_examples=10, deadline=None)
-@given(tokens=st.integers(1, 8192), factor=st.floats(0.05, 0.99), schedule=st.sampled_from(["", SCHEDULE]))
-def test_time_never_decreases_when_bandwidth_shrinks(tokens: int, factor: float, schedule: str) -> None:
+@given(
+    tokens=st.integers(1, 8192),
+    factor=st.floats(0.05, 0.99),
+    schedule=st.sampled_from(["", SCHEDULE]),
+)
+def test_time_never_decreases_when_bandwidth_shrinks(
+    tokens: int, factor: float, schedule: str
+) -> None:
     module = module_of(row_parallel(tokens, 1024, 4096), schedule)
     fast = simulate_module(module, V100).step_time_ns
     assert simulate_module(module, V100.with_bandwidth_scale(factor)).step_time_ns >= fast
@@ -102,10 +112,26 @@ def test_time_never_decreases_when_bandwidth_shrinks(tokens: int, factor: float,
     ("example", "pipeline", "mesh"),
     [
         ("megatron_mlp.mlir", "", None),
-        ("megatron_mlp.mlir", "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}", "dp=3,tp=4"),
-        ("megatron_mlp.mlir", "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}," + LOWER, "dp=3"),
-        ("sgd.mlir", "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective", "dp=3"),
-        ("adam.mlir", "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise", "dp=8"),
+        (
+            "megatron_mlp.mlir",
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}",
+            "dp=3,tp=4",
+        ),
+        (
+            "megatron_mlp.mlir",
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}," + LOWER,
+            "dp=3",
+        ),
+        (
+            "sgd.mlir",
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
+            "dp=3",
+        ),
+        (
+            "adam.mlir",
+            "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise",
+            "dp=8",
+        ),
         ("pipeline_boundary.mlir", "pipeline-p2p,fuse-elementwise", "tp=3"),
     ],
 )
@@ -127,50 +153,74 @@ def test_uneven_blocks_make_rank_classes() -> None:
     assert sum(c.ranks for c in r.classes) == r.ranks == 3
 
 
-def test_events_respect_the_stream_order_of_the_kernel_level() -> None:
+ORDERED = [
+    (row_parallel(2048, 1024, 4096), SCHEDULE, None),
+    ((EXAMPLES / "megatron_mlp.mlir").read_text(), SCHEDULE, "dp=3"),
+    (
+        (EXAMPLES / "megatron_mlp.mlir").read_text(),
+        SCHEDULE.replace("overlap", "fuse-collective,overlap"),
+        None,
+    ),
+    (
+        (EXAMPLES / "adam.mlir").read_text(),
+        "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise,fuse-collective",
+        "dp=3",
+    ),
+    ((EXAMPLES / "pipeline_boundary.mlir").read_text(), "pipeline-p2p,fuse-elementwise", None),
+]
+
+
+@pytest.mark.parametrize(("text", "pipeline", "mesh"), ORDERED)
+def test_events_respect_the_stream_order_of_the_kernel_level(
+    text: str, pipeline: str, mesh: str | None
+) -> None:
     """At L3, whatever `ccopt.streams.StreamOrder` (what plan-memory proves against, the GPU's
-    rules) says completes before an op does so in the simulation."""
+    rules) says completes before an op does so in the simulation, on every rank class."""
     from xdsl.dialects import func
 
     from ccopt.dialects import kernel
     from ccopt.streams import StreamOrder
 
-    module = module_of(row_parallel(2048, 1024, 4096), SCHEDULE + "," + LOWER)
-    engine = engine_of(module)
+    module = module_of(text, pipeline + "," + LOWER, mesh)
+    engine = engine_of(module, A100)
     f = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     order = StreamOrder(f.body.block.ops)
     task_of = {t.op: t.index for t in engine.tasks if isinstance(t.op, kernel.DeviceOp)}
     by_place = {place: op for op, place in order.place.items()}
     checked = 0
-    for op, clock in order.clock.items():
-        for stream, count in clock.items():
-            for index in range(count):
-                before = by_place[(stream, index)]
-                assert engine.finish[0][task_of[before]] <= engine.start[0][task_of[op]]
-                checked += 1
-    assert checked > 20
+    for c in range(len(engine.classes)):
+        for op, clock in order.clock.items():
+            for stream, count in clock.items():
+                for index in range(count):
+                    before = by_place[(stream, index)]
+                    assert engine.finish[c][task_of[before]] <= engine.start[c][task_of[op]]
+                    checked += 1
+    assert checked > 5
 
 
-def test_events_respect_tokens_futures_and_data_at_the_schedule_level() -> None:
+@pytest.mark.parametrize(("text", "pipeline", "mesh"), ORDERED)
+def test_events_respect_tokens_futures_and_data_at_the_schedule_level(
+    text: str, pipeline: str, mesh: str | None
+) -> None:
     """At L2, each op starts after its operands' producers, and after the regions whose
-    futures and tokens it waits for (the interpreter's order)."""
-    module = module_of(row_parallel(2048, 1024, 4096), SCHEDULE)
-    engine = engine_of(module)
-    by_op = {}
+    futures and tokens it waits for (the interpreter's order), on every rank class."""
+    module = module_of(text, pipeline, mesh)
+    engine = engine_of(module, A100)
+    by_op: dict = {}
     for t in engine.tasks:
         by_op.setdefault(t.op, []).append(t.index)
-    for t in engine.tasks:
-        for d in t.deps:
-            assert engine.finish[0][d] <= engine.start[0][t.index]
-        for operand in t.op.operands:
-            producer = operand.owner
-            for p in by_op.get(producer, []):
-                if p < t.index:
-                    assert engine.finish[0][p] <= engine.start[0][t.index]
-    queues = engine.queues.values()
-    for q in queues:
-        for a, b in zip(q, q[1:], strict=False):
-            assert engine.finish[0][a] <= engine.start[0][b]
+    for c in range(len(engine.classes)):
+        start, finish = engine.start[c], engine.finish[c]
+        for t in engine.tasks:
+            for d in t.deps:
+                assert finish[d] <= start[t.index]
+            for operand in t.op.operands:
+                for p in by_op.get(operand.owner, []):
+                    if p < t.index:
+                        assert finish[p] <= start[t.index]
+        for q in engine.queues.values():
+            for a, b in zip(q, q[1:], strict=False):
+                assert finish[a] <= start[b]
 
 
 def test_calls_are_expanded() -> None:

@@ -1,6 +1,7 @@
 // RUN: ccopt %s -p 'autotune{machine=dgx2-v100 chunks=1,2,4}' | filecheck %s
 // RUN: ccopt %s -p 'autotune{machine="%S/inputs/comm-bound.yml" chunks=2}' | filecheck %s --check-prefix=SLOW
 // RUN: ccopt %s -p 'autotune{machine="%S/inputs/comm-bound.yml" chunks=2 print=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=TABLE
+// RUN: ccopt-run %s --check-pipeline 'autotune{machine="%S/inputs/comm-bound.yml" chunks=1,2,4}' | filecheck %s --check-prefix=SAME
 // RUN: not ccopt %s -p 'autotune{chunks=0}' 2>&1 | filecheck %s --check-prefix=CHUNKS
 // RUN: not ccopt %s -p 'autotune{machine=nowhere}' 2>&1 | filecheck %s --check-prefix=MACHINE
 
@@ -43,6 +44,9 @@ func.func @row_parallel(%x: !dtensor.tensor<4x6x40xf32, @tp[S(2)]>, %w: !dtensor
 // TABLE-NEXT: %y_sum split+reorder+fuse, overlap 2 {{ +[0-9,]+}} ns
 // TABLE-NEXT: %y_sum fused, overlap 2 {{ +[0-9,]+}} ns
 // TABLE-NEXT: %y_sum -> split+reorder+fuse, overlap 2
+
+// What autotune chose computes what the program did (the interpreter on 4 ranks).
+// SAME: result0 {{.*}} ok
 
 // CHUNKS: ccopt: error: invalid pass pipeline 'autotune{chunks=0}': autotune: chunks must be >= 1, got [0]
 // MACHINE: ccopt: error: invalid pass pipeline 'autotune{machine=nowhere}': autotune: nowhere: error: no such machine file or preset (presets: dgx2-v100, dgx-a100, dgx-h100, perlmutter, frontier)
