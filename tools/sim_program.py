@@ -47,6 +47,13 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Simulate `args.program`; errors are printed like the rest of ccopt's (exit 1)."""
     if args.machine is None:
         p.error(f"simulating the program '{args.program}' needs --machine PRESET|FILE")
+    astra = [f"--{k}" for k in ("network", "system", "collective", "size", "workload")
+             if getattr(args, k, None) is not None]  # fmt: skip
+    if astra or getattr(args, "congestion", "unaware") != "unaware":
+        p.error(
+            f"{', '.join(astra) or '--congestion'}: ASTRA-sim mode times one collective or a "
+            "Chakra trace, not a PROGRAM.mlir (give one or the other)"
+        )
     source: SourceText | None = None
     try:
         from ccopt.program import program_source

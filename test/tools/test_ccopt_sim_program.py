@@ -71,6 +71,7 @@ def test_a_machine_file(tmp_path: Path) -> None:
         ((MLP, "--machine", "dgx-b300"), ["dgx-b300: error: no such machine file or preset"]),
         ((MLP,), ["needs --machine"]),
         (("--machine", "dgx-a100"), ["need a PROGRAM.mlir"]),
+        ((MLP, "--machine", "dgx-a100", "--size", "8"), ["--size: ASTRA-sim mode"]),
         ((MLP, "--machine", "dgx2-v100", "--mesh", "dp=9"), ["36 ranks but the network has 16"]),
         (
             (MLP, "--machine", "dgx-a100", "--mesh", "pp=2"),
@@ -82,7 +83,7 @@ def test_a_machine_file(tmp_path: Path) -> None:
 )
 def test_errors_exit_1_without_a_traceback(args: tuple, fragments: list[str]) -> None:
     done = ccopt_sim(*args)
-    if "needs --machine" in fragments[0] or "PROGRAM" in fragments[0]:
+    if any(f in fragments[0] for f in ("needs --machine", "PROGRAM", "ASTRA-sim mode")):
         assert done.returncode == 2 and "Traceback" not in done.stderr  # argparse's usage error
         assert fragments[0] in done.stderr
         return
