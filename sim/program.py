@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ccopt.sim import cost
 from ccopt.sim.tasks import COMM, COMPUTE, COPY, SYNC, SimulationError, Task, TaskGraph
 from ccopt.sim.work import (
+    COLLECTIVE_KINDS,
     Blocks,
     collective_algorithm,
     collective_axes,
@@ -177,7 +178,6 @@ class Engine:
         self.graph, self.machine, self.mesh, self.classes = graph, machine, mesh, classes
         self.blocks = Blocks(mesh)
         self.tasks = graph.tasks
-        self.index = {c.key: i for i, c in enumerate(classes)}
         n, m = len(classes), len(self.tasks)
         self.finish = [[-1.0] * m for _ in range(n)]
         self.start = [[-1.0] * m for _ in range(n)]
@@ -299,12 +299,12 @@ class Engine:
     def _compute_ns(self, c: int, task: Task, now: float) -> float:
         if task.kind == SYNC:
             return 0.0
-        flops, moved, work_ns = self._work(c, task)
+        flops, moved, work_ns = self.work_of(c, task)
         active = [end for end, _ in self.comm_active[c] if end > now]
         busy_until = max(active, default=now)
         return cost.contended_ns(work_ns, now, busy_until, self.machine.gpu.collective_sm_share)
 
-    def _work(self, c: int, task: Task) -> tuple[float, float, float]:
+    def work_of(self, c: int, task: Task) -> tuple[float, float, float]:
         """FLOPs, bytes and uncontended ns of a compute or copy task on class c."""
         key = (c, task.index)
         if key not in self.work:
@@ -353,8 +353,6 @@ def _off_axes(key: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _kind_of(task: Task) -> str:
-    from ccopt.sim.work import COLLECTIVE_KINDS
-
     return COLLECTIVE_KINDS[type(task.op)]
 
 
@@ -409,7 +407,7 @@ def _report(engine: Engine, machine: Machine, mesh: Mesh) -> Report:
             comm.append(span)
         elif t.kind in (COMPUTE, COPY):
             compute.append(span)
-            f, b, _ = engine._work(c, t)
+            f, b, _ = engine.work_of(c, t)
             flops += f
             if t.kind == COPY:
                 copy_bytes += b / 2
@@ -460,7 +458,7 @@ def _slices(engine: Engine, c: int) -> list[Slice]:
     for t in engine.tasks:
         if t.kind == SYNC:
             continue
-        f, b, _ = engine._work(c, t)
+        f, b, _ = engine.work_of(c, t)
         out.append(
             Slice(
                 t.index,

@@ -248,3 +248,13 @@ def test_errors() -> None:
         ccopt.simulate(row_parallel(8, 8, 16), "dgx2-v100", model="astra")
     with pytest.raises(CcoptError, match="32 ranks"):
         ccopt.simulate(row_parallel(8, 8, 32, tp=32), "dgx2-v100")
+
+
+def test_exposed_time_is_communication_outside_compute() -> None:
+    from ccopt.sim.program import _minus, _union
+
+    comm = _union([(0, 10), (5, 20), (30, 40)])
+    assert comm == [(0, 20), (30, 40)]
+    compute = _union([(2, 4), (8, 35)])
+    assert _minus(comm, compute) == (2 - 0) + (8 - 4) + (40 - 35)
+    assert _minus(comm, []) == 30 and _minus([], compute) == 0
