@@ -1,8 +1,8 @@
-"""`autotune`: choose each all-reduce's schedule by simulated step time (CoCoNeT's autotuner).
+"""`autotune`: choose each collective's schedule by simulated step time (CoCoNeT's autotuner).
 
 CoCoNeT enumerated its schedules and measured them; ccopt ranks them with its simulator
-(`ccopt.sim`, ccopt mode) on a machine. For each `coll.all_reduce`, in program order, the
-candidates are:
+(`ccopt.sim`, ccopt mode) on a machine. For each `coll.all_reduce` of the program, in program
+order, the candidates are:
 
 | candidate | passes applied to that all-reduce |
 |---|---|
@@ -14,8 +14,10 @@ candidates are:
 | `fused, overlap k` | the third row, then overlap{chunks=k} of the fused collective |
 
 A candidate that a pass refuses (no matmul to overlap with, nothing to fuse) is left out. The
-fastest candidate wins (the earlier one on a tie), is applied, and the next all-reduce is tuned
-on the result (greedy, one collective at a time). Every candidate is made of ccopt's own
+fastest candidate wins (the earlier one on a tie), is applied, and the next collective is tuned
+on the result (greedy, one collective at a time). A `coll.reduce_scatter` is tried with the
+rows that do not split (leave, fused, overlap k, fused + overlap k), a `coll.all_gather` with
+leave and overlap k (with the matmul it feeds). Every candidate is made of ccopt's own
 verified passes, so the result passes `ccopt-run --check-pipeline 'autotune{...}'` as they do.
 
 ```mlir
@@ -94,22 +96,36 @@ def _overlap(chunks: int) -> Step:
     return step
 
 
-def candidates(chunks: Sequence[int]) -> list[Candidate]:
-    """The schedules tried for one all-reduce, simplest first."""
+def candidates(op: Operation, chunks: Sequence[int]) -> list[Candidate]:
+    """The schedules tried for one collective, simplest first: for an all-reduce every row of
+    the table above; for a reduce-scatter those without the split; for an all-gather, leaving
+    it or overlapping it with the matmul it feeds."""
     split = (_split, _reorder, _fuse_elementwise)
     fused = (_fuse_collective, _fuse_elementwise)
-    out = [Candidate("leave", ()), Candidate("split+reorder+fuse", split)]
-    out.append(Candidate("fused", fused, whole_consumers=True))
+    out = [Candidate("leave", ())]
+    if isinstance(op, coll.AllReduceOp):
+        out.append(Candidate("split+reorder+fuse", split))
+    if not isinstance(op, coll.AllGatherOp):
+        out.append(Candidate("fused", fused, whole_consumers=True))
     for k in chunks:
         out.append(Candidate(f"overlap {k}", (_overlap(k),)))
-        out.append(Candidate(f"split+reorder+fuse, overlap {k}", (*split, _overlap(k))))
-        out.append(Candidate(f"fused, overlap {k}", (*fused, _overlap(k)), whole_consumers=True))
+        if isinstance(op, coll.AllReduceOp):
+            out.append(Candidate(f"split+reorder+fuse, overlap {k}", (*split, _overlap(k))))
+        if not isinstance(op, coll.AllGatherOp):
+            out.append(
+                Candidate(f"fused, overlap {k}", (*fused, _overlap(k)), whole_consumers=True)
+            )
     return out
+
+
+TUNED_OPS = (coll.AllReduceOp, coll.ReduceScatterOp, coll.AllGatherOp)
+"""The collectives autotune chooses a schedule for (those the program has before it runs;
+what an earlier choice makes of a collective belongs to that choice)."""
 
 
 @dataclass(frozen=True)
 class Autotune(ModulePass):
-    """Choose each all_reduce's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time."""
+    """Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time."""
 
     name = "autotune"
 
@@ -131,7 +147,7 @@ class Autotune(ModulePass):
         from ccopt.sim.machine import load_machine
 
         machine = load_machine(self.machine)
-        targets = [o for o in op.walk() if isinstance(o, coll.AllReduceOp)]
+        targets = [o for o in op.walk() if isinstance(o, TUNED_OPS)]
         for n, target in enumerate(targets):
             target.attributes[ID] = IntegerAttr(n, i64)
         rows: list[tuple[str, str, int | None]] = []
@@ -140,7 +156,10 @@ class Autotune(ModulePass):
                 if _find(op, n) is None:  # an earlier choice fused it away
                     continue
                 label = _label(original, n)
-                timed = [(c, _time(op, n, c, machine)) for c in candidates(self.chunks)]
+                entry = _function_of(original)
+                timed = [
+                    (c, _time(op, n, c, machine, entry)) for c in candidates(original, self.chunks)
+                ]
                 rows += [(label, c.name, t) for c, t in timed]
                 best = min((x for x in timed if x[1] is not None), key=lambda x: x[1])[0]  # type: ignore[arg-type,return-value]
                 _apply(op, n, best)
@@ -154,25 +173,36 @@ class Autotune(ModulePass):
 
 
 ID = "autotune.id"
-"""A temporary attribute that numbers the program's all-reduces while they are tuned."""
+"""A temporary attribute that numbers the program's collectives while they are tuned."""
 
 
-def _find(module: Operation, n: int) -> coll.AllReduceOp | None:
+def _find(module: Operation, n: int) -> Operation | None:
     for o in module.walk():
-        if isinstance(o, coll.AllReduceOp):
+        if isinstance(o, TUNED_OPS):
             attr = o.attributes.get(ID)
             if isinstance(attr, IntegerAttr) and attr.value.data == n:
                 return o
     return None
 
 
-def _label(op: coll.AllReduceOp, n: int) -> str:
-    name = op.result.name_hint
-    return f"%{name}" if name else f"all_reduce #{n}"
+def _label(op: Operation, n: int) -> str:
+    name = op.results[0].name_hint
+    return f"%{name}" if name else f"{op.name.removeprefix('coll.')} #{n}"
 
 
-def _time(module: ModuleOp, n: int, candidate: Candidate, machine: Machine) -> int | None:
-    """The simulated step time of the module with `candidate` applied to its n-th all-reduce,
+def _function_of(op: Operation) -> str | None:
+    """The function holding a collective: the one whose step time decides its schedule."""
+    from xdsl.dialects import func
+
+    while op is not None and not isinstance(op, func.FuncOp):
+        op = op.parent_op()  # type: ignore[assignment]
+    return op.sym_name.data if op is not None else None
+
+
+def _time(
+    module: ModuleOp, n: int, candidate: Candidate, machine: Machine, entry: str | None
+) -> int | None:
+    """The simulated step time of the module with `candidate` applied to its n-th collective,
     or None when a pass refuses it."""
     from xdsl.utils.exceptions import DiagnosticException
 
@@ -183,17 +213,18 @@ def _time(module: ModuleOp, n: int, candidate: Candidate, machine: Machine) -> i
         _apply(trial, n, candidate)
     except (CcoptError, DiagnosticException, ValueError):
         return None
-    return simulate_module(trial, machine).step_time_ns
+    return simulate_module(trial, machine, entry=entry).step_time_ns
 
 
 def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
-    """Apply a candidate's passes to the n-th all-reduce only, through a temporary tag that
+    """Apply a candidate's passes to the n-th collective only, through a temporary tag that
     follows the collectives the passes make from it; a pass that refuses raises."""
     from ccopt.ir import inherit_locations, verify_module
 
     target = _find(module, n)
     assert target is not None
     tag = f"{TUNED}{n}"
+    gather = isinstance(target, coll.AllGatherOp)
     saved = {o: tag_of(o) for o in _targets(target, candidate.whole_consumers)}
     for o in saved:
         o.attributes[TAG] = StringAttr(tag)
@@ -203,7 +234,7 @@ def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
             for step in candidate.steps:
                 p = step(tag)
                 if p.name == "overlap":
-                    _narrow(module, tag)
+                    _narrow(module, tag, gather)
                 before = set(module.walk())
                 p.apply(Context(), module)
                 _follow(module, before, tag, p)
@@ -213,8 +244,8 @@ def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
         _untag(module, tag, saved)
 
 
-def _targets(target: coll.AllReduceOp, consumers: bool) -> list[Operation]:
-    """The all-reduce, and with `consumers` the elementwise ops that compute on its result
+def _targets(target: Operation, consumers: bool) -> list[Operation]:
+    """The collective, and with `consumers` the elementwise ops that compute on its result
     (transitively) - the group fuse-collective fuses."""
     out: list[Operation] = [target]
     if not consumers:
@@ -246,10 +277,12 @@ def _follow(module: ModuleOp, before: set[Operation], tag: str, p: ModulePass) -
 _SCHEDULED = (coll.CollectiveOp, coll.FusedAllReduceOp, sched.ExecuteOp)
 
 
-def _narrow(module: ModuleOp, tag: str) -> None:
-    """Overlap refuses a tagged op it cannot chunk: leave the tag on the collectives it can."""
+def _narrow(module: ModuleOp, tag: str, gather: bool) -> None:
+    """Overlap refuses a tagged op it cannot chunk: leave the tag on the collective to overlap
+    (the all-gather being tuned, or the reduction an all-reduce became - not its all-gather)."""
+    keep = coll.AllGatherOp if gather else _OVERLAPPABLE
     for o in module.walk():
-        if tag_of(o) == tag and not isinstance(o, _OVERLAPPABLE):
+        if tag_of(o) == tag and not isinstance(o, keep):
             o.attributes[TAG] = StringAttr(tag + "~")
 
 

@@ -74,7 +74,7 @@ CATALOG: dict[str, PassInfo] = {
         ),
     ),
     'autotune': PassInfo(
-        "Choose each all_reduce's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time.",
+        "Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time.",
         (
             OptionInfo(name='machine', kind='str', default='dgx2-v100', meaning='Machine preset or machine YAML file to simulate on.'),
             OptionInfo(name='chunks', kind='int,...', default='(1, 2, 4, 8)', meaning='Chunk counts tried for overlap.'),

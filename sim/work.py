@@ -203,6 +203,7 @@ def fused_body_work(op: coll.FusedAllReduceOp, blocks: Blocks, coords: tuple[int
     """The body of a fused all-reduce, run on the rank's reduce-scattered slice."""
     iteration = op.iteration_type(blocks.mesh)
     elements = prod(blocks.shape(iteration, coords))
-    moved = sum(blocks.bytes(t, coords) for t in tensors(op)[1:])
-    moved += blocks.bytes(iteration, coords)
+    inputs = [t for t in (tensor_type(v) for v in op.inputs) if t is not None]
+    moved = sum(blocks.bytes(t, coords) for t in inputs)  # the other inputs, split or broadcast
+    moved += blocks.bytes(iteration, coords) * (1 + len(op.outputs))  # the slice; each result
     return Work(float(elements * body_flops(op)), float(moved), blocks.element(iteration))

@@ -35,6 +35,14 @@ def test_autotuned_programs_compute_the_same(example: str, mesh: str) -> None:
     assert report.ok, [(c.name, c.max_rel_error) for c in report.comparisons]
 
 
+@pytest.mark.parametrize("entry", ["gather_then_matmul", "scatter_update_gather"])
+@pytest.mark.parametrize("mesh", ["tp=3", "tp=4"])
+def test_autotuned_reduce_scatters_and_all_gathers_compute_the_same(entry: str, mesh: str) -> None:
+    program = ROOT / "test" / "filecheck" / "passes" / "autotune-collectives.mlir"
+    report = ccopt.check_pipeline(program, TUNE, entry=entry, mesh=mesh, seed=5)
+    assert report.ok, [(c.name, c.max_rel_error) for c in report.comparisons]
+
+
 def test_autotune_overlaps_when_communication_dominates() -> None:
     module = load_program(ROOT / "examples" / "megatron_row_parallel.mlir")
     tuned = apply_pipeline(module, TUNE)
