@@ -14,6 +14,7 @@ Calls are expanded at each call site (a repeated layer costs what it costs each 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
@@ -21,7 +22,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import kernel, sched
-from ccopt.sim.work import COLLECTIVE_KINDS, FREE, tensor_type
+from ccopt.sim.work import COLLECTIVE_KINDS, COPIES, FREE, tensor_type
 
 COMPUTE, COMM, COPY, SYNC = "compute", "comm", "copy", "sync"
 
@@ -64,8 +65,9 @@ class TaskGraph:
         self.streams.add(stream)
         return task.index
 
-    def _deps(self, values: tuple[SSAValue, ...] | list[SSAValue]) -> set[int]:
-        return {d for v in values for d in self._ready.get(v, ())}
+    def _deps(self, values: Sequence[SSAValue]) -> set[int]:
+        ready = self._ready
+        return {d for v in values for d in ready.get(v, ())}
 
     def _function(
         self, f: func.FuncOp, stream: int, args: list[tuple[int, ...]]
@@ -85,26 +87,22 @@ class TaskGraph:
         return []
 
     def _op(self, op: Operation, stream: int) -> None:
-        if isinstance(op, sched.ExecuteOp):
-            return self._execute(op)
-        if isinstance(op, sched.AwaitOp | sched.WaitOp):
-            t = self._add(op, stream, SYNC, self._deps(list(op.operands)))
+        role = _role(type(op))
+        if role == EXECUTE:
+            return self._execute(op)  # type: ignore[arg-type]
+        if role == CALL:
+            return self._call(op, stream)  # type: ignore[arg-type]
+        if role == WAIT:  # sched.await / sched.wait, kernel.event_record / event_wait
+            s = op.stream_index() if isinstance(op, kernel.DeviceOp) else stream
+            t = self._add(op, s, SYNC, self._deps(op.operands))
             return self._define(op, (t,))
-        if isinstance(op, func.CallOp):
-            return self._call(op, stream)
-        if isinstance(op, kernel.EventRecordOp | kernel.EventWaitOp):
-            deps = self._deps(list(op.operands))
-            t = self._add(op, op.stream_index(), SYNC, deps)
-            return self._define(op, (t,))
-        if isinstance(op, kernel.DeviceOp):
-            if isinstance(op, FREE):
-                return None
-            self._add(op, op.stream_index(), _kind(op), set())
+        if role == DEVICE:  # ordered by its stream and events only, as on the GPU
+            self._add(op, op.stream_index(), _kind(type(op)), set())  # type: ignore[attr-defined]
             return None
-        if isinstance(op, FREE) or not _is_priced(op):
+        if role == FREE_OP or (role == OTHER and not _has_tensors(op)):
             # storage, views, scalars: free, and ready when their operands are
-            return self._define(op, tuple(self._deps(list(op.operands))))
-        t = self._add(op, stream, _kind(op), self._deps(list(op.operands)))
+            return self._define(op, tuple(self._deps(op.operands)))
+        t = self._add(op, stream, _kind(type(op)), self._deps(op.operands))
         return self._define(op, (t,))
 
     def _define(self, op: Operation, ready: tuple[int, ...]) -> None:
@@ -115,7 +113,7 @@ class TaskGraph:
         """The region runs on its stream after its tokens and inputs; its token and futures are
         ready when a marker after the region's last task (and after what it yields) is."""
         s = op.stream.value.data
-        start = self._add(op, s, SYNC, self._deps(list(op.operands)), "sched.execute")
+        start = self._add(op, s, SYNC, self._deps(op.operands), "sched.execute")
         block = op.body.blocks.first
         assert block is not None
         for arg in block.args:
@@ -140,22 +138,55 @@ class TaskGraph:
             self._ready[r] = ready
 
 
-def _is_priced(op: Operation) -> bool:
-    """Ops with a cost: distributed-tensor computation and collectives (scalar and control ops
-    outside bodies are free)."""
-    if type(op) in COLLECTIVE_KINDS:
-        return True
+EXECUTE, CALL, WAIT, DEVICE, FREE_OP, PRICED, OTHER = range(7)
+_ROLES: dict[type[Operation], int] = {}
+
+
+def _role(t: type[Operation]) -> int:
+    """How the task graph treats ops of a type (decided once per type: `isinstance` against
+    xDSL's abstract op classes is slow, and programs repeat few op types)."""
+    role = _ROLES.get(t)
+    if role is None:
+        role = _ROLES[t] = _classify(t)
+    return role
+
+
+def _classify(t: type[Operation]) -> int:
+    if issubclass(t, sched.ExecuteOp):
+        return EXECUTE
+    if issubclass(t, func.CallOp):
+        return CALL
+    if issubclass(t, sched.AwaitOp | sched.WaitOp | kernel.EventRecordOp | kernel.EventWaitOp):
+        return WAIT
+    if issubclass(t, FREE):
+        return FREE_OP
+    if issubclass(t, kernel.DeviceOp):
+        return DEVICE
+    if t in COLLECTIVE_KINDS:
+        return PRICED
+    return OTHER
+
+
+def _has_tensors(op: Operation) -> bool:
+    """Whether an op of no known role computes on distributed tensors (then it costs a kernel;
+    scalar and control ops outside bodies are free)."""
     return any(tensor_type(v) is not None for v in (*op.results, *op.operands))
 
 
-def _kind(op: Operation) -> str:
-    from ccopt.sim.work import COPIES
+_KINDS: dict[type[Operation], str] = {}
 
-    if type(op) in COLLECTIVE_KINDS:
-        return COMM
-    if isinstance(op, COPIES):
-        return COPY
-    return COMPUTE
+
+def _kind(t: type[Operation]) -> str:
+    kind = _KINDS.get(t)
+    if kind is None:
+        if t in COLLECTIVE_KINDS:
+            kind = COMM
+        elif issubclass(t, COPIES):
+            kind = COPY
+        else:
+            kind = COMPUTE
+        _KINDS[t] = kind
+    return kind
 
 
 def check_simulable(module: Operation) -> None:
