@@ -135,6 +135,14 @@ def run_case(case: dict, binaries: Path) -> int | None:
         return max(times) if len(times) == npus else None
 
 
+def compact_json(table: dict) -> str:
+    """One case per line: small, and a changed case is a one-line diff."""
+    head = {k: v for k, v in table.items() if k != "cases"}
+    lines = [json.dumps(c, separators=(",", ":")) for c in table["cases"]]
+    body = json.dumps(head)[:-1] + ', "cases": [\n' + ",\n".join(lines) + "\n]}\n"
+    return body
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--astra-sim", required=True, type=Path, help="folder of the ASTRA-sim binaries")
@@ -144,7 +152,8 @@ def main() -> None:
     rng = random.Random(11)
     cases = reference_cases() + [draw_case(rng, i) for i in range(args.cases)]
     with ThreadPoolExecutor(args.jobs) as pool:
-        times = list(pool.map(lambda c: run_case(c, args.astra_sim), cases))
+        binaries = args.astra_sim.resolve()
+        times = list(pool.map(lambda c: run_case(c, binaries), cases))
     kept = [dict(case, time_ns=t) for case, t in zip(cases, times, strict=True) if t is not None]
     dropped = len(cases) - len(kept)
     out = {
@@ -153,7 +162,7 @@ def main() -> None:
         "dropped": dropped,
         "cases": kept,
     }
-    (HERE / "astra_oracle.json").write_text(json.dumps(out, indent=1) + "\n")
+    (HERE / "astra_oracle.json").write_text(compact_json(out))
     print(f"{len(kept)} cases recorded, {dropped} failed in ASTRA-sim")
 
 

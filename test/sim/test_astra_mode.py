@@ -9,6 +9,7 @@ equality; symmetric (one-rank) and full simulation must agree.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -93,14 +94,19 @@ def test_oracle_table_covers_the_configuration_space() -> None:
     assert {c["collective"] for c in ORACLE} == {"all-reduce", "reduce-scatter", "all-gather",
                                                  "all-to-all"}
     assert {len(c["network"]["topology"]) for c in ORACLE} == {1, 2, 3}
-    assert {c["system"]["collective-optimization"] for c in ORACLE} == {"baseline",
+    assert {c["system"].get("collective-optimization", "baseline") for c in ORACLE} == {"baseline",
                                                                         "localBWAware"}
     assert {c["backend"] for c in ORACLE} == {"aware", "unaware"}
     assert len(ORACLE) >= 200
 
 
-@pytest.mark.parametrize("case", [c for c in ORACLE if c["backend"] == "unaware"][:60],
-                         ids=case_id)
+def ranks(case: dict) -> int:
+    return math.prod(case["network"]["npus_count"])
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in ORACLE if c["backend"] == "unaware" and ranks(c) <= 64][:60], ids=case_id
+)
 def test_full_simulation_agrees_with_symmetric(case: dict) -> None:
     net = network_from_dict(case["network"], "net.yml")
     sys_config = system_from_dict(case["system"], "sys.json")
