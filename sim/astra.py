@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ccopt.diagnostics import CcoptError
 from ccopt.sim.astra_algorithms import (
     ANTICLOCKWISE,
     CLOCKWISE,
@@ -34,7 +35,6 @@ from ccopt.sim.astra_engine import (
     RankSystem,
     Stream,
 )
-from ccopt.diagnostics import CcoptError
 from ccopt.sim.chakra import Trace
 from ccopt.sim.network import ConfigError, Network
 from ccopt.sim.system import COLLECTIVES, Implementation, SystemConfig
@@ -98,8 +98,9 @@ def _implementations(network: Network, system: SystemConfig, kind: str):
     return impls
 
 
-def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str,
-                involved: list[bool] | None = None) -> list[_PhasePlan]:
+def plan_phases(
+    kind: str, ndims: int, nodes: list[int], optimization: str, involved: list[bool] | None = None
+) -> list[_PhasePlan]:
     """The phases of one chunk, in ASTRA-sim's order (Sys::generate_collective); dimensions of
     one rank or not involved are skipped."""
     order = list(range(ndims))
@@ -117,8 +118,15 @@ def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str,
     return plans
 
 
-def _algorithm(plan: _PhasePlan, impl: Implementation, sys: RankSystem, dims, size: int,
-               collective: str, custom: list[Trace] | None):
+def _algorithm(
+    plan: _PhasePlan,
+    impl: Implementation,
+    sys: RankSystem,
+    dims,
+    size: int,
+    collective: str,
+    custom: list[Trace] | None,
+):
     """The algorithm object of one phase on one rank (Sys::generate_collective_phase)."""
     nodes, offset = dims[plan.dim]
     rank = sys.id
@@ -150,9 +158,15 @@ def chunking(size: int, kind: str, splits: int, npus: int) -> tuple[int, int]:
     return chunk, size
 
 
-def start_collective(sys: RankSystem, kind: str, size: int, network: Network,
-                     system: SystemConfig, involved: list[bool] | None = None,
-                     custom: list[Trace] | None = None) -> DataSet:
+def start_collective(
+    sys: RankSystem,
+    kind: str,
+    size: int,
+    network: Network,
+    system: SystemConfig,
+    involved: list[bool] | None = None,
+    custom: list[Trace] | None = None,
+) -> DataSet:
     """Issue one collective on one rank (ASTRA-sim's Sys::generate_collective); `custom` is
     the trace set when the system file names one for `kind`."""
     impls = _implementations(network, system, kind)
@@ -192,8 +206,9 @@ def is_symmetric(network: Network, system: SystemConfig, kind: str) -> bool:
     return True
 
 
-def simulate_collective(network: Network, system: SystemConfig, kind: str, size: int,
-                        symmetric: bool | None = None) -> CollectiveResult:
+def simulate_collective(
+    network: Network, system: SystemConfig, kind: str, size: int, symmetric: bool | None = None
+) -> CollectiveResult:
     """Time one collective of `size` bytes (ASTRA-sim's comm_size) on the congestion-unaware
     backend; one rank stands for all when they behave alike (unless `symmetric=False`)."""
     if symmetric is None:
@@ -215,9 +230,14 @@ def simulate_collective(network: Network, system: SystemConfig, kind: str, size:
     )
 
 
-def run_collective(network: Network, system: SystemConfig, kind: str, size: int,
-                   make_net: Callable[[EventLoop], FullNetwork],
-                   symmetric: bool) -> CollectiveResult:
+def run_collective(
+    network: Network,
+    system: SystemConfig,
+    kind: str,
+    size: int,
+    make_net: Callable[[EventLoop], FullNetwork],
+    symmetric: bool,
+) -> CollectiveResult:
     """Issue the collective on every simulated rank at time 0 and run to completion."""
     if kind not in COLLECTIVES:
         raise ValueError(f"unknown collective {kind!r}")

@@ -64,8 +64,15 @@ class LinkNetwork(FullNetwork):
             link = self.links[(a, b)] = Link(self.dim)
         return link
 
-    def send(self, src: int, dst: int, size: int, tag: Any, mirror_src: int,
-             on_sent: Handler | None = None) -> None:
+    def send(
+        self,
+        src: int,
+        dst: int,
+        size: int,
+        tag: Any,
+        mirror_src: int,
+        on_sent: Handler | None = None,
+    ) -> None:
         key = (tag, src, dst, size)
         n = self._sent[key]
         self._sent[key] = n + 1
@@ -99,8 +106,10 @@ class LinkNetwork(FullNetwork):
         self.loop.schedule(int(float(size) / rate), free)
 
 
-def simulate_collective_aware(network: Network, system: SystemConfig, kind: str,
-                              size: int) -> CollectiveResult:
+def simulate_collective_aware(
+    network: Network, system: SystemConfig, kind: str, size: int
+) -> CollectiveResult:
     """Time one collective on ASTRA-sim's congestion-aware backend (every rank simulated)."""
-    return run_collective(network, system, kind, size, lambda loop: LinkNetwork(loop, network),
-                          symmetric=False)
+    return run_collective(
+        network, system, kind, size, lambda loop: LinkNetwork(loop, network), symmetric=False
+    )

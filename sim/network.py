@@ -141,15 +141,19 @@ def network_from_dict(data: dict[str, Any], source: str) -> Network:
     return Network(tuple(dims))
 
 
+def read_config_text(path: str | Path) -> str:
+    """A configuration file's text; an unreadable file is a ConfigError naming it."""
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(str(path), None, f"cannot read: {e.strerror or e}") from None
+
+
 def load_network(path: str | Path) -> Network:
     """Read an ASTRA-sim network YAML file."""
     import yaml
 
-    source = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(source, None, f"cannot read: {e.strerror or e}") from None
+    source, text = str(path), read_config_text(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -22,8 +22,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 SHAPES = [
-    ["Ring"], ["Switch"], ["FullyConnected"],
-    ["Ring", "Switch"], ["Switch", "Ring"], ["FullyConnected", "Ring"], ["Ring", "Ring"],
+    ["Ring"],
+    ["Switch"],
+    ["FullyConnected"],
+    ["Ring", "Switch"],
+    ["Switch", "Ring"],
+    ["FullyConnected", "Ring"],
+    ["Ring", "Ring"],
     ["Ring", "FullyConnected", "Switch"],
 ]
 SIZES_1D = [2, 3, 4, 5, 7, 8, 16, 32]
@@ -81,20 +86,35 @@ def reference_cases() -> list[dict]:
     """The ring figures of issue 11 and collectives.md, re-measured here."""
     out = []
     for topology, n, impl in [
-        ("Ring", 16, "ring"), ("Ring", 16, "halvingDoubling"), ("FullyConnected", 16, "direct"),
-        ("Ring", 256, "ring"), ("Ring", 1024, "ring"),
+        ("Ring", 16, "ring"),
+        ("Ring", 16, "halvingDoubling"),
+        ("FullyConnected", 16, "direct"),
+        ("Ring", 256, "ring"),
+        ("Ring", 1024, "ring"),
     ]:
         system = {
-            "scheduling-policy": "LIFO", "endpoint-delay": 1, "active-chunks-per-dimension": 1,
-            "preferred-dataset-splits": 1, "local-mem-bw": 1600,
+            "scheduling-policy": "LIFO",
+            "endpoint-delay": 1,
+            "active-chunks-per-dimension": 1,
+            "preferred-dataset-splits": 1,
+            "local-mem-bw": 1600,
         }
         for c in COLLECTIVES:
             system[f"{c}-implementation"] = [impl]
-        out.append({
-            "network": {"topology": [topology], "npus_count": [n], "bandwidth": [50.0],
-                        "latency": [500.0]},
-            "system": system, "collective": "all-reduce", "size": 1 << 20, "backend": "unaware",
-        })
+        out.append(
+            {
+                "network": {
+                    "topology": [topology],
+                    "npus_count": [n],
+                    "bandwidth": [50.0],
+                    "latency": [500.0],
+                },
+                "system": system,
+                "collective": "all-reduce",
+                "size": 1 << 20,
+                "backend": "unaware",
+            }
+        )
     return out
 
 
@@ -112,9 +132,14 @@ def run_case(case: dict, binaries: Path) -> int | None:
         (d / "net.yml").write_text(yaml.safe_dump(case["network"]))
         (d / "sys.json").write_text(json.dumps(case["system"]))
         (d / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
-        node = make_node(0, "coll", "COMM_COLL_NODE", comm_type=case["collective"],
-                         comm_size=case["size"],
-                         involved_dim=[True] * len(case["network"]["npus_count"]))
+        node = make_node(
+            0,
+            "coll",
+            "COMM_COLL_NODE",
+            comm_type=case["collective"],
+            comm_size=case["size"],
+            involved_dim=[True] * len(case["network"]["npus_count"]),
+        )
         write_trace_set(d / "w", [[node]] * npus)
         binary = binaries / (
             "AstraSim_Analytical_Congestion_Aware"
@@ -123,11 +148,17 @@ def run_case(case: dict, binaries: Path) -> int | None:
         )
         try:
             done = subprocess.run(
-                [str(binary), f"--workload-configuration={d / 'w'}",
-                 f"--system-configuration={d / 'sys.json'}",
-                 f"--network-configuration={d / 'net.yml'}",
-                 f"--remote-memory-configuration={d / 'mem.json'}"],
-                capture_output=True, text=True, cwd=d, timeout=120,
+                [
+                    str(binary),
+                    f"--workload-configuration={d / 'w'}",
+                    f"--system-configuration={d / 'sys.json'}",
+                    f"--network-configuration={d / 'net.yml'}",
+                    f"--remote-memory-configuration={d / 'mem.json'}",
+                ],
+                capture_output=True,
+                text=True,
+                cwd=d,
+                timeout=120,
             )
         except subprocess.TimeoutExpired:
             return None
