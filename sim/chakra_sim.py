@@ -187,7 +187,8 @@ def simulate_workload(
     if stuck:
         raise TraceError(
             f"{prefix}.{stuck[0]}.et: error: ranks {stuck[:8]} never finish: a receive has no "
-            "matching send (same src, dst, tag and size) or a dependency is never met"
+            "matching send (same src, dst, tag and size), or ranks wait on each other (a rank "
+            "runs one collective or send at a time, as in ASTRA-sim, which hangs here too)"
         )
     finish = [w.finish_ns for w in workloads]
     return WorkloadReport(max(finish), finish, loop.events)
