@@ -14,7 +14,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ccopt.diagnostics import CcoptError
 from ccopt.sim.astra_algorithms import (
     ANTICLOCKWISE,
     CLOCKWISE,
@@ -55,8 +54,8 @@ class CollectiveResult:
 
 @dataclass(frozen=True)
 class _PhasePlan:
-    """A phase before it is bound to a rank: collective kind, logical dimension, queue, ring
-    direction and the bytes it starts with."""
+    """A phase before it is bound to a rank: collective kind, logical dimension, queue (one per
+    dimension) and ring direction (localBWAware's all-gathers run anticlockwise)."""
 
     kind: str
     dim: int
@@ -255,7 +254,7 @@ def run_collective(
     unfinished = [s.id for s, d in zip(systems, datasets, strict=True) if d.finish_time is None]
     if unfinished:
         message = f"ranks {unfinished[:8]} never finish: their sends and receives do not match"
-        raise CcoptError(f"{system.source}: error: {message}")
+        raise ConfigError(system.source, None, message)
     impls = _implementations(network, system, kind)
     dims = _logical_dims(network, impls)
     plans = plan_phases(kind, len(dims), [n for n, _ in dims], system.collective_optimization)

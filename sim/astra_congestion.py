@@ -37,9 +37,8 @@ class LinkNetwork(FullNetwork):
     def __init__(self, loop: EventLoop, network: Network):
         super().__init__(loop, network, lambda s, d, n: 0)
         if len(network.dims) != 1:
-            raise ConfigError(
-                "network", "topology", "the congestion-aware backend supports 1-D networks only"
-            )
+            message = "the congestion-aware backend supports 1-D networks only"
+            raise ConfigError(network.source, "topology", message)
         self.dim = network.dims[0]
         self.links: dict[tuple[int, int], Link] = {}
 

@@ -122,6 +122,31 @@ def reference_cases() -> list[dict]:
     return out
 
 
+def targeted_cases(count: int = 40) -> list[dict]:
+    """Corners the random draw visits rarely: oneHalvingDoubling and windowed oneDirect over
+    all ranks, and double binary trees mixed with other algorithms across dimensions."""
+    rng = random.Random(99)
+    out = []
+    for i in range(count):
+        case = draw_case(rng, i)
+        dims = len(case["network"]["npus_count"])
+        kind = case["collective"]
+        if i % 3 == 0:
+            one = ["oneHalvingDoubling"] if kind != "all-to-all" else ["oneDirect4"]
+            case["system"][f"{kind}-implementation"] = one
+            case["network"]["npus_count"] = [2 ** rng.randint(1, 2) for _ in range(dims)]
+        elif i % 3 == 1:
+            case["collective"] = kind = "all-reduce"
+            case["network"]["npus_count"] = [2 ** rng.randint(1, 2) for _ in range(dims)]
+            case["system"][f"{kind}-implementation"] = [
+                rng.choice(["doubleBinaryTree", "ring", "halvingDoubling"]) for _ in range(dims)
+            ]
+        else:
+            case["system"][f"{kind}-implementation"] = ["oneDirect3"]
+        out.append(case)
+    return out
+
+
 def run_astra(binaries: Path, case: dict, per_rank_nodes: list[list], folder: Path) -> int | None:
     """ASTRA-sim's time (largest `sys[i] finished`) for a network, a system and a trace set
     written into `folder`, which is also its working directory; None if it fails or hangs."""
@@ -338,6 +363,7 @@ def main() -> None:
     if args.only != "workloads":
         rng = random.Random(11)
         cases = reference_cases() + [draw_case(rng, i) for i in range(args.cases)]
+        cases += targeted_cases()
         record("astra_oracle.json", cases, run_case, binaries, args.jobs, 11)
     if args.only != "collectives":
         rng = random.Random(13)

@@ -163,3 +163,26 @@ def test_endpoint_delay_zero_is_refused_as_astra_sim_aborts() -> None:
         simulate_collective(
             network("Ring", 4), system("ring", **{"endpoint-delay": 0}), "all-reduce", 4096
         )
+
+
+def test_congestion_aware_backend_is_one_dimensional() -> None:
+    net = network_from_dict(
+        {
+            "topology": ["Ring", "Ring"],
+            "npus_count": [2, 2],
+            "bandwidth": [1, 1],
+            "latency": [1, 1],
+        },
+        "net2d.yml",
+    )
+    with pytest.raises(ConfigError, match="net2d.yml: error: 'topology': .*1-D"):
+        simulate_collective_aware(net, system("ring"), "all-reduce", 64)
+
+
+def test_congestion_aware_backend_queues_messages_on_a_shared_link() -> None:
+    """Direct all-to-all on a 4-ring: the two-hop messages share links with the one-hop ones,
+    so the congestion-aware backend is slower than the congestion-unaware one."""
+    net, sys_config = network("Ring", 4), system("direct")
+    aware = simulate_collective_aware(net, sys_config, "all-to-all", 1 << 20).time_ns
+    unaware = simulate_collective(net, sys_config, "all-to-all", 1 << 20).time_ns
+    assert aware > unaware
