@@ -2,7 +2,7 @@
 
 A 1 MiB ring all-reduce on a Ring of N ranks (50 GB/s, 500 ns, endpoint-delay 1, local-mem-bw
 1600, one split), N = 256 ... 16384. For every N: the simulated time from both (they must be
-equal), ccopt's wall time in process (best of K) and its peak Python memory (tracemalloc), the
+equal), ccopt's wall time in process (best of K) and its peak Python memory in KiB (tracemalloc), the
 whole `ccopt-sim` command's wall time (start-up included), and ASTRA-sim c459ab6's wall time and
 peak RSS when a build is given and N is within --astra-max-ranks (ASTRA-sim grows about
 quadratically: 4096 ranks take it ~90 s and 5 GiB). Ratios are ASTRA-sim time / ccopt time in
@@ -18,7 +18,6 @@ import argparse
 import gc
 import json
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -34,15 +33,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZE = 1 << 20
 NETWORK = {"topology": ["Ring"], "bandwidth": [50.0], "latency": [500.0]}
 SYSTEM = {
-    "scheduling-policy": "LIFO", "endpoint-delay": 1, "active-chunks-per-dimension": 1,
-    "preferred-dataset-splits": 1, "local-mem-bw": 1600,
-    **{f"{c}-implementation": ["ring"]
-       for c in ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")},
+    "scheduling-policy": "LIFO",
+    "endpoint-delay": 1,
+    "active-chunks-per-dimension": 1,
+    "preferred-dataset-splits": 1,
+    "local-mem-bw": 1600,
+    **{
+        f"{c}-implementation": ["ring"]
+        for c in ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
+    },
 }
 
 
 def ccopt_in_process(ranks: int, repeat: int) -> tuple[int, float, float]:
-    """(time_ns, best seconds, peak MiB of Python allocations)."""
+    """(time_ns, best seconds, peak KiB of Python allocations)."""
     net = network_from_dict({**NETWORK, "npus_count": [ranks]}, "bench")
     sys_config = system_from_dict(SYSTEM, "bench")
     best = float("inf")
@@ -56,7 +60,7 @@ def ccopt_in_process(ranks: int, repeat: int) -> tuple[int, float, float]:
         gc.enable()
     tracemalloc.start()
     simulate_collective(net, sys_config, "all-reduce", SIZE)
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    peak = tracemalloc.get_traced_memory()[1] / 2**10
     tracemalloc.stop()
     return result.time_ns, best, peak
 
@@ -75,9 +79,23 @@ def ccopt_command(folder: Path, ranks: int) -> tuple[int, float]:
     net, sys_file = write_configs(folder, ranks)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "ccopt.tools.ccopt_sim", "--network", str(net), "--system",
-         str(sys_file), "--collective", "all-reduce", "--size", str(SIZE), "--json"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "ccopt.tools.ccopt_sim",
+            "--network",
+            str(net),
+            "--system",
+            str(sys_file),
+            "--collective",
+            "all-reduce",
+            "--size",
+            str(SIZE),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout)["time_ns"], time.perf_counter() - start
 
@@ -88,13 +106,16 @@ def astra_sim(binaries: Path, folder: Path, ranks: int) -> tuple[int, float, flo
 
     net, sys_file = write_configs(folder, ranks)
     (folder / "mem.json").write_text('{"memory-type": "NO_MEMORY_EXPANSION"}')
-    node = make_node(0, "ar", "COMM_COLL_NODE", comm_type="all-reduce", comm_size=SIZE,
-                     involved_dim=[True])
+    node = make_node(
+        0, "ar", "COMM_COLL_NODE", comm_type="all-reduce", comm_size=SIZE, involved_dim=[True]
+    )
     write_trace_set(folder / "w", [[node]] * ranks)
     command = [
         str(binaries / "AstraSim_Analytical_Congestion_Unaware"),
-        f"--workload-configuration={folder / 'w'}", f"--system-configuration={sys_file}",
-        f"--network-configuration={net}", f"--remote-memory-configuration={folder / 'mem.json'}",
+        f"--workload-configuration={folder / 'w'}",
+        f"--system-configuration={sys_file}",
+        f"--network-configuration={net}",
+        f"--remote-memory-configuration={folder / 'mem.json'}",
     ]
     # peak RSS of this child alone: run it under a fresh Python whose only child it is
     probe = (
@@ -104,8 +125,13 @@ def astra_sim(binaries: Path, folder: Path, ranks: int) -> tuple[int, float, flo
         "r=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss;"
         "print(t, r); print(o.stdout)"
     )
-    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True,
-                          text=True, cwd=folder, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *command],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        check=True,
+    )
     first, rest = done.stdout.split("\n", 1)
     wall, rss_kib = first.split()
     times = [int(t) for t in re.findall(r"sys\[\d+\] finished, (\d+) cycles", rest)]
@@ -116,13 +142,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--ranks", default="256,1024,4096,16384")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--astra-sim", type=Path,
-                   default=ROOT / ".oracle/src/build/astra_analytical/build/bin")
+    p.add_argument(
+        "--astra-sim", type=Path, default=ROOT / ".oracle/src/build/astra_analytical/build/bin"
+    )
     p.add_argument("--astra-max-ranks", type=int, default=1024)
     args = p.parse_args()
     have_astra = (args.astra_sim / "AstraSim_Analytical_Congestion_Unaware").exists()
-    print(f"{'ranks':>6} {'time_ns':>9} {'ccopt s':>8} {'MiB':>6} {'command s':>9} "
-          f"{'ASTRA time_ns':>13} {'ASTRA s':>8} {'ASTRA MiB':>9} {'ASTRA/ccopt':>11}")
+    print(
+        f"{'ranks':>6} {'time_ns':>9} {'ccopt s':>8} {'KiB':>6} {'command s':>9} "
+        f"{'ASTRA time_ns':>13} {'ASTRA s':>8} {'ASTRA MiB':>9} {'ASTRA/ccopt':>11}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for ranks in (int(r) for r in args.ranks.split(",")):
@@ -134,8 +163,10 @@ def main() -> None:
                 a_ns, a_s, a_mib = astra_sim(args.astra_sim, folder, ranks)
                 mark = "" if a_ns == time_ns else " (DIFFERS)"
                 astra = (f"{a_ns}{mark}", f"{a_s:.2f}", f"{a_mib:.0f}", f"{a_s / seconds:.1f}x")
-            print(f"{ranks:>6} {time_ns:>9} {seconds:>8.4f} {peak:>6.1f} {command_s:>9.2f} "
-                  f"{astra[0]:>13} {astra[1]:>8} {astra[2]:>9} {astra[3]:>11}")
+            print(
+                f"{ranks:>6} {time_ns:>9} {seconds:>8.4f} {peak:>6.0f} {command_s:>9.2f} "
+                f"{astra[0]:>13} {astra[1]:>8} {astra[2]:>9} {astra[3]:>11}"
+            )
 
 
 if __name__ == "__main__":

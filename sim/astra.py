@@ -34,7 +34,6 @@ from ccopt.sim.astra_engine import (
     RankSystem,
     Stream,
 )
-from ccopt.diagnostics import CcoptError
 from ccopt.sim.chakra import Trace
 from ccopt.sim.network import ConfigError, Network
 from ccopt.sim.system import COLLECTIVES, Implementation, SystemConfig
@@ -55,8 +54,8 @@ class CollectiveResult:
 
 @dataclass(frozen=True)
 class _PhasePlan:
-    """A phase before it is bound to a rank: collective kind, logical dimension, queue, ring
-    direction and the bytes it starts with."""
+    """A phase before it is bound to a rank: collective kind, logical dimension, queue (one per
+    dimension) and ring direction (localBWAware's all-gathers run anticlockwise)."""
 
     kind: str
     dim: int
@@ -98,8 +97,9 @@ def _implementations(network: Network, system: SystemConfig, kind: str):
     return impls
 
 
-def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str,
-                involved: list[bool] | None = None) -> list[_PhasePlan]:
+def plan_phases(
+    kind: str, ndims: int, nodes: list[int], optimization: str, involved: list[bool] | None = None
+) -> list[_PhasePlan]:
     """The phases of one chunk, in ASTRA-sim's order (Sys::generate_collective); dimensions of
     one rank or not involved are skipped."""
     order = list(range(ndims))
@@ -117,8 +117,15 @@ def plan_phases(kind: str, ndims: int, nodes: list[int], optimization: str,
     return plans
 
 
-def _algorithm(plan: _PhasePlan, impl: Implementation, sys: RankSystem, dims, size: int,
-               collective: str, custom: list[Trace] | None):
+def _algorithm(
+    plan: _PhasePlan,
+    impl: Implementation,
+    sys: RankSystem,
+    dims,
+    size: int,
+    collective: str,
+    custom: list[Trace] | None,
+):
     """The algorithm object of one phase on one rank (Sys::generate_collective_phase)."""
     nodes, offset = dims[plan.dim]
     rank = sys.id
@@ -150,9 +157,15 @@ def chunking(size: int, kind: str, splits: int, npus: int) -> tuple[int, int]:
     return chunk, size
 
 
-def start_collective(sys: RankSystem, kind: str, size: int, network: Network,
-                     system: SystemConfig, involved: list[bool] | None = None,
-                     custom: list[Trace] | None = None) -> DataSet:
+def start_collective(
+    sys: RankSystem,
+    kind: str,
+    size: int,
+    network: Network,
+    system: SystemConfig,
+    involved: list[bool] | None = None,
+    custom: list[Trace] | None = None,
+) -> DataSet:
     """Issue one collective on one rank (ASTRA-sim's Sys::generate_collective); `custom` is
     the trace set when the system file names one for `kind`."""
     impls = _implementations(network, system, kind)
@@ -192,8 +205,9 @@ def is_symmetric(network: Network, system: SystemConfig, kind: str) -> bool:
     return True
 
 
-def simulate_collective(network: Network, system: SystemConfig, kind: str, size: int,
-                        symmetric: bool | None = None) -> CollectiveResult:
+def simulate_collective(
+    network: Network, system: SystemConfig, kind: str, size: int, symmetric: bool | None = None
+) -> CollectiveResult:
     """Time one collective of `size` bytes (ASTRA-sim's comm_size) on the congestion-unaware
     backend; one rank stands for all when they behave alike (unless `symmetric=False`)."""
     if symmetric is None:
@@ -215,9 +229,14 @@ def simulate_collective(network: Network, system: SystemConfig, kind: str, size:
     )
 
 
-def run_collective(network: Network, system: SystemConfig, kind: str, size: int,
-                   make_net: Callable[[EventLoop], FullNetwork],
-                   symmetric: bool) -> CollectiveResult:
+def run_collective(
+    network: Network,
+    system: SystemConfig,
+    kind: str,
+    size: int,
+    make_net: Callable[[EventLoop], FullNetwork],
+    symmetric: bool,
+) -> CollectiveResult:
     """Issue the collective on every simulated rank at time 0 and run to completion."""
     if kind not in COLLECTIVES:
         raise ValueError(f"unknown collective {kind!r}")
@@ -235,7 +254,7 @@ def run_collective(network: Network, system: SystemConfig, kind: str, size: int,
     unfinished = [s.id for s, d in zip(systems, datasets, strict=True) if d.finish_time is None]
     if unfinished:
         message = f"ranks {unfinished[:8]} never finish: their sends and receives do not match"
-        raise CcoptError(f"{system.source}: error: {message}")
+        raise ConfigError(system.source, None, message)
     impls = _implementations(network, system, kind)
     dims = _logical_dims(network, impls)
     plans = plan_phases(kind, len(dims), [n for n, _ in dims], system.collective_optimization)

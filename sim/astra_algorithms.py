@@ -48,7 +48,31 @@ class Packet:
     size: int
 
 
-class RingAlgorithm:
+class PhaseAlgorithm:
+    """What every algorithm shares: the stream it drives (bound when its phase starts) and how
+    a packet reaches the NPU - the memory bus, then the reduction if the packet needs one."""
+
+    stream: Stream | None = None
+    sys: RankSystem | None = None
+
+    def bind(self, stream: Stream) -> None:
+        self.stream, self.sys = stream, stream.owner
+
+    def deliver(self, processed: bool, size: int) -> None:
+        """ASTRA-sim's PacketBundle: endpoint-delay on the bus, then 3 local-memory passes when
+        `processed`, then the stream's General event."""
+        sys = self.sys
+
+        def arrived() -> None:
+            if processed:
+                sys.register(sys.config.reduction_ns(size), self.stream.general)
+            else:
+                self.stream.general()
+
+        sys.membus(arrived)
+
+
+class RingAlgorithm(PhaseAlgorithm):
     """ASTRA-sim's Ring: one message to the next rank per step, 2(p-1) steps for all-reduce
     (the first p-1 reduced), p-1 for the others."""
 
@@ -74,11 +98,6 @@ class RingAlgorithm:
         self.non_zero_latency = 0
         self.toggle = False
         self.total_received = 0
-        self.stream: Stream | None = None
-        self.sys: RankSystem | None = None
-
-    def bind(self, stream: Stream) -> None:
-        self.stream, self.sys = stream, stream.owner
 
     # events ---------------------------------------------------------------------------------
     def run_init(self) -> None:
@@ -119,16 +138,7 @@ class RingAlgorithm:
 
     def release(self, processed: bool) -> None:
         """The packet crosses the memory bus, is reduced if it must be, then frees a slot."""
-        size = self.msg_size
-        sys = self.sys
-
-        def arrived() -> None:
-            if processed:
-                sys.register(sys.config.reduction_ns(size), self.stream.general)
-            else:
-                self.stream.general()
-
-        sys.membus(arrived)
+        self.deliver(processed, self.msg_size)
         self.advance_peers()
 
     def advance_peers(self) -> None:
@@ -276,7 +286,7 @@ def tree_position(rank: int, nodes: int, start: int, stride: int, root_min: bool
         lo, hi = (lo, mid - 1) if index < mid else (mid + 1, hi)
 
 
-class DoubleBinaryTreeAlgorithm:
+class DoubleBinaryTreeAlgorithm(PhaseAlgorithm):
     """ASTRA-sim's DoubleBinaryTreeAllReduce: reduce the whole chunk up one binary tree and
     broadcast it back down; chunks alternate between the two trees (root last, root first)."""
 
@@ -285,11 +295,6 @@ class DoubleBinaryTreeAlgorithm:
         self.final_data_size = data_size
         self.state = "begin"
         self.reductions = 0
-        self.stream: Stream | None = None
-        self.sys: RankSystem | None = None
-
-    def bind(self, stream: Stream) -> None:
-        self.stream, self.sys = stream, stream.owner
 
     def run_init(self) -> None:
         self.step("init")
@@ -301,15 +306,7 @@ class DoubleBinaryTreeAlgorithm:
         self.step("received")
 
     def bundle(self, processed: bool) -> None:
-        sys = self.sys
-
-        def arrived() -> None:
-            if processed:
-                sys.register(sys.config.reduction_ns(self.data_size), self.stream.general)
-            else:
-                self.stream.general()
-
-        sys.membus(arrived)
+        self.deliver(processed, self.data_size)
 
     def send(self, peer: int) -> None:
         self.sys.net.send(self.id, peer, self.data_size, self.stream.stream_id, peer)

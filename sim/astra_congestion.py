@@ -37,9 +37,8 @@ class LinkNetwork(FullNetwork):
     def __init__(self, loop: EventLoop, network: Network):
         super().__init__(loop, network, lambda s, d, n: 0)
         if len(network.dims) != 1:
-            raise ConfigError(
-                "network", "topology", "the congestion-aware backend supports 1-D networks only"
-            )
+            message = "the congestion-aware backend supports 1-D networks only"
+            raise ConfigError(network.source, "topology", message)
         self.dim = network.dims[0]
         self.links: dict[tuple[int, int], Link] = {}
 
@@ -64,8 +63,15 @@ class LinkNetwork(FullNetwork):
             link = self.links[(a, b)] = Link(self.dim)
         return link
 
-    def send(self, src: int, dst: int, size: int, tag: Any, mirror_src: int,
-             on_sent: Handler | None = None) -> None:
+    def send(
+        self,
+        src: int,
+        dst: int,
+        size: int,
+        tag: Any,
+        mirror_src: int,
+        on_sent: Handler | None = None,
+    ) -> None:
         key = (tag, src, dst, size)
         n = self._sent[key]
         self._sent[key] = n + 1
@@ -99,8 +105,10 @@ class LinkNetwork(FullNetwork):
         self.loop.schedule(int(float(size) / rate), free)
 
 
-def simulate_collective_aware(network: Network, system: SystemConfig, kind: str,
-                              size: int) -> CollectiveResult:
+def simulate_collective_aware(
+    network: Network, system: SystemConfig, kind: str, size: int
+) -> CollectiveResult:
     """Time one collective on ASTRA-sim's congestion-aware backend (every rank simulated)."""
-    return run_collective(network, system, kind, size, lambda loop: LinkNetwork(loop, network),
-                          symmetric=False)
+    return run_collective(
+        network, system, kind, size, lambda loop: LinkNetwork(loop, network), symmetric=False
+    )

@@ -96,8 +96,14 @@ class CustomAlgorithm:
         done = callback(self.done, node_id)
         tag = ("native", attrs.get("comm_tag", 0))
         if node.type == SEND:
-            sys.net.send(self.rank, attrs.get("comm_dst", 0), attrs.get("comm_size", 0), tag, -1,
-                         on_sent=done)
+            sys.net.send(
+                self.rank,
+                attrs.get("comm_dst", 0),
+                attrs.get("comm_size", 0),
+                tag,
+                -1,
+                on_sent=done,
+            )
         elif node.type == RECV:
             sys.net.recv(self.rank, attrs.get("comm_src", 0), attrs.get("comm_size", 0), tag, done)
         elif node.type == COMP:
@@ -114,8 +120,9 @@ def callback(function: Callable[[int], None], node_id: int) -> Callable[[], None
     return lambda: function(node_id)
 
 
-def custom_traces(system: SystemConfig, npus: int,
-                  kind: str | None = None) -> dict[str, list[Trace]]:
+def custom_traces(
+    system: SystemConfig, npus: int, kind: str | None = None
+) -> dict[str, list[Trace]]:
     """The custom-collective trace sets the system file names (all, or the one for `kind`);
     paths are relative to the working directory, as ASTRA-sim reads them, else to the system
     file's folder."""

@@ -58,8 +58,15 @@ class FullNetwork:
         self._arrived: set[tuple] = set()
         self._waiting: dict[tuple, Handler] = {}
 
-    def send(self, src: int, dst: int, size: int, tag: Any, mirror_src: int,
-             on_sent: Handler | None = None) -> None:
+    def send(
+        self,
+        src: int,
+        dst: int,
+        size: int,
+        tag: Any,
+        mirror_src: int,
+        on_sent: Handler | None = None,
+    ) -> None:
         """Send `size` bytes; `on_sent` runs when the message arrives (ASTRA-sim's send
         handler), before the matching receive completes."""
         key = (tag, src, dst, size)
@@ -92,8 +99,15 @@ class MirrorNetwork(FullNetwork):
     """One simulated rank: its send to `dst` stands for the symmetric send from `mirror_src` to
     itself, which by symmetry leaves at the same time and costs delay(mirror_src -> rank)."""
 
-    def send(self, src: int, dst: int, size: int, tag: Any, mirror_src: int,
-             on_sent: Handler | None = None) -> None:
+    def send(
+        self,
+        src: int,
+        dst: int,
+        size: int,
+        tag: Any,
+        mirror_src: int,
+        on_sent: Handler | None = None,
+    ) -> None:
         key = (tag, mirror_src, src, size)
         n = self._sent[key]
         self._sent[key] = n + 1
@@ -151,8 +165,9 @@ class RankSystem:
     """One rank's system layer (ASTRA-sim's Sys): per-tick event buckets, the ready list, the
     per-queue active streams and the scheduler that admits them."""
 
-    def __init__(self, rank: int, loop: EventLoop, net: FullNetwork, config: SystemConfig,
-                 queues: int):
+    def __init__(
+        self, rank: int, loop: EventLoop, net: FullNetwork, config: SystemConfig, queues: int
+    ):
         self.id, self.loop, self.net, self.config = rank, loop, net, config
         self._buckets: dict[int, list[Handler]] = {}
         self.ready_list: list[Stream] = []

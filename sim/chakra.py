@@ -105,13 +105,20 @@ def node_attributes(node: Any) -> dict[str, Any]:
     return out
 
 
-def make_node(node_id: int, name: str, node_type: str, deps: Iterable[int] = (),
-              duration_micros: int = 0, **attrs: Any) -> Any:
+def make_node(
+    node_id: int,
+    name: str,
+    node_type: str,
+    deps: Iterable[int] = (),
+    duration_micros: int = 0,
+    **attrs: Any,
+) -> Any:
     """A Node; `node_type` is COMP_NODE, COMM_SEND_NODE, ...; attributes typed as ASTRA-sim
     reads them (`comm_type` may be given as a collective name, e.g. "all-reduce")."""
     pb = schema()
-    node = pb.Node(id=node_id, name=name, type=pb.NodeType.Value(node_type),
-                   duration_micros=duration_micros)
+    node = pb.Node(
+        id=node_id, name=name, type=pb.NodeType.Value(node_type), duration_micros=duration_micros
+    )
     node.data_deps.extend(deps)
     if isinstance(attrs.get("comm_type"), str):
         attrs["comm_type"] = COLLECTIVE_TYPES[attrs["comm_type"]]
@@ -179,7 +186,7 @@ def read_trace(path: str | Path) -> Trace:
         if first is None:
             raise TraceError(f"{source}: error: empty trace (no GlobalMetadata)")
         metadata.ParseFromString(first)
-        for index, payload in enumerate(messages):
+        for payload in messages:
             node = pb.Node()
             node.ParseFromString(payload)
             nodes.append(node)
@@ -221,8 +228,11 @@ def metadata_message(metadata: Any = None) -> Any:
     return message
 
 
-def write_trace_set(prefix: str | Path, per_rank_nodes: Sequence[Iterable[Any]],
-                    metadata: Any | Mapping[str, Any] = None) -> list[Path]:
+def write_trace_set(
+    prefix: str | Path,
+    per_rank_nodes: Sequence[Iterable[Any]],
+    metadata: Any | Mapping[str, Any] = None,
+) -> list[Path]:
     """Write PREFIX.<rank>.et for every rank (atomically, directories created); nodes are Node
     messages (see `make_node`); metadata a GlobalMetadata or a mapping of string attributes."""
     meta = metadata_message(metadata)

@@ -47,8 +47,15 @@ def compute_ns(node: Any, attrs: dict[str, Any]) -> int | None:
 class RankWorkload:
     """One rank's replay of its trace (ASTRA-sim's Workload with its HardwareResource)."""
 
-    def __init__(self, sys: RankSystem, trace: Trace, source: str, network: Network,
-                 system: SystemConfig, custom_traces: dict[str, list[Trace]]):
+    def __init__(
+        self,
+        sys: RankSystem,
+        trace: Trace,
+        source: str,
+        network: Network,
+        system: SystemConfig,
+        custom_traces: dict[str, list[Trace]],
+    ):
         self.sys, self.source, self.network, self.system = sys, source, network, system
         self.custom_traces = custom_traces
         self.feeder = NodeFeeder(trace, source)
@@ -94,12 +101,19 @@ class RankWorkload:
         elif node.type == SEND:
             self.busy["comm"] = True
             tag = ("native", attrs.get("comm_tag", 0))
-            self.sys.net.send(self.sys.id, attrs.get("comm_dst", 0), attrs.get("comm_size", 0),
-                              tag, -1, on_sent=done)
+            self.sys.net.send(
+                self.sys.id,
+                attrs.get("comm_dst", 0),
+                attrs.get("comm_size", 0),
+                tag,
+                -1,
+                on_sent=done,
+            )
         elif node.type == RECV:
             tag = ("native", attrs.get("comm_tag", 0))
-            self.sys.net.recv(self.sys.id, attrs.get("comm_src", 0), attrs.get("comm_size", 0),
-                              tag, done)
+            self.sys.net.recv(
+                self.sys.id, attrs.get("comm_src", 0), attrs.get("comm_size", 0), tag, done
+            )
         else:
             raise TraceError(
                 f"{self.source}: error: node {node_id} ({node.name}): node type {node.type} "
@@ -121,8 +135,13 @@ class RankWorkload:
             )
         involved = attrs.get("involved_dim")
         dataset = start_collective(
-            self.sys, kind, attrs.get("comm_size", 0), self.network, self.system,
-            involved=involved, custom=self.custom_traces.get(kind),
+            self.sys,
+            kind,
+            attrs.get("comm_size", 0),
+            self.network,
+            self.system,
+            involved=involved,
+            custom=self.custom_traces.get(kind),
         )
         if dataset.finish_time is not None:
             done()
@@ -143,8 +162,9 @@ class RankWorkload:
             self.finish_ns = self.sys.loop.now
 
 
-def simulate_workload(network: Network, system: SystemConfig, prefix: str | Path,
-                      congestion: str = "unaware") -> WorkloadReport:
+def simulate_workload(
+    network: Network, system: SystemConfig, prefix: str | Path, congestion: str = "unaware"
+) -> WorkloadReport:
     """Replay the trace set PREFIX.<rank>.et on every rank; time = the latest rank's finish."""
     traces = read_trace_set(prefix, network.npus)
     custom = custom_traces(system, network.npus)
@@ -159,9 +179,7 @@ def simulate_workload(network: Network, system: SystemConfig, prefix: str | Path
     workloads = []
     for rank, trace in enumerate(traces):
         sys = RankSystem(rank, loop, net, system, queues)
-        workloads.append(
-            RankWorkload(sys, trace, f"{prefix}.{rank}.et", network, system, custom)
-        )
+        workloads.append(RankWorkload(sys, trace, f"{prefix}.{rank}.et", network, system, custom))
     for workload in workloads:
         workload.start()
     loop.run()
@@ -169,7 +187,8 @@ def simulate_workload(network: Network, system: SystemConfig, prefix: str | Path
     if stuck:
         raise TraceError(
             f"{prefix}.{stuck[0]}.et: error: ranks {stuck[:8]} never finish: a receive has no "
-            "matching send (same src, dst, tag and size) or a dependency is never met"
+            "matching send (same src, dst, tag and size), or ranks wait on each other (a rank "
+            "runs one collective or send at a time, as in ASTRA-sim, which hangs here too)"
         )
     finish = [w.finish_ns for w in workloads]
     return WorkloadReport(max(finish), finish, loop.events)

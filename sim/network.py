@@ -9,7 +9,7 @@ message between ranks that differ in several dimensions is charged on the first 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ class Network:
     """A multi-dimensional network; rank coordinates put dimension 0 fastest."""
 
     dims: tuple[NetworkDim, ...]
+    source: str = field(default="<network>", compare=False)
 
     @property
     def npus(self) -> int:
@@ -138,18 +139,22 @@ def network_from_dict(data: dict[str, Any], source: str) -> Network:
         if lat < 0:
             raise ConfigError(source, "latency", f"must be non-negative, got {lat:g}")
         dims.append(NetworkDim(t, n, bw, lat))
-    return Network(tuple(dims))
+    return Network(tuple(dims), source)
+
+
+def read_config_text(path: str | Path) -> str:
+    """A configuration file's text; an unreadable file is a ConfigError naming it."""
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(str(path), None, f"cannot read: {e.strerror or e}") from None
 
 
 def load_network(path: str | Path) -> Network:
     """Read an ASTRA-sim network YAML file."""
     import yaml
 
-    source = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(source, None, f"cannot read: {e.strerror or e}") from None
+    source, text = str(path), read_config_text(path)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccopt.sim.network import ConfigError
+from ccopt.sim.network import ConfigError, read_config_text
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 IMPLEMENTATIONS = (
@@ -152,11 +152,7 @@ def system_from_dict(data: dict[str, Any], source: str) -> SystemConfig:
 
 def load_system(path: str | Path) -> SystemConfig:
     """Read an ASTRA-sim system JSON file."""
-    source = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(source, None, f"cannot read: {e.strerror or e}") from None
+    source, text = str(path), read_config_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

@@ -20,8 +20,14 @@ def test_message_cost_is_astra_sims() -> None:
 
 @pytest.mark.parametrize(
     ("topology", "a", "b", "hops"),
-    [("Ring", 0, 1, 1), ("Ring", 0, 7, 1), ("Ring", 1, 5, 4), ("Ring", 6, 2, 4),
-     ("Switch", 0, 5, 2), ("FullyConnected", 3, 6, 1)],
+    [
+        ("Ring", 0, 1, 1),
+        ("Ring", 0, 7, 1),
+        ("Ring", 1, 5, 4),
+        ("Ring", 6, 2, 4),
+        ("Switch", 0, 5, 2),
+        ("FullyConnected", 3, 6, 1),
+    ],
 )
 def test_hops(topology: str, a: int, b: int, hops: int) -> None:
     assert NetworkDim(topology, 8, 1.0, 1.0).hops(a, b) == hops
@@ -36,9 +42,14 @@ def test_multi_dimensional_message_is_charged_on_first_differing_dimension() -> 
 
 @pytest.mark.parametrize(
     ("change", "key"),
-    [({"npus_count": [1]}, "npus_count"), ({"bandwidth": [0]}, "bandwidth"),
-     ({"latency": [-1]}, "latency"), ({"topology": ["Torus"]}, "topology"),
-     ({"bandwidth": [1, 2]}, "bandwidth"), ({"latency": ["fast"]}, "latency")],
+    [
+        ({"npus_count": [1]}, "npus_count"),
+        ({"bandwidth": [0]}, "bandwidth"),
+        ({"latency": [-1]}, "latency"),
+        ({"topology": ["Torus"]}, "topology"),
+        ({"bandwidth": [1, 2]}, "bandwidth"),
+        ({"latency": ["fast"]}, "latency"),
+    ],
 )
 def test_bad_network_values_name_file_and_key(change: dict, key: str) -> None:
     with pytest.raises(ConfigError) as e:
@@ -63,15 +74,21 @@ def test_unknown_network_keys_are_ignored() -> None:
 
 def test_system_defaults_are_astra_sims() -> None:
     config = system_from_dict({"all-reduce-implementation": ["ring"]}, "sys.json")
-    assert (config.endpoint_delay, config.active_chunks_per_dimension,
-            config.preferred_dataset_splits, config.collective_optimization) == (
-        10, 1, 1, "baseline")
+    assert (
+        config.endpoint_delay,
+        config.active_chunks_per_dimension,
+        config.preferred_dataset_splits,
+        config.collective_optimization,
+    ) == (10, 1, 1, "baseline")
 
 
 def test_system_reads_implementations_windows_and_custom_traces() -> None:
     config = system_from_dict(
-        {"all-reduce-implementation": ["ring", "direct4", "oneHalvingDoubling"],
-         "all-gather-implementation-custom": ["traces/ag"], "boost-mode": 1},
+        {
+            "all-reduce-implementation": ["ring", "direct4", "oneHalvingDoubling"],
+            "all-gather-implementation-custom": ["traces/ag"],
+            "boost-mode": 1,
+        },
         "sys.json",
     )
     ring, direct, one_hd = config.implementation("all-reduce")
@@ -88,15 +105,17 @@ def test_reduction_cost_truncates_each_pass() -> None:
 
 @pytest.mark.parametrize(
     ("data", "key"),
-    [({"all-reduce-implementation": ["tree"]}, "all-reduce-implementation"),
-     ({"all-reduce-implementation": []}, "all-reduce-implementation"),
-     ({"all-to-all-implementation": ["directX"]}, "all-to-all-implementation"),
-     ({"scheduling-policy": "RANDOM"}, "scheduling-policy"),
-     ({"collective-optimization": "fast"}, "collective-optimization"),
-     ({"endpoint-delay": -1}, "endpoint-delay"),
-     ({"active-chunks-per-dimension": 0}, "active-chunks-per-dimension"),
-     ({"preferred-dataset-splits": 1.5}, "preferred-dataset-splits"),
-     ({"local-mem-bw": "fast"}, "local-mem-bw")],
+    [
+        ({"all-reduce-implementation": ["tree"]}, "all-reduce-implementation"),
+        ({"all-reduce-implementation": []}, "all-reduce-implementation"),
+        ({"all-to-all-implementation": ["directX"]}, "all-to-all-implementation"),
+        ({"scheduling-policy": "RANDOM"}, "scheduling-policy"),
+        ({"collective-optimization": "fast"}, "collective-optimization"),
+        ({"endpoint-delay": -1}, "endpoint-delay"),
+        ({"active-chunks-per-dimension": 0}, "active-chunks-per-dimension"),
+        ({"preferred-dataset-splits": 1.5}, "preferred-dataset-splits"),
+        ({"local-mem-bw": "fast"}, "local-mem-bw"),
+    ],
 )
 def test_bad_system_values_name_the_key(data: dict, key: str) -> None:
     with pytest.raises(ConfigError) as e:

@@ -22,8 +22,11 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 @st.composite
 def configurations(draw):
     dims = draw(st.integers(1, 2))
-    topologies = draw(st.lists(st.sampled_from(["Ring", "Switch", "FullyConnected"]),
-                               min_size=dims, max_size=dims))
+    topologies = draw(
+        st.lists(
+            st.sampled_from(["Ring", "Switch", "FullyConnected"]), min_size=dims, max_size=dims
+        )
+    )
     npus = draw(st.lists(st.sampled_from([2, 3, 4, 8]), min_size=dims, max_size=dims))
     kind = draw(st.sampled_from(COLLECTIVES))
     choices = ["ring", "direct", "direct3"]
@@ -33,10 +36,12 @@ def configurations(draw):
     net = {
         "topology": topologies,
         "npus_count": npus,
-        "bandwidth": draw(st.lists(st.sampled_from([12.5, 25.0, 50.0, 100.0]), min_size=dims,
-                                   max_size=dims)),
-        "latency": draw(st.lists(st.sampled_from([0.0, 10.0, 500.0]), min_size=dims,
-                                 max_size=dims)),
+        "bandwidth": draw(
+            st.lists(st.sampled_from([12.5, 25.0, 50.0, 100.0]), min_size=dims, max_size=dims)
+        ),
+        "latency": draw(
+            st.lists(st.sampled_from([0.0, 10.0, 500.0]), min_size=dims, max_size=dims)
+        ),
     }
     system = {
         "scheduling-policy": draw(st.sampled_from(["LIFO", "FIFO"])),
@@ -52,8 +57,13 @@ def configurations(draw):
 
 
 def time_of(net: dict, system: dict, kind: str, size: int, symmetric=None) -> int:
-    return simulate_collective(network_from_dict(net, "net"), system_from_dict(system, "sys"),
-                               kind, size, symmetric=symmetric).time_ns
+    return simulate_collective(
+        network_from_dict(net, "net"),
+        system_from_dict(system, "sys"),
+        kind,
+        size,
+        symmetric=symmetric,
+    ).time_ns
 
 
 @SETTINGS
@@ -67,8 +77,12 @@ def test_time_never_decreases_when_size_grows(config, extra: int) -> None:
 
 def test_astra_sims_chunk_rounding_is_reproduced() -> None:
     net = {"topology": ["Ring"], "npus_count": [2], "bandwidth": [12.5], "latency": [0.0]}
-    system = {"endpoint-delay": 1, "preferred-dataset-splits": 2, "local-mem-bw": 50,
-              "all-reduce-implementation": ["ring"]}
+    system = {
+        "endpoint-delay": 1,
+        "preferred-dataset-splits": 2,
+        "local-mem-bw": 50,
+        "all-reduce-implementation": ["ring"],
+    }
     assert time_of(net, system, "all-reduce", 6) < time_of(net, system, "all-reduce", 5)
 
 
@@ -77,8 +91,9 @@ def test_astra_sims_chunk_rounding_is_reproduced() -> None:
 def test_time_never_decreases_when_a_bandwidth_shrinks(config, factor: float, data) -> None:
     net, system, kind, size = config
     dim = data.draw(st.integers(0, len(net["bandwidth"]) - 1))
-    slower = dict(net, bandwidth=[b * factor if i == dim else b
-                                  for i, b in enumerate(net["bandwidth"])])
+    slower = dict(
+        net, bandwidth=[b * factor if i == dim else b for i, b in enumerate(net["bandwidth"])]
+    )
     assert time_of(slower, system, kind, size) >= time_of(net, system, kind, size)
 
 
@@ -89,4 +104,5 @@ def test_symmetric_and_full_simulation_agree(config) -> None:
     if not is_symmetric(network_from_dict(net, "net"), system_from_dict(system, "sys"), kind):
         return
     assert time_of(net, system, kind, size, symmetric=True) == time_of(
-        net, system, kind, size, symmetric=False)
+        net, system, kind, size, symmetric=False
+    )

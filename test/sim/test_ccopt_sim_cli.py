@@ -25,36 +25,75 @@ def ccopt_et(*args: str | Path):
 
 
 def test_collective_table_ends_with_time() -> None:
-    done = ccopt_sim("--network", NET16, "--system", RING, "--collective", "all-reduce",
-                     "--size", "1048576")
+    done = ccopt_sim(
+        "--network", NET16, "--system", RING, "--collective", "all-reduce", "--size", "1048576"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "time: 53431 ns"
 
 
 def test_collective_json_has_time_ns() -> None:
-    done = ccopt_sim("--network", NET16, "--system", RING, "--collective", "reduce-scatter",
-                     "--size", "1048576", "--json")
+    done = ccopt_sim(
+        "--network",
+        NET16,
+        "--system",
+        RING,
+        "--collective",
+        "reduce-scatter",
+        "--size",
+        "1048576",
+        "--json",
+    )
     report = json.loads(done.stdout)
     assert isinstance(report["time_ns"], int) and report["collective"] == "reduce-scatter"
 
 
 def test_full_simulation_flag_gives_the_same_time() -> None:
-    args = ["--network", NET16, "--system", RING, "--collective", "all-gather", "--size", "4096",
-            "--json"]
-    assert json.loads(ccopt_sim(*args).stdout)["time_ns"] == json.loads(
-        ccopt_sim(*args, "--full").stdout)["time_ns"]
+    args = [
+        "--network",
+        NET16,
+        "--system",
+        RING,
+        "--collective",
+        "all-gather",
+        "--size",
+        "4096",
+        "--json",
+    ]
+    assert (
+        json.loads(ccopt_sim(*args).stdout)["time_ns"]
+        == json.loads(ccopt_sim(*args, "--full").stdout)["time_ns"]
+    )
 
 
 def test_congestion_aware_backend() -> None:
-    done = ccopt_sim("--network", NET16, "--system", RING, "--collective", "all-reduce",
-                     "--size", "1048576", "--congestion", "aware", "--json")
+    done = ccopt_sim(
+        "--network",
+        NET16,
+        "--system",
+        RING,
+        "--collective",
+        "all-reduce",
+        "--size",
+        "1048576",
+        "--congestion",
+        "aware",
+        "--json",
+    )
     report = json.loads(done.stdout)
     assert report["congestion"] == "aware" and report["time_ns"] == 53431
 
 
 def test_workload_json() -> None:
-    done = ccopt_sim("--network", ASTRA / "ring_8.yml", "--system", ASTRA / "custom_ring.json",
-                     "--workload", ASTRA / "all_reduce_8", "--json")
+    done = ccopt_sim(
+        "--network",
+        ASTRA / "ring_8.yml",
+        "--system",
+        ASTRA / "custom_ring.json",
+        "--workload",
+        ASTRA / "all_reduce_8",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["time_ns"] == 90174
 
@@ -62,16 +101,18 @@ def test_workload_json() -> None:
 def test_bad_network_value_names_file_and_key(tmp_path) -> None:
     net = tmp_path / "net.yml"
     net.write_text("topology: [Ring]\nnpus_count: [4]\nbandwidth: [0]\nlatency: [1]\n")
-    done = ccopt_sim("--network", net, "--system", RING, "--collective", "all-reduce",
-                     "--size", "64")
+    done = ccopt_sim(
+        "--network", net, "--system", RING, "--collective", "all-reduce", "--size", "64"
+    )
     assert_user_error(done, "net.yml: error: 'bandwidth'")
 
 
 def test_bad_system_value_names_file_and_key(tmp_path) -> None:
     sys_file = tmp_path / "sys.json"
     sys_file.write_text('{"all-reduce-implementation": ["butterfly"]}')
-    done = ccopt_sim("--network", NET16, "--system", sys_file, "--collective", "all-reduce",
-                     "--size", "64")
+    done = ccopt_sim(
+        "--network", NET16, "--system", sys_file, "--collective", "all-reduce", "--size", "64"
+    )
     assert_user_error(done, "sys.json: error: 'all-reduce-implementation'", "butterfly")
 
 
@@ -82,10 +123,12 @@ def test_missing_workload_is_named(tmp_path) -> None:
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [([], "needs --network"),
-     (["--network", "n.yml", "--system", "s.json"], "either --collective"),
-     (["--network", "n.yml", "--system", "s.json", "--collective", "all-reduce"], "--size"),
-     (["prog.mlir"], "needs --machine")],
+    [
+        ([], "needs --network"),
+        (["--network", "n.yml", "--system", "s.json"], "either --collective"),
+        (["--network", "n.yml", "--system", "s.json", "--collective", "all-reduce"], "--size"),
+        (["prog.mlir"], "needs --machine"),
+    ],
 )
 def test_usage_errors(args: list[str], message: str) -> None:
     done = ccopt_sim(*args)

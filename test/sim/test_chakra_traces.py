@@ -33,16 +33,23 @@ def ring(npus: int):
 
 
 SYSTEM = system_from_dict(
-    {"scheduling-policy": "LIFO", "endpoint-delay": 1, "local-mem-bw": 1600,
-     **{f"{c}-implementation": ["ring"]
-        for c in ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")}},
+    {
+        "scheduling-policy": "LIFO",
+        "endpoint-delay": 1,
+        "local-mem-bw": 1600,
+        **{
+            f"{c}-implementation": ["ring"]
+            for c in ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
+        },
+    },
     "sys.json",
 )
 
 
 def test_written_file_is_metadata_then_length_prefixed_nodes(tmp_path) -> None:
-    node = make_node(3, "send", "COMM_SEND_NODE", deps=[1, 2], comm_dst=1, comm_tag=7,
-                     comm_size=4096)
+    node = make_node(
+        3, "send", "COMM_SEND_NODE", deps=[1, 2], comm_dst=1, comm_tag=7, comm_size=4096
+    )
     (path,) = write_trace_set(tmp_path / "t", [[node]], {"producer": "ccopt"})
     data = path.read_bytes()
     meta = metadata_message({"producer": "ccopt"}).SerializeToString()
@@ -53,12 +60,25 @@ def test_written_file_is_metadata_then_length_prefixed_nodes(tmp_path) -> None:
 
 
 def test_attribute_value_types_are_the_ones_astra_sim_reads() -> None:
-    node = make_node(0, "c", "COMM_COLL_NODE", comm_type="reduce-scatter", comm_size=1 << 40,
-                     involved_dim=[True, False], pg_name="dp", comm_priority=2)
+    node = make_node(
+        0,
+        "c",
+        "COMM_COLL_NODE",
+        comm_type="reduce-scatter",
+        comm_size=1 << 40,
+        involved_dim=[True, False],
+        pg_name="dp",
+        comm_priority=2,
+    )
     kinds = {a.name: a.WhichOneof("value") for a in node.attr}
-    assert kinds == {"comm_type": "int64_val", "comm_size": "int64_val",
-                     "involved_dim": "bool_list", "pg_name": "string_val",
-                     "comm_priority": "int32_val", "is_cpu_op": "bool_val"}
+    assert kinds == {
+        "comm_type": "int64_val",
+        "comm_size": "int64_val",
+        "involved_dim": "bool_list",
+        "pg_name": "string_val",
+        "comm_priority": "int32_val",
+        "is_cpu_op": "bool_val",
+    }
     assert node_attributes(node)["comm_type"] == 7
 
 
@@ -100,8 +120,9 @@ def test_shipped_custom_ring_all_reduce_gives_90174(monkeypatch) -> None:
 def test_native_collective_workload_equals_the_collective(tmp_path) -> None:
     from ccopt.sim.astra import simulate_collective
 
-    node = make_node(0, "ar", "COMM_COLL_NODE", comm_type="all-reduce", comm_size=1 << 20,
-                     involved_dim=[True])
+    node = make_node(
+        0, "ar", "COMM_COLL_NODE", comm_type="all-reduce", comm_size=1 << 20, involved_dim=[True]
+    )
     write_trace_set(tmp_path / "w", [[node]] * 16)
     direct = simulate_collective(ring(16), SYSTEM, "all-reduce", 1 << 20).time_ns
     assert simulate_workload(ring(16), SYSTEM, tmp_path / "w").time_ns == direct == 53431
@@ -109,12 +130,21 @@ def test_native_collective_workload_equals_the_collective(tmp_path) -> None:
 
 def test_compute_then_collective_then_compute(tmp_path) -> None:
     """Nodes run in dependency order; COMP costs duration x 1000 ns."""
-    per_rank = [[
-        make_node(0, "fwd", "COMP_NODE", duration_micros=5),
-        make_node(1, "ar", "COMM_COLL_NODE", deps=[0], comm_type="all-reduce",
-                  comm_size=1 << 20, involved_dim=[True]),
-        make_node(2, "opt", "COMP_NODE", deps=[1], duration_micros=3),
-    ]] * 16
+    per_rank = [
+        [
+            make_node(0, "fwd", "COMP_NODE", duration_micros=5),
+            make_node(
+                1,
+                "ar",
+                "COMM_COLL_NODE",
+                deps=[0],
+                comm_type="all-reduce",
+                comm_size=1 << 20,
+                involved_dim=[True],
+            ),
+            make_node(2, "opt", "COMP_NODE", deps=[1], duration_micros=3),
+        ]
+    ] * 16
     write_trace_set(tmp_path / "w", per_rank)
     assert simulate_workload(ring(16), SYSTEM, tmp_path / "w").time_ns == 5000 + 53431 + 3000
 
@@ -124,10 +154,11 @@ def test_one_compute_at_a_time_and_independent_send_recv(tmp_path) -> None:
     message arrives; the receiver finishes at arrival."""
     size = 1 << 20
     arrival = ring(2).send_ns(0, 1, size)
-    rank0 = [make_node(0, "a", "COMP_NODE", duration_micros=2),
-             make_node(1, "b", "COMP_NODE", duration_micros=2),
-             make_node(2, "s", "COMM_SEND_NODE", deps=[0, 1], comm_dst=1, comm_tag=3,
-                       comm_size=size)]
+    rank0 = [
+        make_node(0, "a", "COMP_NODE", duration_micros=2),
+        make_node(1, "b", "COMP_NODE", duration_micros=2),
+        make_node(2, "s", "COMM_SEND_NODE", deps=[0, 1], comm_dst=1, comm_tag=3, comm_size=size),
+    ]
     rank1 = [make_node(0, "r", "COMM_RECV_NODE", comm_src=0, comm_tag=3, comm_size=size)]
     write_trace_set(tmp_path / "w", [rank0, rank1])
     report = simulate_workload(ring(2), SYSTEM, tmp_path / "w")
@@ -143,7 +174,8 @@ def test_unmatched_receive_is_reported(tmp_path) -> None:
 
 
 def test_dependency_on_a_missing_node_is_reported(tmp_path) -> None:
-    write_trace_set(tmp_path / "w", [[make_node(0, "x", "COMP_NODE", deps=[9],
-                                                duration_micros=1)]] * 2)
+    write_trace_set(
+        tmp_path / "w", [[make_node(0, "x", "COMP_NODE", deps=[9], duration_micros=1)]] * 2
+    )
     with pytest.raises(TraceError, match=r"w\.0\.et: error: node 0 \(x\) depends on node 9"):
         simulate_workload(ring(2), SYSTEM, tmp_path / "w")
