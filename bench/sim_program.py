@@ -185,9 +185,17 @@ def coconet_rows(quick: bool) -> list[Row]:
         )  # fmt: skip
     )
     rows.append(
-        Row("  same, stages on 2 DGX A100 nodes", "B*S=2048", "Megatron-LM", "(across nodes)",
-            pipeline, "tp=8", "fuse-elementwise", "pipeline-p2p,fuse-elementwise",
-            "dgx-a100")  # fmt: skip
+        Row(
+            "  same, stages on 2 DGX A100 nodes",
+            "B*S=2048",
+            "Megatron-LM",
+            "(across nodes)",
+            pipeline,
+            "tp=8",
+            "fuse-elementwise",
+            "pipeline-p2p,fuse-elementwise",
+            "dgx-a100",
+        )  # fmt: skip
     )
     adam = resized_example("adam.mlir", "515x7", "81536x4096")  # BERT-large: 334M parameters
     rows.append(

@@ -28,7 +28,9 @@ def test_ring_closed_forms(p: int) -> None:
         (p - 1) * A + f * N * B + f * N * G
     )
     assert cost.collective_ns("all_gather", N, [link], G) == pytest.approx((p - 1) * A + f * N * B)
-    assert cost.collective_ns("all_to_all", N, [link], G) == pytest.approx((p - 1) * (A + N / p * B))
+    assert cost.collective_ns("all_to_all", N, [link], G) == pytest.approx(
+        (p - 1) * (A + N / p * B)
+    )
 
 
 @pytest.mark.parametrize("p", [2, 4, 8, 16])

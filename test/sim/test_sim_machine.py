@@ -118,6 +118,8 @@ def test_the_outermost_dimension_grows_with_the_job(tmp_path: Path) -> None:
 
 
 def test_calibration_from_measured_matmuls() -> None:
-    table = calibrate_matmul([(8192, 8192, 8192, 2 * 8192**3 / 790e12), (1024, 1024, 1024, 1e-5)], 989e12)
+    table = calibrate_matmul(
+        [(8192, 8192, 8192, 2 * 8192**3 / 790e12), (1024, 1024, 1024, 1e-5)], 989e12
+    )
     assert table[-1] == [8192.0, pytest.approx(0.7988, abs=1e-4)]
     assert table[0][0] == pytest.approx(1024.0)
