@@ -293,8 +293,11 @@ class Engine:
         if len(here) < len(members):
             return
         del self.arrived[(i, group)]
+        # a collective ends together on all its ranks: as late as its slowest member's share
+        ns = max(self._comm_ns(m, task, axes, now) for m in members)
         for m in members:
-            self._begin(m, i, now, self._comm_ns(m, task, axes, now))
+            self.comm_active[m][-1] = (now + ns, self.comm_active[m][-1][1])
+            self._begin(m, i, now, ns)
 
     def _compute_ns(self, c: int, task: Task, now: float) -> float:
         if task.kind == SYNC:
