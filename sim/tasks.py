@@ -50,10 +50,8 @@ class TaskGraph:
 
     def __init__(self, entry: func.FuncOp):
         self.tasks: list[Task] = []
-        self.streams: set[int] = {sched.COMPUTE_STREAM}
         self._ready: dict[SSAValue, tuple[int, ...]] = {}
         self._callers: list[str] = []
-        self._module = entry.parent_op()
         self._function(entry, sched.COMPUTE_STREAM, [() for _ in entry.args])
         for t in self.tasks:
             for d in t.deps:
@@ -62,7 +60,6 @@ class TaskGraph:
     def _add(self, op: Operation, stream: int, kind: str, deps: set[int], name: str = "") -> int:
         task = Task(len(self.tasks), op, stream, kind, tuple(sorted(deps)), name or op.name)
         self.tasks.append(task)
-        self.streams.add(stream)
         return task.index
 
     def _deps(self, values: Sequence[SSAValue]) -> set[int]:
