@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from ccopt.sim.tasks import COMM, COMPUTE, COPY, SYNC, SimulationError, Task, Ta
 from ccopt.sim.work import (
     COLLECTIVE_KINDS,
     Blocks,
+    Layout,
     collective_algorithm,
     collective_axes,
     collective_bytes,
@@ -38,6 +39,7 @@ from ccopt.sim.work import (
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
+    from ccopt.dialects.dtensor_type import DTensorType
     from ccopt.mesh import Mesh
     from ccopt.sim.machine import Machine
 
@@ -114,27 +116,15 @@ class Report:
 
 
 def rank_classes(
-    module: ModuleOp, mesh: Mesh, symmetric: bool = True
+    types: Sequence[DTensorType], mesh: Mesh, symmetric: bool = True
 ) -> tuple[list[RankClass], list[list[int]]]:
     """The rank classes, and for each mesh axis the class id of each of its coordinates.
 
     A coordinate's class on an axis is the list of block lengths every distributed tensor of
-    the program has there (coordinates holding equal blocks cost the same); with
+    the program (`types`) has there (coordinates holding equal blocks cost the same); with
     `symmetric=False` every coordinate is its own class."""
     from itertools import product
 
-    from ccopt.dialects.dtensor_type import DTensorType
-    from ccopt.sim.work import tensor_type
-
-    seen: set[int] = set()
-    layouts: dict[tuple[tuple[int, ...], tuple[int | None, ...]], DTensorType] = {}
-    for op in module.walk():
-        for v in (*op.operands, *op.results):
-            t = tensor_type(v)
-            if t is not None and id(t) not in seen:  # xDSL types hash slowly: go by identity,
-                seen.add(id(t))  # then by shape and split (all a block size depends on)
-                layouts.setdefault((t.get_shape(), t.split_dims()), t)
-    types = list(layouts.values())
     per_axis: list[list[int]] = []
     reps: list[list[int]] = []
     for a, size in enumerate(mesh.axis_sizes):
@@ -490,19 +480,16 @@ def simulate_module(
 ) -> Report:
     """Simulate the entry function of a verified module on `machine` (ccopt mode)."""
     from ccopt.program import find_entry, module_meshes
-    from ccopt.sim.tasks import check_simulable
 
-    check_simulable(module)
-    f = find_entry(module, entry)
-    mesh = _the_mesh(module_meshes(module))
+    graph = TaskGraph(find_entry(module, entry))
+    mesh, types = program_mesh(graph, module_meshes(module))
     machine = machine.fit(mesh.rank_count)
     if not symmetric and mesh.rank_count > FULL_LIMIT:
         raise SimulationError(
             f"a full simulation of {mesh.rank_count} ranks is refused (at most {FULL_LIMIT}); "
             "the symmetric one (without --full) simulates one rank per class of alike ranks"
         )
-    graph = TaskGraph(f)
-    classes, _ = rank_classes(module, mesh, symmetric)
+    classes, _ = rank_classes(types, mesh, symmetric)
     if progress is not None:
         progress(
             f"{len(graph.tasks)} tasks, {len(classes)} rank classes of {mesh.rank_count} ranks"
@@ -513,15 +500,28 @@ def simulate_module(
     return _report(engine, machine, mesh)
 
 
-def _the_mesh(meshes: dict[str, Mesh]) -> Mesh:
+def program_mesh(graph: TaskGraph, meshes: dict[str, Mesh]) -> tuple[Mesh, list[DTensorType]]:
+    """The mesh the simulated function runs on (the one its tensors name; a module may declare
+    others for other functions) and its distinct tensor layouts, for `rank_classes`."""
     from ccopt.mesh import Mesh
+    from ccopt.sim.work import tensor_type
 
-    if not meshes:
-        return Mesh("none", ("ranks",), (1,))
-    if len({(m.axis_names, m.axis_sizes) for m in meshes.values()}) > 1:
-        names = ", ".join(str(m) for m in meshes.values())
-        raise SimulationError(f"the simulator runs programs on one mesh, this one has {names}")
-    return next(iter(meshes.values()))
+    seen: set[int] = set()
+    by_mesh: dict[str, dict[Layout, DTensorType]] = {}
+    for task in graph.tasks:
+        for v in (*task.op.operands, *task.op.results):
+            t = tensor_type(v)
+            if t is not None and id(t) not in seen:  # xDSL types hash slowly: go by identity,
+                seen.add(id(t))  # then by shape and split (all a block size depends on)
+                layouts = by_mesh.setdefault(t.mesh_name, {})
+                layouts.setdefault((t.get_shape(), t.split_dims()), t)
+    if len(by_mesh) > 1:
+        names = ", ".join(f"@{n}" for n in sorted(by_mesh))
+        raise SimulationError(f"the simulated function uses several meshes ({names}); use one")
+    if not by_mesh:
+        return Mesh("none", ("ranks",), (1,)), []
+    ((name, layouts),) = by_mesh.items()
+    return meshes[name], list(layouts.values())
 
 
 def predicted_step_time_ns(module: ModuleOp, machine: str | os.PathLike[str] | Machine) -> int:

@@ -89,6 +89,8 @@ class TaskGraph:
             return self._execute(op)  # type: ignore[arg-type]
         if role == CALL:
             return self._call(op, stream)  # type: ignore[arg-type]
+        if role == CONTROL:
+            raise OpError(op, "the simulator times straight-line code: no loops or branches")
         if role == WAIT:  # sched.await / sched.wait, kernel.event_record / event_wait
             s = op.stream_index() if isinstance(op, kernel.DeviceOp) else stream
             t = self._add(op, s, SYNC, self._deps(op.operands))
@@ -135,7 +137,7 @@ class TaskGraph:
             self._ready[r] = ready
 
 
-EXECUTE, CALL, WAIT, DEVICE, FREE_OP, PRICED, OTHER = range(7)
+EXECUTE, CALL, WAIT, DEVICE, FREE_OP, PRICED, CONTROL, OTHER = range(8)
 _ROLES: dict[type[Operation], int] = {}
 
 
@@ -161,6 +163,8 @@ def _classify(t: type[Operation]) -> int:
         return DEVICE
     if t in COLLECTIVE_KINDS:
         return PRICED
+    if t.name.startswith(("scf.", "cf.")):
+        return CONTROL
     return OTHER
 
 
@@ -184,13 +188,6 @@ def _kind(t: type[Operation]) -> str:
             kind = COMPUTE
         _KINDS[t] = kind
     return kind
-
-
-def check_simulable(module: Operation) -> None:
-    """Refuse what the engine cannot time, at the op: control flow other than calls."""
-    for op in module.walk():
-        if op.name.startswith("scf.") or op.name.startswith("cf."):
-            raise OpError(op, "the simulator times straight-line programs; unroll the loop first")
 
 
 class SimulationError(CcoptError):

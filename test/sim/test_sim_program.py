@@ -15,7 +15,13 @@ from ccopt.diagnostics import CcoptError
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import bind_mesh, find_entry, load_program
 from ccopt.sim.machine import load_machine
-from ccopt.sim.program import Engine, predicted_step_time_ns, rank_classes, simulate_module
+from ccopt.sim.program import (
+    Engine,
+    predicted_step_time_ns,
+    program_mesh,
+    rank_classes,
+    simulate_module,
+)
 from ccopt.sim.tasks import TaskGraph
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -34,11 +40,10 @@ def module_of(text: str, pipeline: str = "", mesh: str | None = None):  # noqa: 
 def engine_of(module, machine=V100, symmetric: bool = True) -> Engine:  # noqa: ANN001
     from ccopt.program import module_meshes
 
-    mesh = next(iter(module_meshes(module).values()))
-    classes, _ = rank_classes(module, mesh, symmetric)
-    engine = Engine(
-        TaskGraph(find_entry(module, None)), machine.fit(mesh.rank_count), mesh, classes
-    )
+    graph = TaskGraph(find_entry(module, None))
+    mesh, types = program_mesh(graph, module_meshes(module))
+    classes, _ = rank_classes(types, mesh, symmetric)
+    engine = Engine(graph, machine.fit(mesh.rank_count), mesh, classes)
     engine.run()
     engine.check_finished()
     return engine
