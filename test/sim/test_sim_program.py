@@ -263,3 +263,29 @@ def test_exposed_time_is_communication_outside_compute() -> None:
     compute = _union([(2, 4), (8, 35)])
     assert _minus(comm, compute) == (2 - 0) + (8 - 4) + (40 - 35)
     assert _minus(comm, []) == 30 and _minus([], compute) == 0
+
+
+def test_each_function_runs_on_its_own_mesh() -> None:
+    """A module may declare a mesh per function (the lit suites do): each function is simulated
+    on the mesh its tensors name."""
+    from xdsl.dialects import func
+
+    text = (
+        EXAMPLES.parent / "test" / "filecheck" / "passes" / "convert-to-kernel.mlir"
+    ).read_text()
+    module = module_of(text)
+    functions = [o.sym_name.data for o in module.ops if isinstance(o, func.FuncOp)]
+    ranks = set()
+    for f in functions:
+        try:
+            ranks.add(simulate_module(module, A100, entry=f).ranks)
+        except CcoptError as e:  # a function that mixes two meshes is told so
+            assert "uses several meshes" in str(e)
+    assert len(ranks) > 1
+
+
+def test_loops_and_branches_are_refused_at_the_op() -> None:
+    text = (EXAMPLES.parent / "test" / "filecheck" / "passes" / "inline.mlir").read_text()
+    chunk = next(c for c in text.split("// -----") if "@branchy" in c)
+    with pytest.raises(CcoptError, match="'cf.br' op the simulator times straight-line code"):
+        simulate_module(module_of(chunk), A100, entry="branchy")
