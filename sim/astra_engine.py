@@ -17,6 +17,7 @@ import heapq
 import math
 from collections import defaultdict, deque
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,8 @@ from ccopt.sim.network import Network
 from ccopt.sim.system import SystemConfig
 
 Handler = Callable[[], None]
+PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("progress", default=None)
+PROGRESS_EVERY = 1 << 16
 
 
 class EventLoop:
@@ -40,11 +43,20 @@ class EventLoop:
         heapq.heappush(self._heap, (self.now + delay, self._seq, handler))
 
     def run(self) -> None:
+        """Run to the last event; a reporter set in PROGRESS hears (events, now) every
+        PROGRESS_EVERY events (a long full simulation shows that it is moving)."""
         heap, pop = self._heap, heapq.heappop
+        report = PROGRESS.get()
         while heap:
-            self.now, _, handler = pop(heap)
-            self.events += 1
-            handler()
+            for _ in range(PROGRESS_EVERY):
+                if not heap:
+                    break
+                self.now, _, handler = pop(heap)
+                handler()
+            self.events += PROGRESS_EVERY
+            if report is not None:
+                report(self.events, self.now)
+        self.events = self._seq
 
 
 class FullNetwork:

@@ -53,11 +53,16 @@ class TraceError(CcoptError):
         return str(self)
 
 
+_SCHEMA: list[Any] = []
+
+
 def schema():
     """The generated protobuf module (imported on first use: protobuf is slow to load)."""
-    from ccopt.sim import et_def_pb2
+    if not _SCHEMA:
+        from ccopt.sim import et_def_pb2
 
-    return et_def_pb2
+        _SCHEMA.append(et_def_pb2)
+    return _SCHEMA[0]
 
 
 @dataclass
@@ -70,16 +75,12 @@ class Trace:
 
 def attribute(name: str, value: Any, kind: str | None = None) -> Any:
     """An AttributeProto with the value member ASTRA-sim expects for `name` (or `kind`)."""
-    pb = schema()
     kind = kind or ATTRIBUTE_TYPES.get(name)
     if kind is None:
         raise ValueError(f"attribute {name!r} needs an explicit value type")
-    attr = pb.AttributeProto(name=name)
     if kind.endswith("_list"):
-        getattr(attr, kind).values.extend(value)
-    else:
-        setattr(attr, kind, value)
-    return attr
+        return schema().AttributeProto(name=name, **{kind: {"values": list(value)}})
+    return schema().AttributeProto(name=name, **{kind: value})
 
 
 def attribute_value(attr: Any) -> Any:
@@ -115,15 +116,21 @@ def make_node(
 ) -> Any:
     """A Node; `node_type` is COMP_NODE, COMM_SEND_NODE, ...; attributes typed as ASTRA-sim
     reads them (`comm_type` may be given as a collective name, e.g. "all-reduce")."""
-    pb = schema()
-    node = pb.Node(
-        id=node_id, name=name, type=pb.NodeType.Value(node_type), duration_micros=duration_micros
-    )
-    node.data_deps.extend(deps)
     if isinstance(attrs.get("comm_type"), str):
         attrs["comm_type"] = COLLECTIVE_TYPES[attrs["comm_type"]]
     attrs.setdefault("is_cpu_op", False)
-    node.attr.extend(attribute(k, v) for k, v in attrs.items())
+    node = schema().Node(
+        id=node_id, name=name, type=node_type, duration_micros=duration_micros, data_deps=deps
+    )
+    add = node.attr.add
+    for key, value in attrs.items():
+        kind = ATTRIBUTE_TYPES.get(key)
+        if kind is None:
+            raise ValueError(f"attribute {key!r} needs an explicit value type (use `attribute`)")
+        if kind.endswith("_list"):
+            add(name=key, **{kind: {"values": list(value)}})
+        else:
+            add(name=key, **{kind: value})
     return node
 
 

@@ -108,10 +108,22 @@ def _choice(data: dict[str, Any], key: str, source: str, choices: tuple[str, ...
     return value
 
 
+# switches that change what ASTRA-sim computes in ways ccopt's ASTRA mode does not model:
+# refused rather than silently ignored
+UNMODELLED = {
+    "model-shared-bus": "the LogGP shared memory bus",
+    "roofline-enabled": "roofline compute times",
+    "replay-only": "replaying communication as compute",
+}
+
+
 def system_from_dict(data: dict[str, Any], source: str) -> SystemConfig:
     """A SystemConfig from ASTRA-sim's system JSON mapping; unknown keys are ignored."""
     if not isinstance(data, dict):
         raise ConfigError(source, None, "expected a JSON object")
+    for key, what in UNMODELLED.items():
+        if data.get(key, 0) not in (0, False):
+            raise ConfigError(source, key, f"{what} is not modelled by ccopt's ASTRA mode (use 0)")
     implementations = {}
     for collective in COLLECTIVES:
         key = f"{collective}-implementation"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from ccopt.diagnostics import CcoptError
 from ccopt.tools import quiet_on_closed_pipe
@@ -79,6 +80,35 @@ def check_astra_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) 
         p.error("--collective needs --size BYTES")
 
 
+@contextmanager
+def progress(args: argparse.Namespace) -> Iterator[None]:
+    """A spinner with the event count on a terminal's stderr while a long simulation runs."""
+    if args.json or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    from ccopt.sim.astra_engine import PROGRESS
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        transient=True,
+        console=Console(stderr=True),
+    ) as bar:
+        task = bar.add_task("simulating")
+
+        def report(events: int, now: int) -> None:
+            bar.update(task, description=f"simulating: {events:,} events, at {now:,} ns")
+
+        token = PROGRESS.set(report)
+        try:
+            yield
+        finally:
+            PROGRESS.reset(token)
+
+
 def run_collective(args: argparse.Namespace) -> dict[str, object]:
     from ccopt.sim.astra import simulate_collective
     from ccopt.sim.network import load_network
@@ -86,14 +116,16 @@ def run_collective(args: argparse.Namespace) -> dict[str, object]:
 
     network = load_network(args.network)
     system = load_system(args.system)
-    if args.congestion == "aware":
-        from ccopt.sim.astra_congestion import simulate_collective_aware
+    with progress(args):
+        if args.congestion == "aware":
+            from ccopt.sim.astra_congestion import simulate_collective_aware
 
-        result = simulate_collective_aware(network, system, args.collective, args.size)
-    else:
-        result = simulate_collective(
-            network, system, args.collective, args.size, symmetric=False if args.full else None
-        )
+            result = simulate_collective_aware(network, system, args.collective, args.size)
+        else:
+            symmetric = False if args.full else None
+            result = simulate_collective(
+                network, system, args.collective, args.size, symmetric=symmetric
+            )
     return {
         "time_ns": result.time_ns,
         "collective": result.collective,
@@ -113,7 +145,8 @@ def run_workload(args: argparse.Namespace) -> dict[str, object]:
 
     network = load_network(args.network)
     system = load_system(args.system)
-    report = simulate_workload(network, system, args.workload, congestion=args.congestion)
+    with progress(args):
+        report = simulate_workload(network, system, args.workload, congestion=args.congestion)
     return {
         "time_ns": report.time_ns,
         "workload": args.workload,

@@ -254,6 +254,19 @@ def draw_workload(rng: random.Random, index: int) -> dict:
     return case
 
 
+def aware_workloads(count: int = 40) -> list[dict]:
+    """Workloads on the congestion-aware backend: 1-D networks only, and no 2-rank Ring
+    (ASTRA-sim's congestion-aware Ring of 2 connects the same pair twice and aborts)."""
+    rng = random.Random(21)
+    out = []
+    for i in range(count):
+        case = draw_workload(rng, i)
+        net = case["network"]
+        if len(net["topology"]) == 1 and not (net["topology"] == ["Ring"] and ranks_of(case) == 2):
+            out.append(dict(case, backend="aware"))
+    return out
+
+
 def workload_traces(case: dict) -> list[list]:
     """Every rank's Chakra nodes for a workload case (a PAIR is a send to rank+shift and a
     receive from rank-shift, one node id each: 2*id and 2*id+1)."""
@@ -367,7 +380,7 @@ def main() -> None:
         record("astra_oracle.json", cases, run_case, binaries, args.jobs, 11)
     if args.only != "collectives":
         rng = random.Random(13)
-        cases = [draw_workload(rng, i) for i in range(args.workloads)]
+        cases = [draw_workload(rng, i) for i in range(args.workloads)] + aware_workloads()
         record("workload_oracle.json", cases, run_workload_case, binaries, args.jobs, 13)
 
 

@@ -115,6 +115,9 @@ def test_reduction_cost_truncates_each_pass() -> None:
         ({"active-chunks-per-dimension": 0}, "active-chunks-per-dimension"),
         ({"preferred-dataset-splits": 1.5}, "preferred-dataset-splits"),
         ({"local-mem-bw": "fast"}, "local-mem-bw"),
+        ({"model-shared-bus": 1}, "model-shared-bus"),
+        ({"roofline-enabled": 1}, "roofline-enabled"),
+        ({"replay-only": 1}, "replay-only"),
     ],
 )
 def test_bad_system_values_name_the_key(data: dict, key: str) -> None:

@@ -186,3 +186,19 @@ def test_congestion_aware_backend_queues_messages_on_a_shared_link() -> None:
     aware = simulate_collective_aware(net, sys_config, "all-to-all", 1 << 20).time_ns
     unaware = simulate_collective(net, sys_config, "all-to-all", 1 << 20).time_ns
     assert aware > unaware
+
+
+def test_progress_reporter_hears_growing_event_counts(monkeypatch) -> None:
+    from ccopt.sim import astra_engine
+
+    heard: list[tuple[int, int]] = []
+    monkeypatch.setattr(astra_engine, "PROGRESS_EVERY", 50)
+    token = astra_engine.PROGRESS.set(lambda events, now: heard.append((events, now)))
+    try:
+        result = simulate_collective(
+            network("Ring", 8), system("ring"), "all-reduce", 1 << 20, symmetric=False
+        )
+    finally:
+        astra_engine.PROGRESS.reset(token)
+    assert len(heard) > 3 and heard == sorted(heard)
+    assert heard[-1][1] <= result.time_ns

@@ -166,3 +166,29 @@ def test_readme_command_works_as_written(command: str) -> None:
     done = run_tool(module, *args)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_collective_from_a_custom_trace() -> None:
+    """--collective runs the trace a system file names in *-implementation-custom."""
+    done = ccopt_sim(
+        "--network",
+        ASTRA / "ring_8.yml",
+        "--system",
+        ASTRA / "custom_ring.json",
+        "--collective",
+        "all-reduce",
+        "--size",
+        "1048576",
+    )
+    assert done.stdout.splitlines()[-1] == "time: 90174 ns"
+    missing = ccopt_sim(
+        "--network",
+        ASTRA / "ring_8.yml",
+        "--system",
+        ASTRA / "custom_ring.json",
+        "--collective",
+        "reduce-scatter",
+        "--size",
+        "8",
+    )
+    assert_user_error(missing, "custom_ring.json: error: 'reduce-scatter-implementation': missing")

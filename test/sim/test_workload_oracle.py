@@ -1,7 +1,8 @@
 """`ccopt-sim --workload` equals ASTRA-sim c459ab6 on whole Chakra workloads: compute (GPU and
 CPU, zero-length nodes skipped), native collectives on some or all dimensions, sends and
 receives between rank pairs, and all-reduces run from a custom-collective trace - all drawn by
-`make_astra_oracle.py` and recorded from ASTRA-sim's analytical backend."""
+`make_astra_oracle.py` and recorded from ASTRA-sim's analytical backends (congestion-unaware,
+and congestion-aware on 1-D networks)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def case_id(case: dict) -> str:
     shape = "x".join(map(str, case["network"]["npus_count"]))
     kinds = "".join(n["type"][0] for n in case["nodes"])
     custom = "-custom" if "all-reduce-implementation-custom" in case["system"] else ""
-    return f"{shape}-{kinds}{custom}-{case['time_ns']}"
+    return f"{shape}-{kinds}{custom}-{case['backend']}-{case['time_ns']}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -34,7 +35,8 @@ def test_workload_equals_astra_sim(case: dict, tmp_path) -> None:
     network = network_from_dict(case["network"], "net.yml")
     # the custom trace prefix is found beside the system file, as a path relative to it
     system = system_from_dict(case["system"], str(EXAMPLES / "sys.json"))
-    assert simulate_workload(network, system, tmp_path / "w").time_ns == case["time_ns"]
+    report = simulate_workload(network, system, tmp_path / "w", congestion=case["backend"])
+    assert report.time_ns == case["time_ns"]
 
 
 def test_workload_table_covers_what_the_workload_layer_does() -> None:
@@ -44,4 +46,5 @@ def test_workload_table_covers_what_the_workload_layer_does() -> None:
     assert any(not all(n.get("dims", [True])) for c in CASES for n in c["nodes"])
     assert any(n.get("cpu") for c in CASES for n in c["nodes"])
     assert any(n.get("us") == 0 for c in CASES for n in c["nodes"])
+    assert {c["backend"] for c in CASES} == {"aware", "unaware"}
     assert len(CASES) >= 100
