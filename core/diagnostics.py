@@ -13,11 +13,12 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xdsl.dialects.builtin import FileLineColLoc
-from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
+
+if TYPE_CHECKING:  # xdsl.ir and the builtin dialect take ~0.3 s to import: tools that only
+    from xdsl.ir import Operation  # report file errors (ccopt-sim, ccopt-et) do without them
 
 
 @dataclass
@@ -99,6 +100,8 @@ class OpWarning(UserWarning):
 
 
 def render_at_op(op: Operation, message: str, source: SourceText | None, severity: str) -> str:
+    from xdsl.dialects.builtin import FileLineColLoc
+
     text = f"'{op.name}' op {message}"
     loc = op.location
     if isinstance(loc, FileLineColLoc):

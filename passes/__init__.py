@@ -78,6 +78,12 @@ def _overlap() -> type[ModulePass]:
     return Overlap
 
 
+def _autotune() -> type[ModulePass]:
+    from ccopt.passes.autotune import Autotune
+
+    return Autotune
+
+
 def _inline() -> type[ModulePass]:
     from ccopt.passes.inline import Inline
 
@@ -106,6 +112,7 @@ BUILTIN_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fuse-elementwise": _fuse_elementwise,
     "fuse-collective": _fuse_collective,
     "overlap": _overlap,
+    "autotune": _autotune,
     "inline": _inline,
     "convert-to-kernel": _convert_to_kernel,
     "plan-memory": _plan_memory,

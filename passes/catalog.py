@@ -73,6 +73,14 @@ CATALOG: dict[str, PassInfo] = {
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only overlap collectives with one of these `tag` attributes (then refusals are errors).'),
         ),
     ),
+    'autotune': PassInfo(
+        "Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time.",
+        (
+            OptionInfo(name='machine', kind='str', default='dgx2-v100', meaning='Machine preset or machine YAML file to simulate on.'),
+            OptionInfo(name='chunks', kind='int,...', default='(1, 2, 4, 8)', meaning='Chunk counts tried for overlap.'),
+            OptionInfo(name='print', kind='bool', default='false', meaning="Print every candidate's simulated step time on stderr."),
+        ),
+    ),
     'inline': PassInfo(
         "Replace calls by the callee's body, callees first; erase private callees left uncalled.",
         (

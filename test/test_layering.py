@@ -36,6 +36,7 @@ LAYERS = {  # a module may import modules of its own layer or a lower one
     "ccopt.interpreters": 3,
     "ccopt.backends": 3,
     "ccopt.runner": 4,
+    "ccopt.simulation": 4,  # `ccopt.simulate`: loads, resizes, applies a pipeline, simulates
     "ccopt.frontend": 4,
     "ccopt": 4,  # the package root: `ccopt.run`, `ccopt.build`, ... (a façade over the runner)
     "ccopt.tools": 5,

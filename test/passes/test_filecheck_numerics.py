@@ -24,8 +24,8 @@ def cases() -> list[tuple[str, int, str, str]]:
     out = []
     for path in sorted(SUITE.glob("*.mlir")):
         text = path.read_text()
-        pipelines = [
-            m.group(1)
+        pipelines = [  # lit's %S (the test's folder) in a pass option, e.g. a machine file
+            m.group(1).replace("%S", str(SUITE))
             for m in map(PIPELINE.match, text.splitlines())
             if m and "--verify-diagnostics" not in m.group(2)
         ]

@@ -1,0 +1,310 @@
+"""`autotune`: choose each collective's schedule by simulated step time (CoCoNeT's autotuner).
+
+CoCoNeT enumerated its schedules and measured them; ccopt ranks them with its simulator
+(`ccopt.sim`, ccopt mode) on a machine. For each `coll.all_reduce` of the program, in program
+order, the candidates are:
+
+| candidate | passes applied to that all-reduce |
+|---|---|
+| `leave` | none |
+| `split+reorder+fuse` | split-all-reduce, reorder-elementwise, fuse-elementwise |
+| `fused` | fuse-collective (the all-reduce and the elementwise ops that consume it), fuse-elementwise |
+| `overlap k` | overlap{chunks=k} (the matmul that produces it, chunk by chunk) |
+| `split+reorder+fuse, overlap k` | the second row, then overlap{chunks=k} of its reduce-scatter |
+| `fused, overlap k` | the third row, then overlap{chunks=k} of the fused collective |
+
+A candidate that a pass refuses (no matmul to overlap with, nothing to fuse) is left out. The
+fastest candidate wins (the earlier one on a tie), is applied, and the next collective is tuned
+on the result (greedy, one collective at a time). A `coll.reduce_scatter` is tried with the
+rows that do not split (leave, fused, overlap k, fused + overlap k), a `coll.all_gather` with
+leave and overlap k (with the matmul it feeds). Every candidate is made of ccopt's own
+verified passes, so the result passes `ccopt-run --check-pipeline 'autotune{...}'` as they do.
+
+```mlir
+%y = dtensor.matmul %x, %w : ... -> ...[P(sum)]
+%r = coll.all_reduce sum %y over [tp] : ...[P(sum)] -> ...[R]
+// autotune{machine=dgx2-v100 chunks=1,2,4,8} on GPT-2 8.3B's row-parallel layer picks
+// fused, overlap 4: chunked matmuls and fused collectives on two streams
+```
+`print=true` prints the table of candidates and their simulated step times on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+from ccopt.diagnostics import CcoptError, OpWarning
+from ccopt.dialects import coll, sched
+from ccopt.passes.common import TAG, is_elementwise, tag_of
+from ccopt.passes.options import option
+
+if TYPE_CHECKING:
+    from ccopt.sim.machine import Machine
+
+TUNED = "autotune."
+"""Prefix of the temporary tags that point the passes at the collective being tuned."""
+
+Step = Callable[[str], ModulePass]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    steps: tuple[Step, ...]
+    whole_consumers: bool = False  # tag the elementwise consumers too (for fuse-collective)
+
+
+def _split(t: str) -> ModulePass:
+    from ccopt.passes.split_all_reduce import SplitAllReduce
+
+    return SplitAllReduce(tags=(t,))
+
+
+def _reorder(t: str) -> ModulePass:
+    from ccopt.passes.reorder_elementwise import ReorderElementwise
+
+    return ReorderElementwise(tags=(t,))
+
+
+def _fuse_elementwise(_t: str) -> ModulePass:
+    from ccopt.passes.fuse_elementwise import FuseElementwise
+
+    return FuseElementwise()
+
+
+def _fuse_collective(t: str) -> ModulePass:
+    from ccopt.passes.fuse_collective import FuseCollective
+
+    return FuseCollective(group=(t,))
+
+
+def _overlap(chunks: int) -> Step:
+    def step(t: str) -> ModulePass:
+        from ccopt.passes.overlap import Overlap
+
+        return Overlap(chunks=chunks, tags=(t,))
+
+    return step
+
+
+def candidates(op: Operation, chunks: Sequence[int]) -> list[Candidate]:
+    """The schedules tried for one collective, simplest first: for an all-reduce every row of
+    the table above; for a reduce-scatter those without the split; for an all-gather, leaving
+    it or overlapping it with the matmul it feeds."""
+    split = (_split, _reorder, _fuse_elementwise)
+    fused = (_fuse_collective, _fuse_elementwise)
+    out = [Candidate("leave", ())]
+    if isinstance(op, coll.AllReduceOp):
+        out.append(Candidate("split+reorder+fuse", split))
+    if not isinstance(op, coll.AllGatherOp):
+        out.append(Candidate("fused", fused, whole_consumers=True))
+    for k in chunks:
+        out.append(Candidate(f"overlap {k}", (_overlap(k),)))
+        if isinstance(op, coll.AllReduceOp):
+            out.append(Candidate(f"split+reorder+fuse, overlap {k}", (*split, _overlap(k))))
+        if not isinstance(op, coll.AllGatherOp):
+            out.append(
+                Candidate(f"fused, overlap {k}", (*fused, _overlap(k)), whole_consumers=True)
+            )
+    return out
+
+
+TUNED_OPS = (coll.AllReduceOp, coll.ReduceScatterOp, coll.AllGatherOp)
+"""The collectives autotune chooses a schedule for (those the program has before it runs;
+what an earlier choice makes of a collective belongs to that choice)."""
+
+
+@dataclass(frozen=True)
+class Autotune(ModulePass):
+    """Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time."""
+
+    name = "autotune"
+
+    machine: str = option("dgx2-v100", "Machine preset or machine YAML file to simulate on.")
+    chunks: tuple[int, ...] = option((1, 2, 4, 8), "Chunk counts tried for overlap.")
+    print: bool = option(False, "Print every candidate's simulated step time on stderr.")
+
+    def __post_init__(self) -> None:
+        if not self.chunks or any(k < 1 for k in self.chunks):
+            raise ValueError(f"autotune: chunks must be >= 1, got {list(self.chunks)}")
+        from ccopt.sim.machine import load_machine
+
+        try:  # a bad machine fails the pipeline when it is read, as a bad option does
+            load_machine(self.machine)
+        except CcoptError as e:
+            raise ValueError(f"autotune: {e}") from None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from ccopt.sim.machine import load_machine
+
+        machine = load_machine(self.machine)
+        targets = [o for o in op.walk() if isinstance(o, TUNED_OPS)]
+        for n, target in enumerate(targets):
+            target.attributes[ID] = IntegerAttr(n, i64)
+        rows: list[tuple[str, str, int | None]] = []
+        try:
+            for n, original in enumerate(targets):
+                if _find(op, n) is None:  # an earlier choice fused it away
+                    continue
+                label = _label(original, n)
+                entry = _function_of(original)
+                timed = [
+                    (c, _time(op, n, c, machine, entry)) for c in candidates(original, self.chunks)
+                ]
+                rows += [(label, c.name, t) for c, t in timed]
+                best = min((x for x in timed if x[1] is not None), key=lambda x: x[1])[0]  # type: ignore[arg-type,return-value]
+                _apply(op, n, best)
+                rows.append((label, f"-> {best.name}", None))
+        finally:
+            for o in op.walk():
+                if ID in o.attributes:
+                    del o.attributes[ID]
+        if self.print:
+            _print_table(rows, machine.name)
+
+
+ID = "autotune.id"
+"""A temporary attribute that numbers the program's collectives while they are tuned."""
+
+
+def _find(module: Operation, n: int) -> Operation | None:
+    for o in module.walk():
+        if isinstance(o, TUNED_OPS):
+            attr = o.attributes.get(ID)
+            if isinstance(attr, IntegerAttr) and attr.value.data == n:
+                return o
+    return None
+
+
+def _label(op: Operation, n: int) -> str:
+    name = op.results[0].name_hint
+    return f"%{name}" if name else f"{op.name.removeprefix('coll.')} #{n}"
+
+
+def _function_of(op: Operation) -> str | None:
+    """The function holding a collective: the one whose step time decides its schedule."""
+    from xdsl.dialects import func
+
+    while op is not None and not isinstance(op, func.FuncOp):
+        op = op.parent_op()  # type: ignore[assignment]
+    return op.sym_name.data if op is not None else None
+
+
+def _time(
+    module: ModuleOp, n: int, candidate: Candidate, machine: Machine, entry: str | None
+) -> int | None:
+    """The simulated step time of the module with `candidate` applied to its n-th collective,
+    or None when a pass refuses it."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from ccopt.sim.program import simulate_module
+
+    trial = module.clone()
+    try:
+        _apply(trial, n, candidate)
+    except (CcoptError, DiagnosticException, ValueError):
+        return None
+    return simulate_module(trial, machine, entry=entry).step_time_ns
+
+
+def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
+    """Apply a candidate's passes to the n-th collective only, through a temporary tag that
+    follows the collectives the passes make from it; a pass that refuses raises."""
+    from ccopt.ir import inherit_locations, verify_module
+
+    target = _find(module, n)
+    assert target is not None
+    tag = f"{TUNED}{n}"
+    gather = isinstance(target, coll.AllGatherOp)
+    saved = {o: tag_of(o) for o in _targets(target, candidate.whole_consumers)}
+    for o in saved:
+        o.attributes[TAG] = StringAttr(tag)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OpWarning)  # fewer chunks than asked: still valid
+            for step in candidate.steps:
+                p = step(tag)
+                if p.name == "overlap":
+                    _narrow(module, tag, gather)
+                before = set(module.walk())
+                p.apply(Context(), module)
+                _follow(module, before, tag, p)
+                inherit_locations(module)  # as every pipeline does after each pass
+                verify_module(module)
+    finally:
+        _untag(module, tag, saved)
+
+
+def _targets(target: Operation, consumers: bool) -> list[Operation]:
+    """The collective, and with `consumers` the elementwise ops that compute on its result
+    (transitively) - the group fuse-collective fuses."""
+    out: list[Operation] = [target]
+    if not consumers:
+        return out
+    frontier = [target]
+    seen: set[Operation] = {target}
+    while frontier:
+        for r in frontier.pop().results:
+            for use in r.uses:
+                user = use.operation
+                if user not in seen and is_elementwise(user) and user.parent is target.parent:
+                    seen.add(user)
+                    out.append(user)
+                    frontier.append(user)
+    return out
+
+
+def _follow(module: ModuleOp, before: set[Operation], tag: str, p: ModulePass) -> None:
+    """Tag what a tagged pass made of the tuned ops (ops with a derived tag such as `t.rs`,
+    and new collectives and regions), so that the next pass finds them."""
+    for o in module.walk():
+        old = tag_of(o)
+        derived = old is not None and old.startswith(tag + ".")
+        made = old is None and o not in before and p.name != "fuse-elementwise"
+        if derived or (made and isinstance(o, _SCHEDULED)):
+            o.attributes[TAG] = StringAttr(tag)
+
+
+_SCHEDULED = (coll.CollectiveOp, coll.FusedAllReduceOp, sched.ExecuteOp)
+
+
+def _narrow(module: ModuleOp, tag: str, gather: bool) -> None:
+    """Overlap refuses a tagged op it cannot chunk: leave the tag on the collective to overlap
+    (the all-gather being tuned, or the reduction an all-reduce became - not its all-gather)."""
+    keep = coll.AllGatherOp if gather else _OVERLAPPABLE
+    for o in module.walk():
+        if tag_of(o) == tag and not isinstance(o, keep):
+            o.attributes[TAG] = StringAttr(tag + "~")
+
+
+_OVERLAPPABLE = (coll.AllReduceOp, coll.ReduceScatterOp, coll.FusedAllReduceOp)
+
+
+def _untag(module: ModuleOp, tag: str, saved: dict[Operation, str | None]) -> None:
+    for o in module.walk():
+        old = tag_of(o)
+        if old is not None and (old in (tag, tag + "~") or old.startswith(tag + ".")):
+            del o.attributes[TAG]
+    for o, old in saved.items():
+        if old is not None and o.parent is not None:
+            o.attributes[TAG] = StringAttr(old)
+
+
+def _print_table(rows: list[tuple[str, str, int | None]], machine: str) -> None:
+    width = max((len(c) for _, c, _ in rows), default=10)
+    print(f"autotune on {machine}: simulated step time per candidate", file=sys.stderr)
+    for collective, name, ns in rows:
+        if ns is None and name.startswith("->"):
+            print(f"  {collective:<16} {name}", file=sys.stderr)
+            continue
+        shown = "refused" if ns is None else f"{ns:>12,} ns"
+        print(f"  {collective:<16} {name:<{width}} {shown}", file=sys.stderr)

@@ -1,0 +1,292 @@
+"""The ccopt-mode engine: monotone in size and bandwidth, symmetric = full, the order of events
+respects every edge the interpreter and the GPU respect, overlap hides communication."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sim_programs import row_parallel
+
+import ccopt
+from ccopt.diagnostics import CcoptError
+from ccopt.passes.pipeline import apply_pipeline
+from ccopt.program import bind_mesh, find_entry, load_program
+from ccopt.sim.machine import load_machine
+from ccopt.sim.program import (
+    Engine,
+    predicted_step_time_ns,
+    program_mesh,
+    rank_classes,
+    simulate_module,
+)
+from ccopt.sim.tasks import TaskGraph
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SCHEDULE = "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=4}"
+LOWER = "inline,convert-to-kernel,plan-memory"
+V100 = load_machine("dgx2-v100")
+A100 = load_machine("dgx-a100")
+
+
+def module_of(text: str, pipeline: str = "", mesh: str | None = None):  # noqa: ANN201
+    m = load_program(text)
+    bind_mesh(m, mesh)
+    return apply_pipeline(m, pipeline) if pipeline else m
+
+
+def engine_of(module, machine=V100, symmetric: bool = True) -> Engine:  # noqa: ANN001
+    from ccopt.program import module_meshes
+
+    graph = TaskGraph(find_entry(module, None))
+    mesh, types = program_mesh(graph, module_meshes(module))
+    classes, _ = rank_classes(types, mesh, symmetric)
+    engine = Engine(graph, machine.fit(mesh.rank_count), mesh, classes)
+    engine.run()
+    engine.check_finished()
+    return engine
+
+
+def test_report_has_the_contract_keys() -> None:
+    r = ccopt.simulate(row_parallel(1024, 3072, 12288), "dgx2-v100")
+    data = r.to_json()
+    for key in ("step_time_ns", "exposed_comm_ns", "compute_ns"):
+        assert isinstance(data[key], int) and data[key] > 0
+    assert r.compute_ns + r.exposed_comm_ns <= r.step_time_ns
+    assert r.ranks == 16 and len(r.classes) == 1
+
+
+def test_overlap_hides_communication_at_the_papers_size() -> None:
+    text = row_parallel(8192, 3072, 12288)
+    plain = ccopt.simulate(
+        text, "dgx2-v100", pipeline="split-all-reduce,reorder-elementwise,fuse-elementwise"
+    )
+    overlapped = ccopt.simulate(text, "dgx2-v100", pipeline=SCHEDULE)
+    assert overlapped.exposed_comm_ns < plain.exposed_comm_ns
+    assert overlapped.step_time_ns < plain.step_time_ns
+    assert overlapped.overlap_percent > 30  # the final all-gather stays exposed
+    assert 1 in overlapped.stream_busy_ns
+
+
+@pytest.mark.parametrize("level", ["", SCHEDULE, SCHEDULE + "," + LOWER])
+def test_every_level_is_simulated(level: str) -> None:
+    r = ccopt.simulate(row_parallel(2048, 1024, 4096), "dgx-a100", pipeline=level)
+    assert r.step_time_ns > 0 and r.comm_ns > 0
+
+
+def test_l2_and_l3_of_one_schedule_agree() -> None:
+    """Lowering a schedule to kernels changes no timing: same tasks, same streams, same edges."""
+    text = row_parallel(4096, 2048, 8192)
+    l2 = ccopt.simulate(text, "dgx2-v100", pipeline=SCHEDULE)
+    l3 = ccopt.simulate(text, "dgx2-v100", pipeline=SCHEDULE + "," + LOWER)
+    assert abs(l2.step_time_ns - l3.step_time_ns) <= 0.05 * l2.step_time_ns
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    tokens=st.integers(1, 4096),
+    hidden=st.integers(16, 4096),
+    grow=st.integers(1, 4096),
+    schedule=st.sampled_from(["", SCHEDULE]),
+)
+def test_time_never_decreases_with_size(tokens: int, hidden: int, grow: int, schedule: str) -> None:
+    small = ccopt.simulate(row_parallel(tokens, hidden, 512), V100, pipeline=schedule)
+    large = ccopt.simulate(row_parallel(tokens + grow, hidden, 512), V100, pipeline=schedule)
+    assert large.step_time_ns >= small.step_time_ns
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    tokens=st.integers(1, 8192),
+    factor=st.floats(0.05, 0.99),
+    schedule=st.sampled_from(["", SCHEDULE]),
+)
+def test_time_never_decreases_when_bandwidth_shrinks(
+    tokens: int, factor: float, schedule: str
+) -> None:
+    module = module_of(row_parallel(tokens, 1024, 4096), schedule)
+    fast = simulate_module(module, V100).step_time_ns
+    assert simulate_module(module, V100.with_bandwidth_scale(factor)).step_time_ns >= fast
+    slow_memory = V100.with_gpu(hbm_bytes_per_ns=V100.gpu.hbm_bytes_per_ns * factor)
+    assert simulate_module(module, slow_memory).step_time_ns >= fast
+
+
+@pytest.mark.parametrize(
+    ("example", "pipeline", "mesh"),
+    [
+        ("megatron_mlp.mlir", "", None),
+        (
+            "megatron_mlp.mlir",
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}",
+            "dp=3,tp=4",
+        ),
+        (
+            "megatron_mlp.mlir",
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}," + LOWER,
+            "dp=3",
+        ),
+        (
+            "sgd.mlir",
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
+            "dp=3",
+        ),
+        (
+            "adam.mlir",
+            "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise",
+            "dp=8",
+        ),
+        ("pipeline_boundary.mlir", "pipeline-p2p,fuse-elementwise", "tp=3"),
+    ],
+)
+def test_symmetric_and_full_simulation_agree(example: str, pipeline: str, mesh: str | None) -> None:
+    """Uneven blocks make several rank classes; simulating one per class predicts what
+    simulating every rank does."""
+    module = module_of((EXAMPLES / example).read_text(), pipeline, mesh)
+    symmetric = simulate_module(module, A100)
+    full = simulate_module(module, A100, symmetric=False)
+    assert len(full.classes) == full.ranks
+    assert symmetric.step_time_ns == full.step_time_ns
+    assert symmetric.exposed_comm_ns == full.exposed_comm_ns
+    assert symmetric.compute_ns == full.compute_ns
+
+
+def test_uneven_blocks_make_rank_classes() -> None:
+    module = module_of((EXAMPLES / "sgd.mlir").read_text(), "", "dp=3")
+    r = simulate_module(module, V100)
+    assert sum(c.ranks for c in r.classes) == r.ranks == 3
+
+
+ORDERED = [
+    (row_parallel(2048, 1024, 4096), SCHEDULE, None),
+    ((EXAMPLES / "megatron_mlp.mlir").read_text(), SCHEDULE, "dp=3"),
+    (
+        (EXAMPLES / "megatron_mlp.mlir").read_text(),
+        SCHEDULE.replace("overlap", "fuse-collective,overlap"),
+        None,
+    ),
+    (
+        (EXAMPLES / "adam.mlir").read_text(),
+        "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise,fuse-collective",
+        "dp=3",
+    ),
+    ((EXAMPLES / "pipeline_boundary.mlir").read_text(), "pipeline-p2p,fuse-elementwise", None),
+]
+
+
+@pytest.mark.parametrize(("text", "pipeline", "mesh"), ORDERED)
+def test_events_respect_the_stream_order_of_the_kernel_level(
+    text: str, pipeline: str, mesh: str | None
+) -> None:
+    """At L3, whatever `ccopt.streams.StreamOrder` (what plan-memory proves against, the GPU's
+    rules) says completes before an op does so in the simulation, on every rank class."""
+    from xdsl.dialects import func
+
+    from ccopt.dialects import kernel
+    from ccopt.streams import StreamOrder
+
+    module = module_of(text, pipeline + "," + LOWER, mesh)
+    engine = engine_of(module, A100)
+    f = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    order = StreamOrder(f.body.block.ops)
+    task_of = {t.op: t.index for t in engine.tasks if isinstance(t.op, kernel.DeviceOp)}
+    by_place = {place: op for op, place in order.place.items()}
+    checked = 0
+    for c in range(len(engine.classes)):
+        for op, clock in order.clock.items():
+            for stream, count in clock.items():
+                for index in range(count):
+                    before = by_place[(stream, index)]
+                    assert engine.finish[c][task_of[before]] <= engine.start[c][task_of[op]]
+                    checked += 1
+    assert checked > 5
+
+
+@pytest.mark.parametrize(("text", "pipeline", "mesh"), ORDERED)
+def test_events_respect_tokens_futures_and_data_at_the_schedule_level(
+    text: str, pipeline: str, mesh: str | None
+) -> None:
+    """At L2, each op starts after its operands' producers, and after the regions whose
+    futures and tokens it waits for (the interpreter's order), on every rank class."""
+    module = module_of(text, pipeline, mesh)
+    engine = engine_of(module, A100)
+    by_op: dict = {}
+    for t in engine.tasks:
+        by_op.setdefault(t.op, []).append(t.index)
+    for c in range(len(engine.classes)):
+        start, finish = engine.start[c], engine.finish[c]
+        for t in engine.tasks:
+            for d in t.deps:
+                assert finish[d] <= start[t.index]
+            for operand in t.op.operands:
+                for p in by_op.get(operand.owner, []):
+                    if p < t.index:
+                        assert finish[p] <= start[t.index]
+        for q in engine.queues.values():
+            for a, b in zip(q, q[1:], strict=False):
+                assert finish[a] <= start[b]
+
+
+def test_calls_are_expanded() -> None:
+    text = (EXAMPLES.parent / "test" / "filecheck" / "passes" / "inline-callees.mlir").read_text()
+    text = text.split("// -----")[0]
+    inlined = simulate_module(module_of(text, "inline"), V100)
+    called = simulate_module(module_of(text), V100)
+    assert called.step_time_ns == inlined.step_time_ns
+
+
+def test_predicted_step_time_of_a_module() -> None:
+    module = module_of(row_parallel(1024, 1024, 4096))
+    assert predicted_step_time_ns(module, "dgx2-v100") == simulate_module(module, V100).step_time_ns
+
+
+def test_a_bigger_network_group_is_slower() -> None:
+    """tp inside a DGX A100 node is faster than the same all-reduce across nodes."""
+    inside = ccopt.simulate(row_parallel(4096, 4096, 16384, tp=8), "dgx-a100")
+    across = ccopt.simulate(row_parallel(4096, 4096, 16384, tp=16), "dgx-a100")
+    assert across.comm_ns > inside.comm_ns
+
+
+def test_errors() -> None:
+    with pytest.raises(CcoptError, match="model 'astra'"):
+        ccopt.simulate(row_parallel(8, 8, 16), "dgx2-v100", model="astra")
+    with pytest.raises(CcoptError, match="32 ranks"):
+        ccopt.simulate(row_parallel(8, 8, 32, tp=32), "dgx2-v100")
+
+
+def test_exposed_time_is_communication_outside_compute() -> None:
+    from ccopt.sim.program import _minus, _union
+
+    comm = _union([(0, 10), (5, 20), (30, 40)])
+    assert comm == [(0, 20), (30, 40)]
+    compute = _union([(2, 4), (8, 35)])
+    assert _minus(comm, compute) == (2 - 0) + (8 - 4) + (40 - 35)
+    assert _minus(comm, []) == 30 and _minus([], compute) == 0
+
+
+def test_each_function_runs_on_its_own_mesh() -> None:
+    """A module may declare a mesh per function (the lit suites do): each function is simulated
+    on the mesh its tensors name."""
+    from xdsl.dialects import func
+
+    text = (
+        EXAMPLES.parent / "test" / "filecheck" / "passes" / "convert-to-kernel.mlir"
+    ).read_text()
+    module = module_of(text)
+    functions = [o.sym_name.data for o in module.ops if isinstance(o, func.FuncOp)]
+    ranks = set()
+    for f in functions:
+        try:
+            ranks.add(simulate_module(module, A100, entry=f).ranks)
+        except CcoptError as e:  # a function that mixes two meshes is told so
+            assert "uses several meshes" in str(e)
+    assert len(ranks) > 1
+
+
+def test_loops_and_branches_are_refused_at_the_op() -> None:
+    text = (EXAMPLES.parent / "test" / "filecheck" / "passes" / "inline.mlir").read_text()
+    chunk = next(c for c in text.split("// -----") if "@branchy" in c)
+    with pytest.raises(CcoptError) as e:
+        simulate_module(module_of(chunk), A100, entry="branchy")
+    assert "'cf.br' op the simulator times straight-line code" in e.value.render()
