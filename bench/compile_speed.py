@@ -152,7 +152,12 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     table = [list(header), *map(list, rows)]
     widths = [max(len(line[c]) for line in table) for c in range(len(header))]
     for k, line in enumerate(table):
-        print("  ".join([line[0].ljust(widths[0])] + [s.rjust(w) for s, w in zip(line[1:], widths[1:])]))
+        print(
+            "  ".join(
+                [line[0].ljust(widths[0])]
+                + [s.rjust(w) for s, w in zip(line[1:], widths[1:], strict=True)]
+            )
+        )
         if k == 0:
             print("  ".join("-" * w for w in widths))
 
@@ -205,7 +210,12 @@ def xdsl_rows(ops: int, repeat: int, tmp: Path) -> list[list[str]]:
     c_help = best_time([ccopt, "--help"], repeat)
     n = 8 * blocks + 1
     return [
-        [f"parse+print, {n} ops (dtensor vs plain)", f"{c_pp:.2f}s", f"{x_pp:.2f}s", f"{c_pp / x_pp:.2f}x"],
+        [
+            f"parse+print, {n} ops (dtensor vs plain)",
+            f"{c_pp:.2f}s",
+            f"{x_pp:.2f}s",
+            f"{c_pp / x_pp:.2f}x",
+        ],
         ["--help start-up", f"{c_help:.3f}s", f"{x_help:.3f}s", f"{c_help / x_help:.2f}x"],
     ]
 

@@ -8,31 +8,31 @@ ccopt users need `file:line:col` of the op at fault, so both are wrapped here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyDenseElement,
-    ArrayAttr,
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
     IntAttr,
     LocationAttr,
-    RankedStructure,
     ModuleOp,
+    RankedStructure,
     StringAttr,
     UnknownLoc,
     UnregisteredAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from ccopt.diagnostics import LocatedError, OpError, SourceText, first_line
-from ccopt.mesh import Mesh
+from ccopt.diagnostics import LocatedError, SourceText, first_line
+from ccopt.verifier import verify_module
+
+__all__ = ["make_context", "parse_module", "verify_module", "inherit_locations"]
 
 
 def make_context(allow_unregistered: bool = False) -> Context:
@@ -195,231 +195,6 @@ def lexer_message(error: ParseError, text: str) -> str:
     return error.msg
 
 
-def verify_module(module: Operation) -> None:
-    """Verify every op, then SSA dominance; the first failure becomes an OpError.
-
-    Like `mlir-opt -verify-each`, this runs after every pass, so it must cost what the pass
-    changed, not what the module holds: an op whose verification key (`verification_key`) is
-    the one it verified with last time is not verified again. Ops are verified in walk order,
-    so the first failure is the one a full verification reports first."""
-    shapes: set[tuple[object, ...]] = module.__dict__.setdefault(_SHAPES, set())
-    for op, key in ops_to_verify(module):
-        shape = structural_key(op)
-        if shape is None or shape not in shapes:
-            try:
-                op.verify(verify_nested_ops=False)
-            except VerifyException as e:
-                message = first_line(e).removeprefix("Operation does not verify: ")
-                raise OpError(op, message) from None
-            if shape is not None:
-                shapes.add(shape)
-        op.__dict__[_VERIFIED] = key
-    check_tensor_types(module)
-    check_dominance(module)
-    check_call_updates(module)
-    check_memory_plans(module)
-
-
-_VERIFIED = "_ccopt_verified"
-"""Where an op keeps the verification key it last verified with (in its `__dict__`: it dies with
-the op, and a clone starts unverified)."""
-
-_MESHES = "_ccopt_mesh_declarations"
-
-
-def ops_to_verify(module: Operation) -> list[tuple[Operation, tuple[object, ...]]]:
-    """The ops of `module` (pre-order) whose verification key changed since they last verified,
-    with their new key. An op that holds a changed op is verified again too (its verifier may
-    look into its body: a fused op's scalar body, a function's terminator), and a change to the
-    module's mesh declarations re-verifies everything (op verifiers look their meshes up)."""
-    top = module.ops if isinstance(module, ModuleOp) else ()
-    meshes = tuple((op, tuple(op.properties.values())) for op in top if op.name == "dtensor.mesh")
-    previous = module.__dict__.get(_MESHES)
-    if previous is not None and previous[0] == meshes:
-        epoch = previous[1]
-    else:
-        epoch = object()
-        module.__dict__[_SHAPES] = set()
-    module.__dict__[_MESHES] = (meshes, epoch)
-    found: list[tuple[Operation, tuple[object, ...]] | None] = []
-
-    def visit(op: Operation) -> bool:
-        at = len(found)
-        found.append(None)
-        key = verification_key(op, epoch)
-        changed = op.__dict__.get(_VERIFIED) != key
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.ops:
-                    changed = visit(inner) or changed
-        if changed:
-            found[at] = (op, key)
-        return changed
-
-    visit(module)
-    return [entry for entry in found if entry is not None]
-
-
-def verification_key(op: Operation, epoch: object) -> tuple[object, ...]:
-    """Everything an op verifier reads: the op's kind, operands (values and types), result
-    types, properties, attributes, successors, the blocks and ops of its regions, where it sits
-    (its block, whether it ends it, the properties and attributes of the op around it), what a
-    call's callee declares, and the module's meshes (`epoch`). Compared element by element
-    (`is` first), so an unchanged op costs a few tuple builds and no hashing."""
-    block = op.parent
-    around = block.parent_op() if block is not None else None
-    operands = op.operands
-    return (
-        epoch,
-        type(op),
-        block,
-        op.next_op is None,
-        tuple(operands),
-        tuple(v.type for v in operands),
-        tuple(r.type for r in op.results),
-        tuple(op.properties.items()),
-        tuple(op.attributes.items()),
-        tuple(op.successors),
-        tuple(
-            (b, tuple(a.type for a in b.args), tuple(b.ops)) for r in op.regions for b in r.blocks
-        ),
-        None
-        if around is None
-        else (tuple(around.properties.items()), tuple(around.attributes.items())),
-        callee_signature(op) if op.name == "func.call" else None,
-    )
-
-
-_SHAPES = "_ccopt_verified_shapes"
-"""Where a module keeps the structural keys (`structural_key`) of the ops that verified in it."""
-
-_LOCAL_DIALECTS = frozenset({"dtensor", "coll", "sched", "kernel", "arith", "math"})
-_CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
-"""Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
-
-
-def structural_key(op: Operation) -> tuple[object, ...] | None:
-    """What an op's verifier reads when it reads nothing but the op itself - its kind, operand
-    and result types, properties, attributes, the structure of its regions - and the kind of op
-    it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike, so a
-    program that repeats a layer verifies each distinct op once: the structural keys that
-    verified are remembered per module. None for ops whose verifier may look further (symbol
-    tables, uses, plugins' ops)."""
-    name = op.name
-    if name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op.successors:
-        return None
-    block = op.parent
-    region = block.parent if block is not None else None
-    around = region.parent if region is not None else None
-    return (
-        type(op),
-        type(around),
-        op.next_op is None,
-        region is not None and region.first_block is not region.last_block,
-        tuple(v.type for v in op.operands),
-        tuple(r.type for r in op.results),
-        tuple(op.properties.items()),
-        tuple(op.attributes.items()),
-        region_structure(op) if op.regions else (),
-    )
-
-
-def region_structure(op: Operation) -> tuple[object, ...]:
-    """The regions of `op` up to renaming: every nested op with its kind, types, properties,
-    attributes, and which value (by position) each operand is; a value from outside the op
-    stands for its type."""
-    numbers: dict[SSAValue, int] = {}
-    out: list[object] = []
-
-    def visit(o: Operation) -> None:
-        for region in o.regions:
-            out.append(len(out))
-            for block in region.blocks:
-                out.append(tuple(a.type for a in block.args))
-                numbers.update((a, len(numbers)) for a in block.args)
-                for inner in block.ops:
-                    out.append(
-                        (
-                            type(inner),
-                            tuple(numbers.get(v, v.type) for v in inner.operands),
-                            tuple(r.type for r in inner.results),
-                            tuple(inner.properties.items()),
-                            tuple(inner.attributes.items()),
-                            len(inner.regions),
-                        )
-                    )
-                    numbers.update((r, len(numbers)) for r in inner.results)
-                    visit(inner)
-
-    visit(op)
-    return tuple(out)
-
-
-def callee_signature(call: Operation) -> tuple[object, ...] | object:
-    """What a call's verifier compares it against: its callee and the callee's function type
-    (a fresh object, so never equal, when there is no callee to look at)."""
-    from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of
-
-    anchor = symbol_table_of(call)
-    callee = call.properties.get("callee")
-    if anchor is None or callee is None:
-        return object()
-    found = lookup_symbol(anchor, callee.root_reference.data)  # type: ignore[attr-defined]
-    if found is None:
-        return object()
-    return (found, found.properties.get("function_type"))
-
-
-def check_tensor_types(module: Operation) -> None:
-    """Every distributed tensor type - of a result, a block argument or a function signature,
-    also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
-    Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
-    declaration). Each distinct type is checked once."""
-    meshes = {op.sym_name.data: op.mesh for op in module.walk() if op.name == "dtensor.mesh"}  # type: ignore[attr-defined]
-    verdicts: dict[Attribute, str | None] = {}
-
-    def check(op: Operation, labelled: Iterable[tuple[str, Attribute]]) -> None:
-        for label, t in labelled:
-            if t not in verdicts:
-                verdicts[t] = tensor_type_problem(t, meshes)
-            if verdicts[t] is not None:
-                raise OpError(op, f"{label}: {verdicts[t]}")
-
-    for op in module.walk():
-        check(op, ((f"result #{r.index}", r.type) for r in op.results))
-        for region in op.regions:
-            for block in region.blocks:
-                check(op, ((f"block argument #{a.index}", a.type) for a in block.args))
-        if op.name == "func.func":  # (by name: importing func would slow every start-up)
-            check(op, [("signature", op.function_type)])  # type: ignore[attr-defined]
-
-
-def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
-    """What is wrong with the distributed tensor types inside `t`, if anything."""
-    from ccopt.dialects.dtensor_type import DTensorType
-
-    if isinstance(t, DTensorType):
-        mesh = meshes.get(t.mesh_name)
-        if mesh is None:
-            return f"{t} names mesh @{t.mesh_name}, which no dtensor.mesh declares"
-        if len(t.placement_list) != mesh.ndim:
-            return (
-                f"{t} has {len(t.placement_list)} placements but mesh {mesh} has {mesh.ndim} "
-                f"ax{'is' if mesh.ndim == 1 else 'es'}"
-            )
-        return None
-    nested: Iterable[Attribute] = ()
-    if isinstance(t, ParametrizedAttribute):
-        nested = t.parameters
-    elif isinstance(t, ArrayAttr):
-        nested = t.data
-    for inner in nested:
-        problem = tensor_type_problem(inner, meshes)
-        if problem is not None:
-            return problem
-    return None
-
-
 def inherit_locations(module: Operation) -> None:
     """Give every op a pass created without a location (UnknownLoc) the location of the located
     op before it in its block, else of its parent: diagnostics about it then point at the source
@@ -437,98 +212,3 @@ def inherit_locations(module: Operation) -> None:
                     visit(inner, inner.location)
 
     visit(module, module.location)
-
-
-def check_dominance(op: Operation) -> None:
-    """Every operand is defined before its use, in its block or an enclosing one, and every
-    block of an op that needs terminators has one, as MLIR's verifier requires (xDSL's checks
-    neither: the parser accepts forward references, and `func.func @f(%x: t) {}` makes an empty
-    entry block). One walk with a scoped set of visible values: linear in the program size."""
-    from xdsl.traits import NoTerminator
-
-    visible: set[SSAValue] = set()
-
-    def visit(op: Operation) -> None:
-        for i, v in enumerate(op.operands):
-            if v not in visible:
-                raise OpError(op, f"operand #{i} does not dominate this use")
-        for r, region in enumerate(op.regions):
-            blocks = list(region.blocks)
-            if any(b.first_op is None for b in blocks) and not op.has_trait(NoTerminator):
-                raise OpError(op, f"region #{r} has an empty block: a block needs a terminator")
-            scoped = [v for b in blocks for v in b.args]
-            if (
-                len(blocks) > 1
-            ):  # no CFG dominance analysis: a multi-block region sees all its values
-                scoped += [r for b in blocks for o in b.ops for r in o.results]
-            visible.update(scoped)
-            for block in blocks:
-                for inner in block.ops:
-                    visit(inner)
-                    if len(blocks) == 1:
-                        scoped.extend(inner.results)
-                        visible.update(inner.results)
-            visible.difference_update(scoped)
-
-    visit(op)
-
-
-def check_call_updates(module: Operation) -> None:
-    """A call that updates operands in place (its callee has `dtensor.update`s) writes into
-    storage the caller owns: each such operand is an argument of the caller, with no other
-    updater (an update or another call)."""
-    if not any(op.name == "func.call" for op in module.walk()):
-        return  # (by name: importing the func dialect would slow every start-up)
-    from ccopt.dialects.dtensor import CallUpdates, UpdateOp, enclosing_function, is_entry_argument
-
-    updates = CallUpdates(module)
-    updater: dict[SSAValue, Operation] = {
-        op.target: op for op in module.walk() if isinstance(op, UpdateOp)
-    }
-    for callee, calls in updates.calls.items():
-        for call in calls:
-            caller = enclosing_function(call).sym_name.data
-            for i in updates.updated_operands(call):
-                operand = call.operands[i]
-                if not is_entry_argument(operand, enclosing_function(call)):
-                    raise OpError(
-                        call,
-                        f"operand #{i} is updated in place by @{callee}, so it must be an "
-                        f"argument of @{caller}",
-                    )
-                if operand in updater:
-                    raise OpError(
-                        call,
-                        f"operand #{i} is updated in place by @{callee}, but argument "
-                        f"#{operand.index} of @{caller} is also updated by "
-                        f"'{updater[operand].name}'",
-                    )
-                updater[operand] = call
-
-
-def check_memory_plans(module: Operation) -> None:
-    """Kernel-level functions with a planned workspace (`kernel.workspace`, bytes) keep every
-    buffer inside it and never let two buffers share bytes while both may be in use; a function
-    without one places no buffer."""
-    from xdsl.dialects.builtin import IntegerAttr
-
-    functions = module.ops if isinstance(module, ModuleOp) else module.walk()
-    for f in functions:
-        workspace = f.attributes.get("kernel.workspace") if f.name == "func.func" else None
-        if workspace is None:
-            check_unplanned(f)
-            continue
-        if not isinstance(workspace, IntegerAttr) or workspace.value.data < 0:
-            raise OpError(f, "kernel.workspace must be a non-negative integer (bytes)")
-        from ccopt.streams import check_memory_plan
-
-        check_memory_plan(f, workspace.value.data)
-
-
-def check_unplanned(f: Operation) -> None:
-    """No buffer of a function without a planned workspace has an offset (in it)."""
-    for op in f.walk():
-        if op.name == "kernel.alloc" and op.properties.get("offset") is not None:
-            raise OpError(
-                op, "has an offset, but its function has no planned workspace (kernel.workspace)"
-            )
