@@ -84,9 +84,10 @@ class VerificationWalk:
     per function the first buffer placed without a planned workspace."""
 
     def __init__(self, module: Operation):
-        from xdsl.traits import NoTerminator
+        from xdsl.traits import IsolatedFromAbove, NoTerminator
 
         self.no_terminator = NoTerminator
+        self.isolated = IsolatedFromAbove
         self.visited: list[tuple[Operation, Key]] = []
         self.changed: list[tuple[Operation, Key]] = []
         self.meshes: list[Operation] = []
@@ -107,9 +108,15 @@ class VerificationWalk:
         self.note(op, function)
         if op.regions:
             inner_function = op if op.name == "func.func" else function
-            changed = self.visit_regions(op, inner_function) or changed
-            if changed and op is inner_function:
+            isolated = op.has_trait(self.isolated)
+            inside = self.visit_regions(op, inner_function, isolated)
+            if inside and op is inner_function:
                 self.dirty_functions.add(op)
+            # An op that holds a changed op is verified again (its verifier may read its
+            # regions), except an isolated one (a function, the module): its verifier reads
+            # its blocks' arguments and ops (in its key) and that no value comes from outside,
+            # which the dominance check (a fresh scope per isolated op) sees.
+            changed = changed or (inside and not isolated)
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
         return changed
@@ -138,11 +145,13 @@ class VerificationWalk:
                 op, "has an offset, but its function has no planned workspace (kernel.workspace)"
             )
 
-    def visit_regions(self, op: Operation, function: Operation | None) -> bool:
+    def visit_regions(self, op: Operation, function: Operation | None, isolated: bool) -> bool:
         """Visit the ops of `op`'s regions with a scope of visible values, as MLIR's dominance
-        check does (no CFG analysis: a multi-block region sees all its values)."""
+        check does (no CFG analysis: a multi-block region sees all its values); nothing from
+        outside an isolated op is visible in it."""
         changed = False
-        visible = self.visible
+        outside = self.visible
+        visible = self.visible = set() if isolated else outside
         for r, region in enumerate(op.regions):
             blocks = list(region.blocks)
             if (
@@ -168,6 +177,7 @@ class VerificationWalk:
                         visible.update(inner.results)
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
             visible.difference_update(scoped)
+        self.visible = outside
         return changed
 
 
@@ -189,7 +199,7 @@ def verification_key(op: Operation) -> Key:
         tuple([r.type for r in op.results]),
         tuple(op.properties.items()),
         tuple(op.attributes.items()),
-        op.successors,
+        op._successors,  # pyright: ignore[reportPrivateUsage]
         tuple([(b, b.arg_types, tuple(b.ops)) for r in op.regions for b in r.blocks])
         if op.regions
         else (),
@@ -219,7 +229,9 @@ def structural_key(op: Operation) -> Key | None:
     it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike. None
     for ops whose verifier may look further (symbol tables, uses, plugins' ops)."""
     name = op.name
-    if name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op.successors:
+    if (
+        name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op._successors  # pyright: ignore[reportPrivateUsage]
+    ):
         return None
     block = op.parent
     region = block.parent if block is not None else None

@@ -12,6 +12,7 @@ SMOKE_RUNS = {
     "startup.py": ["--ops", "40", "--repeat", "1"],
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
+    "compile_speed.py": ["--blocks", "2,20", "--repeat", "1"],
 }
 
 
@@ -62,3 +63,21 @@ def test_schedules_bench_compares_each_schedule() -> None:
     rows = ratio_rows(run_bench("schedules.py"))
     assert len(rows) >= 10
     assert all("x" in row for row in rows)
+
+
+def test_compile_speed_bench_rates_every_pipeline() -> None:
+    lines = run_bench("compile_speed.py")
+    rows = [
+        line.split(":")[0] + ":" + line.split(":")[1].split()[0] for line in lines if ": " in line
+    ]
+    assert rows == [
+        "megatron_mlp: parse+print",
+        "megatron_mlp: pipeline",
+        "megatron_mlp: +fuse-collective",
+        "megatron_mlp: cse,dce",
+        "adam: parse+print",
+        "adam: adam",
+        "lamb: parse+print",
+        "lamb: lamb",
+    ]
+    assert any(line.startswith("--help start-up") and line.endswith("x") for line in lines)
