@@ -19,6 +19,7 @@ kernel.nccl_all_gather %w_blk -> %w over [dp] stream 0 : ...     // in place: %w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from math import prod
 from typing import ClassVar
 
@@ -141,7 +142,14 @@ class DeviceOp(IRDLOperation):
 
 
 def _stream(stream: int) -> dict[str, Attribute]:
-    return {"stream": IntegerAttr(stream, i64)}
+    return {"stream": _stream_attr(stream)}
+
+
+@cache
+def _stream_attr(stream: int) -> IntegerAttr:
+    """Streams are a handful of small numbers; every device op names one (attributes are
+    immutable, and building one verifies it)."""
+    return IntegerAttr(stream, i64)
 
 
 def _expect(actual: DTensorType, expected: DTensorType, what: str) -> None:
