@@ -66,7 +66,7 @@ def verify_module(module: Operation) -> None:
 def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified."""
     for op, key in changed:
-        shape = structural_key(op)
+        shape = structural_key(op, key)
         if shape is None or shape not in shapes:
             try:
                 op.verify(verify_nested_ops=False)
@@ -200,12 +200,18 @@ def verification_key(op: Operation) -> Key:
         tuple(op.properties.items()),
         tuple(op.attributes.items()),
         op._successors,  # pyright: ignore[reportPrivateUsage]
-        tuple([(b, b.arg_types, tuple(b.ops)) for r in op.regions for b in r.blocks])
-        if op.regions
-        else (),
+        region_key(op) if op.regions else (),
         None if around is None else tuple(around.properties.items()),
         callee_signature(op) if op.name == "func.call" else None,
     )
+
+
+def region_key(op: Operation) -> Key:
+    """The blocks of `op`'s regions, their argument types and (except for a function, whose
+    verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
+    if op.name == "func.func":
+        return tuple([(b, b.arg_types) for r in op.regions for b in r.blocks])
+    return tuple([(b, b.arg_types, tuple(b.ops)) for r in op.regions for b in r.blocks])
 
 
 def callee_signature(call: Operation) -> Key | object:
@@ -223,11 +229,12 @@ def callee_signature(call: Operation) -> Key | object:
     return (found, found.properties.get("function_type"))
 
 
-def structural_key(op: Operation) -> Key | None:
+def structural_key(op: Operation, key: Key) -> Key | None:
     """What an op's verifier reads when it reads nothing but the op itself - its kind, operand
     and result types, properties, attributes, the structure of its regions - and the kind of op
     it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike. None
-    for ops whose verifier may look further (symbol tables, uses, plugins' ops)."""
+    for ops whose verifier may look further (symbol tables, uses, plugins' ops). `key` is the
+    op's verification key, whose tuples of types and attributes this shares."""
     name = op.name
     if (
         name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op._successors  # pyright: ignore[reportPrivateUsage]
@@ -236,15 +243,16 @@ def structural_key(op: Operation) -> Key | None:
     block = op.parent
     region = block.parent if block is not None else None
     around = region.parent if region is not None else None
+    _, _, is_last, _, operand_types, result_types, properties, attributes, *_ = key
     return (
         type(op),
         type(around),
-        op._next_op is None,  # pyright: ignore[reportPrivateUsage]
+        is_last,
         region is not None and region.first_block is not region.last_block,
-        tuple([v.type for v in op._operands]),  # pyright: ignore[reportPrivateUsage]
-        tuple([r.type for r in op.results]),
-        tuple(op.properties.items()),
-        tuple(op.attributes.items()),
+        operand_types,
+        result_types,
+        properties,
+        attributes,
         region_structure(op) if op.regions else (),
     )
 
