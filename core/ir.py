@@ -205,10 +205,13 @@ def inherit_locations(module: Operation) -> None:
         for region in op.regions:
             for block in region.blocks:
                 previous = enclosing
-                for inner in block.ops:
-                    if isinstance(inner.location, UnknownLoc):
+                inner = block.first_op
+                while inner is not None:  # (runs after every pass: no generator per block)
+                    if type(inner.location) is UnknownLoc:
                         inner.location = previous
                     previous = inner.location
-                    visit(inner, inner.location)
+                    if inner.regions:
+                        visit(inner, previous)
+                    inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
 
     visit(module, module.location)

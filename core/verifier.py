@@ -295,20 +295,24 @@ def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, M
     declaration). Only changed ops can hold a new type; each distinct type is checked once."""
     verdicts: dict[Attribute, str | None] = {}
 
-    def check(op: Operation, labelled: Iterable[tuple[str, Attribute]]) -> None:
-        for label, t in labelled:
-            if t not in verdicts:
-                verdicts[t] = tensor_type_problem(t, meshes)
-            if verdicts[t] is not None:
-                raise OpError(op, f"{label}: {verdicts[t]}")
+    def problem(t: Attribute) -> str | None:
+        if t not in verdicts:
+            verdicts[t] = tensor_type_problem(t, meshes)
+        return verdicts[t]
 
-    for op, _ in changed:
-        check(op, ((f"result #{r.index}", r.type) for r in op.results))
+    for op, key in changed:
+        for r, t in enumerate(key[5]):  # the result types
+            if problem(t) is not None:
+                raise OpError(op, f"result #{r}: {problem(t)}")
         for region in op.regions:
             for block in region.blocks:
-                check(op, ((f"block argument #{a.index}", a.type) for a in block.args))
+                for a, t in enumerate(block.arg_types):
+                    if problem(t) is not None:
+                        raise OpError(op, f"block argument #{a}: {problem(t)}")
         if op.name == "func.func":  # (by name: importing func would slow every start-up)
-            check(op, [("signature", op.function_type)])  # type: ignore[attr-defined]
+            signature = op.function_type  # type: ignore[attr-defined]
+            if problem(signature) is not None:
+                raise OpError(op, f"signature: {problem(signature)}")
 
 
 def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
