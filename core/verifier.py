@@ -243,9 +243,10 @@ def structural_key(op: Operation, key: Key) -> Key | None:
     block = op.parent
     region = block.parent if block is not None else None
     around = region.parent if region is not None else None
-    _, _, is_last, _, operand_types, result_types, properties, attributes, *_ = key
+    _, _, is_last, operands, operand_types, result_types, properties, attributes, *_ = key
     return (
         type(op),
+        tuple([operands.index(v) for v in operands]),  # which operands are the same value
         type(around),
         is_last,
         region is not None and region.first_block is not region.last_block,
