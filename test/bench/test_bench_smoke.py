@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,9 +68,7 @@ def test_schedules_bench_compares_each_schedule() -> None:
 
 def test_compile_speed_bench_rates_every_pipeline() -> None:
     lines = run_bench("compile_speed.py")
-    rows = [
-        line.split(":")[0] + ":" + line.split(":")[1].split()[0] for line in lines if ": " in line
-    ]
+    rows = [m.group(1) for m in map(re.compile(r"^(\w+: \S+)").match, lines) if m]
     assert rows == [
         "megatron_mlp: parse+print",
         "megatron_mlp: pipeline",
