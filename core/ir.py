@@ -8,31 +8,31 @@ ccopt users need `file:line:col` of the op at fault, so both are wrapped here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyDenseElement,
-    ArrayAttr,
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
     IntAttr,
     LocationAttr,
-    RankedStructure,
     ModuleOp,
+    RankedStructure,
     StringAttr,
     UnknownLoc,
     UnregisteredAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from ccopt.diagnostics import LocatedError, OpError, SourceText, first_line
-from ccopt.mesh import Mesh
+from ccopt.diagnostics import LocatedError, SourceText, first_line
+from ccopt.verifier import verify_module
+
+__all__ = ["make_context", "parse_module", "verify_module", "inherit_locations"]
 
 
 def make_context(allow_unregistered: bool = False) -> Context:
@@ -195,69 +195,6 @@ def lexer_message(error: ParseError, text: str) -> str:
     return error.msg
 
 
-def verify_module(module: Operation) -> None:
-    """Verify every op, then SSA dominance; the first failure becomes an OpError."""
-    for op in module.walk(reverse=False):
-        try:
-            op.verify(verify_nested_ops=False)
-        except VerifyException as e:
-            raise OpError(op, first_line(e).removeprefix("Operation does not verify: ")) from None
-    check_tensor_types(module)
-    check_dominance(module)
-    check_call_updates(module)
-    check_memory_plans(module)
-
-
-def check_tensor_types(module: Operation) -> None:
-    """Every distributed tensor type - of a result, a block argument or a function signature,
-    also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
-    Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
-    declaration). Each distinct type is checked once."""
-    meshes = {op.sym_name.data: op.mesh for op in module.walk() if op.name == "dtensor.mesh"}  # type: ignore[attr-defined]
-    verdicts: dict[Attribute, str | None] = {}
-
-    def check(op: Operation, labelled: Iterable[tuple[str, Attribute]]) -> None:
-        for label, t in labelled:
-            if t not in verdicts:
-                verdicts[t] = tensor_type_problem(t, meshes)
-            if verdicts[t] is not None:
-                raise OpError(op, f"{label}: {verdicts[t]}")
-
-    for op in module.walk():
-        check(op, ((f"result #{r.index}", r.type) for r in op.results))
-        for region in op.regions:
-            for block in region.blocks:
-                check(op, ((f"block argument #{a.index}", a.type) for a in block.args))
-        if op.name == "func.func":  # (by name: importing func would slow every start-up)
-            check(op, [("signature", op.function_type)])  # type: ignore[attr-defined]
-
-
-def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
-    """What is wrong with the distributed tensor types inside `t`, if anything."""
-    from ccopt.dialects.dtensor_type import DTensorType
-
-    if isinstance(t, DTensorType):
-        mesh = meshes.get(t.mesh_name)
-        if mesh is None:
-            return f"{t} names mesh @{t.mesh_name}, which no dtensor.mesh declares"
-        if len(t.placement_list) != mesh.ndim:
-            return (
-                f"{t} has {len(t.placement_list)} placements but mesh {mesh} has {mesh.ndim} "
-                f"ax{'is' if mesh.ndim == 1 else 'es'}"
-            )
-        return None
-    nested: Iterable[Attribute] = ()
-    if isinstance(t, ParametrizedAttribute):
-        nested = t.parameters
-    elif isinstance(t, ArrayAttr):
-        nested = t.data
-    for inner in nested:
-        problem = tensor_type_problem(inner, meshes)
-        if problem is not None:
-            return problem
-    return None
-
-
 def inherit_locations(module: Operation) -> None:
     """Give every op a pass created without a location (UnknownLoc) the location of the located
     op before it in its block, else of its parent: diagnostics about it then point at the source
@@ -268,94 +205,13 @@ def inherit_locations(module: Operation) -> None:
         for region in op.regions:
             for block in region.blocks:
                 previous = enclosing
-                for inner in block.ops:
-                    if isinstance(inner.location, UnknownLoc):
+                inner = block.first_op
+                while inner is not None:  # (runs after every pass: no generator per block)
+                    if type(inner.location) is UnknownLoc:
                         inner.location = previous
                     previous = inner.location
-                    visit(inner, inner.location)
+                    if inner.regions:
+                        visit(inner, previous)
+                    inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
 
     visit(module, module.location)
-
-
-def check_dominance(op: Operation) -> None:
-    """Every operand is defined before its use, in its block or an enclosing one, and every
-    block of an op that needs terminators has one, as MLIR's verifier requires (xDSL's checks
-    neither: the parser accepts forward references, and `func.func @f(%x: t) {}` makes an empty
-    entry block). One walk with a scoped set of visible values: linear in the program size."""
-    from xdsl.traits import NoTerminator
-
-    visible: set[SSAValue] = set()
-
-    def visit(op: Operation) -> None:
-        for i, v in enumerate(op.operands):
-            if v not in visible:
-                raise OpError(op, f"operand #{i} does not dominate this use")
-        for r, region in enumerate(op.regions):
-            blocks = list(region.blocks)
-            if any(b.first_op is None for b in blocks) and not op.has_trait(NoTerminator):
-                raise OpError(op, f"region #{r} has an empty block: a block needs a terminator")
-            scoped = [v for b in blocks for v in b.args]
-            if (
-                len(blocks) > 1
-            ):  # no CFG dominance analysis: a multi-block region sees all its values
-                scoped += [r for b in blocks for o in b.ops for r in o.results]
-            visible.update(scoped)
-            for block in blocks:
-                for inner in block.ops:
-                    visit(inner)
-                    if len(blocks) == 1:
-                        scoped.extend(inner.results)
-                        visible.update(inner.results)
-            visible.difference_update(scoped)
-
-    visit(op)
-
-
-def check_call_updates(module: Operation) -> None:
-    """A call that updates operands in place (its callee has `dtensor.update`s) writes into
-    storage the caller owns: each such operand is an argument of the caller, with no other
-    updater (an update or another call)."""
-    if not any(op.name == "func.call" for op in module.walk()):
-        return  # (by name: importing the func dialect would slow every start-up)
-    from ccopt.dialects.dtensor import CallUpdates, UpdateOp, enclosing_function, is_entry_argument
-
-    updates = CallUpdates(module)
-    updater: dict[SSAValue, Operation] = {
-        op.target: op for op in module.walk() if isinstance(op, UpdateOp)
-    }
-    for callee, calls in updates.calls.items():
-        for call in calls:
-            caller = enclosing_function(call).sym_name.data
-            for i in updates.updated_operands(call):
-                operand = call.operands[i]
-                if not is_entry_argument(operand, enclosing_function(call)):
-                    raise OpError(
-                        call,
-                        f"operand #{i} is updated in place by @{callee}, so it must be an "
-                        f"argument of @{caller}",
-                    )
-                if operand in updater:
-                    raise OpError(
-                        call,
-                        f"operand #{i} is updated in place by @{callee}, but argument "
-                        f"#{operand.index} of @{caller} is also updated by "
-                        f"'{updater[operand].name}'",
-                    )
-                updater[operand] = call
-
-
-def check_memory_plans(module: Operation) -> None:
-    """Kernel-level functions with a planned workspace (`kernel.workspace`, bytes) keep every
-    buffer inside it and never let two buffers share bytes while both may be in use."""
-    from xdsl.dialects.builtin import IntegerAttr
-
-    functions = module.ops if isinstance(module, ModuleOp) else module.walk()
-    for f in functions:
-        workspace = f.attributes.get("kernel.workspace") if f.name == "func.func" else None
-        if workspace is None:
-            continue
-        if not isinstance(workspace, IntegerAttr) or workspace.value.data < 0:
-            raise OpError(f, "kernel.workspace must be a non-negative integer (bytes)")
-        from ccopt.streams import check_memory_plan
-
-        check_memory_plan(f, workspace.value.data)

@@ -125,11 +125,18 @@ class MeshOp(IRDLOperation):
 
     @property
     def mesh(self) -> Mesh:
-        return Mesh(
+        """The declared mesh, built once per spelling: every distributed op's verifier asks."""
+        key = (self.sym_name, self.axis_names, self.axis_sizes)
+        cached = self.__dict__.get("_ccopt_mesh")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        mesh = Mesh(
             self.sym_name.data,
             tuple(a.data for a in self.axis_names.data),
             tuple(self.axis_sizes.get_values()),
         )
+        self.__dict__["_ccopt_mesh"] = (key, mesh)
+        return mesh
 
     def verify_(self) -> None:
         names = [a.data for a in self.axis_names.data]
@@ -171,14 +178,47 @@ class MeshOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
 
-def lookup_mesh(op: Operation, name: str) -> Mesh | None:
-    """The mesh `@name` visible from `op`, or None when `op` is not inside a symbol table yet."""
+_SYMBOLS = "_ccopt_symbols"
+"""Where a symbol table op keeps its name -> op index (in the op's `__dict__`, so it dies with it)."""
+
+
+def symbol_table_of(op: Operation) -> Operation | None:
+    """The closest op at or above `op` that is a symbol table (the module)."""
     anchor: Operation | None = op
     while anchor is not None and not anchor.has_trait(SymbolTable):
         anchor = anchor.parent_op()
+    return anchor
+
+
+def lookup_symbol(anchor: Operation, name: str) -> Operation | None:
+    """`SymbolTable.lookup_symbol(anchor, name)` in O(1): xDSL scans the module's top-level ops on
+    every lookup, which makes a lookup per op quadratic in modules of many functions. The index
+    is rebuilt when an entry it gives is stale (its op left the table or was renamed) or a name
+    is missing, so it follows the module as passes change it."""
+    index: dict[str, Operation] | None = anchor.__dict__.get(_SYMBOLS)
+    found = index.get(name) if index is not None else None
+    if found is not None and found.parent is anchor.regions[0].block and symbol_name(found) == name:
+        return found
+    index = {}
+    for o in anchor.regions[0].block.ops:
+        sym = symbol_name(o)
+        if sym is not None:
+            index.setdefault(sym, o)  # the first definition wins, as in xDSL
+    anchor.__dict__[_SYMBOLS] = index
+    return index.get(name)
+
+
+def symbol_name(op: Operation) -> str | None:
+    sym = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return sym.data if isinstance(sym, StringAttr) else None
+
+
+def lookup_mesh(op: Operation, name: str) -> Mesh | None:
+    """The mesh `@name` visible from `op`, or None when `op` is not inside a symbol table yet."""
+    anchor = symbol_table_of(op)
     if anchor is None:
         return None
-    found = SymbolTable.lookup_symbol(anchor, name)
+    found = lookup_symbol(anchor, name)
     if not isinstance(found, MeshOp):
         raise VerifyException(
             f"unknown mesh @{name}" + ("" if found is None else f" (@{name} is a {found.name})")

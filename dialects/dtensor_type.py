@@ -235,6 +235,10 @@ class MeshAxesAttr(ParametrizedAttribute):
         printer.print_string("[" + ", ".join(self.names) + "]")
 
 
+_UNIQUE: dict[tuple[object, ...], DTensorType] = {}
+_UNIQUE_LIMIT = 1 << 16
+
+
 @irdl_attr_definition
 class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerType[Attribute]):
     """A global tensor on a device mesh with one placement per mesh axis."""
@@ -246,6 +250,35 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
     mesh: StringAttr
     placements: ArrayAttr[Placement]
 
+    def __new__(cls, *args: object) -> DTensorType:
+        """Uniqued, as MLIR uniques types: verifiers and passes build the same few types again
+        and again (each build verifies its parameters), and equal types that are the same
+        object compare and hash at once. `DTensorType.new(parameters)` (the parser's and
+        xDSL's generic path) builds without the table."""
+        if not args:
+            return super().__new__(cls)
+        shape, element_type, mesh, placements = args
+        key = (
+            tuple(shape),  # type: ignore[arg-type]
+            element_type,
+            mesh if isinstance(mesh, str) else mesh.data,  # type: ignore[union-attr]
+            tuple(placements),  # type: ignore[arg-type]
+        )
+        found = _UNIQUE.get(key)
+        if found is None:
+            found = super().__new__(cls)
+            ParametrizedAttribute.__init__(
+                found,
+                ArrayAttr([IntAttr(d) for d in key[0]]),
+                element_type,
+                StringAttr(key[2]),
+                ArrayAttr(key[3]),
+            )
+            if len(_UNIQUE) >= _UNIQUE_LIMIT:
+                _UNIQUE.clear()
+            _UNIQUE[key] = found
+        return found
+
     def __init__(
         self,
         shape: Iterable[int],
@@ -253,11 +286,26 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
         mesh: str | StringAttr,
         placements: Iterable[Placement],
     ):
-        super().__init__(
-            ArrayAttr([IntAttr(d) for d in shape]),
-            element_type,
-            StringAttr(mesh) if isinstance(mesh, str) else mesh,
-            ArrayAttr(tuple(placements)),
+        """Built (or found) by `__new__`."""
+
+    def __hash__(self) -> int:
+        """Computed once: types are hashed on every dictionary lookup of passes and verifiers."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.shape, self.element_type, self.mesh, self.placements))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return (
+            type(other) is DTensorType
+            and hash(self) == hash(other)
+            and self.shape == other.shape
+            and self.element_type == other.element_type
+            and self.mesh == other.mesh
+            and self.placements == other.placements
         )
 
     # --- ShapedType / ContainerType -------------------------------------------------------

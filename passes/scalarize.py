@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math as pymath
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
@@ -48,6 +49,21 @@ def width(t: Attribute) -> int:
     raise ValueError(f"no width for {t}")
 
 
+def constant_attr(value: float, t: Attribute) -> IntegerAttr | FloatAttr:
+    """The attribute of a scalar constant; bodies of repeated layers use the same few (an
+    attribute is immutable, and building one verifies it). -0.0 and 0.0 are told apart."""
+    return _constant_attr(type(value), value, pymath.copysign(1.0, value), t)
+
+
+@lru_cache(maxsize=4096)
+def _constant_attr(
+    _kind: type, value: float, _sign: float, t: Attribute
+) -> IntegerAttr | FloatAttr:
+    if isinstance(t, IntegerType):
+        return IntegerAttr(int(value), t)
+    return FloatAttr(value, t)
+
+
 class BodyBuilder:
     """Appends scalar ops to a body block; `index` is the element's global index."""
 
@@ -60,9 +76,7 @@ class BodyBuilder:
         return op.results[0]
 
     def const(self, value: float, t: Attribute) -> SSAValue:
-        if isinstance(t, IntegerType):
-            return self.add(arith.ConstantOp(IntegerAttr(int(value), t)))
-        return self.add(arith.ConstantOp(FloatAttr(value, t)))
+        return self.add(arith.ConstantOp(constant_attr(value, t)))
 
     def convert(self, x: SSAValue, to: Attribute) -> SSAValue:
         """Element type conversion with the interpreter's (numpy's astype) semantics."""

@@ -16,7 +16,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ccopt.diagnostics import CcoptError, SourceText, first_line, printing_op_warnings
 from ccopt.files import read_text, write_atomic
 from ccopt.ir import make_context, parse_module, verify_module
-from ccopt.tools import quiet_on_closed_pipe
+from ccopt.tools import batch_gc, quiet_on_closed_pipe
 from ccopt.tools.targets import TARGET_HELP, TARGETS
 
 SPLIT_MARKER = "// -----"
@@ -184,6 +184,7 @@ class CcoptMain(xDSLOptMain):
 
 
 @quiet_on_closed_pipe
+@batch_gc
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return CcoptMain(argv).run()

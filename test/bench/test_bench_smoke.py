@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ SMOKE_RUNS = {
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
     "gpu_ops.py": [],
+    "compile_speed.py": ["--blocks", "2,20", "--repeat", "1"],
 }
 
 
@@ -81,3 +83,17 @@ def test_gpu_ops_bench_counts_every_example_and_schedule() -> None:
     ops, copies, copied_per_gemm_input = int(mlp[2]), int(mlp[7]), float(mlp[10])
     assert copies <= ops / 10  # copies at most 10% of the GPU ops of a call
     assert copied_per_gemm_input <= 0.10  # and at most 10% of the bytes the gemms read
+def test_compile_speed_bench_rates_every_pipeline() -> None:
+    lines = run_bench("compile_speed.py")
+    rows = [m.group(1) for m in map(re.compile(r"^(\w+: \S+)").match, lines) if m]
+    assert rows == [
+        "megatron_mlp: parse+print",
+        "megatron_mlp: pipeline",
+        "megatron_mlp: +fuse-collective",
+        "megatron_mlp: cse,dce",
+        "adam: parse+print",
+        "adam: adam",
+        "lamb: parse+print",
+        "lamb: lamb",
+    ]
+    assert any(line.startswith("--help start-up") and line.endswith("x") for line in lines)

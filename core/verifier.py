@@ -1,0 +1,396 @@
+"""Verifying a module after every pass, at the cost of what the pass changed.
+
+`mlir-opt -verify-each` verifies after every pass, and so does ccopt; xDSL's verifier re-checks
+every op each time, which made verification most of a pipeline's time. Here one walk of the
+module
+
+- computes each op's verification key (`verification_key`: everything its verifier reads) and
+  verifies only ops whose key changed since they last verified - and ops that hold one (their
+  verifiers may look into their regions);
+- verifies an op whose structural key (`structural_key`: the op up to renaming of its values) has
+  already verified in this module without calling its verifier again: a model repeats one layer
+  many times, and the copies verify alike;
+- checks SSA dominance, the distributed tensor types of changed ops, buffers placed outside a
+  planned workspace, and notes whether the module has calls (for the in-place update rules).
+
+Failures are reported in the order a full verification reports them: op verifiers in walk
+order, then tensor types, dominance, in-place updates through calls, memory plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from ccopt.diagnostics import OpError, first_line
+from ccopt.mesh import Mesh
+
+_VERIFIED = "_ccopt_verified"
+"""Where an op keeps the verification key it last verified with (in its `__dict__`: it dies with
+the op, and a clone starts unverified)."""
+
+_MODULE_STATE = "_ccopt_verification"
+"""Where the verified module keeps its mesh declarations and the structural keys that verified
+in it."""
+
+_LOCAL_DIALECTS = frozenset({"dtensor", "coll", "sched", "kernel", "arith", "math"})
+_CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
+"""Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
+
+Key = tuple[object, ...]
+
+
+def verify_module(module: Operation) -> None:
+    """Verify every op, then SSA dominance and the module-wide rules; the first failure becomes
+    an OpError. Ops unchanged since the last verification are not verified again."""
+    walk = VerificationWalk(module)
+    walk.visit(module, None)
+    meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
+    previous = module.__dict__.get(_MODULE_STATE)
+    if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
+        previous = (meshes, set())
+        walk.changed = walk.visited
+        walk.dirty_functions.update(op for op, _ in walk.visited if op.name == "func.func")
+    module.__dict__[_MODULE_STATE] = previous
+    verify_ops(walk.changed, previous[1])
+    check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
+    if walk.dominance_error is not None:
+        raise walk.dominance_error
+    if walk.has_calls:
+        check_call_updates(module)
+    check_memory_plans(module, walk)
+
+
+def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
+    """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified."""
+    for op, key in changed:
+        shape = structural_key(op, key)
+        if shape is None or shape not in shapes:
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as e:
+                message = first_line(e).removeprefix("Operation does not verify: ")
+                raise OpError(op, message) from None
+            if shape is not None:
+                shapes.add(shape)
+        op.__dict__[_VERIFIED] = key
+
+
+class VerificationWalk:
+    """One pre-order walk of a module: the ops whose verification key changed (and those that
+    hold them), the first dominance failure, the mesh declarations, whether there are calls, and
+    per function the first buffer placed without a planned workspace."""
+
+    def __init__(self, module: Operation):
+        from xdsl.traits import IsolatedFromAbove, NoTerminator
+
+        self.no_terminator = NoTerminator
+        self.isolated = IsolatedFromAbove
+        self.visited: list[tuple[Operation, Key]] = []
+        self.changed: list[tuple[Operation, Key]] = []
+        self.meshes: list[Operation] = []
+        self.has_calls = False
+        self.dominance_error: OpError | None = None
+        self.unplanned: dict[Operation, OpError] = {}
+        self.dirty_functions: set[Operation] = set()
+        self.visible: set[SSAValue] = set()
+
+    def visit(self, op: Operation, function: Operation | None) -> bool:
+        """Visit `op` and its regions; True when it or anything in it changed."""
+        key = verification_key(op)
+        entry = (op, key)
+        self.visited.append(entry)
+        at = len(self.changed)
+        self.changed.append(entry)
+        changed = op.__dict__.get(_VERIFIED) != key
+        self.note(op, function)
+        if op.regions:
+            inner_function = op if op.name == "func.func" else function
+            isolated = op.has_trait(self.isolated)
+            inside = self.visit_regions(op, inner_function, isolated)
+            if inside and op is inner_function:
+                self.dirty_functions.add(op)
+            # An op that holds a changed op is verified again (its verifier may read its
+            # regions), except an isolated one (a function, the module): its verifier reads
+            # its blocks' arguments and ops (in its key) and that no value comes from outside,
+            # which the dominance check (a fresh scope per isolated op) sees.
+            changed = changed or (inside and not isolated)
+        if not changed:
+            del self.changed[at]  # (nothing after it was added: its region visit added none)
+        return changed
+
+    def note(self, op: Operation, function: Operation | None) -> None:
+        """The per-op facts of the module-wide checks: dominance of its operands, meshes,
+        calls, buffers placed outside a planned workspace."""
+        if self.dominance_error is None:
+            for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
+                if v not in self.visible:
+                    self.dominance_error = OpError(op, f"operand #{i} does not dominate this use")
+                    break
+        name = op.name
+        if name == "dtensor.mesh":
+            self.meshes.append(op)
+        elif name == "func.call":
+            self.has_calls = True
+        elif (
+            name == "kernel.alloc"
+            and op.properties.get("offset") is not None
+            and function is not None
+            and "kernel.workspace" not in function.attributes
+            and function not in self.unplanned
+        ):
+            self.unplanned[function] = OpError(
+                op, "has an offset, but its function has no planned workspace (kernel.workspace)"
+            )
+
+    def visit_regions(self, op: Operation, function: Operation | None, isolated: bool) -> bool:
+        """Visit the ops of `op`'s regions with a scope of visible values, as MLIR's dominance
+        check does (no CFG analysis: a multi-block region sees all its values); nothing from
+        outside an isolated op is visible in it."""
+        changed = False
+        outside = self.visible
+        visible = self.visible = set() if isolated else outside
+        for r, region in enumerate(op.regions):
+            blocks = list(region.blocks)
+            if (
+                self.dominance_error is None
+                and any(b.first_op is None for b in blocks)
+                and not op.has_trait(self.no_terminator)
+            ):
+                self.dominance_error = OpError(
+                    op, f"region #{r} has an empty block: a block needs a terminator"
+                )
+            scoped = [v for b in blocks for v in b.args]
+            single = len(blocks) == 1
+            if not single:
+                scoped += [r for b in blocks for o in b.ops for r in o.results]
+            visible.update(scoped)
+            for block in blocks:
+                inner = block.first_op
+                while inner is not None:
+                    if self.visit(inner, function):
+                        changed = True
+                    if single:
+                        scoped.extend(inner.results)
+                        visible.update(inner.results)
+                    inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
+            visible.difference_update(scoped)
+        self.visible = outside
+        return changed
+
+
+def verification_key(op: Operation) -> Key:
+    """Everything an op verifier reads: the op's kind, operands (values and types), result
+    types, properties, attributes, successors, the blocks and ops of its regions, where it sits
+    (its block, whether it ends it, the properties of the op around it), and what a call's
+    callee declares. Compared element by element (`is` first), so an unchanged op costs a few
+    tuple builds and no hashing."""
+    block = op.parent
+    around = block.parent_op() if block is not None else None
+    operands = op._operands  # pyright: ignore[reportPrivateUsage]
+    return (
+        type(op),
+        block,
+        op._next_op is None,  # pyright: ignore[reportPrivateUsage]
+        operands,
+        tuple([v.type for v in operands]),
+        tuple([r.type for r in op.results]),
+        tuple(op.properties.items()),
+        tuple(op.attributes.items()),
+        op._successors,  # pyright: ignore[reportPrivateUsage]
+        region_key(op) if op.regions else (),
+        None if around is None else tuple(around.properties.items()),
+        callee_signature(op) if op.name == "func.call" else None,
+    )
+
+
+def region_key(op: Operation) -> Key:
+    """The blocks of `op`'s regions, their argument types and (except for a function, whose
+    verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
+    if op.name == "func.func":
+        return tuple([(b, b.arg_types) for r in op.regions for b in r.blocks])
+    return tuple([(b, b.arg_types, tuple(b.ops)) for r in op.regions for b in r.blocks])
+
+
+def callee_signature(call: Operation) -> Key | object:
+    """What a call's verifier compares it against: its callee and the callee's function type
+    (a fresh object, so never equal, when there is no callee to look at)."""
+    from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of
+
+    anchor = symbol_table_of(call)
+    callee = call.properties.get("callee")
+    if anchor is None or callee is None:
+        return object()
+    found = lookup_symbol(anchor, callee.root_reference.data)  # type: ignore[attr-defined]
+    if found is None:
+        return object()
+    return (found, found.properties.get("function_type"))
+
+
+def structural_key(op: Operation, key: Key) -> Key | None:
+    """What an op's verifier reads when it reads nothing but the op itself - its kind, operand
+    and result types, properties, attributes, the structure of its regions - and the kind of op
+    it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike. None
+    for ops whose verifier may look further (symbol tables, uses, plugins' ops). `key` is the
+    op's verification key, whose tuples of types and attributes this shares."""
+    name = op.name
+    if (
+        name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op._successors  # pyright: ignore[reportPrivateUsage]
+    ):
+        return None
+    block = op.parent
+    region = block.parent if block is not None else None
+    around = region.parent if region is not None else None
+    _, _, is_last, operands, operand_types, result_types, properties, attributes, *_ = key
+    return (
+        type(op),
+        tuple([operands.index(v) for v in operands]),  # which operands are the same value
+        type(around),
+        is_last,
+        region is not None and region.first_block is not region.last_block,
+        operand_types,
+        result_types,
+        properties,
+        attributes,
+        region_structure(op) if op.regions else (),
+    )
+
+
+def region_structure(op: Operation) -> Key:
+    """The regions of `op` up to renaming: every nested op with its kind, types, properties,
+    attributes, and which value (by position) each operand is; a value from outside the op
+    stands for its type."""
+    numbers: dict[SSAValue, int] = {}
+    out: list[object] = []
+
+    def visit(o: Operation) -> None:
+        for region in o.regions:
+            out.append(len(out))
+            for block in region.blocks:
+                out.append(block.arg_types)
+                numbers.update((a, len(numbers)) for a in block.args)
+                for inner in block.ops:
+                    out.append(
+                        (
+                            type(inner),
+                            tuple([numbers.get(v, v.type) for v in inner._operands]),  # pyright: ignore[reportPrivateUsage]
+                            tuple([r.type for r in inner.results]),
+                            tuple(inner.properties.items()),
+                            tuple(inner.attributes.items()),
+                            len(inner.regions),
+                        )
+                    )
+                    numbers.update((r, len(numbers)) for r in inner.results)
+                    visit(inner)
+
+    visit(op)
+    return tuple(out)
+
+
+def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, Mesh]) -> None:
+    """Every distributed tensor type - of a result, a block argument or a function signature,
+    also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
+    Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
+    declaration). Only changed ops can hold a new type; each distinct type is checked once."""
+    verdicts: dict[Attribute, str | None] = {}
+
+    def problem(t: Attribute) -> str | None:
+        if t not in verdicts:
+            verdicts[t] = tensor_type_problem(t, meshes)
+        return verdicts[t]
+
+    for op, key in changed:
+        for r, t in enumerate(key[5]):  # the result types
+            if problem(t) is not None:
+                raise OpError(op, f"result #{r}: {problem(t)}")
+        for region in op.regions:
+            for block in region.blocks:
+                for a, t in enumerate(block.arg_types):
+                    if problem(t) is not None:
+                        raise OpError(op, f"block argument #{a}: {problem(t)}")
+        if op.name == "func.func":  # (by name: importing func would slow every start-up)
+            signature = op.function_type  # type: ignore[attr-defined]
+            if problem(signature) is not None:
+                raise OpError(op, f"signature: {problem(signature)}")
+
+
+def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
+    """What is wrong with the distributed tensor types inside `t`, if anything."""
+    from xdsl.dialects.builtin import ArrayAttr
+
+    from ccopt.dialects.dtensor_type import DTensorType
+
+    if isinstance(t, DTensorType):
+        mesh = meshes.get(t.mesh_name)
+        if mesh is None:
+            return f"{t} names mesh @{t.mesh_name}, which no dtensor.mesh declares"
+        if len(t.placement_list) != mesh.ndim:
+            return (
+                f"{t} has {len(t.placement_list)} placements but mesh {mesh} has {mesh.ndim} "
+                f"ax{'is' if mesh.ndim == 1 else 'es'}"
+            )
+        return None
+    nested: Iterable[Attribute] = ()
+    if isinstance(t, ParametrizedAttribute):
+        nested = t.parameters
+    elif isinstance(t, ArrayAttr):
+        nested = t.data
+    for inner in nested:
+        problem = tensor_type_problem(inner, meshes)
+        if problem is not None:
+            return problem
+    return None
+
+
+def check_call_updates(module: Operation) -> None:
+    """A call that updates operands in place (its callee has `dtensor.update`s) writes into
+    storage the caller owns: each such operand is an argument of the caller, with no other
+    updater (an update or another call)."""
+    from ccopt.dialects.dtensor import CallUpdates, UpdateOp, enclosing_function, is_entry_argument
+
+    updates = CallUpdates(module)
+    updater: dict[SSAValue, Operation] = {
+        op.target: op for op in module.walk() if isinstance(op, UpdateOp)
+    }
+    for callee, calls in updates.calls.items():
+        for call in calls:
+            caller = enclosing_function(call).sym_name.data
+            for i in updates.updated_operands(call):
+                operand = call.operands[i]
+                if not is_entry_argument(operand, enclosing_function(call)):
+                    raise OpError(
+                        call,
+                        f"operand #{i} is updated in place by @{callee}, so it must be an "
+                        f"argument of @{caller}",
+                    )
+                if operand in updater:
+                    raise OpError(
+                        call,
+                        f"operand #{i} is updated in place by @{callee}, but argument "
+                        f"#{operand.index} of @{caller} is also updated by "
+                        f"'{updater[operand].name}'",
+                    )
+                updater[operand] = call
+
+
+def check_memory_plans(module: Operation, walk: VerificationWalk) -> None:
+    """Kernel-level functions with a planned workspace (`kernel.workspace`, bytes) keep every
+    buffer inside it and never let two buffers share bytes while both may be in use (checked
+    again when the function changed); a function without one places no buffer."""
+    from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+
+    functions = module.ops if isinstance(module, ModuleOp) else module.walk()
+    for f in functions:
+        workspace = f.attributes.get("kernel.workspace") if f.name == "func.func" else None
+        if workspace is None:
+            if f in walk.unplanned:
+                raise walk.unplanned[f]
+            continue
+        if not isinstance(workspace, IntegerAttr) or workspace.value.data < 0:
+            raise OpError(f, "kernel.workspace must be a non-negative integer (bytes)")
+        if f in walk.dirty_functions:
+            from ccopt.streams import check_memory_plan
+
+            check_memory_plan(f, workspace.value.data)
