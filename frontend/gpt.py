@@ -486,3 +486,40 @@ def causal_mask(seq: int, dtype: str = "float32") -> object:
     import numpy as np
 
     return np.triu(np.full((seq, seq), -1e9, dtype=dtype), 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m ccopt.frontend.gpt`: print (or write) a GPT training step's IR."""
+    import argparse
+
+    from ccopt.files import write_atomic
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--model", default="tiny", choices=list(MODELS))
+    parser.add_argument("--mesh", default="dp=2,tp=2", help="axes, e.g. dp=8,tp=8")
+    parser.add_argument("--layers", type=int, help="override the model's layer count")
+    parser.add_argument("--batch", type=int, help="global batch (samples per step)")
+    parser.add_argument("--seq", type=int, help="sequence length")
+    parser.add_argument("--dtype", default="f32")
+    parser.add_argument("-o", "--output", help="write here instead of stdout")
+    args = parser.parse_args(argv)
+    try:
+        mesh = {k: int(v) for k, v in (a.split("=") for a in args.mesh.split(","))}
+    except ValueError:
+        parser.error(f"--mesh: expected axis=size,... got '{args.mesh}'")
+    try:
+        step = gpt_step(
+            args.model, mesh, layers=args.layers, batch=args.batch, seq=args.seq, dtype=args.dtype
+        )
+        text = str(step.module) + "\n"
+    except CcoptError as e:
+        parser.exit(1, f"error: {e}\n")
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
