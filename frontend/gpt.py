@@ -419,8 +419,8 @@ def gpt_step(
     with_optimizer: bool = True,
 ) -> Program:
     """One training step of a GPT stack: forward through every layer, a mean-squared-error
-    loss against `target` (returned), backward through every layer, Adam on every parameter
-    (updated in place). Layer i's parameters are the arguments `l{i}_<name>` (with `m_`/`v_`
+    loss against `target` (returned), backward through every layer, each followed by Adam on
+    that layer's parameters (updated in place; its gradients die at once). Layer i's parameters are the arguments `l{i}_<name>` (with `m_`/`v_`
     optimizer state). The module holds @layer_forward, @layer_backward and @layer_adam once,
     called once per layer from @gpt_step. Without the optimizer the step returns the loss, the
     gradient of the input `dx` and every layer's parameter gradients `l{i}_d<name>` (reduced
@@ -466,6 +466,9 @@ def gpt_step(
     grads: list[list[Tensor]] = [[] for _ in params]
     for i in reversed(range(shape.layers)):
         dy, *grads[i] = p.call(backward, inputs[i], *params[i].values(), mask, dy)
+        if with_optimizer:  # right away: the layer's parameters are not read again
+            m, v = state[i]
+            p.call(optimizer, *params[i].values(), *grads[i], *m.values(), *v.values(), lr, t)
     if not with_optimizer:
         reduced = [
             redistribute(p, g, layout.parameter(n)).named(f"l{i}_d{n}")
@@ -474,8 +477,6 @@ def gpt_step(
         ]
         p.returns(loss.named("loss"), dy.named("dx"), *reduced)
         return p
-    for w, g, (m, v) in zip(params, grads, state, strict=True):
-        p.call(optimizer, *w.values(), *g, *m.values(), *v.values(), lr, t)
     p.returns(loss.named("loss"))
     return p
 

@@ -26,7 +26,7 @@ from math import prod
 import jinja2
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
 from ccopt.dialects import kernel as k
@@ -173,6 +173,7 @@ class Emitter:
         if isinstance(planned, IntegerAttr):  # plan-memory placed the buffers; staging goes after
             self.program.workspace += -(-planned.value.data // ALIGN) * ALIGN
         self.buffers: dict[SSAValue, Buffer] = {}
+        self.declared: set[SSAValue] = set()  # arguments with a local pointer
         self.events: dict[SSAValue, int] = {}
 
     # --- per-rank tables -----------------------------------------------------------------------
@@ -236,6 +237,15 @@ class Emitter:
         return f"ctx->streams[{index}]"
 
     def buffer(self, value: SSAValue) -> Buffer:
+        """A buffer for a statement; an argument is first copied to a local pointer (work queued
+        on a stream must not read the argument array, which a caller's call statement frees
+        when the host function returns)."""
+        if isinstance(value, BlockArgument) and value not in self.declared:
+            self.declared.add(value)
+            c = ctype(k.tensor_of(value).element_type)
+            self.function.statements.append(
+                f"{c}* const arg{value.index} = static_cast<{c}*>(buffers[{value.index}]);"
+            )
         return self.buffers[value]
 
     def allocate(self, alloc: k.AllocOp) -> None:
@@ -291,12 +301,7 @@ class Emitter:
     def emit_function(self) -> Program:
         block = self.f.body.blocks[0]
         for i, arg in enumerate(block.args):
-            t = k.tensor_of(arg)
-            c = ctype(t.element_type)
-            # a local copy of the pointer: work queued on a stream must not read the argument
-            # array, which a caller's call statement frees when the host function returns
-            self.function.statements.append(f"{c}* const arg{i} = static_cast<{c}*>(buffers[{i}]);")
-            self.buffers[arg] = Buffer(f"arg{i}", t)
+            self.buffers[arg] = Buffer(f"arg{i}", k.tensor_of(arg))
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 continue
@@ -306,7 +311,10 @@ class Emitter:
 
     def call(self, op: func.CallOp) -> None:
         """Run the callee's host function on the operands' buffers (one line per layer)."""
-        pointers = ", ".join(f"{self.buffer(v).pointer}" for v in op.arguments)
+        pointers = ", ".join(
+            f"buffers[{v.index}]" if isinstance(v, BlockArgument) else self.buffer(v).pointer
+            for v in op.arguments
+        )
         self.function.statements.append(
             f"{{ void* const args[] = {{{pointers}}}; "
             f"if (int s = {host_symbol(op.callee.root_reference.data)}(ctx, args)) return s; }}"
@@ -997,7 +1005,9 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         Emitter(g, mesh, program).emit_function()
     block = f.body.blocks[0]
     args = [k.tensor_of(a) for a in block.args]
-    arg_shapes = [[t.local_shape(mesh, c) for c in mesh.all_coords()] for t in args]
+    shape_index: dict[DTensorType, int] = {}  # arguments of one type share their shape rows
+    arg_shape = [shape_index.setdefault(t, len(shape_index)) for t in args]
+    arg_shapes = [[t.local_shape(mesh, c) for c in mesh.all_coords()] for t in shape_index]
     group_rows = [
         [mesh.group_index(c, axes) for axes, _ in program.groups]
         + [_color(mesh, c, axes) for axes, _ in program.groups]
@@ -1014,6 +1024,7 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         ],
         results=f.attributes["kernel.results"].value.data,  # type: ignore[union-attr]
         arg_shapes=arg_shapes,
+        arg_shape=arg_shape,
         group_rows=group_rows,
         ngroups=len(program.groups),
         mesh=str(mesh),

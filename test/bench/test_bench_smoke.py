@@ -12,6 +12,7 @@ SMOKE_RUNS = {
     "startup.py": ["--ops", "40", "--repeat", "1"],
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
+    "gpt_build.py": ["--layers", "2", "--mesh", "dp=2,tp=2", "--blocks", "2,3", "--inlined-up-to", "2"],
 }
 
 
@@ -62,3 +63,13 @@ def test_schedules_bench_compares_each_schedule() -> None:
     rows = ratio_rows(run_bench("schedules.py"))
     assert len(rows) >= 10
     assert all("x" in row for row in rows)
+
+
+def test_gpt_build_prints_stage_ratios_and_code_per_block() -> None:
+    lines = run_bench("gpt_build.py")
+    stages = ratio_rows(lines)
+    assert [row.split("  ")[0] for row in stages][:2] == [
+        "parse+print of the step's IR",
+        "front end (build + verify)",
+    ]
+    assert any(" calls " in line and line.rstrip().endswith("x") for line in lines)
