@@ -1,6 +1,6 @@
 """Model-scale builds: a GPT-3-shaped training step to `.cu`, and generated code per block.
 
-Two tables, each against a baseline measured in the same run:
+Two tables, each against a baseline measured in the same run (CPU seconds of this process):
 
 1. A 96-layer GPT-3 (175B shapes) training step - forward, backward and Adam, Megatron tensor
    parallel over `tp` and data parallel over `dp` - built by the front end (one function per
@@ -48,10 +48,11 @@ BLOCK_PIPELINE = (
 )
 
 
-def timed(fn):  # noqa: ANN001, ANN201 - (seconds, result) of fn()
-    start = time.perf_counter()
+def timed(fn, clock=time.process_time):  # noqa: ANN001, ANN201 - (seconds, result) of fn()
+    """CPU seconds of this process (the machine is shared: wall time measures the others)."""
+    start = clock()
     result = fn()
-    return time.perf_counter() - start, result
+    return clock() - start, result
 
 
 def parse_print(text: str) -> float:
@@ -62,14 +63,14 @@ def parse_print(text: str) -> float:
         verify_module(module)
         return str(module)
 
-    return timed(run)[0]
+    run()  # warm: the first parse loads dialects and builds parsers
+    return min(timed(run)[0] for _ in range(2))
 
 
 def gpt_table(layers: int, mesh: dict[str, int], nvcc: bool) -> None:
-    build, step = timed(
-        lambda: gpt_step("gpt3-175b", mesh, layers=layers, batch=64, dtype="bf16")
+    build, module = timed(
+        lambda: gpt_step("gpt3-175b", mesh, layers=layers, batch=64, dtype="bf16").module
     )
-    module = step.module
     text = str(module)
     baseline = parse_print(text)
     optimize, _ = timed(lambda: run_pipeline(module, OPTIMIZE))
@@ -77,7 +78,7 @@ def gpt_table(layers: int, mesh: dict[str, int], nvcc: bool) -> None:
     emit, source = timed(lambda: emit_cuda(module))
     total = optimize + lower + emit
     print(f"GPT-3 175B shapes, {layers} layers, mesh {mesh}, batch 64 x 2048, bf16")
-    print(f"{'stage':<34}{'seconds':>9}{'vs parse+print':>16}")
+    print(f"{'stage':<40}{'seconds':>9}{'vs parse+print':>16}")
     rows = [
         ("parse+print of the step's IR", baseline),
         ("front end (build + verify)", build),
@@ -87,7 +88,7 @@ def gpt_table(layers: int, mesh: dict[str, int], nvcc: bool) -> None:
         ("optimize + lower + emit", total),
     ]
     for name, seconds in rows:
-        print(f"{name:<34}{seconds:>8.2f}s{seconds / baseline:>15.1f}x")
+        print(f"{name:<40}{seconds:>8.2f}s{seconds / baseline:>15.1f}x")
     functions = len(re.findall(r"^int ccopt_\w+_fn\(", source, re.M))
     print(
         f"IR {len(text) / 1e6:.2f} MB; .cu {len(source) / 1e6:.2f} MB, "
@@ -112,9 +113,11 @@ def nvcc_seconds(source: str) -> None:
         path.write_text(source)
         command = [compiler, "-c", "-O2", "-std=c++17", "-arch=sm_90", *includes, str(path)]
         command += ["-o", str(Path(tmp, "program.o"))]
-        seconds, done = timed(lambda: subprocess.run(command, capture_output=True, text=True))
+        seconds, done = timed(
+            lambda: subprocess.run(command, capture_output=True, text=True), time.perf_counter
+        )
     status = "ok" if done.returncode == 0 else f"failed: {done.stderr[-300:]}"
-    print(f"nvcc -c: {seconds:.1f}s ({status})")
+    print(f"nvcc -c: {seconds:.1f}s wall ({status})")
 
 
 def megatron_blocks(n: int, calls: bool) -> str:

@@ -183,6 +183,9 @@ class Emitter:
     def table(self, prefix: str, rows: Sequence[Sequence[int]]) -> str:
         """A constant table with one row per rank; returns the C++ expression for this rank's row.
         A table with the same rows is emitted once, for every op of every function."""
+        uniform = all(list(r) == list(rows[0]) for r in rows)  # even splits: one row serves all
+        if uniform:
+            rows = rows[:1]
         key = (prefix, tuple(tuple(r) for r in rows))
         name = self.program.table_names.get(key)
         if name is None:
@@ -194,7 +197,7 @@ class Emitter:
             self.program.tables.append(
                 f"static const int64_t {name}[{len(rows)}][{width}] = {{\n  {body}}};"
             )
-        return f"{name}[ctx->rank]"
+        return f"{name}[0]" if uniform else f"{name}[ctx->rank]"
 
     def kernel(self, prefix: str, template: str, **context: object) -> str:
         """The name of a `__global__` kernel rendered from `template`; an identical kernel is
@@ -1019,12 +1022,12 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         prefix=f"ccopt_{program.name}",
         world=mesh.rank_count,
         args=[
-            (a.name_hint or f"arg{i}", ctype(t.element_type), t.rank, str(t))
+            (a.name_hint or f"arg{i}", ctype(t.element_type), t.rank, arg_shape[i])
             for i, (a, t) in enumerate(zip(block.args, args, strict=True))
         ],
+        arg_types=[str(t) for t in shape_index],
         results=f.attributes["kernel.results"].value.data,  # type: ignore[union-attr]
         arg_shapes=arg_shapes,
-        arg_shape=arg_shape,
         group_rows=group_rows,
         ngroups=len(program.groups),
         mesh=str(mesh),
