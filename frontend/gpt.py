@@ -414,8 +414,8 @@ def gpt_step(
     seq: int | None = None,
     layout: Layout | None = None,
     dtype: str = "f32",
-    data_axes: Sequence[str] = ("dp",),
-    tensor_axes: Sequence[str] = ("tp",),
+    data_axes: Sequence[str] | None = None,
+    tensor_axes: Sequence[str] | None = None,
     with_optimizer: bool = True,
 ) -> Program:
     """One training step of a GPT stack: forward through every layer, a mean-squared-error
@@ -436,8 +436,10 @@ def gpt_step(
     )
     axes = dict(mesh) if mesh is not None else {"dp": 2, "tp": 2}
     p = Program("gpt_step", "m", **axes)
-    if layout is None:
-        layout = Layout.megatron(list(axes), data_axes, tensor_axes)
+    if layout is None:  # by default 'dp' and 'tp', where the mesh has them
+        data = data_axes if data_axes is not None else [a for a in ("dp",) if a in axes]
+        tensor = tensor_axes if tensor_axes is not None else [a for a in ("tp",) if a in axes]
+        layout = Layout.megatron(list(axes), data, tensor)
     builder = LayerBuilder(p, shape, layout, dtype)
     forward, backward = builder.forward_function(), builder.backward_function()
 

@@ -11,6 +11,7 @@ from xdsl.dialects import func
 
 import ccopt
 from ccopt.diagnostics import CcoptError
+from ccopt.dialects.dtensor_type import S
 from ccopt.frontend.gpt import (
     MODELS,
     PARAMETERS,
@@ -111,7 +112,21 @@ def test_heads_must_split_evenly() -> None:
 
 def test_unknown_axis_is_an_error() -> None:
     with pytest.raises(CcoptError, match="no mesh axis tp"):
-        gpt_step("tiny", {"dp": 2, "mp": 2})
+        gpt_step("tiny", {"dp": 2, "mp": 2}, tensor_axes=["tp"])
+
+
+def test_any_mesh_axes_may_be_data_or_tensor_parallel() -> None:
+    """Two data-parallel axes (nodes x GPUs), tensor parallel over a third; an axis in neither
+    role holds everything replicated. Same step as all replicated."""
+    mesh = {"node": 2, "gpu": 2, "tp": 2}
+    sharded = gpt_step("tiny", mesh, data_axes=["node", "gpu"], tensor_axes=["tp"], layers=1)
+    reference = gpt_step("tiny", mesh, layout=Layout.replicated_everywhere(list(mesh)), layers=1)
+    inputs = inputs_for(sharded, "float32")
+    a, b = ccopt.run(sharded.module, inputs), ccopt.run(reference.module, inputs)
+    for key, value in a.outputs.items():
+        np.testing.assert_allclose(value, b.outputs[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    only_data = gpt_step("tiny", {"dp": 4}, layers=1)  # no 'tp' axis: data parallel only
+    assert only_data.function().body.blocks[0].args[0].type.placement_list == (S(0),)
 
 
 def test_the_example_is_the_generators_output(tmp_path: Path) -> None:
