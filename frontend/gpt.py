@@ -326,7 +326,8 @@ class LayerBuilder:
         c = math.sqrt(2.0 / math.pi)
         x2 = x * x
         t = ((x + x2 * x * 0.044715) * c).tanh()
-        return (t + 1.0) * 0.5 + x * ((t * t) * -1.0 + 1.0) * ((x2 * (3 * 0.044715) + 1.0) * c) * 0.5
+        inner = (x2 * (3 * 0.044715) + 1.0) * c  # d/dx of c * (x + 0.044715 x^3)
+        return (t + 1.0) * 0.5 + x * ((t * t) * -1.0 + 1.0) * inner * 0.5
 
     def backward(
         self, p: Program, fw: Forward, w: Mapping[str, Tensor], dy: Tensor
@@ -420,11 +421,13 @@ def gpt_step(
 ) -> Program:
     """One training step of a GPT stack: forward through every layer, a mean-squared-error
     loss against `target` (returned), backward through every layer, each followed by Adam on
-    that layer's parameters (updated in place; its gradients die at once). Layer i's parameters are the arguments `l{i}_<name>` (with `m_`/`v_`
-    optimizer state). The module holds @layer_forward, @layer_backward and @layer_adam once,
-    called once per layer from @gpt_step. Without the optimizer the step returns the loss, the
-    gradient of the input `dx` and every layer's parameter gradients `l{i}_d<name>` (reduced
-    over the data axes), for checking gradients."""
+    that layer's parameters (updated in place; its gradients die at once). Layer i's
+    parameters are the arguments `l{i}_<name>` (with `m_`/`v_` optimizer state). The module
+    holds @layer_forward, @layer_backward and @layer_adam once, called once per layer from
+    @gpt_step. The data axes default to 'dp' and the tensor axes to 'tp' where the mesh has
+    them. Without the optimizer the step returns the loss, the gradient of the input `dx` and
+    every layer's parameter gradients `l{i}_d<name>` (reduced over the data axes), for
+    checking gradients."""
     shape = MODELS[model] if isinstance(model, str) else model
     if isinstance(model, str) and model not in MODELS:
         raise CcoptError(f"unknown model '{model}' (one of {', '.join(MODELS)})")

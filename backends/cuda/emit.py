@@ -438,6 +438,7 @@ class Emitter:
         self.emit_template(
             "elementwise.cu.j2",
             kernel=kernel,
+            ndim=ndim,  # the tables' width: dims_of reads no further
             count=self.numel(iteration),
             extent=self.table("kExtent", [pad(s, ndim, 1) for s in shape]),
             offset=self.table("kOffset", [pad(o, ndim, 0) for o in offsets]),

@@ -12,7 +12,8 @@ SMOKE_RUNS = {
     "startup.py": ["--ops", "40", "--repeat", "1"],
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
-    "gpt_build.py": ["--layers", "2", "--mesh", "dp=2,tp=2", "--blocks", "2,3", "--inlined-up-to", "2"],
+    "gpt_build.py": ["--layers", "2", "--mesh", "dp=2,tp=2", "--blocks", "2,3"]
+    + ["--inlined-up-to", "2"],
 }
 
 
