@@ -21,6 +21,20 @@ from xdsl.ir import Block, Operation, SSAValue
 from ccopt.dialects import kernel as k
 
 
+CALL = "func.call"
+"""A call at the kernel level runs as one op of the compute stream: the callee's other streams
+start after an event recorded on it and join it before the callee returns (convert-to-kernel)."""
+
+
+def stream_of(op: Operation) -> int | None:
+    """The stream a device op (or a call) runs on; None for host-side ops (allocs, views)."""
+    if isinstance(op, k.DeviceOp):
+        return op.stream_index()
+    if op.name == CALL:
+        return 0  # sched.COMPUTE_STREAM
+    return None
+
+
 class StreamOrder:
     """Happens-before between the device ops of one block (vector clocks)."""
 
@@ -31,9 +45,9 @@ class StreamOrder:
         known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume
         events: dict[SSAValue, dict[int, int]] = {}
         for op in ops:
-            if not isinstance(op, k.DeviceOp):
+            s = stream_of(op)
+            if s is None:
                 continue
-            s = op.stream_index()
             clock = known.setdefault(s, {})
             clock[s] = issued.get(s, 0)  # a stream runs its ops in order
             if isinstance(op, k.EventWaitOp):
@@ -93,7 +107,7 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
                 lives[op.result] = lives[op.source]
         else:
             for life in {id(lives[v]): lives[v] for v in op.operands if v in lives}.values():
-                if not isinstance(op, k.DeviceOp):
+                if stream_of(op) is None:
                     life.escapes = life.escapes or op
                     continue
                 life.first = life.first or op

@@ -897,7 +897,10 @@ class TransposeOp(DTensorOp):
 
 @irdl_op_definition
 class ReshapeOp(DTensorOp):
-    """Row-major reshape of the global tensor to the result type's shape."""
+    """Row-major reshape of the global tensor to the result type's shape. A split dimension may
+    be factored or merged as the leading dimension of its group when its leading size divides
+    by the ranks splitting it (heads out of a hidden dimension), which needs the mesh: builders
+    take it, verifiers look it up."""
 
     name = "dtensor.reshape"
     input = operand_def(DTensorType)
@@ -905,14 +908,19 @@ class ReshapeOp(DTensorOp):
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
-    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int], mesh: Mesh | None = None):
         v = SSAValue.get(input)
+        sizes = mesh.axis_sizes if mesh is not None else None
         super().__init__(
-            operands=[v], result_types=[_build(infer.infer_reshape, _dtensor(v), shape)]
+            operands=[v], result_types=[_build(infer.infer_reshape, _dtensor(v), shape, sizes)]
         )
 
     def inferred_type(self) -> DTensorType:
-        return infer.infer_reshape(_dtensor(self.input), _dtensor(self.result).get_shape())
+        t = _dtensor(self.input)
+        mesh = lookup_mesh(self, t.mesh_name)
+        return infer.infer_reshape(
+            t, _dtensor(self.result).get_shape(), mesh.axis_sizes if mesh is not None else None
+        )
 
 
 # --- values ---------------------------------------------------------------------------------

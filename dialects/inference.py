@@ -568,9 +568,14 @@ def infer_transpose(t: DTensorType, perm: Sequence[int]) -> DTensorType:
     return DTensorType([shape[i] for i in perm], t.element_type, t.mesh, placements)
 
 
-def infer_reshape(t: DTensorType, shape: Sequence[int]) -> DTensorType:
-    """A split dimension survives a reshape only when it stays whole with the same number of
-    elements before it (otherwise the blocks would change)."""
+def infer_reshape(
+    t: DTensorType, shape: Sequence[int], axis_sizes: Sequence[int] | None = None
+) -> DTensorType:
+    """A split dimension survives a reshape when it stays whole with the same number of
+    elements before it, or - given the mesh's `axis_sizes` - when it is the leading dimension of
+    a group that is factored or merged (heads: [.., h] -> [.., nh, hd] and back) and its leading
+    size divides by the ranks that split it: then every rank's block is still one contiguous
+    block of whole trailing groups, and a local reshape is the global one."""
     old = t.get_shape()
     if any(d < 0 for d in shape):
         raise InferenceError(f"reshape to negative dimensions {list(shape)}")
@@ -584,21 +589,49 @@ def infer_reshape(t: DTensorType, shape: Sequence[int]) -> DTensorType:
         if d is None:
             placements.append(p)
             continue
-        before = _product(old[:d])
-        target = next(
-            (
-                nd
-                for nd in range(len(shape))
-                if _product(shape[:nd]) == before and shape[nd] == old[d]
-            ),
-            None,
-        )
+        target = _reshaped_split(t, shape, d, axis_sizes)
         if target is None:
             raise InferenceError(
                 f"reshape to {_fmt_shape(shape)} breaks dimension {d}, which operand #0 splits", a
             )
         placements.append(SplitAttr(target))
     return DTensorType(shape, t.element_type, t.mesh, placements)
+
+
+def _reshaped_split(
+    t: DTensorType, shape: Sequence[int], d: int, axis_sizes: Sequence[int] | None
+) -> int | None:
+    """The result dimension that split dimension `d` becomes, or None if the blocks break."""
+    old = t.get_shape()
+    before = _product(old[:d])
+    starts = [nd for nd in range(len(shape)) if _product(shape[:nd]) == before]
+    for nd in starts:
+        if nd < len(shape) and shape[nd] == old[d]:
+            return nd
+    if axis_sizes is None or len(axis_sizes) != len(t.placement_list):
+        return None
+    splitting = zip(axis_sizes, t.placement_list, strict=True)
+    ranks = _product([s for s, q in splitting if q.split_dim == d])
+    for nd in starts:
+        if nd >= len(shape) or shape[nd] == 0 or old[d] == 0:
+            continue
+        if old[d] % shape[nd] == 0 and _group_ends(shape, nd, old[d]) and shape[nd] % ranks == 0:
+            return nd  # factored: old[d] = shape[nd] * shape[nd + 1] * ...
+        if shape[nd] % old[d] == 0 and _group_ends(old, d, shape[nd]) and old[d] % ranks == 0:
+            return nd  # merged: shape[nd] = old[d] * old[d + 1] * ...
+    return None
+
+
+def _group_ends(dims: Sequence[int], start: int, size: int) -> bool:
+    """`dims[start:]` begins with a run of dimensions whose product is exactly `size`."""
+    total = 1
+    for s in dims[start:]:
+        total *= s
+        if total == size:
+            return True
+        if total > size:
+            return False
+    return False
 
 
 def _product(xs: Sequence[int]) -> int:

@@ -240,9 +240,10 @@ class ViewOp(IRDLOperation):
         super().__init__(operands=[source], result_types=[BufferType(tensor)])
 
     def verify_(self) -> None:
-        verify_buffers(self)
+        mesh = verify_buffers(self)
         src, dst = tensor_of(self.source), tensor_of(self.result)
-        _expect(dst, _infer(self, infer.infer_reshape, src, dst.get_shape()), "the view")
+        sizes = mesh.axis_sizes if mesh is not None else None
+        _expect(dst, _infer(self, infer.infer_reshape, src, dst.get_shape(), sizes), "the view")
 
 
 @irdl_op_definition

@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     FunctionType,
     ModuleOp,
+    StringAttr,
     f32,
     f64,
     i1,
@@ -210,7 +211,7 @@ class Tensor:
         return self.program.emit(dt.TransposeOp(self.value, perm))
 
     def reshape(self, shape: Sequence[int]) -> Tensor:
-        return self.program.emit(dt.ReshapeOp(self.value, shape))
+        return self.program.build(lambda: dt.ReshapeOp(self.value, shape, self.program.mesh))
 
     def slice(self, offsets: Sequence[int], sizes: Sequence[int]) -> Tensor:
         return self.program.emit(dt.SliceOp(self.value, offsets, sizes))
@@ -239,11 +240,13 @@ class Program:
         self.results: list[Tensor] = []
         self._module: ModuleOp | None = None
         self._original: ModuleOp | None = None
+        self._func: func.FuncOp | None = None
+        self._callees: dict[str, Program] = {}
         self._tags = itertools.count()
 
     # --- building ---------------------------------------------------------------------------
     def _building(self) -> Block:
-        if self._module is not None:
+        if self._func is not None:
             raise CcoptError(
                 "the program is already scheduled; build everything before scheduling it"
             )
@@ -375,27 +378,79 @@ class Program:
         self._building()
         self.results = list(tensors)
 
-    # --- the IR -----------------------------------------------------------------------------
-    @property
-    def module(self) -> ModuleOp:
-        """The module (finished on first access; after that the program can only be scheduled)."""
-        if self._module is None:
+    # --- functions and calls ------------------------------------------------------------------
+    def subprogram(self, name: str) -> Program:
+        """A function on the same mesh that this program (or another subprogram) may `call`:
+        a layer that a model calls once per layer, compiled once."""
+        axes = dict(zip(self.mesh.axis_names, self.mesh.axis_sizes, strict=True))
+        return Program(name, self.mesh.name, **axes)
+
+    def call(self, callee: Program, *args: Tensor) -> list[Tensor]:
+        """Call `callee` (finished by this call: build it first); its in-place updates become
+        updates of the operands, which must be this program's arguments."""
+        if callee.mesh != self.mesh:
+            raise CcoptError(f"@{callee.name} is on mesh {callee.mesh}, not {self.mesh}")
+        known = self._callees.get(callee.name)
+        if known is not None and known is not callee:
+            raise CcoptError(f"two different functions are named @{callee.name}")
+        f = callee.function_op()
+        expected = list(f.function_type.inputs.data)
+        given = [a.type for a in args]
+        if given != expected:
+            raise CcoptError(
+                f"@{callee.name} takes {len(expected)} arguments of types "
+                f"{', '.join(map(str, expected))}; got {', '.join(map(str, given))}"
+            )
+        self._callees[callee.name] = callee
+        call = func.CallOp(callee.name, [a.value for a in args], f.function_type.outputs.data)
+        self._building().add_op(call)
+        return [Tensor(self, r) for r in call.results]
+
+    def function_op(self) -> func.FuncOp:
+        """The function (finished on first access), not yet in a module."""
+        if self._func is None:
             self.block.add_op(func.ReturnOp(*(t.value for t in self.results)))
-            body = Region(self.block)
-            f = func.FuncOp(
+            self._func = func.FuncOp(
                 self.name,
                 FunctionType.from_lists(
                     [a.type for a in self.block.args], [t.type for t in self.results]
                 ),
-                body,
+                Region(self.block),
             )
+        return self._func
+
+    def callees(self) -> list[Program]:
+        """Every function this program calls, directly or not, callees before callers."""
+        order: dict[str, Program] = {}
+
+        def visit(p: Program) -> None:
+            for name, callee in p._callees.items():
+                if name not in order:
+                    visit(callee)
+                    order[name] = callee
+
+        visit(self)
+        return list(order.values())
+
+    # --- the IR -----------------------------------------------------------------------------
+    @property
+    def module(self) -> ModuleOp:
+        """The module (finished on first access; after that the program can only be scheduled):
+        the mesh, private copies of the called functions, then this program's function."""
+        if self._module is None:
+            helpers = []
+            for callee in self.callees():
+                helper = callee.function_op().clone()
+                helper.sym_visibility = StringAttr("private")
+                helpers.append(helper)
             self._module = ModuleOp(
                 [
                     dt.MeshOp(
                         self.mesh.name,
                         list(zip(self.mesh.axis_names, self.mesh.axis_sizes, strict=True)),
                     ),
-                    f,
+                    *helpers,
+                    self.function_op(),
                 ]
             )
             self._verify()
@@ -411,7 +466,12 @@ class Program:
         return str(self.module)
 
     def function(self) -> func.FuncOp:
-        return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
+        """This program's function in the module (its callees precede it)."""
+        return next(
+            op
+            for op in self.module.ops
+            if isinstance(op, func.FuncOp) and op.sym_name.data == self.name
+        )
 
     def consumers(self, t: Tensor) -> list[Tensor]:
         """Handles of the results of the ops that use `t`."""

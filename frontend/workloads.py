@@ -25,22 +25,22 @@ def build_sgd() -> Program:
     return p
 
 
-def _moments(
+def adam_moments(
     p: Program, g_sum: Tensor, m: Tensor, v: Tensor, t: Tensor, eps: float
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Adam's moment updates and the bias-corrected direction m_hat / (sqrt(v_hat) + eps)."""
     m_new = ((m * 0.9).named("m_old") + (g_sum * 0.1).named("m_g")).named("m_new")
     g2 = (g_sum * g_sum).named("g2")
     v_new = ((v * 0.999).named("v_old") + (g2 * 0.001).named("v_g")).named("v_new")
-    scalar = [R]
-    one = p.full(1.0, [], "f32", *scalar).named("one")
-    beta1 = p.full(0.9, [], "f32", *scalar).named("beta1")
-    beta2 = p.full(0.999, [], "f32", *scalar).named("beta2")
+    scalar, dtype = [R] * p.mesh.ndim, g_sum.type.element_type
+    one = p.full(1.0, [], dtype, *scalar).named("one")
+    beta1 = p.full(0.9, [], dtype, *scalar).named("beta1")
+    beta2 = p.full(0.999, [], dtype, *scalar).named("beta2")
     c1 = (one - (beta1**t).named("b1t")).named("c1")
     c2 = (one - (beta2**t).named("b2t")).named("c2")
     m_hat = (m_new / c1).named("m_hat")
     v_hat = (v_new / c2).named("v_hat")
-    eps_t = p.full(eps, [], "f32", *scalar).named("eps")
+    eps_t = p.full(eps, [], dtype, *scalar).named("eps")
     den = (v_hat.sqrt().named("root") + eps_t).named("den")
     return m_new, v_new, (m_hat / den)
 
@@ -51,7 +51,7 @@ def build_adam() -> Program:
     w, m, v = (p.input(n, [515, 7], "f32", R) for n in ("w", "m", "v"))
     lr, t = p.input("lr", [], "f32", R), p.input("t", [], "f32", R)
     g_sum = p.all_reduce(g, "dp").named("g_sum")
-    m_new, v_new, direction = _moments(p, g_sum, m, v, t, 1.0e-8)
+    m_new, v_new, direction = adam_moments(p, g_sum, m, v, t, 1.0e-8)
     step = (lr * direction.named("dir")).named("step")
     p.update(m, m_new)
     p.update(v, v_new)
@@ -65,7 +65,7 @@ def build_lamb() -> Program:
     w, m, v = (p.input(n, [300, 11], "f32", R) for n in ("w", "m", "v"))
     lr, t = p.input("lr", [], "f32", R), p.input("t", [], "f32", R)
     g_sum = p.all_reduce(g, "dp").named("g_sum")
-    m_new, v_new, adam = _moments(p, g_sum, m, v, t, 1.0e-6)
+    m_new, v_new, adam = adam_moments(p, g_sum, m, v, t, 1.0e-6)
     u = (adam.named("adam") + (w * 0.01).named("decay")).named("u")
     one = p.full(1.0, [], "f32", R).named("one_")
     zero = p.full(0.0, [], "f32", R).named("zero")

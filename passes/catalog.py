@@ -85,6 +85,7 @@ CATALOG: dict[str, PassInfo] = {
         "Replace calls by the callee's body, callees first; erase private callees left uncalled.",
         (
             OptionInfo(name='callees', kind='str,...', default='', meaning='Functions whose calls are inlined; default: every function with a body.'),
+            OptionInfo(name='max_ops', kind='int', default='', meaning='Inline only callees of at most this many ops (nested ops counted, the return not); default: any size.'),
         ),
     ),
     'convert-to-kernel': PassInfo(

@@ -12,7 +12,10 @@ writes into its destination:
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
 * `sched.execute` regions run on their stream between event record/wait pairs and
-  `sched.await` waits on the compute stream: overlap schedules keep their concurrency.
+  `sched.await` waits on the compute stream: overlap schedules keep their concurrency;
+* calls stay calls: each callee is lowered once, its results become output buffers the caller
+  passes, its updates write the operands' buffers (the caller's arguments), and a called
+  function joins its streams before returning, so a call is one op of the compute stream.
 
 ```mlir
 func.func @sgd(%g: !kernel.buffer<1030xf32, @dp[P(sum)]>, %w: !kernel.buffer<1030xf32, @dp[R]>, ...)
@@ -76,6 +79,8 @@ class Lowering:
     regions_done: list[SSAValue] = field(default_factory=list)
     waited: set[tuple[int, SSAValue]] = field(default_factory=set)
     stream: int = sched.COMPUTE_STREAM
+    calls: dt.CallUpdates | None = None
+    order: ProgramOrder = field(default_factory=ProgramOrder)
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -350,6 +355,8 @@ def lower_op(low: Lowering, op: Operation) -> None:
             lower_fused_all_reduce(low, op)
         case coll.CollectiveOp():
             lower_collective(low, op)
+        case func.CallOp():
+            lower_call(low, op)
         case sched.ExecuteOp():
             lower_execute(low, op)
         case sched.AwaitOp():
@@ -361,6 +368,50 @@ def lower_op(low: Lowering, op: Operation) -> None:
                 low.wait(low.tokens[token])
         case _:
             raise OpError(op, "has no lowering to the kernel level")
+
+
+def lower_call(low: Lowering, op: func.CallOp) -> None:
+    """A call of the callee's kernel-level function: the operands' buffers, then destinations
+    for its results (the callee writes them, as it writes its updates into the operands'
+    buffers). An updated operand that the caller still reads afterwards is saved first: at L1
+    the caller's later reads see the value from before the call."""
+    if low.stream != sched.COMPUTE_STREAM:
+        raise OpError(op, "a call inside a region on another stream is not lowered")
+    require_tensors(op, op.arguments, "operand", "passed to a call")
+    require_tensors(op, op.results, "result", "returned by a call")
+    operands = [low.buffer(v) for v in op.arguments]
+    assert low.calls is not None
+    for i in low.calls.updated_operands(op):
+        operand = op.arguments[i]
+        if read_after(low, operand, op):
+            saved = low.add(k.AllocOp(tensor(operand))).results[0]
+            saved.name_hint = operand.name_hint
+            low.add(k.CopyOp(operands[i], saved))
+            low.buffers[operand] = saved
+    outs = [low.destination(r) for r in op.results]
+    low.add(func.CallOp(op.callee, [*operands, *outs], []))
+
+
+def read_after(low: Lowering, operand: SSAValue, call: func.CallOp) -> bool:
+    """Whether the caller reads `operand` after `call`; through a view it is refused (the view
+    would still see the updated buffer)."""
+    later = False
+    for alias in aliases(operand):
+        for use in alias.uses:
+            reader = use.operation
+            if reader is call or reader.parent_block() is not call.parent_block():
+                if reader is not call and alias is operand:
+                    raise OpError(call, "an operand it updates is read inside a region")
+                continue
+            if isinstance(reader, func.ReturnOp | dt.UpdateOp) or low.order[reader] > low.order[
+                call
+            ]:
+                if alias is not operand:
+                    raise OpError(
+                        call, "an operand it updates is read after it through a reshape"
+                    )
+                later = True
+    return later
 
 
 def require_tensors(op: Operation, values: Sequence[SSAValue], what: str, how: str) -> None:
@@ -411,7 +462,9 @@ def root_buffer(buffer: SSAValue) -> SSAValue:
     return buffer
 
 
-def finish(low: Lowering, returned: func.ReturnOp, outputs: Sequence[SSAValue]) -> None:
+def finish(
+    low: Lowering, returned: func.ReturnOp, outputs: Sequence[SSAValue], join: bool = False
+) -> None:
     """The copies after all kernels, on the compute stream: results that were not written in
     place first (they read the values the function computed, before updates overwrite
     arguments), then updates that could not be done in place, each reading the value from
@@ -421,7 +474,7 @@ def finish(low: Lowering, returned: func.ReturnOp, outputs: Sequence[SSAValue]) 
         for value, out in zip(returned.arguments, outputs, strict=True)
         if low.buffer(value) is not out
     ]
-    if not results and not low.deferred_copies:
+    if not results and not low.deferred_copies and not join:
         return
     for done in low.regions_done:
         low.wait(done)  # a region nobody awaited may still write a source or read a target
@@ -470,7 +523,10 @@ def check_signature(f: func.FuncOp) -> None:
             )
 
 
-def lower_function(f: func.FuncOp) -> func.FuncOp:
+def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) -> func.FuncOp:
+    """The kernel-level form of `f`. A function that is `called` joins its streams into the
+    compute stream before it returns, so that a call is one op of the caller's compute stream
+    (`ccopt.streams`)."""
     old = f.body.blocks[0]
     returned = old.last_op
     assert isinstance(returned, func.ReturnOp)
@@ -482,13 +538,14 @@ def lower_function(f: func.FuncOp) -> func.FuncOp:
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block)
+    low = Lowering(block, calls=calls)
     low.buffers.update(zip(old.args, block.args, strict=False))
-    low.destinations, updated = plan_destinations(f, outputs, low.buffers)
+    low.destinations, _ = plan_destinations(f, outputs, low.buffers)
+    updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
     for op in old.ops:
         if not isinstance(op, func.ReturnOp):
             lower_op(low, op)
-    finish(low, returned, outputs)
+    finish(low, returned, outputs, join=called)
     block.add_op(func.ReturnOp())
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
@@ -526,13 +583,16 @@ class ConvertToKernel(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for f in [o for o in op.ops if isinstance(o, func.FuncOp) and o.body.blocks]:
-            if any(isinstance(o, func.CallOp) for o in f.walk()):
-                raise OpError(
-                    f, "calls are not lowered to the kernel level yet; run 'inline' first"
-                )
+        functions = [o for o in op.ops if isinstance(o, func.FuncOp)]
+        calls = dt.CallUpdates(op)
+        bodies = {f.sym_name.data for f in functions if f.body.blocks}
+        for callee, sites in calls.calls.items():
+            if callee not in bodies:
+                raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
+        for f in [f for f in functions if f.body.blocks]:
             check_signature(f)
-            lowered = lower_function(f)
+        for f in [f for f in functions if f.body.blocks]:
+            lowered = lower_function(f, calls, called=f.sym_name.data in calls.calls)
             if self.views:
                 view_in_place(lowered.body.blocks[0])
                 concat_in_place(lowered.body.blocks[0])

@@ -22,10 +22,17 @@ func.func @train(%m: !r, %g: !r) {
   func.return
 }
 ```
-Options: `callees` (inline only calls to these functions; default every single-block function).
-Greedily, calls that close a recursion and calls to multi-block functions or declarations stay
-calls; naming such a callee in `callees` is an error. Public callees stay (other modules may call
-them); private ones left without calls are erased.
+Options: `callees` (inline only calls to these functions; default every single-block function)
+and `max-ops` (inline only callees of at most this many ops, counted after their own calls are
+inlined: a model's repeated layers stay functions that every later pass, the memory plan and the
+generated code handle once, while small helpers disappear). A call marked `no_inline` (MLIR's
+spelling) always stays a call. Greedily, calls that close a recursion and calls to multi-block
+functions or declarations stay calls; naming such a callee in `callees` is an error. Public
+callees stay (other modules may call them); private ones left without calls are erased.
+
+```mlir
+func.call @layer(%x) {no_inline} : (!r) -> !r   // stays, whatever the options
+```
 """
 
 from __future__ import annotations
@@ -53,8 +60,22 @@ class Inline(ModulePass):
         (), "Functions whose calls are inlined; default: every function with a body."
     )
 
+    max_ops: int | None = option(
+        None,
+        "Inline only callees of at most this many ops (nested ops counted, the return not); "
+        "default: any size.",
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_ops is not None and self.max_ops < 0:  # refused when the pipeline is read
+            raise ValueError(f"inline: max-ops must be >= 0, got {self.max_ops}")
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_inline(op, self.callees)
+        apply_inline(op, self.callees, self.max_ops)
+
+
+NO_INLINE = "no_inline"
+"""A call with this attribute stays a call (MLIR's func.call `no_inline`)."""
 
 
 def calls_in(f: func.FuncOp) -> list[func.CallOp]:
@@ -134,8 +155,25 @@ def inlinable_functions(module: ModuleOp, asked: tuple[str, ...]) -> dict[str, f
     return {n: functions[n] for n in chosen if len(functions[n].body.blocks) == 1}
 
 
-def apply_inline(module: ModuleOp, asked: tuple[str, ...]) -> None:
+def body_size(f: func.FuncOp) -> int:
+    """Ops of the body, nested ones included, the terminator not."""
+    return sum(1 for _ in f.walk()) - 2  # the function itself and its return
+
+
+def apply_inline(module: ModuleOp, asked: tuple[str, ...], max_ops: int | None = None) -> None:
     inlinable = inlinable_functions(module, asked)
+    sizes: dict[str, int] = {}  # measured once a callee's own calls are inlined (bottom-up)
+
+    def chosen(call: func.CallOp) -> bool:
+        if NO_INLINE in call.attributes:
+            return False
+        if max_ops is None:
+            return True
+        name = callee_name(call)
+        if name not in sizes:
+            sizes[name] = body_size(inlinable[name])
+        return sizes[name] <= max_ops
+
     functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     remaining: dict[str, int] = {}  # callee -> calls to it not inlined
     for op in module.walk():
@@ -143,8 +181,9 @@ def apply_inline(module: ModuleOp, asked: tuple[str, ...]) -> None:
             remaining[callee_name(op)] = remaining.get(callee_name(op), 0) + 1
     for _, calls in bottom_up(functions, set(inlinable), strict=bool(asked)):
         for call in calls:
-            remaining[callee_name(call)] -= 1
-            inline_call(call, inlinable[callee_name(call)])
+            if chosen(call):
+                remaining[callee_name(call)] -= 1
+                inline_call(call, inlinable[callee_name(call)])
     for name, f in inlinable.items():
         if remaining.get(name) == 0 and is_private(f):
             Rewriter.erase_op(f)

@@ -24,7 +24,7 @@ The C ABI of a program `@f` (every int-returning call: 0, or -1 with `ccopt_f_la
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import product
@@ -33,7 +33,7 @@ from math import prod
 import jinja2
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
 from ccopt.dialects import kernel as k
@@ -138,14 +138,25 @@ class GpuOp:
 
 
 @dataclass
+class HostFunction:
+    """One kernel-level function's host code: a C++ function that a call invokes per layer."""
+
+    name: str
+    symbol: str
+    statements: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Program:
-    """Everything the program template needs; filled op by op."""
+    """Everything the program template needs; filled op by op, function by function. Kernels
+    and rank tables are shared: an identical kernel (same body, types and launch shape) or
+    table is emitted once, however many ops or functions use it."""
 
     name: str
     mesh: Mesh
     kernels: list[str] = field(default_factory=list)
-    statements: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
+    functions: list[HostFunction] = field(default_factory=list)
     workspace: int = 0
     events: int = 0
     streams: int = 1
@@ -155,36 +166,74 @@ class Program:
     comm_streams: set[int] = field(default_factory=set)  # streams that issue NCCL calls
     constants: int = 0  # bytes of device memory holding constants, uploaded at create
     setup: list[str] = field(default_factory=list)  # statements create() runs once
+    counter: int = 0
+    kernel_names: dict[str, str] = field(default_factory=dict)  # text (name elided) -> name
+    table_names: dict[tuple[str, tuple[tuple[int, ...], ...]], str] = field(default_factory=dict)
 
-
-class Emitter:
-    """Walks one kernel-level function and fills a Program."""
-
-    def __init__(self, f: func.FuncOp, mesh: Mesh):
-        self.f = f
-        self.mesh = mesh
-        self.program = Program(f.sym_name.data, mesh)
-        planned = f.attributes.get("kernel.workspace")
-        if isinstance(planned, IntegerAttr):  # plan-memory placed the buffers; staging goes after
-            self.program.workspace = -(-planned.value.data // ALIGN) * ALIGN
-        self.buffers: dict[SSAValue, Buffer] = {}
-        self.events: dict[SSAValue, int] = {}
-        self.counter = 0
-
-    # --- per-rank tables -----------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
+    @property
+    def statements(self) -> list[str]:
+        """The entry's statements (the last function)."""
+        return self.functions[-1].statements
+
+
+KERNEL_NAME = "CCOPT_KERNEL_NAME"
+"""Stands for a kernel's name while its text is compared with the kernels already emitted."""
+
+
+class Emitter:
+    """Walks one kernel-level function and fills its host function in a Program. The function's
+    buffers live in its own region of the workspace, from byte `base` on (a callee's region is
+    apart from its callers': their buffers stay live across the call)."""
+
+    def __init__(self, f: func.FuncOp, mesh: Mesh, program: Program | None = None):
+        self.f = f
+        self.mesh = mesh
+        self.program = program if program is not None else Program(f.sym_name.data, mesh)
+        self.function = HostFunction(f.sym_name.data, host_symbol(f.sym_name.data))
+        self.base = self.program.workspace
+        planned = f.attributes.get("kernel.workspace")
+        if isinstance(planned, IntegerAttr):  # plan-memory placed the buffers; staging goes after
+            self.program.workspace += -(-planned.value.data // ALIGN) * ALIGN
+        self.buffers: dict[SSAValue, Buffer] = {}
+        self.declared: set[SSAValue] = set()  # arguments with a local pointer
+        self.events: dict[SSAValue, int] = {}
+
+    # --- per-rank tables -----------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        return self.program.fresh(prefix)
+
     def table(self, prefix: str, rows: Sequence[Sequence[int]]) -> str:
-        """A constant table with one row per rank; returns the C++ expression for this rank's row."""
-        name = self.fresh(prefix)
-        width = max(1, max((len(r) for r in rows), default=1))
-        body = ",\n  ".join("{" + ", ".join(f"{v}LL" for v in (list(r) or [0])) + "}" for r in rows)
-        self.program.tables.append(
-            f"static const int64_t {name}[{len(rows)}][{width}] = {{\n  {body}}};"
-        )
-        return f"{name}[ctx->rank]"
+        """A constant table with one row per rank; returns the C++ expression for this rank's row.
+        A table with the same rows is emitted once, for every op of every function."""
+        uniform = all(list(r) == list(rows[0]) for r in rows)  # even splits: one row serves all
+        if uniform:
+            rows = rows[:1]
+        key = (prefix, tuple(tuple(r) for r in rows))
+        name = self.program.table_names.get(key)
+        if name is None:
+            name = self.program.table_names[key] = self.fresh(prefix)
+            width = max(1, max((len(r) for r in rows), default=1))
+            body = ",\n  ".join(
+                "{" + ", ".join(f"{v}LL" for v in (list(r) or [0])) + "}" for r in rows
+            )
+            self.program.tables.append(
+                f"static const int64_t {name}[{len(rows)}][{width}] = {{\n  {body}}};"
+            )
+        return f"{name}[0]" if uniform else f"{name}[ctx->rank]"
+
+    def kernel(self, prefix: str, template: str, **context: object) -> str:
+        """The name of a `__global__` kernel rendered from `template`; an identical kernel is
+        emitted once."""
+        text = render(template, name=KERNEL_NAME, **context)
+        name = self.program.kernel_names.get(text)
+        if name is None:
+            name = self.program.kernel_names[text] = self.fresh(prefix)
+            self.program.kernels.append(text.replace(KERNEL_NAME, name))
+        return name
 
     def per_rank(self, fn) -> list[list[int]]:  # noqa: ANN001 - fn(coords) -> list[int]
         return [list(fn(self.mesh.coords(r))) for r in range(self.mesh.rank_count)]
@@ -216,7 +265,7 @@ class Emitter:
 
     # --- statements --------------------------------------------------------------------------------
     def emit_template(self, template: str, **context: object) -> None:
-        self.program.statements.append(render(template, **context).rstrip())
+        self.function.statements.append(render(template, **context).rstrip())
 
     def stream(self, op: k.DeviceOp) -> str:
         index = op.stream_index()
@@ -224,6 +273,15 @@ class Emitter:
         return f"ctx->streams[{index}]"
 
     def buffer(self, value: SSAValue) -> Buffer:
+        """A buffer for a statement; an argument is first copied to a local pointer (work queued
+        on a stream must not read the argument array, which a caller's call statement frees
+        when the host function returns)."""
+        if isinstance(value, BlockArgument) and value not in self.declared:
+            self.declared.add(value)
+            c = ctype(k.tensor_of(value).element_type)
+            self.function.statements.append(
+                f"{c}* const arg{value.index} = static_cast<{c}*>(buffers[{value.index}]);"
+            )
         return self.buffers[value]
 
     def layout(self, b: Buffer, coords: Sequence[int]) -> list[int]:
@@ -273,6 +331,8 @@ class Emitter:
             offset = self.program.workspace
             size = self.capacity(t) * numpy_dtype(t.element_type).itemsize
             self.program.workspace += -(-max(size, 1) // ALIGN) * ALIGN
+        else:
+            offset += self.base
         self.buffers[value] = Buffer(
             f"reinterpret_cast<{ctype(t.element_type)}*>(ctx->workspace + {offset})", t
         )
@@ -330,13 +390,24 @@ class Emitter:
     def emit_function(self) -> Program:
         block = self.f.body.blocks[0]
         for i, arg in enumerate(block.args):
-            t = k.tensor_of(arg)
-            self.buffers[arg] = Buffer(f"static_cast<{ctype(t.element_type)}*>(buffers[{i}])", t)
+            self.buffers[arg] = Buffer(f"arg{i}", k.tensor_of(arg))
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 continue
             self.emit_op(op)
+        self.program.functions.append(self.function)
         return self.program
+
+    def call(self, op: func.CallOp) -> None:
+        """Run the callee's host function on the operands' buffers (one line per layer)."""
+        pointers = ", ".join(
+            f"buffers[{v.index}]" if isinstance(v, BlockArgument) else self.buffer(v).pointer
+            for v in op.arguments
+        )
+        self.function.statements.append(
+            f"{{ void* const args[] = {{{pointers}}}; "
+            f"if (int s = {host_symbol(op.callee.root_reference.data)}(ctx, args)) return s; }}"
+        )
 
     def emit_op(self, op: Operation) -> None:
         if not isinstance(
@@ -429,6 +500,8 @@ class Emitter:
                 self.constant(op)
             case k.NcclOp():
                 self.collective(op)
+            case func.CallOp():
+                self.call(op)
             case _:
                 raise EmitError(f"'{op.name}' has no CUDA emission")
 
@@ -477,27 +550,25 @@ class Emitter:
         ]
         out_rows = [[pad(st, ndim, 0) for st in b.strides] for b in outs if b.strides is not None]
         strides = [self.table("kStride", rows) for rows in in_rows]
-        kernel = self.fresh("ccopt_elementwise_")
         in_restrict, out_restrict = restrict_qualifiers(op)
-        self.program.kernels.append(
-            render(
-                "elementwise_kernel.cu.j2",
-                name=kernel,
-                ndim=ndim,
-                ins=[b.c for b in ins],
-                outs=[b.c for b in outs],
-                in_restrict=in_restrict,
-                out_restrict=out_restrict,
-                strided=[b.strides is not None for b in outs],
-                index="uint32_t" if fits_32(extents, *in_rows, *out_rows) else "int64_t",
-                body=lines,
-                yields=yields,
-                names=names,
-            )
+        kernel = self.kernel(
+            "ccopt_elementwise_",
+            "elementwise_kernel.cu.j2",
+            ndim=ndim,
+            ins=[b.c for b in ins],
+            outs=[b.c for b in outs],
+            in_restrict=in_restrict,
+            out_restrict=out_restrict,
+            strided=[b.strides is not None for b in outs],
+            index="uint32_t" if fits_32(extents, *in_rows, *out_rows) else "int64_t",
+            body=lines,
+            yields=yields,
+            names=names,
         )
         self.emit_template(
             "elementwise.cu.j2",
             kernel=kernel,
+            ndim=ndim,  # the tables' width: dims_of reads no further
             count=self.numel(iteration),
             extent=self.table("kExtent", [pad(s, ndim, 1) for s in shape]),
             offset=self.table("kOffset", [pad(o, ndim, 0) for o in offsets]),
@@ -1414,18 +1485,22 @@ def emit_cuda(
         )
     (mesh,) = meshes.values()
     f = find_entry(module, entry)
-    if "kernel.results" not in f.attributes:
-        raise EmitError(
-            f"@{f.sym_name.data} is not at the kernel level: run convert-to-kernel first"
-        )
-    program = Emitter(f, mesh).emit_function()
+    program = Program(f.sym_name.data, mesh)
+    for g in called_first(module, f):
+        if "kernel.results" not in g.attributes:
+            raise EmitError(
+                f"@{g.sym_name.data} is not at the kernel level: run convert-to-kernel first"
+            )
+        Emitter(g, mesh, program).emit_function()
     block = f.body.blocks[0]
     args = [k.tensor_of(a) for a in block.args]
     results = f.attributes["kernel.results"].value.data  # type: ignore[union-attr]
     written = set(range(len(args) - results, len(args))) | set(
         f.attributes["kernel.updated"].get_values()  # type: ignore[union-attr]
     )
-    arg_shapes = [[t.local_shape(mesh, c) for c in mesh.all_coords()] for t in args]
+    shape_index: dict[DTensorType, int] = {}  # arguments of one type share their shape rows
+    arg_shape = [shape_index.setdefault(t, len(shape_index)) for t in args]
+    arg_shapes = [[t.local_shape(mesh, c) for c in mesh.all_coords()] for t in shape_index]
     group_rows = [
         [mesh.group_index(c, axes) for axes, _ in program.groups]
         + [_color(mesh, c, axes) for axes, _ in program.groups]
@@ -1437,9 +1512,10 @@ def emit_cuda(
         prefix=f"ccopt_{program.name}",
         world=mesh.rank_count,
         args=[
-            (a.name_hint or f"arg{i}", ctype(t.element_type), t.rank, str(t), i in written)
+            (a.name_hint or f"arg{i}", ctype(t.element_type), t.rank, arg_shape[i], i in written)
             for i, (a, t) in enumerate(zip(block.args, args, strict=True))
         ],
+        arg_types=[str(t) for t in shape_index],
         comm_names=[
             f"{','.join(mesh.axis_names[a] for a in axes)} (stream {stream})"
             for axes, stream in program.groups
@@ -1467,6 +1543,40 @@ def gpu_ops(module: ModuleOp, entry: str | None = None) -> list[GpuOp]:
 
     (mesh,) = module_meshes(module).values()
     return Emitter(find_entry(module, entry), mesh).emit_function().ops
+
+
+def host_symbol(function: str) -> str:
+    """The C++ name of a function's host code (internal linkage; the C ABI's names never end
+    in `_fn`)."""
+    return f"ccopt_{function}_fn"
+
+
+def called_first(module: ModuleOp, entry: func.FuncOp) -> list[func.FuncOp]:
+    """The entry and every function it calls (transitively), callees before their callers:
+    each becomes one host function, emitted once however often it is called."""
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+
+    def callees(f: func.FuncOp) -> Iterator[func.FuncOp]:
+        for c in f.walk():
+            if isinstance(c, func.CallOp):
+                name = c.callee.root_reference.data
+                if name not in functions or not functions[name].body.blocks:
+                    raise EmitError(f"@{f.sym_name.data} calls @{name}, which has no body")
+                yield functions[name]
+
+    order: dict[str, func.FuncOp] = {}
+    opened = {entry.sym_name.data}
+    stack = [(entry, callees(entry))]
+    while stack:
+        f, pending = stack[-1]
+        g = next(pending, None)
+        if g is None:
+            stack.pop()
+            order[f.sym_name.data] = f
+        elif g.sym_name.data not in opened:
+            opened.add(g.sym_name.data)
+            stack.append((g, callees(g)))
+    return list(order.values())
 
 
 def _color(mesh: Mesh, coords: Sequence[int], axes: Sequence[int]) -> int:

@@ -143,6 +143,78 @@ def test_calls_are_inlined_then_lowered_with_their_updates(schedule: str) -> Non
     assert_same_shards(run_on_host(module, reference.inputs), reference.shards)
 
 
+@pytest.mark.parametrize(
+    "schedule",
+    ["", "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective"],
+)
+def test_calls_stay_calls_down_to_the_cpu_harness(schedule: str) -> None:
+    """Without `inline` the callee becomes one host function called per call, with its own
+    planned workspace; its updates reach the entry's arguments."""
+    reference = ccopt.run(CALLS, seed=3)
+    module = load_program(CALLS)
+    run_pipeline(module, ",".join(p for p in (schedule, "convert-to-kernel,plan-memory") if p))
+    source = emit_cuda(module)
+    assert source.count("int ccopt_sgd_fn(Context* ctx") == 1
+    assert source.count("ccopt_sgd_fn(ctx, args)") == 2
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+
+
+def test_gpt_stack_with_calls_runs_on_the_cpu_harness() -> None:
+    """Two GPT layers (forward, backward, Adam) kept as functions, overlapped and planned: the
+    generated code equals the interpreter on every rank of a 2x2 mesh."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "test" / "frontend"))
+    from test_gpt import inputs_for
+
+    from ccopt.frontend.gpt import gpt_step
+
+    step = gpt_step("tiny", {"dp": 2, "tp": 2})
+    inputs = inputs_for(step, "float32")
+    module = step.module.clone()
+    run_pipeline(
+        module,
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2},"
+        "convert-to-kernel,plan-memory",
+    )
+    reference = ccopt.run(module, inputs)
+    source = emit_cuda(module)
+    for name in ("layer_forward", "layer_backward", "layer_adam"):
+        assert source.count(f"int ccopt_{name}_fn(Context* ctx") == 1
+        assert source.count(f"ccopt_{name}_fn(ctx, args)") == 2
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, inputs, schedule=order), reference.shards)
+
+
+def test_identical_kernels_and_tables_are_emitted_once() -> None:
+    """Chained copies of one block: the kernels and rank tables of the first block serve all of
+    them, so the code grows only by the host calls of each block."""
+    pipeline = "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}"
+
+    def emitted(blocks: int) -> str:
+        module = load_program(chained_mlp(blocks))
+        run_pipeline(module, f"{pipeline},convert-to-kernel,plan-memory")
+        return emit_cuda(module)
+
+    one, three = emitted(1), emitted(3)
+    assert one.count("__global__") == three.count("__global__")
+    assert one.count("static const int64_t") == three.count("static const int64_t")
+
+
+def chained_mlp(blocks: int) -> str:
+    """`blocks` tensor-parallel MLP blocks of bench/startup.py (12 ops each) chained output to
+    input."""
+    import sys
+
+    bench = str(ROOT / "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    from startup import ccopt_program
+
+    return ccopt_program(12 * blocks + 1)
+
+
 def test_templates_render_for_every_kernel_level_op() -> None:
     from ccopt.dialects.kernel import Kernel
 
@@ -169,7 +241,7 @@ def test_templates_render_for_every_kernel_level_op() -> None:
 
 def test_overlap_uses_two_streams_ordered_by_events() -> None:
     source = emit_cuda(lowered("megatron_row_parallel", "overlap"))
-    run_body = source[source.index("int issue(Context* ctx") : source.index("int run(Context* ctx")]
+    run_body = source[source.index("int ccopt_row_parallel_fn(Context* ctx") : source.index("int issue(Context* ctx")]
     gemms = re.findall(r"cublasSetStream\(ctx->blas, ctx->streams\[(\d)\]\)", run_body)
     # a reduce-scatter: ncclReduceScatter, or rooted ncclReduce calls in one group (uneven blocks)
     collectives = re.findall(r"ncclReduce(?:Scatter)?\([^;]*ctx->streams\[(\d)\]\)\);", run_body)
@@ -191,7 +263,7 @@ def test_overlap_uses_two_streams_ordered_by_events() -> None:
 
 def test_fused_collective_is_reduce_scatter_one_kernel_all_gather() -> None:
     source = emit_cuda(lowered("sgd", "fused-collective", "dp=2"))
-    run_body = source[source.index("int issue(Context* ctx") : source.index("int run(Context* ctx")]
+    run_body = source[source.index("int ccopt_sgd_fn(Context* ctx") : source.index("int issue(Context* ctx")]
     assert run_body.count("ncclReduceScatter") == 1
     assert run_body.count("ncclAllGather") == 1
     assert run_body.count("ccopt_elementwise_") == 1

@@ -15,6 +15,8 @@ SMOKE_RUNS = {
     "schedules.py": ["--repeat", "1"],
     "gpu_ops.py": [],
     "compile_speed.py": ["--blocks", "2,20", "--repeat", "1"],
+    "gpt_build.py": ["--layers", "2", "--mesh", "dp=2,tp=2", "--blocks", "2,3"]
+    + ["--inlined-up-to", "2"],
 }
 
 
@@ -97,3 +99,11 @@ def test_compile_speed_bench_rates_every_pipeline() -> None:
         "lamb: lamb",
     ]
     assert any(line.startswith("--help start-up") and line.endswith("x") for line in lines)
+def test_gpt_build_prints_stage_ratios_and_code_per_block() -> None:
+    lines = run_bench("gpt_build.py")
+    stages = ratio_rows(lines)
+    assert [row.split("  ")[0] for row in stages][:2] == [
+        "parse+print of the step's IR",
+        "front end (build + verify)",
+    ]
+    assert any(" calls " in line and line.rstrip().endswith("x") for line in lines)

@@ -585,6 +585,29 @@ RESHAPE = [
 ]
 # fmt: on
 
+# Given the mesh's axis sizes, a split dimension may be factored or merged as the leading
+# dimension of its group when its leading size divides by the ranks splitting it (attention heads).
+# fmt: off
+RESHAPE_ON_MESH = [
+    ("2x3x16xf32 [R, S(2)]", [2, 4], [2, 3, 4, 4], "2x3x4x4xf32 [R, S(2)]"),
+    ("2x3x4x4xf32 [S(0), S(2)]", [2, 4], [2, 3, 16], "2x3x16xf32 [S(0), S(2)]"),
+    ("6x16xf32 [S(0), S(0)]", [2, 3], [3, 2, 16], ("breaks dimension 0, which operand #0 splits", 0)),
+    ("12x16xf32 [S(0), S(0)]", [2, 3], [6, 2, 16], "6x2x16xf32 [S(0), S(0)]"),
+    ("2x3x16xf32 [R, S(2)]", [2, 4], [2, 3, 2, 8], ("breaks dimension 2, which operand #0 splits", 1)),
+    ("2x3x2x8xf32 [R, S(2)]", [2, 4], [2, 3, 16], ("breaks dimension 2, which operand #0 splits", 1)),
+    ("4x6xf32 [S(1)]", [3], [4, 3, 2], "4x3x2xf32 [S(1)]"),
+    ("4x6xf32 [S(1)]", [3], [4, 2, 3], ("breaks dimension 1, which operand #0 splits", 0)),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("t", "sizes", "shape", "expected"), RESHAPE_ON_MESH)
+def test_reshape_on_a_mesh(t: str, sizes: list[int], shape: list[int], expected):
+    if isinstance(expected, str):
+        assert inf.infer_reshape(dt(t), shape, sizes).summary() == expected
+    else:
+        rejects(lambda: inf.infer_reshape(dt(t), shape, sizes), *expected)
+
 
 @pytest.mark.parametrize(("t", "shape", "expected"), RESHAPE)
 def test_reshape(t: str, shape: list[int], expected):
@@ -1002,7 +1025,7 @@ def test_reshape_property(case, data: st.DataObject):
     new_shape.append(rest)
     new_shape = data.draw(st.permutations(new_shape))
     try:
-        out = inf.infer_reshape(t, new_shape)
+        out = inf.infer_reshape(t, new_shape, mesh.axis_sizes)
     except InferenceError as e:
         assert isinstance(t.placement_list[e.axis], SplitAttr)
         return

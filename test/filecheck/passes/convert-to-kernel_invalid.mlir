@@ -1,16 +1,12 @@
 // RUN: ccopt %s -p 'convert-to-kernel' --split-input-file --verify-diagnostics | filecheck %s
 
-// A call would need the callee's kernel-level calling convention (output buffers, in-place
-// arguments): not lowered yet, the caller is rejected.
+// A call is lowered to a call of the callee's kernel-level function: a declaration has none.
 !r = !dtensor.tensor<8xf32, @t[R]>
 dtensor.mesh @t [tp=4]
-func.func @callee(%x: !r) -> !r {
-  %y = dtensor.neg %x : !r
-  func.return %y : !r
-}
-// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op calls are not lowered to the kernel level yet; run 'inline' first
+func.func private @external(%x: !r) -> !r
 func.func @caller(%x: !r) -> !r {
-  %y = func.call @callee(%x) : (!r) -> !r
+  // CHECK: :[[# @LINE + 1]]:3: error: 'func.call' op calls @external, which has no body to lower
+  %y = func.call @external(%x) : (!r) -> !r
   func.return %y : !r
 }
 

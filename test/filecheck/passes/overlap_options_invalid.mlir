@@ -1,5 +1,6 @@
 // RUN: not ccopt %s -p 'overlap{chunks=0}' 2>&1 | filecheck %s --check-prefix=CHUNKS
 // RUN: not ccopt %s -p 'split-all-reduce{dim=-1}' 2>&1 | filecheck %s --check-prefix=DIM
+// RUN: not ccopt %s -p 'inline{max-ops=-1}' 2>&1 | filecheck %s --check-prefix=INLINE
 
 // Bad option values are refused when the pipeline is read, before anything is rewritten (as
 // mlir-opt refuses a bad pass option).
@@ -11,3 +12,4 @@ func.func @any(%x: !dtensor.tensor<4x8xf32, @tp[S(1)]>, %w: !dtensor.tensor<8x4x
 }
 // CHUNKS: ccopt: error: invalid pass pipeline 'overlap{chunks=0}': overlap: chunks must be >= 1, got 0
 // DIM: ccopt: error: invalid pass pipeline 'split-all-reduce{dim=-1}': split-all-reduce: dim must be >= 0, got -1
+// INLINE: ccopt: error: invalid pass pipeline 'inline{max-ops=-1}': inline: max-ops must be >= 0, got -1
