@@ -1,0 +1,1 @@
+"""The library of collective algorithms (filled below)."""
