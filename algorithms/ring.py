@@ -85,7 +85,9 @@ def allreduce(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm
     for ch, ring in enumerate(_rings(ranks, channels)):
         for t in range(chunk_factor):
             base = ch * chunk_factor + t
-            allreduce_on(b, ring, ch, lambda k, base=base, ring=ring: ("i", ring[k] * width + base), 1)
+            allreduce_on(
+                b, ring, ch, lambda k, base=base, ring=ring: ("i", ring[k] * width + base), 1
+            )
     return b.build(channels)
 
 
@@ -126,7 +128,8 @@ def allgather(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm
 def _chain(ranks: int, root: int, channels: int) -> list[list[int]]:
     """Chains starting at the root, one per channel (odd channels go the other way round)."""
     return [
-        [(root + (k if ch % 2 == 0 else -k)) % ranks for k in range(ranks)] for ch in range(channels)
+        [(root + (k if ch % 2 == 0 else -k)) % ranks for k in range(ranks)]
+        for ch in range(channels)
     ]
 
 

@@ -185,10 +185,16 @@ class AlgorithmError(Exception):
         self.message, self.rank, self.tb, self.step = message, rank, tb, step
 
     def __str__(self) -> str:
-        return f"{where(self.rank, self.tb, self.step)}: {self.message}" if self.rank is not None else self.message
+        return (
+            f"{where(self.rank, self.tb, self.step)}: {self.message}"
+            if self.rank is not None
+            else self.message
+        )
 
 
-def where(rank: int | None, tb: int | None = None, step: int | None = None, kind: int | None = None) -> str:
+def where(
+    rank: int | None, tb: int | None = None, step: int | None = None, kind: int | None = None
+) -> str:
     """`rank 2 tb 0 step 3 (rrc)`."""
     out = f"rank {rank}"
     if tb is not None:
@@ -225,7 +231,11 @@ class Flat:
 def flatten(alg: Algorithm) -> Flat:
     tbs = [(r, t, tb) for r, g in enumerate(alg.gpus) for t, tb in enumerate(g.tbs)]
     lens = np.array([len(tb.steps) for _, _, tb in tbs], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64) if tbs else np.zeros(0, np.int64)
+    starts = (
+        np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+        if tbs
+        else np.zeros(0, np.int64)
+    )
     tb_rank = np.array([r for r, _, _ in tbs], dtype=np.int64)
     steps = (
         np.concatenate([tb.steps for _, _, tb in tbs]) if tbs else np.zeros((0, FIELDS), np.int32)
@@ -252,7 +262,10 @@ def flatten(alg: Algorithm) -> Flat:
 
 def describe_step(flat: Flat, i: int) -> str:
     return where(
-        int(flat.rank[i]), int(flat.tb_local[flat.tb[i]]), int(flat.index[i]), int(flat.col[TYPE, i])
+        int(flat.rank[i]),
+        int(flat.tb_local[flat.tb[i]]),
+        int(flat.index[i]),
+        int(flat.col[TYPE, i]),
     )
 
 
@@ -307,7 +320,9 @@ def check_thread_blocks(alg: Algorithm) -> None:
                     )
                 seen[peer, tb.chan] = t
             if not 0 <= tb.chan < alg.nchannels:
-                raise AlgorithmError(f"channel {tb.chan} is not below nchannels {alg.nchannels}", r, t)
+                raise AlgorithmError(
+                    f"channel {tb.chan} is not below nchannels {alg.nchannels}", r, t
+                )
 
 
 def _table(kinds: Sequence[Step]) -> np.ndarray:
@@ -460,7 +475,8 @@ def order_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
     after = np.flatnonzero(flat.tb[1:] == flat.tb[:-1]) + 1 if n else np.zeros(0, np.int64)
     dep = np.flatnonzero(flat.col[DEPID] >= 0)
     dep_src = (
-        flat.tb_start[flat.gpu_tb_start[flat.rank[dep]] + flat.col[DEPID, dep]] + flat.col[DEPS, dep]
+        flat.tb_start[flat.gpu_tb_start[flat.rank[dep]] + flat.col[DEPID, dep]]
+        + flat.col[DEPS, dep]
     )
     return np.concatenate([after - 1, dep_src]), np.concatenate([after, dep])
 
@@ -572,7 +588,11 @@ def parse_steps(parser: Parser) -> np.ndarray:
                     at + len(stripped),
                 )
             if m.group(1) is not None and int(m.group(1)) != len(rows):
-                parser.raise_error(f"step {m.group(1)} is numbered out of order (expected {len(rows)})", at, at + len(stripped))
+                parser.raise_error(
+                    f"step {m.group(1)} is numbered out of order (expected {len(rows)})",
+                    at,
+                    at + len(stripped),
+                )
             sb, so = _operand(m.group(3))
             db, do = _operand(m.group(4))
             dep = (int(m.group(6)), int(m.group(7))) if m.group(6) is not None else (-1, -1)
@@ -692,7 +712,9 @@ class GpuOp(IRDLOperation):
             if not isinstance(op, TbOp):
                 raise VerifyException(f"holds only algo.tb ops, got '{op.name}'")
             if op.tb_id.value.data != t:
-                raise VerifyException(f"thread block #{t} has id {op.tb_id.value.data}: ids are positions")
+                raise VerifyException(
+                    f"thread block #{t} has id {op.tb_id.value.data}: ids are positions"
+                )
 
     @classmethod
     def parse(cls, parser: Parser) -> GpuOp:
@@ -776,7 +798,9 @@ class AlgorithmOp(IRDLOperation):
             if not isinstance(op, GpuOp):
                 raise VerifyException(f"holds only algo.gpu ops, got '{op.name}'")
             if op.rank.value.data != r:
-                raise VerifyException(f"gpu #{r} has rank {op.rank.value.data}: ranks are positions")
+                raise VerifyException(
+                    f"gpu #{r} has rank {op.rank.value.data}: ranks are positions"
+                )
         try:
             schedule(self.algorithm())
         except AlgorithmError as e:
@@ -810,7 +834,9 @@ class AlgorithmOp(IRDLOperation):
         low = _parse_int(parser)
         _keyword(parser, "to")
         high = MAX_BYTES if parser.parse_optional_keyword("max") else _parse_int(parser)
-        alg = Algorithm(name, collective, [], proto, nchannels, per_loop, inplace, outofplace, low, high, root)
+        alg = Algorithm(
+            name, collective, [], proto, nchannels, per_loop, inplace, outofplace, low, high, root
+        )
         return cls(alg, parser.parse_region())
 
     def print(self, printer: Printer) -> None:

@@ -110,15 +110,22 @@ def execute(
         inplace = not alg.outofplace
     flat = sched.flat
     storage = [buffers(alg, r, np.asarray(inputs[r]), inplace, fill) for r in range(alg.ranks)]
-    order = (
-        np.argsort(sched.level, kind="stable") if seed is None else random_order(sched, seed)
-    )
+    order = np.argsort(sched.level, kind="stable") if seed is None else random_order(sched, seed)
     send_of = np.full(len(flat.tb), -1, dtype=np.int64)
     send_of[sched.recvs] = sched.sends
     mail: dict[int, np.ndarray] = {}
     col = flat.col
     fields = np.stack(
-        [col[TYPE], col[SRCBUF], col[SRCOFF], col[DSTBUF], col[DSTOFF], col[CNT], flat.rank, send_of]
+        [
+            col[TYPE],
+            col[SRCBUF],
+            col[SRCOFF],
+            col[DSTBUF],
+            col[DSTOFF],
+            col[CNT],
+            flat.rank,
+            send_of,
+        ]
     )[:, order].T.tolist()
     for i, (kind, sb, so, db, do, cnt, rank, sender) in zip(order.tolist(), fields, strict=True):
         bufs = storage[rank]
@@ -226,11 +233,15 @@ def check(alg: Algorithm, seed: int = 0, exact: bool = True, orders: int = 1) ->
         for k in range(orders):
             order_seed = None if k == 0 else seed + k
             if do_exact:
-                got = execute(alg, basis, inplace=inplace, seed=order_seed, sched=sched, fill=POISON)
+                got = execute(
+                    alg, basis, inplace=inplace, seed=order_seed, sched=sched, fill=POISON
+                )
                 compare_exact(got, exact_want, ic, mode)
             got = execute(alg, data, inplace=inplace, seed=order_seed, sched=sched)
             compare_numbers(got, want, mode)
-    return Verdict(["in place" if m else "out of place" for m in modes(alg)], do_exact, sched.flat.tb.size)
+    return Verdict(
+        ["in place" if m else "out of place" for m in modes(alg)], do_exact, sched.flat.tb.size
+    )
 
 
 def unit_rows(width: int, first: int, count: int) -> np.ndarray:
