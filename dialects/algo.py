@@ -176,20 +176,24 @@ class Algorithm:
 
 
 class AlgorithmError(Exception):
-    """A fault of an algorithm, at a rank, thread block and step where it has one."""
+    """A fault of an algorithm, at a rank, thread block and step (of type `kind`) where it has
+    one."""
 
     def __init__(
-        self, message: str, rank: int | None = None, tb: int | None = None, step: int | None = None
+        self,
+        message: str,
+        rank: int | None = None,
+        tb: int | None = None,
+        step: int | None = None,
+        kind: int | None = None,
     ):
         super().__init__(message)
-        self.message, self.rank, self.tb, self.step = message, rank, tb, step
+        self.message, self.rank, self.tb, self.step, self.kind = message, rank, tb, step, kind
 
     def __str__(self) -> str:
-        return (
-            f"{where(self.rank, self.tb, self.step)}: {self.message}"
-            if self.rank is not None
-            else self.message
-        )
+        if self.rank is None:
+            return self.message
+        return f"{where(self.rank, self.tb, self.step, self.kind)}: {self.message}"
 
 
 def where(
@@ -270,11 +274,13 @@ def describe_step(flat: Flat, i: int) -> str:
 
 
 def step_error(flat: Flat, i: int, message: str) -> AlgorithmError:
+    kind = int(flat.col[TYPE, i])
     return AlgorithmError(
-        f"({STEP_NAMES[int(flat.col[TYPE, i])] if 0 <= flat.col[TYPE, i] < 9 else '?'}) {message}",
+        message,
         int(flat.rank[i]),
         int(flat.tb_local[flat.tb[i]]),
         int(flat.index[i]),
+        kind if 0 <= kind < len(STEP_NAMES) else None,
     )
 
 

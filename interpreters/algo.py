@@ -287,3 +287,39 @@ def compare_exact(got: list[np.ndarray], want: list[np.ndarray | None], ic: int,
         else:
             problem = f"misses {name(int(np.flatnonzero(row < target)[0]))}"
         raise AlgorithmError(f"{mode}: rank {r} output chunk {j} {problem}")
+
+
+def algorithms_only(module: object) -> list[object] | None:
+    """The `algo.algorithm`s of a module that holds nothing else to run (no function), else
+    None: `ccopt-run` then proves them instead of running a program."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from ccopt.dialects.algo import AlgorithmOp
+
+    assert isinstance(module, ModuleOp)
+    found = [op for op in module.ops if isinstance(op, AlgorithmOp)]
+    if not found or any(op.name == "func.func" for op in module.ops):
+        return None
+    return list(found)
+
+
+def prove(op: object, seed: int = 0) -> str:
+    """Check one `algo.algorithm` op; a one-line verdict, or AlgorithmError located at the op."""
+    from ccopt.diagnostics import OpError
+    from ccopt.dialects.algo import AlgorithmOp
+
+    assert isinstance(op, AlgorithmOp)
+    alg = op.algorithm()
+    try:
+        verdict = check(alg, seed=seed, orders=2)
+    except AlgorithmError as e:
+        raise OpError(op.blame(e), f"@{alg.name} does not compute {alg.collective}: {e}") from None
+    how = (
+        "random data and exact chunk tracking"
+        if verdict.exact
+        else "random data (too large to track chunks exactly)"
+    )
+    return (
+        f"@{alg.name}: {alg.collective} on {alg.ranks} ranks, {verdict.steps} steps: ok "
+        f"({', '.join(verdict.modes)}; {how}, 2 step orders)"
+    )
