@@ -612,6 +612,14 @@ def dense_steps(steps: np.ndarray) -> DenseArrayBase:
     return DenseArrayBase(i32, BytesAttr(np.ascontiguousarray(steps, dtype="<i4").tobytes()))
 
 
+def _parse_body(parser: Parser) -> Region:
+    """A region of ops; `{}` gets its (empty) block, as a single-block region needs."""
+    region = parser.parse_region()
+    if not region.blocks:
+        region.add_block(Block())
+    return region
+
+
 def _keyword(parser: Parser, word: str) -> None:
     parser.parse_keyword(word)
 
@@ -729,7 +737,7 @@ class GpuOp(IRDLOperation):
         for word in ("in", "out", "scratch"):
             _keyword(parser, word)
             sizes.append(_parse_int(parser))
-        return cls(rank, Gpu(*sizes), parser.parse_region())
+        return cls(rank, Gpu(*sizes), _parse_body(parser))
 
     def print(self, printer: Printer) -> None:
         printer.print_string(
@@ -843,7 +851,7 @@ class AlgorithmOp(IRDLOperation):
         alg = Algorithm(
             name, collective, [], proto, nchannels, per_loop, inplace, outofplace, low, high, root
         )
-        return cls(alg, parser.parse_region())
+        return cls(alg, _parse_body(parser))
 
     def print(self, printer: Printer) -> None:
         alg = self
