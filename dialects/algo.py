@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IntegerAttr,
     StringAttr,
+    SymbolRefAttr,
     i32,
     i64,
 )
@@ -61,7 +62,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import NoTerminator, SymbolOpInterface
+from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError
@@ -873,8 +874,27 @@ class AlgorithmOp(IRDLOperation):
         printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
 
-def algorithm_op(alg: Algorithm) -> AlgorithmOp:
-    return AlgorithmOp(alg)
+ALGORITHM_ATTRIBUTE = "algo.algorithm"
+"""The attribute by which a coll op names the `algo.algorithm` that implements it."""
+
+
+def chosen_algorithm(op: Operation) -> AlgorithmOp | None:
+    """The algorithm a collective names (None if it names none); VerifyException if the name
+    is not an algorithm of the enclosing symbol table."""
+    attr = op.attributes.get(ALGORITHM_ATTRIBUTE)
+    if attr is None:
+        return None
+    if not isinstance(attr, SymbolRefAttr):
+        raise VerifyException(f"{ALGORITHM_ATTRIBUTE} must name an algo.algorithm (@name)")
+    anchor = op.parent_op()
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    found = SymbolTable.lookup_symbol(anchor, attr) if anchor is not None else None
+    if not isinstance(found, AlgorithmOp):
+        raise VerifyException(
+            f"{ALGORITHM_ATTRIBUTE} names @{attr.root_reference.data}, which is not an algo.algorithm"
+        )
+    return found
 
 
 Algo = Dialect("algo", [AlgorithmOp, GpuOp, TbOp], [])

@@ -323,3 +323,105 @@ def prove(op: object, seed: int = 0) -> str:
         f"@{alg.name}: {alg.collective} on {alg.ranks} ranks, {verdict.steps} steps: ok "
         f"({', '.join(verdict.modes)}; {how}, 2 step orders)"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# a coll op run through its algorithm
+
+
+def _padded(blocks: Sequence[np.ndarray], chunks: int, fill: object, size: int) -> np.ndarray:
+    """Blocks (any shapes, at most `size` elements) as `chunks` chunks each: flattened, padded
+    with `fill` to a common size that `chunks` divides; rows are chunks, block after block."""
+    width = -(-max(size, 1) // chunks) * chunks
+    out = np.full((len(blocks), width), fill, dtype=blocks[0].dtype)
+    for k, b in enumerate(blocks):
+        out[k, : b.size] = b.ravel()
+    return out.reshape(len(blocks) * chunks, width // chunks)
+
+
+def _unpadded(rows: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    size = int(np.prod(shape))
+    return rows.ravel()[:size].reshape(shape).copy()
+
+
+def through_algorithm(alg: Algorithm, kind: object, root: int) -> object:
+    """A coll group function (see `ccopt.interpreters.coll.run_groups`) that moves the group's
+    data through `alg`: every member's blocks become chunks, the algorithm runs on them, and the
+    output chunks become the member's result block."""
+    from ccopt.interpreters.distributed import combine, identity, intersect, relative
+
+    reduce = combine(kind) if kind is not None else np.add  # type: ignore[arg-type]
+    sched = schedule(alg)
+    inplace = not alg.outofplace
+
+    def run(ranks: list[int], x: object, result: object) -> dict[int, np.ndarray]:
+        mesh = x.mesh  # type: ignore[attr-defined]
+        p = len(ranks)
+        dtype = x.dtype  # type: ignore[attr-defined]
+        fill = identity(kind, dtype) if kind is not None else 0  # type: ignore[arg-type]
+        shards = [x.shards[r] for r in ranks]  # type: ignore[attr-defined]
+        regions = [x.region(r) for r in ranks]  # type: ignore[attr-defined]
+        targets = [result.local_slices(mesh, mesh.coords(r)) for r in ranks]  # type: ignore[attr-defined]
+        c = alg.gpus[0].in_chunks
+        coll = alg.collective
+        most = max(s.size for s in shards)
+        if coll in ("allreduce", "broadcast", "reduce"):
+            inputs = [_padded([s], c, fill, most) for s in shards]
+            outs = execute(alg, inputs, reduce, inplace, sched=sched)
+            if coll == "reduce":
+                rest = np.full(shards[0].shape, fill, dtype=dtype)
+                return {
+                    r: _unpadded(outs[i], shards[i].shape) if i == root else rest.copy()
+                    for i, r in enumerate(ranks)
+                }
+            return {r: _unpadded(outs[i], shards[i].shape) for i, r in enumerate(ranks)}
+        if coll == "reduce_scatter":
+            k = alg.gpus[0].out_chunks
+            pieces = [
+                [s[relative(t, reg)] for t in targets]
+                for s, reg in zip(shards, regions, strict=True)
+            ]
+            most = max(b.size for b in pieces[0])
+            outs = execute(
+                alg, [_padded(b, k, fill, most) for b in pieces], reduce, inplace, sched=sched
+            )
+            return {r: _unpadded(outs[i], pieces[0][i].shape) for i, r in enumerate(ranks)}
+        if coll == "allgather":
+            outs = execute(
+                alg, [_padded([s], c, fill, most) for s in shards], reduce, inplace, sched=sched
+            )
+            result_blocks = {}
+            for i, r in enumerate(ranks):
+                block = np.empty([t.stop - t.start for t in targets[i]], dtype=dtype)
+                for j in range(p):
+                    overlap = intersect(targets[i], regions[j])
+                    if overlap is None:
+                        continue
+                    piece = _unpadded(outs[i][j * c : (j + 1) * c], shards[j].shape)
+                    block[relative(overlap, targets[i])] = piece[relative(overlap, regions[j])]
+                result_blocks[r] = block
+            return result_blocks
+        # alltoall: the part of member i's shard that member j's result covers goes to j
+        k = c // p
+        overlaps = [[intersect(regions[i], targets[j]) for j in range(p)] for i in range(p)]
+        sent = [
+            [
+                shards[i][relative(o, regions[i])] if o is not None else np.zeros(0, dtype)
+                for o in overlaps[i]
+            ]
+            for i in range(p)
+        ]
+        most = max(b.size for row in sent for b in row)
+        outs = execute(alg, [_padded(b, k, fill, most) for b in sent], reduce, inplace, sched=sched)
+        result_blocks = {}
+        for j, r in enumerate(ranks):
+            block = np.empty([t.stop - t.start for t in targets[j]], dtype=dtype)
+            for i in range(p):
+                o = overlaps[i][j]
+                if o is not None:
+                    rows = outs[j][i * k : (i + 1) * k]
+                    block[relative(o, targets[j])] = _unpadded(rows, sent[i][j].shape)
+            result_blocks[r] = block
+        return result_blocks
+
+    return run
