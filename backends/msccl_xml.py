@@ -19,6 +19,32 @@ STEP = (
 )
 
 
+TYPE_NAMES = np.array(STEP_NAMES, dtype=object)
+SRC_NAMES = np.array(("i", *BUFFERS), dtype=object)  # index buffer + 1: none is written "i"
+DST_NAMES = np.array(("o", *BUFFERS), dtype=object)  # and "o", with offset -1, as MSCCL does
+
+
+def step_lines(steps: np.ndarray, marked: np.ndarray) -> map[str]:
+    """The <step> lines of a thread block, formatted column-wise (no Python loop per step)."""
+    columns = steps.T
+    return map(
+        STEP.__mod__,
+        zip(
+            range(len(steps)),
+            TYPE_NAMES[columns[0]].tolist(),
+            SRC_NAMES[columns[1] + 1].tolist(),
+            columns[2].tolist(),
+            DST_NAMES[columns[3] + 1].tolist(),
+            columns[4].tolist(),
+            columns[5].tolist(),
+            columns[6].tolist(),
+            columns[7].tolist(),
+            marked.astype(int).tolist(),
+            strict=True,
+        ),
+    )
+
+
 def write_xml(alg: Algorithm) -> str:
     """The algorithm as MSCCL XML text."""
     lines = [
@@ -29,8 +55,6 @@ def write_xml(alg: Algorithm) -> str:
         + (f' root="{alg.root}"' if alg.collective in ("broadcast", "reduce") else "")
         + ">"
     ]
-    src_names = ("i", *BUFFERS)  # index buf + 1: no buffer is written as "i"
-    dst_names = ("o", *BUFFERS)
     for r, gpu in enumerate(alg.gpus):
         lines.append(
             f'  <gpu id="{r}" i_chunks="{gpu.in_chunks}" o_chunks="{gpu.out_chunks}" '
@@ -42,23 +66,7 @@ def write_xml(alg: Algorithm) -> str:
                 marks[t][s] = True
         for t, tb in enumerate(gpu.tbs):
             lines.append(f'    <tb id="{t}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">')
-            waited = marks[t].tolist()
-            for k, (kind, sb, so, db, do, cnt, di, ds) in enumerate(tb.steps.tolist()):
-                lines.append(
-                    STEP
-                    % (
-                        k,
-                        STEP_NAMES[kind],
-                        src_names[sb + 1],
-                        so,
-                        dst_names[db + 1],
-                        do,
-                        cnt,
-                        di,
-                        ds,
-                        waited[k],
-                    )
-                )
+            lines.extend(step_lines(tb.steps, marks[t]))
             lines.append("    </tb>")
         lines.append("  </gpu>")
     lines.append("</algo>\n")

@@ -32,6 +32,7 @@ from ccopt.dialects.algo import (
     FIELDS,
     MAX_BYTES,
     STEP_CODES,
+    STEP_NAMES,
     Algorithm,
     AlgorithmError,
     AlgorithmOp,
@@ -140,6 +141,188 @@ def _steps(tb: ET.Element, path: Path) -> np.ndarray:
     return table
 
 
+# The fast path: files laid out exactly as `-t msccl-xml` (and msccl-tools) write them are read
+# without building a tree. One `bytes.translate` turns the letters of step types and buffers
+# into digits (and every other character but digits and '-' into a space), one numpy call parses
+# every number of the body, and the values sit at fixed places among the numbers that attribute
+# names produce. What is left when numbers and those letters are deleted (the skeleton) must be
+# the canonical layout, else the general reader takes over.
+
+GPU_OPEN = '\n  <gpu id="{}" i_chunks="{}" o_chunks="{}" s_chunks="{}">'
+TB_OPEN = '\n    <tb id="{}" send="{}" recv="{}" chan="{}">'
+STEP_LINE = (
+    '\n      <step s="{}" type="{}" srcbuf="{}" srcoff="{}" dstbuf="{}" dstoff="{}" cnt="{}" '
+    'depid="{}" deps="{}" hasdep="{}"/>'
+)
+TB_CLOSE = "\n    </tb>"
+GPU_CLOSE = "\n  </gpu>"
+_LETTERS = b"srcpyenoi"  # the letters of step types and buffers, read as digits
+_NUMERIC = bytes(
+    (b"3124567890"[_LETTERS.index(c)] if c in _LETTERS else c if chr(c) in "0123456789-" else 32)
+    for c in range(256)
+)
+_REMOVED = b"0123456789-" + _LETTERS
+
+
+def _numbers(text: bytes) -> np.ndarray:
+    spaced = text.translate(_NUMERIC)
+    if not spaced.strip():  # (numpy reads a number from nothing)
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(spaced, dtype=np.int64, sep=" ")  # type: ignore[call-overload]
+
+
+def _layout(template: str) -> tuple[bytes, int, list[int]]:
+    """A fragment's skeleton, how many numbers it yields and where its values are among them."""
+    marks = [str(900000001 + k) for k in range(template.count("{}"))]
+    numbers = _numbers(template.format(*marks).encode()).tolist()
+    return (
+        template.format(*[""] * len(marks)).encode().translate(None, _REMOVED),
+        len(numbers),
+        [numbers.index(int(m)) for m in marks],
+    )
+
+
+LAYOUTS = {
+    name: _layout(t)
+    for name, t in (
+        ("gpu", GPU_OPEN),
+        ("tb", TB_OPEN),
+        ("step", STEP_LINE),
+        ("tb_end", TB_CLOSE),
+        ("gpu_end", GPU_CLOSE),
+    )
+}
+TYPE_CODES = {int(n.encode().translate(_NUMERIC)): c for c, n in enumerate(STEP_NAMES)}
+BUFFER_NUMBERS = {int(b.encode().translate(_NUMERIC)): c for c, b in enumerate("ios")}
+
+
+def _lookup(values: np.ndarray, table: dict[int, int]) -> np.ndarray | None:
+    """Map numbers through `table` (None if one is not in it)."""
+    keys = np.array(sorted(table), dtype=np.int64)
+    where = np.searchsorted(keys, values)
+    where = np.clip(where, 0, len(keys) - 1)
+    if not np.array_equal(keys[where], values):
+        return None
+    return np.array([table[k] for k in keys.tolist()], dtype=np.int32)[where]
+
+
+def fast_algorithm(text: str, name: str) -> tuple[Algorithm, list[np.ndarray]] | None:
+    """The algorithm of a canonically laid out file, with each thread block's hasdep column;
+    None if the file is laid out otherwise (or is wrong: the general reader says where)."""
+    data = text.encode()
+    head_end = data.find(b">")
+    if not data.startswith(b"<algo ") or head_end < 0 or data[head_end - 1 : head_end] == b"/":
+        return None
+    try:
+        header = ET.fromstring(data[: head_end + 1] + b"</algo>")
+    except ET.ParseError:
+        return None
+    body = data[head_end + 1 :].rstrip()
+    if not body.endswith(b"\n</algo>"):
+        return None
+    body = body[: -len(b"\n</algo>")]
+    skeleton = body.translate(None, _REMOVED)
+    numbers = _numbers(body)
+    go, to, st, tc, gc = (LAYOUTS[k] for k in ("gpu", "tb", "step", "tb_end", "gpu_end"))
+    gpus: list[Gpu] = []
+    hasdeps: list[np.ndarray] = []
+    at = 0
+    parts = skeleton.split(go[0])
+    if parts[0] != b"":
+        return None
+    for g, part in enumerate(parts[1:]):
+        if not part.endswith(gc[0]):
+            return None
+        values = numbers[at : at + go[1]][go[2]].tolist()
+        at += go[1]
+        if len(values) != 4 or values[0] != g:
+            return None
+        tbs = []
+        blocks = part[: -len(gc[0])].split(to[0])
+        if blocks[0] != b"":
+            return None
+        for t, tb in enumerate(blocks[1:]):
+            count, rest = divmod(len(tb) - len(tc[0]), len(st[0]))
+            if rest or tb != st[0] * count + tc[0]:
+                return None
+            head = numbers[at : at + to[1]][to[2]].tolist()
+            at += to[1]
+            table = numbers[at : at + st[1] * count].reshape(count, st[1])[:, st[2]]
+            at += st[1] * count + tc[1]
+            if len(head) != 4 or head[0] != t or not np.array_equal(table[:, 0], np.arange(count)):
+                return None
+            kinds = _lookup(table[:, 1], TYPE_CODES)
+            srcbuf = _lookup(table[:, 2], BUFFER_NUMBERS)
+            dstbuf = _lookup(table[:, 4], BUFFER_NUMBERS)
+            if kinds is None or srcbuf is None or dstbuf is None:
+                return None
+            steps = np.stack(
+                [
+                    kinds,
+                    srcbuf,
+                    table[:, 3],
+                    dstbuf,
+                    table[:, 5],
+                    table[:, 6],
+                    table[:, 7],
+                    table[:, 8],
+                ],
+                axis=1,
+            ).astype(np.int32)
+            for buf, off in ((1, 2), (3, 4)):
+                none = steps[:, off] < 0
+                steps[none, buf] = -1
+                steps[none, off] = -1
+            tbs.append(ThreadBlock(head[1], head[2], head[3], steps))
+            hasdeps.append(table[:, 9])
+        at += gc[1]
+        gpus.append(Gpu(values[1], values[2], values[3], tbs))
+    if at != len(numbers):
+        return None
+    return _with_header(header, gpus, name), hasdeps
+
+
+def _with_header(root: ET.Element, gpus: list[Gpu], name: str) -> Algorithm:
+    """The algorithm of `gpus` with the <algo> element's attributes (absent ones read as the
+    writer's defaults)."""
+    ngpus = _int(root, "ngpus", (), len(gpus))
+    if ngpus != len(gpus):
+        raise XmlError(f'<algo> says ngpus="{ngpus}" but holds {len(gpus)} <gpu> elements')
+    coll = root.get("coll")
+    if coll is None:
+        raise XmlError("<algo> needs attribute 'coll'")
+    inplace = _flag(root, "inplace", (), False)
+    channels = max((tb.chan for g in gpus for tb in g.tbs), default=0) + 1
+    chunks = max((max(g.in_chunks, g.out_chunks) for g in gpus), default=1)
+    return Algorithm(
+        name=root.get("name") or name,
+        collective=coll,
+        gpus=gpus,
+        proto=root.get("proto", "Simple"),
+        nchannels=_int(root, "nchannels", (), channels),
+        chunks_per_loop=_int(root, "nchunksperloop", (), chunks),
+        inplace=inplace,
+        outofplace=_flag(root, "outofplace", (), not inplace),
+        min_bytes=_int(root, "minBytes", (), 0),
+        max_bytes=_int(root, "maxBytes", (), MAX_BYTES),
+        root=_int(root, "root", (), 0),
+    )
+
+
+def hasdep_ok(alg: Algorithm, hasdeps: list[np.ndarray]) -> bool:
+    """Whether every step another step waits for is marked hasdep="1" (vectorized)."""
+    k = 0
+    for gpu in alg.gpus:
+        marks = hasdeps[k : k + len(gpu.tbs)]
+        k += len(gpu.tbs)
+        for tb in gpu.tbs:
+            waits = tb.steps[tb.steps[:, DEPID] >= 0]
+            for t, s in waits[:, [DEPID, DEPS]].tolist():
+                if t >= len(marks) or s >= len(marks[t]) or marks[t][s] != 1:
+                    return False
+    return True
+
+
 def parse_algorithm(text: str, name: str) -> tuple[Algorithm, ET.Element]:
     """The algorithm of an MSCCL XML text (XmlError at the faulty element)."""
     try:
@@ -181,26 +364,7 @@ def parse_algorithm(text: str, name: str) -> tuple[Algorithm, ET.Element]:
                 tbs,
             )
         )
-    coll = root.get("coll")
-    if coll is None:
-        raise XmlError("<algo> needs attribute 'coll'")
-    inplace = _flag(root, "inplace", (), False)
-    channels = max((tb.chan for g in gpus for tb in g.tbs), default=0) + 1
-    chunks = max((max(g.in_chunks, g.out_chunks) for g in gpus), default=1)
-    alg = Algorithm(
-        name=root.get("name") or "algorithm",
-        collective=coll,
-        gpus=gpus,
-        proto=root.get("proto", "Simple"),
-        nchannels=_int(root, "nchannels", (), channels),
-        chunks_per_loop=_int(root, "nchunksperloop", (), chunks),
-        inplace=inplace,
-        outofplace=_flag(root, "outofplace", (), not inplace),
-        min_bytes=_int(root, "minBytes", (), 0),
-        max_bytes=_int(root, "maxBytes", (), MAX_BYTES),
-        root=_int(root, "root", (), 0),
-    )
-    return alg, root
+    return _with_header(root, gpus, "algorithm"), root
 
 
 def check_hasdep(alg: Algorithm, root: ET.Element) -> None:
@@ -259,13 +423,17 @@ def _located(message: str, source: SourceText, path: Path) -> LocatedError:
 
 def read_algorithm(source: SourceText, verify: bool = True) -> Algorithm:
     """Read and verify an MSCCL XML algorithm; errors are located at the element at fault."""
-    name = os.path.splitext(os.path.basename(source.name))[0]
+    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(source.name))[0]) or "algorithm"
     try:
-        alg, root = parse_algorithm(source.text, source.name)
-        if root.get("name") is None:
-            alg.name = re.sub(r"\W", "_", name) or "algorithm"
-        if verify:
+        fast = fast_algorithm(source.text, stem)
+        if fast is not None and hasdep_ok(*fast):
+            alg = fast[0]
+        else:
+            alg, root = parse_algorithm(source.text, source.name)
+            if root.get("name") is None:
+                alg.name = stem
             check_hasdep(alg, root)
+        if verify:
             schedule(alg)
     except XmlError as e:
         raise _located(e.message, source, e.path) from None
