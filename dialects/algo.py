@@ -35,6 +35,7 @@ thread block and step.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -540,7 +541,10 @@ def verify_algorithm(alg: Algorithm) -> Schedule:
 # IR
 
 
+@functools.lru_cache(maxsize=4096)
 def _int(v: int) -> IntegerAttr:
+    """An i64 attribute (cached: attributes are immutable, and building one verifies it, which
+    costs more than everything else when a thousand-rank algorithm becomes IR)."""
     return IntegerAttr(v, i64)
 
 

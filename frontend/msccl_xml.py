@@ -196,14 +196,21 @@ TYPE_CODES = {int(n.encode().translate(_NUMERIC)): c for c, n in enumerate(STEP_
 BUFFER_NUMBERS = {int(b.encode().translate(_NUMERIC)): c for c, b in enumerate("ios")}
 
 
-def _lookup(values: np.ndarray, table: dict[int, int]) -> np.ndarray | None:
-    """Map numbers through `table` (None if one is not in it)."""
-    keys = np.array(sorted(table), dtype=np.int64)
-    where = np.searchsorted(keys, values)
-    where = np.clip(where, 0, len(keys) - 1)
+def _table(table: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    keys = sorted(table)
+    return np.array(keys, dtype=np.int64), np.array([table[k] for k in keys], dtype=np.int32)
+
+
+TYPE_TABLE, BUFFER_TABLE = _table(TYPE_CODES), _table(BUFFER_NUMBERS)
+
+
+def _lookup(values: np.ndarray, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
+    """Map numbers through a sorted (keys, codes) table (None if one is not a key)."""
+    keys, codes = table
+    where = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
     if not np.array_equal(keys[where], values):
         return None
-    return np.array([table[k] for k in keys.tolist()], dtype=np.int32)[where]
+    return codes[where]
 
 
 def fast_algorithm(text: str, name: str) -> tuple[Algorithm, list[np.ndarray]] | None:
@@ -224,61 +231,71 @@ def fast_algorithm(text: str, name: str) -> tuple[Algorithm, list[np.ndarray]] |
     skeleton = body.translate(None, _REMOVED)
     numbers = _numbers(body)
     go, to, st, tc, gc = (LAYOUTS[k] for k in ("gpu", "tb", "step", "tb_end", "gpu_end"))
-    gpus: list[Gpu] = []
-    hasdeps: list[np.ndarray] = []
-    at = 0
     parts = skeleton.split(go[0])
     if parts[0] != b"":
         return None
-    for g, part in enumerate(parts[1:]):
+    # walk the skeleton: where every gpu's and tb's numbers start, and how many steps each tb has
+    heads: list[tuple[int, list[int]]] = []  # (gpu numbers start, [tb numbers starts])
+    first_row: list[int] = []
+    counts: list[int] = []
+    at = 0
+    for part in parts[1:]:
         if not part.endswith(gc[0]):
             return None
-        values = numbers[at : at + go[1]][go[2]].tolist()
-        at += go[1]
-        if len(values) != 4 or values[0] != g:
-            return None
-        tbs = []
         blocks = part[: -len(gc[0])].split(to[0])
         if blocks[0] != b"":
             return None
-        for t, tb in enumerate(blocks[1:]):
+        gpu_at, tb_ats = at, []
+        at += go[1]
+        for tb in blocks[1:]:
             count, rest = divmod(len(tb) - len(tc[0]), len(st[0]))
             if rest or tb != st[0] * count + tc[0]:
                 return None
-            head = numbers[at : at + to[1]][to[2]].tolist()
-            at += to[1]
-            table = numbers[at : at + st[1] * count].reshape(count, st[1])[:, st[2]]
-            at += st[1] * count + tc[1]
-            if len(head) != 4 or head[0] != t or not np.array_equal(table[:, 0], np.arange(count)):
-                return None
-            kinds = _lookup(table[:, 1], TYPE_CODES)
-            srcbuf = _lookup(table[:, 2], BUFFER_NUMBERS)
-            dstbuf = _lookup(table[:, 4], BUFFER_NUMBERS)
-            if kinds is None or srcbuf is None or dstbuf is None:
-                return None
-            steps = np.stack(
-                [
-                    kinds,
-                    srcbuf,
-                    table[:, 3],
-                    dstbuf,
-                    table[:, 5],
-                    table[:, 6],
-                    table[:, 7],
-                    table[:, 8],
-                ],
-                axis=1,
-            ).astype(np.int32)
-            for buf, off in ((1, 2), (3, 4)):
-                none = steps[:, off] < 0
-                steps[none, buf] = -1
-                steps[none, off] = -1
-            tbs.append(ThreadBlock(head[1], head[2], head[3], steps))
-            hasdeps.append(table[:, 9])
+            tb_ats.append(at)
+            first_row.append(at + to[1])
+            counts.append(count)
+            at += to[1] + st[1] * count + tc[1]
+        heads.append((gpu_at, tb_ats))
         at += gc[1]
-        gpus.append(Gpu(values[1], values[2], values[3], tbs))
     if at != len(numbers):
         return None
+    # every step's values in one gather, checked and decoded at once
+    lengths = np.array(counts, dtype=np.int64)
+    within = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(lengths) - lengths, lengths
+    )
+    rows = np.repeat(np.array(first_row, dtype=np.int64), lengths) + within * st[1]
+    table = numbers[rows[:, None] + np.array(st[2], dtype=np.int64)[None, :]]
+    kinds = _lookup(table[:, 1], TYPE_TABLE)
+    srcbuf = _lookup(table[:, 2], BUFFER_TABLE)
+    dstbuf = _lookup(table[:, 4], BUFFER_TABLE)
+    if kinds is None or srcbuf is None or dstbuf is None or not np.array_equal(table[:, 0], within):
+        return None
+    steps = np.stack(
+        [kinds, srcbuf, table[:, 3], dstbuf, table[:, 5], table[:, 6], table[:, 7], table[:, 8]],
+        axis=1,
+    ).astype(np.int32)
+    for buf, off in ((1, 2), (3, 4)):  # an offset of -1 is no buffer, whatever the letter
+        none = steps[:, off] < 0
+        steps[none, buf] = -1
+        steps[none, off] = -1
+    cuts = np.cumsum(lengths)[:-1]
+    per_tb = np.split(steps, cuts)
+    hasdeps = np.split(table[:, 9], cuts)
+    gpus: list[Gpu] = []
+    k = 0
+    for g, (gpu_at, tb_ats) in enumerate(heads):
+        rank, ic, oc, sc = numbers[gpu_at + np.array(go[2])].tolist()
+        if rank != g:
+            return None
+        tbs = []
+        for t, tb_at in enumerate(tb_ats):
+            tid, send, recv, chan = numbers[tb_at + np.array(to[2])].tolist()
+            if tid != t:
+                return None
+            tbs.append(ThreadBlock(send, recv, chan, per_tb[k]))
+            k += 1
+        gpus.append(Gpu(ic, oc, sc, tbs))
     return _with_header(header, gpus, name), hasdeps
 
 
