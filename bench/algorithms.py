@@ -44,6 +44,24 @@ def target(ranks: int) -> str:
     return "< 0.5 s" if ranks <= 128 else "< 5 s" if ranks <= 1024 else "-"
 
 
+def measure(name: str, ranks: int, repeat: int) -> tuple[int, float, list[tuple[str, float]]]:
+    """Steps, XML size (MB) and the timed rows of one all-reduce algorithm on `ranks` ranks."""
+    alg = generate("allreduce", name, ranks)
+    op = AlgorithmOp(alg)
+    text = write_xml(alg)
+    source = SourceText(f"{name}.xml", text)
+    return (
+        alg.step_count(),
+        len(text) / 1e6,
+        [
+            ("ET parse (baseline)", best(lambda: ET.fromstring(text), repeat)),
+            ("import", best(lambda: AlgorithmOp(read_algorithm(source, verify=False)), repeat)),
+            ("verify", best(lambda: schedule(op.algorithm()), repeat)),
+            ("export", best(lambda: write_xml(op.algorithm()), repeat)),
+        ],
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[128, 1024])
@@ -52,21 +70,8 @@ def main() -> None:
     print(f"{'algorithm':<34} {'steps':>9} {'XML MB':>7} {'seconds':>8} {'target':>8} {'vs ET':>8}")
     for ranks in args.ranks:
         for name in ("ring", "halving_doubling"):
-            alg = generate("allreduce", name, ranks)
-            op = AlgorithmOp(alg)
-            text = write_xml(alg)
-            source = SourceText(f"{name}.xml", text)
-            steps, mb = alg.step_count(), len(text) / 1e6
-            baseline = best(lambda: ET.fromstring(text), args.repeat)
-            rows = [
-                ("ET parse (baseline)", baseline),
-                (
-                    "import",
-                    best(lambda: AlgorithmOp(read_algorithm(source, verify=False)), args.repeat),
-                ),
-                ("verify", best(lambda: schedule(op.algorithm()), args.repeat)),
-                ("export", best(lambda: write_xml(op.algorithm()), args.repeat)),
-            ]
+            steps, mb, rows = measure(name, ranks, args.repeat)
+            baseline = rows[0][1]
             for what, seconds in rows:
                 label = f"{name} {ranks} {what}"
                 print(
