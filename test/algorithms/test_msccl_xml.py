@@ -140,3 +140,18 @@ def test_msccl_xml_target_needs_one_algorithm() -> None:
         ccopt(src, "-t", "msccl-xml"),
         "choose one with -t 'msccl-xml{algorithm=NAME}' (@ring2, @every_step)",
     )
+
+
+def test_other_layouts_read_the_same() -> None:
+    """A file laid out differently (one line, attributes in another order, an XML declaration,
+    comments) takes the general reader and gives the same algorithm as the fast path."""
+    import xml.etree.ElementTree as ET
+
+    alg = generate("allreduce", "halving_doubling", 5)
+    canonical = write_xml(alg)
+    root = ET.fromstring(canonical)
+    for step in root.iter("step"):
+        step.attrib = dict(reversed(list(step.attrib.items())))
+    other = '<?xml version="1.0"?>\n<!-- rewritten -->\n' + ET.tostring(root, encoding="unicode")
+    again = read_algorithm(SourceText("other.xml", other))
+    assert ir_text(AlgorithmOp(again)) == ir_text(AlgorithmOp(alg))
