@@ -6,6 +6,7 @@ reduce-scatter then a direct all-gather, in place."""
 from __future__ import annotations
 
 from ccopt.algorithms.builder import Builder
+from ccopt.algorithms.exchange import one_to_each
 from ccopt.dialects.algo import Algorithm
 
 
@@ -55,29 +56,16 @@ def allreduce(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm
     return b.build()
 
 
+def _all_pairs(r: int, ranks: int) -> list[tuple[int, int]]:
+    return [(q, q) for q in _peers(r, ranks)]
+
+
 def allgather(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm:
-    c = chunk_factor
-    b = Builder("allgather_direct", "allgather", ranks, c, ranks * c)
-    for r in range(ranks):
-        b.step(r, b.tb(r), "cpy", ("i", 0), ("o", r * c), c)
-        for q in _peers(r, ranks):
-            tb = b.tb(r, q, q)
-            b.step(r, tb, "s", ("i", 0), None, c)
-            b.step(r, tb, "r", None, ("o", q * c), c)
-    return b.build()
+    return one_to_each("allgather_direct", "allgather", ranks, chunk_factor, _all_pairs)
 
 
 def alltoall(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm:
-    c = chunk_factor
-    n = ranks * c
-    b = Builder("alltoall_direct", "alltoall", ranks, n, n)
-    for r in range(ranks):
-        b.step(r, b.tb(r), "cpy", ("i", r * c), ("o", r * c), c)
-        for q in _peers(r, ranks):
-            tb = b.tb(r, q, q)
-            b.step(r, tb, "s", ("i", q * c), None, c)
-            b.step(r, tb, "r", None, ("o", q * c), c)
-    return b.build()
+    return one_to_each("alltoall_direct", "alltoall", ranks, chunk_factor, _all_pairs)
 
 
 def broadcast(ranks: int, channels: int = 1, chunk_factor: int = 1, root: int = 0) -> Algorithm:

@@ -11,35 +11,43 @@ q+d moves in the rounds of the set bits of d; a rank keeps a block in transit in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ccopt.algorithms.builder import Builder
 from ccopt.dialects.algo import Algorithm
 
+Partners = Callable[[int, int], list[tuple[int, int]]]
+"""Given rank and ranks: the (send-to, receive-from) pair of each of the rank's thread blocks."""
 
-def pairwise_alltoall(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm:
+
+def one_to_each(
+    name: str, collective: str, ranks: int, chunk_factor: int, partners: Partners
+) -> Algorithm:
+    """All-gather or all-to-all as one exchange per partner pair and a local copy: what the
+    direct and the pairwise algorithms share (they differ in who pairs with whom)."""
     c = chunk_factor
+    gather = collective == "allgather"
     n = ranks * c
-    b = Builder("alltoall_pairwise", "alltoall", ranks, n, n)
+    b = Builder(name, collective, ranks, c if gather else n, n)
     for r in range(ranks):
-        b.step(r, b.tb(r), "cpy", ("i", r * c), ("o", r * c), c)
-        for i in range(1, ranks):
-            to, frm = (r + i) % ranks, (r - i) % ranks
+        b.step(r, b.tb(r), "cpy", ("i", 0 if gather else r * c), ("o", r * c), c)
+        for to, frm in partners(r, ranks):
             tb = b.tb(r, to, frm)
-            b.step(r, tb, "s", ("i", to * c), None, c)
+            b.step(r, tb, "s", ("i", 0 if gather else to * c), None, c)
             b.step(r, tb, "r", None, ("o", frm * c), c)
     return b.build()
+
+
+def _pairwise(r: int, ranks: int) -> list[tuple[int, int]]:
+    return [((r + i) % ranks, (r - i) % ranks) for i in range(1, ranks)]
+
+
+def pairwise_alltoall(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm:
+    return one_to_each("alltoall_pairwise", "alltoall", ranks, chunk_factor, _pairwise)
 
 
 def pairwise_allgather(ranks: int, channels: int = 1, chunk_factor: int = 1) -> Algorithm:
-    c = chunk_factor
-    b = Builder("allgather_pairwise", "allgather", ranks, c, ranks * c)
-    for r in range(ranks):
-        b.step(r, b.tb(r), "cpy", ("i", 0), ("o", r * c), c)
-        for i in range(1, ranks):
-            to, frm = (r + i) % ranks, (r - i) % ranks
-            tb = b.tb(r, to, frm)
-            b.step(r, tb, "s", ("i", 0), None, c)
-            b.step(r, tb, "r", None, ("o", frm * c), c)
-    return b.build()
+    return one_to_each("allgather_pairwise", "allgather", ranks, chunk_factor, _pairwise)
 
 
 def _runs(first: int, count: int, ranks: int) -> list[tuple[int, int]]:
