@@ -68,6 +68,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError
 
+INT32_MAX = 2**31 - 1
+"""Offsets, counts and ids are stored as i32."""
+
 MAX_BYTES = 2**63 - 1
 """`maxBytes` of an algorithm good for every size (printed `max`)."""
 
@@ -607,7 +610,12 @@ def parse_steps(parser: Parser) -> np.ndarray:
             sb, so = _operand(m.group(3))
             db, do = _operand(m.group(4))
             dep = (int(m.group(6)), int(m.group(7))) if m.group(6) is not None else (-1, -1)
-            rows.append((STEP_CODES[m.group(2)], sb, so, db, do, int(m.group(5)), *dep))
+            row = (STEP_CODES[m.group(2)], sb, so, db, do, int(m.group(5)), *dep)
+            if max(row) > INT32_MAX:
+                parser.raise_error(
+                    f"a number of this step exceeds {INT32_MAX}", at, at + len(stripped)
+                )
+            rows.append(row)
         pos += len(line) + 1
     parser._resume_from(end + 1)  # pyright: ignore[reportPrivateUsage]
     return steps_array(rows)
@@ -820,6 +828,13 @@ class AlgorithmOp(IRDLOperation):
                 raise VerifyException(
                     f"gpu #{r} has rank {op.rank.value.data}: ranks are positions"
                 )
+        for op in self.walk():  # the parts first: the whole is read from them
+            if op is not self:
+                try:
+                    op.verify(verify_nested_ops=False)
+                except VerifyException as e:
+                    message = str(e).removeprefix("Operation does not verify: ")
+                    raise OpError(op, message.split("\n")[0]) from None
         try:
             schedule(self.algorithm())
         except AlgorithmError as e:

@@ -30,6 +30,7 @@ from ccopt.dialects.algo import (
     DEPID,
     DEPS,
     FIELDS,
+    INT32_MAX,
     MAX_BYTES,
     STEP_CODES,
     STEP_NAMES,
@@ -121,7 +122,13 @@ def _steps(tb: ET.Element, path: Path) -> np.ndarray:
             table[:, col] = codes
         else:
             try:
-                table[:, col] = np.array(values).astype(np.int64)
+                numbers = np.array(values).astype(np.int64)
+                if len(numbers) and np.abs(numbers).max() > INT32_MAX:
+                    k = int(np.argmax(np.abs(numbers)))
+                    raise XmlError(
+                        f'<step> attribute {name}="{values[k]}" is out of range', (*path, k)
+                    )
+                table[:, col] = numbers
             except (ValueError, OverflowError):
                 k = next(i for i, v in enumerate(values) if not re.fullmatch(r"-?\d+", v.strip()))
                 raise XmlError(
@@ -271,6 +278,8 @@ def fast_algorithm(text: str, name: str) -> tuple[Algorithm, list[np.ndarray]] |
     dstbuf = _lookup(table[:, 4], BUFFER_TABLE)
     if kinds is None or srcbuf is None or dstbuf is None or not np.array_equal(table[:, 0], within):
         return None
+    if len(table) and np.abs(table).max() > INT32_MAX:
+        return None  # the general reader names the number
     steps = np.stack(
         [kinds, srcbuf, table[:, 3], dstbuf, table[:, 5], table[:, 6], table[:, 7], table[:, 8]],
         axis=1,
