@@ -164,4 +164,4 @@ def test_writer_warns_beyond_the_runtimes_limits(tmp_path: Path) -> None:
     ir.write_text(ir_text(AlgorithmOp(generate("alltoall", "direct", 34))))
     done = ccopt(ir, "-t", "msccl-xml")
     assert done.returncode == 0 and done.stdout.startswith("<algo ")
-    assert "warning: @alltoall_direct: rank 0 has 33 thread blocks on channel 0" in done.stderr
+    assert "warning: @alltoall_direct: rank 0 has 34 thread blocks on channel 0" in done.stderr
