@@ -536,10 +536,6 @@ def schedule(alg: Algorithm) -> Schedule:
     return Schedule(flat, sends, recvs, level)
 
 
-def verify_algorithm(alg: Algorithm) -> Schedule:
-    return schedule(alg)
-
-
 # ---------------------------------------------------------------------------------------------
 # IR
 
