@@ -493,7 +493,3 @@ def _locate_blocks(op: AlgorithmOp, source: SourceText) -> None:
     for (_, at), (_, target) in zip(positions, ops, strict=True):
         line, col = source.line_col(at)
         target.location = FileLineColLoc(filename, IntAttr(line), IntAttr(col))  # type: ignore[attr-defined]
-
-
-def looks_like_xml(name: str | None) -> bool:
-    return name is not None and name.lower().endswith(".xml")
