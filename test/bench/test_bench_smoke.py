@@ -17,6 +17,7 @@ SMOKE_RUNS = {
     "compile_speed.py": ["--blocks", "2,20", "--repeat", "1"],
     "gpt_build.py": ["--layers", "2", "--mesh", "dp=2,tp=2", "--blocks", "2,3"]
     + ["--inlined-up-to", "2"],
+    "algorithms.py": ["--ranks", "8", "--repeat", "1"],
 }
 
 
@@ -85,6 +86,8 @@ def test_gpu_ops_bench_counts_every_example_and_schedule() -> None:
     ops, copies, copied_per_gemm_input = int(mlp[2]), int(mlp[7]), float(mlp[10])
     assert copies <= ops / 10  # copies at most 10% of the GPU ops of a call
     assert copied_per_gemm_input <= 0.10  # and at most 10% of the bytes the gemms read
+
+
 def test_compile_speed_bench_rates_every_pipeline() -> None:
     lines = run_bench("compile_speed.py")
     rows = [m.group(1) for m in map(re.compile(r"^(\w+: \S+)").match, lines) if m]
@@ -99,6 +102,8 @@ def test_compile_speed_bench_rates_every_pipeline() -> None:
         "lamb: lamb",
     ]
     assert any(line.startswith("--help start-up") and line.endswith("x") for line in lines)
+
+
 def test_gpt_build_prints_stage_ratios_and_code_per_block() -> None:
     lines = run_bench("gpt_build.py")
     stages = ratio_rows(lines)
@@ -107,3 +112,12 @@ def test_gpt_build_prints_stage_ratios_and_code_per_block() -> None:
         "front end (build + verify)",
     ]
     assert any(" calls " in line and line.rstrip().endswith("x") for line in lines)
+
+
+def test_algorithms_prints_a_ratio_per_measurement() -> None:
+    rows = ratio_rows(run_bench("algorithms.py"))
+    assert [" ".join(row.split()[:3]) for row in rows] == [
+        f"{name} 8 {what}"
+        for name in ("ring", "halving_doubling")
+        for what in ("ET", "import", "verify", "export")
+    ]
