@@ -1,0 +1,140 @@
+"""Rank AxoNN's 4D grids by AxoNN's model and by ccopt's, and say why they disagree.
+
+`ccopt-plan axonn` is a thin driver over `plan`: every candidate AxoNN enumerates gets both
+predictions; the rows are ordered by ccopt's model (feasible grids first) or, with
+`model_only="axonn"`, by AxoNN's alone, as AxoNN itself would print them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ccopt.sim.axonn import GROUPS, AxonnEstimate, GptShape, Grid, rank_axonn
+from ccopt.sim.grid4d import (
+    MACHINE_FIGURES,
+    CcoptEstimate,
+    MachineFigures,
+    ccopt_estimate,
+    latency_seconds,
+)
+
+GIB = 1024**3
+
+
+@dataclass
+class PlanRow:
+    """One grid with both models' predictions and ranks (1 = best)."""
+
+    grid: Grid
+    axonn: AxonnEstimate
+    axonn_rank: int
+    ccopt: CcoptEstimate | None = None
+    ccopt_rank: int | None = None
+    why: str = ""
+    """Where the ranks differ: the term of ccopt's model that moves this grid."""
+    explanation: dict[str, float] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        row: dict[str, object] = {
+            "config": self.grid.as_list(),
+            "axonn_s": self.axonn.seconds,
+            "ccopt_s": None if self.ccopt is None else self.ccopt.seconds,
+            "axonn_rank": self.axonn_rank,
+            "ccopt_rank": self.ccopt_rank,
+            "axonn_groups_s": {g: self.axonn.by_group[g] for g in GROUPS},
+        }
+        if self.ccopt is not None:
+            row["feasible"] = self.ccopt.feasible
+            row["memory_gib"] = self.ccopt.memory_bytes / GIB
+            row["ccopt_terms_s"] = dict(self.ccopt.terms)
+            row["why"] = self.why
+        return row
+
+
+@dataclass
+class Plan:
+    model: GptShape
+    gpus: int
+    batch: int
+    seq: int
+    machine: str
+    rows: list[PlanRow]
+    """Best first by the ranking model."""
+    ranked_by: str
+
+
+def plan(
+    model: GptShape,
+    gpus: int,
+    batch: int,
+    seq: int,
+    machine: str,
+    model_only: str | None = None,
+    explain_top: int = 10,
+    progress: Callable[[int], None] | None = None,
+) -> Plan:
+    """Both models over AxoNN's candidates; `progress(n)` is told after every n grids priced."""
+    ranked = rank_axonn(model, gpus, batch, seq, machine)
+    rows = [PlanRow(e.grid, e, i + 1) for i, e in enumerate(ranked)]
+    if model_only == "axonn":
+        return Plan(model, gpus, batch, seq, machine, rows, "axonn")
+    figures = MACHINE_FIGURES[machine]
+    for row in rows:
+        row.ccopt = ccopt_estimate(model, row.grid, batch, seq, figures)
+        if progress is not None:
+            progress(1)
+    rows.sort(key=lambda r: (not r.ccopt.feasible, r.ccopt.seconds))  # type: ignore[union-attr]
+    for i, row in enumerate(rows):
+        row.ccopt_rank = i + 1
+    for row in rows[:explain_top]:
+        explain(row, model, batch, seq, figures)
+    return Plan(model, gpus, batch, seq, machine, rows, "ccopt")
+
+
+def explain(row: PlanRow, model: GptShape, batch: int, seq: int, figures: MachineFigures) -> None:
+    """Name the term that moves a grid between the two rankings.
+
+    ccopt's step time differs from AxoNN's by terms AxoNN lacks (compute, the same for every
+    grid of a machine, so it never reorders them; latency; overlap credit) and by bandwidth:
+    ccopt prices the collectives the code issues at NIC-shared link bandwidth, AxoNN at its
+    measured table with the transposed layers' K on the other group. A grid that ccopt ranks
+    worse is explained by its largest penalty, one it ranks better by its largest credit."""
+    assert row.ccopt is not None and row.ccopt_rank is not None
+    plain = ccopt_estimate(model, row.grid, batch, seq, figures, overlap=False)
+    latency = latency_seconds(model, row.grid, batch, seq, figures)
+    comm_plain = plain.seconds - plain.terms["compute"] - latency
+    parts = {
+        "latency": latency,
+        "bandwidth": comm_plain - row.axonn.seconds,
+        "overlap": row.ccopt.terms["hidden_by_overlap"],
+    }
+    row.explanation = parts
+    if not row.ccopt.feasible:
+        usable = figures.memory_bytes * (1 - figures.memory_reserve)
+        row.why = (
+            f"does not fit: {row.ccopt.memory_bytes / GIB:.1f} GiB per GPU > "
+            f"{usable / GIB:.1f} GiB usable (AxoNN checks only Gr*Gc*Gd >= "
+            f"{model.min_tensor_parallel})"
+        )
+        return
+    if row.ccopt_rank == row.axonn_rank:
+        return
+    if row.ccopt_rank > row.axonn_rank:
+        name, value = max(parts.items(), key=lambda kv: kv[1])
+        row.why = _PENALTY[name].format(value)
+    else:
+        name, value = min(parts.items(), key=lambda kv: kv[1])
+        row.why = _CREDIT[name].format(-value)
+
+
+_PENALTY = {
+    "latency": "+{:.3g} s of collective latency (AxoNN has no latency term)",
+    "bandwidth": "+{:.3g} s at NIC-shared bandwidth over AxoNN's table",
+    "overlap": "little to overlap ({:.3g} s)",
+}
+_CREDIT = {
+    "latency": "low latency ({:.3g} s)",
+    "bandwidth": "-{:.3g} s: faster links than AxoNN's table (or its K factor overcounts)",
+    "overlap": "-{:.3g} s hidden by OAR/ORS/OAG overlap (AxoNN's model has no overlap)",
+}
