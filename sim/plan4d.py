@@ -87,29 +87,45 @@ def plan(
     rows.sort(key=lambda r: (not r.ccopt.feasible, r.ccopt.seconds))  # type: ignore[union-attr]
     for i, row in enumerate(rows):
         row.ccopt_rank = i + 1
-    for row in rows[:explain_top]:
-        explain(row, model, batch, seq, figures)
+    axonn_pick = min(rows, key=lambda r: r.axonn_rank, default=None)
+    if axonn_pick is not None:
+        explained = {id(r): r for r in [*rows[:explain_top], axonn_pick]}.values()
+        for row in explained:
+            reference = rows[0] if row is axonn_pick else axonn_pick
+            explain(row, reference, model, batch, seq, figures)
     return Plan(model, gpus, batch, seq, machine, rows, "ccopt")
 
 
-def explain(row: PlanRow, model: GptShape, batch: int, seq: int, figures: MachineFigures) -> None:
-    """Name the term that moves a grid between the two rankings.
+def model_gap(
+    row: PlanRow, model: GptShape, batch: int, seq: int, figures: MachineFigures
+) -> dict[str, float]:
+    """ccopt's step time minus AxoNN's for one grid, split into the terms AxoNN lacks or
+    prices differently (compute is the same for every grid of a machine: it never reorders)."""
+    if not row.explanation:
+        assert row.ccopt is not None
+        plain = ccopt_estimate(model, row.grid, batch, seq, figures, overlap=False)
+        latency = latency_seconds(model, row.grid, batch, seq, figures)
+        row.explanation = {
+            "latency": latency,
+            "bandwidth": plain.seconds - plain.terms["compute"] - latency - row.axonn.seconds,
+            "overlap": row.ccopt.terms["hidden_by_overlap"],
+        }
+    return row.explanation
 
-    ccopt's step time differs from AxoNN's by terms AxoNN lacks (compute, the same for every
-    grid of a machine, so it never reorders them; latency; overlap credit) and by bandwidth:
-    ccopt prices the collectives the code issues at NIC-shared link bandwidth, AxoNN at its
-    measured table with the transposed layers' K on the other group. A grid that ccopt ranks
-    worse is explained by its largest penalty, one it ranks better by its largest credit."""
+
+def explain(
+    row: PlanRow,
+    reference: PlanRow,
+    model: GptShape,
+    batch: int,
+    seq: int,
+    figures: MachineFigures,
+) -> None:
+    """Name the term that moves `row` between the two rankings, relative to `reference` (AxoNN's
+    pick, or for AxoNN's pick ccopt's): a grid ccopt ranks better than AxoNN does is explained by
+    its largest gain over the reference, one it ranks worse by its largest loss."""
     assert row.ccopt is not None and row.ccopt_rank is not None
-    plain = ccopt_estimate(model, row.grid, batch, seq, figures, overlap=False)
-    latency = latency_seconds(model, row.grid, batch, seq, figures)
-    comm_plain = plain.seconds - plain.terms["compute"] - latency
-    parts = {
-        "latency": latency,
-        "bandwidth": comm_plain - row.axonn.seconds,
-        "overlap": row.ccopt.terms["hidden_by_overlap"],
-    }
-    row.explanation = parts
+    mine = model_gap(row, model, batch, seq, figures)
     if not row.ccopt.feasible:
         usable = figures.memory_bytes * (1 - figures.memory_reserve)
         row.why = (
@@ -118,23 +134,23 @@ def explain(row: PlanRow, model: GptShape, batch: int, seq: int, figures: Machin
             f"{model.min_tensor_parallel})"
         )
         return
-    if row.ccopt_rank == row.axonn_rank:
+    if row.ccopt_rank == row.axonn_rank or row is reference:
         return
-    if row.ccopt_rank > row.axonn_rank:
-        name, value = max(parts.items(), key=lambda kv: kv[1])
-        row.why = _PENALTY[name].format(value)
-    else:
-        name, value = min(parts.items(), key=lambda kv: kv[1])
-        row.why = _CREDIT[name].format(-value)
+    theirs = model_gap(reference, model, batch, seq, figures)
+    delta = {k: mine[k] - theirs[k] for k in mine}
+    pick = min if row.ccopt_rank < row.axonn_rank else max
+    name, value = pick(delta.items(), key=lambda kv: kv[1])
+    side = "less" if value < 0 else "more"
+    row.why = _REASON[name].format(amount=abs(value), side=side, ref=reference.grid.as_list())
 
 
-_PENALTY = {
-    "latency": "+{:.3g} s of collective latency (AxoNN has no latency term)",
-    "bandwidth": "+{:.3g} s at NIC-shared bandwidth over AxoNN's table",
-    "overlap": "little to overlap ({:.3g} s)",
-}
-_CREDIT = {
-    "latency": "low latency ({:.3g} s)",
-    "bandwidth": "-{:.3g} s: faster links than AxoNN's table (or its K factor overcounts)",
-    "overlap": "-{:.3g} s hidden by OAR/ORS/OAG overlap (AxoNN's model has no overlap)",
+_REASON = {
+    "latency": "{amount:.3g} s {side} collective latency than {ref} (AxoNN has no latency term)",
+    "bandwidth": (
+        "{amount:.3g} s {side} than {ref} at link and NIC-shared bandwidths, against AxoNN's table"
+    ),
+    "overlap": (
+        "{amount:.3g} s {side} exposed after OAR/ORS/OAG overlap than {ref} "
+        "(AxoNN's model has no overlap)"
+    ),
 }
