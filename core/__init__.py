@@ -6,6 +6,7 @@ The package root stays import-cheap: the public functions load their machinery o
     ccopt.check_pipeline(program, pipeline, inputs=None, *, ...) -> CheckReport
     ccopt.load_program(program) -> ModuleOp
     ccopt.build(program, pipeline="", *, mesh=None, archs=("sm_80", "sm_90")) -> pybind11 module
+    ccopt.simulate(program, machine="dgx-a100", model="ccopt", *, mesh=None, pipeline="") -> Report
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ if TYPE_CHECKING:
     from ccopt.backends.cuda.build import build
     from ccopt.program import load_program
     from ccopt.runner import check_pipeline, run
+    from ccopt.simulation import simulate
 
-__all__ = ["run", "check_pipeline", "load_program", "build"]
+__all__ = ["run", "check_pipeline", "load_program", "build", "simulate"]
 
 _LAZY = {
     "run": "ccopt.runner",
     "check_pipeline": "ccopt.runner",
     "load_program": "ccopt.program",
     "build": "ccopt.backends.cuda.build",
+    "simulate": "ccopt.simulation",
 }
 
 

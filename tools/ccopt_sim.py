@@ -1,0 +1,161 @@
+"""`ccopt-sim`: time a collective or a Chakra workload as ASTRA-sim's analytical backend would.
+
+    ccopt-sim --network net.yml --system sys.json --collective all-reduce --size 1048576
+    ccopt-sim --network net.yml --system sys.json --workload traces/allreduce --json
+
+The network YAML and system JSON are ASTRA-sim's own files. The last line printed is
+`time: <int> ns`; `--json` prints one object with at least "time_ns".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from ccopt.diagnostics import CcoptError
+from ccopt.tools import quiet_on_closed_pipe
+from ccopt.tools.sim_program import add_program_arguments, program_arguments_given, run_program
+
+COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
+
+
+def byte_count(text: str) -> int:
+    """An argparse type: a positive whole number of bytes."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of bytes, got '{text}'")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ccopt-sim",
+        description="Simulate a collective or a Chakra workload as ASTRA-sim's analytical "
+        "backend does (ASTRA-sim mode).",
+    )
+    p.add_argument(
+        "program",
+        nargs="?",
+        help="a ccopt program to simulate (program simulation; needs --machine)",
+    )
+    astra = p.add_argument_group("ASTRA-sim mode")
+    astra.add_argument("--network", help="ASTRA-sim network YAML (topology, npus_count, ...)")
+    astra.add_argument("--system", help="ASTRA-sim system JSON")
+    astra.add_argument("--collective", choices=COLLECTIVES, help="one native collective")
+    astra.add_argument(
+        "--size", type=byte_count, help="ASTRA-sim's comm_size in bytes (all-gather: per rank)"
+    )
+    astra.add_argument("--workload", metavar="DIR/PREFIX", help="a Chakra trace set PREFIX.<r>.et")
+    astra.add_argument(
+        "--congestion",
+        choices=("unaware", "aware"),
+        default="unaware",
+        help="analytical backend: congestion-unaware (default) or congestion-aware (1-D)",
+    )
+    astra.add_argument(
+        "--full",
+        action="store_true",
+        help="simulate every rank even when all ranks behave alike (slower; for checking)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_program_arguments(p)
+    return p
+
+
+def check_astra_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """ASTRA-sim mode needs a network, a system and exactly one of a collective or a workload."""
+    if args.program is not None:
+        p.error(f"simulating the program '{args.program}' needs --machine (a ccopt machine)")
+    if args.network is None or args.system is None:
+        p.error("ASTRA-sim mode needs --network NET.yml and --system SYS.json")
+    if (args.collective is None) == (args.workload is None):
+        p.error("give either --collective (with --size) or --workload")
+    if args.collective is not None and args.size is None:
+        p.error("--collective needs --size BYTES")
+
+
+def run_collective(args: argparse.Namespace) -> dict[str, object]:
+    from ccopt.sim.astra import simulate_collective
+    from ccopt.sim.network import load_network
+    from ccopt.sim.system import load_system
+
+    network = load_network(args.network)
+    system = load_system(args.system)
+    if args.congestion == "aware":
+        from ccopt.sim.astra_congestion import simulate_collective_aware
+
+        result = simulate_collective_aware(network, system, args.collective, args.size)
+    else:
+        result = simulate_collective(
+            network, system, args.collective, args.size, symmetric=False if args.full else None
+        )
+    return {
+        "time_ns": result.time_ns,
+        "collective": result.collective,
+        "size": result.size,
+        "npus": network.npus,
+        "chunks": result.chunks,
+        "phases": list(result.phases),
+        "congestion": args.congestion,
+        "symmetric": result.symmetric,
+    }
+
+
+def run_workload(args: argparse.Namespace) -> dict[str, object]:
+    from ccopt.sim.chakra_sim import simulate_workload
+    from ccopt.sim.network import load_network
+    from ccopt.sim.system import load_system
+
+    network = load_network(args.network)
+    system = load_system(args.system)
+    report = simulate_workload(network, system, args.workload)
+    return {
+        "time_ns": report.time_ns,
+        "workload": args.workload,
+        "npus": network.npus,
+        "rank_finish_ns": report.rank_finish_ns,
+    }
+
+
+def print_table(report: dict[str, object]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    for key, value in report.items():
+        if key in ("time_ns", "rank_finish_ns"):
+            continue
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        table.add_row(key.replace("_", " "), shown)
+    Console(highlight=False, soft_wrap=True).print(table)
+    print(f"time: {report['time_ns']} ns")
+
+
+@quiet_on_closed_pipe
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.program is not None:
+        return run_program(p, args)
+    if program_arguments_given(args):
+        p.error("--machine, -p, --mesh, --entry, --trace and --plot need a PROGRAM.mlir")
+    check_astra_arguments(p, args)
+    try:
+        report = run_collective(args) if args.collective else run_workload(args)
+    except CcoptError as e:
+        print(f"ccopt-sim: {e.render()}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print_table(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

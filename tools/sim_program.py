@@ -1,0 +1,136 @@
+"""The program form of `ccopt-sim`: predict one step of a program on a machine (ccopt mode).
+
+    ccopt-sim examples/megatron_mlp.mlir -p 'split-all-reduce,overlap{chunks=3}' --machine dgx-a100
+    ccopt-sim PROGRAM.mlir --machine my-machine.yml --mesh dp=8 --trace out.json --plot out.png --json
+
+`--json` prints one object with at least "step_time_ns", "exposed_comm_ns" and "compute_ns";
+`--trace` writes Chrome/Perfetto trace-event JSON, `--plot` a PNG timeline (matplotlib, the
+`plot` extra). The ASTRA-sim forms (`--network ... --system ...`) live in `ccopt.tools.ccopt_sim`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
+
+if TYPE_CHECKING:
+    from ccopt.sim.program import Report
+
+PROGRESS_TASKS = 20_000
+"""Programs with more tasks than this show a progress spinner on stderr while simulating."""
+
+
+def add_program_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the program form (the program itself is the positional argument)."""
+    g = p.add_argument_group("program simulation (ccopt mode)")
+    g.add_argument("--machine", metavar="PRESET|FILE", help="a machine preset or YAML file")
+    g.add_argument("-p", "--pipeline", default="", help="a pass pipeline to apply first")
+    g.add_argument("--mesh", help="resize mesh axes, e.g. dp=8,tp=4 (default: as declared)")
+    g.add_argument("--entry", help="function to simulate (default: the only one)")
+    g.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
+    g.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
+
+
+def program_arguments_given(args: argparse.Namespace) -> bool:
+    return any(
+        getattr(args, k, None) for k in ("machine", "pipeline", "mesh", "entry", "trace", "plot")
+    )
+
+
+def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Simulate `args.program`; errors are printed like the rest of ccopt's (exit 1)."""
+    if args.machine is None:
+        p.error(f"simulating the program '{args.program}' needs --machine PRESET|FILE")
+    source: SourceText | None = None
+    try:
+        from ccopt.program import program_source
+
+        source = program_source(Path(args.program))
+        with printing_op_warnings(source):
+            report = _simulate(source, args)
+        if args.trace:
+            from ccopt.sim.trace import write_trace
+
+            write_trace(report, args.trace)
+        if args.plot:
+            from ccopt.sim.trace import write_plot
+
+            write_plot(report, args.plot)
+    except CcoptError as e:
+        print(f"ccopt-sim: {e.render(source)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print_report(report)
+    return 0
+
+
+def _simulate(source: SourceText, args: argparse.Namespace) -> Report:
+    from ccopt.program import bind_mesh, load_program
+    from ccopt.sim.machine import load_machine
+    from ccopt.sim.program import simulate_module
+
+    machine = load_machine(args.machine)
+    module = load_program(source)
+    bind_mesh(module, args.mesh)
+    if args.pipeline:
+        from ccopt.passes.pipeline import run_pipeline
+
+        run_pipeline(module, args.pipeline)
+    symmetric = not getattr(args, "full", False)
+    with _progress(module) as update:
+        return simulate_module(
+            module, machine, entry=args.entry, symmetric=symmetric, progress=update
+        )
+
+
+def _progress(module: object) -> AbstractContextManager:
+    """A rich status line on stderr for long runs (a terminal only), else nothing."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    assert isinstance(module, ModuleOp)
+    if not sys.stderr.isatty() or sum(1 for _ in module.walk()) < PROGRESS_TASKS:
+        return nullcontext(None)
+    from contextlib import contextmanager
+
+    from rich.console import Console
+
+    @contextmanager
+    def status():  # noqa: ANN202
+        with Console(stderr=True).status("simulating") as s:
+            yield lambda message: s.update(f"simulating: {message}")
+
+    return status()
+
+
+def print_report(report: Report) -> None:
+    """A short table; the last line is `step time: <int> ns`."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    rows = [
+        ("machine", report.machine),
+        ("mesh", f"{report.mesh} ({report.ranks} ranks, {len(report.classes)} rank classes)"),
+        ("compute", f"{report.compute_ns} ns"),
+        ("communication", f"{report.comm_ns} ns"),
+        ("exposed communication", f"{report.exposed_comm_ns} ns"),
+        ("overlap", f"{report.overlap_percent:.1f}%"),
+        ("bytes copied", str(report.copy_bytes)),
+    ]
+    rows += [(f"stream {s} busy", f"{v} ns") for s, v in sorted(report.stream_busy_ns.items())]
+    for key, value in rows:
+        table.add_row(key, escape(value))
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(table)
+    if report.critical_path:
+        console.print(escape("critical path: " + " -> ".join(report.critical_path[-8:])))
+    print(f"step time: {report.step_time_ns} ns")
