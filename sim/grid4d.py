@@ -2,136 +2,106 @@
 
 AxoNN ranks grids by bandwidth alone (`ccopt.sim.axonn`). This model prices the same collectives
 as AxoNN's code actually issues them (the transposed layers' width factor on the group that moves
-it) and adds what AxoNN's model leaves out:
+it) with ccopt's machine presets and cost functions (`ccopt.sim.machine`, `ccopt.sim.cost`), and
+adds what AxoNN's model leaves out:
 
-* **latency**: a ring collective over p ranks takes p-1 (all-gather, reduce-scatter) or 2(p-1)
-  (all-reduce) steps of an alpha that depends on whether the group leaves the node;
+* **latency**: every collective pays its network dimensions' alpha per step (ring: p-1 steps
+  per reduce-scatter or all-gather), hierarchically inside and across nodes;
 * **compute**: every linear layer's GEMMs (forward, recomputation, two backward GEMMs) and the
-  attention core, at a sustained fraction of the GPU's bf16 peak;
+  attention core, at the GPU's bf16 peak times the preset's matmul efficiency for the local shape;
 * **memory feasibility**: optimizer state sharded over Gr*Gc*Gd, two gathered weight blocks (the
   current one and the one prefetched), activation checkpoints and one recomputed layer;
 * **overlap** as AxoNN's runtime does it: OAR (the backward dX all-reduce hides behind the dW
   GEMM), ORS (weight-gradient reduce-scatters run until the end of the backward pass), OAG (weight
   all-gathers prefetched one linear layer ahead);
-* **NIC sharing**: a group that spans nodes shares its node's NICs with the other groups of the
-  same kind on that node, all of which run the same collective at the same time.
+* **NIC sharing**: a group that leaves the node runs hierarchically (reduce-scatter inside, the
+  rest on 1/p of the data across nodes, all-gather inside), each GPU on its share of the node's
+  NICs (the preset's `nic-sharing`).
 
-Machine figures come from `../shared/reference/hardware.md`; they sit in `MACHINE_FIGURES` below,
-the one place to switch to `ccopt.sim.machine`'s presets.
+Ranks are numbered as AxoNN numbers them (column innermost, then row, depth, data) and fill the
+machine's nodes in order, so a group's stride says which network dimensions it spans.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import TYPE_CHECKING
 
 from ccopt.sim.axonn import TRANSFORMER_LINEARS, GptShape, Grid, LinearLayer
+
+if TYPE_CHECKING:
+    from ccopt.sim.machine import Machine
 
 BF16 = 2
 FP32 = 4
 
-
-@dataclass(frozen=True)
-class MachineFigures:
-    """What the 4D model needs to know about a machine (per GPU unless stated)."""
-
-    name: str
-    gpus_per_node: int
-    peak_flops: float
-    """bf16 dense tensor FLOP/s."""
-    sustained_fraction: float
-    """Fraction of peak large GEMMs sustain (hardware.md: 790 of 989 TFLOP/s on an H100)."""
-    memory_bytes: float
-    link_bandwidth: float
-    """Bytes/s per direction between two GPUs of a node (one direct link group)."""
-    nvlink_bandwidth: float
-    """Bytes/s per direction over all of a GPU's intra-node links."""
-    package_size: int
-    """GPUs sharing a package with a faster link (2 GCDs per MI250X); 1 where none."""
-    package_bandwidth: float
-    nic_bandwidth_per_node: float
-    """Bytes/s per direction over all of a node's NICs."""
-    intra_node_latency: float
-    """Seconds per ring step inside a node."""
-    inter_node_latency: float
-    """Seconds per ring step across nodes."""
-    memory_reserve: float = 0.1
-    """Fraction of device memory left for the allocator, NCCL buffers and the CUDA context."""
-
-
-# --- machine figures: the one place to switch to ccopt.sim.machine presets ----------------------
-# Perlmutter: 4 A100 per node, each pair joined by 4 NVLink-3 links (100 GB/s per direction; 300
-# over all of a GPU's links, hardware.md), 4 x 25 GB/s Slingshot NICs per node; the standard GPU
-# nodes carry the 40 GB A100. Frontier: 8 MI250X GCDs per node (191.5 bf16 TFLOP/s and 64 GB per
-# GCD, vendor datasheet; not in hardware.md), 200 GB/s between the two GCDs of a package and 50
-# GB/s over other Infinity Fabric links, 4 x 25 GB/s NICs per node. Latencies are NCCL/RCCL's
-# usual per-step figures (a few microseconds on a node, about 10 us across the network).
-MACHINE_FIGURES: dict[str, MachineFigures] = {
-    "perlmutter": MachineFigures(
-        name="perlmutter",
-        gpus_per_node=4,
-        peak_flops=312e12,
-        sustained_fraction=790 / 989,
-        memory_bytes=40e9,
-        link_bandwidth=100e9,
-        nvlink_bandwidth=300e9,
-        package_size=1,
-        package_bandwidth=100e9,
-        nic_bandwidth_per_node=4 * 25e9,
-        intra_node_latency=5e-6,
-        inter_node_latency=10e-6,
-    ),
-    "frontier": MachineFigures(
-        name="frontier",
-        gpus_per_node=8,
-        peak_flops=191.5e12,
-        sustained_fraction=790 / 989,
-        memory_bytes=64e9,
-        link_bandwidth=50e9,
-        nvlink_bandwidth=200e9,
-        package_size=2,
-        package_bandwidth=200e9,
-        nic_bandwidth_per_node=4 * 25e9,
-        intra_node_latency=5e-6,
-        inter_node_latency=10e-6,
-    ),
+# --- device memory: the one figure the machine presets do not carry ------------------------------
+# Per-GPU HBM capacity by preset (vendor datasheets): Perlmutter's standard GPU nodes carry the
+# 40 GB A100, Frontier's GCD 64 GB (half an MI250X), DGX A100 / H100 80 GB, DGX-2 V100 32 GB.
+DEVICE_MEMORY_BYTES = {
+    "perlmutter": 40e9,
+    "frontier": 64e9,
+    "dgx-a100": 80e9,
+    "dgx-h100": 80e9,
+    "dgx2-v100": 32e9,
 }
+MEMORY_RESERVE = 0.1
+"""Fraction of device memory left for the allocator, NCCL buffers and the runtime context."""
+
+
+@cache
+def machine_for(name: str, gpus: int) -> Machine:
+    """The preset, grown to `gpus` ranks."""
+    from ccopt.sim.machine import load_machine
+
+    return load_machine(name).fit(gpus)
+
+
+def usable_memory(machine: Machine) -> float:
+    return DEVICE_MEMORY_BYTES[machine.name] * (1 - MEMORY_RESERVE)
 
 
 # --- collectives ----------------------------------------------------------------------------------
 
 
-def members_per_node(stride: int, size: int, gpus_per_node: int) -> int:
-    """How many members of one group share a node (ranks are numbered node by node)."""
-    if stride >= gpus_per_node:
-        return 1
-    return min(size, gpus_per_node // stride)
+def group_span(stride: int, size: int, machine: Machine) -> tuple[int, ...]:
+    """How many distinct coordinates a group of `size` ranks `stride` apart takes in each network
+    dimension (innermost first), for power-of-two strides and sizes as AxoNN's grids have."""
+    out, radix = [], 1
+    for dim in machine.network.dims:
+        if stride >= radix * dim.npus:
+            out.append(1)
+        elif stride >= radix:
+            out.append(min(size, radix * dim.npus // stride))
+        else:
+            out.append(min(dim.npus, max(1, size * stride // radix)))
+        radix *= dim.npus
+    return tuple(out)
 
 
-def group_bandwidth(stride: int, size: int, m: MachineFigures) -> float:
-    """Per-rank ring bandwidth of a group of `size` ranks `stride` apart, in bytes/s.
-
-    Inside a node, NCCL builds one ring per link, so a group gets a link per peer (capped by the
-    GPU's links). A group that leaves the node is bounded by its share of the node's NICs: every
-    GPU of the node is in some group of the same kind running the same collective now."""
-    inside = members_per_node(stride, size, m.gpus_per_node)
-    if inside == 2 and stride < m.package_size:
-        intra = m.package_bandwidth
-    else:
-        intra = min(m.nvlink_bandwidth, m.link_bandwidth * max(inside - 1, 1))
-    if inside == size:
-        return intra
-    groups_sharing_nics = m.gpus_per_node // inside
-    return min(intra, m.nic_bandwidth_per_node / groups_sharing_nics)
-
-
-def ring_time(kind: str, nbytes: float, stride: int, size: int, m: MachineFigures) -> float:
+def ring_time(kind: str, nbytes: float, stride: int, size: int, machine: Machine) -> float:
     """Seconds for an all-reduce / all-gather / reduce-scatter of `nbytes` (the full buffer)."""
+    from ccopt.sim.cost import collective_ns, gamma, links
+
     if size == 1:
         return 0.0
-    steps = (2 if kind == "all_reduce" else 1) * (size - 1)
-    crosses = members_per_node(stride, size, m.gpus_per_node) < size
-    alpha = m.inter_node_latency if crosses else m.intra_node_latency
-    return steps * alpha + steps * (nbytes / size) / group_bandwidth(stride, size, m)
+    dims = links(machine, group_span(stride, size, machine))
+    return collective_ns(kind, nbytes, dims, gamma(machine)) * 1e-9
+
+
+def gemm_time(m: float, k: float, n: float, machine: Machine) -> float:
+    """Seconds of one local bf16 GEMM at the preset's efficiency for its shape."""
+    efficiency = machine.gpu.efficiency(int(m), int(n), int(k))
+    return 2 * m * k * n / (machine.gpu.peak("bf16") * efficiency)
+
+
+def without_latency(machine: Machine) -> Machine:
+    """The same machine with every network dimension's alpha at zero (to isolate latency)."""
+    from ccopt.sim.network import Network
+
+    dims = tuple(replace(d, latency_ns=0.0) for d in machine.network.dims)
+    return replace(machine, network=Network(dims))
 
 
 # --- one linear layer -------------------------------------------------------------------------
@@ -156,12 +126,12 @@ class LinearCosts:
 
 
 def linear_costs(
-    model: GptShape, linear: LinearLayer, grid: Grid, batch: int, seq: int, m: MachineFigures
+    model: GptShape, linear: LinearLayer, grid: Grid, batch: int, seq: int, m: Machine
 ) -> LinearCosts:
     h, k = model.hidden, linear.k
     rows = batch * seq / (grid.gdata * grid.gd)
     block = k * h * h / (grid.gr * grid.gc)
-    flops = 2 * rows * block
+    fan_in = (k * h / grid.gr) if linear.transposed else (h / grid.gc)
     strides, sizes = grid.strides(), grid.group_sizes()
     # a plain layer splits in-features (H) over column and out-features (K*H) over row; a
     # transposed one the other way round: the forward output is partial over the in-feature group
@@ -175,7 +145,7 @@ def linear_costs(
         return ring_time(kind, elements * width, strides[group], sizes[group], m)
 
     return LinearCosts(
-        gemm=flops / (m.peak_flops * m.sustained_fraction),
+        gemm=gemm_time(rows, fan_in, block / fan_in, m),
         weight_gather=ring("all_gather", block, "depth"),
         forward_reduce=ring("all_reduce", *forward),
         backward_reduce=ring("all_reduce", *backward),
@@ -217,7 +187,7 @@ def ccopt_estimate(
     grid: Grid,
     batch: int,
     seq: int,
-    machine: MachineFigures,
+    machine: Machine,
     overlap: bool = True,
 ) -> CcoptEstimate:
     """Step time of the 4D layout with AxoNN's overlaps (OAR, ORS, OAG) or without them."""
@@ -225,8 +195,10 @@ def ccopt_estimate(
     n = len(costs)
     h, L = model.hidden, model.layers
     local_batch = batch / (grid.gdata * grid.gd)
-    attention_flops = 4 * 2 * local_batch * seq * seq * h / (grid.gr * grid.gc)
-    attention = attention_flops / (machine.peak_flops * machine.sustained_fraction)
+    # QK^T and softmax(.)V: per sample and head an S x S x (H/heads) GEMM each, heads split over
+    # the tensor-parallel row x column groups
+    heads = local_batch * model.heads / (grid.gr * grid.gc)
+    attention = 2 * heads * gemm_time(seq, h / model.heads, seq, machine)
     gemms = sum(c.gemm for c in costs)
     compute = 4 * gemms + 4 * attention
     gather = sum(c.weight_gather for c in costs)
@@ -263,15 +235,12 @@ def ccopt_estimate(
     }
     seconds = sum(v for k, v in terms.items() if k != "hidden_by_overlap")
     memory = memory_per_gpu(model, grid, batch, seq)
-    usable = machine.memory_bytes * (1 - machine.memory_reserve)
-    return CcoptEstimate(grid, seconds, memory <= usable, memory, terms)
+    return CcoptEstimate(grid, seconds, memory <= usable_memory(machine), memory, terms)
 
 
-def latency_seconds(
-    model: GptShape, grid: Grid, batch: int, seq: int, machine: MachineFigures
-) -> float:
+def latency_seconds(model: GptShape, grid: Grid, batch: int, seq: int, machine: Machine) -> float:
     """The part of the step's collective time that is per-step latency (for explaining ranks)."""
-    zero = replace(machine, intra_node_latency=0.0, inter_node_latency=0.0)
+    zero = without_latency(machine)
     with_alpha = ccopt_estimate(model, grid, batch, seq, machine, overlap=False).seconds
     without = ccopt_estimate(model, grid, batch, seq, zero, overlap=False).seconds
     return with_alpha - without

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ccopt.sim.axonn import GROUPS, AxonnEstimate, GptShape, Grid, rank_axonn
 from ccopt.sim.grid4d import (
-    MACHINE_FIGURES,
     CcoptEstimate,
-    MachineFigures,
     ccopt_estimate,
     latency_seconds,
+    machine_for,
+    usable_memory,
 )
+
+if TYPE_CHECKING:
+    from ccopt.sim.machine import Machine
 
 GIB = 1024**3
 
@@ -79,7 +83,7 @@ def plan(
     rows = [PlanRow(e.grid, e, i + 1) for i, e in enumerate(ranked)]
     if model_only == "axonn":
         return Plan(model, gpus, batch, seq, machine, rows, "axonn")
-    figures = MACHINE_FIGURES[machine]
+    figures = machine_for(machine, gpus)
     for row in rows:
         row.ccopt = ccopt_estimate(model, row.grid, batch, seq, figures)
         if progress is not None:
@@ -97,17 +101,19 @@ def plan(
 
 
 def model_gap(
-    row: PlanRow, model: GptShape, batch: int, seq: int, figures: MachineFigures
+    row: PlanRow, model: GptShape, batch: int, seq: int, figures: Machine
 ) -> dict[str, float]:
     """ccopt's step time minus AxoNN's for one grid, split into the terms AxoNN lacks or
-    prices differently (compute is the same for every grid of a machine: it never reorders)."""
+    prices differently."""
     if not row.explanation:
         assert row.ccopt is not None
         plain = ccopt_estimate(model, row.grid, batch, seq, figures, overlap=False)
         latency = latency_seconds(model, row.grid, batch, seq, figures)
+        compute = plain.terms["compute"]
         row.explanation = {
+            "compute": compute,
             "latency": latency,
-            "bandwidth": plain.seconds - plain.terms["compute"] - latency - row.axonn.seconds,
+            "bandwidth": plain.seconds - compute - latency - row.axonn.seconds,
             "overlap": row.ccopt.terms["hidden_by_overlap"],
         }
     return row.explanation
@@ -119,7 +125,7 @@ def explain(
     model: GptShape,
     batch: int,
     seq: int,
-    figures: MachineFigures,
+    figures: Machine,
 ) -> None:
     """Name the term that moves `row` between the two rankings, relative to `reference` (AxoNN's
     pick, or for AxoNN's pick ccopt's): a grid ccopt ranks better than AxoNN does is explained by
@@ -127,7 +133,7 @@ def explain(
     assert row.ccopt is not None and row.ccopt_rank is not None
     mine = model_gap(row, model, batch, seq, figures)
     if not row.ccopt.feasible:
-        usable = figures.memory_bytes * (1 - figures.memory_reserve)
+        usable = usable_memory(figures)
         row.why = (
             f"does not fit: {row.ccopt.memory_bytes / GIB:.1f} GiB per GPU > "
             f"{usable / GIB:.1f} GiB usable (AxoNN checks only Gr*Gc*Gd >= "
@@ -145,6 +151,9 @@ def explain(
 
 
 _REASON = {
+    "compute": (
+        "{amount:.3g} s {side} compute than {ref}: local GEMM shapes (AxoNN has no compute term)"
+    ),
     "latency": "{amount:.3g} s {side} collective latency than {ref} (AxoNN has no latency term)",
     "bandwidth": (
         "{amount:.3g} s {side} than {ref} at link and NIC-shared bandwidths, against AxoNN's table"
