@@ -118,9 +118,7 @@ def no_grid_reason(args: argparse.Namespace, min_tp: int) -> str:
             f"the {args.model} model needs Gr*Gc*Gd >= {min_tp} (AxoNN's memory minimum) "
             f"but there are {args.gpus} GPUs"
         )
-    return (
-        f"no grid has Gr*Gc*Gd >= {min_tp} with the batch {args.batch} divisible by Gdata*Gd"
-    )
+    return f"no grid has Gr*Gc*Gd >= {min_tp} with the batch divisible by Gdata*Gd"
 
 
 def emit(grid, model, args: argparse.Namespace) -> None:
@@ -183,3 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CcoptError as e:
         print(f"ccopt-plan: {e.render()}", file=sys.stderr)
         return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,6 +12,7 @@ SMOKE_RUNS = {
     "startup.py": ["--ops", "40", "--repeat", "1"],
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
+    "plan_axonn.py": ["--model", "20B", "--gpus", "64", "--batch", "64", "--repeat", "1"],
 }
 
 
@@ -62,3 +63,12 @@ def test_schedules_bench_compares_each_schedule() -> None:
     rows = ratio_rows(run_bench("schedules.py"))
     assert len(rows) >= 10
     assert all("x" in row for row in rows)
+
+
+def test_plan_axonn_bench_times_both_models() -> None:
+    rows = ratio_rows(run_bench("plan_axonn.py"))
+    assert [row.split("  ")[0] for row in rows] == [
+        "AxoNN's model",
+        "ccopt plan",
+        "ccopt plan, cold",
+    ]
