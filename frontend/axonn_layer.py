@@ -140,8 +140,7 @@ def emit_layer(grid: Grid, shape: LayerShape) -> str:
     h, m = shape.hidden, shape.tokens
     act_in = w.ty((m, h), ACT_IN)
     weights = {
-        name: w.ty(weight_shape(h, k, t), TRANSPOSED_W if t else PLAIN_W)
-        for name, k, t in LINEARS
+        name: w.ty(weight_shape(h, k, t), TRANSPOSED_W if t else PLAIN_W) for name, k, t in LINEARS
     }
     for name in weights:
         w.types[f"%w_{name}"] = weights[name]

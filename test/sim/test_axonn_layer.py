@@ -28,8 +28,12 @@ def reference(x, dy, w):
     dq, dk = da * k, da * q
     dx = dh + dq @ w["q"].T + dk @ w["k"].T + da @ w["v"].T
     grads = {
-        "fc2": t.T @ dy, "fc1": h.T @ df, "o": a.T @ dh,
-        "q": x.T @ dq, "k": x.T @ dk, "v": x.T @ da,
+        "fc2": t.T @ dy,
+        "fc1": h.T @ df,
+        "o": a.T @ dh,
+        "q": x.T @ dq,
+        "k": x.T @ dk,
+        "v": x.T @ da,
     }
     return y, dx, grads
 

@@ -27,8 +27,17 @@ M5B = GPT_MODELS["5B"]  # 24 layers, H = 4096
 
 @pytest.mark.parametrize(
     "stride,size,gbps",
-    [(1, 2, 76), (1, 4, 225), (1, 8, 80), (1, 1024, 80), (2, 2, 76), (2, 4, 40), (2, 64, 40),
-     (4, 2, 20), (16, 8, 20)],
+    [
+        (1, 2, 76),
+        (1, 4, 225),
+        (1, 8, 80),
+        (1, 1024, 80),
+        (2, 2, 76),
+        (2, 4, 40),
+        (2, 64, 40),
+        (4, 2, 20),
+        (16, 8, 20),
+    ],
 )
 def test_perlmutter_table(stride, size, gbps):
     assert perlmutter_bandwidth(stride, size) == gbps
@@ -36,8 +45,19 @@ def test_perlmutter_table(stride, size, gbps):
 
 @pytest.mark.parametrize(
     "stride,size,gbps",
-    [(1, 2, 129), (1, 4, 52), (1, 8, 135), (1, 16, 40), (2, 2, 50), (2, 4, 72), (2, 8, 20),
-     (4, 2, 36), (4, 4, 10), (8, 2, 5), (64, 16, 5)],
+    [
+        (1, 2, 129),
+        (1, 4, 52),
+        (1, 8, 135),
+        (1, 16, 40),
+        (2, 2, 50),
+        (2, 4, 72),
+        (2, 8, 20),
+        (4, 2, 36),
+        (4, 4, 10),
+        (8, 2, 5),
+        (64, 16, 5),
+    ],
 )
 def test_frontier_table(stride, size, gbps):
     assert frontier_bandwidth(stride, size) == gbps
@@ -54,7 +74,10 @@ def test_row_and_column_terms_by_hand():
         {"col": 3 / 8, "row": 1 / 16, "depth": 0, "data": 0}, abs=0
     )
     assert linear_volumes(8, 2048, 4096, out, grid) == {
-        "col": 1 / 16, "row": 1 / 8, "depth": 0.0, "data": 0.0
+        "col": 1 / 16,
+        "row": 1 / 8,
+        "depth": 0.0,
+        "data": 0.0,
     }
     e = axonn_estimate(M5B, grid, 8, 2048, "perlmutter")
     assert e is not None
@@ -70,7 +93,9 @@ def test_depth_and_data_terms_by_hand():
     grid = Grid(1, 1, 2, 2)
     e = axonn_estimate(M5B, grid, 8, 2048, "perlmutter")
     assert e is not None
-    assert e.by_group == pytest.approx({"col": 0, "row": 0, "depth": 36 / 64 / 76, "data": 12 / 32 / 76})
+    assert e.by_group == pytest.approx(
+        {"col": 0, "row": 0, "depth": 36 / 64 / 76, "data": 12 / 32 / 76}
+    )
     acc = axonn_estimate(M5B, grid, 8, 2048, "perlmutter", grad_acc=4)
     assert acc is not None
     assert acc.by_group["depth"] == pytest.approx(4 * 36 / 64 / 76)
@@ -92,13 +117,19 @@ def test_enumeration_follows_axonns_rules_and_order():
     batch divisible by Gdata*Gd (here 2: Gd*Gdata = 4 is out)."""
     grids = [g.as_list() for g in enumerate_grids(4, batch=2, min_tensor_parallel=2)]
     assert grids == [
-        [2, 1, 1, 2], [2, 1, 2, 1], [4, 1, 1, 1], [1, 2, 1, 2], [1, 2, 2, 1], [2, 2, 1, 1],
+        [2, 1, 1, 2],
+        [2, 1, 2, 1],
+        [4, 1, 1, 1],
+        [1, 2, 1, 2],
+        [1, 2, 2, 1],
+        [2, 2, 1, 1],
         [1, 4, 1, 1],
     ]
     assert len(list(enumerate_grids(4096, 4096, 1))) == count_grids(4096) == 455
     assert list(enumerate_grids(12, 12, 1)) == [] and count_grids(12) == 0
     assert [g.as_list() for g in enumerate_grids(8, 8, 1, no_data_parallel=True)][:2] == [
-        [1, 1, 8, 1], [2, 1, 4, 1]
+        [1, 1, 8, 1],
+        [2, 1, 4, 1],
     ]
 
 
@@ -117,8 +148,10 @@ def test_axonn_picks_by_its_own_formula():
     """The first row minimizes the formula over every candidate, and prints layers * sum."""
     ranked = rank_axonn(GPT_MODELS["80B"], 1024, 1024, 2048, "perlmutter")
     best = min(
-        (axonn_estimate(GPT_MODELS["80B"], g, 1024, 2048, "perlmutter") for g in
-         enumerate_grids(1024, 1024, 64)),
+        (
+            axonn_estimate(GPT_MODELS["80B"], g, 1024, 2048, "perlmutter")
+            for g in enumerate_grids(1024, 1024, 64)
+        ),
         key=lambda e: e.layer_seconds,  # type: ignore[union-attr]
     )
     assert ranked[0] == best

@@ -65,9 +65,7 @@ def test_user_errors():
     assert_user_error(
         plan("--model", "5B", "--gpus", "12", "--batch", "12"), "powers of two: 12 GPUs"
     )
-    assert_user_error(
-        plan("--model", "640B", "--gpus", "64", "--batch", "64"), "Gr*Gc*Gd >= 512"
-    )
+    assert_user_error(plan("--model", "640B", "--gpus", "64", "--batch", "64"), "Gr*Gc*Gd >= 512")
     # an odd batch leaves only Gd = Gdata = 1: still a plan, never an error
     r = plan("--model", "5B", "--gpus", "16", "--batch", "3", "--json", "--top", "100")
     assert r.returncode == 0 and all(row["config"][2:] == [1, 1] for row in json.loads(r.stdout))
