@@ -57,7 +57,6 @@ def gathered(w: tuple[str, ...]) -> tuple[str, ...]:
 class _Writer:
     """Emits SSA text, remembering each value's type."""
 
-    rows: int
     element: str
     lines: list[str] = field(default_factory=list)
     types: dict[str, str] = field(default_factory=dict)
@@ -136,7 +135,7 @@ def weight_shape(hidden: int, k: int, transposed: bool) -> tuple[int, int]:
 
 def emit_layer(grid: Grid, shape: LayerShape) -> str:
     """The layer's program text on a `[data, depth, row, col]` mesh of `grid`'s sizes."""
-    w = _Writer(shape.tokens, shape.element)
+    w = _Writer(shape.element)
     h, m = shape.hidden, shape.tokens
     act_in = w.ty((m, h), ACT_IN)
     weights = {
@@ -145,7 +144,8 @@ def emit_layer(grid: Grid, shape: LayerShape) -> str:
     for name in weights:
         w.types[f"%w_{name}"] = weights[name]
     w.types["%x"], w.types["%dy"] = act_in, act_in
-    gathered_w = _issue_gathers(w, shape)
+    gathered_w = _Gathers(w)
+    gathered_w.issue(LINEARS[0][0])
     fwd = _forward(w, shape, gathered_w)
     dx, grads = _backward(w, shape, gathered_w, fwd)
     results = [fwd["y"], dx, *(grads[name] for name, _, _ in LINEARS)]
@@ -201,12 +201,6 @@ def _placements(t: str) -> tuple[str, ...]:
 
 def _mesh_text(placements: tuple[str, ...]) -> str:
     return f"@grid[{', '.join(placements)}]"
-
-
-def _issue_gathers(w: _Writer, shape: LayerShape) -> _Gathers:
-    gathers = _Gathers(w)
-    gathers.issue(LINEARS[0][0])
-    return gathers
 
 
 def _linear_forward(
