@@ -30,6 +30,12 @@ def _xdsl(name: str) -> Callable[[], type[ModulePass]]:
     return load
 
 
+def _propagate_placements() -> type[ModulePass]:
+    from ccopt.passes.propagate_placements import PropagatePlacements
+
+    return PropagatePlacements
+
+
 def _split_all_reduce() -> type[ModulePass]:
     from ccopt.passes.split_all_reduce import SplitAllReduce
 
@@ -99,6 +105,7 @@ def _plan_memory() -> type[ModulePass]:
 BUILTIN_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
+    "propagate-placements": _propagate_placements,
     "reorder-elementwise": _reorder_elementwise,
     "slice-state": _slice_state,
     "sliced-norm": _sliced_norm,
