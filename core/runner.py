@@ -209,7 +209,7 @@ def check_options(seed: int, steps: int, rtol: float = 0.0, atol: float | None =
 def closed_for_interpreter(module: ModuleOp, f: func.FuncOp) -> tuple[ModuleOp, func.FuncOp]:
     """A program with open placements (`?`) runs as its all-`R` twin, which has the same global
     meaning (`ccopt.dialects.open_placements`); others run as they are."""
-    from ccopt.dialects.open_placements import close_open_placements, module_has_open
+    from ccopt.dialects.open_as_replicated import close_open_placements, module_has_open
 
     if not module_has_open(module):
         return module, f

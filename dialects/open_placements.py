@@ -8,10 +8,7 @@ the op's inference succeed with a result that agrees with every concrete result 
 `a` (errors that inference blames on another axis leave `a` undecided, not illegal). Axes are
 checked independently, as every placement signature in ccopt is chosen per axis.
 
-The interpreter runs a program with open placements as if every placement were `R`: the global
-value of every op is the same whatever its distribution, so `close_open_placements` replaces each
-placement by `R` (keeping `V`, whose ranks hold different values) and turns the collectives that
-only redistribute a value into the identity.
+The interpreter runs such a program as its all-`R` twin (`ccopt.dialects.open_as_replicated`).
 """
 
 from __future__ import annotations
@@ -19,10 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import product
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Attribute, Operation
-from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.dtensor_type import (
@@ -32,7 +26,6 @@ from ccopt.dialects.dtensor_type import (
     Placement,
     R,
     SplitAttr,
-    VaryingAttr,
 )
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
@@ -120,58 +113,3 @@ def _axis_error(
 
 def _shape_agrees(got: DTensorType, declared: DTensorType) -> bool:
     return got.get_shape() == declared.get_shape() and got.element_type == declared.element_type
-
-
-# --- closing a program for the interpreter --------------------------------------------------
-
-REDISTRIBUTIONS = (
-    "coll.all_reduce",
-    "coll.reduce_scatter",
-    "coll.all_gather",
-    "coll.all_to_all",
-    "coll.slice",
-)
-"""Collectives whose global meaning is the identity: once every placement is R they vanish."""
-
-
-def module_has_open(module: ModuleOp) -> bool:
-    return any(has_open_types(op) for op in module.walk()) or any(
-        isinstance(a.type, DTensorType) and a.type.is_open
-        for op in module.walk()
-        for r in op.regions
-        for b in r.blocks
-        for a in b.args
-    )
-
-
-def replicated(t: Attribute) -> Attribute:
-    if not isinstance(t, DTensorType):
-        return t
-    return t.with_placements(p if isinstance(p, VaryingAttr) else R for p in t.placement_list)
-
-
-def close_open_placements(module: ModuleOp) -> None:
-    """Rewrite `module` in place to the all-`R` program of the same global meaning."""
-    rewriter = Rewriter()
-    for op in list(module.walk()):
-        if op.name in REDISTRIBUTIONS:
-            (source,) = op.operands
-            rewriter.replace_op(op, [], [source])
-    for op in module.walk():
-        for region in op.regions:
-            for block in region.blocks:
-                for arg in list(block.args):
-                    _retype(rewriter, arg)
-        for res in list(op.results):
-            _retype(rewriter, res)
-        if isinstance(op, func.FuncOp):
-            ft = op.function_type
-            op.function_type = FunctionType.from_lists(
-                [replicated(t) for t in ft.inputs.data], [replicated(t) for t in ft.outputs.data]
-            )
-
-
-def _retype(rewriter: Rewriter, value) -> None:  # noqa: ANN001 - an SSAValue
-    new = replicated(value.type)
-    if new != value.type:
-        rewriter.replace_value_with_new_type(value, new)

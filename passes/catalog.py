@@ -30,6 +30,10 @@ CATALOG: dict[str, PassInfo] = {
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only split all_reduce ops with one of these `tag` attributes (then refusals are errors).'),
         ),
     ),
+    'propagate-placements': PassInfo(
+        "Choose every open placement (`?`) from the annotated ones through the ops' placement signatures, the cheapest by the byte model at each op, and insert the conversions.",
+        (),
+    ),
     'reorder-elementwise': PassInfo(
         'Move all_gathers below the elementwise ops that consume them (compute on slices).',
         (

@@ -177,6 +177,8 @@ class _Function:
     f: func.FuncOp
     rewriter: Rewriter
     targets: dict[SSAValue, Placements]
+    wanted_by: dict[SSAValue, str]
+    """Who needs a value's target placement (for errors): an op name or the function result."""
 
     def run(self) -> None:
         self.collect_targets()
@@ -208,12 +210,14 @@ class _Function:
         for op in reversed(list(self.f.body.walk())):
             if isinstance(op, func.ReturnOp):
                 for v, t in zip(op.operands, outputs, strict=True):
-                    if isinstance(t, DTensorType) and not t.is_open:
-                        self.targets.setdefault(v, t.placement_list)
+                    if isinstance(t, DTensorType) and not t.is_open and v not in self.targets:
+                        self.targets[v] = t.placement_list
+                        self.wanted_by[v] = "the function's result type"
             elif isinstance(op, coll.CollectiveOp) and len(op.operands) == 1:
                 need = self.collective_input(op)
-                if need is not None:
-                    self.targets.setdefault(op.operands[0], need)
+                if need is not None and op.operands[0] not in self.targets:
+                    self.targets[op.operands[0]] = need
+                    self.wanted_by[op.operands[0]] = f"'{op.name}'"
 
     def collective_input(self, op: coll.CollectiveOp) -> Placements | None:
         """The input placement a user's collective needs, where its result says it."""
@@ -226,7 +230,7 @@ class _Function:
             if not isinstance(s, OpenAttr):
                 need.append(s)
             elif a in group:
-                options = [c for c in candidates(src) if _converts(op, mesh, src, a, c, r)]
+                options = [c for c in candidates(src) if _converts(op, c, r)]
                 if not options:
                     return None
                 need.append(options[0])
@@ -250,11 +254,9 @@ class _Function:
             best = self.best_signature(op, mesh, axis, target)
             for i, p in best.items():
                 chosen[i][axis] = p  # type: ignore[index]
-        for i, v in enumerate(op.operands):
-            placements = chosen[i]
-            if placements is None:
-                continue
-            op.operands[i] = self.reach(v, tuple(placements), mesh, op)
+        for i, placements in enumerate(chosen):
+            if placements is not None:  # operands are read afresh: retyping an argument
+                op.operands[i] = self.reach(op.operands[i], tuple(placements), mesh, op)
         result = self.rewriter.replace_value_with_new_type(op.results[0], op.inferred_type())
         self.finish_result(op, result, target, mesh)
 
@@ -284,17 +286,13 @@ class _Function:
                 for k, i in enumerate(dist)
             )
             if target is not None:
-                done = got.placement_list[axis]
                 cost += axis_bytes(got, got.placement_list, axis, target[axis], mesh)
-                if math.isinf(cost) and done != target[axis]:
-                    continue
+            if math.isinf(cost):
+                continue  # some operand or the result cannot be converted
             if best is None or cost < best[0]:
                 best = (cost, dict(zip(dist, combo, strict=True)))
         if best is None:
-            raise OpError(
-                op,
-                f"on mesh axis '{mesh.axis_names[axis]}': no placement signature of the op reaches {self.describe(target, axis)}",
-            )
+            raise OpError(op, self.unreachable(op, mesh, axis, target))
         return best[1]
 
     def options(self, t: DTensorType, axis: int) -> list[Placement]:
@@ -305,9 +303,19 @@ class _Function:
             return [c for c in candidates(t) if not isinstance(c, PartialAttr)]
         return [own, *(c for c in candidates(t) if c != own)]
 
-    @staticmethod
-    def describe(target: Placements | None, axis: int) -> str:
-        return "any placement" if target is None else f"the annotated {target[axis].short}"
+    def unreachable(self, op: DTensorOp, mesh: Mesh, axis: int, target: Placements | None) -> str:
+        """Both sides of a contradiction: the operands' placements and who wants what."""
+        have = ", ".join(
+            t.placement_list[axis].short
+            for t in (v.type for v in op.operands)
+            if isinstance(t, DTensorType)
+        )
+        want = "any placement" if target is None else target[axis].short
+        who = self.wanted_by.get(op.results[0], "the result's annotation")
+        return (
+            f"on mesh axis '{mesh.axis_names[axis]}': operands placed {have} cannot give "
+            f"{want}, which {who} needs, through any placement signature and conversion"
+        )
 
     def target_of(self, value: SSAValue, declared: DTensorType) -> Placements | None:
         """The placement the value must end with: its annotation where given (open axes taken
@@ -410,15 +418,13 @@ class _Function:
                 self.retype_argument(arg, _closed(arg.type))  # type: ignore[arg-type]
 
 
-def _converts(
-    op: coll.CollectiveOp, mesh: Mesh, src: DTensorType, axis: int, c: Placement, result: Placement
-) -> bool:
-    trial = _closed(src).with_placements(c if a == axis else R for a in range(mesh.ndim))
+def _converts(op: coll.CollectiveOp, c: Placement, result: Placement) -> bool:
+    """Whether the collective turns `c` into `result` on one of its axes."""
     try:
-        got = op.infer(trial, op.properties, mesh)
-    except (InferenceError, VerifyException):
+        got = op.convert(op.properties, c)
+    except InferenceError:
         return False
-    return isinstance(result, OpenAttr) or got.placement_list[axis] == result
+    return isinstance(result, OpenAttr) or got == result
 
 
 def format_list(placements: Sequence[Placement]) -> str:
@@ -435,4 +441,4 @@ class PropagatePlacements(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if f.body.blocks:
-                _Function(f, Rewriter(), {}).run()
+                _Function(f, Rewriter(), {}, {}).run()
