@@ -188,6 +188,7 @@ def integer_program(problem: Problem) -> Solution:
     with _quiet_stdout():
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", 0.0)
         x = [[h.addBinary(obj=cost) for cost in costs] for costs in problem.node_cost]
         for row in x:
             h.addConstr(sum(row) == 1)
