@@ -251,7 +251,7 @@ class AutoShard(ModulePass):
         "bytes",
         "What to minimize: bytes (conversion bytes per device) or time (seconds on machine).",
     )
-    memory: float = option(0.0, "Per-device memory limit in GiB for all values (0: none).")
+    memory: float | int = option(0.0, "Per-device memory limit in GiB for all values (0: none).")
     machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
 
     def __post_init__(self) -> None:
