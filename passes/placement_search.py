@@ -8,8 +8,8 @@ candidates' memory. Four strategies, each reporting its cost, the optimum or a l
 the gap:
 
 * `exhaustive`: every combination (the ground truth for small graphs);
-* `dp`: dynamic programming along a chain (exact; a graph that is not a chain, or a memory limit,
-  is solved by `ilp` instead, and the solution says so);
+* `dp`: dynamic programming over a chain or a forest (exact; a graph with a cycle, or a memory
+  limit, is solved by `ilp` instead, and the solution says so);
 * `ilp`: an exact integer program solved by HiGHS (`highspy`): one binary per candidate, the
   standard linearization of each edge's pairwise cost, the memory limit as one row;
 * `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
@@ -105,67 +105,78 @@ def exhaustive(problem: Problem) -> Solution:
     return Solution(best[1], best[0], "exhaustive", best[0])
 
 
-def chain_order(problem: Problem) -> list[int] | None:
-    """The nodes in path order when the edges form one simple path over all nodes (or there is
-    a single node); None otherwise."""
-    n = problem.size
-    if n == 1 and not problem.edges:
-        return [0]
-    links: dict[int, set[int]] = {i: set() for i in range(n)}
+def tree_order(problem: Problem) -> list[tuple[int, int | None]] | None:
+    """(node, parent) pairs, every child before its parent, when the edges form a forest (a
+    chain is one); None when they close a cycle or repeat a pair."""
+    links: dict[int, list[int]] = {i: [] for i in range(problem.size)}
+    seen: set[tuple[int, int]] = set()
     for u, v, _ in problem.edges:
-        if u == v or v in links[u]:
+        key = (min(u, v), max(u, v))
+        if u == v or key in seen:
             return None
-        links[u].add(v)
-        links[v].add(u)
-    if len(problem.edges) != n - 1 or any(len(s) > 2 for s in links.values()):
-        return None
-    ends = [i for i, s in links.items() if len(s) == 1]
-    if len(ends) != 2:
-        return None
-    order, prev = [ends[0]], None
-    while len(order) < n:
-        (nxt,) = [j for j in links[order[-1]] if j != prev] or [None]
-        if nxt is None:
-            return None
-        prev = order[-1]
-        order.append(nxt)
+        seen.add(key)
+        links[u].append(v)
+        links[v].append(u)
+    order: list[tuple[int, int | None]] = []
+    visited: set[int] = set()
+    for root in range(problem.size):
+        if root in visited:
+            continue
+        stack: list[tuple[int, int | None]] = [(root, None)]
+        component: list[tuple[int, int | None]] = []
+        while stack:
+            node, parent = stack.pop()
+            if node in visited:
+                return None  # reached twice: a cycle
+            visited.add(node)
+            component.append((node, parent))
+            stack.extend((n, node) for n in links[node] if n != parent)
+        order.extend(reversed(component))
     return order
 
 
 def dynamic_programming(problem: Problem) -> Solution:
-    """Viterbi along a chain: O(L * S^2)."""
-    order = chain_order(problem)
+    """Exact DP over a chain or, more generally, a forest: each node's table of the cheapest
+    subtree cost per choice, children folded into parents (O(N * S^2))."""
+    order = tree_order(problem)
     if order is None or problem.memory_limit is not None:
-        why = "not a chain" if order is None else "a memory limit couples all nodes"
+        why = "the graph has a cycle" if order is None else "a memory limit couples all nodes"
         solution = integer_program(problem)
         solution.note = f"dp: {why}; solved by ilp instead"
         return solution
     tables = {(u, v): t for u, v, t in problem.edges}
 
-    def edge(a: int, b: int, ca: int, cb: int) -> float:
-        if (a, b) in tables:
-            return tables[(a, b)][ca][cb]
-        return tables[(b, a)][cb][ca]
+    def edge(child: int, parent: int, cc: int, cp: int) -> float:
+        if (child, parent) in tables:
+            return tables[(child, parent)][cc][cp]
+        return tables[(parent, child)][cp][cc]
 
-    first = order[0]
-    best = [(problem.node_cost[first][c], [c]) for c in range(len(problem.node_cost[first]))]
-    for prev, node in zip(order, order[1:], strict=False):
-        step = []
-        for c in range(len(problem.node_cost[node])):
-            options = (
-                (cost + edge(prev, node, path[-1], c) + problem.node_cost[node][c], path)
-                for cost, path in best
+    subtree = [list(costs) for costs in problem.node_cost]
+    pick: dict[int, list[int]] = {}
+    for node, parent in order:
+        if parent is None:
+            continue
+        best_for_parent = []
+        for cp in range(len(subtree[parent])):
+            c = min(
+                range(len(subtree[node])),
+                key=lambda cc: subtree[node][cc] + edge(node, parent, cc, cp),
             )
-            cost, path = min(options, key=lambda o: o[0])
-            step.append((cost, [*path, c]))
-        best = step
-    cost, path = min(best, key=lambda o: o[0])
-    if math.isinf(cost):
-        raise NoSolution("every combination uses a forbidden pair")
+            best_for_parent.append(c)
+            subtree[parent][cp] += subtree[node][c] + edge(node, parent, c, cp)
+        pick[node] = best_for_parent
     choice = [0] * problem.size
-    for node, c in zip(order, path, strict=True):
-        choice[node] = c
-    return Solution(choice, cost, "dp", cost)
+    parents = dict(order)
+    total = 0.0
+    for node, parent in reversed(order):
+        if parent is None:
+            choice[node] = min(range(len(subtree[node])), key=subtree[node].__getitem__)
+            total += subtree[node][choice[node]]
+        else:
+            choice[node] = pick[node][choice[parents[node]]]  # type: ignore[index]
+    if math.isinf(total):
+        raise NoSolution("every combination uses a forbidden pair")
+    return Solution(choice, total, "dp", total)
 
 
 @contextlib.contextmanager

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from ccopt.passes.placement_search import (
     NoSolution,
     Problem,
-    chain_order,
     coordinate_descent,
     dynamic_programming,
     exhaustive,
     integer_program,
+    tree_order,
 )
 
 
@@ -65,6 +65,35 @@ def test_dp_equals_exhaustive_on_chains(problem):
     assert problem.cost(solution.choice) == pytest.approx(solution.cost)
 
 
+@st.composite
+def forests(draw) -> Problem:
+    """Random forests: each node after the first hangs off an earlier one or starts a new tree;
+    edges point either way."""
+    problem = draw(problems(chain=True))
+    sizes = [len(c) for c in problem.node_cost]
+    edges = []
+    for v in range(1, problem.size):
+        u = draw(st.integers(-1, v - 1))
+        if u < 0:
+            continue
+        a, b = (u, v) if draw(st.booleans()) else (v, u)
+        table = [
+            [float(draw(st.integers(0, 20))) for _ in range(sizes[b])] for _ in range(sizes[a])
+        ]
+        edges.append((a, b, table))
+    problem.edges = edges
+    return problem
+
+
+@settings(max_examples=40, deadline=None)
+@given(forests())
+def test_dp_equals_exhaustive_on_forests(problem):
+    solution = dynamic_programming(problem)
+    assert solution.strategy == "dp"
+    assert solution.cost == pytest.approx(optimum(problem))
+    assert problem.cost(solution.choice) == pytest.approx(solution.cost)
+
+
 @settings(max_examples=40, deadline=None)
 @given(problems(memory=True))
 def test_ilp_equals_exhaustive_on_graphs_with_memory_limits(problem):
@@ -98,9 +127,9 @@ def test_dp_says_when_it_used_ilp():
             (0, 2, [[9.0, 0.0], [0.0, 9.0]]),
         ],
     )
-    assert chain_order(triangle) is None
+    assert tree_order(triangle) is None
     solution = dynamic_programming(triangle)
-    assert solution.strategy == "ilp" and "not a chain" in solution.note
+    assert solution.strategy == "ilp" and "cycle" in solution.note
     assert solution.cost == exhaustive(triangle).cost
 
 

@@ -1,5 +1,6 @@
 // RUN: ccopt %s -p 'auto-shard{strategy=exhaustive}' --split-input-file | filecheck %s
 // RUN: ccopt %s -p 'auto-shard{strategy=ilp}' --split-input-file | filecheck %s
+// RUN: ccopt %s -p 'auto-shard{strategy=dp}' --split-input-file | filecheck %s
 
 // The all-reduce over tp needs a partial sum. The optimum moves no bytes before it and inserts
 // no conversion: split the contraction dimension of both operands on tp (x by columns, w by
@@ -9,7 +10,7 @@ dtensor.mesh @m [dp=2, tp=4]
 // CHECK-LABEL: func.func @row_parallel
 // CHECK-SAME: %x: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>
 // CHECK-SAME: %w: !dtensor.tensor<16x4xf32, @m[R, S(0)]>
-// CHECK-SAME: auto_shard = {strategy = "{{exhaustive|ilp}}", objective = "bytes"
+// CHECK-SAME: auto_shard = {strategy = "{{exhaustive|ilp|dp}}", objective = "bytes"
 // CHECK-SAME: gap = 0.0
 // CHECK-NEXT: dtensor.matmul %x, %w : {{.*}} -> !dtensor.tensor<8x4xf32, @m[S(0), P(sum)]>
 // CHECK-NEXT: coll.all_reduce
