@@ -83,7 +83,7 @@ def main() -> None:
     from ccopt.passes.pipeline import apply_pipeline
     from ccopt.program import load_program
 
-    print(f"{'layers':>6} {'row':<26} {'seconds':>9} {'vs parse':>9}  note")
+    print(f"{'layers':>6} {'row':<28} {'seconds':>9}  {'note':<26} {'vs parse':>9}")
     for layers in args.layers:
         text = stack(layers)
         load_program(text)  # warm-up: imports and first-use caches
@@ -101,10 +101,11 @@ def main() -> None:
         if layers <= 4:
             # 120 KiB per layer: Megatron's split weights fit (about 80), replicated ones not (270)
             limit = layers * 120 * 1024 / 1024**3
-            ilp_time, ilp = best_of(1, lambda: search(f"strategy=ilp memory={limit:.9f}"))
+            bound = f"strategy=ilp memory={limit:.9f}"
+            ilp_time, ilp = best_of(1, lambda bound=bound: search(bound))
             rows.append(("auto-shard ilp, memory-bound", ilp_time, f"cost {cost_of(ilp):.4g} B"))
         for name, seconds, note in rows:
-            print(f"{layers:>6} {name:<26} {seconds:>9.3f} {seconds / base:>8.2f}x  {note}")
+            print(f"{layers:>6} {name:<28} {seconds:>9.3f}  {note:<26} {seconds / base:>8.2f}x")
 
 
 if __name__ == "__main__":

@@ -295,6 +295,7 @@ class AutoShard(ModulePass):
     def nodes(self, f: func.FuncOp) -> list[Node]:
         block = f.body.block
         out: list[Node] = []
+        signatures: dict[tuple, list[Signature]] = {}
         for arg in block.args:
             if isinstance(arg.type, DTensorType):
                 mesh = lookup_mesh(f, arg.type.mesh_name)
@@ -307,7 +308,15 @@ class AutoShard(ModulePass):
                 and len(op.operands) >= 1
                 and len(op.results) == 1
             ):
-                out.append(Node(op, op.results[0], op_signatures(op, mesh_of(op))))
+                key = (
+                    op.name,
+                    tuple(v.type for v in op.operands),
+                    op.results[0].type,
+                    tuple(sorted(op.properties.items())),
+                )
+                if key not in signatures:  # repeated layers: one enumeration per kind of op
+                    signatures[key] = op_signatures(op, mesh_of(op))
+                out.append(Node(op, op.results[0], signatures[key]))
             elif not isinstance(op, func.ReturnOp) and any(
                 isinstance(v.type, DTensorType) for v in (*op.operands, *op.results)
             ):

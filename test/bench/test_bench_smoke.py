@@ -13,6 +13,7 @@ SMOKE_RUNS = {
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
     "plan_axonn.py": ["--model", "20B", "--gpus", "64", "--batch", "64", "--repeat", "1"],
+    "auto_shard.py": ["--layers", "2", "--repeat", "1"],
 }
 
 
@@ -71,4 +72,14 @@ def test_plan_axonn_bench_times_both_models() -> None:
         "AxoNN's model",
         "ccopt plan",
         "ccopt plan, cold",
+    ]
+
+
+def test_auto_shard_bench_times_every_strategy() -> None:
+    rows = ratio_rows(run_bench("auto_shard.py"))
+    assert [row[7:35].strip() for row in rows] == [
+        "parse+verify",
+        "auto-shard dp",
+        "auto-shard cd",
+        "auto-shard ilp, memory-bound",
     ]
