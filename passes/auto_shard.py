@@ -44,7 +44,7 @@ from ccopt.dialects.open_placements import candidates
 from ccopt.mesh import Mesh
 from ccopt.passes.options import option
 from ccopt.passes.placement_search import STRATEGIES, NoSolution, Problem, solve
-from ccopt.passes.propagate_placements import _Function, axis_bytes, element_bytes
+from ccopt.passes.propagate_placements import FunctionPlacer, axis_bytes, element_bytes
 
 Placements = tuple[Placement, ...]
 TIE_BREAK = 1e-9
@@ -395,7 +395,7 @@ class AutoShard(ModulePass):
                 node_cost[u][a] += cost.conversion(t, s.result, t.placement_list)
 
     def rewrite(self, f: func.FuncOp, nodes: list[Node], choice: list[int]) -> None:
-        state = _Function(f, Rewriter(), {}, {})
+        state = FunctionPlacer(f, Rewriter(), {}, {})
         mesh = self.mesh_of_nodes(f, nodes)
         for node, c in zip(nodes, choice, strict=True):
             signature = node.signatures[c]

@@ -171,8 +171,8 @@ def _closed(t: DTensorType) -> DTensorType:
 
 
 @dataclass
-class _Function:
-    """One function's propagation state."""
+class FunctionPlacer:
+    """One function's placements being completed (auto-shard reuses its conversions)."""
 
     f: func.FuncOp
     rewriter: Rewriter
@@ -441,4 +441,4 @@ class PropagatePlacements(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
             if f.body.blocks:
-                _Function(f, Rewriter(), {}, {}).run()
+                FunctionPlacer(f, Rewriter(), {}, {}).run()

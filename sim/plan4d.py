@@ -156,7 +156,8 @@ _REASON = {
     ),
     "latency": "{amount:.3g} s {side} collective latency than {ref} (AxoNN has no latency term)",
     "bandwidth": (
-        "{amount:.3g} s {side} than {ref} at link and NIC-shared bandwidths, against AxoNN's table"
+        "{amount:.3g} s {side} communication than {ref} priced on links and shared NICs "
+        "instead of AxoNN's bandwidth table"
     ),
     "overlap": (
         "{amount:.3g} s {side} exposed after OAR/ORS/OAG overlap than {ref} "

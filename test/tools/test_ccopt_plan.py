@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+from pathlib import Path
 
-from cli_support import assert_user_error, run_tool
+from cli_support import ROOT, assert_user_error, run_tool
 
 import ccopt
 from ccopt.sim.axonn import GPT_MODELS, rank_axonn
@@ -73,3 +76,42 @@ def test_user_errors():
     assert r.returncode == 2 and "invalid choice: '7B'" in r.stderr
     r = plan("--model", "5B", "--gpus", "0", "--batch", "16")
     assert r.returncode == 2 and "expected an integer >= 1" in r.stderr
+
+
+TOOLS = {
+    "ccopt-plan": "ccopt.tools.ccopt_plan",
+    "ccopt": "ccopt.tools.ccopt_opt",
+    "ccopt-run": "ccopt.tools.ccopt_run",
+}
+
+
+def readme_commands(title: str) -> list[list[str]]:
+    section = (ROOT / "README.md").read_text().split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+    return [
+        shlex.split(step)
+        for block in re.findall(r"```sh\n(.*?)\n```", section, re.S)
+        for line in block.splitlines()
+        for step in line.split("&&")
+    ]
+
+
+def test_readme_commands_work_as_written(tmp_path: Path):
+    commands = readme_commands("Planning AxoNN's 4D layout")
+    assert len(commands) == 4
+    for tool, *args in commands:
+        r = run_tool(TOOLS[tool], *args, cwd=tmp_path)
+        assert r.returncode == 0, (tool, args, r.stderr)
+    assert "sched.execute" in (tmp_path / "layer.verified.mlir").read_text()
+
+
+def test_placement_readme_commands_work_as_written():
+    commands = readme_commands("Choosing placements automatically")
+    assert len(commands) == 3
+    outputs = []
+    for tool, *args in commands:
+        r = run_tool(TOOLS[tool], *args)
+        assert r.returncode == 0, (tool, args, r.stderr)
+        outputs.append(r.stdout)
+    assert "?" not in outputs[0]
+    assert "%w1: !dtensor.tensor<4x16xf32, @m[R, S(1)]>" in outputs[1]
+    assert "ok" in outputs[2] and "MISMATCH" not in outputs[2]
