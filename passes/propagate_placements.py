@@ -195,14 +195,20 @@ class FunctionPlacer:
 
     def touched(self, op: Operation) -> bool:
         """Whether propagation has anything to do at `op`: an open type, or an operand whose
-        placement differs from what the op was written for cannot happen (values keep their
-        annotations), so ops without `?` stay as written."""
+        placement an earlier choice fixed differently from what this op can read (an open
+        argument takes the layout its first user prefers). Other ops stay as written."""
         if isinstance(op, func.ReturnOp):
             return any(_open(t) for t in self.f.function_type.outputs.data) or any(
                 v.type != t
                 for v, t in zip(op.operands, self.f.function_type.outputs.data, strict=True)
             )
-        return any(_open(v.type) for v in (*op.operands, *op.results))
+        if any(_open(v.type) for v in (*op.operands, *op.results)):
+            return True
+        try:
+            op.verify_()
+        except VerifyException:
+            return True
+        return False
 
     # backward: what users need
     def collect_targets(self) -> None:

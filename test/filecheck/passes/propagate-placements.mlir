@@ -44,3 +44,23 @@ func.func @unconstrained(%x: !dtensor.tensor<8xf32, @t[?]>) -> !dtensor.tensor<8
   %y = dtensor.add %x, %x : (!dtensor.tensor<8xf32, @t[?]>, !dtensor.tensor<8xf32, @t[?]>) -> !dtensor.tensor<8xf32, @t[?]>
   func.return %y : !dtensor.tensor<8xf32, @t[?]>
 }
+
+// -----
+
+// An open argument takes the layout its first user prefers (the add: x split like s, free). The
+// matmul, written for a replicated x, then reads x split by rows: gathering x (3/4 of 8x16 f32,
+// 384 B) costs more than gathering w (3/4 of 16x4, 192 B) and re-splitting the 8x4 result to
+// the annotated columns with an all-to-all (3/16 of 128 B, 24 B).
+dtensor.mesh @t [tp=4]
+// CHECK-LABEL: func.func @second_user_converts
+// CHECK-SAME: %x: !dtensor.tensor<8x16xf32, @t[S(0)]>
+// CHECK: dtensor.add %x, %s
+// CHECK-NEXT: %[[W:.*]] = coll.all_gather %w over [tp]
+// CHECK-NEXT: %[[M:.*]] = dtensor.matmul %x, %[[W]] : {{.*}} -> !dtensor.tensor<8x4xf32, @t[S(0)]>
+// CHECK-NEXT: %[[C:.*]] = coll.all_to_all %[[M]] over [tp] dim 1
+// CHECK-NEXT: func.return %y, %[[C]]
+func.func @second_user_converts(%x: !dtensor.tensor<8x16xf32, @t[?]>, %s: !dtensor.tensor<8x16xf32, @t[S(0)]>, %w: !dtensor.tensor<16x4xf32, @t[S(1)]>) -> (!dtensor.tensor<8x16xf32, @t[S(0)]>, !dtensor.tensor<8x4xf32, @t[S(1)]>) {
+  %y = dtensor.add %x, %s : (!dtensor.tensor<8x16xf32, @t[?]>, !dtensor.tensor<8x16xf32, @t[S(0)]>) -> !dtensor.tensor<8x16xf32, @t[S(0)]>
+  %m = dtensor.matmul %x, %w : (!dtensor.tensor<8x16xf32, @t[?]>, !dtensor.tensor<16x4xf32, @t[S(1)]>) -> !dtensor.tensor<8x4xf32, @t[S(1)]>
+  func.return %y, %m : !dtensor.tensor<8x16xf32, @t[S(0)]>, !dtensor.tensor<8x4xf32, @t[S(1)]>
+}
