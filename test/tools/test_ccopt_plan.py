@@ -82,6 +82,7 @@ TOOLS = {
     "ccopt-plan": "ccopt.tools.ccopt_plan",
     "ccopt": "ccopt.tools.ccopt_opt",
     "ccopt-run": "ccopt.tools.ccopt_run",
+    "ccopt-sim": "ccopt.tools.ccopt_sim",
 }
 
 
@@ -97,7 +98,7 @@ def readme_commands(title: str) -> list[list[str]]:
 
 def test_readme_commands_work_as_written(tmp_path: Path):
     commands = readme_commands("Planning AxoNN's 4D layout")
-    assert len(commands) == 4
+    assert len(commands) == 5
     for tool, *args in commands:
         r = run_tool(TOOLS[tool], *args, cwd=tmp_path)
         assert r.returncode == 0, (tool, args, r.stderr)
