@@ -119,14 +119,31 @@ class Cost:
         out = op.results[0].type
         lhs = op.operands[0].type
         assert isinstance(out, DTensorType) and isinstance(lhs, DTensorType)
+        # an axis that splits the result (S) or the contraction (P) divides the work
         shards = math.prod(
             n
             for n, p in zip(self.mesh.axis_sizes, signature.result, strict=True)
-            if isinstance(p, SplitAttr)
+            if isinstance(p, SplitAttr | PartialAttr)
         )
         k = lhs.get_shape()[-2 if op.transpose_lhs else -1]
         flops = 2 * math.prod(out.get_shape()) * k / shards
         return flops / (self.machine.gpu.peak("bf16") * 0.8)
+
+
+def collective_cost(op: Operation, signature: Signature, cost: Cost) -> float:
+    """A written collective's own traffic under a signature (0 for other ops)."""
+    if not isinstance(op, coll.CollectiveOp):
+        return 0.0
+    t, start = op.operands[0].type, signature.operands[0]
+    assert isinstance(t, DTensorType) and start is not None
+    return cost.conversion(t, start, signature.result)
+
+
+def exposed(communication: float, compute: float, chunks: int) -> float:
+    """What a chunked pipeline of a matmul and the reduction of its result leaves exposed: with
+    c chunks the matmul's first chunk runs alone, then chunk i's reduction overlaps chunk i+1's
+    compute, so the step takes compute/c + max(compute, comm)*(c-1)/c + comm/c."""
+    return max(communication / chunks, communication - compute * (chunks - 1) / chunks)
 
 
 def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
@@ -253,6 +270,12 @@ class AutoShard(ModulePass):
     )
     memory: float | int = option(0.0, "Per-device memory limit in GiB for all values (0: none).")
     machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
+    overlap: int = option(
+        0,
+        "Chunks in which the overlap pass will pipeline each matmul with the reduction of its "
+        "result (objective=time): such traffic is charged only what the pipeline leaves "
+        "exposed; 0 charges it in full.",
+    )
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -261,6 +284,8 @@ class AutoShard(ModulePass):
             )
         if self.objective not in ("bytes", "time"):
             raise ValueError(f"auto-shard: objective must be bytes or time, got '{self.objective}'")
+        if self.overlap < 0:
+            raise ValueError(f"auto-shard: overlap must be >= 0 chunks, got {self.overlap}")
         if self.memory < 0:
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
 
@@ -338,16 +363,19 @@ class AutoShard(ModulePass):
 
     def problem(self, f: func.FuncOp, nodes: list[Node], cost: Cost, mesh: Mesh) -> Problem:
         index = {n.value: i for i, n in enumerate(nodes)}
-        # compute where the objective has it; ties go to the layout holding fewer bytes (an
-        # argument's local size, weighted so lightly that it never outweighs a real cost)
+        pipelined = self.pipelined(nodes, index)
+        # compute where the objective has it, a written collective's own traffic; ties go to
+        # the layout holding fewer bytes (an argument's local size, weighted so lightly that it
+        # never outweighs a real cost)
         node_cost = [
             [
-                cost.compute(n.op, s)
-                if n.op is not None
-                else TIE_BREAK * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type]
+                TIE_BREAK * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type]
+                if n.op is None
+                else cost.compute(n.op, s)
+                + (0.0 if i in pipelined else collective_cost(n.op, s, cost))
                 for s in n.signatures
             ]
-            for n in nodes
+            for i, n in enumerate(nodes)
         ]
         tables: dict[tuple[int, int], list[list[float]]] = {}
         for v, node in enumerate(nodes):
@@ -366,7 +394,12 @@ class AutoShard(ModulePass):
                     for b, sv in enumerate(node.signatures):
                         goal = sv.operands[k]
                         assert goal is not None
-                        table[a][b] += cost.conversion(t, su.result, goal)
+                        moved = cost.conversion(t, su.result, goal)
+                        if v in pipelined:
+                            moved += collective_cost(node.op, sv, cost)
+                        if self.overlaps(nodes[u], su):
+                            moved = exposed(moved, node_cost[u][a], self.overlap)
+                        table[a][b] += moved
         self.return_costs(f, nodes, index, node_cost, cost)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
         if self.memory > 0:
@@ -375,6 +408,28 @@ class AutoShard(ModulePass):
             ]  # type: ignore[arg-type]
             problem.memory_limit = self.memory * 1024**3
         return problem
+
+    def overlaps(self, producer: Node, signature: Signature) -> bool:
+        """Whether the `overlap` pass will pipeline the reduction of this matmul's result."""
+        return (
+            self.overlap > 0
+            and self.objective == "time"
+            and isinstance(producer.op, MatmulOp)
+            and any(isinstance(p, PartialAttr) for p in signature.result)
+        )
+
+    def pipelined(self, nodes: list[Node], index: dict[SSAValue, int]) -> set[int]:
+        """Written collectives that reduce a matmul's result directly: their traffic is charged
+        on the edge from the matmul, where the overlap credit applies."""
+        if self.overlap == 0 or self.objective != "time":
+            return set()
+        return {
+            v
+            for v, n in enumerate(nodes)
+            if isinstance(n.op, coll.CollectiveOp)
+            and (u := index.get(n.op.operands[0])) is not None
+            and isinstance(nodes[u].op, MatmulOp)
+        }
 
     @staticmethod
     def return_costs(

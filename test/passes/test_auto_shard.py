@@ -87,3 +87,36 @@ def test_time_objective_uses_the_machine():
 def test_bad_options_fail_before_rewriting(options, message):
     with pytest.raises(Exception, match=message):
         apply_pipeline(load_program(MLP), f"auto-shard{{{options}}}")
+
+
+def test_exposed_by_hand():
+    """c chunks: compute/c + max(compute, comm)*(c-1)/c + comm/c in all; what is not compute."""
+    from ccopt.passes.auto_shard import exposed
+
+    assert exposed(8.0, 4.0, 4) == 5.0  # comm-bound: 8 - 4*3/4
+    assert exposed(2.0, 4.0, 4) == 0.5  # compute-bound: one chunk's reduction stays exposed
+    assert exposed(3.0, 0.0, 1) == 3.0  # no pipeline
+
+
+ROW_PARALLEL = """
+dtensor.mesh @t [tp=8]
+func.func @f(%x: !dtensor.tensor<4096x8192xbf16, @t[?]>, %w: !dtensor.tensor<8192x4096xbf16, @t[?]>) -> !dtensor.tensor<4096x4096xbf16, @t[R]> {
+  %y = dtensor.matmul %x, %w : (!dtensor.tensor<4096x8192xbf16, @t[?]>, !dtensor.tensor<8192x4096xbf16, @t[?]>) -> !dtensor.tensor<4096x4096xbf16, @t[?]>
+  %r = coll.all_reduce sum %y over [tp] : !dtensor.tensor<4096x4096xbf16, @t[?]> -> !dtensor.tensor<4096x4096xbf16, @t[R]>
+  func.return %r : !dtensor.tensor<4096x4096xbf16, @t[R]>
+}
+"""
+
+
+def test_overlap_credits_the_reduction_behind_its_matmul():
+    """The same row-parallel choice, charged the all-reduce in full without overlap and only its
+    exposed part with 4 chunks (the all-reduce of 4096x4096 bf16 over 8 GPUs outlasts the
+    1/8-th matmul on a DGX A100)."""
+    from ccopt.passes.auto_shard import exposed
+
+    _, plain = shard(ROW_PARALLEL, "strategy=exhaustive objective=time")
+    _, credited = shard(ROW_PARALLEL, "strategy=exhaustive objective=time overlap=4")
+    matmul = 2 * 4096 * 4096 * 8192 / 8 / (312e12 * 0.8)
+    reduction = plain["cost"] - matmul
+    assert reduction > matmul  # communication-bound: the credit is compute*(c-1)/c
+    assert credited["cost"] == pytest.approx(matmul + exposed(reduction, matmul, 4), rel=1e-6)
