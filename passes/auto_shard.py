@@ -8,7 +8,9 @@ whose candidates are replicated or split layouts; an edge from a producer to a c
 the conversion of the producer's result to the placement the consumer's signature reads. The
 objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step's time
 (`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
-roofline); `memory=GiB` bounds the per-device bytes of all values. `strategy` picks the solver
+roofline; `overlap=C` charges the reduction of a matmul's result only what a C-chunk pipeline
+leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per-device bytes of
+all values. `strategy` picks the solver
 (`ccopt.passes.placement_search`): `cd`, `dp`, `ilp` or `exhaustive`.
 
 The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
