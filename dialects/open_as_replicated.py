@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import coll
@@ -89,7 +89,7 @@ def _open_as_r(t: DTensorType) -> DTensorType:
     return t.with_placements(R if isinstance(p, OpenAttr) else p for p in t.placement_list)
 
 
-def _replicate_on_entry(arg, mesh: Mesh, rewriter: Rewriter):  # noqa: ANN001, ANN202 - SSA values
+def _replicate_on_entry(arg: SSAValue, mesh: Mesh, rewriter: Rewriter) -> SSAValue:
     """`arg` made replicated at the top of its function (inner axes first, so nested splits of
     one dimension gather in order); the function's other uses read the replicated value."""
     t = arg.type
@@ -113,7 +113,7 @@ def _replicate_on_entry(arg, mesh: Mesh, rewriter: Rewriter):  # noqa: ANN001, A
     return value
 
 
-def _retype(rewriter: Rewriter, value) -> None:  # noqa: ANN001 - an SSAValue
+def _retype(rewriter: Rewriter, value: SSAValue) -> None:
     new = replicated(value.type)
     if new != value.type:
         rewriter.replace_value_with_new_type(value, new)

@@ -32,7 +32,7 @@ from itertools import product
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -213,7 +213,14 @@ def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
     return out
 
 
-def _infer_axis(op: Operation, types, dist, axis: int, combo, mesh: Mesh) -> Placement | None:  # noqa: ANN001
+def _infer_axis(
+    op: Operation,
+    types: Sequence[Attribute],
+    dist: list[int],
+    axis: int,
+    combo: Sequence[Placement],
+    mesh: Mesh,
+) -> Placement | None:
     """The result placement on `axis` when the operands read `combo` there (other axes R; a
     collective passes the axes it does not span through)."""
     if isinstance(op, coll.CollectiveOp):
@@ -236,14 +243,19 @@ def _infer_axis(op: Operation, types, dist, axis: int, combo, mesh: Mesh) -> Pla
     return got.placement_list[axis]
 
 
-def _infer(op: Operation, types: Sequence, mesh: Mesh) -> DTensorType:  # noqa: ANN001
+def _infer(op: Operation, types: Sequence[Attribute], mesh: Mesh) -> DTensorType:
     if isinstance(op, DTensorOp):
         return op.inferred_type_for(types)
     assert isinstance(op, coll.CollectiveOp)
     return op.infer(types[0], op.properties, mesh)
 
 
-def _whole_type_legal(op: Operation, types, operands, result) -> bool:  # noqa: ANN001
+def _whole_type_legal(
+    op: Operation,
+    types: Sequence[Attribute],
+    operands: Sequence[Placements | None],
+    result: Placements,
+) -> bool:
     trial = [
         t.with_placements(operands[i]) if operands[i] is not None else t
         for i, t in enumerate(types)
