@@ -206,6 +206,21 @@ def check_options(seed: int, steps: int, rtol: float = 0.0, atol: float | None =
             raise InputError(f"{name} must be a finite number >= 0, got {value}")
 
 
+def closed_for_interpreter(module: ModuleOp, f: func.FuncOp) -> tuple[ModuleOp, func.FuncOp]:
+    """A program with open placements (`?`) runs as its all-`R` twin, which has the same global
+    meaning (`ccopt.dialects.open_placements`); others run as they are."""
+    from ccopt.dialects.open_as_replicated import close_open_placements, module_has_open
+
+    if not module_has_open(module):
+        return module, f
+    closed = module.clone()
+    close_open_placements(closed)
+    twin = next(
+        op for op in closed.walk() if isinstance(op, func.FuncOp) and op.sym_name == f.sym_name
+    )
+    return closed, twin
+
+
 def _execute(
     module: ModuleOp,
     meshes: dict[str, Mesh],
@@ -218,6 +233,8 @@ def _execute(
     the function."""
     from ccopt.interpreters import ReferenceInterpreter
     from ccopt.interpreters.distributed import DistTensor, InterpreterError, distribute, gather
+
+    module, f = closed_for_interpreter(module, f)
 
     names = argument_names(f)
     args: list[DistTensor] = []

@@ -64,6 +64,7 @@ from ccopt.dialects.dtensor_type import (
     VaryingAttr,
 )
 from ccopt.dialects.inference import InferenceError
+from ccopt.dialects.open_placements import has_open_types, verify_open
 from ccopt.mesh import Mesh
 
 
@@ -216,6 +217,9 @@ class CollectiveOp(IRDLOperation, ABC):
             raise VerifyException(f"chunks must be >= 1, got {self.chunks.value.data}")
         mesh = verify_mesh_types(self)
         if mesh is None:
+            return
+        if has_open_types(self):
+            verify_open(self, mesh, lambda types: self.infer(types[0], self.properties, mesh))
             return
         t = self.input.type
         assert isinstance(t, DTensorType)

@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
+    Block,
     BlockArgument,
     Dialect,
     Operation,
@@ -82,6 +83,7 @@ from ccopt.dialects.body import ScalarBodyOp, UniformOp, YieldOp
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
+    OpenAttr,
     PartialAttr,
     ReductionKindAttr,
     ReplicatedAttr,
@@ -90,6 +92,7 @@ from ccopt.dialects.dtensor_type import (
     is_bool,
 )
 from ccopt.dialects.inference import InferenceError
+from ccopt.dialects.open_placements import has_open_types, verify_open
 from ccopt.mesh import Mesh
 
 # --- mesh ----------------------------------------------------------------------------------
@@ -277,6 +280,9 @@ class DTensorOp(IRDLOperation, ABC):
 
     def verify_(self) -> None:
         mesh = verify_mesh_types(self)
+        if mesh is not None and has_open_types(self):
+            verify_open(self, mesh, self.inferred_type_for)
+            return
         try:
             expected = self.inferred_type()
         except InferenceError as e:
@@ -286,6 +292,18 @@ class DTensorOp(IRDLOperation, ABC):
             raise VerifyException(
                 f"result type {actual} does not match the inferred type {expected}"
             )
+
+
+    def inferred_type_for(self, operand_types: Sequence[Attribute]) -> DTensorType:
+        """The result type had the operands these types (for open placements: each candidate
+        is tried on a detached copy of the op)."""
+        holder = Block(arg_types=list(operand_types))
+        copy = self.clone()
+        try:
+            copy.operands = holder.args
+            return copy.inferred_type()
+        finally:
+            copy.erase(safe_erase=False)
 
 
 def _dtensor(value: SSAValue | Operation) -> DTensorType:
@@ -1156,6 +1174,7 @@ Dtensor = Dialect(
         ReplicatedAttr,
         PartialAttr,
         VaryingAttr,
+        OpenAttr,
         ReductionKindAttr,
         ComparePredicateAttr,
         ReduceKindAttr,

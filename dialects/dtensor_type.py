@@ -154,8 +154,23 @@ class VaryingAttr(Placement):
         return "V"
 
 
+@irdl_attr_definition
+class OpenAttr(Placement):
+    """`?`: not chosen yet. `propagate-placements` and `auto-shard` choose it; until then the
+    verifier accepts it wherever some concrete placement would be legal, and the interpreter
+    runs the program as if every placement were `R` (a program's global meaning does not depend
+    on its placements)."""
+
+    name = "dtensor.open"
+
+    @property
+    def short(self) -> str:
+        return "?"
+
+
 R = ReplicatedAttr()
 V = VaryingAttr()
+OPEN = OpenAttr()
 
 
 def S(dim: int) -> SplitAttr:
@@ -167,9 +182,11 @@ def P(kind: ReductionKind | str = ReductionKind.SUM) -> PartialAttr:
 
 
 def parse_placement(parser: AttrParser) -> Placement:
-    """Parse one compact placement: `S(d)`, `R`, `P(kind)` or `V`."""
+    """Parse one compact placement: `S(d)`, `R`, `P(kind)`, `V` or `?` (open)."""
+    if parser.parse_optional_punctuation("?") is not None:
+        return OPEN
     pos = parser.pos
-    word = parser.parse_identifier(" for a placement (S(d), R, P(kind) or V)")
+    word = parser.parse_identifier(" for a placement (S(d), R, P(kind), V or ?)")
     if word == "R":
         return R
     if word == "V":
@@ -181,7 +198,7 @@ def parse_placement(parser: AttrParser) -> Placement:
         with parser.in_parens():
             return PartialAttr(parser.parse_str_enum(ReductionKind))
     parser.raise_error(
-        f"unknown placement '{word}'; expected S(d), R, P(kind) or V", pos, parser.pos
+        f"unknown placement '{word}'; expected S(d), R, P(kind), V or ?", pos, parser.pos
     )
 
 
@@ -333,6 +350,11 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
 
     def split_dims(self) -> tuple[int | None, ...]:
         return tuple(p.split_dim for p in self.placements.data)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether some mesh axis has no placement chosen yet (`?`)."""
+        return any(isinstance(p, OpenAttr) for p in self.placements.data)
 
     def with_placements(self, placements: Iterable[Placement]) -> DTensorType:
         return DTensorType(self.get_shape(), self.element_type, self.mesh, placements)

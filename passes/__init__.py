@@ -30,6 +30,18 @@ def _xdsl(name: str) -> Callable[[], type[ModulePass]]:
     return load
 
 
+def _auto_shard() -> type[ModulePass]:
+    from ccopt.passes.auto_shard import AutoShard
+
+    return AutoShard
+
+
+def _propagate_placements() -> type[ModulePass]:
+    from ccopt.passes.propagate_placements import PropagatePlacements
+
+    return PropagatePlacements
+
+
 def _split_all_reduce() -> type[ModulePass]:
     from ccopt.passes.split_all_reduce import SplitAllReduce
 
@@ -111,6 +123,8 @@ def _plan_memory() -> type[ModulePass]:
 BUILTIN_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "split-all-reduce": _split_all_reduce,
+    "propagate-placements": _propagate_placements,
+    "auto-shard": _auto_shard,
     "reorder-elementwise": _reorder_elementwise,
     "slice-state": _slice_state,
     "sliced-norm": _sliced_norm,

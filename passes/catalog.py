@@ -30,6 +30,20 @@ CATALOG: dict[str, PassInfo] = {
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only split all_reduce ops with one of these `tag` attributes (then refusals are errors).'),
         ),
     ),
+    'propagate-placements': PassInfo(
+        "Choose every open placement (`?`) from the annotated ones through the ops' placement signatures, the cheapest by the byte model at each op, and insert the conversions.",
+        (),
+    ),
+    'auto-shard': PassInfo(
+        "Choose every open placement by a search over the ops' placement signatures (cd, dp, ilp or exhaustive) minimizing bytes moved or step time under a per-device memory limit.",
+        (
+            OptionInfo(name='strategy', kind='str', default='dp', meaning='Search: cd (coordinate descent), dp (chains; ilp otherwise), ilp (HiGHS) or exhaustive.'),
+            OptionInfo(name='objective', kind='str', default='bytes', meaning='What to minimize: bytes (conversion bytes per device) or time (seconds on machine).'),
+            OptionInfo(name='memory', kind='float', default='0.0', meaning='Per-device memory limit in GiB for all values (0: none).'),
+            OptionInfo(name='machine', kind='str', default='dgx-a100', meaning='Machine preset or file for objective=time.'),
+            OptionInfo(name='overlap', kind='int', default='0', meaning='Chunks in which the overlap pass will pipeline each matmul with the reduction of its result (objective=time): such traffic is charged only what the pipeline leaves exposed; 0 charges it in full.'),
+        ),
+    ),
     'reorder-elementwise': PassInfo(
         'Move all_gathers below the elementwise ops that consume them (compute on slices).',
         (

@@ -18,6 +18,8 @@ SMOKE_RUNS = {
     "gpt_build.py": ["--layers", "2", "--mesh", "dp=2,tp=2", "--blocks", "2,3"]
     + ["--inlined-up-to", "2"],
     "algorithms.py": ["--ranks", "8", "--repeat", "1"],
+    "plan_axonn.py": ["--model", "20B", "--gpus", "64", "--batch", "64", "--repeat", "1"],
+    "auto_shard.py": ["--layers", "2", "--repeat", "1"],
 }
 
 
@@ -120,4 +122,20 @@ def test_algorithms_prints_a_ratio_per_measurement() -> None:
         f"{name} 8 {what}"
         for name in ("ring", "halving_doubling")
         for what in ("ET", "import", "verify", "export")
+def test_plan_axonn_bench_times_both_models() -> None:
+    rows = ratio_rows(run_bench("plan_axonn.py"))
+    assert [row.split("  ")[0] for row in rows] == [
+        "AxoNN's model",
+        "ccopt plan",
+        "ccopt plan, cold",
+    ]
+
+
+def test_auto_shard_bench_times_every_strategy() -> None:
+    rows = ratio_rows(run_bench("auto_shard.py"))
+    assert [row[7:35].strip() for row in rows] == [
+        "parse+verify",
+        "auto-shard dp",
+        "auto-shard cd",
+        "auto-shard ilp, memory-bound",
     ]

@@ -4,7 +4,7 @@
 
 // An unknown placement letter.
 dtensor.mesh @t [tp=4]
-// CHECK: unknown placement 'Q'; expected S(d), R, P(kind) or V
+// CHECK: unknown placement 'Q'; expected S(d), R, P(kind), V or ?
 func.func @unknown_placement(%x: !dtensor.tensor<8xf32, @t[Q(1)]>) {
   func.return
 }
@@ -13,7 +13,7 @@ func.func @unknown_placement(%x: !dtensor.tensor<8xf32, @t[Q(1)]>) {
 
 // A placement starts with a letter.
 dtensor.mesh @t [tp=4]
-// CHECK: identifier expected for a placement (S(d), R, P(kind) or V)
+// CHECK: identifier expected for a placement (S(d), R, P(kind), V or ?)
 func.func @placement_not_identifier(%x: !dtensor.tensor<8xf32, @t[0]>) {
   func.return
 }

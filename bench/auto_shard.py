@@ -1,0 +1,112 @@
+"""Search speed of `auto-shard` on a stack of MLP layers with every weight and activation open,
+against parsing and verifying the same program, measured in the same run.
+
+Each layer is `h = x.W1; g = gelu(h); x' = g.W2` on a dp x tp mesh, the input and the output
+replicated over tp and split by rows over dp, everything else `?`. Rows:
+
+- parse+verify: `ccopt.program.load_program` of the text (the baseline, 1.00x);
+- auto-shard dp: the exact forest DP (the stack is a chain with weight leaves);
+- auto-shard cd: AutoDDL's coordinate descent, with its cost gap to dp's optimum;
+- auto-shard ilp, memory-bound: HiGHS with a per-device limit (120 KiB per layer) that rules out
+  replicated weights (stacks up to 4 layers: the integer program grows with S^2 per edge).
+
+Each search row includes parsing and verifying the program, as `ccopt -p auto-shard` does.
+
+Nothing here asserts on time.
+
+    python bench/auto_shard.py [--layers 12 48 96] [--repeat K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+HIDDEN, FFN, TOKENS = 64, 256, 128
+
+
+def stack(layers: int) -> str:
+    """The program text of `layers` MLP layers."""
+
+    def t(shape: str, placements: str) -> str:
+        return f"!dtensor.tensor<{shape}xf32, @m[{placements}]>"
+
+    act_in, act = t(f"{TOKENS}x{HIDDEN}", "S(0), R"), t(f"{TOKENS}x{HIDDEN}", "S(0), ?")
+    hid = t(f"{TOKENS}x{FFN}", "S(0), ?")
+    w1, w2 = t(f"{HIDDEN}x{FFN}", "?, ?"), t(f"{FFN}x{HIDDEN}", "?, ?")
+    args = ", ".join([f"%x: {act_in}"] + [f"%a{i}: {w1}, %b{i}: {w2}" for i in range(layers)])
+    lines = ["dtensor.mesh @m [dp=2, tp=4]", f"func.func @stack({args}) -> {act_in} {{"]
+    x, xt = "%x", act_in
+    for i in range(layers):
+        last = i == layers - 1
+        out = act_in if last else act
+        lines += [
+            f"  %h{i} = dtensor.matmul {x}, %a{i} : ({xt}, {w1}) -> {hid}",
+            f"  %g{i} = dtensor.gelu %h{i} : {hid}",
+            f"  %y{i} = dtensor.matmul %g{i}, %b{i} : ({hid}, {w2}) -> {t(f'{TOKENS}x{HIDDEN}', 'S(0), ?')}",
+        ]
+        if last:
+            lines.append(
+                f"  %r = coll.all_reduce sum %y{i} over [tp] : {t(f'{TOKENS}x{HIDDEN}', 'S(0), ?')} -> {out}"
+            )
+            x = "%r"
+        else:
+            x = f"%y{i}"
+        xt = out if last else t(f"{TOKENS}x{HIDDEN}", "S(0), ?")
+    lines += [f"  func.return {x} : {act_in}", "}"]
+    return "\n".join(lines)
+
+
+def best_of(repeat: int, work: Callable[[], object]) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def cost_of(module) -> float:  # noqa: ANN001 - a ModuleOp
+    from xdsl.dialects import func
+
+    f = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    return f.attributes["auto_shard"].data["cost"].value.data
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", type=int, nargs="+", default=[12, 48, 96])
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    print(f"{'layers':>6} {'row':<28} {'seconds':>9}  {'note':<26} {'vs parse':>9}")
+    for layers in args.layers:
+        text = stack(layers)
+        load_program(text)  # warm-up: imports and first-use caches
+        base, _ = best_of(args.repeat, lambda text=text: load_program(text))
+
+        def search(options: str, text: str = text) -> object:
+            return apply_pipeline(load_program(text), f"auto-shard{{{options}}}")
+
+        rows = [("parse+verify", base, "")]
+        dp_time, dp = best_of(args.repeat, lambda: search("strategy=dp"))
+        optimum = cost_of(dp)
+        rows.append(("auto-shard dp", dp_time, f"optimum {optimum:.4g} B"))
+        cd_time, cd = best_of(args.repeat, lambda: search("strategy=cd"))
+        rows.append(("auto-shard cd", cd_time, f"gap to dp {cost_of(cd) - optimum:.4g} B"))
+        if layers <= 4:
+            # 120 KiB per layer: Megatron's split weights fit (about 80), replicated ones not (270)
+            limit = layers * 120 * 1024 / 1024**3
+            bound = f"strategy=ilp memory={limit:.9f}"
+            ilp_time, ilp = best_of(1, lambda bound=bound: search(bound))
+            rows.append(("auto-shard ilp, memory-bound", ilp_time, f"cost {cost_of(ilp):.4g} B"))
+        for name, seconds, note in rows:
+            print(f"{layers:>6} {name:<28} {seconds:>9.3f}  {note:<26} {seconds / base:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,494 @@
+"""`auto-shard`: choose a placement signature per op, and the conversions between them.
+
+Every open placement (`?`) of a function is decided at once by a search instead of op by op
+(`propagate-placements`): each dtensor op and collective is a node whose candidates are its
+legal placement signatures (the operands' and the result's placements, chosen per mesh axis and
+combined), restricted to the placements the program annotates; each function argument is a node
+whose candidates are replicated or split layouts; an edge from a producer to a consumer costs
+the conversion of the producer's result to the placement the consumer's signature reads. The
+objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step's time
+(`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
+roofline; `overlap=C` charges the reduction of a matmul's result only what a C-chunk pipeline
+leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per-device bytes of
+all values. `strategy` picks the solver
+(`ccopt.passes.placement_search`): `cd`, `dp`, `ilp` or `exhaustive`.
+
+The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
+equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
+cost, the lower bound (the optimum when exact) and the gap:
+
+```mlir
+func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes", cost = 0.0, bound = 0.0, gap = 0.0}}
+```
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from ccopt.diagnostics import CcoptError, OpError
+from ccopt.dialects import coll
+from ccopt.dialects.dtensor import DTensorOp, MatmulOp, lookup_mesh, mesh_of
+from ccopt.dialects.dtensor_type import DTensorType, OpenAttr, PartialAttr, Placement, R, SplitAttr
+from ccopt.dialects.inference import InferenceError
+from ccopt.dialects.open_placements import candidates
+from ccopt.mesh import Mesh
+from ccopt.passes.options import option
+from ccopt.passes.placement_search import STRATEGIES, NoSolution, Problem, solve
+from ccopt.passes.propagate_placements import FunctionPlacer, axis_bytes, element_bytes
+
+Placements = tuple[Placement, ...]
+TIE_BREAK = 1e-9
+"""Cost per byte an argument holds on a device: prefers split inputs among equal layouts."""
+MAX_SIGNATURES = 256
+"""Candidates kept per op (the cheapest-to-reach first) when axes multiply into more."""
+
+
+@dataclass
+class Signature:
+    """One way to run an op: what it reads per operand and what it gives."""
+
+    operands: tuple[Placements | None, ...]
+    result: Placements
+
+
+@dataclass
+class Node:
+    op: Operation | None
+    """None for a function argument."""
+    value: SSAValue
+    """The value the node defines (an op's result or the argument)."""
+    signatures: list[Signature]
+
+
+class Cost:
+    """Conversion and compute costs in the chosen objective's unit."""
+
+    def __init__(self, objective: str, machine_name: str, mesh: Mesh):
+        self.objective, self.mesh = objective, mesh
+        self.machine = None
+        if objective == "time":
+            from ccopt.sim.machine import load_machine
+
+            self.machine = load_machine(machine_name).fit(math.prod(mesh.axis_sizes))
+
+    def conversion(self, t: DTensorType, start: Placements, goal: Placements) -> float:
+        """Each changed axis is one collective: its bytes (or seconds), plus a launch - one
+        byte, or the GPU's launch overhead - so that among equal traffic fewer ops win (a
+        local slice is free of traffic, not of work)."""
+        total = 0.0
+        for axis in range(len(goal)):
+            if start[axis] == goal[axis]:
+                continue
+            nbytes = axis_bytes(t, start, axis, goal[axis], self.mesh)
+            if self.machine is None:
+                total += nbytes + 1.0
+            elif math.isinf(nbytes):
+                total += nbytes
+            else:
+                total += self.seconds(nbytes, axis) + self.machine.gpu.launch_ns * 1e-9
+        return total
+
+    def seconds(self, ring_bytes: float, axis: int) -> float:
+        """`ring_bytes` per device moved by a ring over one mesh axis of the machine (mesh axes
+        laid out innermost last, as ranks are numbered): α per step plus β per byte of each
+        network dimension the group spans."""
+        from ccopt.sim.cost import links
+        from ccopt.sim.grid4d import group_span
+
+        assert self.machine is not None
+        p = self.mesh.axis_sizes[axis]
+        stride = math.prod(self.mesh.axis_sizes[axis + 1 :])
+        dims = links(self.machine, group_span(stride, p, self.machine))
+        return sum((p - 1) * d.alpha + ring_bytes * d.beta for d in dims) * 1e-9
+
+    def compute(self, op: Operation, signature: Signature) -> float:
+        """A matmul's local GEMM at the GPU's roofline (other ops are bandwidth-bound and
+        cheap next to it); 0 for the bytes objective."""
+        if self.machine is None or not isinstance(op, MatmulOp):
+            return 0.0
+        out = op.results[0].type
+        lhs = op.operands[0].type
+        assert isinstance(out, DTensorType) and isinstance(lhs, DTensorType)
+        # an axis that splits the result (S) or the contraction (P) divides the work
+        shards = math.prod(
+            n
+            for n, p in zip(self.mesh.axis_sizes, signature.result, strict=True)
+            if isinstance(p, SplitAttr | PartialAttr)
+        )
+        k = lhs.get_shape()[-2 if op.transpose_lhs else -1]
+        flops = 2 * math.prod(out.get_shape()) * k / shards
+        return flops / (self.machine.gpu.peak("bf16") * 0.8)
+
+
+def collective_cost(op: Operation, signature: Signature, cost: Cost) -> float:
+    """A written collective's own traffic under a signature (0 for other ops)."""
+    if not isinstance(op, coll.CollectiveOp):
+        return 0.0
+    t, start = op.operands[0].type, signature.operands[0]
+    assert isinstance(t, DTensorType) and start is not None
+    return cost.conversion(t, start, signature.result)
+
+
+def exposed(communication: float, compute: float, chunks: int) -> float:
+    """What a chunked pipeline of a matmul and the reduction of its result leaves exposed: with
+    c chunks the matmul's first chunk runs alone, then chunk i's reduction overlaps chunk i+1's
+    compute, so the step takes compute/c + max(compute, comm)*(c-1)/c + comm/c."""
+    return max(communication / chunks, communication - compute * (chunks - 1) / chunks)
+
+
+def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
+    shards = math.prod(
+        n for n, p in zip(mesh.axis_sizes, placements, strict=True) if isinstance(p, SplitAttr)
+    )
+    return math.prod(t.get_shape()) * element_bytes(t) / shards
+
+
+def _fits(annotated: Placements, chosen: Placements) -> bool:
+    return all(isinstance(a, OpenAttr) or a == c for a, c in zip(annotated, chosen, strict=True))
+
+
+def argument_signatures(t: DTensorType, mesh: Mesh) -> list[Signature]:
+    per_axis = [
+        [p]
+        if not isinstance(p, OpenAttr)
+        else [c for c in candidates(t) if not isinstance(c, PartialAttr)]
+        for p in t.placement_list
+    ]
+    out = []
+    for combo in product(*per_axis):
+        try:
+            DTensorType.check_parameters(t.get_shape(), t.element_type, combo)
+        except VerifyException:
+            continue
+        out.append(Signature((), tuple(combo)))
+    return out
+
+
+def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
+    """Legal signatures of a dtensor op or collective agreeing with its annotations."""
+    types = [v.type for v in op.operands]
+    dist = [i for i, t in enumerate(types) if isinstance(t, DTensorType)]
+    declared = op.results[0].type
+    assert isinstance(declared, DTensorType)
+    per_axis: list[list[tuple[tuple[Placement, ...], Placement]]] = []
+    for axis in range(mesh.ndim):
+        options = []
+        # what the op reads may differ from what the producer gives: the edge converts
+        choices = [candidates(types[i]) for i in dist]  # type: ignore[arg-type]
+        for combo in product(*choices):
+            got = _infer_axis(op, types, dist, axis, combo, mesh)
+            if got is None:
+                continue
+            want = declared.placement_list[axis]
+            if isinstance(want, OpenAttr) or want == got:
+                options.append((combo, got))
+        if not options:
+            raise OpError(
+                op,
+                f"on mesh axis '{mesh.axis_names[axis]}': no placement signature agrees with the annotations",
+            )
+        per_axis.append(options)
+    out = []
+    for parts in product(*per_axis):
+        operands: list[Placements | None] = [None] * len(types)
+        for k, i in enumerate(dist):
+            operands[i] = tuple(p[0][k] for p in parts)
+        result = tuple(p[1] for p in parts)
+        if _whole_type_legal(op, types, operands, result):
+            out.append(Signature(tuple(operands), result))
+        if len(out) >= MAX_SIGNATURES:
+            break
+    return out
+
+
+def _infer_axis(
+    op: Operation,
+    types: Sequence[Attribute],
+    dist: list[int],
+    axis: int,
+    combo: Sequence[Placement],
+    mesh: Mesh,
+) -> Placement | None:
+    """The result placement on `axis` when the operands read `combo` there (other axes R; a
+    collective passes the axes it does not span through)."""
+    if isinstance(op, coll.CollectiveOp):
+        if axis not in op.group(mesh):
+            return combo[0]
+        try:
+            return op.convert(op.properties, combo[0])
+        except InferenceError:
+            return None
+    trial = [
+        t.with_placements(combo[dist.index(i)] if a == axis else R for a in range(mesh.ndim))
+        if i in dist
+        else t
+        for i, t in enumerate(types)
+    ]
+    try:
+        got = _infer(op, trial, mesh)
+    except (InferenceError, VerifyException):
+        return None
+    return got.placement_list[axis]
+
+
+def _infer(op: Operation, types: Sequence[Attribute], mesh: Mesh) -> DTensorType:
+    if isinstance(op, DTensorOp):
+        return op.inferred_type_for(types)
+    assert isinstance(op, coll.CollectiveOp)
+    return op.infer(types[0], op.properties, mesh)
+
+
+def _whole_type_legal(
+    op: Operation,
+    types: Sequence[Attribute],
+    operands: Sequence[Placements | None],
+    result: Placements,
+) -> bool:
+    trial = [
+        t.with_placements(operands[i]) if operands[i] is not None else t
+        for i, t in enumerate(types)
+    ]
+    try:
+        got = _infer(op, trial, mesh_of(op))
+    except (InferenceError, VerifyException):
+        return False
+    return got.placement_list == result
+
+
+@dataclass(frozen=True)
+class AutoShard(ModulePass):
+    """Choose every open placement by a search over the ops' placement signatures (cd, dp, ilp
+    or exhaustive) minimizing bytes moved or step time under a per-device memory limit."""
+
+    name = "auto-shard"
+
+    strategy: str = option(
+        "dp",
+        "Search: cd (coordinate descent), dp (chains; ilp otherwise), ilp (HiGHS) or exhaustive.",
+    )
+    objective: str = option(
+        "bytes",
+        "What to minimize: bytes (conversion bytes per device) or time (seconds on machine).",
+    )
+    memory: float | int = option(0.0, "Per-device memory limit in GiB for all values (0: none).")
+    machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
+    overlap: int = option(
+        0,
+        "Chunks in which the overlap pass will pipeline each matmul with the reduction of its "
+        "result (objective=time): such traffic is charged only what the pipeline leaves "
+        "exposed; 0 charges it in full.",
+    )
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(
+                f"auto-shard: strategy must be one of {', '.join(STRATEGIES)}, got '{self.strategy}'"
+            )
+        if self.objective not in ("bytes", "time"):
+            raise ValueError(f"auto-shard: objective must be bytes or time, got '{self.objective}'")
+        if self.overlap < 0:
+            raise ValueError(f"auto-shard: overlap must be >= 0 chunks, got {self.overlap}")
+        if self.memory < 0:
+            raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+            if f.body.blocks:
+                self.shard(f)
+
+    def shard(self, f: func.FuncOp) -> None:
+        nodes = self.nodes(f)
+        if not nodes:
+            return
+        mesh = self.mesh_of_nodes(f, nodes)
+        cost = Cost(self.objective, self.machine, mesh)
+        problem = self.problem(f, nodes, cost, mesh)
+        try:
+            solution = solve(problem, self.strategy)
+        except NoSolution as e:
+            raise OpError(f, f"auto-shard: {e}") from None
+        self.rewrite(f, nodes, solution.choice)
+        f.attributes["auto_shard"] = DictionaryAttr(
+            {
+                "strategy": StringAttr(solution.strategy),
+                "objective": StringAttr(self.objective),
+                "cost": FloatAttr(solution.cost, f64),
+                "bound": FloatAttr(solution.lower_bound, f64),
+                "gap": FloatAttr(solution.gap, f64),
+                **({"note": StringAttr(solution.note)} if solution.note else {}),
+            }
+        )
+
+    def nodes(self, f: func.FuncOp) -> list[Node]:
+        block = f.body.block
+        out: list[Node] = []
+        signatures: dict[tuple, list[Signature]] = {}
+        for arg in block.args:
+            if isinstance(arg.type, DTensorType):
+                mesh = lookup_mesh(f, arg.type.mesh_name)
+                if mesh is None:
+                    raise OpError(f, f"@{arg.type.mesh_name} is not declared")
+                out.append(Node(None, arg, argument_signatures(arg.type, mesh)))
+        for op in block.ops:
+            if (
+                isinstance(op, DTensorOp | coll.CollectiveOp)
+                and len(op.operands) >= 1
+                and len(op.results) == 1
+            ):
+                key = (
+                    op.name,
+                    tuple(v.type for v in op.operands),
+                    op.results[0].type,
+                    tuple(sorted(op.properties.items())),
+                )
+                if key not in signatures:  # repeated layers: one enumeration per kind of op
+                    signatures[key] = op_signatures(op, mesh_of(op))
+                out.append(Node(op, op.results[0], signatures[key]))
+            elif not isinstance(op, func.ReturnOp) and any(
+                isinstance(v.type, DTensorType) for v in (*op.operands, *op.results)
+            ):
+                raise OpError(
+                    op, "auto-shard: only dtensor ops and one-input collectives can be searched"
+                )
+        return out
+
+    @staticmethod
+    def mesh_of_nodes(f: func.FuncOp, nodes: list[Node]) -> Mesh:
+        t = nodes[0].value.type
+        assert isinstance(t, DTensorType)
+        names = {n.value.type.mesh_name for n in nodes}  # type: ignore[union-attr]
+        if len(names) != 1:
+            raise OpError(f, f"auto-shard: one mesh per function, got {sorted(names)}")
+        mesh = lookup_mesh(f, t.mesh_name)
+        assert mesh is not None
+        return mesh
+
+    def problem(self, f: func.FuncOp, nodes: list[Node], cost: Cost, mesh: Mesh) -> Problem:
+        index = {n.value: i for i, n in enumerate(nodes)}
+        pipelined = self.pipelined(nodes, index)
+        # compute where the objective has it, a written collective's own traffic; ties go to
+        # the layout holding fewer bytes (an argument's local size, weighted so lightly that it
+        # never outweighs a real cost)
+        node_cost = [
+            [
+                TIE_BREAK * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type]
+                if n.op is None
+                else cost.compute(n.op, s)
+                + (0.0 if i in pipelined else collective_cost(n.op, s, cost))
+                for s in n.signatures
+            ]
+            for i, n in enumerate(nodes)
+        ]
+        tables: dict[tuple[int, int], list[list[float]]] = {}
+        for v, node in enumerate(nodes):
+            if node.op is None:
+                continue
+            for k, operand in enumerate(node.op.operands):
+                u = index.get(operand)
+                if u is None:
+                    continue
+                t = operand.type
+                assert isinstance(t, DTensorType)
+                table = tables.setdefault(
+                    (u, v), [[0.0] * len(node.signatures) for _ in nodes[u].signatures]
+                )
+                for a, su in enumerate(nodes[u].signatures):
+                    for b, sv in enumerate(node.signatures):
+                        goal = sv.operands[k]
+                        assert goal is not None
+                        moved = cost.conversion(t, su.result, goal)
+                        if v in pipelined:
+                            moved += collective_cost(node.op, sv, cost)
+                        if self.overlaps(nodes[u], su):
+                            moved = exposed(moved, node_cost[u][a], self.overlap)
+                        table[a][b] += moved
+        self.return_costs(f, nodes, index, node_cost, cost)
+        problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
+        if self.memory > 0:
+            problem.memory = [
+                [local_bytes(n.value.type, s.result, mesh) for s in n.signatures] for n in nodes
+            ]  # type: ignore[arg-type]
+            problem.memory_limit = self.memory * 1024**3
+        return problem
+
+    def overlaps(self, producer: Node, signature: Signature) -> bool:
+        """Whether the `overlap` pass will pipeline the reduction of this matmul's result."""
+        return (
+            self.overlap > 0
+            and self.objective == "time"
+            and isinstance(producer.op, MatmulOp)
+            and any(isinstance(p, PartialAttr) for p in signature.result)
+        )
+
+    def pipelined(self, nodes: list[Node], index: dict[SSAValue, int]) -> set[int]:
+        """Written collectives that reduce a matmul's result directly: their traffic is charged
+        on the edge from the matmul, where the overlap credit applies."""
+        if self.overlap == 0 or self.objective != "time":
+            return set()
+        return {
+            v
+            for v, n in enumerate(nodes)
+            if isinstance(n.op, coll.CollectiveOp)
+            and (u := index.get(n.op.operands[0])) is not None
+            and isinstance(nodes[u].op, MatmulOp)
+        }
+
+    @staticmethod
+    def return_costs(
+        f: func.FuncOp,
+        nodes: list[Node],
+        index: dict[SSAValue, int],
+        node_cost: list[list[float]],
+        cost: Cost,
+    ) -> None:
+        """A value returned with a concrete function result type pays its conversion there."""
+        ret = f.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        for v, t in zip(ret.operands, f.function_type.outputs.data, strict=True):
+            u = index.get(v)
+            if u is None or not isinstance(t, DTensorType) or t.is_open:
+                continue
+            for a, s in enumerate(nodes[u].signatures):
+                node_cost[u][a] += cost.conversion(t, s.result, t.placement_list)
+
+    def rewrite(self, f: func.FuncOp, nodes: list[Node], choice: list[int]) -> None:
+        state = FunctionPlacer(f, Rewriter(), {}, {})
+        mesh = self.mesh_of_nodes(f, nodes)
+        for node, c in zip(nodes, choice, strict=True):
+            signature = node.signatures[c]
+            if node.op is None:
+                t = node.value.type
+                assert isinstance(t, DTensorType)
+                if t.placement_list != signature.result:
+                    state.retype_argument(node.value, t.with_placements(signature.result))
+                continue
+            op = node.op
+            for i, goal in enumerate(signature.operands):
+                if goal is not None:
+                    op.operands[i] = state.reach(op.operands[i], goal, mesh, op)
+            result = op.results[0]
+            t = result.type
+            assert isinstance(t, DTensorType)
+            if t.placement_list != signature.result:
+                state.rewriter.replace_value_with_new_type(
+                    result, t.with_placements(signature.result)
+                )
+        ret = f.body.block.last_op
+        if isinstance(ret, func.ReturnOp):
+            state.place_return(ret)
+        try:
+            f.verify()
+        except VerifyException as e:  # a bug, not a user error: say where
+            raise CcoptError(f"auto-shard produced an invalid function: {e}") from None

@@ -1,0 +1,141 @@
+"""The searches under auto-shard: `dp` and `ilp` equal `exhaustive` on random graphs of up to 12
+nodes (property test), `cd` reaches a local optimum no better than the optimum, and every
+solution reports its cost, bound and gap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ccopt.passes.placement_search import (
+    NoSolution,
+    Problem,
+    coordinate_descent,
+    dynamic_programming,
+    exhaustive,
+    integer_program,
+    tree_order,
+)
+
+
+@st.composite
+def problems(draw, chain: bool = False, memory: bool = False) -> Problem:
+    n = draw(st.integers(1, 12 if chain else 7))
+    sizes = [draw(st.integers(1, 3 if n > 8 else 4)) for _ in range(n)]
+    cost = st.integers(0, 20).map(float)
+    node_cost = [[draw(cost) for _ in range(k)] for k in sizes]
+    if chain:
+        pairs = [(i, i + 1) for i in range(n - 1)]
+    else:
+        pairs = draw(
+            st.lists(
+                st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(
+                    lambda p: p[0] < p[1]
+                ),
+                unique=True,
+                max_size=2 * n,
+            )
+        )
+    edges = [
+        (u, v, [[draw(cost) for _ in range(sizes[v])] for _ in range(sizes[u])]) for u, v in pairs
+    ]
+    problem = Problem(node_cost, edges)
+    if memory:
+        problem.memory = [[draw(cost) for _ in range(k)] for k in sizes]
+        problem.memory_limit = float(draw(st.integers(0, 10 * n)))
+    return problem
+
+
+def optimum(problem: Problem) -> float | None:
+    try:
+        return exhaustive(problem).cost
+    except NoSolution:
+        return None
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(chain=True))
+def test_dp_equals_exhaustive_on_chains(problem):
+    solution = dynamic_programming(problem)
+    assert solution.strategy == "dp" and solution.optimal
+    assert solution.cost == pytest.approx(optimum(problem))
+    assert problem.cost(solution.choice) == pytest.approx(solution.cost)
+
+
+@st.composite
+def forests(draw) -> Problem:
+    """Random forests: each node after the first hangs off an earlier one or starts a new tree;
+    edges point either way."""
+    problem = draw(problems(chain=True))
+    sizes = [len(c) for c in problem.node_cost]
+    edges = []
+    for v in range(1, problem.size):
+        u = draw(st.integers(-1, v - 1))
+        if u < 0:
+            continue
+        a, b = (u, v) if draw(st.booleans()) else (v, u)
+        table = [
+            [float(draw(st.integers(0, 20))) for _ in range(sizes[b])] for _ in range(sizes[a])
+        ]
+        edges.append((a, b, table))
+    problem.edges = edges
+    return problem
+
+
+@settings(max_examples=40, deadline=None)
+@given(forests())
+def test_dp_equals_exhaustive_on_forests(problem):
+    solution = dynamic_programming(problem)
+    assert solution.strategy == "dp"
+    assert solution.cost == pytest.approx(optimum(problem))
+    assert problem.cost(solution.choice) == pytest.approx(solution.cost)
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(memory=True))
+def test_ilp_equals_exhaustive_on_graphs_with_memory_limits(problem):
+    best = optimum(problem)
+    if best is None:
+        with pytest.raises(NoSolution):
+            integer_program(problem)
+        return
+    solution = integer_program(problem)
+    assert problem.fits(solution.choice)
+    assert solution.cost == pytest.approx(best)
+    assert solution.gap == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems())
+def test_cd_is_a_local_optimum_within_its_bound(problem):
+    solution = coordinate_descent(problem)
+    best = optimum(problem)
+    assert best is not None
+    assert solution.lower_bound <= best + 1e-9 <= solution.cost + 1e-9
+    assert solution.gap == pytest.approx(solution.cost - solution.lower_bound)
+
+
+def test_dp_says_when_it_used_ilp():
+    triangle = Problem(
+        [[1.0, 2.0]] * 3,
+        [
+            (0, 1, [[0.0, 5.0], [5.0, 0.0]]),
+            (1, 2, [[0.0, 5.0], [5.0, 0.0]]),
+            (0, 2, [[9.0, 0.0], [0.0, 9.0]]),
+        ],
+    )
+    assert tree_order(triangle) is None
+    solution = dynamic_programming(triangle)
+    assert solution.strategy == "ilp" and "cycle" in solution.note
+    assert solution.cost == exhaustive(triangle).cost
+
+
+def test_forbidden_pairs_are_avoided():
+    """inf marks a pair no conversion bridges: every exact strategy avoids it."""
+    problem = Problem([[0.0, 1.0], [0.0, 0.0]], [(0, 1, [[math.inf, math.inf], [0.0, 2.0]])])
+    for solve in (exhaustive, dynamic_programming, integer_program):
+        solution = solve(problem)
+        assert solution.choice == [1, 0] and solution.cost == 1.0

@@ -1,0 +1,118 @@
+"""`ccopt-plan axonn`: the JSON contract, AxoNN-only ranking, the emitted layer, user errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+from cli_support import ROOT, assert_user_error, run_tool
+
+import ccopt
+from ccopt.sim.axonn import GPT_MODELS, rank_axonn
+
+
+def plan(*args: str):
+    return run_tool("ccopt.tools.ccopt_plan", "axonn", *args)
+
+
+def test_json_lists_configs_best_first_with_both_models():
+    r = plan("--model", "20B", "--gpus", "64", "--batch", "64", "--json", "--top", "5")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert len(rows) == 5
+    for row in rows:
+        assert len(row["config"]) == 4 and isinstance(row["axonn_s"], float)
+        assert isinstance(row["ccopt_s"], float)
+        gr, gc, gd, gdata = row["config"]
+        assert gr * gc * gd * gdata == 64 and gr * gc * gd >= 16
+    assert [row["ccopt_rank"] for row in rows] == [1, 2, 3, 4, 5]
+    feasible = [row["ccopt_s"] for row in rows if row["feasible"]]
+    assert feasible == sorted(feasible)
+
+
+def test_model_only_axonn_prints_axonns_order():
+    r = plan(
+        "--model", "80B", "--gpus", "1024", "--batch", "1024", "--machine", "frontier",
+        "--model-only", "axonn", "--json", "--top", "8",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    want = rank_axonn(GPT_MODELS["80B"], 1024, 1024, 2048, "frontier")[:8]
+    assert [row["config"] for row in rows] == [e.grid.as_list() for e in want]
+    assert [row["axonn_s"] for row in rows] == [e.seconds for e in want]
+    assert all(row["ccopt_s"] is None for row in rows)
+
+
+def test_table_says_where_the_models_disagree():
+    r = plan("--model", "80B", "--gpus", "1024", "--batch", "1024", "--top", "3")
+    assert r.returncode == 0, r.stderr
+    assert "where the models disagree" in r.stdout
+    assert "AxoNN picks [1, 1, 1024, 1]" in r.stdout
+
+
+def test_emit_writes_the_chosen_layout_as_a_program(tmp_path):
+    out = tmp_path / "layer.mlir"
+    r = plan("--model", "5B", "--gpus", "16", "--batch", "16", "--json", "--top", "1",
+             "--emit", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    gr, gc, gd, gdata = json.loads(r.stdout)[0]["config"]
+    text = out.read_text()
+    assert f"dtensor.mesh @grid [data={gdata}, row={gr}, col={gc}, depth={gd}]" in text
+    module = ccopt.load_program(text)  # parses and verifies
+    assert module is not None
+
+
+def test_user_errors():
+    assert_user_error(
+        plan("--model", "5B", "--gpus", "12", "--batch", "12"), "powers of two: 12 GPUs"
+    )
+    assert_user_error(plan("--model", "640B", "--gpus", "64", "--batch", "64"), "Gr*Gc*Gd >= 512")
+    # an odd batch leaves only Gd = Gdata = 1: still a plan, never an error
+    r = plan("--model", "5B", "--gpus", "16", "--batch", "3", "--json", "--top", "100")
+    assert r.returncode == 0 and all(row["config"][2:] == [1, 1] for row in json.loads(r.stdout))
+    r = plan("--model", "7B", "--gpus", "16", "--batch", "16")
+    assert r.returncode == 2 and "invalid choice: '7B'" in r.stderr
+    r = plan("--model", "5B", "--gpus", "0", "--batch", "16")
+    assert r.returncode == 2 and "expected an integer >= 1" in r.stderr
+
+
+TOOLS = {
+    "ccopt-plan": "ccopt.tools.ccopt_plan",
+    "ccopt": "ccopt.tools.ccopt_opt",
+    "ccopt-run": "ccopt.tools.ccopt_run",
+    "ccopt-sim": "ccopt.tools.ccopt_sim",
+}
+
+
+def readme_commands(title: str) -> list[list[str]]:
+    section = (ROOT / "README.md").read_text().split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+    return [
+        shlex.split(step)
+        for block in re.findall(r"```sh\n(.*?)\n```", section, re.S)
+        for line in block.splitlines()
+        for step in line.split("&&")
+    ]
+
+
+def test_readme_commands_work_as_written(tmp_path: Path):
+    commands = readme_commands("Planning AxoNN's 4D layout")
+    assert len(commands) == 5
+    for tool, *args in commands:
+        r = run_tool(TOOLS[tool], *args, cwd=tmp_path)
+        assert r.returncode == 0, (tool, args, r.stderr)
+    assert "sched.execute" in (tmp_path / "layer.verified.mlir").read_text()
+
+
+def test_placement_readme_commands_work_as_written():
+    commands = readme_commands("Choosing placements automatically")
+    assert len(commands) == 3
+    outputs = []
+    for tool, *args in commands:
+        r = run_tool(TOOLS[tool], *args)
+        assert r.returncode == 0, (tool, args, r.stderr)
+        outputs.append(r.stdout)
+    assert "?" not in outputs[0]
+    assert "%w1: !dtensor.tensor<4x16xf32, @m[R, S(1)]>" in outputs[1]
+    assert "ok" in outputs[2] and "MISMATCH" not in outputs[2]
