@@ -29,11 +29,18 @@ def _kernel() -> Dialect:
     return Kernel
 
 
+def _algo() -> Dialect:
+    from ccopt.dialects.algo import Algo
+
+    return Algo
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "dtensor": _dtensor,
     "coll": _coll,
     "sched": _sched,
     "kernel": _kernel,
+    "algo": _algo,
 }
 
 

@@ -227,6 +227,25 @@ class CollectiveOp(IRDLOperation, ABC):
             raise VerifyException(
                 f"result type {self.result.type} does not match the inferred type {expected}"
             )
+        self.verify_chosen_algorithm(mesh)
+
+    def verify_chosen_algorithm(self, mesh: Mesh) -> None:
+        """An `algo.algorithm` the op names (lower-collectives) must be for its collective and
+        its group size."""
+        from ccopt.dialects.algo import chosen_algorithm
+
+        if "algo.algorithm" not in self.attributes:
+            return
+        found = chosen_algorithm(self)
+        assert found is not None
+        want = COLLECTIVE_NAMES.get(self.name)
+        ranks = mesh.group_size(self.group(mesh))
+        got, size = found.collective.data, len(found.body.block.ops)
+        if want != got or size != ranks:
+            raise VerifyException(
+                f"names @{found.sym_name.data}, a {got} on {size} ranks; it needs a {want} on "
+                f"{ranks} ranks"
+            )
 
 
 def _int(props: Mapping[str, Attribute], name: str) -> int:
@@ -642,6 +661,16 @@ class FusedAllReduceOp(ScalarBodyOp):
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
 
+
+COLLECTIVE_NAMES = {
+    "coll.all_reduce": "allreduce",
+    "coll.reduce_scatter": "reduce_scatter",
+    "coll.all_gather": "allgather",
+    "coll.all_to_all": "alltoall",
+    "coll.broadcast": "broadcast",
+    "coll.reduce": "reduce",
+}
+"""The algo dialect's collective (MSCCL's name) that implements each coll op."""
 
 Coll = Dialect(
     "coll",

@@ -16,6 +16,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Attribute
 
 from ccopt.dialects import coll
+from ccopt.dialects.algo import Algorithm
 from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr, ReductionKind, ReductionKindAttr
 from ccopt.interpreters.distributed import (
     DistTensor,
@@ -170,12 +171,41 @@ def collective(
     return run_groups(x, result, group, group_function(op_type, props))
 
 
+def through(
+    alg: Algorithm,
+    op_type: type[coll.CollectiveOp],
+    props: Mapping[str, Attribute],
+    x: DistTensor,
+    result: DTensorType,
+) -> DistTensor:
+    """Run a collective by executing its algorithm on every group's data."""
+    from ccopt.interpreters.algo import through_algorithm
+
+    kind = props.get("kind")
+    root = props.get("root")
+    fn = through_algorithm(
+        alg,
+        kind.data if isinstance(kind, ReductionKindAttr) else None,
+        root.value.data if isinstance(root, IntegerAttr) else 0,
+    )
+    axes = props["axes"]
+    assert isinstance(axes, MeshAxesAttr)
+    return run_groups(x, result, coll.group_axes(x.mesh, axes.names), fn)  # type: ignore[arg-type]
+
+
 class CollFunctions(InterpreterFunctions):
     """Interpreter functions of the coll dialect."""
 
     def run_collective(
         self, interpreter: Interpreter, op: coll.CollectiveOp, args: PythonValues
     ) -> PythonValues:
+        from ccopt.dialects.algo import chosen_algorithm
+
+        chosen = chosen_algorithm(op)  # lower-collectives chose it: run the steps
+        if chosen is not None:
+            return (
+                through(chosen.algorithm(), type(op), op.properties, args[0], _result_type(op)),
+            )
         return (collective(type(op), op.properties, args[0], _result_type(op)),)
 
     @impl(coll.FusedAllReduceOp)

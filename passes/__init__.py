@@ -96,6 +96,12 @@ def _convert_to_kernel() -> type[ModulePass]:
     return ConvertToKernel
 
 
+def _lower_collectives() -> type[ModulePass]:
+    from ccopt.passes.lower_collectives import LowerCollectives
+
+    return LowerCollectives
+
+
 def _plan_memory() -> type[ModulePass]:
     from ccopt.passes.plan_memory import PlanMemory
 
@@ -116,6 +122,7 @@ BUILTIN_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "inline": _inline,
     "convert-to-kernel": _convert_to_kernel,
     "plan-memory": _plan_memory,
+    "lower-collectives": _lower_collectives,
 }
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = dict(BUILTIN_PASSES)

@@ -97,4 +97,14 @@ CATALOG: dict[str, PassInfo] = {
             OptionInfo(name='reuse', kind='bool', default='true', meaning='Share the bytes of dead buffers; false gives each buffer its own.'),
         ),
     ),
+    'lower-collectives': PassInfo(
+        'Give every collective an algorithm of the library (an `algo.algorithm` it refers to).',
+        (
+            OptionInfo(name='algorithm', kind='str', default='ring', meaning='Algorithm of collectives that name none (default ring).'),
+            OptionInfo(name='axes', kind='str,...', default='', meaning='Per mesh axes, AXES:ALGORITHM (e.g. dp:direct,node+gpu:hierarchical).'),
+            OptionInfo(name='channels', kind='int', default='1', meaning='Channels (parallel rings) of ring algorithms.'),
+            OptionInfo(name='chunk_factor', kind='int', default='1', meaning="Chunks per rank's block (pipelining) where the op gives no `chunks`."),
+            OptionInfo(name='tags', kind='str,...', default='', meaning='Only lower collectives with one of these tags.'),
+        ),
+    ),
 }

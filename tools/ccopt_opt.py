@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -20,6 +21,12 @@ from ccopt.tools import quiet_on_closed_pipe
 from ccopt.tools.targets import TARGET_HELP, TARGETS
 
 SPLIT_MARKER = "// -----"
+
+
+def read_msccl_xml(source: SourceText) -> ModuleOp:
+    from ccopt.frontend.msccl_xml import read_module
+
+    return read_module(source)
 
 
 class HelpWithPasses(argparse.Action):
@@ -128,6 +135,10 @@ class CcoptMain(xDSLOptMain):
         for name, factory in PASSES.items():
             self.register_pass(name, factory)
 
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["msccl-xml"] = read_msccl_xml  # (`process` reads it)
+
     def register_all_targets(self) -> None:
         self.available_targets.update(TARGETS)
 
@@ -147,8 +158,15 @@ class CcoptMain(xDSLOptMain):
             line += chunk.count("\n")
         return sources
 
+    def reads_xml(self) -> bool:
+        """MSCCL XML by `-f msccl-xml` or by the input's extension."""
+        from ccopt.frontend.msccl_xml import looks_like_xml
+
+        chosen = self.args.frontend
+        return chosen == "msccl-xml" or (chosen is None and looks_like_xml(self.args.input_file))
+
     def process(self, source: SourceText) -> str:
-        module = parse_module(self.ctx, source)
+        module = read_msccl_xml(source) if self.reads_xml() else parse_module(self.ctx, source)
         if not self.args.disable_verify:
             verify_module(module)
         try:

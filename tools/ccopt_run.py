@@ -2,6 +2,11 @@
 
     ccopt-run examples/sgd.mlir --mesh dp=8 --seed 1 --outputs out.npz
     ccopt-run examples/megatron_mlp.mlir --check-pipeline 'cse,dce' --rtol 1e-5
+    ccopt-run examples/algorithms/allreduce_ring_4.xml
+
+A file of collective algorithms (MSCCL XML, or IR holding only `algo.algorithm`s) is proven
+instead: each must compute its collective on random data and under exact chunk tracking (exit 1
+naming the first wrong output chunk).
 
 Inputs come from `--inputs x.npz` (global arrays named after the entry function's arguments) or
 are drawn at random from `--seed`. Outputs (`result0`, ... and in-place-updated arguments by name)
@@ -45,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
         prog="ccopt-run",
         description="Run a ccopt program on N simulated ranks (numpy reference semantics).",
     )
-    p.add_argument("program", help="the .mlir program")
+    p.add_argument("program", help="the .mlir program, or collective algorithms (.xml or .mlir)")
     p.add_argument("--entry", help="function to run (default: the only one)")
     p.add_argument("--mesh", help="resize mesh axes, e.g. dp=2,tp=4 (default: as declared)")
     p.add_argument("--inputs", help=".npz of global input arrays named after the arguments")
@@ -125,6 +130,25 @@ def describe(name: str, value: np.ndarray) -> str:
     return f"  {name:<12} {str(value.dtype):<9} {list(value.shape)}{stats}"
 
 
+def prove_algorithms(source: SourceText, seed: int) -> list[str] | None:
+    """Verdicts on the algorithms of an MSCCL XML file or of IR holding only algorithms; None
+    for a program to run."""
+    from ccopt.frontend.msccl_xml import looks_like_xml, read_module
+    from ccopt.interpreters.algo import algorithms_only, prove
+
+    if looks_like_xml(source.name):
+        module = read_module(source)
+    elif "algo.algorithm" in source.text:
+        from ccopt.ir import make_context, parse_module, verify_module
+
+        module = parse_module(make_context(), source)
+        verify_module(module)
+    else:
+        return None
+    found = algorithms_only(module)
+    return None if found is None else [prove(op, seed) for op in found]
+
+
 @quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
@@ -138,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for plugin in args.load_plugin:
             load_plugin(plugin)
         source = program_source(Path(args.program))
+        verdicts = prove_algorithms(source, args.seed)
+        if verdicts is not None:
+            print("\n".join(verdicts))
+            return 0
         inputs = load_inputs(args.inputs) if args.inputs else None
         common = dict(entry=args.entry, mesh=args.mesh, seed=args.seed, steps=args.steps)
         if args.check_pipeline is None:

@@ -2,7 +2,9 @@
 
 * `mlir` - the IR (xDSL's printer);
 * `cuda` - the program as one self-contained CUDA C++ file;
-* `pybind11` - the Python binding of that program, a separate file.
+* `pybind11` - the Python binding of that program, a separate file;
+* `msccl-xml` - an `algo.algorithm` as the MSCCL runtime's XML (`-t msccl-xml{name=ring}` picks
+  one where the module holds several).
 
 `cuda` and `pybind11` lower the result first where it needs it (inline, convert-to-kernel,
 plan-memory), as `--build` and `ccopt.build` do, so all of them emit the same program.
@@ -53,6 +55,36 @@ class BindingTarget(Target):
         output.write(_emitted(lambda: emit_binding(module, lower(module, self.entry))))
 
 
+@dataclass(frozen=True)
+class MscclXmlTarget(Target):
+    """An algorithm of the algo dialect as MSCCL XML."""
+
+    name = "msccl-xml"
+    algorithm: str | None = None
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from ccopt.backends.msccl_xml import write_xml
+        from ccopt.diagnostics import CcoptError
+        from ccopt.dialects.algo import AlgorithmOp
+
+        found = [op for op in module.walk() if isinstance(op, AlgorithmOp)]
+        if self.algorithm is not None:
+            found = [op for op in found if op.sym_name.data == self.algorithm]
+        if len(found) != 1:
+            names = ", ".join(
+                "@" + op.sym_name.data for op in module.walk() if isinstance(op, AlgorithmOp)
+            )
+            raise CcoptError(
+                "-t msccl-xml writes one algo.algorithm; "
+                + (
+                    f"choose one with -t 'msccl-xml{{algorithm=NAME}}' ({names})"
+                    if names
+                    else "the module has none"
+                )
+            )
+        output.write(write_xml(found[0].algorithm()))
+
+
 def _emitted(make: Callable[[], str]) -> str:
     from ccopt.backends.cuda.scalar import EmitError
     from ccopt.diagnostics import CcoptError
@@ -65,12 +97,14 @@ def _emitted(make: Callable[[], str]) -> str:
 
 TARGET_HELP = (
     "output: mlir (the IR, default), cuda (the program as one CUDA C++ file with NCCL and "
-    "cuBLAS calls) or pybind11 (its Python binding); cuda and pybind11 first lower the result "
-    "with inline,convert-to-kernel,plan-memory where it is not lowered yet, as --build does"
+    "cuBLAS calls), pybind11 (its Python binding) or msccl-xml (an algo.algorithm as MSCCL "
+    "XML); cuda and pybind11 first lower the result with inline,convert-to-kernel,plan-memory "
+    "where it is not lowered yet, as --build does"
 )
 
 TARGETS: dict[str, Callable[[], type[Target]]] = {
     "mlir": _mlir,
     "cuda": lambda: CudaTarget,
     "pybind11": lambda: BindingTarget,
+    "msccl-xml": lambda: MscclXmlTarget,
 }

@@ -12,6 +12,7 @@ SMOKE_RUNS = {
     "startup.py": ["--ops", "40", "--repeat", "1"],
     "passes.py": ["--ops", "24", "--repeat", "1"],
     "schedules.py": ["--repeat", "1"],
+    "algorithms.py": ["--ranks", "8", "--repeat", "1"],
 }
 
 
@@ -62,3 +63,12 @@ def test_schedules_bench_compares_each_schedule() -> None:
     rows = ratio_rows(run_bench("schedules.py"))
     assert len(rows) >= 10
     assert all("x" in row for row in rows)
+
+
+def test_algorithms_prints_a_ratio_per_measurement() -> None:
+    rows = ratio_rows(run_bench("algorithms.py"))
+    assert [" ".join(row.split()[:3]) for row in rows] == [
+        f"{name} 8 {what}"
+        for name in ("ring", "halving_doubling")
+        for what in ("ET", "import", "verify", "export")
+    ]

@@ -1,0 +1,919 @@
+"""The algo dialect: a collective algorithm as a chunk-level program (MSCCL-IR's level).
+
+An algorithm says, for one collective on `ranks` ranks, what every rank does: its thread blocks
+(each sends to one peer and receives from one peer on a channel) run ordered steps over the rank's
+input (`i`), output (`o`) and scratch (`s`) buffers, addressed in chunks. A step may also wait for
+a step of another thread block of its rank (`after tb.step`).
+
+```mlir
+algo.algorithm @ring allreduce ranks 4 channels 1 chunksperloop 4 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 4 out 4 scratch 0 {
+    algo.tb 0 send 1 recv 3 chan 0 {
+      0: s i[3] -> i[3] x1
+      1: rrs i[2] -> _ x1
+      2: rrs i[1] -> _ x1
+      3: rrcs i[0] -> i[0] x1
+      ...
+    }
+  }
+  ...
+}
+```
+
+Step types (MSCCL's): `s` send `src`; `r` receive into `dst`; `rrc` receive, reduce with `src`,
+store into `dst`; `rcs` receive, store into `dst` and send on; `rrs` receive, reduce with `src`,
+send on; `rrcs` receive, reduce with `src`, store into `dst` and send on; `cpy` `dst = src`;
+`re` `dst = dst + src`; `nop` (only waits). `_` is no buffer (an offset of -1 in MSCCL XML).
+
+Steps live in one dense i32 array per thread block (8 numbers a step), so that a 1024-rank
+algorithm with two million steps stays a few thousand ops: the verifier and the interpreter work
+on them with numpy. The verifier proves what can be proven without data: every send has its
+receive (same order and size on every channel), dependencies are acyclic and no rank can wait
+forever (the blocking semantics simulated symbolically, sends buffered). A refusal names the rank,
+thread block and step.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I32,
+    I64,
+    BytesAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import Block, Dialect, Operation, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from ccopt.diagnostics import OpError
+
+INT32_MAX = 2**31 - 1
+"""Offsets, counts and ids are stored as i32."""
+
+MAX_BYTES = 2**63 - 1
+"""`maxBytes` of an algorithm good for every size (printed `max`)."""
+
+
+class Step(IntEnum):
+    """Step types, numbered as stored; `STEP_NAMES` are their MSCCL spellings."""
+
+    NOP = 0
+    SEND = 1
+    RECV = 2
+    RECV_REDUCE_COPY = 3
+    RECV_COPY_SEND = 4
+    RECV_REDUCE_SEND = 5
+    RECV_REDUCE_COPY_SEND = 6
+    COPY = 7
+    REDUCE = 8
+
+
+STEP_NAMES = ("nop", "s", "r", "rrc", "rcs", "rrs", "rrcs", "cpy", "re")
+STEP_CODES = {n: i for i, n in enumerate(STEP_NAMES)}
+SENDS = (Step.SEND, Step.RECV_COPY_SEND, Step.RECV_REDUCE_SEND, Step.RECV_REDUCE_COPY_SEND)
+RECEIVES = (
+    Step.RECV,
+    Step.RECV_REDUCE_COPY,
+    Step.RECV_COPY_SEND,
+    Step.RECV_REDUCE_SEND,
+    Step.RECV_REDUCE_COPY_SEND,
+)
+READS_SRC = (
+    Step.SEND,
+    Step.RECV_REDUCE_COPY,
+    Step.RECV_REDUCE_SEND,
+    Step.RECV_REDUCE_COPY_SEND,
+    Step.COPY,
+    Step.REDUCE,
+)
+WRITES_DST = (
+    Step.RECV,
+    Step.RECV_REDUCE_COPY,
+    Step.RECV_COPY_SEND,
+    Step.RECV_REDUCE_COPY_SEND,
+    Step.COPY,
+    Step.REDUCE,
+)
+
+BUFFERS = ("i", "o", "s")
+"""Input, output, scratch; -1 is no buffer."""
+
+# columns of a thread block's step table
+TYPE, SRCBUF, SRCOFF, DSTBUF, DSTOFF, CNT, DEPID, DEPS = range(8)
+FIELDS = 8
+
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce")
+"""The collectives an algorithm can implement, in the MSCCL runtime's spelling."""
+
+PROTOCOLS = ("Simple", "LL", "LL128")
+
+
+def steps_array(rows: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
+    """A step table: one row of 8 int32 per step (see the column names above)."""
+    a = np.asarray(rows, dtype=np.int32)
+    return a.reshape(-1, FIELDS)
+
+
+@dataclass
+class ThreadBlock:
+    """A thread block: sends to `send`, receives from `recv` (-1: none) on channel `chan`."""
+
+    send: int
+    recv: int
+    chan: int
+    steps: np.ndarray = field(default_factory=lambda: steps_array([]))
+
+
+@dataclass
+class Gpu:
+    """One rank: its buffer sizes in chunks and its thread blocks (ids are positions)."""
+
+    in_chunks: int
+    out_chunks: int
+    scratch_chunks: int
+    tbs: list[ThreadBlock] = field(default_factory=list)
+
+
+@dataclass
+class Algorithm:
+    """An algorithm as plain data: what readers, generators, the verifier and the interpreter
+    share (the IR op converts to and from it without touching single steps)."""
+
+    name: str
+    collective: str
+    gpus: list[Gpu]
+    proto: str = "Simple"
+    nchannels: int = 1
+    chunks_per_loop: int = 1
+    inplace: bool = False
+    outofplace: bool = True
+    min_bytes: int = 0
+    max_bytes: int = MAX_BYTES
+    root: int = 0
+
+    @property
+    def ranks(self) -> int:
+        return len(self.gpus)
+
+    def step_count(self) -> int:
+        return sum(len(tb.steps) for g in self.gpus for tb in g.tbs)
+
+
+class AlgorithmError(Exception):
+    """A fault of an algorithm, at a rank, thread block and step (of type `kind`) where it has
+    one."""
+
+    def __init__(
+        self,
+        message: str,
+        rank: int | None = None,
+        tb: int | None = None,
+        step: int | None = None,
+        kind: int | None = None,
+    ):
+        super().__init__(message)
+        self.message, self.rank, self.tb, self.step, self.kind = message, rank, tb, step, kind
+
+    def __str__(self) -> str:
+        if self.rank is None:
+            return self.message
+        return f"{where(self.rank, self.tb, self.step, self.kind)}: {self.message}"
+
+
+def where(
+    rank: int | None, tb: int | None = None, step: int | None = None, kind: int | None = None
+) -> str:
+    """`rank 2 tb 0 step 3 (rrc)`."""
+    out = f"rank {rank}"
+    if tb is not None:
+        out += f" tb {tb}"
+    if step is not None:
+        out += f" step {step}"
+    if kind is not None:
+        out += f" ({STEP_NAMES[kind] if 0 <= kind < len(STEP_NAMES) else kind})"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# verification
+
+
+@dataclass
+class Flat:
+    """Every step of an algorithm in one table (thread blocks in rank order, steps in order)."""
+
+    col: np.ndarray  # (8, N): every step's fields, by column
+    rank: np.ndarray  # (N,) rank of each step
+    tb: np.ndarray  # (N,) global thread-block index of each step
+    index: np.ndarray  # (N,) position in its thread block
+    tb_rank: np.ndarray  # per global thread block
+    tb_local: np.ndarray  # its id within its rank
+    tb_send: np.ndarray
+    tb_recv: np.ndarray
+    tb_chan: np.ndarray
+    tb_start: np.ndarray  # index of its first step
+    tb_len: np.ndarray
+    gpu_tb_start: np.ndarray  # global index of each rank's thread block 0
+
+
+def flatten(alg: Algorithm) -> Flat:
+    tbs = [(r, t, tb) for r, g in enumerate(alg.gpus) for t, tb in enumerate(g.tbs)]
+    lens = np.array([len(tb.steps) for _, _, tb in tbs], dtype=np.int64)
+    starts = (
+        np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+        if tbs
+        else np.zeros(0, np.int64)
+    )
+    tb_rank = np.array([r for r, _, _ in tbs], dtype=np.int64)
+    steps = (
+        np.concatenate([tb.steps for _, _, tb in tbs]) if tbs else np.zeros((0, FIELDS), np.int32)
+    )
+    columns = steps.T.astype(np.int64)
+    n = len(steps)
+    tb_index = np.repeat(np.arange(len(tbs), dtype=np.int64), lens)
+    counts = np.array([len(g.tbs) for g in alg.gpus], dtype=np.int64)
+    return Flat(
+        col=columns,
+        rank=tb_rank[tb_index] if n else np.zeros(0, np.int64),
+        tb=tb_index,
+        index=np.arange(n, dtype=np.int64) - np.repeat(starts, lens),
+        tb_rank=tb_rank,
+        tb_local=np.array([t for _, t, _ in tbs], dtype=np.int64),
+        tb_send=np.array([tb.send for _, _, tb in tbs], dtype=np.int64),
+        tb_recv=np.array([tb.recv for _, _, tb in tbs], dtype=np.int64),
+        tb_chan=np.array([tb.chan for _, _, tb in tbs], dtype=np.int64),
+        tb_start=starts,
+        tb_len=lens,
+        gpu_tb_start=np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64),
+    )
+
+
+def describe_step(flat: Flat, i: int) -> str:
+    return where(
+        int(flat.rank[i]),
+        int(flat.tb_local[flat.tb[i]]),
+        int(flat.index[i]),
+        int(flat.col[TYPE, i]),
+    )
+
+
+def step_error(flat: Flat, i: int, message: str) -> AlgorithmError:
+    kind = int(flat.col[TYPE, i])
+    return AlgorithmError(
+        message,
+        int(flat.rank[i]),
+        int(flat.tb_local[flat.tb[i]]),
+        int(flat.index[i]),
+        kind if 0 <= kind < len(STEP_NAMES) else None,
+    )
+
+
+def check_header(alg: Algorithm) -> None:
+    if alg.collective not in COLLECTIVES:
+        raise AlgorithmError(
+            f"unknown collective '{alg.collective}' (one of {', '.join(COLLECTIVES)})"
+        )
+    if alg.proto not in PROTOCOLS:
+        raise AlgorithmError(f"unknown protocol '{alg.proto}' (one of {', '.join(PROTOCOLS)})")
+    if not alg.gpus:
+        raise AlgorithmError("an algorithm needs at least one rank")
+    if not 0 <= alg.root < alg.ranks:
+        raise AlgorithmError(f"root {alg.root} is not one of the {alg.ranks} ranks")
+    if alg.nchannels < 1 or alg.chunks_per_loop < 1:
+        raise AlgorithmError("nchannels and nchunksperloop must be >= 1")
+    if not 0 <= alg.min_bytes <= alg.max_bytes:
+        raise AlgorithmError(f"bytes range [{alg.min_bytes}, {alg.max_bytes}] is empty")
+    if not (alg.inplace or alg.outofplace):
+        raise AlgorithmError("an algorithm must be usable in place, out of place or both")
+
+
+def check_thread_blocks(alg: Algorithm) -> None:
+    """Peers and channels of every thread block; each (peer, channel) connection is served by one
+    thread block per direction, as the MSCCL runtime requires."""
+    for r, g in enumerate(alg.gpus):
+        if min(g.in_chunks, g.out_chunks, g.scratch_chunks) < 0:
+            raise AlgorithmError("buffer sizes must be >= 0", r)
+        sends: dict[tuple[int, int], int] = {}
+        recvs: dict[tuple[int, int], int] = {}
+        for t, tb in enumerate(g.tbs):
+            for peer, what, seen in ((tb.send, "send", sends), (tb.recv, "recv", recvs)):
+                if peer == -1:
+                    continue
+                if not 0 <= peer < alg.ranks or peer == r:
+                    raise AlgorithmError(f"{what} peer {peer} is not another rank", r, t)
+                if (peer, tb.chan) in seen:
+                    raise AlgorithmError(
+                        f"tb {seen[peer, tb.chan]} already has {what} peer {peer} on channel "
+                        f"{tb.chan}",
+                        r,
+                        t,
+                    )
+                seen[peer, tb.chan] = t
+            if not 0 <= tb.chan < alg.nchannels:
+                raise AlgorithmError(
+                    f"channel {tb.chan} is not below nchannels {alg.nchannels}", r, t
+                )
+
+
+def _table(kinds: Sequence[Step]) -> np.ndarray:
+    """A lookup table: step type -> whether it is one of `kinds`."""
+    t = np.zeros(len(STEP_NAMES), dtype=bool)
+    t[list(kinds)] = True
+    return t
+
+
+IS_SEND, IS_RECV = _table(SENDS), _table(RECEIVES)
+USES_SRC, USES_DST = _table(READS_SRC), _table(WRITES_DST)
+
+
+def _first(mask: np.ndarray) -> int | None:
+    hit = np.flatnonzero(mask)
+    return int(hit[0]) if hit.size else None
+
+
+def check_steps(alg: Algorithm, flat: Flat) -> None:
+    """Types, buffers, bounds and dependency targets of every step (vectorized)."""
+    c = flat.col
+    if not c.shape[1]:
+        return
+    kind, cnt = c[TYPE], c[CNT]
+    if (i := _first((kind < 0) | (kind >= len(STEP_NAMES)))) is not None:
+        raise step_error(flat, i, f"unknown step type {int(kind[i])}")
+    if (i := _first(cnt < 0)) is not None:
+        raise step_error(flat, i, "count must be >= 0")
+    sizes = np.array([[g.in_chunks, g.out_chunks, g.scratch_chunks] for g in alg.gpus], np.int64)
+    for used, buf, off, what in (
+        (USES_SRC[kind], c[SRCBUF], c[SRCOFF], "source"),
+        (USES_DST[kind], c[DSTBUF], c[DSTOFF], "destination"),
+    ):
+        if (i := _first(used & ((buf < 0) | (buf > 2) | (off < 0)))) is not None:
+            raise step_error(flat, i, f"needs a {what} buffer and offset")
+        limit = sizes[flat.rank, np.clip(buf, 0, 2)]
+        if (i := _first(used & (off + cnt > limit))) is not None:
+            raise step_error(
+                flat,
+                i,
+                f"{what} {BUFFERS[int(buf[i])]}[{int(off[i])}] x{int(cnt[i])} is outside the "
+                f"buffer of {int(limit[i])} chunks",
+            )
+    if (i := _first(IS_SEND[kind] & (flat.tb_send[flat.tb] < 0))) is not None:
+        raise step_error(flat, i, "sends, but its thread block has no send peer")
+    if (i := _first(IS_RECV[kind] & (flat.tb_recv[flat.tb] < 0))) is not None:
+        raise step_error(flat, i, "receives, but its thread block has no recv peer")
+    depid, deps = c[DEPID], c[DEPS]
+    has = depid >= 0
+    ntbs = np.array([len(g.tbs) for g in alg.gpus], np.int64)[flat.rank]
+    target = flat.gpu_tb_start[flat.rank] + np.where(has & (depid < ntbs), depid, 0)
+    bad = (depid < -1) | (has & (depid >= ntbs)) | ((depid == -1) & (deps != -1))
+    bad |= has & ((deps < 0) | (deps >= flat.tb_len[target]))
+    if (i := _first(bad)) is not None:
+        raise step_error(
+            flat, i, f"depends on tb {int(depid[i])} step {int(deps[i])}, which does not exist"
+        )
+
+
+def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
+    """Pair every sending step with its receiving step: the k-th send on a connection (sender,
+    receiver, channel) with the k-th receive there, and check that they carry as many chunks.
+    Returns (send steps, their receive steps), flat indices."""
+    kind = flat.col[TYPE]
+    send_i = np.flatnonzero(IS_SEND[kind])
+    recv_i = np.flatnonzero(IS_RECV[kind])
+    n, c = alg.ranks, alg.nchannels
+    # a connection is served by one thread block on each side: key its steps by thread block
+    tb_send_key = (flat.tb_rank * n + flat.tb_send) * c + flat.tb_chan
+    tb_recv_key = (flat.tb_recv * n + flat.tb_rank) * c + flat.tb_chan
+    send_key, recv_key = tb_send_key[flat.tb[send_i]], tb_recv_key[flat.tb[recv_i]]
+    so = np.argsort(send_key, kind="stable")
+    ro = np.argsort(recv_key, kind="stable")
+    sk, rk = send_key[so], recv_key[ro]
+    if not np.array_equal(sk, rk):
+        keys = np.union1d(sk, rk)
+        ns = np.searchsorted(sk, keys, "right") - np.searchsorted(sk, keys, "left")
+        nr = np.searchsorted(rk, keys, "right") - np.searchsorted(rk, keys, "left")
+        j = int(np.flatnonzero(ns != nr)[0])
+        k, got_s, got_r = int(keys[j]), int(ns[j]), int(nr[j])
+        chan, pair = k % c, k // c
+        src, dst = pair // n, pair % n
+        if got_s > got_r:  # name the first send without a receive
+            i = int(send_i[so][sk == k][got_r])
+            raise step_error(
+                flat,
+                i,
+                f"sends to rank {dst} on channel {chan}, but rank {dst} receives only {got_r} of "
+                f"the {got_s} messages rank {src} sends it there",
+            )
+        i = int(recv_i[ro][rk == k][got_s])
+        raise step_error(
+            flat,
+            i,
+            f"receives from rank {src} on channel {chan}, but rank {src} sends only {got_s} of "
+            f"the {got_r} messages rank {dst} receives there",
+        )
+    sends, recvs = send_i[so], recv_i[ro]
+    cnt = flat.col[CNT]
+    if (j := _first(cnt[sends] != cnt[recvs])) is not None:
+        a, b = int(sends[j]), int(recvs[j])
+        raise step_error(
+            flat,
+            b,
+            f"receives {int(cnt[b])} chunks but its send, {describe_step(flat, a)}, sends "
+            f"{int(cnt[a])}",
+        )
+    return sends, recvs
+
+
+def levels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Kahn's algorithm, a whole frontier at a time: each node's level (the length of the longest
+    chain of edges before it), -1 for nodes on or behind a cycle. Linear in nodes and edges."""
+    order = np.argsort(src, kind="stable")
+    targets = dst[order]
+    out_count = np.bincount(src, minlength=n)
+    out_start = np.cumsum(out_count) - out_count
+    indeg = np.bincount(dst, minlength=n)
+    level = np.full(n, -1, dtype=np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    depth = 0
+    while frontier.size:
+        level[frontier] = depth
+        counts = out_count[frontier]
+        first = out_start[frontier] - (np.cumsum(counts) - counts)
+        reached = targets[np.repeat(first, counts) + np.arange(int(counts.sum()))]
+        np.subtract.at(indeg, reached, 1)
+        frontier = reached[indeg[reached] == 0]
+        if frontier.size > 1:  # a step reached twice in one level (np.unique hashes: slower)
+            frontier.sort()
+            frontier = frontier[np.concatenate([[True], frontier[1:] != frontier[:-1]])]
+        depth += 1
+    return level
+
+
+@dataclass
+class Schedule:
+    """What the verifier proves and the interpreter and simulators use: message pairs and a
+    level per step (steps of one level can run in any order)."""
+
+    flat: Flat
+    sends: np.ndarray
+    recvs: np.ndarray
+    level: np.ndarray
+
+
+def order_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
+    """Thread-block order and cross-block dependencies as edges (before, after)."""
+    n = len(flat.tb)
+    after = np.flatnonzero(flat.tb[1:] == flat.tb[:-1]) + 1 if n else np.zeros(0, np.int64)
+    dep = np.flatnonzero(flat.col[DEPID] >= 0)
+    dep_src = (
+        flat.tb_start[flat.gpu_tb_start[flat.rank[dep]] + flat.col[DEPID, dep]]
+        + flat.col[DEPS, dep]
+    )
+    return np.concatenate([after - 1, dep_src]), np.concatenate([after, dep])
+
+
+def stuck_chain(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> list[int]:
+    """Steps that wait for each other forever: from the first blocked step, follow what each
+    waits for until a step repeats."""
+    blocked = np.flatnonzero(level < 0)
+    mask = (level[dst] < 0) & (level[src] < 0)
+    preds: dict[int, int] = {}
+    for a, b in zip(src[mask].tolist(), dst[mask].tolist(), strict=True):
+        if b not in preds or a != b - 1:  # prefer the cross-block wait over tb order
+            preds[b] = a
+    chain = [int(blocked[0])]
+    seen = {chain[0]}
+    while chain[-1] in preds:
+        step = preds[chain[-1]]
+        chain.append(step)
+        if step in seen:
+            break
+        seen.add(step)
+    return chain
+
+
+def schedule(alg: Algorithm) -> Schedule:
+    """Verify an algorithm and return its schedule; raise AlgorithmError naming the step."""
+    check_header(alg)
+    check_thread_blocks(alg)
+    flat = flatten(alg)
+    check_steps(alg, flat)
+    n = len(flat.tb)
+    src, dst = order_edges(flat)
+    sends, recvs = match_messages(alg, flat)
+    level = levels(n, np.concatenate([src, sends]), np.concatenate([dst, recvs]))
+    if (level < 0).any():
+        order_level = levels(n, src, dst)
+        if (order_level < 0).any():
+            chain = stuck_chain(order_level, src, dst)
+            what = "dependencies form a cycle: it waits for"
+        else:
+            src, dst = np.concatenate([src, sends]), np.concatenate([dst, recvs])
+            chain = stuck_chain(level, src, dst)
+            what = "can never run (deadlock): it waits for"
+        waits = " -> ".join(describe_step(flat, i) for i in chain[1:8])
+        raise step_error(flat, chain[0], f"{what} {waits}")
+    return Schedule(flat, sends, recvs, level)
+
+
+def verify_algorithm(alg: Algorithm) -> Schedule:
+    return schedule(alg)
+
+
+# ---------------------------------------------------------------------------------------------
+# IR
+
+
+@functools.lru_cache(maxsize=4096)
+def _int(v: int) -> IntegerAttr:
+    """An i64 attribute (cached: attributes are immutable, and building one verifies it, which
+    costs more than everything else when a thousand-rank algorithm becomes IR)."""
+    return IntegerAttr(v, i64)
+
+
+STEP_LINE = re.compile(
+    r"(?:(\d+)\s*:\s*)?(nop|s|r|rrc|rcs|rrs|rrcs|cpy|re)\s+(_|[ios]\[\d+\])\s*->\s*"
+    r"(_|[ios]\[\d+\])\s+x(\d+)(?:\s+after\s+(\d+)\.(\d+))?"
+)
+
+
+def _operand(text: str) -> tuple[int, int]:
+    if text == "_":
+        return -1, -1
+    return BUFFERS.index(text[0]), int(text[2:-1])
+
+
+def _print_operand(buf: int, off: int) -> str:
+    return "_" if buf < 0 or off < 0 else f"{BUFFERS[buf]}[{off}]"
+
+
+def format_steps(steps: np.ndarray) -> list[str]:
+    """One line per step: `3: rrc i[3] -> i[3] x1 after 1.2`."""
+    lines = []
+    for k, (t, sb, so, db, do, cnt, di, ds) in enumerate(steps.tolist()):
+        line = f"{k}: {STEP_NAMES[t]} {_print_operand(sb, so)} -> {_print_operand(db, do)} x{cnt}"
+        if di >= 0:
+            line += f" after {di}.{ds}"
+        lines.append(line)
+    return lines
+
+
+def parse_steps(parser: Parser) -> np.ndarray:
+    """Read `{ step lines }` straight from the source text (a step is not an op: going through
+    the token stream would make a million-step algorithm take minutes), then resume after `}`."""
+    text = parser.lexer.input.content
+    start = parser.pos
+    parser.parse_punctuation("{")
+    end = text.find("}", start)
+    if end < 0:
+        parser.raise_error("expected '}' after the steps", start, start + 1)
+    rows: list[tuple[int, ...]] = []
+    pos = start + 1
+    for line in text[start + 1 : end].split("\n"):
+        stripped = line.split("//", 1)[0].strip()
+        if stripped:
+            m = STEP_LINE.fullmatch(stripped)
+            at = pos + line.index(stripped[0])
+            if m is None:
+                parser.raise_error(
+                    "expected a step: [N:] TYPE SRC -> DST xCOUNT [after TB.STEP], e.g. "
+                    "'rrc i[3] -> i[3] x1'",
+                    at,
+                    at + len(stripped),
+                )
+            if m.group(1) is not None and int(m.group(1)) != len(rows):
+                parser.raise_error(
+                    f"step {m.group(1)} is numbered out of order (expected {len(rows)})",
+                    at,
+                    at + len(stripped),
+                )
+            sb, so = _operand(m.group(3))
+            db, do = _operand(m.group(4))
+            dep = (int(m.group(6)), int(m.group(7))) if m.group(6) is not None else (-1, -1)
+            row = (STEP_CODES[m.group(2)], sb, so, db, do, int(m.group(5)), *dep)
+            if max(row) > INT32_MAX:
+                parser.raise_error(
+                    f"a number of this step exceeds {INT32_MAX}", at, at + len(stripped)
+                )
+            rows.append(row)
+        pos += len(line) + 1
+    parser._resume_from(end + 1)  # pyright: ignore[reportPrivateUsage]
+    return steps_array(rows)
+
+
+def dense_steps(steps: np.ndarray) -> DenseArrayBase:
+    return DenseArrayBase(i32, BytesAttr(np.ascontiguousarray(steps, dtype="<i4").tobytes()))
+
+
+def _parse_body(parser: Parser) -> Region:
+    """A region of ops; `{}` gets its (empty) block, as a single-block region needs."""
+    region = parser.parse_region()
+    if not region.blocks:
+        region.add_block(Block())
+    return region
+
+
+def _keyword(parser: Parser, word: str) -> None:
+    parser.parse_keyword(word)
+
+
+def _parse_int(parser: Parser) -> int:
+    return parser.parse_integer(allow_boolean=False)
+
+
+@irdl_op_definition
+class TbOp(IRDLOperation):
+    """A thread block of a rank: its steps run in order; it sends to `send` and receives from
+    `recv` (-1 for none) on channel `chan`."""
+
+    name = "algo.tb"
+    tb_id = prop_def(IntegerAttr[I64])
+    send = prop_def(IntegerAttr[I64])
+    recv = prop_def(IntegerAttr[I64])
+    chan = prop_def(IntegerAttr[I64])
+    steps = prop_def(DenseArrayBase[I32])
+
+    def __init__(self, tb_id: int, tb: ThreadBlock):
+        super().__init__(
+            properties={
+                "tb_id": _int(tb_id),
+                "send": _int(tb.send),
+                "recv": _int(tb.recv),
+                "chan": _int(tb.chan),
+                "steps": dense_steps(tb.steps),
+            }
+        )
+
+    def thread_block(self) -> ThreadBlock:
+        data = np.frombuffer(self.steps.data.data, dtype="<i4").reshape(-1, FIELDS)
+        return ThreadBlock(self.send.value.data, self.recv.value.data, self.chan.value.data, data)
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), GpuOp):
+            raise VerifyException("must be inside an algo.gpu")
+        if len(self.steps.data.data) % (4 * FIELDS):
+            raise VerifyException(f"steps must hold {FIELDS} numbers per step")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TbOp:
+        tb_id = _parse_int(parser)
+        _keyword(parser, "send")
+        send = _parse_int(parser)
+        _keyword(parser, "recv")
+        recv = _parse_int(parser)
+        _keyword(parser, "chan")
+        chan = _parse_int(parser)
+        return cls(tb_id, ThreadBlock(send, recv, chan, parse_steps(parser)))
+
+    def print(self, printer: Printer) -> None:
+        tb = self.thread_block()
+        printer.print_string(
+            f" {self.tb_id.value.data} send {tb.send} recv {tb.recv} chan {tb.chan} {{"
+        )
+        with printer.indented():
+            for line in format_steps(tb.steps):
+                printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+                printer.print_string(line)
+        printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+        printer.print_string("}")
+
+
+@irdl_op_definition
+class GpuOp(IRDLOperation):
+    """One rank of an algorithm: buffer sizes in chunks and its thread blocks."""
+
+    name = "algo.gpu"
+    rank = prop_def(IntegerAttr[I64])
+    in_chunks = prop_def(IntegerAttr[I64])
+    out_chunks = prop_def(IntegerAttr[I64])
+    scratch_chunks = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, rank: int, gpu: Gpu, body: Region | None = None):
+        super().__init__(
+            properties={
+                "rank": _int(rank),
+                "in_chunks": _int(gpu.in_chunks),
+                "out_chunks": _int(gpu.out_chunks),
+                "scratch_chunks": _int(gpu.scratch_chunks),
+            },
+            regions=[body or Region(Block([TbOp(t, tb) for t, tb in enumerate(gpu.tbs)]))],
+        )
+
+    def tb_ops(self) -> list[TbOp]:
+        return [op for op in self.body.block.ops if isinstance(op, TbOp)]
+
+    def gpu(self) -> Gpu:
+        return Gpu(
+            self.in_chunks.value.data,
+            self.out_chunks.value.data,
+            self.scratch_chunks.value.data,
+            [op.thread_block() for op in self.tb_ops()],
+        )
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), AlgorithmOp):
+            raise VerifyException("must be inside an algo.algorithm")
+        for t, op in enumerate(self.body.block.ops):
+            if not isinstance(op, TbOp):
+                raise VerifyException(f"holds only algo.tb ops, got '{op.name}'")
+            if op.tb_id.value.data != t:
+                raise VerifyException(
+                    f"thread block #{t} has id {op.tb_id.value.data}: ids are positions"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GpuOp:
+        rank = _parse_int(parser)
+        sizes = []
+        for word in ("in", "out", "scratch"):
+            _keyword(parser, word)
+            sizes.append(_parse_int(parser))
+        return cls(rank, Gpu(*sizes), _parse_body(parser))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(
+            f" {self.rank.value.data} in {self.in_chunks.value.data} out "
+            f"{self.out_chunks.value.data} scratch {self.scratch_chunks.value.data} "
+        )
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+
+@irdl_op_definition
+class AlgorithmOp(IRDLOperation):
+    """A collective algorithm over `ranks` ranks, one `algo.gpu` per rank in rank order.
+
+    `inplace`/`outofplace` say which calls it serves (in place, the output buffer is the input
+    buffer: for allgather the input is block `rank` of the output, for reduce_scatter the output
+    is block `rank` of the input). `proto`, `channels`, `chunksperloop` and `bytes` are MSCCL's
+    runtime attributes; `root` is the root of broadcast and reduce.
+    """
+
+    name = "algo.algorithm"
+    sym_name = prop_def(StringAttr)
+    collective = prop_def(StringAttr)
+    root = prop_def(IntegerAttr[I64])
+    proto = prop_def(StringAttr)
+    nchannels = prop_def(IntegerAttr[I64])
+    chunks_per_loop = prop_def(IntegerAttr[I64])
+    inplace = prop_def(IntegerAttr[I64])
+    outofplace = prop_def(IntegerAttr[I64])
+    min_bytes = prop_def(IntegerAttr[I64])
+    max_bytes = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator(), SymbolOpInterface())
+
+    def __init__(self, alg: Algorithm, body: Region | None = None):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(alg.name),
+                "collective": StringAttr(alg.collective),
+                "root": _int(alg.root),
+                "proto": StringAttr(alg.proto),
+                "nchannels": _int(alg.nchannels),
+                "chunks_per_loop": _int(alg.chunks_per_loop),
+                "inplace": _int(int(alg.inplace)),
+                "outofplace": _int(int(alg.outofplace)),
+                "min_bytes": _int(alg.min_bytes),
+                "max_bytes": _int(alg.max_bytes),
+            },
+            regions=[body or Region(Block([GpuOp(r, g) for r, g in enumerate(alg.gpus)]))],
+        )
+
+    def gpu_ops(self) -> list[GpuOp]:
+        return [op for op in self.body.block.ops if isinstance(op, GpuOp)]
+
+    def algorithm(self) -> Algorithm:
+        return Algorithm(
+            name=self.sym_name.data,
+            collective=self.collective.data,
+            gpus=[op.gpu() for op in self.gpu_ops()],
+            proto=self.proto.data,
+            nchannels=self.nchannels.value.data,
+            chunks_per_loop=self.chunks_per_loop.value.data,
+            inplace=bool(self.inplace.value.data),
+            outofplace=bool(self.outofplace.value.data),
+            min_bytes=self.min_bytes.value.data,
+            max_bytes=self.max_bytes.value.data,
+            root=self.root.value.data,
+        )
+
+    def verify_(self) -> None:
+        gpus = list(self.body.block.ops)
+        for r, op in enumerate(gpus):
+            if not isinstance(op, GpuOp):
+                raise VerifyException(f"holds only algo.gpu ops, got '{op.name}'")
+            if op.rank.value.data != r:
+                raise VerifyException(
+                    f"gpu #{r} has rank {op.rank.value.data}: ranks are positions"
+                )
+        for op in self.walk():  # the parts first: the whole is read from them
+            if op is not self:
+                try:
+                    op.verify(verify_nested_ops=False)
+                except VerifyException as e:
+                    message = str(e).removeprefix("Operation does not verify: ")
+                    raise OpError(op, message.split("\n")[0]) from None
+        try:
+            schedule(self.algorithm())
+        except AlgorithmError as e:
+            raise OpError(self.blame(e), str(e)) from None
+
+    def blame(self, error: AlgorithmError) -> Operation:
+        """The op an error is about: the thread block, else the rank, else the algorithm."""
+        if error.rank is None:
+            return self
+        gpu = self.gpu_ops()[error.rank]
+        return gpu if error.tb is None else gpu.tb_ops()[error.tb]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AlgorithmOp:
+        name = parser.parse_symbol_name().data
+        collective = parser.parse_identifier(" (the collective, e.g. allreduce)")
+        _keyword(parser, "ranks")
+        _parse_int(parser)  # the number of algo.gpu ops: checked by the verifier
+        root = 0
+        if parser.parse_optional_keyword("root"):
+            root = _parse_int(parser)
+        _keyword(parser, "channels")
+        nchannels = _parse_int(parser)
+        _keyword(parser, "chunksperloop")
+        per_loop = _parse_int(parser)
+        _keyword(parser, "proto")
+        proto = parser.parse_identifier(" (Simple, LL or LL128)")
+        inplace = parser.parse_optional_keyword("inplace") is not None
+        outofplace = parser.parse_optional_keyword("outofplace") is not None
+        _keyword(parser, "bytes")
+        low = _parse_int(parser)
+        _keyword(parser, "to")
+        high = MAX_BYTES if parser.parse_optional_keyword("max") else _parse_int(parser)
+        alg = Algorithm(
+            name, collective, [], proto, nchannels, per_loop, inplace, outofplace, low, high, root
+        )
+        return cls(alg, _parse_body(parser))
+
+    def print(self, printer: Printer) -> None:
+        alg = self
+        coll = alg.collective.data
+        head = f" @{alg.sym_name.data} {coll} ranks {len(alg.body.block.ops)}"
+        if coll in ("broadcast", "reduce"):
+            head += f" root {alg.root.value.data}"
+        head += (
+            f" channels {alg.nchannels.value.data} chunksperloop {alg.chunks_per_loop.value.data}"
+            f" proto {alg.proto.data}"
+        )
+        if alg.inplace.value.data:
+            head += " inplace"
+        if alg.outofplace.value.data:
+            head += " outofplace"
+        high = alg.max_bytes.value.data
+        head += f" bytes {alg.min_bytes.value.data} to {'max' if high == MAX_BYTES else high} "
+        printer.print_string(head)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+
+ALGORITHM_ATTRIBUTE = "algo.algorithm"
+"""The attribute by which a coll op names the `algo.algorithm` that implements it."""
+
+
+def chosen_algorithm(op: Operation) -> AlgorithmOp | None:
+    """The algorithm a collective names (None if it names none); VerifyException if the name
+    is not an algorithm of the enclosing symbol table."""
+    attr = op.attributes.get(ALGORITHM_ATTRIBUTE)
+    if attr is None:
+        return None
+    if not isinstance(attr, SymbolRefAttr):
+        raise VerifyException(f"{ALGORITHM_ATTRIBUTE} must name an algo.algorithm (@name)")
+    anchor = op.parent_op()
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    found = SymbolTable.lookup_symbol(anchor, attr) if anchor is not None else None
+    if not isinstance(found, AlgorithmOp):
+        raise VerifyException(
+            f"{ALGORITHM_ATTRIBUTE} names @{attr.root_reference.data}, which is not an algo.algorithm"
+        )
+    return found
+
+
+Algo = Dialect("algo", [AlgorithmOp, GpuOp, TbOp], [])

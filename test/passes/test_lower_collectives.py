@@ -1,0 +1,62 @@
+"""lower-collectives on numbers: every collective run through the algorithm the pass chose gives
+the results of the collective itself, for every library algorithm, on several mesh shapes and
+uneven tensor sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ccopt
+from ccopt.diagnostics import CcoptError
+
+PROGRAM = Path(__file__).resolve().parents[1] / "filecheck" / "passes" / "lower-collectives.mlir"
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        "lower-collectives",
+        "lower-collectives{algorithm=direct}",
+        "lower-collectives{algorithm=halving_doubling chunk_factor=3}",
+        "lower-collectives{algorithm=recursive_doubling}",
+        "lower-collectives{algorithm=tree}",
+        "lower-collectives{algorithm=bruck}",
+        "lower-collectives{algorithm=pairwise}",
+        "lower-collectives{algorithm=ring channels=3 chunk_factor=2}",
+        'lower-collectives{axes="node+gpu:hierarchical,gpu:direct"}',
+    ],
+)
+@pytest.mark.parametrize("mesh", ["node=2,gpu=3", "node=1,gpu=5", "node=2,gpu=4", "node=3,gpu=4"])
+def test_lowered_program_computes_the_same(pipeline: str, mesh: str) -> None:
+    for entry in ("every_collective", "hierarchical"):
+        report = ccopt.check_pipeline(PROGRAM, pipeline, entry=entry, mesh=mesh, seed=3)
+        assert report.ok, [c for c in report.comparisons if not c.ok]
+
+
+def test_megatron_block_lowered() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    pipeline = "split-all-reduce,lower-collectives{algorithm=halving_doubling}"
+    assert ccopt.check_pipeline(examples / "megatron_mlp.mlir", pipeline).ok
+
+
+def test_an_ops_own_algorithm_must_exist() -> None:
+    text = PROGRAM.read_text().replace(
+        "over [gpu] : !dtensor", "over [gpu] algorithm hierarchical : !dtensor", 1
+    )
+    text = text.replace(
+        "%c = coll.all_gather %s over [gpu] :",
+        "%c = coll.all_gather %s over [gpu] algorithm hierarchical :",
+    )
+    with pytest.raises(CcoptError, match="has no hierarchical algorithm for allgather"):
+        ccopt.check_pipeline(text, "lower-collectives", entry="every_collective")
+
+
+def test_a_named_algorithm_must_fit_the_collective() -> None:
+    lowered = PROGRAM.read_text().replace(
+        "%a = coll.all_reduce sum %p over [gpu] :",
+        "%a = coll.all_reduce sum %p over [gpu] {algo.algorithm = @nothing} :",
+    )
+    with pytest.raises(CcoptError, match="names @nothing, which is not an algo.algorithm"):
+        ccopt.run(lowered, entry="every_collective")
