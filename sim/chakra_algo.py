@@ -411,20 +411,23 @@ class _RankReader:
                 raise self.error(n, "disagrees with the other nodes of its step")
             self.check_message(n, attrs, self.gpu.tbs[tb], row[7])
         depid, deps = -1, -1
-        for parent in node.data_deps:
-            owner = self.by_id.get(parent)
-            if owner is None:
+        parents = list(node.data_deps)
+        for parent in parents:
+            if parent not in self.by_id:
                 raise self.error(node, f"depends on node {parent}, which the file does not have")
-            if owner == (tb, index - 1):
-                continue
-            if owner[0] == tb or depid >= 0:
-                raise self.error(
-                    node,
-                    f"depends on node {parent} (tb {owner[0]} step "
-                    f"{owner[1]}): a step waits only for the previous step of its "
-                    "thread block and for one step of another",
-                )
-            depid, deps = owner
+        owners = [self.by_id[p] for p in parents]
+        if index and (tb, index - 1) in owners:  # thread-block order (a repeat is a dependency)
+            del parents[owners.index((tb, index - 1))]
+        elif index:
+            raise self.error(node, f"does not depend on step {index - 1} of its thread block")
+        if len(parents) > 1:
+            raise self.error(
+                node,
+                f"depends on nodes {parents}: a step waits only for the step before it in its "
+                "thread block and for one other step",
+            )
+        if parents:
+            depid, deps = self.by_id[parents[0]]
         for n, _, _ in nodes[1:]:
             if list(n.data_deps) != [n.id - 1]:
                 raise self.error(n, "must depend on exactly the node before it in its step")
@@ -481,6 +484,14 @@ def algorithm_from_traces(traces: list[Trace], prefix: str | Path) -> Algorithm:
     except AlgorithmError as e:
         raise TraceError(f"{prefix}.{e.rank or 0}.et: error: {e}") from None
     return alg
+
+
+def trace_prefix(name: str) -> str:
+    """DIR/PREFIX of `DIR/PREFIX` or of one of its files `DIR/PREFIX.<rank>.et`."""
+    import re
+
+    match = re.fullmatch(r"(.+)\.\d+\.et", name)
+    return match.group(1) if match else name
 
 
 def read_algorithm_traces(prefix: str | Path) -> Algorithm:
