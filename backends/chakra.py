@@ -18,7 +18,7 @@ from ccopt.diagnostics import CcoptError
 
 class ChakraOptions(Protocol):
     size: int
-    local_mem_bw: float
+    local_mem_bw: int | float
     algorithm: str | None
     machine: str
     entry: str | None

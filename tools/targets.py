@@ -95,7 +95,7 @@ class ChakraTarget(Target):
 
     name = "chakra"
     size: int = 1048576
-    local_mem_bw: float = 50.0
+    local_mem_bw: int | float = 50
     algorithm: str | None = None
     machine: str = "dgx-a100"
     entry: str | None = None
