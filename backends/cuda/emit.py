@@ -18,7 +18,7 @@ The C ABI of a program `@f`:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from math import prod
@@ -116,49 +116,94 @@ class Buffer:
 
 
 @dataclass
+class HostFunction:
+    """One kernel-level function's host code: a C++ function that a call invokes per layer."""
+
+    name: str
+    symbol: str
+    statements: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Program:
-    """Everything the program template needs; filled op by op."""
+    """Everything the program template needs; filled op by op, function by function. Kernels
+    and rank tables are shared: an identical kernel (same body, types and launch shape) or
+    table is emitted once, however many ops or functions use it."""
 
     name: str
     mesh: Mesh
     kernels: list[str] = field(default_factory=list)
-    statements: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
+    functions: list[HostFunction] = field(default_factory=list)
     workspace: int = 0
     events: int = 0
     streams: int = 1
     groups: dict[tuple[tuple[int, ...], int], int] = field(default_factory=dict)
     uses_blas: bool = False
+    counter: int = 0
+    kernel_names: dict[str, str] = field(default_factory=dict)  # text (name elided) -> name
+    table_names: dict[tuple[str, tuple[tuple[int, ...], ...]], str] = field(default_factory=dict)
 
-
-class Emitter:
-    """Walks one kernel-level function and fills a Program."""
-
-    def __init__(self, f: func.FuncOp, mesh: Mesh):
-        self.f = f
-        self.mesh = mesh
-        self.program = Program(f.sym_name.data, mesh)
-        planned = f.attributes.get("kernel.workspace")
-        if isinstance(planned, IntegerAttr):  # plan-memory placed the buffers; staging goes after
-            self.program.workspace = -(-planned.value.data // ALIGN) * ALIGN
-        self.buffers: dict[SSAValue, Buffer] = {}
-        self.events: dict[SSAValue, int] = {}
-        self.counter = 0
-
-    # --- per-rank tables -----------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
+    @property
+    def statements(self) -> list[str]:
+        """The entry's statements (the last function)."""
+        return self.functions[-1].statements
+
+
+KERNEL_NAME = "CCOPT_KERNEL_NAME"
+"""Stands for a kernel's name while its text is compared with the kernels already emitted."""
+
+
+class Emitter:
+    """Walks one kernel-level function and fills its host function in a Program. The function's
+    buffers live in its own region of the workspace, from byte `base` on (a callee's region is
+    apart from its callers': their buffers stay live across the call)."""
+
+    def __init__(self, f: func.FuncOp, mesh: Mesh, program: Program | None = None):
+        self.f = f
+        self.mesh = mesh
+        self.program = program if program is not None else Program(f.sym_name.data, mesh)
+        self.function = HostFunction(f.sym_name.data, f"fn_{f.sym_name.data}")
+        self.base = self.program.workspace
+        planned = f.attributes.get("kernel.workspace")
+        if isinstance(planned, IntegerAttr):  # plan-memory placed the buffers; staging goes after
+            self.program.workspace += -(-planned.value.data // ALIGN) * ALIGN
+        self.buffers: dict[SSAValue, Buffer] = {}
+        self.events: dict[SSAValue, int] = {}
+
+    # --- per-rank tables -----------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        return self.program.fresh(prefix)
+
     def table(self, prefix: str, rows: Sequence[Sequence[int]]) -> str:
-        """A constant table with one row per rank; returns the C++ expression for this rank's row."""
-        name = self.fresh(prefix)
-        width = max(1, max((len(r) for r in rows), default=1))
-        body = ",\n  ".join("{" + ", ".join(f"{v}LL" for v in (list(r) or [0])) + "}" for r in rows)
-        self.program.tables.append(
-            f"static const int64_t {name}[{len(rows)}][{width}] = {{\n  {body}}};"
-        )
+        """A constant table with one row per rank; returns the C++ expression for this rank's row.
+        A table with the same rows is emitted once, for every op of every function."""
+        key = (prefix, tuple(tuple(r) for r in rows))
+        name = self.program.table_names.get(key)
+        if name is None:
+            name = self.program.table_names[key] = self.fresh(prefix)
+            width = max(1, max((len(r) for r in rows), default=1))
+            body = ",\n  ".join(
+                "{" + ", ".join(f"{v}LL" for v in (list(r) or [0])) + "}" for r in rows
+            )
+            self.program.tables.append(
+                f"static const int64_t {name}[{len(rows)}][{width}] = {{\n  {body}}};"
+            )
         return f"{name}[ctx->rank]"
+
+    def kernel(self, prefix: str, template: str, **context: object) -> str:
+        """The name of a `__global__` kernel rendered from `template`; an identical kernel is
+        emitted once."""
+        text = render(template, name=KERNEL_NAME, **context)
+        name = self.program.kernel_names.get(text)
+        if name is None:
+            name = self.program.kernel_names[text] = self.fresh(prefix)
+            self.program.kernels.append(text.replace(KERNEL_NAME, name))
+        return name
 
     def per_rank(self, fn) -> list[list[int]]:  # noqa: ANN001 - fn(coords) -> list[int]
         return [list(fn(self.mesh.coords(r))) for r in range(self.mesh.rank_count)]
@@ -183,7 +228,7 @@ class Emitter:
 
     # --- statements --------------------------------------------------------------------------------
     def emit_template(self, template: str, **context: object) -> None:
-        self.program.statements.append(render(template, **context).rstrip())
+        self.function.statements.append(render(template, **context).rstrip())
 
     def stream(self, op: k.DeviceOp) -> str:
         index = op.stream_index()
@@ -201,6 +246,8 @@ class Emitter:
             offset = self.program.workspace
             size = self.capacity(t) * numpy_dtype(t.element_type).itemsize
             self.program.workspace += -(-max(size, 1) // ALIGN) * ALIGN
+        else:
+            offset += self.base
         self.buffers[value] = Buffer(
             f"reinterpret_cast<{ctype(t.element_type)}*>(ctx->workspace + {offset})", t
         )
@@ -250,7 +297,16 @@ class Emitter:
             if isinstance(op, func.ReturnOp):
                 continue
             self.emit_op(op)
+        self.program.functions.append(self.function)
         return self.program
+
+    def call(self, op: func.CallOp) -> None:
+        """Run the callee's host function on the operands' buffers (one line per layer)."""
+        pointers = ", ".join(f"{self.buffer(v).pointer}" for v in op.arguments)
+        self.function.statements.append(
+            f"{{ void* const args[] = {{{pointers}}}; "
+            f"if (int s = fn_{op.callee.root_reference.data}(ctx, args)) return s; }}"
+        )
 
     def emit_op(self, op: Operation) -> None:
         match op:
@@ -313,6 +369,8 @@ class Emitter:
                 self.constant(op)
             case k.NcclOp():
                 self.collective(op)
+            case func.CallOp():
+                self.call(op)
             case _:
                 raise EmitError(f"'{op.name}' has no CUDA emission")
 
@@ -338,18 +396,15 @@ class Emitter:
         ndim = max(1, iteration.rank)
         names = [f"x{i}" for i in range(len(ins))]
         lines, yields = body_code(op.body_block(), names, "gindex")
-        kernel = self.fresh("ccopt_elementwise_")
-        self.program.kernels.append(
-            render(
-                "elementwise_kernel.cu.j2",
-                name=kernel,
-                ndim=ndim,
-                ins=[b.c for b in ins],
-                outs=[b.c for b in outs],
-                body=lines,
-                yields=yields,
-                names=names,
-            )
+        kernel = self.kernel(
+            "ccopt_elementwise_",
+            "elementwise_kernel.cu.j2",
+            ndim=ndim,
+            ins=[b.c for b in ins],
+            outs=[b.c for b in outs],
+            body=lines,
+            yields=yields,
+            names=names,
         )
         shape = [s or [1] for s in self.per_rank(lambda c: iteration.local_shape(self.mesh, c))]
         offsets = self.per_rank(
@@ -929,11 +984,13 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         )
     (mesh,) = meshes.values()
     f = find_entry(module, entry)
-    if "kernel.results" not in f.attributes:
-        raise EmitError(
-            f"@{f.sym_name.data} is not at the kernel level: run convert-to-kernel first"
-        )
-    program = Emitter(f, mesh).emit_function()
+    program = Program(f.sym_name.data, mesh)
+    for g in called_first(module, f):
+        if "kernel.results" not in g.attributes:
+            raise EmitError(
+                f"@{g.sym_name.data} is not at the kernel level: run convert-to-kernel first"
+            )
+        Emitter(g, mesh, program).emit_function()
     block = f.body.blocks[0]
     args = [k.tensor_of(a) for a in block.args]
     arg_shapes = [[t.local_shape(mesh, c) for c in mesh.all_coords()] for t in args]
@@ -958,6 +1015,34 @@ def emit_cuda(module: ModuleOp, entry: str | None = None) -> str:
         mesh=str(mesh),
     )
     return source
+
+
+def called_first(module: ModuleOp, entry: func.FuncOp) -> list[func.FuncOp]:
+    """The entry and every function it calls (transitively), callees before their callers:
+    each becomes one host function, emitted once however often it is called."""
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+
+    def callees(f: func.FuncOp) -> Iterator[func.FuncOp]:
+        for c in f.walk():
+            if isinstance(c, func.CallOp):
+                name = c.callee.root_reference.data
+                if name not in functions or not functions[name].body.blocks:
+                    raise EmitError(f"@{f.sym_name.data} calls @{name}, which has no body")
+                yield functions[name]
+
+    order: dict[str, func.FuncOp] = {}
+    opened = {entry.sym_name.data}
+    stack = [(entry, callees(entry))]
+    while stack:
+        f, pending = stack[-1]
+        g = next(pending, None)
+        if g is None:
+            stack.pop()
+            order[f.sym_name.data] = f
+        elif g.sym_name.data not in opened:
+            opened.add(g.sym_name.data)
+            stack.append((g, callees(g)))
+    return list(order.values())
 
 
 def _color(mesh: Mesh, coords: Sequence[int], axes: Sequence[int]) -> int:
