@@ -21,6 +21,7 @@ custom collective, a whole level of steps at a time with numpy.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,12 @@ from ccopt.dialects.algo import (
     schedule,
     steps_array,
 )
-from ccopt.sim.chakra import Trace, TraceError, attribute_value, node_attributes
+from ccopt.sim.chakra import (
+    METADATA_VERSION,
+    Trace,
+    TraceError,
+    attribute_value,
+)
 from ccopt.sim.network import ConfigError, Network
 from ccopt.sim.system import SystemConfig
 
@@ -108,8 +114,15 @@ def _varint(value: int) -> bytes:
 _SMALL = [_varint(v) for v in range(1 << 14)]
 
 
+_large_varint = functools.lru_cache(maxsize=1 << 16)(_varint)
+
+
 def varint(value: int) -> bytes:
-    return _SMALL[value] if value < 16384 else _varint(value)
+    """A protobuf varint of a value >= 0 (looked up: the same few values recur)."""
+    return _SMALL[value] if value < 16384 else _large_varint(value)
+
+
+_MINUS_ONE = _varint((1 << 64) - 1)  # an int32 -1 is written as ten bytes
 
 
 def _field(number: int, payload: bytes) -> bytes:
@@ -117,24 +130,47 @@ def _field(number: int, payload: bytes) -> bytes:
     return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
-def _attr(name: str, member: int, value: bytes) -> bytes:
-    """An AttributeProto as a Node's attr field; `value` already encoded for `member`."""
-    return _field(10, _field(1, name.encode()) + varint(member << 3) + value)
+INT32, INT64, BOOL, STRING = 7, 9, 27, 29
+_MEMBER = {m: varint(m << 3) for m in (INT32, INT64, BOOL)}
+_NAMES: dict[str, bytes] = {}
 
 
 def _int_attr(name: str, member: int, value: int) -> bytes:
-    return _attr(name, member, varint(value))
+    """An AttributeProto holding an integer `member`, as a Node's attr field (10)."""
+    prefix = _NAMES.get(name)
+    if prefix is None:
+        prefix = _NAMES[name] = _field(1, name.encode())
+    body = prefix + _MEMBER[member] + varint(value)
+    return b"\x52" + varint(len(body)) + body
 
 
-INT32, INT64, BOOL = 7, 9, 27
 _NOT_CPU = _int_attr("is_cpu_op", BOOL, 0)
 
 
+_STEP_NAME = _field(1, STEP_ATTRIBUTE.encode())
+
+
 def _step_attr(row: list[int]) -> bytes:
-    """msccl_step as an int32_list (AttributeProto field 8; values packed, -1 as 10 bytes)."""
-    packed = b"".join(varint(v if v >= 0 else v + (1 << 64)) for v in row)
-    body = _field(1, STEP_ATTRIBUTE.encode()) + _field(8, _field(1, packed))
-    return _field(10, body)
+    """msccl_step as an int32_list (AttributeProto field 8, values packed), after is_cpu_op."""
+    packed = b"".join(
+        [_SMALL[v] if 0 <= v < 16384 else _MINUS_ONE if v == -1 else varint(v) for v in row]
+    )
+    body = _STEP_NAME + _field(8, _field(1, packed))
+    return _NOT_CPU + _field(10, body)
+
+
+def encode_metadata(fields: dict[str, str]) -> bytes:
+    """A GlobalMetadata with string attributes, length-prefixed (as `metadata_message` builds
+    it and protobuf serializes it)."""
+    attrs = [
+        _field(
+            2,
+            _field(1, k.encode()) + varint(STRING << 3 | 2) + varint(len(v.encode())) + v.encode(),
+        )
+        for k, v in fields.items()
+    ]
+    body = b"".join([_field(1, METADATA_VERSION.encode()), *attrs])
+    return varint(len(body)) + body
 
 
 def encode_node(
@@ -214,16 +250,14 @@ def header(alg: Algorithm, chunk: int) -> dict[str, str]:
     }
 
 
-def rank_metadata(alg: Algorithm, rank: int, chunk: int) -> Any:
-    """A rank's GlobalMetadata: the header, its buffers and its thread blocks."""
-    from ccopt.sim.chakra import metadata_message
-
+def rank_metadata(alg: Algorithm, rank: int, chunk: int) -> dict[str, str]:
+    """A rank's metadata: the header, its buffers and its thread blocks."""
     g = alg.gpus[rank]
     fields = header(alg, chunk)
     fields["rank"] = str(rank)
     fields["buffers"] = f"{g.in_chunks} {g.out_chunks} {g.scratch_chunks}"
     fields["thread_blocks"] = ";".join(f"{tb.send} {tb.recv} {tb.chan}" for tb in g.tbs)
-    return metadata_message(fields)
+    return fields
 
 
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
@@ -254,7 +288,7 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
     for i, (rank, node, index, recv, comp, send, out_tag, in_tag, nb) in enumerate(columns):
         row = rows[i]
         label = f"tb{row[0]}_step{row[1]}".encode()
-        common = _NOT_CPU + _step_attr(row)
+        common = _step_attr(row)
         parents = [lasts[i - 1]] if index else []
         if deps[i] >= 0:
             parents.append(lasts[deps[i]])
@@ -280,9 +314,8 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
     return [_file(rank_metadata(alg, r, chunk), parts) for r, parts in enumerate(out)]
 
 
-def _file(metadata: Any, nodes: list[bytes]) -> bytes:
-    payload = metadata.SerializeToString()
-    return b"".join([varint(len(payload)), payload, *nodes])
+def _file(metadata: dict[str, str], nodes: list[bytes]) -> bytes:
+    return b"".join([encode_metadata(metadata), *nodes])
 
 
 def write_algorithm_traces(
@@ -355,6 +388,27 @@ def _rank_gpu(fields: dict[str, str], source: str) -> Gpu:
     return Gpu(*sizes, tbs)
 
 
+MESSAGE_MEMBERS = {
+    "comm_size": "int64_val",
+    "comm_src": "int32_val",
+    "comm_dst": "int32_val",
+    "comm_tag": "int32_val",
+}
+
+
+def step_node_attributes(node: Any) -> dict[str, Any]:
+    """The attributes an algorithm's node needs, each read from the member ASTRA-sim reads
+    (another member reads as 0, as in `node_attributes`, which this is a fast subset of)."""
+    out: dict[str, Any] = {}
+    for attr in node.attr:
+        name = attr.name
+        if name == STEP_ATTRIBUTE:
+            out[name] = list(attr.int32_list.values)
+        elif name in MESSAGE_MEMBERS:
+            out[name] = getattr(attr, MESSAGE_MEMBERS[name])
+    return out
+
+
 class _RankReader:
     """One rank's nodes back into thread blocks of steps."""
 
@@ -363,7 +417,7 @@ class _RankReader:
         self.by_id: dict[int, tuple[int, int]] = {}  # node -> (tb, step)
         self.groups: dict[tuple[int, int], list[Any]] = {}
         for node in trace.nodes:
-            attrs = node_attributes(node)
+            attrs = step_node_attributes(node)
             row = attrs.get(STEP_ATTRIBUTE)
             if not isinstance(row, list) or len(row) != FIELDS:
                 raise self.error(node, f"has no {STEP_ATTRIBUTE} attribute of {FIELDS} numbers")
