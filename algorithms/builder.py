@@ -11,8 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ccopt.dialects.algo import (
     BUFFERS,
+    CNT,
+    DEPID,
+    DEPS,
+    DSTBUF,
+    DSTOFF,
+    SRCBUF,
+    SRCOFF,
     STEP_CODES,
     Algorithm,
     Gpu,
@@ -37,7 +46,18 @@ class _Tb:
     send: int
     recv: int
     chan: int
-    rows: list[tuple[int, ...]] = field(default_factory=list)
+    rows: list[tuple[int, ...]] = field(default_factory=list)  # steps not yet in `parts`
+    parts: list[np.ndarray] = field(default_factory=list)
+    count: int = 0
+
+    def steps(self) -> np.ndarray:
+        self.flush()
+        return np.concatenate(self.parts) if self.parts else steps_array([])
+
+    def flush(self) -> None:
+        if self.rows:
+            self.parts.append(steps_array(self.rows))
+            self.rows = []
 
 
 class Builder:
@@ -85,8 +105,8 @@ class Builder:
         for loc in (src, dst):
             if loc is not None and loc[0] == "s":
                 self.scratch[rank] = max(self.scratch[rank], loc[1] + cnt)
-        rows = self.tbs[rank][tb].rows
-        rows.append(
+        block = self.tbs[rank][tb]
+        block.rows.append(
             (
                 STEP_CODES[kind],
                 *(_loc(src)),
@@ -95,13 +115,34 @@ class Builder:
                 *((after.tb, after.index) if after is not None else (-1, -1)),
             )
         )
-        ref = Ref(tb, len(rows) - 1)
+        block.count += 1
+        ref = Ref(tb, block.count - 1)
         self.last[rank] = ref
         return ref
 
+    def extend(self, rank: int, tb: int, steps: np.ndarray) -> None:
+        """Append a whole step table (generators that compute steps with numpy: a 1024-rank
+        ring is two million steps)."""
+        if not len(steps):
+            return
+        steps = steps_array(steps).copy()
+        last = self.last[rank]
+        if self.chain and last is not None and last.tb != tb and steps[0, DEPID] < 0:
+            steps[0, DEPID], steps[0, DEPS] = last.tb, last.index
+        for buf, off in ((SRCBUF, SRCOFF), (DSTBUF, DSTOFF)):
+            used = steps[:, buf] == BUFFERS.index("s")
+            if used.any():
+                end = int((steps[used, off] + steps[used, CNT]).max())
+                self.scratch[rank] = max(self.scratch[rank], end)
+        block = self.tbs[rank][tb]
+        block.flush()
+        block.parts.append(steps)
+        block.count += len(steps)
+        self.last[rank] = Ref(tb, block.count - 1)
+
     def last_step(self, rank: int, tb: int) -> Ref | None:
-        rows = self.tbs[rank][tb].rows
-        return Ref(tb, len(rows) - 1) if rows else None
+        count = self.tbs[rank][tb].count
+        return Ref(tb, count - 1) if count else None
 
     def build(self, channels: int | None = None, chunks_per_loop: int | None = None) -> Algorithm:
         used = max((tb.chan for tbs in self.tbs for tb in tbs), default=0) + 1
@@ -113,7 +154,7 @@ class Builder:
                     self.in_chunks,
                     self.out_chunks,
                     self.scratch[r],
-                    [ThreadBlock(tb.send, tb.recv, tb.chan, steps_array(tb.rows)) for tb in tbs],
+                    [ThreadBlock(tb.send, tb.recv, tb.chan, tb.steps()) for tb in tbs],
                 )
                 for r, tbs in enumerate(self.tbs)
             ],

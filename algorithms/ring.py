@@ -11,8 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from ccopt.algorithms.builder import Builder, Loc
-from ccopt.dialects.algo import Algorithm
+from ccopt.dialects.algo import (
+    BUFFERS,
+    CNT,
+    DSTBUF,
+    DSTOFF,
+    FIELDS,
+    SRCBUF,
+    SRCOFF,
+    STEP_CODES,
+    TYPE,
+    Algorithm,
+)
 
 BlockLoc = Callable[[int], Loc]
 """Where block b (a ring position) lies in a rank's buffers."""
@@ -24,23 +37,35 @@ def _rings(ranks: int, channels: int) -> list[list[int]]:
 
 
 def allreduce_on(b: Builder, ring: Sequence[int], chan: int, block: BlockLoc, cnt: int) -> None:
-    """In-place ring all-reduce of the blocks `block(0..p-1)` among `ring`."""
+    """In-place ring all-reduce of the blocks `block(0..p-1)` among `ring`. Ring position a runs
+    `s, rrs x (p-2), rrcs, rcs x (p-2), r` on blocks a-1, a-2, ..., a+1: the same table for
+    every rank but rotated, so it is computed with numpy once per rank."""
     p = len(ring)
     if p == 1:
         return
+    code = STEP_CODES
+    kinds = np.array(
+        [code["s"], *[code["rrs"]] * (p - 2), code["rrcs"], *[code["rcs"]] * (p - 2), code["r"]],
+        dtype=np.int32,
+    )
+    # which block (relative to the rank's position) each step reads and writes
+    src_at = np.array([-1, *range(-2, -p, -1), 0, *[0] * (p - 2), 0])
+    dst_at = np.array([0, *[0] * (p - 2), 0, *range(-1, -p + 1, -1), 1])
+    reads = np.isin(kinds, [code["s"], code["rrs"], code["rrcs"]])
+    writes = np.isin(kinds, [code["rrcs"], code["rcs"], code["r"]])
+    places = [block(k) for k in range(p)]
+    buf = np.array([BUFFERS.index(x) for x, _ in places], dtype=np.int32)
+    off = np.array([o for _, o in places], dtype=np.int32)
+    table = np.full((len(kinds), FIELDS), -1, dtype=np.int32)
+    table[:, TYPE] = kinds
+    table[:, CNT] = cnt
     for a, r in enumerate(ring):
-        tb = b.tb(r, ring[(a + 1) % p], ring[a - 1], chan)
-
-        def at(k: int, a: int = a) -> Loc:
-            return block((a + k) % p)
-
-        b.step(r, tb, "s", at(-1), None, cnt)
-        for s in range(p - 2):
-            b.step(r, tb, "rrs", at(-2 - s), None, cnt)
-        b.step(r, tb, "rrcs", at(0), at(0), cnt)
-        for s in range(p - 2):
-            b.step(r, tb, "rcs", None, at(-1 - s), cnt)
-        b.step(r, tb, "r", None, at(1), cnt)
+        src, dst = (a + src_at) % p, (a + dst_at) % p
+        table[:, SRCBUF] = np.where(reads, buf[src], -1)
+        table[:, SRCOFF] = np.where(reads, off[src], -1)
+        table[:, DSTBUF] = np.where(writes, buf[dst], -1)
+        table[:, DSTOFF] = np.where(writes, off[dst], -1)
+        b.extend(r, b.tb(r, ring[(a + 1) % p], ring[a - 1], chan), table)
 
 
 def reduce_scatter_on(

@@ -45,6 +45,37 @@ def step_lines(steps: np.ndarray, marked: np.ndarray) -> map[str]:
     )
 
 
+MAX_STEPS = 256
+"""Steps per thread block the MSCCL runtime (microsoft/msccl, MSCCL_MAX_NUM_STEPS) takes."""
+MAX_TBS_PER_CHANNEL = 32
+"""Thread blocks per channel per rank it takes (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL)."""
+
+
+def runtime_limits(alg: Algorithm) -> list[str]:
+    """Where an algorithm exceeds the MSCCL runtime's compile-time limits (its file is still
+    valid MSCCL XML, but that runtime build refuses to load it)."""
+    problems = []
+    longest = max(
+        ((len(tb.steps), r, t) for r, g in enumerate(alg.gpus) for t, tb in enumerate(g.tbs)),
+        default=None,
+    )
+    if longest is not None and longest[0] > MAX_STEPS:
+        problems.append(
+            f"rank {longest[1]} tb {longest[2]} has {longest[0]} steps; the MSCCL runtime takes "
+            f"at most {MAX_STEPS} per thread block"
+        )
+    for r, g in enumerate(alg.gpus):
+        per_channel = np.bincount([tb.chan for tb in g.tbs], minlength=1)
+        if per_channel.max() > MAX_TBS_PER_CHANNEL:
+            problems.append(
+                f"rank {r} has {int(per_channel.max())} thread blocks on channel "
+                f"{int(per_channel.argmax())}; the MSCCL runtime takes at most "
+                f"{MAX_TBS_PER_CHANNEL} per channel"
+            )
+            break
+    return problems
+
+
 def write_xml(alg: Algorithm) -> str:
     """The algorithm as MSCCL XML text."""
     lines = [

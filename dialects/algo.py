@@ -536,10 +536,6 @@ def schedule(alg: Algorithm) -> Schedule:
     return Schedule(flat, sends, recvs, level)
 
 
-def verify_algorithm(alg: Algorithm) -> Schedule:
-    return schedule(alg)
-
-
 # ---------------------------------------------------------------------------------------------
 # IR
 
@@ -578,6 +574,47 @@ def format_steps(steps: np.ndarray) -> list[str]:
     return lines
 
 
+STEP_LINES = re.compile(
+    r"^[ \t]*(?:(\d+)[ \t]*:[ \t]*)?(nop|s|r|rrc|rcs|rrs|rrcs|cpy|re)[ \t]+(?:([ios])\[(\d+)\]|_)"
+    r"[ \t]*->[ \t]*(?:([ios])\[(\d+)\]|_)[ \t]+x(\d+)(?:[ \t]+after[ \t]+(\d+)\.(\d+))?"
+    r"[ \t]*(?://[^\n]*)?$",
+    re.M,
+)
+
+
+def fast_steps(body: str) -> np.ndarray | None:
+    """All steps of a block in one regex pass and column-wise conversion; None when some line
+    does not fit (then `parse_steps` reads line by line and says where)."""
+    found = STEP_LINES.findall(body)
+    lines = sum(1 for line in body.split("\n") if line.split("//", 1)[0].strip())
+    if len(found) != lines:
+        return None
+    if not found:
+        return steps_array([])
+    cols = np.array(found, dtype=str).T
+
+    def number(col: np.ndarray) -> np.ndarray:
+        return np.where(col == "", "-1", col).astype(np.int64)
+
+    index = number(cols[0])
+    numbered = index >= 0
+    if not np.array_equal(index[numbered], np.flatnonzero(numbered)):
+        return None
+    kinds, inverse = np.unique(cols[1], return_inverse=True)
+    table = np.empty((len(found), FIELDS), dtype=np.int64)
+    table[:, TYPE] = np.array([STEP_CODES[k] for k in kinds.tolist()])[inverse]
+    for buf_col, off_col, buf, off in ((2, 3, SRCBUF, SRCOFF), (4, 5, DSTBUF, DSTOFF)):
+        letters = cols[buf_col]
+        table[:, buf] = np.select([letters == "i", letters == "o", letters == "s"], [0, 1, 2], -1)
+        table[:, off] = number(cols[off_col])
+    table[:, CNT] = number(cols[6])
+    table[:, DEPID] = number(cols[7])
+    table[:, DEPS] = number(cols[8])
+    if table.max() > INT32_MAX:
+        return None
+    return table.astype(np.int32)
+
+
 def parse_steps(parser: Parser) -> np.ndarray:
     """Read `{ step lines }` straight from the source text (a step is not an op: going through
     the token stream would make a million-step algorithm take minutes), then resume after `}`."""
@@ -587,6 +624,10 @@ def parse_steps(parser: Parser) -> np.ndarray:
     end = text.find("}", start)
     if end < 0:
         parser.raise_error("expected '}' after the steps", start, start + 1)
+    fast = fast_steps(text[start + 1 : end])
+    if fast is not None:
+        parser._resume_from(end + 1)  # pyright: ignore[reportPrivateUsage]
+        return fast
     rows: list[tuple[int, ...]] = []
     pos = start + 1
     for line in text[start + 1 : end].split("\n"):
@@ -690,12 +731,11 @@ class TbOp(IRDLOperation):
         printer.print_string(
             f" {self.tb_id.value.data} send {tb.send} recv {tb.recv} chan {tb.chan} {{"
         )
-        with printer.indented():
-            for line in format_steps(tb.steps):
-                printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
-                printer.print_string(line)
-        printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
-        printer.print_string("}")
+        # one string for all steps (a printer call per line costs minutes at a million steps)
+        indent = printer._indent * printer.indent_num_spaces  # pyright: ignore[reportPrivateUsage]
+        inner = "\n" + " " * (indent + printer.indent_num_spaces)
+        lines = "".join(inner + line for line in format_steps(tb.steps))
+        printer.print_string(lines + "\n" + " " * indent + "}", indent=0)
 
 
 @irdl_op_definition

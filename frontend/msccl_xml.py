@@ -173,7 +173,7 @@ _REMOVED = b"0123456789-" + _LETTERS
 
 def _numbers(text: bytes) -> np.ndarray:
     spaced = text.translate(_NUMERIC)
-    if not spaced.strip():  # (numpy reads a number from nothing)
+    if re.search(rb"\d", spaced) is None:  # (numpy reads a number from nothing)
         return np.zeros(0, dtype=np.int64)
     return np.fromstring(spaced, dtype=np.int64, sep=" ")  # type: ignore[call-overload]
 
@@ -231,10 +231,11 @@ def fast_algorithm(text: str, name: str) -> tuple[Algorithm, list[np.ndarray]] |
         header = ET.fromstring(data[: head_end + 1] + b"</algo>")
     except ET.ParseError:
         return None
-    body = data[head_end + 1 :].rstrip()
-    if not body.endswith(b"\n</algo>"):
+    k = min(len(data), 64)  # strip trailing space from the end only (no copy of the file)
+    end = len(data) - k + len(data[len(data) - k :].rstrip(b" \t\r\n"))
+    if not data.endswith(b"\n</algo>", 0, end):
         return None
-    body = body[: -len(b"\n</algo>")]
+    body = data[head_end + 1 : end - len(b"\n</algo>")]  # (one copy of a large file)
     skeleton = body.translate(None, _REMOVED)
     numbers = _numbers(body)
     go, to, st, tc, gc = (LAYOUTS[k] for k in ("gpu", "tb", "step", "tb_end", "gpu_end"))
@@ -492,7 +493,3 @@ def _locate_blocks(op: AlgorithmOp, source: SourceText) -> None:
     for (_, at), (_, target) in zip(positions, ops, strict=True):
         line, col = source.line_col(at)
         target.location = FileLineColLoc(filename, IntAttr(line), IntAttr(col))  # type: ignore[attr-defined]
-
-
-def looks_like_xml(name: str | None) -> bool:
-    return name is not None and name.lower().endswith(".xml")

@@ -100,8 +100,8 @@ CATALOG: dict[str, PassInfo] = {
     'lower-collectives': PassInfo(
         'Give every collective an algorithm of the library (an `algo.algorithm` it refers to).',
         (
-            OptionInfo(name='algorithm', kind='str', default='ring', meaning='Algorithm of collectives that name none (default ring).'),
-            OptionInfo(name='axes', kind='str,...', default='', meaning='Per mesh axes, AXES:ALGORITHM (e.g. dp:direct,node+gpu:hierarchical).'),
+            OptionInfo(name='algorithm', kind='str', default='ring', meaning='Algorithm of the collectives that name none.'),
+            OptionInfo(name='axes', kind='str,...', default='', meaning='Algorithm per mesh axes, AXES:ALGORITHM (quoted: axes="dp:direct,node+gpu:hierarchical").'),
             OptionInfo(name='channels', kind='int', default='1', meaning='Channels (parallel rings) of ring algorithms.'),
             OptionInfo(name='chunk_factor', kind='int', default='1', meaning="Chunks per rank's block (pipelining) where the op gives no `chunks`."),
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only lower collectives with one of these tags.'),

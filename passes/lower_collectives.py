@@ -78,9 +78,10 @@ class LowerCollectives(ModulePass):
 
     name = "lower-collectives"
 
-    algorithm: str = option("ring", "Algorithm of collectives that name none (default ring).")
+    algorithm: str = option("ring", "Algorithm of the collectives that name none.")
     axes: tuple[str, ...] = option(
-        (), "Per mesh axes, AXES:ALGORITHM (e.g. dp:direct,node+gpu:hierarchical)."
+        (),
+        'Algorithm per mesh axes, AXES:ALGORITHM (quoted: axes="dp:direct,node+gpu:hierarchical").',
     )
     channels: int = option(1, "Channels (parallel rings) of ring algorithms.")
     chunk_factor: int = option(

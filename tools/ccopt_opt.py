@@ -171,11 +171,10 @@ class CcoptMain(xDSLOptMain):
         return sources
 
     def reads_xml(self) -> bool:
-        """MSCCL XML by `-f msccl-xml` or by the input's extension."""
-        from ccopt.frontend.msccl_xml import looks_like_xml
-
-        chosen = self.args.frontend
-        return chosen == "msccl-xml" or (chosen is None and looks_like_xml(self.args.input_file))
+        """MSCCL XML by `-f msccl-xml` or by the input's extension (checked here: importing the
+        reader would cost every start-up)."""
+        chosen, name = self.args.frontend, self.args.input_file
+        return chosen == "msccl-xml" or (chosen is None and (name or "").lower().endswith(".xml"))
 
     def reads_chakra(self) -> bool:
         """Chakra traces by `-f chakra DIR/PREFIX` or by a `.et` input."""

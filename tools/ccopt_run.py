@@ -133,10 +133,9 @@ def describe(name: str, value: np.ndarray) -> str:
 def prove_algorithms(source: SourceText, seed: int) -> list[str] | None:
     """Verdicts on the algorithms of an MSCCL XML file or of IR holding only algorithms; None
     for a program to run."""
-    from ccopt.frontend.msccl_xml import looks_like_xml, read_module
-    from ccopt.interpreters.algo import algorithms_only, prove
+    if source.name.lower().endswith(".xml"):
+        from ccopt.frontend.msccl_xml import read_module
 
-    if looks_like_xml(source.name):
         module = read_module(source)
     elif "algo.algorithm" in source.text:
         from ccopt.ir import make_context, parse_module, verify_module
@@ -145,6 +144,8 @@ def prove_algorithms(source: SourceText, seed: int) -> list[str] | None:
         verify_module(module)
     else:
         return None
+    from ccopt.interpreters.algo import algorithms_only, prove
+
     found = algorithms_only(module)
     return None if found is None else [prove(op, seed) for op in found]
 

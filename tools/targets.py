@@ -85,7 +85,14 @@ class MscclXmlTarget(Target):
                     else "the module has none"
                 )
             )
-        output.write(write_xml(found[0].algorithm()))
+        import sys
+
+        from ccopt.backends.msccl_xml import runtime_limits
+
+        alg = found[0].algorithm()
+        for problem in runtime_limits(alg):
+            print(f"ccopt: warning: @{alg.name}: {problem}", file=sys.stderr)
+        output.write(write_xml(alg))
 
 
 @dataclass(frozen=True)

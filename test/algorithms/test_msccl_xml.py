@@ -155,3 +155,13 @@ def test_other_layouts_read_the_same() -> None:
     other = '<?xml version="1.0"?>\n<!-- rewritten -->\n' + ET.tostring(root, encoding="unicode")
     again = read_algorithm(SourceText("other.xml", other))
     assert ir_text(AlgorithmOp(again)) == ir_text(AlgorithmOp(alg))
+
+
+def test_writer_warns_beyond_the_runtimes_limits(tmp_path: Path) -> None:
+    """Valid MSCCL XML that microsoft/msccl's build limits (32 thread blocks per channel, 256
+    steps per thread block) would refuse: written, with a warning that says why."""
+    ir = tmp_path / "a2a.mlir"
+    ir.write_text(ir_text(AlgorithmOp(generate("alltoall", "direct", 34))))
+    done = ccopt(ir, "-t", "msccl-xml")
+    assert done.returncode == 0 and done.stdout.startswith("<algo ")
+    assert "warning: @alltoall_direct: rank 0 has 34 thread blocks on channel 0" in done.stderr

@@ -61,3 +61,16 @@ def test_collective_shape_rules() -> None:
 def test_large_ring_verifies(ranks: int) -> None:
     sched = schedule(generate("allreduce", "ring", ranks))
     assert int(sched.level.max()) == 2 * ranks - 2
+
+
+def test_fingerprints_stand_in_for_exact_tracking_at_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond the size of exact tracking, 64-bit fingerprints still catch a chunk added twice."""
+    import ccopt.interpreters.algo as interpreter
+
+    monkeypatch.setattr(interpreter, "EXACT_LIMIT", 0)
+    assert not check(generate("alltoall", "bruck", 7, chunk_factor=2), orders=2).exact
+    alg = generate("reduce", "direct", 3)
+    local = alg.gpus[0].tbs[0].steps
+    local[2] = local[1]
+    with pytest.raises(AlgorithmError, match="rank 0 output chunk 0 .* fingerprint differs"):
+        check(alg)
