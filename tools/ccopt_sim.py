@@ -88,14 +88,14 @@ def load_algorithm(path: str):
     """The algorithm of an MSCCL XML file, an IR file holding one `algo.algorithm`, or a trace
     set written by `ccopt -t chakra` (given as PREFIX.<r>.et)."""
     from ccopt.files import read_text
-    from ccopt.frontend.msccl_xml import looks_like_xml, read_algorithm
+    from ccopt.frontend.msccl_xml import read_algorithm
 
     if path.endswith(".et"):
         from ccopt.sim.chakra_algo import read_algorithm_traces, trace_prefix
 
         return read_algorithm_traces(trace_prefix(path))
     source = SourceText(path, read_text(path))
-    if looks_like_xml(path):
+    if path.lower().endswith(".xml"):
         return read_algorithm(source)
     from ccopt.dialects.algo import AlgorithmOp
     from ccopt.program import load_program
