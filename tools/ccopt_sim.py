@@ -102,7 +102,7 @@ def load_algorithm(path: str):
 
     found = [op for op in load_program(source).walk() if isinstance(op, AlgorithmOp)]
     if len(found) != 1:
-        raise CcoptError(f"{path}: error: expected one algo.algorithm, found {len(found)}")
+        raise CcoptError(f"{path}: expected one algo.algorithm, found {len(found)}")
     return found[0].algorithm()
 
 
@@ -118,7 +118,7 @@ def run_algorithm(args: argparse.Namespace) -> dict[str, object]:
     try:
         result = simulate_algorithm(alg, network, system, args.size)
     except AlgorithmError as e:
-        raise CcoptError(f"{args.program}: error: {e}") from None
+        raise CcoptError(f"{args.program}: {e}") from None
     return {
         "time_ns": result.time_ns,
         "algorithm": alg.name,

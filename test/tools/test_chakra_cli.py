@@ -43,6 +43,10 @@ def test_simulating_the_xml_equals_simulating_its_traces(tmp_path) -> None:
     )  # fmt: skip
     assert traced.returncode == 0, traced.stderr
     assert json.loads(direct.stdout)["time_ns"] == json.loads(traced.stdout)["time_ns"] == 90174
+    ir = tmp_path / "ring.mlir"
+    assert ccopt(RING8, "-o", ir).returncode == 0
+    from_ir = ccopt_sim(ir, "--network", net, "--system", system, "--size", "1048576", "--json")
+    assert json.loads(from_ir.stdout)["time_ns"] == 90174, from_ir.stderr
 
 
 def test_a_program_exports_as_a_workload(tmp_path) -> None:
@@ -65,6 +69,11 @@ def test_user_errors() -> None:
         ccopt_sim(RING8, "--network", ASTRA / "ring_16.yml", "--system", ASTRA / "ring.json",
                   "--size", "1024"),
         "16 NPUs, the algorithm 8 ranks",
+    )  # fmt: skip
+    assert_user_error(
+        ccopt_sim(ROOT / "examples" / "sgd.mlir", "--network", ASTRA / "ring_8.yml", "--system",
+                  ASTRA / "ring.json", "--size", "1024"),
+        "expected one algo.algorithm, found 0",
     )  # fmt: skip
     missing = ccopt_sim(RING8, "--network", ASTRA / "ring_8.yml", "--system", ASTRA / "ring.json")
     assert missing.returncode == 2 and "--size" in missing.stderr
