@@ -20,7 +20,6 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from ccopt.dialects import kernel as k
 
-
 CALL = "func.call"
 """A call at the kernel level runs as one op of the compute stream: the callee's other streams
 start after an event recorded on it and join it before the callee returns (convert-to-kernel)."""

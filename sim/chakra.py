@@ -46,6 +46,10 @@ COLLECTIVE_TYPES = {
 }
 
 
+METADATA_VERSION = "0.0.4"
+"""The schema version ccopt writes (Chakra's et_def.proto 0.0.4, which ASTRA-sim reads)."""
+
+
 class TraceError(CcoptError):
     """A trace file that cannot be read, or a node it cannot express; names file and node."""
 
@@ -229,7 +233,7 @@ def metadata_message(metadata: Any = None) -> Any:
     pb = schema()
     if isinstance(metadata, pb.GlobalMetadata):
         return metadata
-    message = pb.GlobalMetadata(version="0.0.4")
+    message = pb.GlobalMetadata(version=METADATA_VERSION)
     for name, value in (metadata or {}).items():
         message.attr.append(attribute(name, str(value), "string_val"))
     return message

@@ -29,6 +29,15 @@ def read_msccl_xml(source: SourceText) -> ModuleOp:
     return read_module(source)
 
 
+def read_chakra(source: SourceText) -> ModuleOp:
+    """An algorithm from the custom-collective trace set `source.name` names (a prefix, or one
+    of its files PREFIX.<r>.et)."""
+    from ccopt.dialects.algo import AlgorithmOp
+    from ccopt.sim.chakra_algo import read_algorithm_traces, trace_prefix
+
+    return ModuleOp([AlgorithmOp(read_algorithm_traces(trace_prefix(source.name)))])
+
+
 class HelpWithPasses(argparse.Action):
     """`--help` that also lists every pass with its summary and options (from the pass catalog:
     no pass module is imported)."""
@@ -138,6 +147,7 @@ class CcoptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["msccl-xml"] = read_msccl_xml  # (`process` reads it)
+        self.available_frontends["chakra"] = read_chakra
 
     def register_all_targets(self) -> None:
         self.available_targets.update(TARGETS)
@@ -149,6 +159,8 @@ class CcoptMain(xDSLOptMain):
 
     def read_sources(self) -> list[SourceText]:
         name = self.args.input_file or "<stdin>"
+        if self.reads_chakra():
+            return [SourceText(name, "")]  # a set of binary files, read by the front end
         text = read_text(self.args.input_file)
         if not self.args.split_input_file:
             return [SourceText(name, text)]
@@ -164,8 +176,35 @@ class CcoptMain(xDSLOptMain):
         chosen, name = self.args.frontend, self.args.input_file
         return chosen == "msccl-xml" or (chosen is None and (name or "").lower().endswith(".xml"))
 
+    def reads_chakra(self) -> bool:
+        """Chakra traces by `-f chakra DIR/PREFIX` or by a `.et` input."""
+        chosen, name = self.args.frontend, self.args.input_file or ""
+        return chosen == "chakra" or (chosen is None and name.endswith(".et"))
+
+    def chakra_output(self) -> bool:
+        return self.args.target.split("{", 1)[0] == "chakra"
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.chakra_output():
+            from xdsl.utils.arg_spec import parse_spec
+            from xdsl.utils.exceptions import ArgSpecParseError
+
+            from ccopt.tools.targets import ChakraTarget
+
+            try:
+                target = ChakraTarget.from_spec(parse_spec(self.args.target))
+            except (ArgSpecParseError, ValueError) as e:
+                raise CcoptError(f"-t {self.args.target}: {first_line(e)}") from None
+            return target.write(prog, self.args.output_file)
+        return super().output_resulting_program(prog)
+
     def process(self, source: SourceText) -> str:
-        module = read_msccl_xml(source) if self.reads_xml() else parse_module(self.ctx, source)
+        if self.reads_chakra():
+            module = read_chakra(source)
+        elif self.reads_xml():
+            module = read_msccl_xml(source)
+        else:
+            module = parse_module(self.ctx, source)
         if not self.args.disable_verify:
             verify_module(module)
         try:
@@ -193,7 +232,7 @@ class CcoptMain(xDSLOptMain):
                     return 1
                 outputs.append(e.render(source) + "\n")
         text = f"{SPLIT_MARKER}\n".join(outputs)
-        if self.args.output_file:
+        if self.args.output_file and not self.chakra_output():  # (it wrote its files)
             write_atomic(self.args.output_file, text)
         else:
             sys.stdout.write(text)

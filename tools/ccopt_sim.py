@@ -2,6 +2,10 @@
 
     ccopt-sim --network net.yml --system sys.json --collective all-reduce --size 1048576
     ccopt-sim --network net.yml --system sys.json --workload traces/allreduce --json
+    ccopt-sim ring.xml --network net.yml --system sys.json --size 1048576
+
+The third form times an algorithm (MSCCL XML, algo IR or a trace set `ccopt -t chakra` wrote)
+as ASTRA-sim times its Chakra export run as a custom collective.
 
 The network YAML and system JSON are ASTRA-sim's own files. The last line printed is
 `time: <int> ns`; `--json` prints one object with at least "time_ns".
@@ -12,10 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from ccopt.diagnostics import CcoptError
+from ccopt.diagnostics import CcoptError, SourceText
 from ccopt.tools import quiet_on_closed_pipe
 from ccopt.tools.sim_program import add_program_arguments, program_arguments_given, run_program
 
@@ -42,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "program",
         nargs="?",
-        help="a ccopt program to simulate (program simulation; needs --machine)",
+        help="a ccopt program to simulate (needs --machine), or an algorithm (MSCCL XML, algo "
+        "IR or PREFIX.0.et) to time in ASTRA-sim mode (needs --network, --system, --size)",
     )
     astra = p.add_argument_group("ASTRA-sim mode")
     astra.add_argument("--network", help="ASTRA-sim network YAML (topology, npus_count, ...)")
@@ -107,6 +112,53 @@ def progress(args: argparse.Namespace) -> Iterator[None]:
             yield
         finally:
             PROGRESS.reset(token)
+
+
+def load_algorithm(path: str):
+    """The algorithm of an MSCCL XML file, an IR file holding one `algo.algorithm`, or a trace
+    set written by `ccopt -t chakra` (given as PREFIX.<r>.et)."""
+    from ccopt.files import read_text
+    from ccopt.frontend.msccl_xml import read_algorithm
+
+    if path.endswith(".et"):
+        from ccopt.sim.chakra_algo import read_algorithm_traces, trace_prefix
+
+        return read_algorithm_traces(trace_prefix(path))
+    source = SourceText(path, read_text(path))
+    if path.lower().endswith(".xml"):
+        return read_algorithm(source)
+    from ccopt.dialects.algo import AlgorithmOp
+    from ccopt.program import load_program
+
+    found = [op for op in load_program(source).walk() if isinstance(op, AlgorithmOp)]
+    if len(found) != 1:
+        raise CcoptError(f"{path}: expected one algo.algorithm, found {len(found)}")
+    return found[0].algorithm()
+
+
+def run_algorithm(args: argparse.Namespace) -> dict[str, object]:
+    from ccopt.dialects.algo import AlgorithmError
+    from ccopt.sim.chakra_algo import simulate_algorithm
+    from ccopt.sim.network import load_network
+    from ccopt.sim.system import load_system
+
+    network = load_network(args.network)
+    system = load_system(args.system)
+    alg = load_algorithm(args.program)
+    try:
+        result = simulate_algorithm(alg, network, system, args.size)
+    except AlgorithmError as e:
+        raise CcoptError(f"{args.program}: {e}") from None
+    return {
+        "time_ns": result.time_ns,
+        "algorithm": alg.name,
+        "collective": alg.collective,
+        "size": args.size,
+        "npus": network.npus,
+        "chunk_bytes": result.chunk_bytes,
+        "messages": result.messages,
+        "rank_finish_ns": result.rank_finish_ns,
+    }
 
 
 def run_collective(args: argparse.Namespace) -> dict[str, object]:
@@ -174,20 +226,31 @@ def print_table(report: dict[str, object]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.program is not None and args.machine is None and (args.network or args.system):
+        if args.network is None or args.system is None or args.size is None:
+            p.error("timing an algorithm needs --network, --system and --size")
+        if args.collective or args.workload:
+            p.error("give an algorithm, --collective or --workload, not several")
+        return report(args, run_algorithm)
     if args.program is not None:
         return run_program(p, args)
     if program_arguments_given(args):
         p.error("--machine, -p, --mesh, --entry, --trace and --plot need a PROGRAM.mlir")
     check_astra_arguments(p, args)
+    return report(args, run_collective if args.collective else run_workload)
+
+
+def report(args: argparse.Namespace, run: Callable[[argparse.Namespace], dict[str, object]]) -> int:
+    """Run one ASTRA-sim mode form and print its report (a table, or JSON with --json)."""
     try:
-        report = run_collective(args) if args.collective else run_workload(args)
+        result = run(args)
     except CcoptError as e:
         print(f"ccopt-sim: {e.render()}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps(result))
     else:
-        print_table(report)
+        print_table(result)
     return 0
 
 

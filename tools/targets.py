@@ -4,7 +4,10 @@
 * `cuda` - the program as one self-contained CUDA C++ file;
 * `pybind11` - the Python binding of that program, a separate file;
 * `msccl-xml` - an `algo.algorithm` as the MSCCL runtime's XML (`-t msccl-xml{name=ring}` picks
-  one where the module holds several).
+  one where the module holds several);
+* `chakra` - Chakra execution traces, one file per rank (`-o DIR/PREFIX` writes PREFIX.<r>.et):
+  an algorithm as ASTRA-sim custom-collective traces (`-t 'chakra{size=1048576}'`), or a
+  program as a workload (`-t 'chakra{machine=dgx-a100}'`).
 
 `cuda` and `pybind11` lower the result first where it needs it (inline, convert-to-kernel,
 plan-memory), as `--build` and `ccopt.build` do, so all of them emit the same program.
@@ -124,6 +127,31 @@ class MscclXmlTarget(Target):
         output.write(write_xml(alg))
 
 
+@dataclass(frozen=True)
+class ChakraTarget(Target):
+    """Chakra traces of an algorithm (`size`: bytes per rank, `local_mem_bw`: GB/s for COMP
+    durations, as ASTRA-sim's system key) or of a program (COMP durations from `machine`)."""
+
+    name = "chakra"
+    size: int = 1048576
+    local_mem_bw: int | float = 50
+    algorithm: str | None = None
+    machine: str = "dgx-a100"
+    entry: str | None = None
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from ccopt.diagnostics import CcoptError
+
+        raise CcoptError("-t chakra writes one file per rank: give -o DIR/PREFIX")
+
+    def write(self, module: ModuleOp, prefix: str) -> str:
+        """Write the trace set; returns what `ccopt` prints (one line per file)."""
+        from ccopt.backends.chakra import export
+
+        paths = export(module, prefix, self)
+        return "".join(f"{p}\n" for p in paths)
+
+
 def _emitted(make: Callable[[], str]) -> str:
     from ccopt.backends.cuda.scalar import EmitError
     from ccopt.diagnostics import CcoptError
@@ -136,8 +164,9 @@ def _emitted(make: Callable[[], str]) -> str:
 
 TARGET_HELP = (
     "output: mlir (the IR, default), cuda (the program as one CUDA C++ file with NCCL and "
-    "cuBLAS calls), pybind11 (its Python binding) or msccl-xml (an algo.algorithm as MSCCL "
-    "XML); cuda and pybind11 first lower the result with inline,convert-to-kernel,plan-memory "
+    "cuBLAS calls), pybind11 (its Python binding), msccl-xml (an algo.algorithm as MSCCL "
+    "XML) or chakra (Chakra traces, one file per rank, -o DIR/PREFIX); cuda and pybind11 "
+    "first lower the result with inline,convert-to-kernel,plan-memory "
     "where it is not lowered yet, as --build does"
 )
 
@@ -146,4 +175,5 @@ TARGETS: dict[str, Callable[[], type[Target]]] = {
     "cuda": lambda: CudaTarget,
     "pybind11": lambda: BindingTarget,
     "msccl-xml": lambda: MscclXmlTarget,
+    "chakra": lambda: ChakraTarget,
 }

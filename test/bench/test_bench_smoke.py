@@ -122,6 +122,9 @@ def test_algorithms_prints_a_ratio_per_measurement() -> None:
         f"{name} 8 {what}"
         for name in ("ring", "halving_doubling")
         for what in ("ET", "import", "verify", "export")
+    ]
+
+
 def test_plan_axonn_bench_times_both_models() -> None:
     rows = ratio_rows(run_bench("plan_axonn.py"))
     assert [row.split("  ")[0] for row in rows] == [

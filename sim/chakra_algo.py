@@ -1,0 +1,627 @@
+"""Collective algorithms as Chakra traces, and their time as ASTRA-sim runs them.
+
+An `algo` algorithm becomes one trace per rank in the form of ASTRA-sim's custom collectives:
+every step becomes its nodes in order - a receive (COMM_RECV), a local reduction or copy (COMP),
+a send (COMM_SEND) - chained in thread-block order, with a step's cross-block dependency on the
+last node of the step it waits for. A send and its receive share a tag (the message's number in
+the algorithm: never reused) and carry chunk bytes x count. COMP durations follow ASTRA-sim's
+own local-memory model (a reduction reads two operands and writes one: 3 x floor(bytes /
+local-mem-bw)), in whole microseconds as the format stores them.
+
+What ASTRA-sim does not need but an importer does rides along: each node carries its step
+(`msccl_step`: thread block, index, type, source and destination buffer and offset, count) and
+each file's metadata the algorithm's header and the rank's buffers and thread blocks, so that
+traces -> algorithm gives back the algorithm (dependencies are read back from data_deps).
+
+`simulate_algorithm` times an algorithm without writing anything: the critical path of those
+same nodes (a send completes when its message arrives, a receive when it has arrived, a COMP
+after its duration, 1 ns if zero), which is what ASTRA-sim's analytical backend computes for a
+custom collective, a whole level of steps at a time with numpy.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ccopt.dialects.algo import (
+    CNT,
+    DEPID,
+    DEPS,
+    FIELDS,
+    IS_RECV,
+    IS_SEND,
+    MAX_BYTES,
+    TYPE,
+    Algorithm,
+    AlgorithmError,
+    Gpu,
+    Schedule,
+    Step,
+    ThreadBlock,
+    schedule,
+    steps_array,
+)
+from ccopt.sim.chakra import (
+    METADATA_VERSION,
+    Trace,
+    TraceError,
+    attribute_value,
+)
+from ccopt.sim.network import ConfigError, Network
+from ccopt.sim.system import SystemConfig
+
+PRODUCER = "ccopt algo"
+STEP_ATTRIBUTE = "msccl_step"
+"""int32_list on every node: tb, index, type, srcbuf, srcoff, dstbuf, dstoff, count."""
+
+COMP, SEND, RECV = 4, 5, 6
+REDUCTIONS = (Step.RECV_REDUCE_COPY, Step.RECV_REDUCE_SEND, Step.RECV_REDUCE_COPY_SEND, Step.REDUCE)
+
+
+def _table(kinds: tuple[Step, ...]) -> np.ndarray:
+    t = np.zeros(len(Step), dtype=bool)
+    t[list(kinds)] = True
+    return t
+
+
+IS_REDUCE = _table(REDUCTIONS)
+IS_COMP = _table((*REDUCTIONS, Step.COPY, Step.NOP))
+
+
+# ---------------------------------------------------------------------------------------------
+# costs
+
+
+def chunk_bytes(alg: Algorithm, size: int) -> int:
+    """Bytes of one chunk when the collective moves `size` bytes per rank (ASTRA-sim's
+    comm_size: the input buffer, for all-gather too)."""
+    chunks = max(g.in_chunks for g in alg.gpus)
+    if chunks < 1 or size < chunks:
+        raise AlgorithmError(
+            f"a size of {size} bytes is less than one byte per chunk ({chunks} input chunks)"
+        )
+    return size // chunks
+
+
+def comp_micros(kind: np.ndarray, nbytes: np.ndarray, local_mem_bw: float) -> np.ndarray:
+    """COMP durations in whole µs: a reduction moves 3 x its bytes through local memory, a copy
+    2 x, a nop nothing (ASTRA-sim's reduce cost: 3 x floor(bytes / local-mem-bw) ns)."""
+    if local_mem_bw <= 0:
+        return np.zeros(len(kind), np.int64)
+    one = np.floor(nbytes.astype(np.float64) / (local_mem_bw * 1e9) * 1e9).astype(np.int64)
+    passes = np.where(IS_REDUCE[kind], 3, np.where(kind == Step.COPY, 2, 0))
+    return passes * one // 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL = [_varint(v) for v in range(1 << 14)]
+
+
+_large_varint = functools.lru_cache(maxsize=1 << 16)(_varint)
+
+
+def varint(value: int) -> bytes:
+    """A protobuf varint of a value >= 0 (looked up: the same few values recur)."""
+    return _SMALL[value] if value < 16384 else _large_varint(value)
+
+
+_MINUS_ONE = _varint((1 << 64) - 1)  # an int32 -1 is written as ten bytes
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+INT32, INT64, BOOL, STRING = 7, 9, 27, 29
+_MEMBER = {m: varint(m << 3) for m in (INT32, INT64, BOOL)}
+_NAMES: dict[str, bytes] = {}
+
+
+def _int_attr(name: str, member: int, value: int) -> bytes:
+    """An AttributeProto holding an integer `member`, as a Node's attr field (10)."""
+    prefix = _NAMES.get(name)
+    if prefix is None:
+        prefix = _NAMES[name] = _field(1, name.encode())
+    body = prefix + _MEMBER[member] + varint(value)
+    return b"\x52" + varint(len(body)) + body
+
+
+_NOT_CPU = _int_attr("is_cpu_op", BOOL, 0)
+
+
+_STEP_NAME = _field(1, STEP_ATTRIBUTE.encode())
+
+
+def _step_attr(row: list[int]) -> bytes:
+    """msccl_step as an int32_list (AttributeProto field 8, values packed), after is_cpu_op."""
+    packed = b"".join(
+        [_SMALL[v] if 0 <= v < 16384 else _MINUS_ONE if v == -1 else varint(v) for v in row]
+    )
+    body = _STEP_NAME + _field(8, _field(1, packed))
+    return _NOT_CPU + _field(10, body)
+
+
+def encode_metadata(fields: dict[str, str]) -> bytes:
+    """A GlobalMetadata with string attributes, length-prefixed (as `metadata_message` builds
+    it and protobuf serializes it)."""
+    attrs = [
+        _field(
+            2,
+            _field(1, k.encode()) + varint(STRING << 3 | 2) + varint(len(v.encode())) + v.encode(),
+        )
+        for k, v in fields.items()
+    ]
+    body = b"".join([_field(1, METADATA_VERSION.encode()), *attrs])
+    return varint(len(body)) + body
+
+
+def encode_node(
+    node_id: int, name: bytes, kind: int, deps: list[int], micros: int, attrs: bytes
+) -> bytes:
+    """One Node, length-prefixed, byte for byte as protobuf serializes it (fields in number
+    order, defaults left out): the writer for millions of nodes, where building messages is
+    too slow."""
+    parts = [b"\x08" + varint(node_id)] if node_id else []
+    parts += [b"\x12" + varint(len(name)) + name, b"\x18" + varint(kind)]
+    if deps:
+        packed = b"".join(map(varint, deps))
+        parts.append(b"\x2a" + varint(len(packed)) + packed)
+    if micros:
+        parts.append(b"\x38" + varint(micros))
+    parts.append(attrs)
+    body = b"".join(parts)
+    return varint(len(body)) + body
+
+
+@dataclass
+class StepNodes:
+    """Where each step's nodes lie in its rank's file."""
+
+    first: np.ndarray  # id of the step's first node
+    last: np.ndarray  # id of its last node
+    partner: np.ndarray  # for a receiving step, the sending step (flat index); else -1
+    send_tag: np.ndarray  # message number of its send, else -1
+    recv_tag: np.ndarray  # message number of its receive, else -1
+    dep: np.ndarray  # the step it waits for across blocks (flat index), else -1
+
+
+def step_nodes(sched: Schedule) -> StepNodes:
+    """Node ids per step: a rank's steps in file order (thread blocks, then steps)."""
+    flat = sched.flat
+    kind = flat.col[TYPE]
+    count = IS_RECV[kind].astype(np.int64) + IS_COMP[kind] + IS_SEND[kind]
+    n = len(kind)
+    ends = np.cumsum(count)
+    rank_start = np.zeros(len(flat.gpu_tb_start) + 1, np.int64)
+    if n:
+        first_step = np.searchsorted(flat.rank, np.arange(len(flat.gpu_tb_start)), "left")
+        base = np.concatenate([[0], ends])[first_step]
+        rank_start[:-1] = base
+    first = ends - count - rank_start[flat.rank]
+    partner = np.full(n, -1, np.int64)
+    partner[sched.recvs] = sched.sends
+    send_tag, recv_tag = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    messages = np.arange(len(sched.sends), dtype=np.int64)
+    send_tag[sched.sends] = messages
+    recv_tag[sched.recvs] = messages
+    dep = np.full(n, -1, np.int64)
+    has = np.flatnonzero(flat.col[DEPID] >= 0)
+    dep[has] = (
+        flat.tb_start[flat.gpu_tb_start[flat.rank[has]] + flat.col[DEPID, has]]
+        + flat.col[DEPS, has]
+    )
+    return StepNodes(first, first + count - 1, partner, send_tag, recv_tag, dep)
+
+
+def header(alg: Algorithm, chunk: int) -> dict[str, str]:
+    """The algorithm-wide metadata every file carries (strings, as GlobalMetadata's)."""
+    return {
+        "producer": PRODUCER,
+        "algorithm": alg.name,
+        "collective": alg.collective,
+        "ranks": str(alg.ranks),
+        "root": str(alg.root),
+        "proto": alg.proto,
+        "nchannels": str(alg.nchannels),
+        "nchunksperloop": str(alg.chunks_per_loop),
+        "inplace": str(int(alg.inplace)),
+        "outofplace": str(int(alg.outofplace)),
+        "minBytes": str(alg.min_bytes),
+        "maxBytes": "max" if alg.max_bytes == MAX_BYTES else str(alg.max_bytes),
+        "chunk_bytes": str(chunk),
+    }
+
+
+def rank_metadata(alg: Algorithm, rank: int, chunk: int) -> dict[str, str]:
+    """A rank's metadata: the header, its buffers and its thread blocks."""
+    g = alg.gpus[rank]
+    fields = header(alg, chunk)
+    fields["rank"] = str(rank)
+    fields["buffers"] = f"{g.in_chunks} {g.out_chunks} {g.scratch_chunks}"
+    fields["thread_blocks"] = ";".join(f"{tb.send} {tb.recv} {tb.chan}" for tb in g.tbs)
+    return fields
+
+
+def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
+    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first)."""
+    sched = schedule(alg)
+    chunk = chunk_bytes(alg, size)
+    flat = sched.flat
+    nodes = step_nodes(sched)
+    kind = flat.col[TYPE]
+    nbytes = flat.col[CNT] * chunk
+    micros = comp_micros(kind, nbytes, local_mem_bw).tolist()
+    rows = np.column_stack([flat.tb_local[flat.tb], flat.index, flat.col[TYPE:DEPID].T]).tolist()
+    peers_out, peers_in = flat.tb_send[flat.tb].tolist(), flat.tb_recv[flat.tb].tolist()
+    lasts, deps = nodes.last.tolist(), nodes.dep.tolist()
+    columns = zip(
+        flat.rank.tolist(),
+        nodes.first.tolist(),
+        flat.index.tolist(),
+        IS_RECV[kind].tolist(),
+        IS_COMP[kind].tolist(),
+        IS_SEND[kind].tolist(),
+        nodes.send_tag.tolist(),
+        nodes.recv_tag.tolist(),
+        nbytes.tolist(),
+        strict=True,
+    )
+    out: list[list[bytes]] = [[] for _ in alg.gpus]
+    for i, (rank, node, index, recv, comp, send, out_tag, in_tag, nb) in enumerate(columns):
+        row = rows[i]
+        label = f"tb{row[0]}_step{row[1]}".encode()
+        common = _step_attr(row)
+        parents = [lasts[i - 1]] if index else []
+        if deps[i] >= 0:
+            parents.append(lasts[deps[i]])
+        file = out[rank]
+        if recv:
+            attrs = (
+                _int_attr("comm_size", INT64, nb)
+                + _int_attr("comm_src", INT32, peers_in[i])
+                + _int_attr("comm_tag", INT32, in_tag)
+            )
+            file.append(encode_node(node, b"RECV_" + label, RECV, parents, 0, attrs + common))
+            parents, node = [node], node + 1
+        if comp:
+            file.append(encode_node(node, b"COMP_" + label, COMP, parents, micros[i], common))
+            parents, node = [node], node + 1
+        if send:
+            attrs = (
+                _int_attr("comm_size", INT64, nb)
+                + _int_attr("comm_dst", INT32, peers_out[i])
+                + _int_attr("comm_tag", INT32, out_tag)
+            )
+            file.append(encode_node(node, b"SEND_" + label, SEND, parents, 0, attrs + common))
+    return [_file(rank_metadata(alg, r, chunk), parts) for r, parts in enumerate(out)]
+
+
+def _file(metadata: dict[str, str], nodes: list[bytes]) -> bytes:
+    return b"".join([encode_metadata(metadata), *nodes])
+
+
+def write_algorithm_traces(
+    prefix: str | Path, alg: Algorithm, size: int, local_mem_bw: float
+) -> list[Path]:
+    """Write PREFIX.<rank>.et for every rank, each file atomically (directories created)."""
+    from ccopt.files import write_atomic
+
+    contents = algorithm_traces(alg, size, local_mem_bw)
+    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    paths = [Path(f"{prefix}.{r}.et") for r in range(len(contents))]
+    for path, data in zip(paths, contents, strict=True):
+        write_atomic(path, data)
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# import
+
+STEP_NODE_TYPES = {
+    kind: tuple(
+        t
+        for t, present in ((RECV, IS_RECV[kind]), (COMP, IS_COMP[kind]), (SEND, IS_SEND[kind]))
+        if present
+    )
+    for kind in Step
+}
+"""The node types of each step type, in order."""
+
+ALGORITHM_KEYS = ("algorithm", "collective", "ranks", "buffers", "thread_blocks", "rank")
+
+
+def _metadata(trace: Trace, source: str) -> dict[str, str]:
+    fields = {a.name: attribute_value(a) for a in trace.metadata.attr}
+    missing = [k for k in ALGORITHM_KEYS if k not in fields]
+    if missing:
+        raise TraceError(
+            f"{source}: error: not an algorithm trace written by ccopt: its metadata lacks "
+            f"{', '.join(missing)} (ASTRA-sim's custom-collective traces keep no buffers and "
+            "offsets, which an algorithm needs)"
+        )
+    return {k: str(v) for k, v in fields.items()}
+
+
+def _number(fields: dict[str, str], key: str, source: str) -> int:
+    text = fields.get(key, "")
+    if key == "maxBytes" and text == "max":
+        return MAX_BYTES
+    try:
+        return int(text)
+    except ValueError:
+        raise TraceError(f"{source}: error: metadata '{key}' is not a number: {text!r}") from None
+
+
+def _rank_gpu(fields: dict[str, str], source: str) -> Gpu:
+    try:
+        sizes = [int(v) for v in fields["buffers"].split()]
+        tbs = [
+            ThreadBlock(*(int(v) for v in entry.split()))
+            for entry in fields["thread_blocks"].split(";")
+            if entry.strip()
+        ]
+    except (TypeError, ValueError):
+        raise TraceError(
+            f"{source}: error: metadata 'buffers' / 'thread_blocks' are not 'in out scratch' / "
+            "'send recv chan;...'"
+        ) from None
+    if len(sizes) != 3:
+        raise TraceError(f"{source}: error: metadata 'buffers' needs 3 numbers (in out scratch)")
+    return Gpu(*sizes, tbs)
+
+
+MESSAGE_MEMBERS = {
+    "comm_size": "int64_val",
+    "comm_src": "int32_val",
+    "comm_dst": "int32_val",
+    "comm_tag": "int32_val",
+}
+
+
+def step_node_attributes(node: Any) -> dict[str, Any]:
+    """The attributes an algorithm's node needs, each read from the member ASTRA-sim reads
+    (another member reads as 0, as in `node_attributes`, which this is a fast subset of)."""
+    out: dict[str, Any] = {}
+    for attr in node.attr:
+        name = attr.name
+        if name == STEP_ATTRIBUTE:
+            out[name] = list(attr.int32_list.values)
+        elif name in MESSAGE_MEMBERS:
+            out[name] = getattr(attr, MESSAGE_MEMBERS[name])
+    return out
+
+
+class _RankReader:
+    """One rank's nodes back into thread blocks of steps."""
+
+    def __init__(self, trace: Trace, gpu: Gpu, chunk: int, source: str):
+        self.gpu, self.chunk, self.source = gpu, chunk, source
+        self.by_id: dict[int, tuple[int, int]] = {}  # node -> (tb, step)
+        self.groups: dict[tuple[int, int], list[Any]] = {}
+        for node in trace.nodes:
+            attrs = step_node_attributes(node)
+            row = attrs.get(STEP_ATTRIBUTE)
+            if not isinstance(row, list) or len(row) != FIELDS:
+                raise self.error(node, f"has no {STEP_ATTRIBUTE} attribute of {FIELDS} numbers")
+            key = (row[0], row[1])
+            if not 0 <= key[0] < len(gpu.tbs):
+                raise self.error(node, f"names thread block {key[0]}, which the rank lacks")
+            self.groups.setdefault(key, []).append((node, attrs, row))
+            self.by_id[node.id] = key
+
+    def error(self, node: Any, message: str) -> TraceError:
+        return TraceError(f"{self.source}: error: node {node.id} ({node.name}) {message}")
+
+    def gpu_with_steps(self) -> Gpu:
+        per_tb: list[list[list[int]]] = [[] for _ in self.gpu.tbs]
+        for (tb, index), nodes in sorted(self.groups.items()):
+            if index != len(per_tb[tb]):
+                raise self.error(
+                    nodes[0][0],
+                    f"is step {index} of tb {tb}, but that thread "
+                    f"block has {len(per_tb[tb])} steps before it",
+                )
+            per_tb[tb].append(self.step(tb, index, nodes))
+        tbs = [
+            ThreadBlock(tb.send, tb.recv, tb.chan, steps_array(rows))
+            for tb, rows in zip(self.gpu.tbs, per_tb, strict=True)
+        ]
+        return Gpu(self.gpu.in_chunks, self.gpu.out_chunks, self.gpu.scratch_chunks, tbs)
+
+    def step(self, tb: int, index: int, nodes: list[tuple[Any, dict, list[int]]]) -> list[int]:
+        """A step's row from its nodes: their types, peers and sizes checked, its cross-block
+        dependency read from the first node's data_deps."""
+        node, _, row = nodes[0]
+        kind = row[2]
+        if not 0 <= kind < len(Step):
+            raise self.error(node, f"has unknown step type {kind}")
+        types = tuple(n.type for n, _, _ in nodes)
+        if types != STEP_NODE_TYPES[Step(kind)]:
+            raise self.error(
+                node,
+                f"starts step {index} of tb {tb} with node types {types}, "
+                f"not those of its step type {STEP_NODE_TYPES[Step(kind)]}",
+            )
+        for n, attrs, other in nodes:
+            if other != row:
+                raise self.error(n, "disagrees with the other nodes of its step")
+            self.check_message(n, attrs, self.gpu.tbs[tb], row[7])
+        depid, deps = -1, -1
+        parents = list(node.data_deps)
+        for parent in parents:
+            if parent not in self.by_id:
+                raise self.error(node, f"depends on node {parent}, which the file does not have")
+        owners = [self.by_id[p] for p in parents]
+        if index and (tb, index - 1) in owners:  # thread-block order (a repeat is a dependency)
+            del parents[owners.index((tb, index - 1))]
+        elif index:
+            raise self.error(node, f"does not depend on step {index - 1} of its thread block")
+        if len(parents) > 1:
+            raise self.error(
+                node,
+                f"depends on nodes {parents}: a step waits only for the step before it in its "
+                "thread block and for one other step",
+            )
+        if parents:
+            depid, deps = self.by_id[parents[0]]
+        for n, _, _ in nodes[1:]:
+            if list(n.data_deps) != [n.id - 1]:
+                raise self.error(n, "must depend on exactly the node before it in its step")
+        return [*row[2:8], depid, deps]
+
+    def check_message(self, node: Any, attrs: dict, tb: ThreadBlock, count: int) -> None:
+        if node.type == COMP:
+            return
+        peer_key, peer = ("comm_dst", tb.send) if node.type == SEND else ("comm_src", tb.recv)
+        if attrs.get(peer_key) != peer:
+            raise self.error(
+                node, f"has {peer_key} {attrs.get(peer_key)}, but its thread block's peer is {peer}"
+            )
+        if attrs.get("comm_size") != count * self.chunk:
+            raise self.error(
+                node,
+                f"has comm_size {attrs.get('comm_size')}, not {count} chunks of {self.chunk} bytes",
+            )
+
+
+def algorithm_from_traces(traces: list[Trace], prefix: str | Path) -> Algorithm:
+    """The algorithm a trace set written by `algorithm_traces` holds (verified)."""
+    fields = [_metadata(t, f"{prefix}.{r}.et") for r, t in enumerate(traces)]
+    head = fields[0]
+    source0 = f"{prefix}.0.et"
+    ranks = _number(head, "ranks", source0)
+    if ranks != len(traces):
+        raise TraceError(
+            f"{source0}: error: the algorithm has {ranks} ranks, but "
+            f"{len(traces)} trace files were found"
+        )
+    chunk = _number(head, "chunk_bytes", source0)
+    gpus = []
+    for r, (trace, meta) in enumerate(zip(traces, fields, strict=True)):
+        source = f"{prefix}.{r}.et"
+        if _number(meta, "rank", source) != r:
+            raise TraceError(f"{source}: error: holds rank {meta['rank']}, not {r}")
+        gpus.append(_RankReader(trace, _rank_gpu(meta, source), chunk, source).gpu_with_steps())
+    alg = Algorithm(
+        name=head["algorithm"],
+        collective=head["collective"],
+        gpus=gpus,
+        proto=head.get("proto", "Simple"),
+        nchannels=_number(head, "nchannels", source0),
+        chunks_per_loop=_number(head, "nchunksperloop", source0),
+        inplace=bool(_number(head, "inplace", source0)),
+        outofplace=bool(_number(head, "outofplace", source0)),
+        min_bytes=_number(head, "minBytes", source0),
+        max_bytes=_number(head, "maxBytes", source0),
+        root=_number(head, "root", source0),
+    )
+    try:
+        schedule(alg)
+    except AlgorithmError as e:
+        raise TraceError(f"{prefix}.{e.rank or 0}.et: error: {e}") from None
+    return alg
+
+
+def trace_prefix(name: str) -> str:
+    """DIR/PREFIX of `DIR/PREFIX` or of one of its files `DIR/PREFIX.<rank>.et`."""
+    import re
+
+    match = re.fullmatch(r"(.+)\.\d+\.et", name)
+    return match.group(1) if match else name
+
+
+def read_algorithm_traces(prefix: str | Path) -> Algorithm:
+    from ccopt.sim.chakra import read_trace_set
+
+    return algorithm_from_traces(read_trace_set(prefix), prefix)
+
+
+# ---------------------------------------------------------------------------------------------
+# simulation
+
+
+@dataclass(frozen=True)
+class AlgorithmTime:
+    """An algorithm's time as ASTRA-sim's custom collective: the latest rank's finish."""
+
+    time_ns: int
+    rank_finish_ns: list[int]
+    chunk_bytes: int
+    messages: int
+    levels: int
+
+
+def _message_ns(network: Network, src: np.ndarray, dst: np.ndarray, nb: np.ndarray) -> np.ndarray:
+    """Delays of many messages, each distinct (src, dst, bytes) priced once."""
+    if not len(src):
+        return np.zeros(0, np.int64)
+    keys = np.stack([src, dst, nb])
+    unique, back = np.unique(keys, axis=1, return_inverse=True)
+    priced = np.array([network.send_ns(*map(int, k)) for k in unique.T], np.int64)
+    return priced[back.reshape(-1)]
+
+
+def simulate_algorithm(
+    alg: Algorithm, network: Network, system: SystemConfig, size: int
+) -> AlgorithmTime:
+    """Time `alg` moving `size` bytes per rank as ASTRA-sim times its Chakra export run as a
+    custom collective (one dataset split): the critical path of the steps' nodes, a level of
+    the verified schedule at a time."""
+    if alg.ranks != network.npus:
+        raise ConfigError(
+            network.source,
+            "npus_count",
+            f"the network has {network.npus} NPUs, the algorithm {alg.ranks} ranks",
+        )
+    if system.preferred_dataset_splits != 1:
+        raise ConfigError(
+            system.source,
+            "preferred-dataset-splits",
+            "must be 1 to time an algorithm (ASTRA-sim reruns a custom trace per split)",
+        )
+    sched = schedule(alg)
+    chunk = chunk_bytes(alg, size)
+    flat = sched.flat
+    nodes = step_nodes(sched)
+    kind, n = flat.col[TYPE], len(flat.col[TYPE])
+    nbytes = flat.col[CNT] * chunk
+    comp = np.where(
+        IS_COMP[kind], np.maximum(comp_micros(kind, nbytes, system.local_mem_bw) * 1000, 1), 0
+    )
+    send = np.zeros(n, np.int64)
+    senders = np.flatnonzero(IS_SEND[kind])
+    send[senders] = _message_ns(
+        network, flat.rank[senders], flat.tb_send[flat.tb[senders]], nbytes[senders]
+    )
+    previous = np.where(flat.index > 0, np.arange(n) - 1, -1)
+    finish = np.zeros(n + 1, np.int64)  # finish[-1] = 0 stands for "no such step"
+    order = np.argsort(sched.level, kind="stable")
+    bounds = np.searchsorted(sched.level[order], np.arange(int(sched.level.max(initial=-1)) + 2))
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        idx = order[lo:hi]
+        start = np.maximum(finish[previous[idx]], finish[nodes.dep[idx]])
+        start = np.maximum(start, finish[nodes.partner[idx]])  # arrival of what it receives
+        finish[idx] = start + comp[idx] + send[idx]
+    per_rank = np.zeros(alg.ranks, np.int64)
+    np.maximum.at(per_rank, flat.rank, finish[:n])
+    return AlgorithmTime(
+        int(per_rank.max(initial=0)), per_rank.tolist(), chunk, len(sched.sends), len(bounds) - 1
+    )

@@ -1,0 +1,79 @@
+"""`ccopt -t chakra -o DIR/PREFIX`, `ccopt -f chakra DIR/PREFIX` (or `PREFIX.0.et`) and
+`ccopt-sim ALGORITHM --network --system --size`, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_support import ROOT, assert_user_error, ccopt, run_tool
+
+RING8 = ROOT / "examples" / "algorithms" / "allreduce_ring_8.xml"
+ASTRA = ROOT / "examples" / "astra"
+
+
+def ccopt_sim(*args: str | Path):
+    return run_tool("ccopt.tools.ccopt_sim", *args)
+
+
+def test_export_then_import_gives_the_same_xml(tmp_path) -> None:
+    prefix = tmp_path / "out" / "ring"
+    done = ccopt(RING8, "-t", "chakra{size=1048576 local_mem_bw=50}", "-o", prefix)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [f"{prefix}.{r}.et" for r in range(8)]
+    for spelling in (["-f", "chakra", prefix], [f"{prefix}.3.et"]):
+        back = ccopt(*spelling, "-t", "msccl-xml")
+        assert back.returncode == 0, back.stderr
+        assert back.stdout == RING8.read_text()
+
+
+def test_simulating_the_xml_equals_simulating_its_traces(tmp_path) -> None:
+    prefix = tmp_path / "ring"
+    assert ccopt(RING8, "-t", "chakra", "-o", prefix).returncode == 0
+    system = tmp_path / "custom.json"
+    system.write_text(
+        json.dumps({"local-mem-bw": 50, "all-reduce-implementation-custom": [str(prefix)]})
+    )
+    net = ASTRA / "ring_8.yml"
+    direct = ccopt_sim(RING8, "--network", net, "--system", system, "--size", "1048576", "--json")
+    assert direct.returncode == 0, direct.stderr
+    traced = ccopt_sim(
+        "--network", net, "--system", system, "--collective", "all-reduce", "--size", "1048576",
+        "--json",
+    )  # fmt: skip
+    assert traced.returncode == 0, traced.stderr
+    assert json.loads(direct.stdout)["time_ns"] == json.loads(traced.stdout)["time_ns"] == 90174
+    ir = tmp_path / "ring.mlir"
+    assert ccopt(RING8, "-o", ir).returncode == 0
+    from_ir = ccopt_sim(ir, "--network", net, "--system", system, "--size", "1048576", "--json")
+    assert json.loads(from_ir.stdout)["time_ns"] == 90174, from_ir.stderr
+
+
+def test_a_program_exports_as_a_workload(tmp_path) -> None:
+    prefix = tmp_path / "mlp"
+    done = ccopt(
+        ROOT / "examples" / "megatron_mlp.mlir", "-t", "chakra{machine=dgx-h100}", "-o", prefix
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) == 8 and Path(f"{prefix}.7.et").exists()
+
+
+def test_user_errors() -> None:
+    assert_user_error(ccopt(RING8, "-t", "chakra"), "give -o DIR/PREFIX")
+    assert_user_error(ccopt(RING8, "-t", "chakra{sise=1}", "-o", "x/y"), "sise")
+    assert_user_error(ccopt("-f", "chakra", "no/such"), "no trace files with prefix 'no/such'")
+    assert_user_error(
+        ccopt(ASTRA / "custom_ring_allreduce.0.et"), "not an algorithm trace written by ccopt"
+    )
+    assert_user_error(
+        ccopt_sim(RING8, "--network", ASTRA / "ring_16.yml", "--system", ASTRA / "ring.json",
+                  "--size", "1024"),
+        "16 NPUs, the algorithm 8 ranks",
+    )  # fmt: skip
+    assert_user_error(
+        ccopt_sim(ROOT / "examples" / "sgd.mlir", "--network", ASTRA / "ring_8.yml", "--system",
+                  ASTRA / "ring.json", "--size", "1024"),
+        "expected one algo.algorithm, found 0",
+    )  # fmt: skip
+    missing = ccopt_sim(RING8, "--network", ASTRA / "ring_8.yml", "--system", ASTRA / "ring.json")
+    assert missing.returncode == 2 and "--size" in missing.stderr
