@@ -136,7 +136,9 @@ def concat_in_place(block: Block) -> int:
     """Let the all-gathers (reduce-scatters) whose results are only concatenated write into the concatenation
     (subviews of it) and drop the concat; returns how many concats went."""
     done = 0
-    for op in [o for o in block.ops if isinstance(o, k.ConcatKernelOp)]:
+    ops = list(block.ops)  # positions taken once: the rewrites below only move allocs up
+    position: dict[Operation, float] = {o: i for i, o in enumerate(ops)}
+    for op in [o for o in ops if isinstance(o, k.ConcatKernelOp)]:
         writers = []
         for v in op.inputs:
             alloc = v.owner
@@ -153,9 +155,9 @@ def concat_in_place(block: Block) -> int:
                 break
             writers.append(writer[0])
         else:
-            ops = list(block.ops)
-            first = min((v.owner for v in op.inputs), key=ops.index)  # the earliest chunk alloc
-            if not free_between(block, first, op, storage(op.out)):  # type: ignore[arg-type]
+            # the earliest chunk alloc
+            first = min((v.owner for v in op.inputs), key=position.__getitem__)  # type: ignore[arg-type]
+            if not free_between(ops, position, first, op, storage(op.out)):  # type: ignore[arg-type]
                 continue
             dim = op.dim.value.data % k.tensor_of(op.out).rank
             start = 0
@@ -174,19 +176,27 @@ def concat_in_place(block: Block) -> int:
     return done
 
 
-def free_between(block: Block, first: Operation, last: Operation, root: SSAValue) -> bool:
+def free_between(
+    ops: list[Operation],
+    position: dict[Operation, float],
+    first: Operation,
+    last: Operation,
+    root: SSAValue,
+) -> bool:
     """No op from `first` to `last` (exclusive) touches the storage `root`; `root` is then
-    defined before `first` (where the views go), its alloc moved up if need be."""
-    ops = list(block.ops)
-    a, b = ops.index(first), ops.index(last)
-    if any(uses_storage(o, root) for o in ops[a:b]):
+    defined before `first` (where the views go), its alloc moved up if need be. `ops` and
+    `position` are the block's order when the rewrites began (a moved alloc's position is
+    updated), so each check costs the span it looks at, not the block."""
+    a, b = int(position[first]), int(position[last])
+    if any(uses_storage(o, root) for o in ops[a:b] if o.parent is not None):
         return False
     owner = root.owner
-    if isinstance(owner, Operation) and owner.parent_block() is block and ops.index(owner) > a:
+    if isinstance(owner, Operation) and position.get(owner, -1) > position[first]:
         if not isinstance(owner, k.AllocOp):
             return False
         owner.detach()  # an alloc only names bytes: declare it before the chunks
         Rewriter.insert_op(owner, InsertPoint.before(first))
+        position[owner] = position[first] - 0.5
     return True
 
 

@@ -170,15 +170,12 @@ class RankExporter:
 def program_traces(module: ModuleOp, machine: Machine, entry: str | None = None) -> list[list[Any]]:
     """Every network rank's nodes for the entry function of a verified module."""
     from ccopt.program import find_entry, module_meshes
-    from ccopt.sim.program import Engine, _the_mesh, rank_classes  # pyright: ignore[reportPrivateUsage]
-    from ccopt.sim.tasks import check_simulable
+    from ccopt.sim.program import Engine, program_mesh, rank_classes
 
-    check_simulable(module)
-    f = find_entry(module, entry)
-    mesh = _the_mesh(module_meshes(module))
+    graph = TaskGraph(find_entry(module, entry))
+    mesh, types = program_mesh(graph, module_meshes(module))
     machine = machine.fit(mesh.rank_count)
-    graph = TaskGraph(f)
-    classes, per_axis = rank_classes(module, mesh)
+    classes, per_axis = rank_classes(types, mesh)
     class_of = {c.key: i for i, c in enumerate(classes)}
     engine = Engine(graph, machine, mesh, classes)
     out: list[list[Any]] = [[] for _ in range(mesh.rank_count)]

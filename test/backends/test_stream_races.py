@@ -68,10 +68,10 @@ def test_a_missing_event_wait_is_a_race(which: int) -> None:
 
 
 def test_an_op_moved_to_another_stream_is_a_race() -> None:
-    """The last op on the compute stream moved to the communication stream, after its waits:
-    it then runs concurrently with what the compute stream did before."""
+    """The first kernel after the chunks' join moved to the communication stream: it then
+    reads the join while the compute stream may still be writing it."""
     f = overlapped()
-    gemms = [op for op in f.walk() if isinstance(op, k.GemmOp)]
-    gemms[-1].properties["stream"] = k.IntegerAttr(1, k.i64)
+    kernels = [op for op in f.walk() if isinstance(op, k.ElementwiseOp)]
+    kernels[0].properties["stream"] = k.IntegerAttr(1, k.i64)
     with pytest.raises(OpError, match="on stream 1"):
         check_stream_races(f)

@@ -110,5 +110,5 @@ def test_a_loop_is_refused_at_the_op() -> None:
     }
     """
     module = parse_module(make_context(), SourceText("loop.mlir", text))
-    with pytest.raises(CcoptError, match="unroll the loop"):
+    with pytest.raises(CcoptError, match="straight-line code"):
         program_traces(module, MACHINE)
