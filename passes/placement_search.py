@@ -135,9 +135,32 @@ def tree_order(problem: Problem) -> list[tuple[int, int | None]] | None:
     return order
 
 
+def fold_fixed(problem: Problem) -> Problem:
+    """The same problem with every edge at a node of one candidate (a call of a function
+    already solved, a given argument) folded into the other end's own costs: conditioning on
+    a fixed node cuts the cycles through it (a stack of layer calls sharing the mask and the
+    saved inputs is a forest once its calls are fixed). Costs of every choice are unchanged."""
+    fixed = {n for n, cs in enumerate(problem.node_cost) if len(cs) == 1}
+    if not fixed:
+        return problem
+    node_cost = [list(cs) for cs in problem.node_cost]
+    edges = []
+    for u, v, table in problem.edges:
+        if u in fixed:
+            for b in range(len(node_cost[v])):
+                node_cost[v][b] += table[0][b]
+        elif v in fixed:
+            for a in range(len(node_cost[u])):
+                node_cost[u][a] += table[a][0]
+        else:
+            edges.append((u, v, table))
+    return Problem(node_cost, edges, problem.memory, problem.memory_limit)
+
+
 def dynamic_programming(problem: Problem) -> Solution:
     """Exact DP over a chain or, more generally, a forest: each node's table of the cheapest
     subtree cost per choice, children folded into parents (O(N * S^2))."""
+    problem = fold_fixed(problem)
     order = tree_order(problem)
     if order is None or problem.memory_limit is not None:
         why = "the graph has a cycle" if order is None else "a memory limit couples all nodes"
