@@ -393,9 +393,7 @@ class LayerBuilder:
         dscores = dscores * (1.0 / math.sqrt(hd))
         dq = dscores @ fw.k
         dk = p.matmul(dscores, fw.q, transpose_a=True)
-        per_head = [
-            t.transpose([0, 2, 1, 3]).reshape([b, s.seq, n, 1, hd]) for t in (dq, dk, dv)
-        ]
+        per_head = [t.transpose([0, 2, 1, 3]).reshape([b, s.seq, n, 1, hd]) for t in (dq, dk, dv)]
         dqkv = p.concat(per_head, 3).reshape([b, s.seq, 3 * s.hidden])
         dh1, grads["wqkv"], grads["bqkv"] = self.linear_grads(p, fw.h1, w["wqkv"], dqkv)
         dh1 = redistribute(p, dh1, self.layout.activation)

@@ -34,8 +34,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import SymbolTable
 from xdsl.rewriter import Rewriter
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
@@ -585,14 +585,14 @@ def call_nodes(op: func.CallOp) -> list[Node]:
     if not isinstance(callee, func.FuncOp):
         raise OpError(op, f"auto-shard: no function {op.callee}")
     inputs = callee.function_type.inputs.data
-    operands = tuple(
-        t.placement_list if isinstance(t, DTensorType) else None for t in inputs
-    )
+    operands = tuple(t.placement_list if isinstance(t, DTensorType) else None for t in inputs)
     for t in (*inputs, *callee.function_type.outputs.data):
         if isinstance(t, DTensorType) and t.is_open:
             raise OpError(op, f"auto-shard: @{callee.sym_name.data} still has open types")
     outputs = callee.function_type.outputs.data
-    results = [(r, t) for r, t in zip(op.results, outputs, strict=True) if isinstance(t, DTensorType)]
+    results = [
+        (r, t) for r, t in zip(op.results, outputs, strict=True) if isinstance(t, DTensorType)
+    ]
     if not results:
         return [Node(op, None, [Signature(operands, ())])]
     return [
