@@ -31,7 +31,14 @@ from itertools import product
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FloatAttr,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    f64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -82,6 +89,7 @@ class Cost:
 
     def __init__(self, objective: str, machine_name: str, mesh: Mesh):
         self.objective, self.mesh = objective, mesh
+        self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
         if objective == "time":
             from ccopt.sim.machine import load_machine
@@ -89,6 +97,14 @@ class Cost:
             self.machine = load_machine(machine_name).fit(math.prod(mesh.axis_sizes))
 
     def conversion(self, t: DTensorType, start: Placements, goal: Placements) -> float:
+        """`convert`'s cost, remembered: a stack of layers asks for the same few many times."""
+        key = (t, start, goal)
+        known = self.known.get(key)
+        if known is None:
+            known = self.known[key] = self.convert(t, start, goal)
+        return known
+
+    def convert(self, t: DTensorType, start: Placements, goal: Placements) -> float:
         """Each changed axis is one collective: its bytes (or seconds), plus a launch - one
         byte, or the GPU's launch overhead - so that among equal traffic fewer ops win (a
         local slice is free of traffic, not of work)."""
@@ -345,7 +361,10 @@ class AutoShard(ModulePass):
                 mesh = lookup_mesh(f, arg.type.mesh_name)
                 if mesh is None:
                     raise OpError(f, f"@{arg.type.mesh_name} is not declared")
-                out.append(Node(None, arg, argument_signatures(arg.type, mesh)))
+                key = ("argument", arg.type)
+                if key not in signatures:
+                    signatures[key] = argument_signatures(arg.type, mesh)
+                out.append(Node(None, arg, signatures[key]))
         for op in block.ops:
             if isinstance(op, func.CallOp):
                 out.extend(call_nodes(op))
@@ -410,6 +429,7 @@ class AutoShard(ModulePass):
             for i, n in enumerate(nodes)
         ]
         tables: dict[tuple[int, int], list[list[float]]] = {}
+        moves: dict[tuple, list[list[float]]] = {}
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
                 continue
@@ -423,11 +443,18 @@ class AutoShard(ModulePass):
                 table = tables.setdefault(
                     (u, v), [[0.0] * len(node.signatures) for _ in nodes[u].signatures]
                 )
+                key = (id(nodes[u].signatures), id(node.signatures), k, t)
+                converted = moves.get(key)
+                if converted is None:  # shared by every repetition of the same op pair
+                    converted = moves[key] = [
+                        [cost.conversion(t, su.result, sv.operands[k]) for sv in node.signatures]
+                        for su in nodes[u].signatures
+                    ]
                 for a, su in enumerate(nodes[u].signatures):
                     for b, sv in enumerate(node.signatures):
                         goal = sv.operands[k]
                         assert goal is not None
-                        moved = cost.conversion(t, su.result, goal)
+                        moved = converted[a][b]
                         if k in in_place and su.result != goal:
                             moved = math.inf  # the callee's storage: passed as it is
                         if v in pipelined:
@@ -522,8 +549,10 @@ class AutoShard(ModulePass):
             if node.op is None:
                 t = node.value.type
                 assert isinstance(t, DTensorType)
-                if t.placement_list != signature.result:
-                    state.retype_argument(node.value, t.with_placements(signature.result))
+                if t.placement_list != signature.result:  # the function type: once, below
+                    state.rewriter.replace_value_with_new_type(
+                        node.value, t.with_placements(signature.result)
+                    )
                 continue
             op = node.op
             if node.primary:
@@ -539,6 +568,9 @@ class AutoShard(ModulePass):
                 state.rewriter.replace_value_with_new_type(
                     result, t.with_placements(signature.result)
                 )
+        f.function_type = FunctionType.from_lists(
+            [a.type for a in f.body.block.args], list(f.function_type.outputs.data)
+        )
         for op in list(f.body.block.ops):
             if isinstance(op, UpdateOp):
                 goal = op.target.type.placement_list  # type: ignore[union-attr]
