@@ -325,14 +325,45 @@ class AutoShard(ModulePass):
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for f in callees_first(op):
-            if f.body.blocks:
-                self.shard(f)
-
-    def shard(self, f: func.FuncOp) -> None:
-        nodes = self.nodes(f)
-        if not any(n.value is not None for n in nodes):
+        order = callees_first(op)
+        calls = call_counts(order)
+        if all(n == 1 for n in calls.values()):
+            for f in order:
+                if f.body.blocks:
+                    self.shard(f, replicated_boundary=False)
             return
+        # A called function is searched once for every call; where its boundary goes is a
+        # choice its callers care about: try the callees' own best boundaries and replicated
+        # ones, and keep the module whose total cost (a callee's cost once per call) is least.
+        best: tuple[float, ModuleOp] | None = None
+        targets = called(order)
+        for replicated in (False, True):
+            trial = op.clone()
+            total = sum(
+                calls[f.sym_name.data]
+                * self.shard(f, replicated_boundary=replicated and f.sym_name.data in targets)
+                for f in callees_first(trial)
+                if f.body.blocks
+            )
+            if best is None or total < best[0]:
+                best = (total, trial)
+        assert best is not None
+        for old in list(op.ops):
+            old.detach()
+            old.erase()
+        for new in list(best[1].ops):
+            new.detach()
+            op.body.block.add_op(new)
+
+    def shard(self, f: func.FuncOp, replicated_boundary: bool) -> float:
+        """Search `f` and rewrite it; its cost. With `replicated_boundary` (a called function)
+        its open arguments and results are replicated."""
+        if replicated_boundary:
+            outputs = [_replicated(t) for t in f.function_type.outputs.data]
+            f.function_type = FunctionType.from_lists(list(f.function_type.inputs.data), outputs)
+        nodes = self.nodes(f, replicated_boundary)
+        if not any(n.value is not None for n in nodes):
+            return 0.0
         mesh = self.mesh_of_nodes(f, nodes)
         cost = Cost(self.objective, self.machine, mesh)
         problem = self.problem(f, nodes, cost, mesh)
@@ -351,8 +382,9 @@ class AutoShard(ModulePass):
                 **({"note": StringAttr(solution.note)} if solution.note else {}),
             }
         )
+        return solution.cost
 
-    def nodes(self, f: func.FuncOp) -> list[Node]:
+    def nodes(self, f: func.FuncOp, replicated_boundary: bool = False) -> list[Node]:
         block = f.body.block
         out: list[Node] = []
         signatures: dict[tuple, list[Signature]] = {}
@@ -361,9 +393,10 @@ class AutoShard(ModulePass):
                 mesh = lookup_mesh(f, arg.type.mesh_name)
                 if mesh is None:
                     raise OpError(f, f"@{arg.type.mesh_name} is not declared")
-                key = ("argument", arg.type)
+                t = _replicated(arg.type) if replicated_boundary else arg.type
+                key = ("argument", t)
                 if key not in signatures:
-                    signatures[key] = argument_signatures(arg.type, mesh)
+                    signatures[key] = argument_signatures(t, mesh)
                 out.append(Node(None, arg, signatures[key]))
         for op in block.ops:
             if isinstance(op, func.CallOp):
@@ -646,3 +679,36 @@ def updated_arguments(op: Operation) -> set[int]:
         for u in callee.body.block.ops
         if isinstance(u, UpdateOp) and u.target in args
     }
+
+
+def _replicated(t: Attribute) -> Attribute:
+    """`t` with its open placements replicated."""
+    if not isinstance(t, DTensorType) or not t.is_open:
+        return t
+    return t.with_placements(R if isinstance(p, OpenAttr) else p for p in t.placement_list)
+
+
+def called(order: Sequence[func.FuncOp]) -> set[str]:
+    return {
+        call.callee.root_reference.data
+        for f in order
+        for call in f.walk()
+        if isinstance(call, func.CallOp)
+    }
+
+
+def call_counts(order: Sequence[func.FuncOp]) -> dict[str, int]:
+    """How many times each function runs per run of the functions nobody calls (a layer
+    called from a loop-free step once per layer)."""
+    counts = {f.sym_name.data: 0 for f in order}
+    targets = called(order)
+    for f in reversed(order):  # callers first
+        name = f.sym_name.data
+        if name not in targets:
+            counts[name] = 1
+        for call in f.walk():
+            if isinstance(call, func.CallOp):
+                callee = call.callee.root_reference.data
+                if callee in counts:
+                    counts[callee] += counts[name]
+    return counts
