@@ -18,8 +18,9 @@ parallel QKV and FC1, row-parallel attention output and FC2, heads split across 
 axes) with data parallelism by default. Wherever a value must be in its class's layout (a
 layer's output, a gradient reaching the optimizer), `redistribute` inserts the collectives
 that convert it, so a different layout (e.g. all replicated, the reference the tests compare
-against) yields a different, equivalent program - and an auto-parallel search can choose the
-layout per class later.
+against) yields a different, equivalent program. A layout with `?` placements (`Layout.open`,
+`--open`) leaves them open: the step is built replicated and then opened (every op result `?`,
+each argument its class's placements), for `auto-shard` to choose.
 
 Dropout uses the same seeds in every layer (a seed is a property of the op and the layer is
 one function).
