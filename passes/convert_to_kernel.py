@@ -403,12 +403,13 @@ def read_after(low: Lowering, operand: SSAValue, call: func.CallOp) -> bool:
                 if reader is not call and alias is operand:
                     raise OpError(call, "an operand it updates is read inside a region")
                 continue
-            if (
-                isinstance(reader, func.ReturnOp | dt.UpdateOp)
-                or low.order[reader] > low.order[call]
-            ):
+            if isinstance(reader, func.ReturnOp | dt.UpdateOp) or low.order[reader] > low.order[
+                call
+            ]:
                 if alias is not operand:
-                    raise OpError(call, "an operand it updates is read after it through a reshape")
+                    raise OpError(
+                        call, "an operand it updates is read after it through a reshape"
+                    )
                 later = True
     return later
 
