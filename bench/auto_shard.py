@@ -12,9 +12,15 @@ replicated over tp and split by rows over dp, everything else `?`. Rows:
 
 Each search row includes parsing and verifying the program, as `ccopt -p auto-shard` does.
 
+With `--gpt MODEL` the stack is instead the front end's GPT training step at the model table's
+shapes (`python -m ccopt.frontend.gpt --model MODEL --open`: forward, backward and Adam layer
+functions called once per layer, every placement `?`) on `--mesh`; each layer function is
+searched once and reused by all its calls, so the search time barely grows with the layers.
+
 Nothing here asserts on time.
 
     python bench/auto_shard.py [--layers 12 48 96] [--repeat K]
+    python bench/auto_shard.py --gpt gpt3-175b --layers 96 --mesh dp=8,tp=8 --repeat 1
 """
 
 from __future__ import annotations
@@ -58,6 +64,14 @@ def stack(layers: int) -> str:
     return "\n".join(lines)
 
 
+def gpt_stack(model: str, layers: int, mesh: str) -> str:
+    """The open GPT training step of `model` with `layers` layers on `mesh` (axis=size,...)."""
+    from ccopt.frontend.gpt import Layout, gpt_step
+
+    axes = {k: int(v) for k, v in (a.split("=") for a in mesh.split(","))}
+    return str(gpt_step(model, axes, layers=layers, layout=Layout.open(list(axes))).module)
+
+
 def best_of(repeat: int, work: Callable[[], object]) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeat):
@@ -74,11 +88,30 @@ def cost_of(module) -> float:  # noqa: ANN001 - a ModuleOp
     return f.attributes["auto_shard"].data["cost"].value.data
 
 
+def total_cost(module) -> float:  # noqa: ANN001 - a ModuleOp
+    """Every function's cost once per run of it (a layer function once per call)."""
+    from xdsl.dialects import func
+
+    from ccopt.passes.auto_shard import call_counts, callees_first
+
+    counts = call_counts(callees_first(module))
+    return sum(
+        counts[f.sym_name.data] * f.attributes["auto_shard"].data["cost"].value.data
+        for f in module.walk()
+        if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", type=int, nargs="+", default=[12, 48, 96])
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--gpt", metavar="MODEL", help="search the open GPT step of MODEL instead")
+    p.add_argument("--mesh", default="dp=8,tp=8", help="with --gpt: axis=size,...")
     args = p.parse_args()
+    if args.gpt:
+        gpt_rows(args.gpt, args.layers, args.mesh, args.repeat)
+        return
 
     from ccopt.passes.pipeline import apply_pipeline
     from ccopt.program import load_program
@@ -106,6 +139,34 @@ def main() -> None:
             rows.append(("auto-shard ilp, memory-bound", ilp_time, f"cost {cost_of(ilp):.4g} B"))
         for name, seconds, note in rows:
             print(f"{layers:>6} {name:<28} {seconds:>9.3f}  {note:<26} {seconds / base:>8.2f}x")
+
+
+def gpt_rows(model: str, layer_counts: list[int], mesh: str, repeat: int) -> None:
+    """parse+verify, auto-shard dp and cd on the open GPT step; cd's gap to dp's total."""
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    print(f"{model} on {mesh}, every placement open")
+    print(f"{'layers':>6} {'row':<16} {'seconds':>9}  {'note':<34} {'vs parse':>9}")
+    for layers in layer_counts:
+        text = gpt_stack(model, layers, mesh)
+        load_program(text)
+        base, _ = best_of(repeat, lambda text=text: load_program(text))
+
+        def search(options: str, text: str = text) -> object:
+            return apply_pipeline(load_program(text), f"auto-shard{{{options}}}")
+
+        dp_time, dp = best_of(repeat, lambda: search("strategy=dp"))
+        cd_time, cd = best_of(repeat, lambda: search("strategy=cd"))
+        optimum, found = total_cost(dp), total_cost(cd)
+        gap = found - optimum if abs(found - optimum) > 1e-9 * max(1.0, optimum) else 0.0
+        rows = [
+            ("parse+verify", base, ""),
+            ("auto-shard dp", dp_time, f"total {optimum:.4g} B"),
+            ("auto-shard cd", cd_time, f"total {found:.4g} B, gap {gap:.4g} B"),
+        ]
+        for name, seconds, note in rows:
+            print(f"{layers:>6} {name:<16} {seconds:>9.3f}  {note:<34} {seconds / base:>8.2f}x")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ parallel QKV and FC1, row-parallel attention output and FC2, heads split across 
 axes) with data parallelism by default. Wherever a value must be in its class's layout (a
 layer's output, a gradient reaching the optimizer), `redistribute` inserts the collectives
 that convert it, so a different layout (e.g. all replicated, the reference the tests compare
-against) yields a different, equivalent program - and an auto-parallel search can choose the
-layout per class later.
+against) yields a different, equivalent program. A layout with `?` placements (`Layout.open`,
+`--open`) leaves them open: the step is built replicated and then opened (every op result `?`,
+each argument its class's placements), for `auto-shard` to choose.
 
 Dropout uses the same seeds in every layer (a seed is a property of the op and the layer is
 one function).
@@ -28,11 +29,14 @@ one function).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from xdsl.dialects.builtin import ModuleOp
+
 from ccopt.diagnostics import CcoptError
-from ccopt.dialects.dtensor_type import PartialAttr, Placement, R, S
+from ccopt.dialects.dtensor_type import OPEN, DTensorType, OpenAttr, PartialAttr, Placement, R, S
 from ccopt.frontend.program import Program, Tensor
 from ccopt.frontend.workloads import adam_moments
 
@@ -138,6 +142,41 @@ class Layout:
         """Every tensor whole on every rank: the unsharded reference."""
         rep = tuple(R for _ in axes)
         return Layout(rep, rep, rep, rep, rep, rep)
+
+    @staticmethod
+    def open(axes: Sequence[str]) -> Layout:
+        """Every placement `?`: `auto-shard` (or `propagate-placements`) chooses them all."""
+        unknown = tuple(OPEN for _ in axes)
+        return Layout(unknown, unknown, unknown, unknown, unknown, unknown)
+
+    @property
+    def is_open(self) -> bool:
+        return any(
+            isinstance(p, OpenAttr)
+            for placements in (
+                self.activation,
+                self.column_weight,
+                self.column_bias,
+                self.row_weight,
+                self.replicated,
+                self.mask,
+            )
+            for p in placements
+        )
+
+    def argument(self, name: str) -> tuple[Placement, ...]:
+        """The placements of a layer-stack argument by its name: activations (`x`, `dy`,
+        `target`), the mask, a parameter with its layer prefix (`l3_`), optimizer state
+        (`m_`, `v_`) or gradient (`d`) prefixes, and the scalars `lr` and `t`."""
+        if name in ("x", "dy", "target"):
+            return self.activation
+        if name == "mask":
+            return self.mask
+        base = re.sub(r"^(l\d+_)?([mv]_)?", "", name)
+        if base not in PARAMETERS and base.startswith("d") and base[1:] in PARAMETERS:
+            # a gradient: the backward pass's result, placed wherever that chose
+            return tuple(OPEN for _ in self.activation)
+        return self.parameter(base)
 
     def parameter(self, name: str) -> tuple[Placement, ...]:
         return {
@@ -355,9 +394,7 @@ class LayerBuilder:
         dscores = dscores * (1.0 / math.sqrt(hd))
         dq = dscores @ fw.k
         dk = p.matmul(dscores, fw.q, transpose_a=True)
-        per_head = [
-            t.transpose([0, 2, 1, 3]).reshape([b, s.seq, n, 1, hd]) for t in (dq, dk, dv)
-        ]
+        per_head = [t.transpose([0, 2, 1, 3]).reshape([b, s.seq, n, 1, hd]) for t in (dq, dk, dv)]
         dqkv = p.concat(per_head, 3).reshape([b, s.seq, 3 * s.hidden])
         dh1, grads["wqkv"], grads["bqkv"] = self.linear_grads(p, fw.h1, w["wqkv"], dqkv)
         dh1 = redistribute(p, dh1, self.layout.activation)
@@ -428,9 +465,24 @@ def gpt_step(
     them. Without the optimizer the step returns the loss, the gradient of the input `dx` and
     every layer's parameter gradients `l{i}_d<name>` (reduced over the data axes), for
     checking gradients."""
-    shape = MODELS[model] if isinstance(model, str) else model
+    if layout is not None and layout.is_open:
+        # ops are built on concrete types: build the replicated step, then open it
+        axes = list(mesh) if mesh is not None else ["dp", "tp"]
+        step = gpt_step(
+            model,
+            mesh,
+            layers=layers,
+            batch=batch,
+            seq=seq,
+            layout=Layout.replicated_everywhere(axes),
+            dtype=dtype,
+            with_optimizer=with_optimizer,
+        )
+        open_placements(step.module, layout)
+        return step
     if isinstance(model, str) and model not in MODELS:
         raise CcoptError(f"unknown model '{model}' (one of {', '.join(MODELS)})")
+    shape = MODELS[model] if isinstance(model, str) else model
     shape = replace(
         shape,
         layers=layers if layers is not None else shape.layers,
@@ -486,6 +538,42 @@ def gpt_step(
     return p
 
 
+def open_placements(module: ModuleOp, layout: Layout) -> None:
+    """Open a fully replicated GPT step (no collectives: every op's meaning is placement-free):
+    each function argument takes its class's placements from `layout` (`?` where open, given
+    otherwise), every op result and function result becomes `?` on every axis, so `auto-shard`
+    chooses the whole layout and inserts the conversions it needs."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FunctionType
+    from xdsl.rewriter import Rewriter
+
+    from ccopt.verifier import verify_module
+
+    def opened(t: object) -> object:
+        if isinstance(t, DTensorType):
+            return t.with_placements(OPEN for _ in t.placement_list)
+        return t
+
+    rewriter = Rewriter()
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    for f in functions:
+        block = f.body.block
+        for arg in list(block.args):
+            if isinstance(arg.type, DTensorType):
+                new = arg.type.with_placements(layout.argument(arg.name_hint or ""))
+                rewriter.replace_value_with_new_type(arg, new)
+        for op in block.ops:
+            for r in list(op.results):
+                if isinstance(r.type, DTensorType):
+                    rewriter.replace_value_with_new_type(r, opened(r.type))
+        ret = block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        f.function_type = FunctionType.from_lists(
+            [a.type for a in block.args], [v.type for v in ret.operands]
+        )
+    verify_module(module)
+
+
 def causal_mask(seq: int, dtype: str = "float32") -> object:
     """The additive causal mask: 0 on and below the diagonal, -1e9 above (a large negative
     number rather than -inf keeps fully masked rows finite)."""
@@ -507,6 +595,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, help="global batch (samples per step)")
     parser.add_argument("--seq", type=int, help="sequence length")
     parser.add_argument("--dtype", default="f32")
+    parser.add_argument(
+        "--open",
+        action="store_true",
+        help="leave every placement open (`?`) for auto-shard to choose",
+    )
     parser.add_argument("-o", "--output", help="write here instead of stdout")
     args = parser.parse_args(argv)
     try:
@@ -515,7 +608,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--mesh: expected axis=size,... got '{args.mesh}'")
     try:
         step = gpt_step(
-            args.model, mesh, layers=args.layers, batch=args.batch, seq=args.seq, dtype=args.dtype
+            args.model,
+            mesh,
+            layers=args.layers,
+            batch=args.batch,
+            seq=args.seq,
+            dtype=args.dtype,
+            layout=Layout.open(list(mesh)) if args.open else None,
         )
         text = str(step.module) + "\n"
     except CcoptError as e:

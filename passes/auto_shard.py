@@ -31,15 +31,23 @@ from itertools import product
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    FloatAttr,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    f64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import coll
-from ccopt.dialects.dtensor import DTensorOp, MatmulOp, lookup_mesh, mesh_of
+from ccopt.dialects.dtensor import DTensorOp, MatmulOp, UpdateOp, lookup_mesh, mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, OpenAttr, PartialAttr, Placement, R, SplitAttr
 from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import candidates
@@ -67,9 +75,13 @@ class Signature:
 class Node:
     op: Operation | None
     """None for a function argument."""
-    value: SSAValue
-    """The value the node defines (an op's result or the argument)."""
+    value: SSAValue | None
+    """The value the node defines (an op's result or the argument); None for a call that
+    returns no tensor."""
     signatures: list[Signature]
+    primary: bool = True
+    """False for a call's second and later results: the first result's node carries the
+    call's operand edges."""
 
 
 class Cost:
@@ -77,6 +89,7 @@ class Cost:
 
     def __init__(self, objective: str, machine_name: str, mesh: Mesh):
         self.objective, self.mesh = objective, mesh
+        self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
         if objective == "time":
             from ccopt.sim.machine import load_machine
@@ -84,6 +97,14 @@ class Cost:
             self.machine = load_machine(machine_name).fit(math.prod(mesh.axis_sizes))
 
     def conversion(self, t: DTensorType, start: Placements, goal: Placements) -> float:
+        """`convert`'s cost, remembered: a stack of layers asks for the same few many times."""
+        key = (t, start, goal)
+        known = self.known.get(key)
+        if known is None:
+            known = self.known[key] = self.convert(t, start, goal)
+        return known
+
+    def convert(self, t: DTensorType, start: Placements, goal: Placements) -> float:
         """Each changed axis is one collective: its bytes (or seconds), plus a launch - one
         byte, or the GPU's launch overhead - so that among equal traffic fewer ops win (a
         local slice is free of traffic, not of work)."""
@@ -304,14 +325,45 @@ class AutoShard(ModulePass):
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
-            if f.body.blocks:
-                self.shard(f)
-
-    def shard(self, f: func.FuncOp) -> None:
-        nodes = self.nodes(f)
-        if not nodes:
+        order = callees_first(op)
+        calls = call_counts(order)
+        if all(n == 1 for n in calls.values()):
+            for f in order:
+                if f.body.blocks:
+                    self.shard(f, replicated_boundary=False)
             return
+        # A called function is searched once for every call; where its boundary goes is a
+        # choice its callers care about: try the callees' own best boundaries and replicated
+        # ones, and keep the module whose total cost (a callee's cost once per call) is least.
+        best: tuple[float, ModuleOp] | None = None
+        targets = called(order)
+        for replicated in (False, True):
+            trial = op.clone()
+            total = sum(
+                calls[f.sym_name.data]
+                * self.shard(f, replicated_boundary=replicated and f.sym_name.data in targets)
+                for f in callees_first(trial)
+                if f.body.blocks
+            )
+            if best is None or total < best[0]:
+                best = (total, trial)
+        assert best is not None
+        for old in list(op.ops):
+            old.detach()
+            old.erase()
+        for new in list(best[1].ops):
+            new.detach()
+            op.body.block.add_op(new)
+
+    def shard(self, f: func.FuncOp, replicated_boundary: bool) -> float:
+        """Search `f` and rewrite it; its cost. With `replicated_boundary` (a called function)
+        its open arguments and results are replicated."""
+        if replicated_boundary:
+            outputs = [_replicated(t) for t in f.function_type.outputs.data]
+            f.function_type = FunctionType.from_lists(list(f.function_type.inputs.data), outputs)
+        nodes = self.nodes(f, replicated_boundary)
+        if not any(n.value is not None for n in nodes):
+            return 0.0
         mesh = self.mesh_of_nodes(f, nodes)
         cost = Cost(self.objective, self.machine, mesh)
         problem = self.problem(f, nodes, cost, mesh)
@@ -330,8 +382,9 @@ class AutoShard(ModulePass):
                 **({"note": StringAttr(solution.note)} if solution.note else {}),
             }
         )
+        return solution.cost
 
-    def nodes(self, f: func.FuncOp) -> list[Node]:
+    def nodes(self, f: func.FuncOp, replicated_boundary: bool = False) -> list[Node]:
         block = f.body.block
         out: list[Node] = []
         signatures: dict[tuple, list[Signature]] = {}
@@ -340,9 +393,25 @@ class AutoShard(ModulePass):
                 mesh = lookup_mesh(f, arg.type.mesh_name)
                 if mesh is None:
                     raise OpError(f, f"@{arg.type.mesh_name} is not declared")
-                out.append(Node(None, arg, argument_signatures(arg.type, mesh)))
+                t = _replicated(arg.type) if replicated_boundary else arg.type
+                key = ("argument", t)
+                if key not in signatures:
+                    signatures[key] = argument_signatures(t, mesh)
+                out.append(Node(None, arg, signatures[key]))
         for op in block.ops:
-            if (
+            if isinstance(op, func.CallOp):
+                out.extend(call_nodes(op))
+            elif isinstance(op, UpdateOp):
+                continue  # an edge from the value to the argument it updates (problem())
+            elif (
+                isinstance(op, DTensorOp)
+                and not op.operands
+                and len(op.results) == 1
+                and isinstance(op.results[0].type, DTensorType)
+            ):  # a constant: made locally in any unreduced layout, like an argument
+                t = op.results[0].type
+                out.append(Node(op, op.results[0], argument_signatures(t, mesh_of(op))))
+            elif (
                 isinstance(op, DTensorOp | coll.CollectiveOp)
                 and len(op.operands) >= 1
                 and len(op.results) == 1
@@ -366,9 +435,10 @@ class AutoShard(ModulePass):
 
     @staticmethod
     def mesh_of_nodes(f: func.FuncOp, nodes: list[Node]) -> Mesh:
-        t = nodes[0].value.type
+        valued = [n for n in nodes if n.value is not None]
+        t = valued[0].value.type  # type: ignore[union-attr]
         assert isinstance(t, DTensorType)
-        names = {n.value.type.mesh_name for n in nodes}  # type: ignore[union-attr]
+        names = {n.value.type.mesh_name for n in valued}  # type: ignore[union-attr]
         if len(names) != 1:
             raise OpError(f, f"auto-shard: one mesh per function, got {sorted(names)}")
         mesh = lookup_mesh(f, t.mesh_name)
@@ -376,25 +446,27 @@ class AutoShard(ModulePass):
         return mesh
 
     def problem(self, f: func.FuncOp, nodes: list[Node], cost: Cost, mesh: Mesh) -> Problem:
-        index = {n.value: i for i, n in enumerate(nodes)}
+        index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
         pipelined = self.pipelined(nodes, index)
         # compute where the objective has it, a written collective's own traffic; ties go to
         # the layout holding fewer bytes (an argument's local size, weighted so lightly that it
         # never outweighs a real cost)
         node_cost = [
             [
-                TIE_BREAK * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type]
+                TIE_BREAK * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
                 if n.op is None
                 else cost.compute(n.op, s)
-                + (0.0 if i in pipelined else collective_cost(n.op, s, cost))
+                + (0.0 if i in pipelined or not n.primary else collective_cost(n.op, s, cost))
                 for s in n.signatures
             ]
             for i, n in enumerate(nodes)
         ]
         tables: dict[tuple[int, int], list[list[float]]] = {}
+        moves: dict[tuple, list[list[float]]] = {}
         for v, node in enumerate(nodes):
-            if node.op is None:
+            if node.op is None or not node.primary:
                 continue
+            in_place = updated_arguments(node.op)
             for k, operand in enumerate(node.op.operands):
                 u = index.get(operand)
                 if u is None:
@@ -404,22 +476,36 @@ class AutoShard(ModulePass):
                 table = tables.setdefault(
                     (u, v), [[0.0] * len(node.signatures) for _ in nodes[u].signatures]
                 )
+                key = (id(nodes[u].signatures), id(node.signatures), k, t)
+                converted = moves.get(key)
+                if converted is None:  # shared by every repetition of the same op pair
+                    converted = moves[key] = [
+                        [cost.conversion(t, su.result, sv.operands[k]) for sv in node.signatures]
+                        for su in nodes[u].signatures
+                    ]
                 for a, su in enumerate(nodes[u].signatures):
                     for b, sv in enumerate(node.signatures):
                         goal = sv.operands[k]
                         assert goal is not None
-                        moved = cost.conversion(t, su.result, goal)
+                        moved = converted[a][b]
+                        if k in in_place and su.result != goal:
+                            moved = math.inf  # the callee's storage: passed as it is
                         if v in pipelined:
                             moved += collective_cost(node.op, sv, cost)
                         if self.overlaps(nodes[u], su):
                             moved = exposed(moved, node_cost[u][a], self.overlap)
                         table[a][b] += moved
+        self.update_costs(f, nodes, index, tables, cost)
         self.return_costs(f, nodes, index, node_cost, cost)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
         if self.memory > 0:
             problem.memory = [
-                [local_bytes(n.value.type, s.result, mesh) for s in n.signatures] for n in nodes
-            ]  # type: ignore[arg-type]
+                [
+                    0.0 if n.value is None else local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type]
+                    for s in n.signatures
+                ]
+                for n in nodes
+            ]
             problem.memory_limit = self.memory * 1024**3
         return problem
 
@@ -444,6 +530,31 @@ class AutoShard(ModulePass):
             and (u := index.get(n.op.operands[0])) is not None
             and isinstance(nodes[u].op, MatmulOp)
         }
+
+    @staticmethod
+    def update_costs(
+        f: func.FuncOp,
+        nodes: list[Node],
+        index: dict[SSAValue, int],
+        tables: dict[tuple[int, int], list[list[float]]],
+        cost: Cost,
+    ) -> None:
+        """An in-place update stores its value at the placement of the argument it updates:
+        an edge from the value to the argument, costing the conversion."""
+        for op in f.body.block.ops:
+            if not isinstance(op, UpdateOp):
+                continue
+            u, v = index.get(op.value), index.get(op.target)
+            if u is None or v is None:
+                continue
+            t = op.value.type
+            assert isinstance(t, DTensorType)
+            table = tables.setdefault(
+                (u, v), [[0.0] * len(nodes[v].signatures) for _ in nodes[u].signatures]
+            )
+            for a, su in enumerate(nodes[u].signatures):
+                for b, sv in enumerate(nodes[v].signatures):
+                    table[a][b] += cost.conversion(t, su.result, sv.result)
 
     @staticmethod
     def return_costs(
@@ -471,20 +582,32 @@ class AutoShard(ModulePass):
             if node.op is None:
                 t = node.value.type
                 assert isinstance(t, DTensorType)
-                if t.placement_list != signature.result:
-                    state.retype_argument(node.value, t.with_placements(signature.result))
+                if t.placement_list != signature.result:  # the function type: once, below
+                    state.rewriter.replace_value_with_new_type(
+                        node.value, t.with_placements(signature.result)
+                    )
                 continue
             op = node.op
-            for i, goal in enumerate(signature.operands):
-                if goal is not None:
-                    op.operands[i] = state.reach(op.operands[i], goal, mesh, op)
-            result = op.results[0]
+            if node.primary:
+                for i, goal in enumerate(signature.operands):
+                    if goal is not None:
+                        op.operands[i] = state.reach(op.operands[i], goal, mesh, op)
+            if node.value is None:
+                continue
+            result = node.value
             t = result.type
             assert isinstance(t, DTensorType)
             if t.placement_list != signature.result:
                 state.rewriter.replace_value_with_new_type(
                     result, t.with_placements(signature.result)
                 )
+        f.function_type = FunctionType.from_lists(
+            [a.type for a in f.body.block.args], list(f.function_type.outputs.data)
+        )
+        for op in list(f.body.block.ops):
+            if isinstance(op, UpdateOp):
+                goal = op.target.type.placement_list  # type: ignore[union-attr]
+                op.operands[1] = state.reach(op.value, goal, mesh, op)
         ret = f.body.block.last_op
         if isinstance(ret, func.ReturnOp):
             state.place_return(ret)
@@ -492,3 +615,100 @@ class AutoShard(ModulePass):
             f.verify()
         except VerifyException as e:  # a bug, not a user error: say where
             raise CcoptError(f"auto-shard produced an invalid function: {e}") from None
+
+
+def callees_first(module: ModuleOp) -> list[func.FuncOp]:
+    """The module's functions, each after every function it calls: a callee (a layer the model
+    calls once per layer) is searched once, and its calls then take its chosen types."""
+    functions = [o for o in module.walk() if isinstance(o, func.FuncOp)]
+    by_name = {f.sym_name.data: f for f in functions}
+    order: list[func.FuncOp] = []
+    done: set[str] = set()
+
+    def visit(f: func.FuncOp, path: tuple[str, ...]) -> None:
+        name = f.sym_name.data
+        if name in done or name in path:  # recursion: the search sees the types as they are
+            return
+        for call in f.walk():
+            if isinstance(call, func.CallOp):
+                callee = by_name.get(call.callee.root_reference.data)
+                if callee is not None:
+                    visit(callee, (*path, name))
+        done.add(name)
+        order.append(f)
+
+    for f in functions:
+        visit(f, ())
+    return order
+
+
+def call_nodes(op: func.CallOp) -> list[Node]:
+    """A call of a searched function is fixed: it reads the callee's argument placements and
+    gives its result placements (the callee's block, solved once, serves every call). One node
+    per tensor result (the first carries the operand edges), or one node without a value."""
+    callee = SymbolTable.lookup_symbol(op, op.callee)
+    if not isinstance(callee, func.FuncOp):
+        raise OpError(op, f"auto-shard: no function {op.callee}")
+    inputs = callee.function_type.inputs.data
+    operands = tuple(t.placement_list if isinstance(t, DTensorType) else None for t in inputs)
+    for t in (*inputs, *callee.function_type.outputs.data):
+        if isinstance(t, DTensorType) and t.is_open:
+            raise OpError(op, f"auto-shard: @{callee.sym_name.data} still has open types")
+    outputs = callee.function_type.outputs.data
+    results = [
+        (r, t) for r, t in zip(op.results, outputs, strict=True) if isinstance(t, DTensorType)
+    ]
+    if not results:
+        return [Node(op, None, [Signature(operands, ())])]
+    return [
+        Node(op, r, [Signature(operands, t.placement_list)], primary=k == 0)
+        for k, (r, t) in enumerate(results)
+    ]
+
+
+def updated_arguments(op: Operation) -> set[int]:
+    """The operands of a call that its callee updates in place (none for other ops)."""
+    if not isinstance(op, func.CallOp):
+        return set()
+    callee = SymbolTable.lookup_symbol(op, op.callee)
+    if not isinstance(callee, func.FuncOp) or not callee.body.blocks:
+        return set()
+    args = list(callee.body.block.args)
+    return {
+        args.index(u.target)
+        for u in callee.body.block.ops
+        if isinstance(u, UpdateOp) and u.target in args
+    }
+
+
+def _replicated(t: Attribute) -> Attribute:
+    """`t` with its open placements replicated."""
+    if not isinstance(t, DTensorType) or not t.is_open:
+        return t
+    return t.with_placements(R if isinstance(p, OpenAttr) else p for p in t.placement_list)
+
+
+def called(order: Sequence[func.FuncOp]) -> set[str]:
+    return {
+        call.callee.root_reference.data
+        for f in order
+        for call in f.walk()
+        if isinstance(call, func.CallOp)
+    }
+
+
+def call_counts(order: Sequence[func.FuncOp]) -> dict[str, int]:
+    """How many times each function runs per run of the functions nobody calls (a layer
+    called from a loop-free step once per layer)."""
+    counts = {f.sym_name.data: 0 for f in order}
+    targets = called(order)
+    for f in reversed(order):  # callers first
+        name = f.sym_name.data
+        if name not in targets:
+            counts[name] = 1
+        for call in f.walk():
+            if isinstance(call, func.CallOp):
+                callee = call.callee.root_reference.data
+                if callee in counts:
+                    counts[callee] += counts[name]
+    return counts

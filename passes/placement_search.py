@@ -135,9 +135,32 @@ def tree_order(problem: Problem) -> list[tuple[int, int | None]] | None:
     return order
 
 
+def fold_fixed(problem: Problem) -> Problem:
+    """The same problem with every edge at a node of one candidate (a call of a function
+    already solved, a given argument) folded into the other end's own costs: conditioning on
+    a fixed node cuts the cycles through it (a stack of layer calls sharing the mask and the
+    saved inputs is a forest once its calls are fixed). Costs of every choice are unchanged."""
+    fixed = {n for n, cs in enumerate(problem.node_cost) if len(cs) == 1}
+    if not fixed:
+        return problem
+    node_cost = [list(cs) for cs in problem.node_cost]
+    edges = []
+    for u, v, table in problem.edges:
+        if u in fixed:
+            for b in range(len(node_cost[v])):
+                node_cost[v][b] += table[0][b]
+        elif v in fixed:
+            for a in range(len(node_cost[u])):
+                node_cost[u][a] += table[a][0]
+        else:
+            edges.append((u, v, table))
+    return Problem(node_cost, edges, problem.memory, problem.memory_limit)
+
+
 def dynamic_programming(problem: Problem) -> Solution:
     """Exact DP over a chain or, more generally, a forest: each node's table of the cheapest
     subtree cost per choice, children folded into parents (O(N * S^2))."""
+    problem = fold_fixed(problem)
     order = tree_order(problem)
     if order is None or problem.memory_limit is not None:
         why = "the graph has a cycle" if order is None else "a memory limit couples all nodes"
@@ -204,13 +227,19 @@ def integer_program(problem: Problem) -> Solution:
         for row in x:
             h.addConstr(sum(row) == 1)
         for u, v, table in problem.edges:
-            for a, b in product(range(len(x[u])), range(len(x[v]))):
-                c = table[a][b]
+            # candidates with equal rows (columns) of the table are one class: a pair of
+            # classes costs what a pair of their members does, so one variable per class pair
+            # (conversions depend on the placements only, and many signatures share them)
+            rows, cols = _classes(table), _classes(list(zip(*table, strict=True)))
+            in_row = [sum(x[u][a] for a in members) for members in rows]
+            in_col = [sum(x[v][b] for b in members) for members in cols]
+            for (i, ru), (j, cv) in product(enumerate(rows), enumerate(cols)):
+                c = table[ru[0]][cv[0]]
                 if math.isinf(c):
-                    h.addConstr(x[u][a] + x[v][b] <= 1)
+                    h.addConstr(in_row[i] + in_col[j] <= 1)
                 elif c > 0:
                     y = h.addVariable(lb=0, obj=c)
-                    h.addConstr(y - x[u][a] - x[v][b] >= -1)
+                    h.addConstr(y - in_row[i] - in_col[j] >= -1)
         if problem.memory is not None and problem.memory_limit is not None:
             h.addConstr(
                 sum(
@@ -230,6 +259,14 @@ def integer_program(problem: Problem) -> Solution:
     choice = [max(range(len(row)), key=lambda c, row=row: values[row[c].index]) for row in x]
     cost = problem.cost(choice)
     return Solution(choice, cost, "ilp", cost)
+
+
+def _classes(rows: Sequence[Sequence[float]]) -> list[list[int]]:
+    """Indices of equal rows, grouped in order of first appearance."""
+    groups: dict[tuple[float, ...], list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(tuple(row), []).append(i)
+    return list(groups.values())
 
 
 def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solution:

@@ -1,0 +1,103 @@
+"""auto-shard on the front end's GPT layer stack with every placement open: the layer functions
+are searched once each and every call takes their chosen types; the result is proven equal to
+the open program on simulated ranks; the optimum is the one derived by hand."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.dialects import func
+
+import ccopt
+from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.frontend.gpt import Layout, gpt_step
+from ccopt.passes.pipeline import apply_pipeline
+from ccopt.passes.placement_search import Problem, exhaustive, solve
+from ccopt.program import load_program
+
+MESH = {"dp": 2}
+
+
+@pytest.fixture(scope="module")
+def open_stack() -> str:
+    return str(gpt_step("tiny", MESH, layers=2, layout=Layout.open(list(MESH))).module)
+
+
+def reports(module) -> dict[str, dict]:  # noqa: ANN001 - a ModuleOp
+    out = {}
+    for f in module.walk():
+        if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes:
+            out[f.sym_name.data] = {
+                k: getattr(v, "value", v).data for k, v in f.attributes["auto_shard"].data.items()
+            }
+    return out
+
+
+def test_open_layout_leaves_every_placement_open(open_stack):
+    assert "@m[R]" not in open_stack and "@m[S(" not in open_stack
+    assert "@m[?]" in open_stack
+    load_program(open_stack)  # verifies: `?` is accepted where a placement would be legal
+
+
+def test_argument_classes():
+    layout = Layout.megatron(["dp", "tp"])
+    assert layout.argument("l3_m_wqkv") == layout.column_weight
+    assert layout.argument("x") == layout.activation
+    assert layout.argument("v_b1") == layout.column_bias
+    assert layout.argument("mask") == layout.mask
+    assert all(p.short == "?" for p in layout.argument("dwo"))  # gradients stay open
+
+
+@pytest.mark.parametrize("strategy", ["dp", "cd"])
+def test_auto_shard_on_the_open_stack_is_proven_equal(open_stack, strategy):
+    report = ccopt.check_pipeline(open_stack, f"auto-shard{{strategy={strategy}}}", seed=3)
+    assert report.comparisons and all(c.ok for c in report.comparisons)
+
+
+def test_callees_are_solved_once_and_every_call_reuses_them(open_stack):
+    """Three layer functions, each searched once; the step's calls are fixed nodes, so the
+    step's graph (the mask and the saved layer inputs feed several calls) is a forest for dp
+    once they are folded: dp solves it itself instead of falling back to ilp.
+
+    The optimum, by hand: with every placement open each rank may compute the whole step, so
+    no value needs a conversion; bytes are never negative, so every function's optimum is 0
+    (plus the tie-break of under a byte that prefers split arguments) and dp's bound equals
+    it."""
+    module = apply_pipeline(load_program(open_stack), "auto-shard{strategy=dp}")
+    names = [f.sym_name.data for f in module.walk() if isinstance(f, func.FuncOp)]
+    assert sorted(names) == ["gpt_step", "layer_adam", "layer_backward", "layer_forward"]
+    got = reports(module)
+    assert got["gpt_step"]["strategy"] == "dp"
+    for name, r in got.items():
+        assert 0 <= r["cost"] < 1, name
+        assert r["gap"] == pytest.approx(0, abs=1e-9), name
+    assert "coll." not in str(module)
+    for op in module.walk():
+        for v in (*op.operands, *op.results):
+            assert not (isinstance(v.type, DTensorType) and v.type.is_open)
+    # every call of a layer function passes exactly its argument types
+    callee_types = {
+        f.sym_name.data: f.function_type for f in module.walk() if isinstance(f, func.FuncOp)
+    }
+    calls = [op for op in module.walk() if isinstance(op, func.CallOp)]
+    assert len(calls) == 6
+    for call in calls:
+        want = callee_types[call.callee.root_reference.data]
+        assert [v.type for v in call.operands] == list(want.inputs.data)
+        assert [v.type for v in call.results] == list(want.outputs.data)
+
+
+def test_fixed_nodes_cut_cycles_for_dp():
+    """A triangle 0-1-2 where node 2 has one candidate: conditioning on it leaves the chain
+    0-1, which dp solves exactly (equal to exhaustive)."""
+    problem = Problem(
+        [[0.0, 1.0], [2.0, 0.0], [0.5]],
+        [
+            (0, 1, [[5.0, 0.0], [0.0, 5.0]]),
+            (1, 2, [[0.0], [3.0]]),
+            (0, 2, [[4.0], [0.0]]),
+        ],
+    )
+    got = solve(problem, "dp")
+    assert got.strategy == "dp" and not got.note
+    assert got.cost == pytest.approx(exhaustive(problem).cost)
+    assert problem.cost(got.choice) == pytest.approx(got.cost)
