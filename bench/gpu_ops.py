@@ -9,8 +9,8 @@ emitted; the emitter's log of GPU operations (rank 0) gives, per call:
 - copies: launches that only move data (copy kernels, device/host memcpys), and their share;
 - copied: bytes those copies read; "copy/gemm-in": copied bytes over the bytes the gemms read;
 - moved/useful: bytes every op reads and writes over those of the ops that are not copies;
-- predicted: the step time the simulator (`ccopt.sim.predicted_step_time_ns`) predicts for the
-  schedule on `dgx-h100`, or "n/a" while the simulator does not offer it.
+- predicted: the step time the simulator (`ccopt.sim.program.predicted_step_time_ns`) predicts
+  for the schedule on `dgx-h100` (n/a where it cannot time the schedule).
 
 This is a static count of the generated code, not a GPU measurement; the last row of each
 workload ("vs unopt") is the schedule's ops over the unoptimized program's, this run.
@@ -70,15 +70,14 @@ def count(log: list[GpuOp], predicted: str) -> Count:
 
 
 def predict(module) -> str:  # noqa: ANN001 - an L1/L2 module
-    """The simulator's step time on MACHINE, once `ccopt.sim` offers it (imported lazily)."""
-    try:
-        from ccopt.sim import predicted_step_time_ns  # type: ignore[attr-defined]
-    except ImportError:
-        return "n/a"
+    """The simulator's step time on MACHINE (ccopt mode), or why it cannot time the schedule."""
+    from ccopt.diagnostics import CcoptError
+    from ccopt.sim.program import predicted_step_time_ns
+
     try:
         return f"{predicted_step_time_ns(module, MACHINE) / 1e3:.1f}us"
-    except Exception as e:  # noqa: BLE001 - a bench row must not stop the table
-        return f"error: {type(e).__name__}"
+    except CcoptError as e:  # a bench row must not stop the table
+        return f"n/a ({type(e).__name__})"
 
 
 def measure(name: str, pipeline: str) -> Count:

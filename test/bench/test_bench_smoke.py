@@ -74,7 +74,7 @@ def test_schedules_bench_compares_each_schedule() -> None:
 
 def test_gpu_ops_bench_counts_every_example_and_schedule() -> None:
     """A row per example x schedule (the unoptimized program too), each ending in its ratio to
-    the unoptimized program; the predicted column says n/a until the simulator offers a model."""
+    the unoptimized program; the predicted column is the simulator's step time on dgx-h100."""
     from ccopt.frontend.workloads import PIPELINES
 
     rows = ratio_rows(run_bench("gpu_ops.py"))
