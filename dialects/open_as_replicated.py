@@ -61,7 +61,7 @@ def close_open_placements(module: ModuleOp) -> None:
         if op.name in REDISTRIBUTIONS:
             (source,) = op.operands
             rewriter.replace_op(op, [], [source])
-    entries = {}
+    kept: set[SSAValue] = set()  # the entry conversions' results: typed by their own inference
     for f in [o for o in module.walk() if isinstance(o, func.FuncOp) and o.body.blocks]:
         block = f.body.block
         for arg in list(block.args):
@@ -69,7 +69,7 @@ def close_open_placements(module: ModuleOp) -> None:
                 arg = rewriter.replace_value_with_new_type(arg, _open_as_r(arg.type))
             mesh = lookup_mesh(f, arg.type.mesh_name) if isinstance(arg.type, DTensorType) else None
             if mesh is not None:
-                entries[arg] = _replicate_on_entry(arg, mesh, rewriter)
+                _replicate_on_entry(arg, mesh, rewriter, kept)
         f.function_type = FunctionType.from_lists(
             [a.type for a in block.args], [replicated(t) for t in f.function_type.outputs.data]
         )
@@ -81,7 +81,7 @@ def close_open_placements(module: ModuleOp) -> None:
                 for arg in list(block.args):
                     _retype(rewriter, arg)
         for res in list(op.results):
-            if res not in entries.values():
+            if res not in kept:
                 _retype(rewriter, res)
 
 
@@ -89,9 +89,12 @@ def _open_as_r(t: DTensorType) -> DTensorType:
     return t.with_placements(R if isinstance(p, OpenAttr) else p for p in t.placement_list)
 
 
-def _replicate_on_entry(arg: SSAValue, mesh: Mesh, rewriter: Rewriter) -> SSAValue:
+def _replicate_on_entry(
+    arg: SSAValue, mesh: Mesh, rewriter: Rewriter, kept: set[SSAValue]
+) -> SSAValue:
     """`arg` made replicated at the top of its function (inner axes first, so nested splits of
-    one dimension gather in order); the function's other uses read the replicated value."""
+    one dimension gather in order); the function's other uses read the replicated value. Each
+    conversion's result (partly replicated until the last) is added to `kept`."""
     t = arg.type
     if not isinstance(t, DTensorType):
         return arg
@@ -108,6 +111,7 @@ def _replicate_on_entry(arg: SSAValue, mesh: Mesh, rewriter: Rewriter) -> SSAVal
             continue
         rewriter.insert_op(op, where)
         where, value = InsertPoint.after(op), op.results[0]
+        kept.add(value)
     for use in uses:
         use.operation.operands[use.index] = value
     return value

@@ -69,3 +69,14 @@ def test_open_argument_accepts_any_legal_choice(placement):
     x = np.arange(24, dtype=np.float32).reshape(4, 6) / 24
     out = ccopt.run(text, {"x": x}).outputs["result0"]
     np.testing.assert_allclose(out, 2 * x, rtol=1e-6)
+
+
+def test_an_argument_split_on_every_axis_gathers_one_axis_at_a_time():
+    """Fuzzer finding: a given argument split on both axes is replicated on entry by one
+    all-gather per axis, the first one's result still split on the other axis (it was typed
+    all-R, and the interpreter's gather found its output block uncovered)."""
+    program = OPEN_PROGRAM.replace("4x8xf32, @m[S(0), ?]", "4x8xf32, @m[S(0), S(1)]")
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((4, 8)), rng.standard_normal((8, 6))
+    result = ccopt.run(program, {"x": x.astype(np.float32), "w": w.astype(np.float32)})
+    np.testing.assert_allclose(result.outputs["result0"], gelu(x @ w), rtol=1e-4, atol=1e-5)
