@@ -72,10 +72,8 @@ class LinkNetwork(FullNetwork):
         mirror_src: int,
         on_sent: Handler | None = None,
     ) -> None:
-        key = (tag, src, dst, size)
-        n = self._sent[key]
-        self._sent[key] = n + 1
-        self._forward(size, self.route(src, dst), lambda: self._arrive((*key, n), on_sent))
+        entry = self._numbered(self._sent, (tag, src, dst, size))
+        self._forward(size, self.route(src, dst), lambda: self._arrive(entry, on_sent))
 
     def _forward(self, size: int, path: list[int], done: Handler) -> None:
         link = self._link(path[0], path[1])

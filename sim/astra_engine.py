@@ -81,10 +81,15 @@ class FullNetwork:
     ) -> None:
         """Send `size` bytes; `on_sent` runs when the message arrives (ASTRA-sim's send
         handler), before the matching receive completes."""
-        key = (tag, src, dst, size)
-        n = self._sent[key]
-        self._sent[key] = n + 1
-        self.loop.schedule(self.delay(src, dst, size), lambda: self._arrive((*key, n), on_sent))
+        entry = self._numbered(self._sent, (tag, src, dst, size))
+        self.loop.schedule(self.delay(src, dst, size), lambda: self._arrive(entry, on_sent))
+
+    @staticmethod
+    def _numbered(counter: dict[tuple, int], key: tuple) -> tuple:
+        """`key` with how many such messages came before it (the n-th of its kind)."""
+        n = counter[key]
+        counter[key] = n + 1
+        return (*key, n)
 
     def _arrive(self, entry: tuple, on_sent: Handler | None = None) -> None:
         if on_sent is not None:
@@ -96,10 +101,7 @@ class FullNetwork:
             handler()
 
     def recv(self, dst: int, src: int, size: int, tag: Any, handler: Handler) -> None:
-        key = (tag, src, dst, size)
-        n = self._posted[key]
-        self._posted[key] = n + 1
-        entry = (*key, n)
+        entry = self._numbered(self._posted, (tag, src, dst, size))
         if entry in self._arrived:
             self._arrived.discard(entry)
             self.loop.schedule(0, handler)
@@ -120,12 +122,8 @@ class MirrorNetwork(FullNetwork):
         mirror_src: int,
         on_sent: Handler | None = None,
     ) -> None:
-        key = (tag, mirror_src, src, size)
-        n = self._sent[key]
-        self._sent[key] = n + 1
-        self.loop.schedule(
-            self.delay(mirror_src, src, size), lambda: self._arrive((*key, n), on_sent)
-        )
+        entry = self._numbered(self._sent, (tag, mirror_src, src, size))
+        self.loop.schedule(self.delay(mirror_src, src, size), lambda: self._arrive(entry, on_sent))
 
 
 @dataclass
