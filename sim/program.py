@@ -187,6 +187,7 @@ class Engine:
         self.seq = 0
         self.spans: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.work: dict[tuple[int, int], tuple[float, float, float]] = {}
+        self.stepped: dict[tuple[str, str, int, tuple[int, ...]], float] = {}
 
     def _issue_times(self) -> list[float]:
         """When the host has launched each task (device tasks cost one launch each, in order)."""
@@ -322,14 +323,36 @@ class Engine:
         sharing = 1 + sum(
             1 for _, sp in active if any(a > 1 and b > 1 for a, b in zip(sp, span, strict=True))
         )
-        dims = cost.links(self.machine, span, collective_algorithm(task.op), sharing)
         body_ns = 0.0
         if task.op.name == "coll.fused_all_reduce":
             body_ns = self._roofline(fused_body_work(task.op, self.blocks, coords))  # type: ignore[arg-type]
-        ns = cost.collective_ns(_kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns)
+        stepped = self._algorithm_ns(task, axes, n)
+        if stepped is not None:
+            ns = stepped + body_ns
+        else:
+            dims = cost.links(self.machine, span, collective_algorithm(task.op), sharing)
+            ns = cost.collective_ns(_kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns)
         self.comm_active[c] = [*active, (now + ns, span)]
         self.work[(c, task.index)] = (0.0, float(n), ns)
         return ns
+
+    def _algorithm_ns(self, task: Task, axes: tuple[int, ...], n: int) -> float | None:
+        """The time of the algorithm the collective names (`lower-collectives`), its steps
+        timed on the group's part of the network; None when it names none."""
+        from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, chosen_algorithm
+        from ccopt.sim.algorithm_time import algorithm_ns
+
+        ref = task.op.attributes.get(ALGORITHM_ATTRIBUTE)
+        if ref is None:
+            return None
+        kind = _kind_of(task)
+        key = (str(ref), kind, n, axes)
+        if key not in self.stepped:
+            chosen = chosen_algorithm(task.op)
+            assert chosen is not None
+            alg = chosen.algorithm()
+            self.stepped[key] = float(algorithm_ns(alg, kind, n, self.machine, self.mesh, axes))
+        return self.stepped[key]
 
     def check_finished(self) -> None:
         for c in range(len(self.classes)):
