@@ -331,7 +331,9 @@ class Engine:
             ns = stepped + body_ns
         else:
             dims = cost.links(self.machine, span, collective_algorithm(task.op), sharing)
-            ns = cost.collective_ns(_kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns)
+            ns = cost.collective_ns(
+                _kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns
+            )
         self.comm_active[c] = [*active, (now + ns, span)]
         self.work[(c, task.index)] = (0.0, float(n), ns)
         return ns
