@@ -14,24 +14,16 @@ poison.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ccopt.algorithms.steps import Apply, random_order, run_steps
 from ccopt.dialects.algo import (
-    CNT,
-    DSTBUF,
-    DSTOFF,
-    SRCBUF,
-    SRCOFF,
-    TYPE,
     Algorithm,
     AlgorithmError,
     Schedule,
-    Step,
-    order_edges,
     schedule,
 )
 
@@ -69,30 +61,6 @@ def buffers(
     return [inp, inp, scratch]
 
 
-def random_order(sched: Schedule, seed: int) -> np.ndarray:
-    """A random topological order of the steps (Kahn's algorithm with random priorities)."""
-    flat = sched.flat
-    n = len(flat.tb)
-    src, dst = order_edges(flat)
-    src, dst = np.concatenate([src, sched.sends]), np.concatenate([dst, sched.recvs])
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(src.tolist(), dst.tolist(), strict=True):
-        succ[a].append(b)
-    indeg = np.bincount(dst, minlength=n).tolist()
-    priority = np.random.default_rng(seed).random(n).tolist()
-    ready = [(priority[i], i) for i in range(n) if indeg[i] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, i = heapq.heappop(ready)
-        order.append(i)
-        for j in succ[i]:
-            indeg[j] -= 1
-            if not indeg[j]:
-                heapq.heappush(ready, (priority[j], j))
-    return np.array(order, dtype=np.int64)
-
-
 def execute(
     alg: Algorithm,
     inputs: Sequence[np.ndarray],
@@ -101,56 +69,17 @@ def execute(
     seed: int | None = None,
     sched: Schedule | None = None,
     fill: float | int = np.nan,
+    apply: Apply | None = None,
 ) -> list[np.ndarray]:
     """Every rank's output buffer after running the algorithm on `inputs` (one array per rank,
     first axis the input chunks). `inplace` picks the mode (default: in place if the algorithm
-    serves only in-place calls)."""
+    serves only in-place calls); `apply` is the fused body its `fn` steps run."""
     sched = sched or schedule(alg)
     if inplace is None:
         inplace = not alg.outofplace
-    flat = sched.flat
     storage = [buffers(alg, r, np.asarray(inputs[r]), inplace, fill) for r in range(alg.ranks)]
     order = np.argsort(sched.level, kind="stable") if seed is None else random_order(sched, seed)
-    send_of = np.full(len(flat.tb), -1, dtype=np.int64)
-    send_of[sched.recvs] = sched.sends
-    mail: dict[int, np.ndarray] = {}
-    col = flat.col
-    fields = np.stack(
-        [
-            col[TYPE],
-            col[SRCBUF],
-            col[SRCOFF],
-            col[DSTBUF],
-            col[DSTOFF],
-            col[CNT],
-            flat.rank,
-            send_of,
-        ]
-    )[:, order].T.tolist()
-    for i, (kind, sb, so, db, do, cnt, rank, sender) in zip(order.tolist(), fields, strict=True):
-        bufs = storage[rank]
-        if kind == Step.NOP:
-            continue
-        if kind == Step.SEND:
-            mail[i] = bufs[sb][so : so + cnt].copy()
-        elif kind == Step.RECV:
-            bufs[db][do : do + cnt] = mail.pop(sender)
-        elif kind == Step.RECV_REDUCE_COPY:
-            bufs[db][do : do + cnt] = combine(bufs[sb][so : so + cnt], mail.pop(sender))
-        elif kind == Step.RECV_COPY_SEND:
-            value = mail.pop(sender)
-            bufs[db][do : do + cnt] = value
-            mail[i] = value
-        elif kind == Step.RECV_REDUCE_SEND:
-            mail[i] = combine(bufs[sb][so : so + cnt], mail.pop(sender))
-        elif kind == Step.RECV_REDUCE_COPY_SEND:
-            value = combine(bufs[sb][so : so + cnt], mail.pop(sender))
-            bufs[db][do : do + cnt] = value
-            mail[i] = value
-        elif kind == Step.COPY:
-            bufs[db][do : do + cnt] = bufs[sb][so : so + cnt].copy()
-        elif kind == Step.REDUCE:
-            bufs[db][do : do + cnt] = combine(bufs[db][do : do + cnt], bufs[sb][so : so + cnt])
+    run_steps(sched, storage, order, combine, apply)
     return [storage[r][1] for r in range(alg.ranks)]
 
 
