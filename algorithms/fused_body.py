@@ -291,3 +291,56 @@ def check_body_placement(alg: Algorithm, seed: int = 1, orders: int = 2) -> None
                         "full sum (the body runs before the chunk's reduction completes, or a "
                         "later step reduces or overwrites its result)",
                     )
+
+
+@dataclass(frozen=True)
+class ChunkLayout:
+    """Where the elements of a fused all-reduce's slices sit in the algorithm's chunks: chunk k,
+    column w holds element `pos[k, w]` of member `block[k, w]`'s slice (-1: padding)."""
+
+    block: np.ndarray
+    pos: np.ndarray
+
+    @property
+    def width(self) -> int:
+        return int(self.block.shape[1])
+
+
+def chunk_layout(owner: np.ndarray, sizes: list[int], on_owner: bool) -> ChunkLayout:
+    """The layout for chunks completed by group members `owner[k]` and slices of `sizes`
+    elements per member. Each member's slice goes into the chunks it completes, so the body runs
+    where its split operands and results live; where some member with a slice completes no
+    chunk (a tree reduces everything at its roots), the slices are laid end to end, which only
+    a body without split operands or results can use (`on_owner`: ValueError says why not)."""
+    chunks = len(owner)
+    mine = [np.flatnonzero(owner == m) for m in range(len(sizes))]
+    idle = [m for m, n in enumerate(sizes) if n and not mine[m].size]
+    if not idle:
+        width = max([1, *(-(-n // len(c)) for n, c in zip(sizes, mine, strict=True) if c.size)])
+        block = np.full((chunks, width), -1, dtype=np.int64)
+        pos = np.full((chunks, width), -1, dtype=np.int64)
+        for m, (n, c) in enumerate(zip(sizes, mine, strict=True)):
+            e = np.arange(n)
+            block[c[e // width], e % width] = m
+            pos[c[e // width], e % width] = e
+        return ChunkLayout(block, pos)
+    if on_owner:
+        done = sorted({int(r) for r in owner.tolist()})
+        raise ValueError(
+            f"group member {idle[0]} holds a slice but completes no chunk (all complete at "
+            f"members {', '.join(map(str, done))}), and the body has split operands or results, "
+            "which live only there"
+        )
+    total = sum(sizes)
+    width = max(1, -(-total // chunks))
+    flat_block = np.full(chunks * width, -1, dtype=np.int64)
+    flat_pos = np.full(chunks * width, -1, dtype=np.int64)
+    flat_block[:total] = np.repeat(np.arange(len(sizes)), sizes)
+    flat_pos[:total] = np.concatenate([np.arange(n) for n in sizes]) if sizes else []
+    return ChunkLayout(flat_block.reshape(chunks, width), flat_pos.reshape(chunks, width))
+
+
+def body_owners(alg: Algorithm) -> np.ndarray:
+    """The group member (rank of the algorithm) that runs the body on each output chunk."""
+    sched = schedule(alg)
+    return sched.flat.rank[body_steps(alg, sched.flat)]

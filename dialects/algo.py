@@ -906,6 +906,14 @@ class AlgorithmOp(IRDLOperation):
             root=self.root.value.data,
         )
 
+    def applies_body(self) -> bool:
+        """Whether some step is an `fn`: the algorithm of a fused all-reduce."""
+        return any(
+            (op.thread_block().steps[:, TYPE] == Step.APPLY).any()
+            for gpu in self.gpu_ops()
+            for op in gpu.tb_ops()
+        )
+
     def verify_(self) -> None:
         gpus = list(self.body.block.ops)
         for r, op in enumerate(gpus):
