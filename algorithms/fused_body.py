@@ -14,7 +14,7 @@ every later step only copied its result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -124,23 +124,11 @@ def with_body_steps(alg: Algorithm, name: str) -> Algorithm:
         tbs = []
         for t, tb in enumerate(g.tbs):
             first = int(flat.tb_start[flat.gpu_tb_start[r] + t])
-            tbs.append(ThreadBlock(tb.send, tb.recv, tb.chan, tb.steps))
-            tbs[-1].steps = _expand(sched, first, tb.steps, by_step)
+            tbs.append(
+                ThreadBlock(tb.send, tb.recv, tb.chan, _expand(sched, first, tb.steps, by_step))
+            )
         gpus.append(Gpu(g.in_chunks, g.out_chunks, g.scratch_chunks, tbs))
-    gpus = _renumber_dependencies(alg, gpus, sched, by_step)
-    fused = Algorithm(
-        name,
-        alg.collective,
-        gpus,
-        alg.proto,
-        alg.nchannels,
-        alg.chunks_per_loop,
-        alg.inplace,
-        alg.outofplace,
-        alg.min_bytes,
-        alg.max_bytes,
-        alg.root,
-    )
+    fused = replace(alg, name=name, gpus=_renumber_dependencies(alg, gpus, sched, by_step))
     check_body_placement(fused)
     return fused
 
@@ -231,19 +219,7 @@ def _single_rank(alg: Algorithm, name: str) -> Algorithm:
     body = [Step.APPLY, 1, 0, 1, 0, g.out_chunks, -1, -1]
     tb = ThreadBlock(-1, -1, 0, steps_array([*waits, body]))
     gpu = Gpu(g.in_chunks, g.out_chunks, g.scratch_chunks, [*g.tbs, tb])
-    return Algorithm(
-        name,
-        alg.collective,
-        [gpu],
-        alg.proto,
-        alg.nchannels,
-        alg.chunks_per_loop,
-        alg.inplace,
-        alg.outofplace,
-        alg.min_bytes,
-        alg.max_bytes,
-        alg.root,
-    )
+    return replace(alg, name=name, gpus=[gpu])
 
 
 def mix(values: np.ndarray, chunk: np.ndarray) -> np.ndarray:
