@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 import ccopt
 from ccopt.diagnostics import CcoptError
@@ -108,3 +110,48 @@ def test_only_a_fused_all_reduce_may_name_an_algorithm_with_a_body() -> None:
     without = re.sub(r"fn o\[\d+\] -> i\[\d+\] x1", "nop _ -> _ x0", fused)
     with pytest.raises(CcoptError, match="has no fn steps: the fused body has no place to run"):
         ccopt.run(without, entry="sgd")
+
+
+SGD_SLICED = """
+!p = !dtensor.tensor<{n}xf32, @dp[P(sum)]>
+!r = !dtensor.tensor<{n}xf32, @dp[R]>
+!scalar = !dtensor.tensor<f32, @dp[R]>
+dtensor.mesh @dp [dp={ranks}]
+func.func @step(%g: !p, %w: !r, %lr: !scalar) -> (!r, !r) {{
+  %s = coll.all_reduce sum %g over [dp] : !p -> !r
+  %u = dtensor.mul %lr, %s : (!scalar, !r) -> !r
+  %w1 = dtensor.sub %w, %u : (!r, !r) -> !r
+  %e = dtensor.exp %s : !r
+  func.return %w1, %e : !r, !r
+}}
+"""
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    ranks=st.integers(1, 7),
+    n=st.integers(1, 40),
+    algorithm=st.sampled_from(["ring", "direct", "halving_doubling", "tree"]),
+    chunk_factor=st.integers(1, 2),
+)
+def test_random_sizes_ranks_and_algorithms(
+    ranks: int, n: int, algorithm: str, chunk_factor: int
+) -> None:
+    """SGD with two results (the updated weights, reading w's slice, and exp of the sum) on
+    random rank counts and uneven sizes (slices may be empty): inside every algorithm that has a
+    place for the body the program computes what it did unfused; elsewhere the refusal says why
+    (a member with a slice of w that completes no chunk)."""
+    pipeline = (
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+        f"lower-collectives{{fused_body=in-algorithm algorithm={algorithm} "
+        f"chunk_factor={chunk_factor}}}"
+    )
+    try:
+        report = ccopt.check_pipeline(
+            SGD_SLICED.format(n=n, ranks=ranks), pipeline, entry="step", seed=n
+        )
+    except CcoptError as e:
+        assert "holds a slice but completes no chunk" in str(e)
+        event(f"refused: {algorithm}")
+        return
+    assert report.ok, [c for c in report.comparisons if not c.ok]
