@@ -70,6 +70,33 @@ def test_a_body_of_the_sum_alone_runs_anywhere(algorithm: str) -> None:
     assert report.ok, [c for c in report.comparisons if not c.ok]
 
 
+TWO_AXES = """
+!p = !dtensor.tensor<37x3xf32, @m[P(sum), P(sum)]>
+!r = !dtensor.tensor<37x3xf32, @m[R, R]>
+!scalar = !dtensor.tensor<f32, @m[R, R]>
+dtensor.mesh @m [node=2, gpu=3]
+func.func @step(%g: !p, %w: !r, %lr: !scalar) -> !r {
+  %s = coll.all_reduce sum %g over [node, gpu] : !p -> !r
+  %u = dtensor.mul %lr, %s : (!scalar, !r) -> !r
+  %w1 = dtensor.sub %w, %u : (!r, !r) -> !r
+  func.return %w1 : !r
+}
+"""
+
+
+@pytest.mark.parametrize("options", ["algorithm=hierarchical chunk_factor=2", "channels=2"])
+def test_two_axes_with_a_sliced_operand(options: str) -> None:
+    """SGD over both axes of a 2x3 mesh: the 2-D hierarchical algorithm (reduce-scatter within
+    a node, all-reduce across, all-gather back) completes each chunk on the rank whose slice of
+    w it is, so the body reads w where it lives."""
+    pipeline = (
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+        f"lower-collectives{{fused_body=in-algorithm {options}}}"
+    )
+    report = ccopt.check_pipeline(TWO_AXES, pipeline, entry="step", seed=4)
+    assert report.ok, [c for c in report.comparisons if not c.ok]
+
+
 def test_tree_refuses_a_body_with_sliced_state() -> None:
     pipeline = PREFIX["adam.mlir"] + ",lower-collectives{fused_body=in-algorithm algorithm=tree}"
     with pytest.raises(CcoptError, match="group member 1 holds a slice but completes no chunk"):
