@@ -21,9 +21,11 @@ import numpy as np
 
 from ccopt.algorithms.steps import Apply, random_order, run_steps
 from ccopt.dialects.algo import (
+    TYPE,
     Algorithm,
     AlgorithmError,
     Schedule,
+    Step,
     schedule,
 )
 
@@ -139,6 +141,8 @@ class Verdict:
     modes: list[str]
     exact: bool
     steps: int
+    body: bool = False
+    """Whether it has `fn` steps, proven to run a fused body once per chunk on its full sum."""
 
 
 def modes(alg: Algorithm) -> list[bool]:
@@ -147,8 +151,14 @@ def modes(alg: Algorithm) -> list[bool]:
 
 def check(alg: Algorithm, seed: int = 0, exact: bool = True, orders: int = 1) -> Verdict:
     """Prove that `alg` computes its collective; raise AlgorithmError saying where it does not.
-    `orders` > 1 also runs random topological orders (a result that changes has a race)."""
+    `orders` > 1 also runs random topological orders (a result that changes has a race). A fused
+    all-reduce's `fn` steps run the identity here (the collective must still be computed), and
+    their placement is proven with a mixing body (`check_body_placement`)."""
+    from ccopt.algorithms.fused_body import check_body_placement
+
     sched = schedule(alg)
+    has_body = bool((sched.flat.col[TYPE] == Step.APPLY).any())
+    body = unchanged if has_body else None
     ic, _ = check_shapes(alg)
     p = alg.ranks
     rng = np.random.default_rng(seed)
@@ -164,16 +174,32 @@ def check(alg: Algorithm, seed: int = 0, exact: bool = True, orders: int = 1) ->
             order_seed = None if k == 0 else seed + k
             if do_exact:
                 got = execute(
-                    alg, basis, inplace=inplace, seed=order_seed, sched=sched, fill=POISON
+                    alg,
+                    basis,
+                    inplace=inplace,
+                    seed=order_seed,
+                    sched=sched,
+                    fill=POISON,
+                    apply=body,
                 )
                 compare_exact(got, exact_want, ic, mode)
             else:
-                check_fingerprints(alg, inplace, order_seed, sched, mode, rng)
-            got = execute(alg, data, inplace=inplace, seed=order_seed, sched=sched)
+                check_fingerprints(alg, inplace, order_seed, sched, mode, rng, body)
+            got = execute(alg, data, inplace=inplace, seed=order_seed, sched=sched, apply=body)
             compare_numbers(got, want, mode)
+    if has_body:
+        check_body_placement(alg, seed + 1, max(orders, 2))
     return Verdict(
-        ["in place" if m else "out of place" for m in modes(alg)], do_exact, sched.flat.tb.size
+        ["in place" if m else "out of place" for m in modes(alg)],
+        do_exact,
+        sched.flat.tb.size,
+        has_body,
     )
+
+
+def unchanged(rank: int, first: int, rows: np.ndarray) -> np.ndarray:
+    """The identity as a fused body: an all-reduce with `fn` steps must still all-reduce."""
+    return rows
 
 
 def check_fingerprints(
@@ -183,6 +209,7 @@ def check_fingerprints(
     sched: Schedule,
     mode: str,
     rng: np.random.Generator,
+    body: Apply | None = None,
 ) -> None:
     """Exact tracking for algorithms too large to track every input chunk: each input chunk
     is a random 64-bit number and sums wrap modulo 2^64, so an output chunk that misses an input
@@ -191,7 +218,9 @@ def check_fingerprints(
     ic = alg.gpus[0].in_chunks
     prints = [rng.integers(0, 2**63, size=(ic, 1), dtype=np.uint64) for _ in range(alg.ranks)]
     poison = int(rng.integers(0, 2**63))
-    got = execute(alg, prints, inplace=inplace, seed=order_seed, sched=sched, fill=poison)
+    got = execute(
+        alg, prints, inplace=inplace, seed=order_seed, sched=sched, fill=poison, apply=body
+    )
     for r, (g, w) in enumerate(zip(got, expected(alg, prints), strict=True)):
         if w is not None and (bad := np.flatnonzero((g != w).any(axis=1))).size:
             raise AlgorithmError(
@@ -275,6 +304,8 @@ def prove(op: object, seed: int = 0) -> str:
         if verdict.exact
         else "random data and 64-bit chunk fingerprints"
     )
+    if verdict.body:
+        how += "; its fn steps run a body once per chunk on the full sum (a mixing body)"
     return (
         f"@{alg.name}: {alg.collective} on {alg.ranks} ranks, {verdict.steps} steps: ok "
         f"({', '.join(verdict.modes)}; {how}, 2 step orders)"

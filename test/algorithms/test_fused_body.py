@@ -183,3 +183,20 @@ def test_layout_without_split_operands_may_cross_slices() -> None:
     assert layout.block.tolist() == [[0, 0], [1, 1], [2, 2], [3, -1]]
     with pytest.raises(ValueError, match="group member 1 holds a slice but completes no chunk"):
         chunk_layout(owner, [2, 2, 2, 1], on_owner=True)
+
+
+def test_the_interpreters_proof_covers_the_body() -> None:
+    """`check` (what `ccopt-run` runs on a file of algorithms) proves a fused algorithm's
+    collective with an identity body and its body placement with a mixing one."""
+    from ccopt.interpreters.algo import check, prove
+
+    fused = with_body_steps(generate("allreduce", "ring", 4, chunk_factor=2), "fused")
+    assert check(fused, orders=2).body
+    assert "fn steps run a body once per chunk" in prove(AlgorithmOp(fused))
+    steps = fused.gpus[2].tbs[0].steps
+    at = int(np.flatnonzero(steps[:, TYPE] == Step.APPLY)[0])
+    steps[[at - 1, at]] = steps[[at, at - 1]]
+    with pytest.raises(
+        AlgorithmError, match=r"rank 2 tb 0 step \d \(fn\): in place: .* not the body.s result"
+    ):
+        check(fused)
