@@ -143,7 +143,11 @@ class LowerCollectives(ModulePass):
                 assert isinstance(target, coll.CollectiveOp)
                 name = self.lower(target, COLLECTIVES[type(target)], axes, op, existing)
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
-            elif fused and isinstance(target, coll.FusedAllReduceOp):
+            elif (
+                fused
+                and isinstance(target, coll.FusedAllReduceOp)
+                and ALGORITHM_ATTRIBUTE not in target.attributes  # lowered before: keep it
+            ):
                 name = self.lower_fused(target, axes, op, existing)
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
 
