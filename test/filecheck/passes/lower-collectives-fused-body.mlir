@@ -2,6 +2,7 @@
 // RUN: ccopt %s -p 'fuse-collective,lower-collectives{fused_body=in-algorithm algorithm=halving_doubling}' | filecheck %s --check-prefix=HD
 // RUN: ccopt %s -p 'fuse-collective,lower-collectives' | filecheck %s --check-prefix=AFTER
 // RUN: ccopt %s -p 'fuse-collective,lower-collectives{fused_body=in-algorithm},lower-collectives{fused_body=in-algorithm}' | filecheck %s --check-prefix=TWICE
+// RUN: ccopt %s -p 'fuse-collective,lower-collectives{fused_body=in-algorithm},lower-collectives{fused_body=in-algorithm}' | filecheck %s --check-prefix=TWICE
 
 // SGD with sliced state: the body (w - lr * g) runs inside the ring, right where each chunk's
 // reduce-scatter completes: the owner's last receive-reduce (an rrcs on the plain ring) becomes
@@ -77,6 +78,13 @@ func.func @sgd(
 func.func @sgd(
 // AFTER:         coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [dp] dim 0 :
 // AFTER-NOT:   algo.algorithm @allreduce_ring_4_fused
+// Lowering again keeps the algorithms the fused ops have (no second copy).
+// TWICE-LABEL: func.func @sgd(
+// TWICE:         {algo.algorithm = @allreduce_ring_4_fused}
+// TWICE:         {algo.algorithm = @allreduce_ring_4_fused1}
+// TWICE:       algo.algorithm @allreduce_ring_4_fused allreduce
+// TWICE:       algo.algorithm @allreduce_ring_4_fused1 allreduce
+// TWICE-NOT:   algo.algorithm
 // Lowering again keeps the algorithms the fused ops have (no second copy).
 // TWICE-LABEL: func.func @sgd(
 // TWICE:         {algo.algorithm = @allreduce_ring_4_fused}
