@@ -2,7 +2,6 @@
 // RUN: ccopt %s -p 'fuse-collective,lower-collectives{fused_body=in-algorithm algorithm=halving_doubling}' | filecheck %s --check-prefix=HD
 // RUN: ccopt %s -p 'fuse-collective,lower-collectives' | filecheck %s --check-prefix=AFTER
 // RUN: ccopt %s -p 'fuse-collective,lower-collectives{fused_body=in-algorithm},lower-collectives{fused_body=in-algorithm}' | filecheck %s --check-prefix=TWICE
-// RUN: ccopt %s -p 'fuse-collective,lower-collectives{fused_body=in-algorithm},lower-collectives{fused_body=in-algorithm}' | filecheck %s --check-prefix=TWICE
 
 // SGD with sliced state: the body (w - lr * g) runs inside the ring, right where each chunk's
 // reduce-scatter completes: the owner's last receive-reduce (an rrcs on the plain ring) becomes
@@ -13,14 +12,7 @@
 !scalar = !dtensor.tensor<f32, @dp[R]>
 dtensor.mesh @dp [dp=4]
 
-// CHECK-LABEL: // Lowering again keeps the algorithms the fused ops have (no second copy).
-// TWICE-LABEL: func.func @sgd(
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused}
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused1}
-// TWICE:       algo.algorithm @allreduce_ring_4_fused allreduce
-// TWICE:       algo.algorithm @allreduce_ring_4_fused1 allreduce
-// TWICE-NOT:   algo.algorithm
-func.func @sgd(
+// CHECK-LABEL: func.func @sgd(
 // CHECK:         coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [dp] dim 0 {algo.algorithm = @allreduce_ring_4_fused}
 // A second fused op gets an algorithm copy of its own.
 // CHECK:         coll.fused_all_reduce sum %{{.*}}, ins() over [dp] dim 0 {algo.algorithm = @allreduce_ring_4_fused1}
@@ -45,14 +37,7 @@ func.func @sgd(
 // Halving-doubling completes each chunk at the end of its halving phase (an rrc on the
 // rank that keeps that quarter); the doubling phase only copies. A dependency on a step that
 // moved (tb 1's receive, step 3 before) follows it.
-// HD-LABEL: // Lowering again keeps the algorithms the fused ops have (no second copy).
-// TWICE-LABEL: func.func @sgd(
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused}
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused1}
-// TWICE:       algo.algorithm @allreduce_ring_4_fused allreduce
-// TWICE:       algo.algorithm @allreduce_ring_4_fused1 allreduce
-// TWICE-NOT:   algo.algorithm
-func.func @sgd(
+// HD-LABEL: func.func @sgd(
 // HD:         {algo.algorithm = @allreduce_halving_doubling_4_fused}
 // HD:       algo.algorithm @allreduce_halving_doubling_4_fused allreduce ranks 4
 // HD:         algo.gpu 0 in 4 out 4 scratch 0 {
@@ -68,23 +53,9 @@ func.func @sgd(
 // HD-NEXT:        4: r _ -> i[1] x1
 
 // Without the option the fused op keeps its reduce-scatter, body, all-gather form.
-// AFTER-LABEL: // Lowering again keeps the algorithms the fused ops have (no second copy).
-// TWICE-LABEL: func.func @sgd(
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused}
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused1}
-// TWICE:       algo.algorithm @allreduce_ring_4_fused allreduce
-// TWICE:       algo.algorithm @allreduce_ring_4_fused1 allreduce
-// TWICE-NOT:   algo.algorithm
-func.func @sgd(
+// AFTER-LABEL: func.func @sgd(
 // AFTER:         coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [dp] dim 0 :
 // AFTER-NOT:   algo.algorithm @allreduce_ring_4_fused
-// Lowering again keeps the algorithms the fused ops have (no second copy).
-// TWICE-LABEL: func.func @sgd(
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused}
-// TWICE:         {algo.algorithm = @allreduce_ring_4_fused1}
-// TWICE:       algo.algorithm @allreduce_ring_4_fused allreduce
-// TWICE:       algo.algorithm @allreduce_ring_4_fused1 allreduce
-// TWICE-NOT:   algo.algorithm
 // Lowering again keeps the algorithms the fused ops have (no second copy).
 // TWICE-LABEL: func.func @sgd(
 // TWICE:         {algo.algorithm = @allreduce_ring_4_fused}
