@@ -67,7 +67,7 @@ def step_level(size: int, passes: int) -> None:
         inside = simulate_algorithm(fused, network, system, size, body_passes=passes).time_ns
         print(
             f"{name:>20} {channels:>3} {chunk_factor:>3} {after:>12.0f} {inside:>12} "
-            f"{after / inside:>13.3f}"
+            f"{after / inside:>12.3f}x"
         )
 
 
@@ -87,7 +87,7 @@ def program_level(elements: int) -> None:
         pipeline = FUSE + ("," + lower if lower else "")
         ns = ccopt.simulate(text, "dgx-h100", pipeline=pipeline, mesh="dp=8").step_time_ns
         base = base or ns
-        print(f"{lower or 'fused after (no algorithm)':>40} {ns:>12} {base / ns:>11.3f}")
+        print(f"{lower or 'fused after (no algorithm)':>40} {ns:>12} {base / ns:>10.3f}x")
 
 
 def main() -> None:
