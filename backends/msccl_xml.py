@@ -11,7 +11,16 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from ccopt.dialects.algo import BUFFERS, DEPID, DEPS, STEP_NAMES, Algorithm
+from ccopt.dialects.algo import (
+    BUFFERS,
+    DEPID,
+    DEPS,
+    MSCCL_STEP_NAMES,
+    TYPE,
+    Algorithm,
+    AlgorithmError,
+    Step,
+)
 
 STEP = (
     '      <step s="%d" type="%s" srcbuf="%s" srcoff="%d" dstbuf="%s" dstoff="%d" cnt="%d" '
@@ -19,7 +28,7 @@ STEP = (
 )
 
 
-TYPE_NAMES = np.array(STEP_NAMES, dtype=object)
+TYPE_NAMES = np.array(MSCCL_STEP_NAMES, dtype=object)
 SRC_NAMES = np.array(("i", *BUFFERS), dtype=object)  # index buffer + 1: none is written "i"
 DST_NAMES = np.array(("o", *BUFFERS), dtype=object)  # and "o", with offset -1, as MSCCL does
 
@@ -76,8 +85,26 @@ def runtime_limits(alg: Algorithm) -> list[str]:
     return problems
 
 
+def refuse_fused_body(alg: Algorithm) -> None:
+    """MSCCL has no step that runs a computation: an `fn` step (a fused all-reduce's body) is
+    refused where it is, rather than dropped (the file would compute another thing)."""
+    for r, g in enumerate(alg.gpus):
+        for t, tb in enumerate(g.tbs):
+            hit = np.flatnonzero(tb.steps[:, TYPE] == Step.APPLY)
+            if hit.size:
+                raise AlgorithmError(
+                    "applies a fused body, which MSCCL XML cannot express (no step type runs a "
+                    "computation); export the plain algorithm it was made from",
+                    r,
+                    t,
+                    int(hit[0]),
+                    Step.APPLY,
+                )
+
+
 def write_xml(alg: Algorithm) -> str:
-    """The algorithm as MSCCL XML text."""
+    """The algorithm as MSCCL XML text (AlgorithmError for ccopt's own `fn` steps)."""
+    refuse_fused_body(alg)
     lines = [
         f'<algo name={quoteattr(alg.name)} proto="{alg.proto}" nchannels="{alg.nchannels}" '
         f'nchunksperloop="{alg.chunks_per_loop}" ngpus="{alg.ranks}" coll="{alg.collective}" '

@@ -25,6 +25,14 @@ store into `dst`; `rcs` receive, store into `dst` and send on; `rrs` receive, re
 send on; `rrcs` receive, reduce with `src`, store into `dst` and send on; `cpy` `dst = src`;
 `re` `dst = dst + src`; `nop` (only waits). `_` is no buffer (an offset of -1 in MSCCL XML).
 
+One step is ccopt's own, not MSCCL's: `fn o[K] -> B[J] xN` applies a fused collective's
+elementwise body to the N chunks at `B[J]` in place, which hold output chunks K..K+N-1 (the
+source names the chunks, it is not read). `fuse-collective` + `lower-collectives{fused_body=
+in-algorithm}` put it at the step where each chunk's reduction completes, so the body runs once
+per chunk on the rank that completes it while the other chunks are still moving; the steps after
+it carry the body's results. Only an all-reduce that a `coll.fused_all_reduce` names may hold
+one, each output chunk in exactly one `fn`; MSCCL XML cannot express it and refuses.
+
 Steps live in one dense i32 array per thread block (8 numbers a step), so that a 1024-rank
 algorithm with two million steps stays a few thousand ops: the verifier and the interpreter work
 on them with numpy. The verifier proves what can be proven without data: every send has its
@@ -87,9 +95,13 @@ class Step(IntEnum):
     RECV_REDUCE_COPY_SEND = 6
     COPY = 7
     REDUCE = 8
+    APPLY = 9
 
 
-STEP_NAMES = ("nop", "s", "r", "rrc", "rcs", "rrs", "rrcs", "cpy", "re")
+MSCCL_STEP_NAMES = ("nop", "s", "r", "rrc", "rcs", "rrs", "rrcs", "cpy", "re")
+"""The step types MSCCL's runtime and XML know."""
+MSCCL_STEP_CODES = {n: i for i, n in enumerate(MSCCL_STEP_NAMES)}
+STEP_NAMES = (*MSCCL_STEP_NAMES, "fn")
 STEP_CODES = {n: i for i, n in enumerate(STEP_NAMES)}
 SENDS = (Step.SEND, Step.RECV_COPY_SEND, Step.RECV_REDUCE_SEND, Step.RECV_REDUCE_COPY_SEND)
 RECEIVES = (
@@ -106,6 +118,7 @@ READS_SRC = (
     Step.RECV_REDUCE_COPY_SEND,
     Step.COPY,
     Step.REDUCE,
+    Step.APPLY,
 )
 WRITES_DST = (
     Step.RECV,
@@ -114,6 +127,7 @@ WRITES_DST = (
     Step.RECV_REDUCE_COPY_SEND,
     Step.COPY,
     Step.REDUCE,
+    Step.APPLY,
 )
 
 BUFFERS = ("i", "o", "s")
@@ -391,6 +405,39 @@ def check_steps(alg: Algorithm, flat: Flat) -> None:
         raise step_error(
             flat, i, f"depends on tb {int(depid[i])} step {int(deps[i])}, which does not exist"
         )
+    if (kind == Step.APPLY).any():
+        body_steps(alg, flat)
+
+
+def body_steps(alg: Algorithm, flat: Flat) -> np.ndarray:
+    """Per output chunk, the `fn` step (flat index) that applies the fused body to it: an
+    all-reduce's body runs once per chunk, so each chunk needs exactly one."""
+    c = flat.col
+    applies = np.flatnonzero(c[TYPE] == Step.APPLY)
+    if alg.collective != "allreduce":
+        raise step_error(flat, int(applies[0]), "applies a fused body: only an allreduce may")
+    if (i := _first(c[SRCBUF, applies] != 1)) is not None:
+        raise step_error(
+            flat, int(applies[i]), "names the output chunks it computes: its source must be o[K]"
+        )
+    chunks = alg.gpus[0].out_chunks
+    owner = np.full(chunks, -1, dtype=np.int64)
+    for i in applies.tolist():
+        first, count = int(c[SRCOFF, i]), int(c[CNT, i])
+        if first + count > chunks:
+            raise step_error(flat, i, f"names chunks beyond the {chunks} output chunks")
+        if (twice := _first(owner[first : first + count] >= 0)) is not None:
+            k = first + twice
+            raise step_error(
+                flat,
+                i,
+                f"applies the body to output chunk {k} again (first at "
+                f"{describe_step(flat, int(owner[k]))})",
+            )
+        owner[first : first + count] = i
+    if (k := _first(owner < 0)) is not None:
+        raise AlgorithmError(f"no fn step applies the fused body to output chunk {k}")
+    return owner
 
 
 def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
@@ -548,7 +595,7 @@ def _int(v: int) -> IntegerAttr:
 
 
 STEP_LINE = re.compile(
-    r"(?:(\d+)\s*:\s*)?(nop|s|r|rrc|rcs|rrs|rrcs|cpy|re)\s+(_|[ios]\[\d+\])\s*->\s*"
+    r"(?:(\d+)\s*:\s*)?(nop|s|r|rrc|rcs|rrs|rrcs|cpy|re|fn)\s+(_|[ios]\[\d+\])\s*->\s*"
     r"(_|[ios]\[\d+\])\s+x(\d+)(?:\s+after\s+(\d+)\.(\d+))?"
 )
 
@@ -575,7 +622,7 @@ def format_steps(steps: np.ndarray) -> list[str]:
 
 
 STEP_LINES = re.compile(
-    r"^[ \t]*(?:(\d+)[ \t]*:[ \t]*)?(nop|s|r|rrc|rcs|rrs|rrcs|cpy|re)[ \t]+(?:([ios])\[(\d+)\]|_)"
+    r"^[ \t]*(?:(\d+)[ \t]*:[ \t]*)?(nop|s|r|rrc|rcs|rrs|rrcs|cpy|re|fn)[ \t]+(?:([ios])\[(\d+)\]|_)"
     r"[ \t]*->[ \t]*(?:([ios])\[(\d+)\]|_)[ \t]+x(\d+)(?:[ \t]+after[ \t]+(\d+)\.(\d+))?"
     r"[ \t]*(?://[^\n]*)?$",
     re.M,
@@ -857,6 +904,14 @@ class AlgorithmOp(IRDLOperation):
             min_bytes=self.min_bytes.value.data,
             max_bytes=self.max_bytes.value.data,
             root=self.root.value.data,
+        )
+
+    def applies_body(self) -> bool:
+        """Whether some step is an `fn`: the algorithm of a fused all-reduce."""
+        return any(
+            (op.thread_block().steps[:, TYPE] == Step.APPLY).any()
+            for gpu in self.gpu_ops()
+            for op in gpu.tb_ops()
         )
 
     def verify_(self) -> None:

@@ -243,13 +243,30 @@ class CollectiveOp(IRDLOperation, ABC):
         found = chosen_algorithm(self)
         assert found is not None
         want = COLLECTIVE_NAMES.get(self.name)
-        ranks = mesh.group_size(self.group(mesh))
-        got, size = found.collective.data, len(found.body.block.ops)
-        if want != got or size != ranks:
-            raise VerifyException(
-                f"names @{found.sym_name.data}, a {got} on {size} ranks; it needs a {want} on "
-                f"{ranks} ranks"
+        check_named_algorithm(found, want, mesh.group_size(self.group(mesh)), fused=False)
+
+
+def check_named_algorithm(found: Operation, want: str | None, ranks: int, fused: bool) -> None:
+    """The algorithm a collective names is for its collective and group size, with `fn` steps
+    (the body's places) exactly when the op is a fused all-reduce."""
+    from ccopt.dialects.algo import AlgorithmOp
+
+    assert isinstance(found, AlgorithmOp)
+    got, size = found.collective.data, len(found.body.block.ops)
+    if want != got or size != ranks:
+        raise VerifyException(
+            f"names @{found.sym_name.data}, a {got} on {size} ranks; it needs a {want} on "
+            f"{ranks} ranks"
+        )
+    if found.applies_body() != fused:
+        raise VerifyException(
+            f"names @{found.sym_name.data}, which "
+            + (
+                "has no fn steps: the fused body has no place to run"
+                if fused
+                else "applies a fused body (fn steps): only a coll.fused_all_reduce may name it"
             )
+        )
 
 
 def _int(props: Mapping[str, Attribute], name: str) -> int:
@@ -664,6 +681,12 @@ class FusedAllReduceOp(ScalarBodyOp):
             )
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
+        if "algo.algorithm" in self.attributes:
+            from ccopt.dialects.algo import chosen_algorithm
+
+            found = chosen_algorithm(self)
+            assert found is not None
+            check_named_algorithm(found, "allreduce", mesh.group_size(self.group(mesh)), True)
 
 
 COLLECTIVE_NAMES = {

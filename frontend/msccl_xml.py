@@ -32,8 +32,8 @@ from ccopt.dialects.algo import (
     FIELDS,
     INT32_MAX,
     MAX_BYTES,
-    STEP_CODES,
-    STEP_NAMES,
+    MSCCL_STEP_CODES,
+    MSCCL_STEP_NAMES,
     Algorithm,
     AlgorithmError,
     AlgorithmOp,
@@ -105,7 +105,7 @@ def _steps(tb: ET.Element, path: Path) -> np.ndarray:
                 raise XmlError(f"<step> needs attribute '{name}'", (*path, k))
             values = [default if v is None else v for v in values]
         if name == "type":
-            codes = [STEP_CODES.get(v, -1) for v in values]
+            codes = [MSCCL_STEP_CODES.get(v, -1) for v in values]
             if -1 in codes:
                 k = codes.index(-1)
                 raise XmlError(
@@ -199,7 +199,7 @@ LAYOUTS = {
         ("gpu_end", GPU_CLOSE),
     )
 }
-TYPE_CODES = {int(n.encode().translate(_NUMERIC)): c for c, n in enumerate(STEP_NAMES)}
+TYPE_CODES = {int(n.encode().translate(_NUMERIC)): c for c, n in enumerate(MSCCL_STEP_NAMES)}
 BUFFER_NUMBERS = {int(b.encode().translate(_NUMERIC)): c for c, b in enumerate("ios")}
 
 

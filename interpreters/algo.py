@@ -14,24 +14,18 @@ poison.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ccopt.algorithms.steps import Apply, random_order, run_steps
 from ccopt.dialects.algo import (
-    CNT,
-    DSTBUF,
-    DSTOFF,
-    SRCBUF,
-    SRCOFF,
     TYPE,
     Algorithm,
     AlgorithmError,
     Schedule,
     Step,
-    order_edges,
     schedule,
 )
 
@@ -69,30 +63,6 @@ def buffers(
     return [inp, inp, scratch]
 
 
-def random_order(sched: Schedule, seed: int) -> np.ndarray:
-    """A random topological order of the steps (Kahn's algorithm with random priorities)."""
-    flat = sched.flat
-    n = len(flat.tb)
-    src, dst = order_edges(flat)
-    src, dst = np.concatenate([src, sched.sends]), np.concatenate([dst, sched.recvs])
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for a, b in zip(src.tolist(), dst.tolist(), strict=True):
-        succ[a].append(b)
-    indeg = np.bincount(dst, minlength=n).tolist()
-    priority = np.random.default_rng(seed).random(n).tolist()
-    ready = [(priority[i], i) for i in range(n) if indeg[i] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, i = heapq.heappop(ready)
-        order.append(i)
-        for j in succ[i]:
-            indeg[j] -= 1
-            if not indeg[j]:
-                heapq.heappush(ready, (priority[j], j))
-    return np.array(order, dtype=np.int64)
-
-
 def execute(
     alg: Algorithm,
     inputs: Sequence[np.ndarray],
@@ -101,56 +71,17 @@ def execute(
     seed: int | None = None,
     sched: Schedule | None = None,
     fill: float | int = np.nan,
+    apply: Apply | None = None,
 ) -> list[np.ndarray]:
     """Every rank's output buffer after running the algorithm on `inputs` (one array per rank,
     first axis the input chunks). `inplace` picks the mode (default: in place if the algorithm
-    serves only in-place calls)."""
+    serves only in-place calls); `apply` is the fused body its `fn` steps run."""
     sched = sched or schedule(alg)
     if inplace is None:
         inplace = not alg.outofplace
-    flat = sched.flat
     storage = [buffers(alg, r, np.asarray(inputs[r]), inplace, fill) for r in range(alg.ranks)]
     order = np.argsort(sched.level, kind="stable") if seed is None else random_order(sched, seed)
-    send_of = np.full(len(flat.tb), -1, dtype=np.int64)
-    send_of[sched.recvs] = sched.sends
-    mail: dict[int, np.ndarray] = {}
-    col = flat.col
-    fields = np.stack(
-        [
-            col[TYPE],
-            col[SRCBUF],
-            col[SRCOFF],
-            col[DSTBUF],
-            col[DSTOFF],
-            col[CNT],
-            flat.rank,
-            send_of,
-        ]
-    )[:, order].T.tolist()
-    for i, (kind, sb, so, db, do, cnt, rank, sender) in zip(order.tolist(), fields, strict=True):
-        bufs = storage[rank]
-        if kind == Step.NOP:
-            continue
-        if kind == Step.SEND:
-            mail[i] = bufs[sb][so : so + cnt].copy()
-        elif kind == Step.RECV:
-            bufs[db][do : do + cnt] = mail.pop(sender)
-        elif kind == Step.RECV_REDUCE_COPY:
-            bufs[db][do : do + cnt] = combine(bufs[sb][so : so + cnt], mail.pop(sender))
-        elif kind == Step.RECV_COPY_SEND:
-            value = mail.pop(sender)
-            bufs[db][do : do + cnt] = value
-            mail[i] = value
-        elif kind == Step.RECV_REDUCE_SEND:
-            mail[i] = combine(bufs[sb][so : so + cnt], mail.pop(sender))
-        elif kind == Step.RECV_REDUCE_COPY_SEND:
-            value = combine(bufs[sb][so : so + cnt], mail.pop(sender))
-            bufs[db][do : do + cnt] = value
-            mail[i] = value
-        elif kind == Step.COPY:
-            bufs[db][do : do + cnt] = bufs[sb][so : so + cnt].copy()
-        elif kind == Step.REDUCE:
-            bufs[db][do : do + cnt] = combine(bufs[db][do : do + cnt], bufs[sb][so : so + cnt])
+    run_steps(sched, storage, order, combine, apply)
     return [storage[r][1] for r in range(alg.ranks)]
 
 
@@ -210,6 +141,8 @@ class Verdict:
     modes: list[str]
     exact: bool
     steps: int
+    body: bool = False
+    """Whether it has `fn` steps, proven to run a fused body once per chunk on its full sum."""
 
 
 def modes(alg: Algorithm) -> list[bool]:
@@ -218,8 +151,14 @@ def modes(alg: Algorithm) -> list[bool]:
 
 def check(alg: Algorithm, seed: int = 0, exact: bool = True, orders: int = 1) -> Verdict:
     """Prove that `alg` computes its collective; raise AlgorithmError saying where it does not.
-    `orders` > 1 also runs random topological orders (a result that changes has a race)."""
+    `orders` > 1 also runs random topological orders (a result that changes has a race). A fused
+    all-reduce's `fn` steps run the identity here (the collective must still be computed), and
+    their placement is proven with a mixing body (`check_body_placement`)."""
+    from ccopt.algorithms.fused_body import check_body_placement
+
     sched = schedule(alg)
+    has_body = bool((sched.flat.col[TYPE] == Step.APPLY).any())
+    body = unchanged if has_body else None
     ic, _ = check_shapes(alg)
     p = alg.ranks
     rng = np.random.default_rng(seed)
@@ -235,16 +174,32 @@ def check(alg: Algorithm, seed: int = 0, exact: bool = True, orders: int = 1) ->
             order_seed = None if k == 0 else seed + k
             if do_exact:
                 got = execute(
-                    alg, basis, inplace=inplace, seed=order_seed, sched=sched, fill=POISON
+                    alg,
+                    basis,
+                    inplace=inplace,
+                    seed=order_seed,
+                    sched=sched,
+                    fill=POISON,
+                    apply=body,
                 )
                 compare_exact(got, exact_want, ic, mode)
             else:
-                check_fingerprints(alg, inplace, order_seed, sched, mode, rng)
-            got = execute(alg, data, inplace=inplace, seed=order_seed, sched=sched)
+                check_fingerprints(alg, inplace, order_seed, sched, mode, rng, body)
+            got = execute(alg, data, inplace=inplace, seed=order_seed, sched=sched, apply=body)
             compare_numbers(got, want, mode)
+    if has_body:
+        check_body_placement(alg, seed + 1, max(orders, 2))
     return Verdict(
-        ["in place" if m else "out of place" for m in modes(alg)], do_exact, sched.flat.tb.size
+        ["in place" if m else "out of place" for m in modes(alg)],
+        do_exact,
+        sched.flat.tb.size,
+        has_body,
     )
+
+
+def unchanged(rank: int, first: int, rows: np.ndarray) -> np.ndarray:
+    """The identity as a fused body: an all-reduce with `fn` steps must still all-reduce."""
+    return rows
 
 
 def check_fingerprints(
@@ -254,6 +209,7 @@ def check_fingerprints(
     sched: Schedule,
     mode: str,
     rng: np.random.Generator,
+    body: Apply | None = None,
 ) -> None:
     """Exact tracking for algorithms too large to track every input chunk: each input chunk
     is a random 64-bit number and sums wrap modulo 2^64, so an output chunk that misses an input
@@ -262,7 +218,9 @@ def check_fingerprints(
     ic = alg.gpus[0].in_chunks
     prints = [rng.integers(0, 2**63, size=(ic, 1), dtype=np.uint64) for _ in range(alg.ranks)]
     poison = int(rng.integers(0, 2**63))
-    got = execute(alg, prints, inplace=inplace, seed=order_seed, sched=sched, fill=poison)
+    got = execute(
+        alg, prints, inplace=inplace, seed=order_seed, sched=sched, fill=poison, apply=body
+    )
     for r, (g, w) in enumerate(zip(got, expected(alg, prints), strict=True)):
         if w is not None and (bad := np.flatnonzero((g != w).any(axis=1))).size:
             raise AlgorithmError(
@@ -346,6 +304,8 @@ def prove(op: object, seed: int = 0) -> str:
         if verdict.exact
         else "random data and 64-bit chunk fingerprints"
     )
+    if verdict.body:
+        how += "; its fn steps run a body once per chunk on the full sum (a mixing body)"
     return (
         f"@{alg.name}: {alg.collective} on {alg.ranks} ranks, {verdict.steps} steps: ok "
         f"({', '.join(verdict.modes)}; {how}, 2 step orders)"

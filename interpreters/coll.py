@@ -8,7 +8,7 @@ routine: every rank assembles its output block from the input blocks of its grou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr
@@ -20,6 +20,7 @@ from ccopt.dialects.algo import Algorithm
 from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr, ReductionKind, ReductionKindAttr
 from ccopt.interpreters.distributed import (
     DistTensor,
+    InterpreterError,
     identity,
     impl_each,
     intersect,
@@ -193,6 +194,137 @@ def through(
     return run_groups(x, result, coll.group_axes(x.mesh, axes.names), fn)  # type: ignore[arg-type]
 
 
+def fused_through(
+    op: coll.FusedAllReduceOp, alg: Algorithm, partial: DistTensor, inputs: Sequence[DistTensor]
+) -> list[DistTensor]:
+    """A fused all-reduce run chunk by chunk through its algorithm, group by group (see
+    `FusedGroup`)."""
+    from ccopt.algorithms.fused_body import body_owners
+
+    mesh = partial.mesh
+    iteration = op.iteration_type(mesh)
+    types = [r.type for r in op.outputs]
+    owners = body_owners(alg)
+    shards: list[list[np.ndarray]] = [[np.empty(0)] * mesh.rank_count for _ in types]
+    for group in mesh.groups(op.group(mesh)):
+        run = FusedGroup(op, iteration, owners, partial, inputs, group)
+        for i, per_rank in enumerate(run.results(alg)):
+            for r, shard in per_rank.items():
+                shards[i][r] = shard
+    return [DistTensor(t, mesh, s) for t, s in zip(types, shards, strict=True)]  # type: ignore[arg-type]
+
+
+class FusedGroup:
+    """One group of a fused all-reduce run through its algorithm: the members' slices laid into
+    the chunks (`chunk_layout`), the body applied by each `fn` step to the chunks it names on
+    the rank that runs it, the algorithm's later steps carrying the results that are gathered
+    (one slot per such result beside the chunk's sum), and the results that stay split kept
+    where the body ran."""
+
+    def __init__(
+        self,
+        op: coll.FusedAllReduceOp,
+        iteration: DTensorType,
+        owners: np.ndarray,
+        partial: DistTensor,
+        inputs: Sequence[DistTensor],
+        group: list[tuple[int, ...]],
+    ):
+        from ccopt.algorithms.fused_body import chunk_layout
+        from ccopt.passes.lower_collectives import body_needs_owner
+
+        self.op, self.iteration, self.partial, self.inputs = op, iteration, partial, inputs
+        mesh = partial.mesh
+        self.ranks = [mesh.rank(c) for c in group]
+        self.targets = [iteration.local_slices(mesh, c) for c in group]
+        self.shapes = [tuple(s.stop - s.start for s in t) for t in self.targets]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+        try:
+            self.layout = chunk_layout(owners, self.sizes, body_needs_owner(op))
+        except ValueError as e:
+            raise InterpreterError(f"{op.name}: {e}") from None
+        self.types = [r.type for r in op.outputs]
+        gathered = [i for i, t in enumerate(self.types) if t != iteration]
+        self.slot = {i: s for s, i in enumerate(gathered)}
+        self.slots = max(1, len(gathered))
+        self.kept = [[np.empty(n, partial.dtype) for n in self.sizes] for _ in self.types]
+
+    def chunks(self, rank: int) -> np.ndarray:
+        """A member's partial sums of every slice, as (chunks, slots, width) rows."""
+        p, lay = self.partial, self.layout
+        flat = np.concatenate(
+            [p.shards[rank][relative(t, p.region(rank))].ravel() for t in self.targets]
+        )
+        starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        where = np.where(lay.block >= 0, starts[lay.block] + lay.pos, 0)
+        fill = identity(self.op.kind.data, p.dtype)
+        rows = np.full((len(lay.block), self.slots, lay.width), fill, p.dtype)
+        rows[:, 0, :] = np.where(lay.block >= 0, flat[where], fill)
+        return rows
+
+    def body(self, member: int, first: int, rows: np.ndarray) -> np.ndarray:
+        """What an `fn` step does to chunks first.. : the body on their elements, with the
+        operands of the members whose slices they are (the body's own member, where the body
+        has split operands: `chunk_layout` sees to that)."""
+        from ccopt.interpreters.body import evaluate_body
+        from ccopt.interpreters.dtensor import global_indices
+
+        for q in range(len(rows)):
+            block, pos = self.layout.block[first + q], self.layout.pos[first + q]
+            for j in np.unique(block[block >= 0]).tolist():
+                cols = np.flatnonzero(block == j)
+                at, r = pos[cols], self.ranks[j]
+                index = global_indices(self.iteration, self.targets[j]).ravel()[at]
+                args = [
+                    np.broadcast_to(x.shards[r], self.shapes[j]).ravel()[at] for x in self.inputs
+                ]
+                values = evaluate_body(self.op.body_block(), index, [rows[q, 0, cols], *args])
+                for i, v in enumerate(values):
+                    v = np.broadcast_to(v, index.shape)
+                    if i in self.slot:
+                        rows[q, self.slot[i], cols] = v
+                    else:
+                        self.kept[i][j][at] = v
+        return rows
+
+    def results(self, alg: Algorithm) -> list[dict[int, np.ndarray]]:
+        """Per result of the op, every member's shard."""
+        from ccopt.interpreters.algo import execute
+        from ccopt.interpreters.distributed import combine
+
+        p = self.partial
+        fill = identity(self.op.kind.data, p.dtype)
+        data = [self.chunks(r) for r in self.ranks]
+        reduce = combine(self.op.kind.data)
+        outs = execute(alg, data, reduce, not alg.outofplace, fill=fill, apply=self.body)
+        out: list[dict[int, np.ndarray]] = []
+        for i, t in enumerate(self.types):
+            if i not in self.slot:
+                out.append(
+                    {r: self.kept[i][m].reshape(self.shapes[m]) for m, r in enumerate(self.ranks)}
+                )
+                continue
+            out.append(
+                {
+                    r: self.gathered(t, r, outs[m][:, self.slot[i], :])
+                    for m, r in enumerate(self.ranks)
+                }
+            )
+        return out
+
+    def gathered(self, t: DTensorType, rank: int, values: np.ndarray) -> np.ndarray:
+        """A member's shard of a gathered result, from the chunks its algorithm output holds."""
+        mesh = self.partial.mesh
+        region = t.local_slices(mesh, mesh.coords(rank))
+        block = np.empty([s.stop - s.start for s in region], dtype=values.dtype)
+        for j, target in enumerate(self.targets):
+            piece = np.empty(self.sizes[j], dtype=values.dtype)
+            mask = self.layout.block == j
+            piece[self.layout.pos[mask]] = values[mask]
+            block[relative(target, region)] = piece.reshape(self.shapes[j])
+        return block
+
+
 class CollFunctions(InterpreterFunctions):
     """Interpreter functions of the coll dialect."""
 
@@ -213,8 +345,12 @@ class CollFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: coll.FusedAllReduceOp, args: PythonValues
     ) -> PythonValues:
         """Reduce-scatter, the body on every rank's slice, all-gather of the replicated results."""
+        from ccopt.dialects.algo import chosen_algorithm
         from ccopt.interpreters.dtensor import run_body
 
+        chosen = chosen_algorithm(op)  # lower-collectives put the body inside the algorithm
+        if chosen is not None:
+            return tuple(fused_through(op, chosen.algorithm(), args[0], args[1:]))
         partial, *inputs = args
         mesh = partial.mesh
         group = op.group(mesh)

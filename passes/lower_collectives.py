@@ -17,6 +17,26 @@ named for its mesh axes (`axes=dp:halving_doubling,node+gpu:hierarchical`), else
 where the default does not exist for a collective (ring all-to-all) the collective's own default
 is used. A collective over several axes with `hierarchical` runs it with the last axis as the
 inner group.
+
+With `fused_body=in-algorithm` a `coll.fused_all_reduce` (from fuse-collective) gets a copy of its
+all-reduce algorithm of its own, with an `fn` step right after the step where each chunk's
+reduction completes (`ccopt.algorithms.fused_body`): the body runs once per chunk on the rank
+that completes it, while the other chunks are still being reduced and gathered, and the gather
+steps carry its results (CoCoNeT's fused NCCL kernels). Algorithms where a chunk completes in
+several places (recursive doubling) or on a rank that does not hold the body's split operands
+(a tree, for a body with sliced optimizer state) are refused with the reason.
+
+```mlir
+%w1 = coll.fused_all_reduce sum %g, ins(%w_s) over [dp] dim 0 {algo.algorithm = @allreduce_ring_4_fused} ...
+algo.algorithm @allreduce_ring_4_fused allreduce ranks 4 ... {
+  algo.gpu 0 in 4 out 4 scratch 0 {
+    algo.tb 0 send 1 recv 3 chan 0 {
+      ...
+      3: rrc i[0] -> i[0] x1
+      4: fn o[0] -> i[0] x1
+      5: s i[0] -> _ x1
+      ...
+```
 """
 
 from __future__ import annotations
@@ -29,8 +49,9 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
-from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE
+from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm
 from ccopt.dialects.dtensor import mesh_of
+from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import is_selected, require_tagged
 from ccopt.passes.options import option
 
@@ -46,6 +67,10 @@ COLLECTIVES: dict[type[coll.CollectiveOp], str] = {
     )
 }
 """coll ops and the collectives (MSCCL's names) that implement them."""
+
+FUSED_BODY = ("after", "in-algorithm")
+"""Where a fused all-reduce's body runs: between the reduce-scatter and the all-gather, or at
+every chunk's completing step inside the algorithm."""
 
 FALLBACK = {"alltoall": "pairwise"}
 """A collective's algorithm where the pass's default does not exist for it."""
@@ -88,11 +113,21 @@ class LowerCollectives(ModulePass):
         1, "Chunks per rank's block (pipelining) where the op gives no `chunks`."
     )
     tags: tuple[str, ...] = option((), "Only lower collectives with one of these tags.")
+    fused_body: str = option(
+        "after",
+        "Where a coll.fused_all_reduce's body runs: after (its reduce-scatter; no algorithm) or "
+        "in-algorithm (an fn step at each chunk's completing step of its own algorithm copy).",
+    )
 
     def __post_init__(self) -> None:
         parse_axes(self.axes)
         if self.channels < 1 or self.chunk_factor < 1:
             raise ValueError("lower-collectives: channels and chunk_factor must be >= 1")
+        if self.fused_body not in FUSED_BODY:
+            raise ValueError(
+                f"lower-collectives: fused_body is one of {', '.join(FUSED_BODY)}, got "
+                f"'{self.fused_body}'"
+            )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ccopt.dialects.algo import AlgorithmOp
@@ -100,20 +135,105 @@ class LowerCollectives(ModulePass):
         require_tagged(op, self.tags, self.name)
         axes = parse_axes(self.axes)
         existing = {o.sym_name.data for o in op.ops if isinstance(o, AlgorithmOp)}
+        fused = self.fused_body == "in-algorithm"
         for target in list(op.walk()):
-            if type(target) in COLLECTIVES and is_selected(target, self.tags):
+            if not is_selected(target, self.tags):
+                continue
+            if type(target) in COLLECTIVES:
                 assert isinstance(target, coll.CollectiveOp)
-                name = self.lower(target, axes, op, existing)
+                name = self.lower(target, COLLECTIVES[type(target)], axes, op, existing)
+                target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
+            elif (
+                fused
+                and isinstance(target, coll.FusedAllReduceOp)
+                and ALGORITHM_ATTRIBUTE not in target.attributes  # lowered before: keep it
+            ):
+                name = self.lower_fused(target, axes, op, existing)
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
 
+    def lower_fused(
+        self,
+        op: coll.FusedAllReduceOp,
+        axes: dict[str, str],
+        module: ModuleOp,
+        existing: set[str],
+    ) -> str:
+        """Add a copy of the all-reduce algorithm for `op` with its body at every chunk's
+        completing step (one copy per fused op; the plain algorithm stays as it is)."""
+        from ccopt.algorithms.fused_body import body_owners, chunk_layout, with_body_steps
+        from ccopt.dialects.algo import AlgorithmError, AlgorithmOp
+
+        plain = self.algorithm_of(op, "allreduce", axes)
+        name = f"{plain.name}_fused"
+        k = 1
+        while name in existing:
+            name, k = f"{plain.name}_fused{k}", k + 1
+        try:
+            alg = with_body_steps(plain, name)
+        except AlgorithmError as e:
+            raise OpError(op, f"cannot run the body inside @{plain.name}: {e}") from None
+        owners = body_owners(alg)
+        for sizes in slice_sizes(op):
+            try:
+                chunk_layout(owners, sizes, body_needs_owner(op))
+            except ValueError as e:
+                raise OpError(op, f"cannot run the body inside @{plain.name}: {e}") from None
+        module.body.block.add_op(AlgorithmOp(alg))
+        existing.add(name)
+        return name
+
     def lower(
-        self, op: coll.CollectiveOp, axes: dict[str, str], module: ModuleOp, existing: set[str]
+        self,
+        op: coll.CollectiveOp,
+        collective: str,
+        axes: dict[str, str],
+        module: ModuleOp,
+        existing: set[str],
     ) -> str:
         """Add the algorithm for `op` to the module (once) and return its symbol name."""
-        from ccopt.algorithms import LIBRARY, MULTI_CHANNEL, generate
         from ccopt.dialects.algo import AlgorithmOp
 
-        collective = COLLECTIVES[type(op)]
+        name = self.algorithm_name(op, collective, axes)
+        if name not in existing:
+            module.body.block.add_op(AlgorithmOp(self.algorithm_of(op, collective, axes)))
+            existing.add(name)
+        return name
+
+    def algorithm_of(
+        self, op: coll.CollectiveOp | coll.FusedAllReduceOp, collective: str, axes: dict[str, str]
+    ) -> Algorithm:
+        """The library's algorithm for `op` (named as `algorithm_name` says)."""
+        from ccopt.algorithms import generate
+
+        choice, ranks, channels, chunk_factor, root, options = self.choose(op, collective, axes)
+        try:
+            alg = generate(collective, choice, ranks, channels, chunk_factor, root, **options)
+        except ValueError as e:
+            raise OpError(op, f"cannot lower: {e}") from None
+        alg.name = self.algorithm_name(op, collective, axes)
+        return alg
+
+    def algorithm_name(
+        self, op: coll.CollectiveOp | coll.FusedAllReduceOp, collective: str, axes: dict[str, str]
+    ) -> str:
+        choice, ranks, channels, chunk_factor, root, options = self.choose(op, collective, axes)
+        name = f"{collective}_{choice}_{ranks}"
+        if getattr(op, "root", None) is not None:
+            name += f"_root{root}"
+        if "inner" in options:
+            name += f"_inner{options['inner']}"
+        if chunk_factor > 1:
+            name += f"_c{chunk_factor}"
+        if channels > 1:
+            name += f"_ch{channels}"
+        return name
+
+    def choose(
+        self, op: coll.CollectiveOp | coll.FusedAllReduceOp, collective: str, axes: dict[str, str]
+    ) -> tuple[str, int, int, int, int, dict[str, int]]:
+        """Algorithm, ranks, channels, chunk factor, root and generator options for `op`."""
+        from ccopt.algorithms import LIBRARY, MULTI_CHANNEL
+
         mesh = mesh_of(op)
         group = op.group(mesh)
         ranks = mesh.group_size(group)
@@ -127,29 +247,48 @@ class LowerCollectives(ModulePass):
                     f"{', '.join(sorted(known))})",
                 )
             choice = FALLBACK.get(collective, "ring")
-        chunk_factor = op.chunks.value.data if op.chunks is not None else self.chunk_factor
+        chunks = getattr(op, "chunks", None)
+        chunk_factor = chunks.value.data if chunks is not None else self.chunk_factor
         channels = self.channels if choice in MULTI_CHANNEL else 1
         root = getattr(op, "root", None)
-        root_rank = root.value.data if root is not None else 0
         options = {}
-        name = f"{collective}_{choice}_{ranks}"
-        if root is not None:
-            name += f"_root{root_rank}"
         if choice == "hierarchical" and len(group) > 1:
             options["inner"] = mesh.axis_sizes[group[-1]]
-            name += f"_inner{options['inner']}"
-        if chunk_factor > 1:
-            name += f"_c{chunk_factor}"
-        if channels > 1:
-            name += f"_ch{channels}"
-        if name not in existing:
-            try:
-                alg = generate(
-                    collective, choice, ranks, channels, chunk_factor, root_rank, **options
-                )
-            except ValueError as e:
-                raise OpError(op, f"cannot lower: {e}") from None
-            alg.name = name
-            module.body.block.add_op(AlgorithmOp(alg))
-            existing.add(name)
-        return name
+        return (
+            choice,
+            ranks,
+            channels,
+            chunk_factor,
+            root.value.data if root is not None else 0,
+            options,
+        )
+
+
+def slice_sizes(op: coll.FusedAllReduceOp) -> list[list[int]]:
+    """Per group of the fused op's axes, the number of elements of each member's slice."""
+    import math
+
+    mesh = mesh_of(op)
+    iteration = op.iteration_type(mesh)
+    out = []
+    for group in mesh.groups(op.group(mesh)):
+        sizes = []
+        for coords in group:
+            region = iteration.local_slices(mesh, coords)
+            sizes.append(math.prod(s.stop - s.start for s in region))
+        out.append(sizes)
+    return out
+
+
+def body_needs_owner(op: coll.FusedAllReduceOp) -> bool:
+    """Whether the body reads or leaves values split over the op's axes (sliced optimizer
+    state): then a chunk's body must run on the member whose slice holds it."""
+    mesh = mesh_of(op)
+    iteration = op.iteration_type(mesh)
+    group = op.group(mesh)
+    split = any(r.type == iteration for r in op.outputs)
+    for v in op.inputs:
+        t = v.type
+        assert isinstance(t, DTensorType)
+        split |= any(not isinstance(t.placement_list[a], ReplicatedAttr) for a in group)
+    return split

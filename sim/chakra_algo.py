@@ -70,7 +70,7 @@ def _table(kinds: tuple[Step, ...]) -> np.ndarray:
 
 
 IS_REDUCE = _table(REDUCTIONS)
-IS_COMP = _table((*REDUCTIONS, Step.COPY, Step.NOP))
+IS_COMP = _table((*REDUCTIONS, Step.COPY, Step.NOP, Step.APPLY))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,13 +88,20 @@ def chunk_bytes(alg: Algorithm, size: int) -> int:
     return size // chunks
 
 
-def comp_micros(kind: np.ndarray, nbytes: np.ndarray, local_mem_bw: float) -> np.ndarray:
+def comp_micros(
+    kind: np.ndarray, nbytes: np.ndarray, local_mem_bw: float, body_passes: int = 0
+) -> np.ndarray:
     """COMP durations in whole µs: a reduction moves 3 x its bytes through local memory, a copy
-    2 x, a nop nothing (ASTRA-sim's reduce cost: 3 x floor(bytes / local-mem-bw) ns)."""
+    2 x, a nop nothing (ASTRA-sim's reduce cost: 3 x floor(bytes / local-mem-bw) ns), a fused
+    body's `fn` `body_passes` x (its operands and results: Adam reads 4 and writes 3)."""
     if local_mem_bw <= 0:
         return np.zeros(len(kind), np.int64)
     one = np.floor(nbytes.astype(np.float64) / (local_mem_bw * 1e9) * 1e9).astype(np.int64)
-    passes = np.where(IS_REDUCE[kind], 3, np.where(kind == Step.COPY, 2, 0))
+    passes = np.where(
+        IS_REDUCE[kind],
+        3,
+        np.where(kind == Step.COPY, 2, np.where(kind == Step.APPLY, body_passes, 0)),
+    )
     return passes * one // 1000
 
 
@@ -580,11 +587,14 @@ def _message_ns(network: Network, src: np.ndarray, dst: np.ndarray, nb: np.ndarr
 
 
 def simulate_algorithm(
-    alg: Algorithm, network: Network, system: SystemConfig, size: int
+    alg: Algorithm, network: Network, system: SystemConfig, size: int, body_passes: int = 0
 ) -> AlgorithmTime:
     """Time `alg` moving `size` bytes per rank as ASTRA-sim times its Chakra export run as a
     custom collective (one dataset split): the critical path of the steps' nodes, a level of
-    the verified schedule at a time."""
+    the verified schedule at a time. A fused body's `fn` steps are COMP nodes of `body_passes`
+    passes over their chunks, on their thread block: each chunk's body waits for its reduction
+    and delays only the steps that carry its results, so the pipelining is what the critical
+    path shows."""
     if alg.ranks != network.npus:
         raise ConfigError(
             network.source,
@@ -604,7 +614,9 @@ def simulate_algorithm(
     kind, n = flat.col[TYPE], len(flat.col[TYPE])
     nbytes = flat.col[CNT] * chunk
     comp = np.where(
-        IS_COMP[kind], np.maximum(comp_micros(kind, nbytes, system.local_mem_bw) * 1000, 1), 0
+        IS_COMP[kind],
+        np.maximum(comp_micros(kind, nbytes, system.local_mem_bw, body_passes) * 1000, 1),
+        0,
     )
     send = np.zeros(n, np.int64)
     senders = np.flatnonzero(IS_SEND[kind])

@@ -29,6 +29,7 @@ from ccopt.sim.work import (
     COLLECTIVE_KINDS,
     Blocks,
     Layout,
+    body_lanes,
     collective_algorithm,
     collective_axes,
     collective_bytes,
@@ -326,6 +327,7 @@ class Engine:
         body_ns = 0.0
         if task.op.name == "coll.fused_all_reduce":
             body_ns = self._roofline(fused_body_work(task.op, self.blocks, coords))  # type: ignore[arg-type]
+            body_ns /= body_lanes(task.op)  # inside its algorithm: the lanes share it
         stepped = self._algorithm_ns(task, axes, n)
         if stepped is not None:
             ns = stepped + body_ns

@@ -207,3 +207,20 @@ def fused_body_work(op: coll.FusedAllReduceOp, blocks: Blocks, coords: tuple[int
     moved = sum(blocks.bytes(t, coords) for t in inputs)  # the other inputs, split or broadcast
     moved += blocks.bytes(iteration, coords) * (1 + len(op.outputs))  # the slice; each result
     return Work(float(elements * body_flops(op)), float(moved), blocks.element(iteration))
+
+
+def body_lanes(op: Operation) -> int:
+    """How many thread blocks of a rank run a fused all-reduce's body side by side: 1 when the
+    body runs after the reduce-scatter, else the fewest thread blocks with `fn` steps on any rank
+    of its algorithm (each runs the body on its own chunks while the others move theirs, so only
+    that share of the body is exposed: what `simulate_algorithm` shows step by step)."""
+    from ccopt.dialects.algo import TYPE, Step, chosen_algorithm
+
+    found = chosen_algorithm(op)
+    if found is None or not found.applies_body():
+        return 1
+    lanes = [
+        sum(1 for tb in gpu.tb_ops() if (tb.thread_block().steps[:, TYPE] == Step.APPLY).any())
+        for gpu in found.gpu_ops()
+    ]
+    return max(1, min(lanes))

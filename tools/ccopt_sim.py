@@ -58,6 +58,14 @@ def parser() -> argparse.ArgumentParser:
     )
     astra.add_argument("--workload", metavar="DIR/PREFIX", help="a Chakra trace set PREFIX.<r>.et")
     astra.add_argument(
+        "--body-passes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="an algorithm's fn steps (a fused all-reduce's body) move N x their chunk bytes "
+        "through local memory (Adam: 7); default 0",
+    )
+    astra.add_argument(
         "--congestion",
         choices=("unaware", "aware"),
         default="unaware",
@@ -146,7 +154,7 @@ def run_algorithm(args: argparse.Namespace) -> dict[str, object]:
     system = load_system(args.system)
     alg = load_algorithm(args.program)
     try:
-        result = simulate_algorithm(alg, network, system, args.size)
+        result = simulate_algorithm(alg, network, system, args.size, args.body_passes)
     except AlgorithmError as e:
         raise CcoptError(f"{args.program}: {e}") from None
     return {

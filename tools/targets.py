@@ -120,11 +120,17 @@ class MscclXmlTarget(Target):
         import sys
 
         from ccopt.backends.msccl_xml import runtime_limits
+        from ccopt.diagnostics import OpError
+        from ccopt.dialects.algo import AlgorithmError
 
         alg = found[0].algorithm()
+        try:
+            text = write_xml(alg)
+        except AlgorithmError as e:
+            raise OpError(found[0].blame(e), f"-t msccl-xml: @{alg.name}: {e}") from None
         for problem in runtime_limits(alg):
             print(f"ccopt: warning: @{alg.name}: {problem}", file=sys.stderr)
-        output.write(write_xml(alg))
+        output.write(text)
 
 
 @dataclass(frozen=True)

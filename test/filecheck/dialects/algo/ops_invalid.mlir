@@ -126,3 +126,28 @@ algo.algorithm @unknown gather ranks 1 channels 1 chunksperloop 1 proto Simple i
   algo.gpu 0 in 1 out 1 scratch 0 {
   }
 }
+
+// -----
+
+// A fused body (fn) runs once per output chunk: chunk 0 twice is refused where it repeats.
+algo.algorithm @body_twice allreduce ranks 1 channels 1 chunksperloop 2 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 2 out 2 scratch 0 {
+    // CHECK: :[[# @LINE + 1]]:5: error: 'algo.tb' op rank 0 tb 0 step 1 (fn): applies the body to output chunk 0 again (first at rank 0 tb 0 step 0 (fn))
+    algo.tb 0 send -1 recv -1 chan 0 {
+      0: fn o[0] -> i[0] x2
+      1: fn o[0] -> i[0] x1
+    }
+  }
+}
+
+// -----
+
+// Only an all-reduce's chunks have a completing step for a body to run at.
+algo.algorithm @body_in_broadcast broadcast ranks 1 root 0 channels 1 chunksperloop 1 proto Simple outofplace bytes 0 to max {
+  algo.gpu 0 in 1 out 1 scratch 0 {
+    // CHECK: :[[# @LINE + 1]]:5: error: 'algo.tb' op rank 0 tb 0 step 0 (fn): applies a fused body: only an allreduce may
+    algo.tb 0 send -1 recv -1 chan 0 {
+      0: fn o[0] -> o[0] x1
+    }
+  }
+}
