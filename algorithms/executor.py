@@ -27,7 +27,9 @@ a message's count is the smaller of its two ends', computed the same way on both
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
@@ -43,6 +45,8 @@ from ccopt.dialects.algo import (
     Step,
     schedule,
 )
+from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.mesh import Mesh
 
 SEND, RECV, COPY, REDUCE = range(4)
 KIND_NAMES = ("send", "recv", "copy", "reduce")
@@ -235,3 +239,86 @@ def run_rows(
 def chunk_width(largest_piece: int, chunks_per_piece: int) -> int:
     """Elements per chunk: the interpreter's ceil-div of the largest piece (at least 1)."""
     return max(1, -(-largest_piece // chunks_per_piece))
+
+
+Box = tuple[slice, ...]
+
+
+def _relative_overlap(inner: Box, outer: Box) -> Box | None:
+    """`inner ∩ outer` in `outer`'s own coordinates (None when empty)."""
+    box = []
+    for a, b in zip(inner, outer, strict=True):
+        start, stop = max(a.start, b.start), min(a.stop, b.stop)
+        if stop <= start:
+            return None
+        box.append(slice(start - b.start, stop - b.start))
+    return tuple(box)
+
+
+def box_numel(box: Box | None) -> int:
+    return 0 if box is None else prod(b.stop - b.start for b in box)
+
+
+@dataclass
+class Geometry:
+    """How one rank's buffers of a collective become the algorithm's chunked input and output:
+    piece q of the input (output) is `inputs[q]` (`outputs[q]`), a box of the rank's block of the
+    collective's input (output), chunks q*k..q*k+k-1 of the algorithm's buffer, `width` elements
+    a chunk (the interpreter's: the group's largest piece in ceil-div chunks)."""
+
+    width: int
+    chunks: int
+    inputs: list[Box | None]
+    outputs: list[Box | None]
+
+
+def geometry(
+    alg: Algorithm,
+    x: DTensorType,
+    out: DTensorType,
+    mesh: Mesh,
+    axes: Sequence[int],
+    coords: Sequence[int],
+) -> Geometry:
+    """The rank at `coords`'s pieces and chunk width, as `ccopt.interpreters.algo`'s
+    `through_algorithm` cuts them."""
+    members = mesh.group(coords, axes)
+    p = len(members)
+    g = alg.gpus[0]
+
+    def whole(t: DTensorType, c: Sequence[int]) -> Box:
+        return tuple(slice(0, s.stop - s.start) for s in t.local_slices(mesh, c))
+
+    def pieces(c: Sequence[int]) -> tuple[list[Box | None], list[Box | None], int]:
+        xin, xout = x.local_slices(mesh, c), out.local_slices(mesh, c)
+        if alg.collective == "reduce_scatter":
+            return (
+                [_relative_overlap(out.local_slices(mesh, m), xin) for m in members],
+                [whole(out, c)],
+                g.out_chunks,
+            )
+        if alg.collective == "allgather":
+            return (
+                [whole(x, c)],
+                [_relative_overlap(x.local_slices(mesh, m), xout) for m in members],
+                g.in_chunks,
+            )
+        if alg.collective == "alltoall":
+            return (
+                [_relative_overlap(xin, out.local_slices(mesh, m)) for m in members],
+                [_relative_overlap(x.local_slices(mesh, m), xout) for m in members],
+                g.in_chunks // p,
+            )
+        return [whole(x, c)], [whole(out, c)], g.in_chunks
+
+    inputs, outputs, k = pieces(coords)
+    most = 0
+    for m in members:
+        ins, outs, _ = pieces(m)
+        most = max(most, *(box_numel(b) for b in (*ins, *outs)))
+    return Geometry(chunk_width(most, k), k, inputs, outputs)
+
+
+def workspace_elements(alg: Algorithm, steps: ExecutorPlan, width: int) -> int:
+    """Elements of a call's workspace: the algorithm's scratch chunks, then the staging chunks."""
+    return (max(g.scratch_chunks for g in alg.gpus) + steps.staging) * width
