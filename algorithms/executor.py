@@ -305,7 +305,7 @@ def geometry(
             )
         if alg.collective == "alltoall":
             return (
-                [_relative_overlap(xin, out.local_slices(mesh, m)) for m in members],
+                [_relative_overlap(out.local_slices(mesh, m), xin) for m in members],
                 [_relative_overlap(x.local_slices(mesh, m), xout) for m in members],
                 g.in_chunks // p,
             )

@@ -1,0 +1,30 @@
+dtensor.mesh @m [node=2, gpu=4]
+
+func.func @algorithms(%p: !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>, %s0: !dtensor.tensor<13x5xf32, @m[R, S(0)]>, %s1: !dtensor.tensor<13x5xf32, @m[R, S(1)]>, %r: !dtensor.tensor<13x5xf32, @m[R, R]>) -> (!dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[P(sum), S(0)]>, !dtensor.tensor<13x5xf32, @m[P(sum), S(1)]>, !dtensor.tensor<13x5xf32, @m[S(0), S(0)]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, S(1)]>, !dtensor.tensor<13x5xf32, @m[R, S(1)]>, !dtensor.tensor<13x5xf32, @m[R, S(1)]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>) {
+  %v0 = coll.all_reduce sum %p over [gpu] {tag = "ring"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), R]>
+  %v1 = coll.all_reduce sum %p over [gpu] {tag = "ring2"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), R]>
+  %v2 = coll.all_reduce sum %p over [gpu] {tag = "direct"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), R]>
+  %v3 = coll.all_reduce sum %p over [gpu] {tag = "rd"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), R]>
+  %v4 = coll.all_reduce sum %p over [node, gpu] {tag = "hd"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v5 = coll.all_reduce sum %p over [node, gpu] {tag = "tree"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v6 = coll.all_reduce sum %p over [node, gpu] {tag = "hier"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v7 = coll.reduce_scatter sum %p over [gpu] dim 0 {tag = "ring2"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), S(0)]>
+  %v8 = coll.reduce_scatter sum %p over [gpu] dim 1 {tag = "direct"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), S(1)]>
+  %v9 = coll.reduce_scatter sum %p over [node, gpu] dim 0 {tag = "hd"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[S(0), S(0)]>
+  %v10 = coll.all_gather %s0 over [gpu] {tag = "ring"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v11 = coll.all_gather %s0 over [gpu] {tag = "direct"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v12 = coll.all_gather %s0 over [gpu] {tag = "rd"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v13 = coll.all_gather %s0 over [gpu] {tag = "pairwise"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v14 = coll.all_gather %s0 over [gpu] {tag = "bruck"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v15 = coll.all_gather %s1 over [gpu] {tag = "ring2"} : !dtensor.tensor<13x5xf32, @m[R, S(1)]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v16 = coll.all_to_all %s0 over [gpu] dim 1 {tag = "direct"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, S(1)]>
+  %v17 = coll.all_to_all %s0 over [gpu] dim 1 {tag = "pairwise"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, S(1)]>
+  %v18 = coll.all_to_all %s0 over [gpu] dim 1 {tag = "bruck"} : !dtensor.tensor<13x5xf32, @m[R, S(0)]> -> !dtensor.tensor<13x5xf32, @m[R, S(1)]>
+  %v19 = coll.broadcast %r over [gpu] root 1 {tag = "ring2"} : !dtensor.tensor<13x5xf32, @m[R, R]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v20 = coll.broadcast %r over [gpu] root 1 {tag = "direct"} : !dtensor.tensor<13x5xf32, @m[R, R]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v21 = coll.broadcast %r over [gpu] root 1 {tag = "tree"} : !dtensor.tensor<13x5xf32, @m[R, R]> -> !dtensor.tensor<13x5xf32, @m[R, R]>
+  %v22 = coll.reduce sum %p over [node, gpu] root 4 {tag = "ring2"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>
+  %v23 = coll.reduce sum %p over [node, gpu] root 4 {tag = "direct"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>
+  %v24 = coll.reduce sum %p over [node, gpu] root 4 {tag = "tree"} : !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]> -> !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>
+  func.return %v0, %v1, %v2, %v3, %v4, %v5, %v6, %v7, %v8, %v9, %v10, %v11, %v12, %v13, %v14, %v15, %v16, %v17, %v18, %v19, %v20, %v21, %v22, %v23, %v24 : !dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[P(sum), R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[P(sum), S(0)]>, !dtensor.tensor<13x5xf32, @m[P(sum), S(1)]>, !dtensor.tensor<13x5xf32, @m[S(0), S(0)]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, S(1)]>, !dtensor.tensor<13x5xf32, @m[R, S(1)]>, !dtensor.tensor<13x5xf32, @m[R, S(1)]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[R, R]>, !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>, !dtensor.tensor<13x5xf32, @m[P(sum), P(sum)]>
+}
