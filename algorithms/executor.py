@@ -47,6 +47,7 @@ from ccopt.dialects.algo import (
 )
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.mesh import Mesh
+from ccopt.passes.plan_memory import first_fit
 
 SEND, RECV, COPY, REDUCE = range(4)
 KIND_NAMES = ("send", "recv", "copy", "reduce")
@@ -73,15 +74,6 @@ class ExecutorPlan:
 def _overlaps(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
     """Two (buffer, offset, count) places share a chunk."""
     return a[0] == b[0] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]
-
-
-def _first_fit(busy: list[tuple[int, int]], size: int) -> int:
-    offset = 0
-    for start, stop in sorted(busy):
-        if offset + size <= start:
-            break
-        offset = max(offset, stop)
-    return offset
 
 
 def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
@@ -136,7 +128,7 @@ def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
         live: list[tuple[int, int, int]] = []  # (end level, offset, stop)
         for start, end, cnt, t in sorted(lives):
             live = [x for x in live if x[0] >= start]
-            offset = _first_fit([(a, b) for _, a, b in live], cnt)
+            offset = first_fit([(a, b) for _, a, b in live], cnt)
             live.append((end, offset, offset + cnt))
             recv_place[t] = (STAGING, offset, cnt)
             staging = max(staging, offset + cnt)
