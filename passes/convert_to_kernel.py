@@ -11,6 +11,9 @@ writes into its destination:
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
+* a collective that refers to an `algo.algorithm` (`lower-collectives`) stays one NCCL op that
+  keeps the reference and gets a `scratch` workspace buffer (the algorithm's scratch chunks and
+  the staging of received chunks, planned like any buffer); backends run the algorithm;
 * `sched.execute` regions run on their stream between event record/wait pairs and
   `sched.await` waits on the compute stream: overlap schedules keep their concurrency;
 * calls stay calls: each callee is lowered once, its results become output buffers the caller
