@@ -992,9 +992,6 @@ class Emitter:
         group = self.group(op.axes.names, op.stream_index())
         stream = self.stream(op)
         self.program.comm_streams.add(op.stream_index())
-        self.record(
-            "nccl", f"{op.name} via {name}", self.bytes0(x0.tensor), self.bytes0(out0.tensor)
-        )
         coords = list(self.mesh.all_coords())
         if len(self.mesh.group(coords[0], axes)) != alg.ranks:
             raise EmitError(
@@ -1052,6 +1049,9 @@ class Emitter:
             comm=f"ctx->comms[{group}]",
             stream=stream,
         )
+        self.record_rows(
+            tables, name, axes, geos[0].width * numpy_dtype(x.tensor.element_type).itemsize
+        )
         if not in_place:
             self.algorithm_unpack(geos, out, target, stream)
         if isinstance(op, k.NcclReduceOp):  # the others hold the identity (still partial)
@@ -1074,6 +1074,29 @@ class Emitter:
                 self.per_rank(lambda c: self.layout(out0, c)),
                 stream,
             )
+
+    def record_rows(
+        self, tables: AlgorithmTables, name: str, axes: tuple[int, ...], chunk_bytes: int
+    ) -> None:
+        """The op log of rank 0's rows: an NCCL group per level that moves messages, a kernel per
+        reduction, a copy per copy (bytes of whole chunks)."""
+        from ccopt.algorithms.executor import COUNT, KIND, LEVEL, RECV, REDUCE, SEND
+
+        rows = tables.plan.rows[self.mesh.group_index(self.mesh.coords(0), axes)].tolist()
+        group: GpuOp | None = None
+        for row in rows:
+            size = row[COUNT] * chunk_bytes
+            if row[KIND] in (SEND, RECV):
+                if group is None or group.what != f"{name} level {row[LEVEL]}":
+                    group = GpuOp("nccl", f"{name} level {row[LEVEL]}", calls=0)
+                    self.program.ops.append(group)
+                group.calls += 1
+                group.read += size if row[KIND] == SEND else 0
+                group.written += size if row[KIND] == RECV else 0
+            elif row[KIND] == REDUCE:
+                self.record("kernel", f"{name} reduce", 2 * size, size)
+            else:
+                self.record("copy", f"{name} copy", size, size)
 
     def algorithm_side(
         self, geos: list, b: Buffer, axes: tuple[int, ...], side: str, pack: str | None
