@@ -80,7 +80,6 @@ def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
     """The executor rows of every rank (see the module docstring)."""
     sched = sched or schedule(alg)
     flat = sched.flat
-    col, level = flat.col, sched.level
     n = len(flat.tb)
     sender_of = np.full(n, -1, np.int64)
     sender_of[sched.recvs] = sched.sends
@@ -88,41 +87,46 @@ def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
     message_of[sched.sends] = np.arange(len(sched.sends))
     receiver_of = np.full(n, -1, np.int64)
     receiver_of[sched.sends] = sched.recvs
-    kinds = col[TYPE]
+    # plain lists: per-step Python below would spend most of its time boxing numpy scalars
+    kinds, counts = flat.col[TYPE].tolist(), flat.col[CNT].tolist()
+    srcs = list(zip(flat.col[SRCBUF].tolist(), flat.col[SRCOFF].tolist(), counts, strict=True))
+    dsts = list(zip(flat.col[DSTBUF].tolist(), flat.col[DSTOFF].tolist(), counts, strict=True))
+    level, ranks = sched.level.tolist(), flat.rank.tolist()
+    senders, messages, receivers = sender_of.tolist(), message_of.tolist(), receiver_of.tolist()
 
     def src(i: int) -> tuple[int, int, int]:
-        return int(col[SRCBUF, i]), int(col[SRCOFF, i]), int(col[CNT, i])
+        return srcs[i]
 
     def dst(i: int) -> tuple[int, int, int]:
-        return int(col[DSTBUF, i]), int(col[DSTOFF, i]), int(col[CNT, i])
+        return dsts[i]
 
     # where every sending step sends from is known once receives are placed; sends that read a
     # buffer place directly (s from src; rcs/rrcs from dst after their local work)
     sends_read: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for i in sched.sends.tolist():
-        kind = int(kinds[i])
+        kind = kinds[i]
         if kind == Step.SEND:
             place = src(i)
         elif kind in (Step.RECV_COPY_SEND, Step.RECV_REDUCE_COPY_SEND):
             place = dst(i)
         else:
             continue  # rrs sends its staging slot, which no direct receive targets
-        sends_read.setdefault((int(flat.rank[i]), int(level[i])), []).append(place)
+        sends_read.setdefault((ranks[i], level[i]), []).append(place)
 
     # receive places: direct or a staging slot
     recv_place: dict[int, tuple[int, int, int]] = {}
     staged: dict[int, list[tuple[int, int, int, int]]] = {}  # rank -> (start, end, cnt, step)
     for t in sched.recvs.tolist():
-        s = int(sender_of[t])
-        rank, kind = int(flat.rank[t]), int(kinds[t])
+        s = senders[t]
+        rank, kind = ranks[t], kinds[t]
         if (
             kind in (Step.RECV, Step.RECV_COPY_SEND)
             and level[t] == level[s] + 1
-            and not any(_overlaps(dst(t), p) for p in sends_read.get((rank, int(level[s])), []))
+            and not any(_overlaps(dst(t), p) for p in sends_read.get((rank, level[s]), []))
         ):
             recv_place[t] = dst(t)
         else:
-            staged.setdefault(rank, []).append((int(level[s]), int(level[t]), int(col[CNT, t]), t))
+            staged.setdefault(rank, []).append((level[s], level[t], counts[t], t))
     staging = 0
     for lives in staged.values():
         live: list[tuple[int, int, int]] = []  # (end level, offset, stop)
@@ -134,7 +138,7 @@ def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
             staging = max(staging, offset + cnt)
 
     def send_place(i: int) -> tuple[int, int, int]:
-        kind = int(kinds[i])
+        kind = kinds[i]
         if kind == Step.SEND:
             return src(i)
         if kind == Step.RECV_REDUCE_SEND:
@@ -142,9 +146,8 @@ def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
         return dst(i)
 
     rows: list[list[tuple[int, ...]]] = [[] for _ in range(alg.ranks)]
-    for i in np.argsort(level, kind="stable").tolist():
-        kind, rank, lv = int(kinds[i]), int(flat.rank[i]), int(level[i])
-        cnt = int(col[CNT, i])
+    for i in np.argsort(sched.level, kind="stable").tolist():
+        kind, rank, lv, cnt = kinds[i], ranks[i], level[i], counts[i]
         if cnt == 0:
             continue
         # local work, ordered before this level's messages by the sort key's second field
@@ -164,22 +167,22 @@ def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
             work = (REDUCE, -1, *dst(i)[:2], *dst(i)[:2], *src(i)[:2], cnt)
         if work is not None:
             rows[rank].append((lv, 0, i, *work))
-        if message_of[i] >= 0:
-            r = int(receiver_of[i])
+        if messages[i] >= 0:
+            r = receivers[i]
             here, there = send_place(i), recv_place[r]
-            receiver = int(flat.rank[r])
+            receiver = ranks[r]
             rows[rank].append(
-                (lv, 1, int(message_of[i]), SEND, receiver, *here[:2], *there[:2], -1, -1, cnt)
+                (lv, 1, messages[i], SEND, receiver, *here[:2], *there[:2], -1, -1, cnt)
             )
             rows[receiver].append(
-                (lv, 1, int(message_of[i]), RECV, rank, *there[:2], *here[:2], -1, -1, cnt)
+                (lv, 1, messages[i], RECV, rank, *there[:2], *here[:2], -1, -1, cnt)
             )
     out = []
     for per_rank in rows:
         per_rank.sort(key=lambda row: row[:3])
         table = np.array([(row[0], *row[3:]) for row in per_rank], dtype=np.int64)
         out.append(table.reshape(-1, COLUMNS))
-    return ExecutorPlan(out, staging, int(level.max()) + 1 if n else 0)
+    return ExecutorPlan(out, staging, int(sched.level.max()) + 1 if n else 0)
 
 
 def span(buf_numel: list[int], width: int, buf: int, off: int, cnt: int) -> int:

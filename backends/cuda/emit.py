@@ -1019,11 +1019,7 @@ class Emitter:
         else:
             source, valid_in = self.algorithm_side(geos, x, axes, "inputs", stream)
             target, valid_out = self.algorithm_side(geos, out, axes, "outputs", None)
-        scratch = (
-            self.buffer(op.scratch).pointer
-            if op.scratch is not None
-            else f"static_cast<{x.c}*>(nullptr)"
-        )
+        scratch = self.algorithm_workspace(op, tables, max(g.width for g in geos), x.c)
         kind = getattr(op, "kind", None)
         self.emit_template(
             "algorithm_call.cu.j2",
@@ -1074,6 +1070,22 @@ class Emitter:
                 self.per_rank(lambda c: self.layout(out0, c)),
                 stream,
             )
+
+    def algorithm_workspace(self, op: k.NcclOp, tables: AlgorithmTables, width: int, c: str) -> str:
+        """The pointer of the call's workspace (scratch chunks, then staging), which must hold
+        what the algorithm needs at the widest rank's chunk width."""
+        from ccopt.algorithms.executor import workspace_elements
+
+        need = workspace_elements(tables.algorithm, tables.plan, width)
+        have = 0 if op.scratch is None else self.capacity(k.tensor_of(op.scratch))
+        if have < need:
+            raise EmitError(
+                f"'{op.name}' runs @{tables.algorithm.name}, which needs a scratch buffer of "
+                f"{need} elements, got {have} (convert-to-kernel gives it one)"
+            )
+        return (
+            f"static_cast<{c}*>(nullptr)" if op.scratch is None else self.buffer(op.scratch).pointer
+        )
 
     def record_rows(
         self, tables: AlgorithmTables, name: str, axes: tuple[int, ...], chunk_bytes: int

@@ -87,3 +87,20 @@ def test_nvcc_compiles_the_algorithm_executor() -> None:
     source.unlink()
     source.with_suffix(".o").unlink(missing_ok=True)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_an_algorithm_without_its_workspace_is_refused() -> None:
+    """Hand-written kernel IR that names an algorithm but gives its call no scratch buffer (or
+    one too small) is refused at emission rather than run out of bounds."""
+    from ccopt.backends.cuda.scalar import EmitError
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    module = load_program(examples / "sgd.mlir")
+    run_pipeline(module, "lower-collectives,convert-to-kernel")
+    text = str(module)
+    assert " scratch %algo_scratch : !kernel.buffer<516xf32, @dp[R]>" in text
+    stripped = load_program(
+        text.replace(" scratch %algo_scratch : !kernel.buffer<516xf32, @dp[R]>", "")
+    )
+    with pytest.raises(EmitError, match="needs a scratch buffer of 516 elements, got 0"):
+        emit_cuda(stripped)
