@@ -47,7 +47,7 @@ from ccopt.interpreters.distributed import identity, intersect, numpy_dtype, rel
 from ccopt.mesh import Mesh
 
 if TYPE_CHECKING:
-    from ccopt.algorithms.executor import ExecutorPlan
+    from ccopt.algorithms.executor import ExecutorPlan, Geometry
 
 ALIGN = k.WORKSPACE_ALIGN
 NCCL_TYPES = {
@@ -1111,7 +1111,7 @@ class Emitter:
                 self.record("copy", f"{name} copy", size, size)
 
     def algorithm_side(
-        self, geos: list, b: Buffer, axes: tuple[int, ...], side: str, pack: str | None
+        self, geos: list[Geometry], b: Buffer, axes: tuple[int, ...], side: str, pack: str | None
     ) -> tuple[str, list[int]]:
         """The pointer the algorithm's input (output) buffer is, and every rank's valid elements
         there: `b` itself when its pieces lie at the chunks' places (one piece: any size the
@@ -1156,7 +1156,7 @@ class Emitter:
                 )
         return staged, valid
 
-    def algorithm_unpack(self, geos: list, out: Buffer, target: str, stream: str) -> None:
+    def algorithm_unpack(self, geos: list[Geometry], out: Buffer, target: str, stream: str) -> None:
         """Copy the output's pieces from chunk-aligned staging into their boxes (nothing to do
         when the algorithm wrote the output in place)."""
         if target == out.pointer:
