@@ -211,11 +211,15 @@ class Access:
 
 def written_operands(op: k.DeviceOp) -> set[SSAValue]:
     """The buffers a device op writes: its destinations (`outs` of an elementwise kernel, `out`
-    of every other op); every other buffer operand is read."""
+    of every other op, and the scratch of an NCCL call that runs an algorithm); every other
+    buffer operand is read."""
     if isinstance(op, k.ElementwiseOp):
         return set(op.outputs)
     out = getattr(op, "out", None)
-    return {out} if isinstance(out, SSAValue) else set()
+    written = {out} if isinstance(out, SSAValue) else set()
+    if isinstance(op, k.NcclOp) and op.scratch is not None:
+        written.add(op.scratch)
+    return written
 
 
 def storage_regions(block: Block) -> dict[SSAValue, tuple[object, int, float]]:

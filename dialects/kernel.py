@@ -716,6 +716,9 @@ class NcclOp(DeviceOp):
     COLL: ClassVar[type[CollectiveOp]]
     input = operand_def(BufferType)
     out = operand_def(BufferType)
+    scratch = opt_operand_def(BufferType)
+    """Workspace of a call that runs an `algo.algorithm` (its scratch chunks and staging for
+    received chunks), a planned buffer like any other; absent for a library call."""
     axes = prop_def(MeshAxesAttr)
 
     def coll_properties(self) -> dict[str, Attribute]:
@@ -731,7 +734,10 @@ class NcclOp(DeviceOp):
 
 
 def _nccl_format(extra: str = "") -> str:
-    return f"$input `->` $out `over` $axes {extra}`stream` $stream attr-dict `:` type($input) `->` type($out)"
+    return (
+        f"$input `->` $out (`scratch` $scratch^ `:` type($scratch))? `over` $axes {extra}`stream` "
+        "$stream attr-dict `:` type($input) `->` type($out)"
+    )
 
 
 def _nccl_init(
@@ -739,7 +745,7 @@ def _nccl_init(
 ) -> None:
     IRDLOperation.__init__(
         op,
-        operands=[input, out],
+        operands=[input, out, []],
         properties={**_stream(stream), "axes": MeshAxesAttr(axes), **props},
     )
 

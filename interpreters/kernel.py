@@ -244,8 +244,9 @@ class KernelFunctions(InterpreterFunctions):
 
     # --- NCCL --------------------------------------------------------------------------------------
     def run_nccl(self, interpreter: Interpreter, op: k.NcclOp, args: PythonValues) -> PythonValues:
-        """The coll op's semantics (computed before anything is written: in-place safe)."""
-        x, out = args
+        """The coll op's semantics (computed before anything is written: in-place safe); an
+        algorithm's scratch holds nothing a later op reads."""
+        x, out = args[:2]
         write(out, coll_impl.collective(op.COLL, op.coll_properties(), x, out.type))
         return ()
 

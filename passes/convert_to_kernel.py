@@ -11,6 +11,9 @@ writes into its destination:
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
+* a collective that refers to an `algo.algorithm` (`lower-collectives`) stays one NCCL op that
+  keeps the reference and gets a `scratch` workspace buffer (the algorithm's scratch chunks and
+  the staging of received chunks, planned like any buffer); backends run the algorithm;
 * `sched.execute` regions run on their stream between event record/wait pairs and
   `sched.await` waits on the compute stream: overlap schedules keep their concurrency;
 * calls stay calls: each callee is lowered once, its results become output buffers the caller
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
@@ -43,18 +47,23 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
+from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, chosen_algorithm
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_elementwise
 from ccopt.passes.fusion_groups import build_body
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
+
+if TYPE_CHECKING:
+    from ccopt.algorithms.executor import ExecutorPlan
 
 RESULTS_ATTR = "kernel.results"
 UPDATED_ATTR = "kernel.updated"
@@ -81,6 +90,7 @@ class Lowering:
     stream: int = sched.COMPUTE_STREAM
     calls: dt.CallUpdates | None = None
     order: ProgramOrder = field(default_factory=ProgramOrder)
+    algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -203,6 +213,12 @@ def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
 def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
     """reduce-scatter, the body on the slice, all-gathers (in place when the blocks are the
     leading dimension's and equal)."""
+    if ALGORITHM_ATTRIBUTE in op.attributes:
+        raise OpError(
+            op,
+            "a fused collective that runs an algo.algorithm (its body inside the algorithm's "
+            "steps) has no kernel-level lowering yet: lower it without the algorithm",
+        )
     mesh = mesh_of(op)
     iteration = op.iteration_type(mesh)
     axes = op.axes.names
@@ -242,10 +258,48 @@ def _outer_split(t: DTensorType, group: Sequence[int]) -> bool:
 
 
 def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
+    """One NCCL call; a collective that refers to an `algo.algorithm` keeps the reference and
+    gets a workspace buffer for the algorithm's scratch and staging chunks (planned by
+    plan-memory like any buffer), and the backend runs the algorithm instead of the library."""
+    scratch = algorithm_workspace(low, op)
     out = low.destination(op.result)
     props = {k_: v for k_, v in op.properties.items() if k_ not in ("algorithm", "chunks")}
-    call = k.NCCL_OPS[type(op)].create(operands=[low.buffer(op.input), out], properties=props)
+    call = k.NCCL_OPS[type(op)].create(
+        operands=[low.buffer(op.input), out, *([] if scratch is None else [scratch])],
+        properties=props,
+    )
+    if ALGORITHM_ATTRIBUTE in op.attributes:
+        call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
     low.add(with_hint(call, op))
+
+
+def algorithm_workspace(low: Lowering, op: coll.CollectiveOp) -> SSAValue | None:
+    """The workspace buffer of a collective run through its algorithm (None: it names none, or
+    needs no scratch): the largest over the ranks, a replicated 1-D buffer."""
+    from ccopt.algorithms.executor import geometry, plan, workspace_elements
+
+    try:
+        found = chosen_algorithm(op)
+    except VerifyException as e:
+        raise OpError(op, str(e)) from None
+    if found is None:
+        return None
+    alg = low.algorithms.get(found)
+    if alg is None:
+        alg = low.algorithms[found] = (found.algorithm(), plan(found.algorithm()))
+    mesh = mesh_of(op)
+    x, out = tensor(op.input), tensor(op.result)
+    axes = op.group(mesh)
+    elements = max(
+        workspace_elements(alg[0], alg[1], geometry(alg[0], x, out, mesh, axes, c).width)
+        for c in mesh.all_coords()
+    )
+    if not elements:
+        return None
+    t = DTensorType([elements], x.element_type, x.mesh, [ReplicatedAttr()] * len(x.placement_list))
+    buffer = low.add(k.AllocOp(t)).results[0]
+    buffer.name_hint = "algo_scratch"
+    return buffer
 
 
 def with_hint(call: Operation, op: coll.CollectiveOp | coll.FusedAllReduceOp) -> Operation:
@@ -403,13 +457,12 @@ def read_after(low: Lowering, operand: SSAValue, call: func.CallOp) -> bool:
                 if reader is not call and alias is operand:
                     raise OpError(call, "an operand it updates is read inside a region")
                 continue
-            if isinstance(reader, func.ReturnOp | dt.UpdateOp) or low.order[reader] > low.order[
-                call
-            ]:
+            if (
+                isinstance(reader, func.ReturnOp | dt.UpdateOp)
+                or low.order[reader] > low.order[call]
+            ):
                 if alias is not operand:
-                    raise OpError(
-                        call, "an operand it updates is read after it through a reshape"
-                    )
+                    raise OpError(call, "an operand it updates is read after it through a reshape")
                 later = True
     return later
 

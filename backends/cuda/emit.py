@@ -6,7 +6,9 @@ include paths; the same file compiles with g++ under the CPU harness header
 (`backends/cuda/host/ccopt_host.h`, selected by `-DCCOPT_HOST`). The mesh is bound at emission,
 so everything that depends on a rank's coordinates (block shapes and offsets, group ranks,
 pack/unpack plans of collectives) is precomputed here for every rank and emitted as tables
-indexed by the rank: the device code holds no layout arithmetic to get wrong.
+indexed by the rank: the device code holds no layout arithmetic to get wrong. A collective that
+refers to an `algo.algorithm` runs it: the algorithm's rows (`ccopt.algorithms.executor`) are a
+table emitted once per algorithm, read by one generic executor (`algorithm_runtime.cuh`).
 
 The C ABI of a program `@f` (every int-returning call: 0, or -1 with `ccopt_f_last_error()`):
     int ccopt_f_create(int rank, int world, const void* nccl_unique_id, int device,
@@ -29,17 +31,23 @@ from dataclasses import dataclass, field
 from functools import cache
 from itertools import product
 from math import prod
+from typing import TYPE_CHECKING
 
 import jinja2
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
 from ccopt.dialects import kernel as k
+from ccopt.dialects.algo import Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
 from ccopt.interpreters.distributed import identity, intersect, numpy_dtype, relative
 from ccopt.mesh import Mesh
+
+if TYPE_CHECKING:
+    from ccopt.algorithms.executor import ExecutorPlan, Geometry
 
 ALIGN = k.WORKSPACE_ALIGN
 NCCL_TYPES = {
@@ -169,6 +177,7 @@ class Program:
     counter: int = 0
     kernel_names: dict[str, str] = field(default_factory=dict)  # text (name elided) -> name
     table_names: dict[tuple[str, tuple[tuple[int, ...], ...]], str] = field(default_factory=dict)
+    algorithms: dict[str, AlgorithmTables] = field(default_factory=dict)  # by symbol name
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -178,6 +187,17 @@ class Program:
     def statements(self) -> list[str]:
         """The entry's statements (the last function)."""
         return self.functions[-1].statements
+
+
+@dataclass
+class AlgorithmTables:
+    """An algorithm's executor rows as emitted: the table of every rank's rows and the table of
+    each rank's first row (C++ names)."""
+
+    algorithm: Algorithm
+    plan: ExecutorPlan
+    rows: str
+    starts: str
 
 
 KERNEL_NAME = "CCOPT_KERNEL_NAME"
@@ -852,6 +872,10 @@ class Emitter:
 
     # --- collectives -----------------------------------------------------------------------------
     def collective(self, op: k.NcclOp) -> None:
+        found = self.chosen_algorithm(op)
+        if found is not None:
+            self.algorithm(op, found)
+            return
         x, out = self.buffer(op.input), self.buffer(op.out)
         group = self.group(op.axes.names, op.stream_index())
         axes = tuple(self.mesh.axis_index(a) for a in op.axes.names)
@@ -895,6 +919,260 @@ class Emitter:
                 self.local_block(x, out, op)
             case _:
                 self.redistribute(op, x, out, axes, group, common)
+
+    # --- collectives run through their algorithm ----------------------------------------------
+    def chosen_algorithm(self, op: k.NcclOp) -> AlgorithmOp | None:
+        from ccopt.diagnostics import OpError
+
+        try:
+            return chosen_algorithm(op)
+        except VerifyException as e:
+            raise OpError(op, str(e)) from None
+
+    def algorithm_tables(self, found: AlgorithmOp) -> AlgorithmTables:
+        """The executor rows of an algorithm, emitted once per program however many collectives
+        run it: one int32 table of every group rank's rows and the index of each rank's first."""
+        from ccopt.algorithms.executor import plan
+
+        name = found.sym_name.data
+        done = self.program.algorithms.get(name)
+        if done is not None:
+            return done
+        alg = found.algorithm()
+        steps = plan(alg)
+        symbol = "".join(ch if ch.isalnum() else "_" for ch in name)
+        rows, starts = f"kAlgo_{symbol}", f"kAlgoStart_{symbol}"
+        lines = ",\n  ".join(
+            ", ".join(str(v) for v in row) for table in steps.rows for row in table.tolist()
+        )
+        first = [0]
+        for table in steps.rows:
+            first.append(first[-1] + len(table))
+        self.program.tables.append(
+            f"// @{name}: {alg.collective} on {alg.ranks} ranks, {steps.levels} levels; rows: "
+            "level, kind, peer, buf, off, a_buf, a_off, b_buf, b_off, count\n"
+            f"static const int32_t {rows}[{max(1, first[-1]) * 10}] = {{\n  {lines or 0}}};\n"
+            f"static const int64_t {starts}[{len(first)}] = {{{', '.join(map(str, first))}}};"
+        )
+        done = self.program.algorithms[name] = AlgorithmTables(alg, steps, rows, starts)
+        return done
+
+    def dense(self, b: Buffer, stream: str, into: bool) -> Buffer:
+        """A dense stand-in for a strided buffer: a copy of it (`into` False) or a staging
+        buffer copied into it afterwards (see `algorithm`)."""
+        if b.strides is None:
+            return b
+        temp = Buffer(self.scratch(self.capacity(b.tensor), b.c), b.tensor)
+        if not into:
+            self.copy(
+                b.pointer,
+                temp.pointer,
+                b.c,
+                self.per_rank(lambda c: b.tensor.local_shape(self.mesh, c)),
+                self.per_rank(lambda c: self.layout(b, c)),
+                self.per_rank(lambda c: contiguous_strides(b.tensor.local_shape(self.mesh, c))),
+                stream,
+            )
+        return temp
+
+    def algorithm(self, op: k.NcclOp, found: AlgorithmOp) -> None:
+        """The collective as its algorithm's executor (`algorithm_runtime.cuh`): the input
+        and output are the algorithm's buffers where every piece lies where the algorithm's
+        chunks do (a shorter last chunk is fine), else they are packed into (unpacked from)
+        chunk-aligned staging around it."""
+        from ccopt.algorithms.executor import geometry
+
+        tables = self.algorithm_tables(found)
+        alg = tables.algorithm
+        name = f"@{found.sym_name.data}"
+        if isinstance(op, k.NcclShiftOp | k.LocalBlockOp):
+            raise EmitError(f"'{op.name}' cannot run the algorithm {name}")
+        x0, out0 = self.buffer(op.input), self.buffer(op.out)
+        axes = tuple(self.mesh.axis_index(a) for a in op.axes.names)
+        group = self.group(op.axes.names, op.stream_index())
+        stream = self.stream(op)
+        self.program.comm_streams.add(op.stream_index())
+        coords = list(self.mesh.all_coords())
+        if len(self.mesh.group(coords[0], axes)) != alg.ranks:
+            raise EmitError(
+                f"{name} runs on {alg.ranks} ranks, the group of '{op.name}' has "
+                f"{len(self.mesh.group(coords[0], axes))}"
+            )
+        geos = [geometry(alg, x0.tensor, out0.tensor, self.mesh, axes, c) for c in coords]
+        x = self.dense(x0, stream, into=False)
+        out = self.dense(out0, stream, into=True)
+        in_place = not alg.outofplace
+        if in_place and alg.collective not in ("allreduce", "broadcast", "reduce"):
+            raise EmitError(f"{name} runs {alg.collective} in place only, which is not emitted")
+        if in_place:  # the algorithm works on the output, which starts as the input
+            self.record("copy", "memcpy", self.bytes0(out.tensor), self.bytes0(out.tensor))
+            self.emit_template(
+                "memcpy.cu.j2",
+                src=x.pointer,
+                dst=out.pointer,
+                c=out.c,
+                count=self.numel(out.tensor),
+                stream=stream,
+            )
+            source = target = out.pointer
+            valid_in = valid_out = [self.local_numel(out.tensor, c) for c in coords]
+        else:
+            source, valid_in = self.algorithm_side(geos, x, axes, "inputs", stream)
+            target, valid_out = self.algorithm_side(geos, out, axes, "outputs", None)
+        scratch = self.algorithm_workspace(op, tables, max(g.width for g in geos), x.c)
+        kind = getattr(op, "kind", None)
+        self.emit_template(
+            "algorithm_call.cu.j2",
+            collective=alg.collective,
+            algorithm=name,
+            ranks=alg.ranks,
+            levels=tables.plan.levels,
+            geometry=self.table(
+                "kAlgoGeometry",
+                [[g.width, vi, vo] for g, vi, vo in zip(geos, valid_in, valid_out, strict=True)],
+            ),
+            c=x.c,
+            acc=accumulator(x.c),
+            input=source,
+            output=target,
+            scratch=scratch,
+            scratch_chunks=max(g.scratch_chunks for g in alg.gpus),
+            rank=self.group_rank_table(axes),
+            rows=tables.rows,
+            starts=tables.starts,
+            nccl_type=NCCL_TYPES[x.c],
+            kind=REDUCE_KINDS[kind.data if kind is not None else "sum"],
+            comm=f"ctx->comms[{group}]",
+            stream=stream,
+        )
+        self.record_rows(
+            tables, name, axes, geos[0].width * numpy_dtype(x.tensor.element_type).itemsize
+        )
+        if not in_place:
+            self.algorithm_unpack(geos, out, target, stream)
+        if isinstance(op, k.NcclReduceOp):  # the others hold the identity (still partial)
+            value = identity(op.kind.data, numpy_dtype(out.tensor.element_type))
+            self.emit_template(
+                "fill.cu.j2",
+                c=out.c,
+                value=literal(value.item(), out.tensor.element_type),
+                dst=out.pointer,
+                count=f"({self.group_rank_table(axes)} == {op.root.value.data} ? 0 : {self.numel(out.tensor)})",
+                stream=stream,
+            )
+        if out is not out0:
+            self.copy(
+                out.pointer,
+                out0.pointer,
+                out.c,
+                self.per_rank(lambda c: out0.tensor.local_shape(self.mesh, c)),
+                self.per_rank(lambda c: contiguous_strides(out0.tensor.local_shape(self.mesh, c))),
+                self.per_rank(lambda c: self.layout(out0, c)),
+                stream,
+            )
+
+    def algorithm_workspace(self, op: k.NcclOp, tables: AlgorithmTables, width: int, c: str) -> str:
+        """The pointer of the call's workspace (scratch chunks, then staging), which must hold
+        what the algorithm needs at the widest rank's chunk width."""
+        from ccopt.algorithms.executor import workspace_elements
+
+        need = workspace_elements(tables.algorithm, tables.plan, width)
+        have = 0 if op.scratch is None else self.capacity(k.tensor_of(op.scratch))
+        if have < need:
+            raise EmitError(
+                f"'{op.name}' runs @{tables.algorithm.name}, which needs a scratch buffer of "
+                f"{need} elements, got {have} (convert-to-kernel gives it one)"
+            )
+        return (
+            f"static_cast<{c}*>(nullptr)" if op.scratch is None else self.buffer(op.scratch).pointer
+        )
+
+    def record_rows(
+        self, tables: AlgorithmTables, name: str, axes: tuple[int, ...], chunk_bytes: int
+    ) -> None:
+        """The op log of rank 0's rows: an NCCL group per level that moves messages, a kernel per
+        reduction, a copy per copy (bytes of whole chunks)."""
+        from ccopt.algorithms.executor import COUNT, KIND, LEVEL, RECV, REDUCE, SEND
+
+        rows = tables.plan.rows[self.mesh.group_index(self.mesh.coords(0), axes)].tolist()
+        group: GpuOp | None = None
+        for row in rows:
+            size = row[COUNT] * chunk_bytes
+            if row[KIND] in (SEND, RECV):
+                if group is None or group.what != f"{name} level {row[LEVEL]}":
+                    group = GpuOp("nccl", f"{name} level {row[LEVEL]}", calls=0)
+                    self.program.ops.append(group)
+                group.calls += 1
+                group.read += size if row[KIND] == SEND else 0
+                group.written += size if row[KIND] == RECV else 0
+            elif row[KIND] == REDUCE:
+                self.record("kernel", f"{name} reduce", 2 * size, size)
+            else:
+                self.record("copy", f"{name} copy", size, size)
+
+    def algorithm_side(
+        self, geos: list[Geometry], b: Buffer, axes: tuple[int, ...], side: str, pack: str | None
+    ) -> tuple[str, list[int]]:
+        """The pointer the algorithm's input (output) buffer is, and every rank's valid elements
+        there: `b` itself when its pieces lie at the chunks' places (one piece: any size the
+        whole group shares), else chunk-aligned staging, packed now on stream `pack` (an
+        output is unpacked by `algorithm_unpack`)."""
+        coords = list(self.mesh.all_coords())
+        shapes = [b.tensor.local_shape(self.mesh, c) for c in coords]
+        valid: list[int] = []
+        direct = True
+        for c, g, shape in zip(coords, geos, shapes, strict=True):
+            pieces = getattr(g, side)
+            if len(pieces) == 1:
+                sizes = {self.local_numel(b.tensor, m) for m in self.mesh.group(c, axes)}
+                direct &= len(sizes) == 1
+                valid.append(prod(shape))
+                continue
+            span = g.chunks * g.width
+            for q, box in enumerate(pieces):
+                direct &= (
+                    box is not None
+                    and _numel(box) == span
+                    and _contiguous(box, shape)
+                    and _offset(box, shape) == q * span
+                )
+            valid.append(len(pieces) * span)
+        if direct:
+            return b.pointer, valid
+        size = max(len(getattr(g, side)) * g.chunks * g.width for g in geos)
+        staged = self.scratch(size, b.c)
+        valid = [len(getattr(g, side)) * g.chunks * g.width for g in geos]
+        if pack is not None:
+            for q in range(len(getattr(geos[0], side))):
+                boxes = [getattr(g, side)[q] for g in geos]
+                self.copy(
+                    f"({b.pointer} + {self.table('kPackSrc', [[_at(box, self.layout(b, c))] for box, c in zip(boxes, coords, strict=True)])}[0])",
+                    f"({staged} + {self.table('kPackAt', [[q * g.chunks * g.width] for g in geos])}[0])",
+                    b.c,
+                    [_extent(box) for box in boxes],
+                    [self.layout(b, c) for c in coords],
+                    [contiguous_strides(_extent(box)) for box in boxes],
+                    pack,
+                )
+        return staged, valid
+
+    def algorithm_unpack(self, geos: list[Geometry], out: Buffer, target: str, stream: str) -> None:
+        """Copy the output's pieces from chunk-aligned staging into their boxes (nothing to do
+        when the algorithm wrote the output in place)."""
+        if target == out.pointer:
+            return
+        coords = list(self.mesh.all_coords())
+        for q in range(len(geos[0].outputs)):
+            boxes = [g.outputs[q] for g in geos]
+            self.copy(
+                f"({target} + {self.table('kUnpackAt', [[q * g.chunks * g.width] for g in geos])}[0])",
+                f"({out.pointer} + {self.table('kUnpackDst', [[_at(box, self.layout(out, c))] for box, c in zip(boxes, coords, strict=True)])}[0])",
+                out.c,
+                [_extent(box) for box in boxes],
+                [contiguous_strides(_extent(box)) for box in boxes],
+                [self.layout(out, c) for c in coords],
+                stream,
+            )
 
     def group_rank_table(self, axes: tuple[int, ...]) -> str:
         return (
@@ -1256,6 +1534,8 @@ def restrict_qualifiers(op: k.ElementwiseOp) -> tuple[list[str], list[str]]:
     in_q = [qualifier[root not in outs] for root in ins]
     out_q = [qualifier[root not in ins and outs.count(root) == 1] for root in outs]
     return in_q, out_q
+
+
 MAX_RUNS = 64  # rooted calls per group before staging (pack, one collective, unpack) is cheaper
 
 

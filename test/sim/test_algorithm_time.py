@@ -82,3 +82,13 @@ def test_algorithms_differ_where_their_messages_differ() -> None:
         for a in ("ring", "direct")
     }
     assert times["direct"] < times["ring"]
+
+
+def test_the_kernel_level_keeps_the_algorithms_time() -> None:
+    """convert-to-kernel keeps the algorithm on the NCCL call: L3 is timed by the same steps."""
+    module = load_program((EXAMPLES / "megatron_mlp.mlir").read_text())
+    l2 = apply_pipeline(module.clone(), "lower-collectives{algorithm=direct}")
+    l3 = apply_pipeline(l2.clone(), "inline,convert-to-kernel,plan-memory")
+    plain = apply_pipeline(module.clone(), "inline,convert-to-kernel,plan-memory")
+    assert simulate_module(l3, H100).comm_ns == simulate_module(l2, H100).comm_ns
+    assert simulate_module(l3, H100).comm_ns != simulate_module(plain, H100).comm_ns
