@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
+from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -56,6 +57,9 @@ from ccopt.passes.options import option
 from ccopt.passes.placement_search import STRATEGIES, NoSolution, Problem, solve
 from ccopt.passes.propagate_placements import FunctionPlacer, axis_bytes, element_bytes
 
+if TYPE_CHECKING:
+    import numpy as np
+
 Placements = tuple[Placement, ...]
 TIE_BREAK = 1e-9
 """Cost per byte an argument holds on a device: prefers split inputs among equal layouts."""
@@ -82,6 +86,18 @@ class Node:
     primary: bool = True
     """False for a call's second and later results: the first result's node carries the
     call's operand edges."""
+
+
+@dataclass
+class Memo:
+    """What one run of the pass works out once for all its functions and boundary trials:
+    each kind of op's signatures (a forward, backward and update layer share many) and each
+    mesh's conversion costs."""
+
+    signatures: dict[tuple, list[Signature]] = field(default_factory=dict)
+    costs: dict[Mesh, Cost] = field(default_factory=dict)
+    moves: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
 
 
 class Cost:
@@ -327,10 +343,11 @@ class AutoShard(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         order = callees_first(op)
         calls = call_counts(order)
+        memo = Memo()
         if all(n == 1 for n in calls.values()):
             for f in order:
                 if f.body.blocks:
-                    self.shard(f, replicated_boundary=False)
+                    self.shard(f, replicated_boundary=False, memo=memo)
             return
         # A called function is searched once for every call; where its boundary goes is a
         # choice its callers care about: try the callees' own best boundaries and replicated
@@ -341,7 +358,9 @@ class AutoShard(ModulePass):
             trial = op.clone()
             total = sum(
                 calls[f.sym_name.data]
-                * self.shard(f, replicated_boundary=replicated and f.sym_name.data in targets)
+                * self.shard(
+                    f, replicated_boundary=replicated and f.sym_name.data in targets, memo=memo
+                )
                 for f in callees_first(trial)
                 if f.body.blocks
             )
@@ -355,18 +374,22 @@ class AutoShard(ModulePass):
             new.detach()
             op.body.block.add_op(new)
 
-    def shard(self, f: func.FuncOp, replicated_boundary: bool) -> float:
+    def shard(self, f: func.FuncOp, replicated_boundary: bool, memo: Memo | None = None) -> float:
         """Search `f` and rewrite it; its cost. With `replicated_boundary` (a called function)
-        its open arguments and results are replicated."""
+        its open arguments and results are replicated. `memo` carries the signatures and
+        conversion costs already worked out to the module's other functions and trials."""
+        memo = memo or Memo()
         if replicated_boundary:
             outputs = [_replicated(t) for t in f.function_type.outputs.data]
             f.function_type = FunctionType.from_lists(list(f.function_type.inputs.data), outputs)
-        nodes = self.nodes(f, replicated_boundary)
+        nodes = self.nodes(f, replicated_boundary, memo.signatures)
         if not any(n.value is not None for n in nodes):
             return 0.0
         mesh = self.mesh_of_nodes(f, nodes)
-        cost = Cost(self.objective, self.machine, mesh)
-        problem = self.problem(f, nodes, cost, mesh)
+        cost = memo.costs.get(mesh)
+        if cost is None:
+            cost = memo.costs[mesh] = Cost(self.objective, self.machine, mesh)
+        problem = self.problem(f, nodes, cost, mesh, memo.moves)
         try:
             solution = solve(problem, self.strategy)
         except NoSolution as e:
@@ -384,17 +407,22 @@ class AutoShard(ModulePass):
         )
         return solution.cost
 
-    def nodes(self, f: func.FuncOp, replicated_boundary: bool = False) -> list[Node]:
+    def nodes(
+        self,
+        f: func.FuncOp,
+        replicated_boundary: bool = False,
+        signatures: dict[tuple, list[Signature]] | None = None,
+    ) -> list[Node]:
         block = f.body.block
         out: list[Node] = []
-        signatures: dict[tuple, list[Signature]] = {}
+        signatures = {} if signatures is None else signatures
         for arg in block.args:
             if isinstance(arg.type, DTensorType):
                 mesh = lookup_mesh(f, arg.type.mesh_name)
                 if mesh is None:
                     raise OpError(f, f"@{arg.type.mesh_name} is not declared")
                 t = _replicated(arg.type) if replicated_boundary else arg.type
-                key = ("argument", t)
+                key = ("argument", t, mesh)
                 if key not in signatures:
                     signatures[key] = argument_signatures(t, mesh)
                 out.append(Node(None, arg, signatures[key]))
@@ -417,6 +445,7 @@ class AutoShard(ModulePass):
                 and len(op.results) == 1
             ):
                 key = (
+                    mesh_of(op),
                     op.name,
                     tuple(v.type for v in op.operands),
                     op.results[0].type,
@@ -445,7 +474,16 @@ class AutoShard(ModulePass):
         assert mesh is not None
         return mesh
 
-    def problem(self, f: func.FuncOp, nodes: list[Node], cost: Cost, mesh: Mesh) -> Problem:
+    def problem(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        cost: Cost,
+        mesh: Mesh,
+        moves: dict[tuple, tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> Problem:
+        import numpy as np
+
         index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
         pipelined = self.pipelined(nodes, index)
         # compute where the objective has it, a written collective's own traffic; ties go to
@@ -461,8 +499,8 @@ class AutoShard(ModulePass):
             ]
             for i, n in enumerate(nodes)
         ]
-        tables: dict[tuple[int, int], list[list[float]]] = {}
-        moves: dict[tuple, list[list[float]]] = {}
+        tables: dict[tuple[int, int], np.ndarray] = {}
+        moves = {} if moves is None else moves
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
                 continue
@@ -473,28 +511,26 @@ class AutoShard(ModulePass):
                     continue
                 t = operand.type
                 assert isinstance(t, DTensorType)
-                table = tables.setdefault(
-                    (u, v), [[0.0] * len(node.signatures) for _ in nodes[u].signatures]
-                )
                 key = (id(nodes[u].signatures), id(node.signatures), k, t)
-                converted = moves.get(key)
-                if converted is None:  # shared by every repetition of the same op pair
-                    converted = moves[key] = [
-                        [cost.conversion(t, su.result, sv.operands[k]) for sv in node.signatures]
-                        for su in nodes[u].signatures
-                    ]
-                for a, su in enumerate(nodes[u].signatures):
-                    for b, sv in enumerate(node.signatures):
-                        goal = sv.operands[k]
-                        assert goal is not None
-                        moved = converted[a][b]
-                        if k in in_place and su.result != goal:
-                            moved = math.inf  # the callee's storage: passed as it is
-                        if v in pipelined:
-                            moved += collective_cost(node.op, sv, cost)
-                        if self.overlaps(nodes[u], su):
-                            moved = exposed(moved, node_cost[u][a], self.overlap)
-                        table[a][b] += moved
+                if key not in moves:  # shared by every repetition of the same op pair
+                    moves[key] = conversion_table(t, nodes[u].signatures, node.signatures, k, cost)
+                moved, differs = moves[key]
+                if k in in_place:
+                    moved = np.where(differs, math.inf, moved)  # the callee's storage as it is
+                if v in pipelined:
+                    moved = moved + np.array(
+                        [collective_cost(node.op, sv, cost) for sv in node.signatures]
+                    )
+                overlapping = [self.overlaps(nodes[u], su) for su in nodes[u].signatures]
+                if any(overlapping):
+                    compute = np.asarray(node_cost[u])[:, None]
+                    chunks = self.overlap
+                    hidden = np.maximum(moved / chunks, moved - compute * (chunks - 1) / chunks)
+                    moved = np.where(np.array(overlapping)[:, None], hidden, moved)
+                if (u, v) in tables:
+                    tables[(u, v)] = tables[(u, v)] + moved
+                else:
+                    tables[(u, v)] = moved
         self.update_costs(f, nodes, index, tables, cost)
         self.return_costs(f, nodes, index, node_cost, cost)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
@@ -536,7 +572,7 @@ class AutoShard(ModulePass):
         f: func.FuncOp,
         nodes: list[Node],
         index: dict[SSAValue, int],
-        tables: dict[tuple[int, int], list[list[float]]],
+        tables: dict[tuple[int, int], np.ndarray],
         cost: Cost,
     ) -> None:
         """An in-place update stores its value at the placement of the argument it updates:
@@ -549,12 +585,15 @@ class AutoShard(ModulePass):
                 continue
             t = op.value.type
             assert isinstance(t, DTensorType)
-            table = tables.setdefault(
-                (u, v), [[0.0] * len(nodes[v].signatures) for _ in nodes[u].signatures]
+            import numpy as np
+
+            moved = np.array(
+                [
+                    [cost.conversion(t, su.result, sv.result) for sv in nodes[v].signatures]
+                    for su in nodes[u].signatures
+                ]
             )
-            for a, su in enumerate(nodes[u].signatures):
-                for b, sv in enumerate(nodes[v].signatures):
-                    table[a][b] += cost.conversion(t, su.result, sv.result)
+            tables[(u, v)] = tables[(u, v)] + moved if (u, v) in tables else moved
 
     @staticmethod
     def return_costs(
@@ -615,6 +654,30 @@ class AutoShard(ModulePass):
             f.verify()
         except VerifyException as e:  # a bug, not a user error: say where
             raise CcoptError(f"auto-shard produced an invalid function: {e}") from None
+
+
+def conversion_table(
+    t: DTensorType, producers: list[Signature], consumers: list[Signature], k: int, cost: Cost
+) -> tuple[np.ndarray, np.ndarray]:
+    """What converting the producer's result to the consumer's operand `k` costs, per pair of
+    signatures, and where the two placements differ. Many signatures share a placement: each
+    distinct pair of placements is costed once and the table gathered from those."""
+    import numpy as np
+
+    ids: dict[Placements, int] = {}
+    given = [ids.setdefault(s.result, len(ids)) for s in producers]
+    wanted = [ids.setdefault(s.operands[k], len(ids)) for s in consumers]  # type: ignore[arg-type]
+    placements = list(ids)
+    rows, cols = sorted(set(given)), sorted(set(wanted))
+    small = np.zeros((len(placements), len(placements)))
+    for i in rows:
+        for j in cols:
+            small[i, j] = cost.conversion(t, placements[i], placements[j])
+    given_ids, wanted_ids = np.array(given), np.array(wanted)
+    return (
+        small[np.ix_(given_ids, wanted_ids)],
+        given_ids[:, None] != wanted_ids[None, :],
+    )
 
 
 def callees_first(module: ModuleOp) -> list[func.FuncOp]:
