@@ -67,6 +67,8 @@ TIE_BREAK = 1e-9
 """Cost per byte an argument holds on a device: prefers split inputs among equal layouts."""
 REFINE_ROUNDS = 3
 """Rounds of growing the callees' transfer tables with the boundaries their callers wish."""
+ENTRIES_PER_ROUND = 2
+"""New transfer table entries per callee and round."""
 MAX_SIGNATURES = 256
 """Candidates kept per op (the cheapest-to-reach first) when axes multiply into more."""
 
@@ -116,6 +118,8 @@ class Memo:
     signatures: dict[tuple, list[Signature]] = field(default_factory=dict)
     costs: dict[Mesh, Cost] = field(default_factory=dict)
     moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] = field(default_factory=dict)
+    tried: set[tuple] = field(default_factory=set)
+    """Boundaries a callee was already solved for at a caller's wish."""
     """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
 
 
@@ -505,33 +509,41 @@ class AutoShard(ModulePass):
         tables: dict[str, list[Variant]],
         memo: Memo,
     ) -> bool:
-        """Add to each callee's table the boundary its callers wish most often: where a call's
+        """Grow each callee's table with the boundaries its callers wish: where a call's
         operand is produced, or its result read, at another placement than the chosen entry
-        has (a conversion the caller pays per call), the entry with the caller's placements
-        there. Whether any entry was added."""
+        has (a conversion the caller pays per call), the callee solved with its arguments at
+        the producers' placements (results open), or its results at the readers' (arguments
+        open) - each solution an exact entry for the boundary it ends at. The most frequent
+        wishes first, at most `ENTRIES_PER_ROUND` new boundaries per callee; whether any was
+        added."""
         wishes: dict[str, Counter] = {}
-        for nodes, solution in found.values():
+        for f, (nodes, solution) in found.items():
             if solution is not None:
-                for name, wish in call_wishes(nodes, solution.choice, tables):
+                for name, wish in call_wishes(f, nodes, solution.choice, tables):
                     wishes.setdefault(name, Counter())[wish] += 1
         added = False
         for name, counted in wishes.items():
-            known = {
-                (tuple(v.function_type.inputs.data), tuple(v.function_type.outputs.data))
-                for v in tables[name]
-            }
+            known = {v.function_type for v in tables[name]}
+            fresh = 0
             for (inputs, outputs), _ in counted.most_common():
-                if (inputs, outputs) in known:
+                if fresh == ENTRIES_PER_ROUND or (name, inputs, outputs) in memo.tried:
                     continue
+                memo.tried.add((name, inputs, outputs))
                 f = SymbolTable.lookup_symbol(next(iter(found)), name)
                 assert isinstance(f, func.FuncOp)
                 try:
                     entry = self.variant(f, len(tables[name]), inputs, outputs, memo, tables)
                 except CcoptError:  # no program has this boundary
                     continue
+                if entry.function_type in known:  # the wish ends at a boundary known already
+                    copy = SymbolTable.lookup_symbol(f, entry.name)
+                    assert copy is not None
+                    copy.detach()
+                    copy.erase()
+                    continue
+                known.add(entry.function_type)
                 tables[name].append(entry)
-                added = True
-                break
+                added, fresh = True, fresh + 1
         return added
 
     def nodes(
@@ -893,12 +905,13 @@ def call_nodes(
 
 
 def call_wishes(
-    nodes: list[Node], choice: list[int], tables: dict[str, list[Variant]]
+    f: func.FuncOp, nodes: list[Node], choice: list[int], tables: dict[str, list[Variant]]
 ) -> list[tuple[str, tuple[tuple[Attribute, ...], tuple[Attribute, ...]]]]:
     """Per call with a transfer table whose chosen entry disagrees with its neighbours: the
-    callee and the boundary (argument and result types) that would spare the conversions -
-    each operand at the placement its producer gives, each result at the placement its first
-    reader reads (partial placements stay out of boundaries)."""
+    callee and the boundaries (argument and result types; open where the callee is) that
+    would spare the conversions - the arguments at the placements their producers give, or
+    the results at the placements their first readers read (partial placements stay out of
+    boundaries)."""
     index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
     reads: dict[SSAValue, Placements] = {}
     for v, n in enumerate(nodes):
@@ -913,6 +926,9 @@ def call_wishes(
         if not (n.primary and isinstance(n.op, func.CallOp) and signature.variant is not None):
             continue
         name = n.op.callee.root_reference.data
+        callee = SymbolTable.lookup_symbol(f, name)
+        assert isinstance(callee, func.FuncOp)
+        given = (tuple(callee.function_type.inputs.data), tuple(callee.function_type.outputs.data))
         entry = tables[name][signature.variant].function_type
         inputs, outputs = list(entry.inputs.data), list(entry.outputs.data)
         for i, operand in enumerate(n.op.operands):
@@ -922,9 +938,10 @@ def call_wishes(
         for slot, r in enumerate(n.op.results):
             if r in reads and isinstance(outputs[slot], DTensorType):
                 outputs[slot] = _unreduced(outputs[slot], reads[r])
-        wish = (tuple(inputs), tuple(outputs))
-        if wish != (tuple(entry.inputs.data), tuple(entry.outputs.data)):
-            out.append((name, wish))
+        if tuple(inputs) != tuple(entry.inputs.data):
+            out.append((name, (tuple(inputs), given[1])))
+        if tuple(outputs) != tuple(entry.outputs.data):
+            out.append((name, (given[0], tuple(outputs))))
     return out
 
 

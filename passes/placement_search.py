@@ -195,8 +195,8 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
     against every choice of the other end, and in memory: swapping a for b never makes a
     solution dearer or break the limit, so an optimum survives. Many signatures of an op
     differ only where no edge looks (or are equal outright): the DP's tables shrink by the
-    square of what is dropped. Repeated until nothing changes (pruning one end shortens the
-    other end's rows)."""
+    square of what is dropped. Repeated for the neighbours of every pruned node until nothing
+    changes (pruning one end shortens the other end's rows)."""
     import numpy as np
 
     keep = [list(range(len(c))) for c in problem.node_cost]
@@ -213,12 +213,10 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
         incident[u].append((e, True))
         if v != u:
             incident[v].append((e, False))
-    changed = True
-    while changed:
-        changed = False
-        for n in range(problem.size):
-            if len(keep[n]) < 2:
-                continue
+    pending = set(range(problem.size))
+    while pending:
+        n = pending.pop()
+        if len(keep[n]) >= 2:
             columns = [node_cost[n][:, None]]
             if memory is not None:
                 columns.append(memory[n][:, None])
@@ -236,7 +234,9 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
             if not dominated.any():
                 continue
             kept = np.flatnonzero(~dominated)
-            changed = True
+            pending.update(  # shorter rows at the other ends: look at those again
+                edges[e][1] if forward else edges[e][0] for e, forward in incident[n]
+            )
             keep[n] = [keep[n][i] for i in kept]
             node_cost[n] = node_cost[n][kept]
             if memory is not None:
@@ -252,7 +252,7 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
                 edges[e] = (u, v, t)
     reduced = Problem(
         [c.tolist() for c in node_cost],
-        [(u, v, t.tolist()) for u, v, t in edges],
+        [(u, v, t) for u, v, t in edges],  # arrays: what eliminate and ilp read
         None if memory is None else [m.tolist() for m in memory],
         problem.memory_limit,
     )
