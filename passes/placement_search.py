@@ -517,6 +517,7 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
         i: [] for i in range(problem.size)
     }
     for u, v, table in problem.edges:
+        table = table.tolist() if hasattr(table, "tolist") else table  # lists index faster
         neighbours[u].append((v, table, True))
         neighbours[v].append((u, table, False))
 
@@ -532,18 +533,22 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
             choice = [min(range(len(cs)), key=cs.__getitem__) for cs in problem.node_cost]
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
+        memory = problem.memory
+        used = 0.0 if memory is None else sum(memory[n][c] for n, c in enumerate(choice))
+        limit = math.inf if problem.memory_limit is None else problem.memory_limit + 1e-9
         changed = True
         while changed:
             changed = False
             for node in range(problem.size):
-                options = sorted(
-                    range(len(problem.node_cost[node])), key=lambda c: local(choice, node, c)
-                )
-                for c in options:
-                    trial = [*choice[:node], c, *choice[node + 1 :]]
-                    if problem.fits(trial):
-                        if local(choice, node, c) < local(choice, node, choice[node]) - 1e-12:
-                            choice, changed = trial, True
+                costs = [local(choice, node, c) for c in range(len(problem.node_cost[node]))]
+                for c in sorted(range(len(costs)), key=costs.__getitem__):
+                    # the memory held with `node` moved to c, as a running sum
+                    held = used
+                    if memory is not None:
+                        held += memory[node][c] - memory[node][choice[node]]
+                    if held <= limit:
+                        if costs[c] < costs[choice[node]] - 1e-12:
+                            choice[node], used, changed = c, held, True
                         break
         if not problem.fits(choice):
             continue
