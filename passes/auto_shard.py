@@ -13,6 +13,12 @@ leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per
 all values. `strategy` picks the solver
 (`ccopt.passes.placement_search`): `cd`, `dp`, `ilp` or `exhaustive`.
 
+A called function gets a transfer table (`Variant`): copies of it solved per boundary entry
+(its own optimum, its open boundary replicated, and the boundaries its callers wish), each at its
+exact cost for that boundary; a call chooses its entry like an op its signature, so the callee
+boundaries are co-optimized with the caller over the table. The entries some call uses stay in
+the module (one entry keeps the function's name; more are `name`, `name_1`, ...).
+
 The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
 cost, the lower bound (the optimum when exact) and the gap:

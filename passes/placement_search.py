@@ -8,10 +8,16 @@ candidates' memory. Four strategies, each reporting its cost, the optimum or a l
 the gap:
 
 * `exhaustive`: every combination (the ground truth for small graphs);
-* `dp`: dynamic programming over a chain or a forest (exact; a graph with a cycle, or a memory
-  limit, is solved by `ilp` instead, and the solution says so);
+* `dp`: exact dynamic programming as variable elimination - on a chain or a forest the classic
+  DP, on a graph with cycles over the tree decomposition its elimination order builds (the note
+  gives its width); a memory limit, or a decomposition too wide to tabulate, goes to `ilp`, and
+  the solution says so;
 * `ilp`: an exact integer program solved by HiGHS (`highspy`): one binary per candidate, the
-  standard linearization of each edge's pairwise cost, the memory limit as one row;
+  local-polytope formulation of each edge's pairwise cost (its LP relaxation is tried first:
+  integral on the layer bodies, hence optimal), the memory limit as one row;
+
+Both exact strategies first fold nodes of one candidate into their neighbours and drop
+dominated candidates (`prune`).
 * `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
   neighbours until a full sweep changes nothing; its lower bound is the sum of the nodes' cheapest
   own costs (edges cost at least 0).
