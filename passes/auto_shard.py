@@ -356,7 +356,8 @@ class AutoShard(ModulePass):
 
     strategy: str = option(
         "dp",
-        "Search: cd (coordinate descent), dp (chains; ilp otherwise), ilp (HiGHS) or exhaustive.",
+        "Search: cd (coordinate descent), dp (variable elimination; ilp if too wide), ilp (HiGHS) "
+        "or exhaustive.",
     )
     objective: str = option(
         "bytes",
