@@ -16,11 +16,12 @@ the gap:
   local-polytope formulation of each edge's pairwise cost (its LP relaxation is tried first:
   integral on the layer bodies, hence optimal), the memory limit as one row;
 
-Both exact strategies first fold nodes of one candidate into their neighbours and drop
-dominated candidates (`prune`).
 * `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
   neighbours until a full sweep changes nothing; its lower bound is the sum of the nodes' cheapest
   own costs (edges cost at least 0).
+
+Both exact strategies first fold nodes of one candidate into their neighbours and drop
+dominated candidates (`prune`).
 """
 
 from __future__ import annotations
