@@ -263,12 +263,20 @@ def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
     declared = op.results[0].type
     assert isinstance(declared, DTensorType)
     per_axis: list[list[tuple[tuple[Placement, ...], Placement]]] = []
+    # a dtensor op's rule on one axis (the others R) depends on that axis's size only: axes of
+    # one size share the inference (a collective's depends on its group)
+    inferred: dict[int, list[tuple[tuple[Placement, ...], Placement | None]]] = {}
+    # what the op reads may differ from what the producer gives: the edge converts
+    choices = [candidates(types[i]) for i in dist]  # type: ignore[arg-type]
     for axis in range(mesh.ndim):
         options = []
-        # what the op reads may differ from what the producer gives: the edge converts
-        choices = [candidates(types[i]) for i in dist]  # type: ignore[arg-type]
-        for combo in product(*choices):
-            got = _infer_axis(op, types, dist, axis, combo, mesh)
+        size = mesh.axis_sizes[axis]
+        if isinstance(op, coll.CollectiveOp) or size not in inferred:
+            inferred[size] = [
+                (combo, _infer_axis(op, types, dist, axis, combo, mesh))
+                for combo in product(*choices)
+            ]
+        for combo, got in inferred[size]:
             if got is None:
                 continue
             want = declared.placement_list[axis]
