@@ -135,7 +135,7 @@ class Cost:
     def __init__(self, objective: str, machine_name: str, mesh: Mesh):
         self.objective, self.mesh = objective, mesh
         self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
-        self.matrices: dict[tuple[DTensorType, tuple[Placements, ...]], np.ndarray] = {}
+        self.matrices: dict[tuple, np.ndarray] = {}
         self.machine = None
         if objective == "time":
             from ccopt.sim.machine import load_machine
@@ -150,17 +150,19 @@ class Cost:
             known = self.known[key] = self.convert(t, start, goal)
         return known
 
-    def matrix(self, t: DTensorType, placements: tuple[Placements, ...]) -> np.ndarray:
-        """`conversion` between every two of `placements`, remembered: the op pairs of a layer
-        see the same few sets of placements of the same few types."""
+    def matrix(
+        self, t: DTensorType, starts: tuple[Placements, ...], goals: tuple[Placements, ...]
+    ) -> np.ndarray:
+        """`conversion` from each of `starts` to each of `goals`, remembered: the op pairs of
+        a layer see the same few sets of placements of the same few types."""
         import numpy as np
 
-        key = (t, placements)
+        key = (t, starts, goals)
         known = self.matrices.get(key)
         if known is None:
             known = self.matrices[key] = np.array(
-                [[self.conversion(t, a, b) for b in placements] for a in placements]
-            )
+                [[self.conversion(t, a, b) for b in goals] for a in starts]
+            ).reshape(len(starts), len(goals))
         return known
 
     def convert(self, t: DTensorType, start: Placements, goal: Placements) -> float:
@@ -839,15 +841,15 @@ def conversion_table(
     distinct pair of placements is costed once and the table gathered from those."""
     import numpy as np
 
-    ids: dict[Placements, int] = {}
-    given = [ids.setdefault(s.result, len(ids)) for s in producers]
-    wanted = [ids.setdefault(s.operands[k], len(ids)) for s in consumers]  # type: ignore[arg-type]
-    small = cost.matrix(t, tuple(ids))
-    given_ids, wanted_ids = np.array(given), np.array(wanted)
-    return (
-        small[np.ix_(given_ids, wanted_ids)],
-        given_ids[:, None] != wanted_ids[None, :],
+    starts: dict[Placements, int] = {}
+    goals: dict[Placements, int] = {}
+    given = np.array([starts.setdefault(s.result, len(starts)) for s in producers])
+    wanted = np.array(
+        [goals.setdefault(s.operands[k], len(goals)) for s in consumers]  # type: ignore[arg-type]
     )
+    small = cost.matrix(t, tuple(starts), tuple(goals))
+    same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
+    return small[np.ix_(given, wanted)], ~same[np.ix_(given, wanted)]
 
 
 def callees_first(module: ModuleOp) -> list[func.FuncOp]:
