@@ -124,9 +124,9 @@ class Memo:
     signatures: dict[tuple, list[Signature]] = field(default_factory=dict)
     costs: dict[Mesh, Cost] = field(default_factory=dict)
     moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] = field(default_factory=dict)
+    """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
     tried: set[tuple] = field(default_factory=set)
     """Boundaries a callee was already solved for at a caller's wish."""
-    """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
 
 
 class Cost:
