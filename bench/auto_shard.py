@@ -14,8 +14,9 @@ Each search row includes parsing and verifying the program, as `ccopt -p auto-sh
 
 With `--gpt MODEL` the stack is instead the front end's GPT training step at the model table's
 shapes (`python -m ccopt.frontend.gpt --model MODEL --open`: forward, backward and Adam layer
-functions called once per layer, every placement `?`) on `--mesh`; each layer function is
-searched once and reused by all its calls, so the search time barely grows with the layers.
+functions called once per layer, every placement `?`) on `--mesh`; each layer function's
+transfer table is built once and every call chooses among its entries, so the search time grows
+only with the step's own nodes (a chain over the calls).
 
 Nothing here asserts on time.
 

@@ -13,6 +13,12 @@ leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per
 all values. `strategy` picks the solver
 (`ccopt.passes.placement_search`): `cd`, `dp`, `ilp` or `exhaustive`.
 
+A called function gets a transfer table (`Variant`): copies of it solved per boundary entry
+(its own optimum, its open boundary replicated, and the boundaries its callers wish), each at its
+exact cost for that boundary; a call chooses its entry like an op its signature, so the callee
+boundaries are co-optimized with the caller over the table. The entries some call uses stay in
+the module (one entry keeps the function's name; more are `name`, `name_1`, ...).
+
 The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
 cost, the lower bound (the optimum when exact) and the gap:
@@ -25,9 +31,11 @@ func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
+from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -37,6 +45,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
     f64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -53,12 +62,19 @@ from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import candidates
 from ccopt.mesh import Mesh
 from ccopt.passes.options import option
-from ccopt.passes.placement_search import STRATEGIES, NoSolution, Problem, solve
+from ccopt.passes.placement_search import STRATEGIES, NoSolution, Problem, Solution, solve
 from ccopt.passes.propagate_placements import FunctionPlacer, axis_bytes, element_bytes
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Placements = tuple[Placement, ...]
 TIE_BREAK = 1e-9
 """Cost per byte an argument holds on a device: prefers split inputs among equal layouts."""
+REFINE_ROUNDS = 3
+"""Rounds of growing the callees' transfer tables with the boundaries their callers wish."""
+ENTRIES_PER_ROUND = 2
+"""New transfer table entries per callee and round."""
 MAX_SIGNATURES = 256
 """Candidates kept per op (the cheapest-to-reach first) when axes multiply into more."""
 
@@ -69,6 +85,21 @@ class Signature:
 
     operands: tuple[Placements | None, ...]
     result: Placements
+    variant: int | None = None
+    """For a call: which entry of the callee's transfer table (`Variant`) it runs."""
+    callee_cost: float = 0.0
+    """For a call: that entry's cost, the callee's optimum for these boundary placements."""
+
+
+@dataclass
+class Variant:
+    """One entry of a called function's transfer table: a copy of the function solved with
+    its boundary (argument and result placements) fixed, and its optimal internal cost
+    there. Calls choose among the entries as an op chooses among its signatures."""
+
+    name: str
+    function_type: FunctionType
+    cost: float
 
 
 @dataclass
@@ -84,12 +115,27 @@ class Node:
     call's operand edges."""
 
 
+@dataclass
+class Memo:
+    """What one run of the pass works out once for all its functions and boundary trials:
+    each kind of op's signatures (a forward, backward and update layer share many) and each
+    mesh's conversion costs."""
+
+    signatures: dict[tuple, list[Signature]] = field(default_factory=dict)
+    costs: dict[Mesh, Cost] = field(default_factory=dict)
+    moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] = field(default_factory=dict)
+    """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
+    tried: set[tuple] = field(default_factory=set)
+    """Boundaries a callee was already solved for at a caller's wish."""
+
+
 class Cost:
     """Conversion and compute costs in the chosen objective's unit."""
 
     def __init__(self, objective: str, machine_name: str, mesh: Mesh):
         self.objective, self.mesh = objective, mesh
         self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
+        self.matrices: dict[tuple, np.ndarray] = {}
         self.machine = None
         if objective == "time":
             from ccopt.sim.machine import load_machine
@@ -102,6 +148,21 @@ class Cost:
         known = self.known.get(key)
         if known is None:
             known = self.known[key] = self.convert(t, start, goal)
+        return known
+
+    def matrix(
+        self, t: DTensorType, starts: tuple[Placements, ...], goals: tuple[Placements, ...]
+    ) -> np.ndarray:
+        """`conversion` from each of `starts` to each of `goals`, remembered: the op pairs of
+        a layer see the same few sets of placements of the same few types."""
+        import numpy as np
+
+        key = (t, starts, goals)
+        known = self.matrices.get(key)
+        if known is None:
+            known = self.matrices[key] = np.array(
+                [[self.conversion(t, a, b) for b in goals] for a in starts]
+            ).reshape(len(starts), len(goals))
         return known
 
     def convert(self, t: DTensorType, start: Placements, goal: Placements) -> float:
@@ -204,12 +265,20 @@ def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
     declared = op.results[0].type
     assert isinstance(declared, DTensorType)
     per_axis: list[list[tuple[tuple[Placement, ...], Placement]]] = []
+    # a dtensor op's rule on one axis (the others R) depends on that axis's size only: axes of
+    # one size share the inference (a collective's depends on its group)
+    inferred: dict[int, list[tuple[tuple[Placement, ...], Placement | None]]] = {}
+    # what the op reads may differ from what the producer gives: the edge converts
+    choices = [candidates(types[i]) for i in dist]  # type: ignore[arg-type]
     for axis in range(mesh.ndim):
         options = []
-        # what the op reads may differ from what the producer gives: the edge converts
-        choices = [candidates(types[i]) for i in dist]  # type: ignore[arg-type]
-        for combo in product(*choices):
-            got = _infer_axis(op, types, dist, axis, combo, mesh)
+        size = mesh.axis_sizes[axis]
+        if isinstance(op, coll.CollectiveOp) or size not in inferred:
+            inferred[size] = [
+                (combo, _infer_axis(op, types, dist, axis, combo, mesh))
+                for combo in product(*choices)
+            ]
+        for combo, got in inferred[size]:
             if got is None:
                 continue
             want = declared.placement_list[axis]
@@ -297,7 +366,8 @@ class AutoShard(ModulePass):
 
     strategy: str = option(
         "dp",
-        "Search: cd (coordinate descent), dp (chains; ilp otherwise), ilp (HiGHS) or exhaustive.",
+        "Search: cd (coordinate descent), dp (variable elimination; ilp if too wide), ilp (HiGHS) "
+        "or exhaustive.",
     )
     objective: str = option(
         "bytes",
@@ -325,82 +395,200 @@ class AutoShard(ModulePass):
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Callees first: each called function gets a transfer table (`transfer_table`), the
+        functions nobody calls are searched with every call choosing its table entry, the
+        tables grow where those callers wish other boundaries (`refine`), and only then is
+        anything outside the tables rewritten (`settle_variants` names what was used)."""
         order = callees_first(op)
-        calls = call_counts(order)
-        if all(n == 1 for n in calls.values()):
-            for f in order:
-                if f.body.blocks:
-                    self.shard(f, replicated_boundary=False)
-            return
-        # A called function is searched once for every call; where its boundary goes is a
-        # choice its callers care about: try the callees' own best boundaries and replicated
-        # ones, and keep the module whose total cost (a callee's cost once per call) is least.
-        best: tuple[float, ModuleOp] | None = None
+        memo = Memo()
         targets = called(order)
-        for replicated in (False, True):
-            trial = op.clone()
-            total = sum(
-                calls[f.sym_name.data]
-                * self.shard(f, replicated_boundary=replicated and f.sym_name.data in targets)
-                for f in callees_first(trial)
-                if f.body.blocks
-            )
-            if best is None or total < best[0]:
-                best = (total, trial)
-        assert best is not None
-        for old in list(op.ops):
-            old.detach()
-            old.erase()
-        for new in list(best[1].ops):
-            new.detach()
-            op.body.block.add_op(new)
+        tables: dict[str, list[Variant]] = {}
+        for f in order:
+            if f.body.blocks and f.sym_name.data in targets:
+                tables[f.sym_name.data] = self.transfer_table(f, memo, tables)
+        roots = [f for f in order if f.body.blocks and f.sym_name.data not in targets]
+        found = {f: self.search(f, memo, tables) for f in roots}
+        for _ in range(REFINE_ROUNDS if tables else 0):
+            if not self.refine(found, tables, memo):
+                break
+            again = {f: self.search(f, memo, tables) for f in roots}
+            if total(again) < total(found) - 1e-12 * max(1.0, abs(total(found))):
+                found = again  # more entries: never dearer for the exact strategies
+            else:
+                break
+        for f, (nodes, solution) in found.items():
+            self.finish(f, nodes, solution, tables)
+        if tables:
+            settle_variants(op, tables)
 
-    def shard(self, f: func.FuncOp, replicated_boundary: bool) -> float:
-        """Search `f` and rewrite it; its cost. With `replicated_boundary` (a called function)
-        its open arguments and results are replicated."""
-        if replicated_boundary:
-            outputs = [_replicated(t) for t in f.function_type.outputs.data]
-            f.function_type = FunctionType.from_lists(list(f.function_type.inputs.data), outputs)
-        nodes = self.nodes(f, replicated_boundary)
-        if not any(n.value is not None for n in nodes):
-            return 0.0
-        mesh = self.mesh_of_nodes(f, nodes)
-        cost = Cost(self.objective, self.machine, mesh)
-        problem = self.problem(f, nodes, cost, mesh)
+    def transfer_table(
+        self, f: func.FuncOp, memo: Memo, tables: dict[str, list[Variant]]
+    ) -> list[Variant]:
+        """The called function's first entries: its own optimum with an open boundary, and its
+        optimum with the open boundary replicated (what a caller that keeps whole tensors
+        wants). `refine` adds entries its callers ask for."""
+        entries = [self.variant(f, 0, None, None, memo, tables)]
+        inputs = list(f.function_type.inputs.data)
+        outputs = list(f.function_type.outputs.data)
+        replicated = (
+            [_replicated(t) for t in inputs],
+            [_replicated(t) for t in outputs],
+        )
+        own = entries[0].function_type
+        if replicated != (list(own.inputs.data), list(own.outputs.data)):
+            entries.append(self.variant(f, 1, *replicated, memo, tables))
+        return entries
+
+    def variant(
+        self,
+        f: func.FuncOp,
+        k: int,
+        inputs: Sequence[Attribute] | None,
+        outputs: Sequence[Attribute] | None,
+        memo: Memo,
+        tables: dict[str, list[Variant]],
+    ) -> Variant:
+        """Entry `k` of `f`'s transfer table: a copy of `f` beside it, searched and rewritten
+        with its argument placements restricted to `inputs` and its results to `outputs`
+        (None: as `f` has them)."""
+        name = f"{f.sym_name.data}__entry{k}"
+        copy = f.clone()
+        copy.sym_name = StringAttr(name)
+        block = f.parent_block()
+        assert block is not None
+        block.insert_op_after(copy, f)
+        if outputs is not None:
+            copy.function_type = FunctionType.from_lists(
+                list(copy.function_type.inputs.data), list(outputs)
+            )
         try:
-            solution = solve(problem, self.strategy)
+            nodes, solution = self.search(copy, memo, tables, inputs)
+        except CcoptError:
+            copy.detach()
+            copy.erase()
+            raise
+        self.finish(copy, nodes, solution, tables)
+        return Variant(name, copy.function_type, 0.0 if solution is None else solution.cost)
+
+    def search(
+        self,
+        f: func.FuncOp,
+        memo: Memo,
+        tables: dict[str, list[Variant]],
+        inputs: Sequence[Attribute] | None = None,
+    ) -> tuple[list[Node], Solution | None]:
+        """`f`'s nodes and the strategy's solution (None when nothing is a tensor)."""
+        nodes = self.nodes(f, inputs, memo.signatures, tables)
+        if not any(n.value is not None or len(n.signatures) > 1 for n in nodes):
+            return nodes, None
+        mesh = self.mesh_of_nodes(f, nodes)
+        cost = memo.costs.get(mesh)
+        if cost is None:
+            cost = memo.costs[mesh] = Cost(self.objective, self.machine, mesh)
+        problem = self.problem(f, nodes, cost, mesh, memo.moves)
+        try:
+            return nodes, solve(problem, self.strategy)
         except NoSolution as e:
             raise OpError(f, f"auto-shard: {e}") from None
-        self.rewrite(f, nodes, solution.choice)
+
+    def finish(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        solution: Solution | None,
+        tables: dict[str, list[Variant]],
+    ) -> None:
+        """Rewrite `f` as solved and report: its cost and bound leave out what its calls'
+        entries cost (each callee reports its own), so a step's total is every function's cost
+        once per run of it; the gap is the whole search's."""
+        if solution is None:
+            return
+        self.rewrite(f, nodes, solution.choice, tables)
+        callees = sum(
+            n.signatures[c].callee_cost
+            for n, c in zip(nodes, solution.choice, strict=True)
+            if n.primary
+        )
         f.attributes["auto_shard"] = DictionaryAttr(
             {
                 "strategy": StringAttr(solution.strategy),
                 "objective": StringAttr(self.objective),
-                "cost": FloatAttr(solution.cost, f64),
-                "bound": FloatAttr(solution.lower_bound, f64),
+                "cost": FloatAttr(solution.cost - callees, f64),
+                "bound": FloatAttr(solution.lower_bound - callees, f64),
                 "gap": FloatAttr(solution.gap, f64),
                 **({"note": StringAttr(solution.note)} if solution.note else {}),
             }
         )
-        return solution.cost
 
-    def nodes(self, f: func.FuncOp, replicated_boundary: bool = False) -> list[Node]:
+    def refine(
+        self,
+        found: dict[func.FuncOp, tuple[list[Node], Solution | None]],
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> bool:
+        """Grow each callee's table with the boundaries its callers wish: where a call's
+        operand is produced, or its result read, at another placement than the chosen entry
+        has (a conversion the caller pays per call), the callee solved with its arguments at
+        the producers' placements (results open), or its results at the readers' (arguments
+        open) - each solution an exact entry for the boundary it ends at. The most frequent
+        wishes first, at most `ENTRIES_PER_ROUND` new boundaries per callee; whether any was
+        added."""
+        wishes: dict[str, Counter] = {}
+        for f, (nodes, solution) in found.items():
+            if solution is not None:
+                for name, wish in call_wishes(f, nodes, solution.choice, tables):
+                    wishes.setdefault(name, Counter())[wish] += 1
+        added = False
+        for name, counted in wishes.items():
+            known = {v.function_type for v in tables[name]}
+            fresh = 0
+            for (inputs, outputs), _ in counted.most_common():
+                if fresh == ENTRIES_PER_ROUND or (name, inputs, outputs) in memo.tried:
+                    continue
+                memo.tried.add((name, inputs, outputs))
+                f = SymbolTable.lookup_symbol(next(iter(found)), name)
+                assert isinstance(f, func.FuncOp)
+                try:
+                    entry = self.variant(f, len(tables[name]), inputs, outputs, memo, tables)
+                except CcoptError:  # no program has this boundary
+                    continue
+                if entry.function_type in known:  # the wish ends at a boundary known already
+                    copy = SymbolTable.lookup_symbol(f, entry.name)
+                    assert copy is not None
+                    copy.detach()
+                    copy.erase()
+                    continue
+                known.add(entry.function_type)
+                tables[name].append(entry)
+                added, fresh = True, fresh + 1
+        return added
+
+    def nodes(
+        self,
+        f: func.FuncOp,
+        inputs: Sequence[Attribute] | None = None,
+        signatures: dict[tuple, list[Signature]] | None = None,
+        tables: dict[str, list[Variant]] | None = None,
+    ) -> list[Node]:
+        """The search's nodes; `inputs` (a transfer table's boundary) replaces the argument
+        types the candidates agree with, `tables` gives the calls their callees' entries."""
         block = f.body.block
         out: list[Node] = []
-        signatures: dict[tuple, list[Signature]] = {}
-        for arg in block.args:
+        signatures = {} if signatures is None else signatures
+        for i, arg in enumerate(block.args):
             if isinstance(arg.type, DTensorType):
                 mesh = lookup_mesh(f, arg.type.mesh_name)
                 if mesh is None:
                     raise OpError(f, f"@{arg.type.mesh_name} is not declared")
-                t = _replicated(arg.type) if replicated_boundary else arg.type
-                key = ("argument", t)
+                t = arg.type if inputs is None else inputs[i]
+                assert isinstance(t, DTensorType)
+                key = ("argument", t, mesh)
                 if key not in signatures:
                     signatures[key] = argument_signatures(t, mesh)
                 out.append(Node(None, arg, signatures[key]))
         for op in block.ops:
             if isinstance(op, func.CallOp):
-                out.extend(call_nodes(op))
+                out.extend(call_nodes(op, tables or {}, signatures))
             elif isinstance(op, UpdateOp):
                 continue  # an edge from the value to the argument it updates (problem())
             elif (
@@ -417,6 +605,7 @@ class AutoShard(ModulePass):
                 and len(op.results) == 1
             ):
                 key = (
+                    mesh_of(op),
                     op.name,
                     tuple(v.type for v in op.operands),
                     op.results[0].type,
@@ -445,7 +634,16 @@ class AutoShard(ModulePass):
         assert mesh is not None
         return mesh
 
-    def problem(self, f: func.FuncOp, nodes: list[Node], cost: Cost, mesh: Mesh) -> Problem:
+    def problem(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        cost: Cost,
+        mesh: Mesh,
+        moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] | None = None,
+    ) -> Problem:
+        import numpy as np
+
         index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
         pipelined = self.pipelined(nodes, index)
         # compute where the objective has it, a written collective's own traffic; ties go to
@@ -457,12 +655,13 @@ class AutoShard(ModulePass):
                 if n.op is None
                 else cost.compute(n.op, s)
                 + (0.0 if i in pipelined or not n.primary else collective_cost(n.op, s, cost))
+                + (s.callee_cost if n.primary else 0.0)
                 for s in n.signatures
             ]
             for i, n in enumerate(nodes)
         ]
-        tables: dict[tuple[int, int], list[list[float]]] = {}
-        moves: dict[tuple, list[list[float]]] = {}
+        tables: dict[tuple[int, int], np.ndarray] = {}
+        moves = {} if moves is None else moves
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
                 continue
@@ -473,28 +672,32 @@ class AutoShard(ModulePass):
                     continue
                 t = operand.type
                 assert isinstance(t, DTensorType)
-                table = tables.setdefault(
-                    (u, v), [[0.0] * len(node.signatures) for _ in nodes[u].signatures]
-                )
                 key = (id(nodes[u].signatures), id(node.signatures), k, t)
-                converted = moves.get(key)
-                if converted is None:  # shared by every repetition of the same op pair
-                    converted = moves[key] = [
-                        [cost.conversion(t, su.result, sv.operands[k]) for sv in node.signatures]
-                        for su in nodes[u].signatures
-                    ]
-                for a, su in enumerate(nodes[u].signatures):
-                    for b, sv in enumerate(node.signatures):
-                        goal = sv.operands[k]
-                        assert goal is not None
-                        moved = converted[a][b]
-                        if k in in_place and su.result != goal:
-                            moved = math.inf  # the callee's storage: passed as it is
-                        if v in pipelined:
-                            moved += collective_cost(node.op, sv, cost)
-                        if self.overlaps(nodes[u], su):
-                            moved = exposed(moved, node_cost[u][a], self.overlap)
-                        table[a][b] += moved
+                if key not in moves:  # shared by every repetition of the same op pair
+                    moves[key] = (
+                        *conversion_table(t, nodes[u].signatures, node.signatures, k, cost),
+                        (nodes[u].signatures, node.signatures),  # alive: their ids are the key
+                    )
+                moved, differs, _ = moves[key]
+                if k in in_place:
+                    moved = np.where(differs, math.inf, moved)  # the callee's storage as it is
+                if v in pipelined:
+                    moved = moved + np.array(
+                        [collective_cost(node.op, sv, cost) for sv in node.signatures]
+                    )
+                overlapping = [self.overlaps(nodes[u], su) for su in nodes[u].signatures]
+                if any(overlapping):
+                    compute = np.asarray(node_cost[u])[:, None]
+                    chunks = self.overlap
+                    hidden = np.maximum(moved / chunks, moved - compute * (chunks - 1) / chunks)
+                    moved = np.where(np.array(overlapping)[:, None], hidden, moved)
+                if (u, v) in tables:
+                    tables[(u, v)] = tables[(u, v)] + moved
+                else:
+                    tables[(u, v)] = moved
+        for u, v in tied(nodes):  # a call's results come from the same table entry
+            k = len(nodes[u].signatures)
+            tables[(u, v)] = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
         self.update_costs(f, nodes, index, tables, cost)
         self.return_costs(f, nodes, index, node_cost, cost)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
@@ -536,7 +739,7 @@ class AutoShard(ModulePass):
         f: func.FuncOp,
         nodes: list[Node],
         index: dict[SSAValue, int],
-        tables: dict[tuple[int, int], list[list[float]]],
+        tables: dict[tuple[int, int], np.ndarray],
         cost: Cost,
     ) -> None:
         """An in-place update stores its value at the placement of the argument it updates:
@@ -549,12 +752,15 @@ class AutoShard(ModulePass):
                 continue
             t = op.value.type
             assert isinstance(t, DTensorType)
-            table = tables.setdefault(
-                (u, v), [[0.0] * len(nodes[v].signatures) for _ in nodes[u].signatures]
+            import numpy as np
+
+            moved = np.array(
+                [
+                    [cost.conversion(t, su.result, sv.result) for sv in nodes[v].signatures]
+                    for su in nodes[u].signatures
+                ]
             )
-            for a, su in enumerate(nodes[u].signatures):
-                for b, sv in enumerate(nodes[v].signatures):
-                    table[a][b] += cost.conversion(t, su.result, sv.result)
+            tables[(u, v)] = tables[(u, v)] + moved if (u, v) in tables else moved
 
     @staticmethod
     def return_costs(
@@ -574,7 +780,15 @@ class AutoShard(ModulePass):
             for a, s in enumerate(nodes[u].signatures):
                 node_cost[u][a] += cost.conversion(t, s.result, t.placement_list)
 
-    def rewrite(self, f: func.FuncOp, nodes: list[Node], choice: list[int]) -> None:
+    def rewrite(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        choice: list[int],
+        tables: dict[str, list[Variant]] | None = None,
+    ) -> None:
+        """`f` with the chosen signatures, conversions where they disagree, and every call of
+        a function with a transfer table calling the chosen entry's copy."""
         state = FunctionPlacer(f, Rewriter(), {}, {})
         mesh = self.mesh_of_nodes(f, nodes)
         for node, c in zip(nodes, choice, strict=True):
@@ -588,6 +802,10 @@ class AutoShard(ModulePass):
                     )
                 continue
             op = node.op
+            if node.primary and signature.variant is not None:
+                assert isinstance(op, func.CallOp) and tables is not None
+                entry = tables[op.callee.root_reference.data][signature.variant]
+                op.properties["callee"] = SymbolRefAttr(entry.name)
             if node.primary:
                 for i, goal in enumerate(signature.operands):
                     if goal is not None:
@@ -611,10 +829,27 @@ class AutoShard(ModulePass):
         ret = f.body.block.last_op
         if isinstance(ret, func.ReturnOp):
             state.place_return(ret)
-        try:
-            f.verify()
-        except VerifyException as e:  # a bug, not a user error: say where
-            raise CcoptError(f"auto-shard produced an invalid function: {e}") from None
+        # no verification here: the pipeline verifies the module after every pass (a function
+        # of a 96-layer step verified twice cost seconds)
+
+
+def conversion_table(
+    t: DTensorType, producers: list[Signature], consumers: list[Signature], k: int, cost: Cost
+) -> tuple[np.ndarray, np.ndarray]:
+    """What converting the producer's result to the consumer's operand `k` costs, per pair of
+    signatures, and where the two placements differ. Many signatures share a placement: each
+    distinct pair of placements is costed once and the table gathered from those."""
+    import numpy as np
+
+    starts: dict[Placements, int] = {}
+    goals: dict[Placements, int] = {}
+    given = np.array([starts.setdefault(s.result, len(starts)) for s in producers])
+    wanted = np.array(
+        [goals.setdefault(s.operands[k], len(goals)) for s in consumers]  # type: ignore[arg-type]
+    )
+    small = cost.matrix(t, tuple(starts), tuple(goals))
+    same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
+    return small[np.ix_(given, wanted)], ~same[np.ix_(given, wanted)]
 
 
 def callees_first(module: ModuleOp) -> list[func.FuncOp]:
@@ -642,28 +877,149 @@ def callees_first(module: ModuleOp) -> list[func.FuncOp]:
     return order
 
 
-def call_nodes(op: func.CallOp) -> list[Node]:
-    """A call of a searched function is fixed: it reads the callee's argument placements and
-    gives its result placements (the callee's block, solved once, serves every call). One node
-    per tensor result (the first carries the operand edges), or one node without a value."""
+def call_nodes(
+    op: func.CallOp, tables: dict[str, list[Variant]], signatures: dict[tuple, list[Signature]]
+) -> list[Node]:
+    """A call's candidates are its callee's transfer table entries (`Variant`): what each reads
+    and gives at the boundary, at the entry's cost. One node per tensor result (the first
+    carries the operand edges and the cost; the others are tied to its choice), or one node
+    without a value. A callee without a table (not searched here) is fixed at its types. The
+    signature lists are kept in `signatures`, one per callee and result, so every call of a
+    layer shares its conversion tables."""
     callee = SymbolTable.lookup_symbol(op, op.callee)
     if not isinstance(callee, func.FuncOp):
         raise OpError(op, f"auto-shard: no function {op.callee}")
-    inputs = callee.function_type.inputs.data
-    operands = tuple(t.placement_list if isinstance(t, DTensorType) else None for t in inputs)
-    for t in (*inputs, *callee.function_type.outputs.data):
-        if isinstance(t, DTensorType) and t.is_open:
-            raise OpError(op, f"auto-shard: @{callee.sym_name.data} still has open types")
+    name = callee.sym_name.data
+    variants = tables.get(name) or [Variant(name, callee.function_type, 0.0)]
+    for t in (*callee.function_type.inputs.data, *callee.function_type.outputs.data):
+        if name not in tables and isinstance(t, DTensorType) and t.is_open:
+            raise OpError(op, f"auto-shard: @{name} still has open types")
     outputs = callee.function_type.outputs.data
-    results = [
-        (r, t) for r, t in zip(op.results, outputs, strict=True) if isinstance(t, DTensorType)
-    ]
-    if not results:
-        return [Node(op, None, [Signature(operands, ())])]
+    slots = [k for k, t in enumerate(outputs) if isinstance(t, DTensorType)]
+
+    def entries(slot: int | None) -> list[Signature]:
+        key = ("call", name, slot, tuple(v.name for v in variants))
+        if key not in signatures:
+            signatures[key] = [
+                Signature(
+                    tuple(
+                        t.placement_list if isinstance(t, DTensorType) else None
+                        for t in v.function_type.inputs.data
+                    ),
+                    () if slot is None else v.function_type.outputs.data[slot].placement_list,  # type: ignore[attr-defined]
+                    variant=k if name in tables else None,
+                    callee_cost=v.cost,
+                )
+                for k, v in enumerate(variants)
+            ]
+        return signatures[key]
+
+    if not slots:
+        return [Node(op, None, entries(None))]
     return [
-        Node(op, r, [Signature(operands, t.placement_list)], primary=k == 0)
-        for k, (r, t) in enumerate(results)
+        Node(op, op.results[slot], entries(slot), primary=k == 0) for k, slot in enumerate(slots)
     ]
+
+
+def call_wishes(
+    f: func.FuncOp, nodes: list[Node], choice: list[int], tables: dict[str, list[Variant]]
+) -> list[tuple[str, tuple[tuple[Attribute, ...], tuple[Attribute, ...]]]]:
+    """Per call with a transfer table whose chosen entry disagrees with its neighbours: the
+    callee and the boundaries (argument and result types; open where the callee is) that
+    would spare the conversions - the arguments at the placements their producers give, or
+    the results at the placements their first readers read (partial placements stay out of
+    boundaries)."""
+    index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+    reads: dict[SSAValue, Placements] = {}
+    for v, n in enumerate(nodes):
+        if n.op is not None and n.primary:
+            for k, operand in enumerate(n.op.operands):
+                goal = n.signatures[choice[v]].operands[k]
+                if goal is not None and isinstance(operand.owner, func.CallOp):
+                    reads.setdefault(operand, goal)
+    out = []
+    for v, n in enumerate(nodes):
+        signature = n.signatures[choice[v]]
+        if not (n.primary and isinstance(n.op, func.CallOp) and signature.variant is not None):
+            continue
+        name = n.op.callee.root_reference.data
+        callee = SymbolTable.lookup_symbol(f, name)
+        assert isinstance(callee, func.FuncOp)
+        given = (tuple(callee.function_type.inputs.data), tuple(callee.function_type.outputs.data))
+        entry = tables[name][signature.variant].function_type
+        inputs, outputs = list(entry.inputs.data), list(entry.outputs.data)
+        for i, operand in enumerate(n.op.operands):
+            u = index.get(operand)
+            if u is not None and isinstance(inputs[i], DTensorType):
+                inputs[i] = _unreduced(inputs[i], nodes[u].signatures[choice[u]].result)
+        for slot, r in enumerate(n.op.results):
+            if r in reads and isinstance(outputs[slot], DTensorType):
+                outputs[slot] = _unreduced(outputs[slot], reads[r])
+        if tuple(inputs) != tuple(entry.inputs.data):
+            out.append((name, (tuple(inputs), given[1])))
+        if tuple(outputs) != tuple(entry.outputs.data):
+            out.append((name, (given[0], tuple(outputs))))
+    return out
+
+
+def _unreduced(t: DTensorType, placements: Placements) -> DTensorType:
+    """`t` at `placements`, except where those are partial sums (kept as `t` has them)."""
+    return t.with_placements(
+        old if isinstance(new, PartialAttr) else new
+        for old, new in zip(t.placement_list, placements, strict=True)
+    )
+
+
+def total(found: dict[func.FuncOp, tuple[list[Node], Solution | None]]) -> float:
+    return sum(s.cost for _, s in found.values() if s is not None)
+
+
+def settle_variants(module: ModuleOp, tables: dict[str, list[Variant]]) -> None:
+    """Keep the transfer table entries some call reaches from the functions nobody calls,
+    drop the rest and the open originals, and name what is kept: a function whose calls all
+    chose one entry keeps its name, otherwise its entries are `name`, `name_1`, ..."""
+    functions = {f.sym_name.data: f for f in module.walk() if isinstance(f, func.FuncOp)}
+    entries = {v.name for vs in tables.values() for v in vs}
+    live: set[str] = set()
+    stack = [n for n in functions if n not in tables and n not in entries]
+    while stack:
+        name = stack.pop()
+        if name in live or name not in functions:
+            continue
+        live.add(name)
+        stack.extend(
+            c.callee.root_reference.data
+            for c in functions[name].walk()
+            if isinstance(c, func.CallOp)
+        )
+    renamed: dict[str, str] = {}
+    for name, variants in tables.items():
+        used = [v.name for v in variants if v.name in live]
+        for v in variants:
+            if v.name not in live:
+                functions[v.name].detach()
+                functions[v.name].erase()
+        functions[name].detach()
+        functions[name].erase()
+        for j, old in enumerate(used):
+            renamed[old] = name if j == 0 else f"{name}_{j}"
+            functions[old].sym_name = StringAttr(renamed[old])
+    for c in module.walk():
+        if isinstance(c, func.CallOp) and c.callee.root_reference.data in renamed:
+            c.properties["callee"] = SymbolRefAttr(renamed[c.callee.root_reference.data])
+
+
+def tied(nodes: Sequence[Node]) -> list[tuple[int, int]]:
+    """(first, later) node pairs of the results of one call with several entries."""
+    out, first = [], None
+    for i, n in enumerate(nodes):
+        if isinstance(n.op, func.CallOp) and len(n.signatures) > 1:
+            if n.primary:
+                first = i
+            else:
+                assert first is not None and nodes[first].op is n.op
+                out.append((first, i))
+    return out
 
 
 def updated_arguments(op: Operation) -> set[int]:

@@ -37,7 +37,7 @@ CATALOG: dict[str, PassInfo] = {
     'auto-shard': PassInfo(
         "Choose every open placement by a search over the ops' placement signatures (cd, dp, ilp or exhaustive) minimizing bytes moved or step time under a per-device memory limit.",
         (
-            OptionInfo(name='strategy', kind='str', default='dp', meaning='Search: cd (coordinate descent), dp (chains; ilp otherwise), ilp (HiGHS) or exhaustive.'),
+            OptionInfo(name='strategy', kind='str', default='dp', meaning='Search: cd (coordinate descent), dp (variable elimination; ilp if too wide), ilp (HiGHS) or exhaustive.'),
             OptionInfo(name='objective', kind='str', default='bytes', meaning='What to minimize: bytes (conversion bytes per device) or time (seconds on machine).'),
             OptionInfo(name='memory', kind='float', default='0.0', meaning='Per-device memory limit in GiB for all values (0: none).'),
             OptionInfo(name='machine', kind='str', default='dgx-a100', meaning='Machine preset or file for objective=time.'),

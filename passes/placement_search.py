@@ -8,13 +8,20 @@ candidates' memory. Four strategies, each reporting its cost, the optimum or a l
 the gap:
 
 * `exhaustive`: every combination (the ground truth for small graphs);
-* `dp`: dynamic programming over a chain or a forest (exact; a graph with a cycle, or a memory
-  limit, is solved by `ilp` instead, and the solution says so);
+* `dp`: exact dynamic programming as variable elimination - on a chain or a forest the classic
+  DP, on a graph with cycles over the tree decomposition its elimination order builds (the note
+  gives its width); a memory limit, or a decomposition too wide to tabulate, goes to `ilp`, and
+  the solution says so;
 * `ilp`: an exact integer program solved by HiGHS (`highspy`): one binary per candidate, the
-  standard linearization of each edge's pairwise cost, the memory limit as one row;
+  local-polytope formulation of each edge's pairwise cost (its LP relaxation is tried first:
+  integral on the layer bodies, hence optimal), the memory limit as one row;
+
 * `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
   neighbours until a full sweep changes nothing; its lower bound is the sum of the nodes' cheapest
   own costs (edges cost at least 0).
+
+Both exact strategies first fold nodes of one candidate into their neighbours and drop
+dominated candidates (`prune`).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import os
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import product
+from itertools import count, product
 
 STRATEGIES = ("cd", "dp", "ilp", "exhaustive")
 
@@ -158,48 +165,201 @@ def fold_fixed(problem: Problem) -> Problem:
 
 
 def dynamic_programming(problem: Problem) -> Solution:
-    """Exact DP over a chain or, more generally, a forest: each node's table of the cheapest
-    subtree cost per choice, children folded into parents (O(N * S^2))."""
-    problem = fold_fixed(problem)
-    order = tree_order(problem)
-    if order is None or problem.memory_limit is not None:
-        why = "the graph has a cycle" if order is None else "a memory limit couples all nodes"
+    """Exact dynamic programming: fixed nodes folded into their neighbours, dominated
+    candidates dropped, then variable elimination (`eliminate`) - on a chain or a forest the
+    classic DP, on a graph with cycles (residual and attention branches) the DP over a tree
+    decomposition its elimination order builds. A memory limit couples every node, and a
+    decomposition too wide to tabulate is no DP's business: both go to `ilp`, and the
+    solution says so."""
+    folded = fold_fixed(problem)
+    if folded.memory_limit is not None:
         solution = integer_program(problem)
-        solution.note = f"dp: {why}; solved by ilp instead"
+        solution.note = "dp: a memory limit couples all nodes; solved by ilp instead"
         return solution
-    tables = {(u, v): t for u, v, t in problem.edges}
-
-    def edge(child: int, parent: int, cc: int, cp: int) -> float:
-        if (child, parent) in tables:
-            return tables[(child, parent)][cc][cp]
-        return tables[(parent, child)][cp][cc]
-
-    subtree = [list(costs) for costs in problem.node_cost]
-    pick: dict[int, list[int]] = {}
-    for node, parent in order:
-        if parent is None:
-            continue
-        best_for_parent = []
-        for cp in range(len(subtree[parent])):
-            c = min(
-                range(len(subtree[node])),
-                key=lambda cc: subtree[node][cc] + edge(node, parent, cc, cp),
-            )
-            best_for_parent.append(c)
-            subtree[parent][cp] += subtree[node][c] + edge(node, parent, c, cp)
-        pick[node] = best_for_parent
-    choice = [0] * problem.size
-    parents = dict(order)
-    total = 0.0
-    for node, parent in reversed(order):
-        if parent is None:
-            choice[node] = min(range(len(subtree[node])), key=subtree[node].__getitem__)
-            total += subtree[node][choice[node]]
-        else:
-            choice[node] = pick[node][choice[parents[node]]]  # type: ignore[index]
-    if math.isinf(total):
+    reduced, keep = prune(folded)
+    eliminated = eliminate(reduced)
+    if eliminated is None:
+        solution = integer_program(problem)
+        solution.note = "dp: the graph's tree decomposition is too wide; solved by ilp instead"
+        return solution
+    picked, width = eliminated
+    choice = [keep[n][c] for n, c in enumerate(picked)]
+    cost = problem.cost(choice)
+    if math.isinf(cost):
         raise NoSolution("every combination uses a forbidden pair")
-    return Solution(choice, total, "dp", total)
+    note = "" if width <= 1 else f"dp: the graph has cycles; tree decomposition of width {width}"
+    return Solution(choice, cost, "dp", cost, note)
+
+
+MAX_TABLE = 1 << 21
+"""Entries of the largest table variable elimination may build before it hands over to ilp."""
+
+
+def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
+    """The problem without dominated candidates, and the original index of every kept one.
+
+    Candidate a of a node is dominated by b when b costs no more on its own, on every edge
+    against every choice of the other end, and in memory: swapping a for b never makes a
+    solution dearer or break the limit, so an optimum survives. Many signatures of an op
+    differ only where no edge looks (or are equal outright): the DP's tables shrink by the
+    square of what is dropped. Repeated for the neighbours of every pruned node until nothing
+    changes (pruning one end shortens the other end's rows)."""
+    import numpy as np
+
+    keep = [list(range(len(c))) for c in problem.node_cost]
+    node_cost = [np.asarray(c, dtype=float) for c in problem.node_cost]
+    memory = (
+        None if problem.memory is None else [np.asarray(m, dtype=float) for m in problem.memory]
+    )
+    edges = [
+        (u, v, np.asarray(t, dtype=float).reshape(len(keep[u]), len(keep[v])))
+        for u, v, t in problem.edges
+    ]
+    incident: dict[int, list[tuple[int, bool]]] = {n: [] for n in range(problem.size)}
+    for e, (u, v, _) in enumerate(edges):
+        incident[u].append((e, True))
+        if v != u:
+            incident[v].append((e, False))
+    pending = set(range(problem.size))
+    while pending:
+        n = pending.pop()
+        if len(keep[n]) >= 2:
+            columns = [node_cost[n][:, None]]
+            if memory is not None:
+                columns.append(memory[n][:, None])
+            for e, forward in incident[n]:
+                u, v, t = edges[e]
+                if u == v:
+                    columns.append(np.diagonal(t)[:, None])
+                else:
+                    columns.append(t if forward else t.T)
+            vectors = np.hstack(columns)
+            no_worse = (vectors[None, :, :] <= vectors[:, None, :]).all(axis=2)  # [a, b]: b <= a
+            better = (vectors[None, :, :] < vectors[:, None, :]).any(axis=2)
+            earlier = np.tri(len(keep[n]), k=-1, dtype=bool)  # [a, b]: b < a
+            dominated = (no_worse & (better | earlier)).any(axis=1)
+            if not dominated.any():
+                continue
+            kept = np.flatnonzero(~dominated)
+            pending.update(  # shorter rows at the other ends: look at those again
+                edges[e][1] if forward else edges[e][0] for e, forward in incident[n]
+            )
+            keep[n] = [keep[n][i] for i in kept]
+            node_cost[n] = node_cost[n][kept]
+            if memory is not None:
+                memory[n] = memory[n][kept]
+            for e, forward in incident[n]:
+                u, v, t = edges[e]
+                if u == v:
+                    t = t[np.ix_(kept, kept)]
+                elif forward:
+                    t = t[kept, :]
+                else:
+                    t = t[:, kept]
+                edges[e] = (u, v, t)
+    reduced = Problem(
+        [c.tolist() for c in node_cost],
+        [(u, v, t) for u, v, t in edges],  # arrays: what eliminate and ilp read
+        None if memory is None else [m.tolist() for m in memory],
+        problem.memory_limit,
+    )
+    return reduced, keep
+
+
+def elimination_order(sizes: Sequence[int], edges: Sequence[tuple[int, int]]) -> list[int] | None:
+    """The order variable elimination takes, worked out on the graph alone: each time the node
+    whose table (its candidates times its neighbours') is smallest, its neighbours then joined
+    to each other. None when some table would pass `MAX_TABLE` (found before any is built)."""
+    import heapq
+
+    links: list[set[int]] = [set() for _ in sizes]
+    for u, v in edges:
+        if u != v:
+            links[u].add(v)
+            links[v].add(u)
+
+    def weight(x: int) -> int:
+        return math.prod(sizes[y] for y in links[x]) * sizes[x]
+
+    heap = [(weight(x), x) for x in range(len(sizes))]
+    heapq.heapify(heap)
+    done = [False] * len(sizes)
+    order = []
+    while heap:
+        w, x = heapq.heappop(heap)
+        if done[x]:
+            continue
+        if w != weight(x):  # stale: a neighbour's elimination changed it
+            heapq.heappush(heap, (weight(x), x))
+            continue
+        if w > MAX_TABLE:
+            return None
+        done[x] = True
+        order.append(x)
+        for y in links[x]:
+            links[y].discard(x)
+            links[y] |= links[x] - {y}
+        for y in links[x]:
+            heapq.heappush(heap, (weight(y), y))
+    return order
+
+
+def eliminate(problem: Problem) -> tuple[list[int], int] | None:
+    """Min-sum variable elimination: each node in turn (`elimination_order`) is minimized out
+    of the sum of the tables that mention it, leaving one table over its neighbours and, for
+    the way back, its best choice per neighbour choice. Exact on any graph; the work is the
+    size of the largest table, the product of the candidates of a node and its neighbours at
+    elimination (a chain: S^2 per node, a layer's residual and attention branches: a few
+    S^3). Returns the choice and the decomposition's width (the most neighbours a node had),
+    or None when a table would pass `MAX_TABLE`."""
+    import numpy as np
+
+    sizes = [len(c) for c in problem.node_cost]
+    order = elimination_order(sizes, [(u, v) for u, v, _ in problem.edges])
+    if order is None:
+        return None
+    tables: dict[int, tuple[tuple[int, ...], np.ndarray]] = {}
+    mentions: list[set[int]] = [set() for _ in sizes]
+    keys = count()
+
+    def add(scope: tuple[int, ...], table: np.ndarray) -> None:
+        key = next(keys)
+        tables[key] = (scope, table)
+        for x in scope:
+            mentions[x].add(key)
+
+    for x, c in enumerate(problem.node_cost):
+        add((x,), np.asarray(c, dtype=float))
+    pairs: dict[tuple[int, int], np.ndarray] = {}
+    for u, v, t in problem.edges:
+        table = np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])
+        if u == v:
+            add((u,), np.diagonal(table).copy())
+            continue
+        if u > v:
+            u, v, table = v, u, table.T
+        pairs[(u, v)] = pairs[(u, v)] + table if (u, v) in pairs else table
+    for scope, table in pairs.items():
+        add(scope, table)
+    steps: list[tuple[int, tuple[int, ...], np.ndarray]] = []
+    width = 0
+    for x in order:
+        scope = tuple(sorted({y for key in mentions[x] for y in tables[key][0]}))
+        width = max(width, len(scope) - 1)
+        total = np.zeros([sizes[y] for y in scope])
+        for key in list(mentions[x]):
+            s, table = tables.pop(key)
+            total = total + table.reshape([sizes[y] if y in s else 1 for y in scope])
+            for y in s:
+                mentions[y].discard(key)
+        axis = scope.index(x)
+        rest = scope[:axis] + scope[axis + 1 :]
+        steps.append((x, rest, total.argmin(axis=axis)))
+        add(rest, total.min(axis=axis))
+    choice = [0] * len(sizes)
+    for x, rest, best in reversed(steps):
+        choice[x] = int(best[tuple(choice[y] for y in rest)])
+    return choice, width
 
 
 @contextlib.contextmanager
@@ -217,56 +377,143 @@ def _quiet_stdout() -> Iterator[None]:
 
 
 def integer_program(problem: Problem) -> Solution:
-    import highspy
-
-    with _quiet_stdout():
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", 0.0)
-        x = [[h.addBinary(obj=cost) for cost in costs] for costs in problem.node_cost]
-        for row in x:
-            h.addConstr(sum(row) == 1)
-        for u, v, table in problem.edges:
-            # candidates with equal rows (columns) of the table are one class: a pair of
-            # classes costs what a pair of their members does, so one variable per class pair
-            # (conversions depend on the placements only, and many signatures share them)
-            rows, cols = _classes(table), _classes(list(zip(*table, strict=True)))
-            in_row = [sum(x[u][a] for a in members) for members in rows]
-            in_col = [sum(x[v][b] for b in members) for members in cols]
-            for (i, ru), (j, cv) in product(enumerate(rows), enumerate(cols)):
-                c = table[ru[0]][cv[0]]
-                if math.isinf(c):
-                    h.addConstr(in_row[i] + in_col[j] <= 1)
-                elif c > 0:
-                    y = h.addVariable(lb=0, obj=c)
-                    h.addConstr(y - in_row[i] - in_col[j] >= -1)
-        if problem.memory is not None and problem.memory_limit is not None:
-            h.addConstr(
-                sum(
-                    m * var
-                    for ms, row in zip(problem.memory, x, strict=True)
-                    for m, var in zip(ms, row, strict=True)
-                )
-                <= problem.memory_limit
-            )
-        h.run()
-        status = h.getModelStatus()
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise NoSolution(
-                f"the integer program has no solution ({h.modelStatusToString(status)})"
-            )
-        values = h.getSolution().col_value
-    choice = [max(range(len(row)), key=lambda c, row=row: values[row[c].index]) for row in x]
+    """The exact integer program, on the problem with fixed nodes folded in and dominated
+    candidates dropped (`prune`, an optimum survives): the solution maps back to the input."""
+    reduced, keep = prune(fold_fixed(problem))
+    picked = _solve_integer_program(reduced)
+    choice = [keep[n][c] for n, c in enumerate(picked)]
     cost = problem.cost(choice)
     return Solution(choice, cost, "ilp", cost)
 
 
-def _classes(rows: Sequence[Sequence[float]]) -> list[list[int]]:
-    """Indices of equal rows, grouped in order of first appearance."""
-    groups: dict[tuple[float, ...], list[int]] = {}
-    for i, row in enumerate(rows):
-        groups.setdefault(tuple(row), []).append(i)
-    return list(groups.values())
+def _solve_integer_program(problem: Problem) -> list[int]:
+    """HiGHS on the local-polytope formulation: a binary per candidate (one per node), and
+    per edge a continuous joint variable per pair of candidate classes (candidates with equal
+    rows, or columns, of the edge's table) whose row and column sums equal the classes'
+    indicators. With integral candidates the joint is the one chosen pair; its LP relaxation
+    is exact on trees and tight on the layers' few short cycles, so HiGHS closes the gap at
+    the root where the classic `y >= x_u + x_v - 1` linearization branched for minutes. A
+    forbidden pair has no variable. The model goes to HiGHS as arrays in one call per kind."""
+    import highspy
+    import numpy as np
+
+    node_cost = [np.asarray(c, dtype=float) for c in problem.node_cost]
+    start = np.cumsum([0] + [len(c) for c in node_cost])
+    cost = list(node_cost)
+    ncol = int(start[-1])
+    rows: list[tuple[float, float, np.ndarray, np.ndarray]] = [
+        (1.0, 1.0, np.arange(start[n], start[n + 1]), np.ones(len(c)))
+        for n, c in enumerate(node_cost)
+    ]
+    for u, v, t in problem.edges:
+        table = np.asarray(t, dtype=float).reshape(len(node_cost[u]), len(node_cost[v]))
+        if u == v:
+            cost[u] = cost[u] + np.diagonal(table)
+            continue
+        _, row_of = np.unique(table, axis=0, return_inverse=True)
+        _, col_of = np.unique(table, axis=1, return_inverse=True)
+        row_of, col_of = row_of.reshape(-1), col_of.reshape(-1)
+        nr, nc = int(row_of.max()) + 1, int(col_of.max()) + 1
+        joint = np.full((nr, nc), np.nan)
+        joint[row_of[:, None], col_of[None, :]] = table
+        if not np.isinf(joint).any() and (joint == 0).all():
+            continue
+        ids = np.full((nr, nc), -1)
+        finite = np.isfinite(joint)
+        ids[finite] = ncol + np.arange(int(finite.sum()))
+        ncol += int(finite.sum())
+        cost.append(joint[finite])
+        for i in range(nr):  # a row class's joint mass is its indicator
+            members = start[u] + np.flatnonzero(row_of == i)
+            joined = ids[i][ids[i] >= 0]
+            rows.append(
+                (
+                    0.0,
+                    0.0,
+                    np.concatenate([joined, members]),
+                    np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
+                )
+            )
+        for j in range(nc):
+            members = start[v] + np.flatnonzero(col_of == j)
+            joined = ids[:, j][ids[:, j] >= 0]
+            rows.append(
+                (
+                    0.0,
+                    0.0,
+                    np.concatenate([joined, members]),
+                    np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
+                )
+            )
+    if problem.memory is not None and problem.memory_limit is not None:
+        rows.append(
+            (
+                -math.inf,
+                problem.memory_limit,
+                np.arange(start[-1]),
+                np.concatenate([np.asarray(m, dtype=float) for m in problem.memory]),
+            )
+        )
+    objective = np.concatenate(cost)
+    with _quiet_stdout():
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.addCols(
+            ncol,
+            objective,
+            np.zeros(ncol),
+            np.ones(ncol),
+            0,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0),
+        )
+        binary = int(start[-1])
+        h.changeColsIntegrality(
+            binary,
+            np.arange(binary, dtype=np.int32),
+            np.full(binary, highspy.HighsVarType.kInteger.value, np.uint8),
+        )
+        starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
+        h.addRows(
+            len(rows),
+            np.array([r[0] for r in rows]),
+            np.array([r[1] for r in rows]),
+            int(sum(len(r[2]) for r in rows)),
+            starts,
+            np.concatenate([r[2] for r in rows]).astype(np.int32),
+            np.concatenate([r[3] for r in rows]).astype(float),
+        )
+        # the relaxation first, without presolve (its simplex alone is fast): on these
+        # layers its optimum is integral, hence the integer optimum; else branch on it
+        h.setOptionValue("presolve", "off")
+        h.run()
+        values = _values(h, binary := int(start[-1]))
+        if values is None or not np.allclose(values, np.round(values), atol=1e-7):
+            h.setOptionValue("presolve", "on")
+            h.changeColsIntegrality(
+                binary,
+                np.arange(binary, dtype=np.int32),
+                np.full(binary, highspy.HighsVarType.kInteger.value, np.uint8),
+            )
+            h.run()
+            values = _values(h, binary)
+        if values is None:
+            raise NoSolution(
+                f"the integer program has no solution ({h.modelStatusToString(h.getModelStatus())})"
+            )
+    return [int(np.argmax(values[start[n] : start[n + 1]])) for n in range(len(node_cost))]
+
+
+def _values(h: object, binary: int) -> object:
+    """The candidates' values of HiGHS's optimum, None when it found none."""
+    import highspy
+    import numpy as np
+
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
+        return None
+    return np.asarray(h.getSolution().col_value[:binary])  # type: ignore[attr-defined]
 
 
 def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solution:
@@ -277,6 +524,7 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
         i: [] for i in range(problem.size)
     }
     for u, v, table in problem.edges:
+        table = table.tolist() if hasattr(table, "tolist") else table  # lists index faster
         neighbours[u].append((v, table, True))
         neighbours[v].append((u, table, False))
 
@@ -292,18 +540,22 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
             choice = [min(range(len(cs)), key=cs.__getitem__) for cs in problem.node_cost]
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
+        memory = problem.memory
+        used = 0.0 if memory is None else sum(memory[n][c] for n, c in enumerate(choice))
+        limit = math.inf if problem.memory_limit is None else problem.memory_limit + 1e-9
         changed = True
         while changed:
             changed = False
             for node in range(problem.size):
-                options = sorted(
-                    range(len(problem.node_cost[node])), key=lambda c: local(choice, node, c)
-                )
-                for c in options:
-                    trial = [*choice[:node], c, *choice[node + 1 :]]
-                    if problem.fits(trial):
-                        if local(choice, node, c) < local(choice, node, choice[node]) - 1e-12:
-                            choice, changed = trial, True
+                costs = [local(choice, node, c) for c in range(len(problem.node_cost[node]))]
+                for c in sorted(range(len(costs)), key=costs.__getitem__):
+                    # the memory held with `node` moved to c, as a running sum
+                    held = used
+                    if memory is not None:
+                        held += memory[node][c] - memory[node][choice[node]]
+                    if held <= limit:
+                        if costs[c] < costs[choice[node]] - 1e-12:
+                            choice[node], used, changed = c, held, True
                         break
         if not problem.fits(choice):
             continue

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ccopt.passes import placement_search
 from ccopt.passes.placement_search import (
     NoSolution,
     Problem,
@@ -17,6 +18,7 @@ from ccopt.passes.placement_search import (
     dynamic_programming,
     exhaustive,
     integer_program,
+    prune,
     tree_order,
 )
 
@@ -118,19 +120,53 @@ def test_cd_is_a_local_optimum_within_its_bound(problem):
     assert solution.gap == pytest.approx(solution.cost - solution.lower_bound)
 
 
-def test_dp_says_when_it_used_ilp():
-    triangle = Problem(
-        [[1.0, 2.0]] * 3,
-        [
-            (0, 1, [[0.0, 5.0], [5.0, 0.0]]),
-            (1, 2, [[0.0, 5.0], [5.0, 0.0]]),
-            (0, 2, [[9.0, 0.0], [0.0, 9.0]]),
-        ],
-    )
-    assert tree_order(triangle) is None
-    solution = dynamic_programming(triangle)
-    assert solution.strategy == "ilp" and "cycle" in solution.note
-    assert solution.cost == exhaustive(triangle).cost
+TRIANGLE = Problem(
+    [[1.0, 2.0]] * 3,
+    [
+        (0, 1, [[0.0, 5.0], [5.0, 0.0]]),
+        (1, 2, [[0.0, 5.0], [5.0, 0.0]]),
+        (0, 2, [[9.0, 0.0], [0.0, 9.0]]),
+    ],
+)
+
+
+def test_dp_on_a_cycle_says_it_used_a_tree_decomposition():
+    """The triangle is no forest: dp eliminates a node into a table over the other two (width
+    2) and says so. By hand: 0 and 1 agree (else 5), 1 and 2 agree (else 5), 0 and 2 disagree
+    (else 9) - no choice keeps all three, so the best breaks a 5: (0, 0, 1) costs 1 + 1 + 2
+    on the nodes and 0 + 5 + 0 on the edges, 9; breaking the 9 instead costs at least 3 + 9."""
+    assert tree_order(TRIANGLE) is None
+    solution = dynamic_programming(TRIANGLE)
+    assert solution.strategy == "dp" and "width 2" in solution.note
+    assert solution.cost == exhaustive(TRIANGLE).cost == 9.0
+
+
+def test_dp_says_when_it_used_ilp(monkeypatch):
+    """A decomposition whose tables would pass the limit goes to ilp, and the note says why."""
+    monkeypatch.setattr(placement_search, "MAX_TABLE", 4)
+    solution = dynamic_programming(TRIANGLE)
+    assert solution.strategy == "ilp" and "too wide" in solution.note
+    assert solution.cost == exhaustive(TRIANGLE).cost
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems())
+def test_dp_equals_exhaustive_on_graphs_with_cycles(problem):
+    solution = dynamic_programming(problem)
+    best = optimum(problem)
+    assert best is not None and solution.strategy == "dp"
+    assert solution.cost == pytest.approx(best)
+    assert problem.cost(solution.choice) == pytest.approx(solution.cost)
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(memory=True))
+def test_pruning_keeps_an_optimum(problem):
+    """Dropping dominated candidates (memory included) never loses the optimum."""
+    reduced, keep = prune(problem)
+    best, kept = optimum(problem), optimum(reduced)
+    assert best == pytest.approx(kept) if best is not None else kept is None
+    assert all(len(k) >= 1 for k in keep)
 
 
 def test_forbidden_pairs_are_avoided():
