@@ -98,9 +98,12 @@ def expand(code: Sequence[Call | Loop]) -> Iterator[tuple[int, tuple[int, ...]]]
             continue
         for i in range(item.count):
             for step, columns in zip(item.body, item.columns, strict=True):
-                yield step, tuple(
-                    int(item.rows[i, c.table]) if c.table >= 0 else c.start + c.stride * i
-                    for c in columns
+                yield (
+                    step,
+                    tuple(
+                        int(item.rows[i, c.table]) if c.table >= 0 else c.start + c.stride * i
+                        for c in columns
+                    ),
                 )
 
 
