@@ -1257,6 +1257,8 @@ def restrict_qualifiers(op: k.ElementwiseOp) -> tuple[list[str], list[str]]:
     in_q = [qualifier[root not in outs] for root in ins]
     out_q = [qualifier[root not in ins and outs.count(root) == 1] for root in outs]
     return in_q, out_q
+
+
 MAX_RUNS = 64  # rooted calls per group before staging (pack, one collective, unpack) is cheaper
 
 
@@ -1471,18 +1473,32 @@ NCCL_MAX_CTAS = 16  # CTAs an NCCL collective may use: the rest of the GPU stays
 
 
 def emit_cuda(
-    module: ModuleOp, entry: str | None = None, nccl_max_ctas: int = NCCL_MAX_CTAS
+    module: ModuleOp,
+    entry: str | None = None,
+    nccl_max_ctas: int = NCCL_MAX_CTAS,
+    steps: bool = True,
 ) -> str:
     """The .cu of a kernel-level module's function(s); `nccl_max_ctas` caps the CTAs (SMs) an
-    NCCL collective uses (ncclConfig_t.maxCTAs; 0 leaves NCCL's default)."""
+    NCCL collective uses (ncclConfig_t.maxCTAs; 0 leaves NCCL's default). With `steps` (the
+    default) the host functions call shared step functions and loop over repeated runs
+    (ccopt.backends.cuda.steps); without, they hold every statement written out (the same
+    calls in the same order: the baseline bench/gpt_build.py measures the size against)."""
     if nccl_max_ctas < 0:
         raise EmitError(f"nccl_max_ctas must be >= 0, got {nccl_max_ctas}")
     f, program = emit_program(module, entry)
     mesh = program.mesh
-    steps = StepLibrary(program.fresh)
+    library = StepLibrary(program.fresh)
     for function in program.functions:
-        function.driver = steps.driver(function.statements, function.arg_types)
-    program.tables += steps.tables
+        function.driver = (
+            library.driver(function.statements, function.arg_types)
+            if steps
+            else [
+                f"{c}* const arg{i} = reinterpret_cast<{c}*>(roots[{2 + i}]);"
+                for i, c in enumerate(function.arg_types)
+            ]
+            + function.statements
+        )
+    program.tables += library.tables
     block = f.body.blocks[0]
     args = [k.tensor_of(a) for a in block.args]
     results = f.attributes["kernel.results"].value.data  # type: ignore[union-attr]
@@ -1500,7 +1516,7 @@ def emit_cuda(
     source = render(
         "program.cu.j2",
         program=program,
-        steps=steps.functions,
+        steps=library.functions,
         prefix=f"ccopt_{program.name}",
         world=mesh.rank_count,
         args=[

@@ -154,7 +154,7 @@ def test_calls_stay_calls_down_to_the_cpu_harness(schedule: str) -> None:
     module = load_program(CALLS)
     run_pipeline(module, ",".join(p for p in (schedule, "convert-to-kernel,plan-memory") if p))
     source = emit_cuda(module)
-    assert source.count("int ccopt_sgd_fn(Context* ctx") == 1
+    assert source.count("int ccopt_sgd_fn(Context* ctx, void* const* buffers) {") == 1
     assert issued(module).count("ccopt_sgd_fn(ctx, args)") == 2
     for order in ("low", "high"):
         assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
@@ -181,7 +181,7 @@ def test_gpt_stack_with_calls_runs_on_the_cpu_harness() -> None:
     reference = ccopt.run(module, inputs)
     source = emit_cuda(module)
     for name in ("layer_forward", "layer_backward", "layer_adam"):
-        assert source.count(f"int ccopt_{name}_fn(Context* ctx") == 1
+        assert source.count(f"int ccopt_{name}_fn(Context* ctx, void* const* buffers) {{") == 1
         assert issued(module).count(f"ccopt_{name}_fn(ctx, args)") == 2
     for order in ("low", "high"):
         assert_same_shards(run_on_host(module, inputs, schedule=order), reference.shards)
