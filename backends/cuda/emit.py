@@ -6,7 +6,9 @@ include paths; the same file compiles with g++ under the CPU harness header
 (`backends/cuda/host/ccopt_host.h`, selected by `-DCCOPT_HOST`). The mesh is bound at emission,
 so everything that depends on a rank's coordinates (block shapes and offsets, group ranks,
 pack/unpack plans of collectives) is precomputed here for every rank and emitted as tables
-indexed by the rank: the device code holds no layout arithmetic to get wrong.
+indexed by the rank: the device code holds no layout arithmetic to get wrong. The host functions
+call shared step functions, one per distinct statement, and loop over repeated runs of them
+(`ccopt.backends.cuda.steps`): a layer repeated N times costs a few numbers per layer, not its code.
 
 The C ABI of a program `@f` (every int-returning call: 0, or -1 with `ccopt_f_last_error()`):
     int ccopt_f_create(int rank, int world, const void* nccl_unique_id, int device,
