@@ -1495,7 +1495,7 @@ def emit_cuda(
             library.driver(function.statements, function.arg_types)
             if steps
             else [
-                f"{c}* const arg{i} = reinterpret_cast<{c}*>(roots[{2 + i}]);"
+                f"{c}* const arg{i} = reinterpret_cast<{c}*>(roots_[{2 + i}]);"
                 for i, c in enumerate(function.arg_types)
             ]
             + function.statements

@@ -5,7 +5,7 @@ wait, a call of another host function) becomes a *step*: the statement's text wi
 differ between otherwise identical statements lifted out as integer parameters - where a buffer
 lies (a root pointer: the workspace, the constants, or argument i; and a byte offset into it) and
 which event it records or waits on. Statements with the same text after lifting share one step
-function, emitted once (`int ccopt_stepN(Context* ctx, char* const* roots, const int64_t* a)`);
+function, emitted once (`int ccopt_stepN(Context* ctx, char* const* roots_, const int64_t* a_)`);
 the host function calls it in one line per statement.
 
 A model is mostly one layer many times, so after inlining the step sequence is mostly one run of
@@ -42,21 +42,24 @@ class Step:
 
 
 def lift(statement: str, arg_types: Sequence[str]) -> Step:
-    """The statement with buffer roots/offsets and event indices replaced by parameters `a[k]`
-    (`arg_types[i]`: the element type of the function's argument i, whose pointer `argI` is)."""
+    """The statement with buffer roots/offsets and event indices replaced by parameters `a_[k]`
+    (`arg_types[i]`: the element type of the function's argument i, whose pointer `argI` is;
+    the trailing underscores keep the names apart from a template's own locals)."""
     args: list[int] = []
 
     def parameter(m: re.Match[str]) -> str:
         k = len(args)
         if m.group(1) is not None:
             args.extend((ROOTS.index(f"ctx->{m.group(1)}"), int(m.group(2))))
-            return f"roots[a[{k}]] + a[{k + 1}]"
-        if m.group(3) is not None:
+            return f"roots_[a_[{k}]] + a_[{k + 1}]"
+        if m.group(3) is not None and int(m.group(3)) < len(arg_types):
             i = int(m.group(3))
             args.extend((len(ROOTS) + i, 0))
-            return f"reinterpret_cast<{arg_types[i]}*>(roots[a[{k}]] + a[{k + 1}])"
+            return f"reinterpret_cast<{arg_types[i]}*>(roots_[a_[{k}]] + a_[{k + 1}])"
+        if m.group(4) is None:
+            return m.group(0)  # not one of the function's arguments: a name of the statement's
         args.append(int(m.group(4)))
-        return f"ctx->events[a[{k}]]"
+        return f"ctx->events[a_[{k}]]"
 
     return Step(_LIFTED.sub(parameter, statement), tuple(args))
 

@@ -49,7 +49,7 @@ def test_a_workspace_buffer_and_an_argument_lift_to_the_same_step() -> None:
     assert a.args == (3, 0, 3) and b.args == (0, 1024, 9)
     assert (
         a.body
-        == "f(reinterpret_cast<float*>(roots[a[0]] + a[1]), ctx->events[a[2]], ctx->streams[1]);"
+        == "f(reinterpret_cast<float*>(roots_[a_[0]] + a_[1]), ctx->events[a_[2]], ctx->streams[1]);"
     )
     assert b.body == a.body  # streams stay literal: NCCL's bookkeeping reads them from the text
 
