@@ -74,8 +74,9 @@ class Call:
 
 @dataclass(frozen=True)
 class Column:
-    """One parameter of a step in a loop body: `start + stride * i`, or row i of a table
-    column (`table` >= 0: the column's index in the loop's table)."""
+    """One parameter of a step in a loop body: `start + stride * i`, or `start` plus row i of a
+    table column (`table` >= 0: the column's index in the loop's table; parameters that move
+    together - buffers of one layer planned at a common shift - share a column)."""
 
     start: int = 0
     stride: int = 0
@@ -85,7 +86,8 @@ class Column:
 @dataclass(frozen=True)
 class Loop:
     """`count` iterations of the steps in `body`, their parameters per iteration in `columns`
-    (per step, per parameter); `rows`: the table of the non-affine columns, a row per iteration."""
+    (per step, per parameter); `rows`: the table of the non-affine columns (each as its change
+    since the first iteration, distinct ones once), a row per iteration."""
 
     count: int
     body: tuple[int, ...]
@@ -104,7 +106,7 @@ def expand(code: Sequence[Call | Loop]) -> Iterator[tuple[int, tuple[int, ...]]]
                 yield (
                     step,
                     tuple(
-                        int(item.rows[i, c.table]) if c.table >= 0 else c.start + c.stride * i
+                        c.start + (int(item.rows[i, c.table]) if c.table >= 0 else c.stride * i)
                         for c in columns
                     ),
                 )
@@ -196,7 +198,12 @@ def _affine_loop(
     ).reshape(count, sum(widths))
     stride = flat[1] - flat[0]
     affine = np.all(flat == flat[0] + np.outer(np.arange(count), stride), axis=0)
-    table = np.cumsum(~affine) - 1
+    shifts = flat - flat[0]
+    table: dict[bytes, int] = {}  # a non-affine column's shifts -> its column in the table
+    for c in np.flatnonzero(~affine):
+        table.setdefault(shifts[:, c].tobytes(), int(c))
+    kept = list(table.values())
+    index = {c: t for t, c in enumerate(kept)}
     columns = []
     at = 0
     for w in widths:
@@ -204,12 +211,12 @@ def _affine_loop(
             tuple(
                 Column(int(flat[0, c]), int(stride[c]))
                 if affine[c]
-                else Column(table=int(table[c]))
+                else Column(int(flat[0, c]), table=index[table[shifts[:, c].tobytes()]])
                 for c in range(at, at + w)
             )
         )
         at += w
-    return Loop(count, body, tuple(columns), flat[:, ~affine])
+    return Loop(count, body, tuple(columns), shifts[:, kept])
 
 
 def _loop_bytes(loop: Loop) -> int:
@@ -223,11 +230,14 @@ def _loop_bytes(loop: Loop) -> int:
 def column_expression(column: Column, table: str) -> str:
     """The C++ expression of a loop parameter in iteration `i`."""
     if column.table >= 0:
-        return f"{table}[i][{column.table}]"
+        row = f"{table}[i][{column.table}]"
+        return f"{column.start} + {row}" if column.start else row
     if column.stride == 0:
         return str(column.start)
-    step = f"{column.stride} * i"
-    return f"{column.start} + {step}" if column.start else step
+    step = f"{abs(column.stride)} * i"
+    if not column.start:
+        return step if column.stride > 0 else f"-{step}"
+    return f"{column.start} {'+' if column.stride > 0 else '-'} {step}"
 
 
 class StepLibrary:
