@@ -115,3 +115,24 @@ def test_rerolled_blocks_equal_the_interpreter_on_the_cpu_harness() -> None:
     reference = ccopt.run(module, seed=3)
     for order in ("low", "high"):
         assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+
+
+def test_inlined_gpt_layers_equal_the_interpreter_on_the_cpu_harness() -> None:
+    """Three GPT layers inlined (forward, backward, Adam): loops whose buffers move by table
+    shifts and by negative strides (the backward pass walks the layers in reverse)."""
+    sys.path.insert(0, str(ROOT / "test" / "frontend"))
+    from test_gpt import inputs_for
+
+    from ccopt.frontend.gpt import gpt_step
+
+    step = gpt_step("tiny", {"dp": 2, "tp": 2}, layers=3)
+    module = step.module.clone()
+    run_pipeline(module, PIPELINE.replace("chunks=3", "chunks=2"))
+    source = emit_cuda(module)
+    assert re.search(r"\d+ \+ kLoop\d+\[i\]\[\d+\]", source) and re.search(
+        r"\d+ - \d+ \* i", source
+    )
+    inputs = inputs_for(step, "float32")
+    reference = ccopt.run(module, inputs)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, inputs, schedule=order), reference.shards)
