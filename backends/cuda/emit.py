@@ -9,6 +9,9 @@ pack/unpack plans of collectives) is precomputed here for every rank and emitted
 indexed by the rank: the device code holds no layout arithmetic to get wrong. A collective that
 refers to an `algo.algorithm` runs it: the algorithm's rows (`ccopt.algorithms.executor`) are a
 table emitted once per algorithm, read by one generic executor (`algorithm_runtime.cuh`).
+The host functions call shared step functions, one per distinct statement, and loop over
+repeated runs of them (`ccopt.backends.cuda.steps`): a layer repeated N times costs a few
+numbers per layer, not its code.
 
 The C ABI of a program `@f` (every int-returning call: 0, or -1 with `ccopt_f_last_error()`):
     int ccopt_f_create(int rank, int world, const void* nccl_unique_id, int device,
@@ -36,10 +39,11 @@ from typing import TYPE_CHECKING
 import jinja2
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
+from ccopt.backends.cuda.steps import StepLibrary
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
@@ -147,11 +151,17 @@ class GpuOp:
 
 @dataclass
 class HostFunction:
-    """One kernel-level function's host code: a C++ function that a call invokes per layer."""
+    """One kernel-level function's host code: a C++ function that a call invokes per layer.
+    `statements` are in issue order, each a complete C++ statement that names the function's
+    arguments `arg0`, `arg1`, ... (of element types `arg_types`); `driver` is what the .cu holds
+    instead: the same statements as calls of shared step functions, repeats as loops
+    (ccopt.backends.cuda.steps)."""
 
     name: str
     symbol: str
+    arg_types: list[str] = field(default_factory=list)
     statements: list[str] = field(default_factory=list)
+    driver: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -213,13 +223,16 @@ class Emitter:
         self.f = f
         self.mesh = mesh
         self.program = program if program is not None else Program(f.sym_name.data, mesh)
-        self.function = HostFunction(f.sym_name.data, host_symbol(f.sym_name.data))
+        self.function = HostFunction(
+            f.sym_name.data,
+            host_symbol(f.sym_name.data),
+            [ctype(k.tensor_of(a).element_type) for a in f.body.blocks[0].args],
+        )
         self.base = self.program.workspace
         planned = f.attributes.get("kernel.workspace")
         if isinstance(planned, IntegerAttr):  # plan-memory placed the buffers; staging goes after
             self.program.workspace += -(-planned.value.data // ALIGN) * ALIGN
         self.buffers: dict[SSAValue, Buffer] = {}
-        self.declared: set[SSAValue] = set()  # arguments with a local pointer
         self.events: dict[SSAValue, int] = {}
 
     # --- per-rank tables -----------------------------------------------------------------------
@@ -293,15 +306,9 @@ class Emitter:
         return f"ctx->streams[{index}]"
 
     def buffer(self, value: SSAValue) -> Buffer:
-        """A buffer for a statement; an argument is first copied to a local pointer (work queued
-        on a stream must not read the argument array, which a caller's call statement frees
-        when the host function returns)."""
-        if isinstance(value, BlockArgument) and value not in self.declared:
-            self.declared.add(value)
-            c = ctype(k.tensor_of(value).element_type)
-            self.function.statements.append(
-                f"{c}* const arg{value.index} = static_cast<{c}*>(buffers[{value.index}]);"
-            )
+        """A buffer for a statement. Argument i is `argI`: the host function reads the argument
+        array once, on entry, into its roots (work queued on a stream must not read that array,
+        which a caller's call statement frees when the host function returns)."""
         return self.buffers[value]
 
     def layout(self, b: Buffer, coords: Sequence[int]) -> list[int]:
@@ -420,10 +427,7 @@ class Emitter:
 
     def call(self, op: func.CallOp) -> None:
         """Run the callee's host function on the operands' buffers (one line per layer)."""
-        pointers = ", ".join(
-            f"buffers[{v.index}]" if isinstance(v, BlockArgument) else self.buffer(v).pointer
-            for v in op.arguments
-        )
+        pointers = ", ".join(self.buffer(v).pointer for v in op.arguments)
         self.function.statements.append(
             f"{{ void* const args[] = {{{pointers}}}; "
             f"if (int s = {host_symbol(op.callee.root_reference.data)}(ctx, args)) return s; }}"
@@ -1750,28 +1754,32 @@ NCCL_MAX_CTAS = 16  # CTAs an NCCL collective may use: the rest of the GPU stays
 
 
 def emit_cuda(
-    module: ModuleOp, entry: str | None = None, nccl_max_ctas: int = NCCL_MAX_CTAS
+    module: ModuleOp,
+    entry: str | None = None,
+    nccl_max_ctas: int = NCCL_MAX_CTAS,
+    steps: bool = True,
 ) -> str:
     """The .cu of a kernel-level module's function(s); `nccl_max_ctas` caps the CTAs (SMs) an
-    NCCL collective uses (ncclConfig_t.maxCTAs; 0 leaves NCCL's default)."""
+    NCCL collective uses (ncclConfig_t.maxCTAs; 0 leaves NCCL's default). With `steps` (the
+    default) the host functions call shared step functions and loop over repeated runs
+    (ccopt.backends.cuda.steps); without, they hold every statement written out (the same
+    calls in the same order: the baseline bench/gpt_build.py measures the size against)."""
     if nccl_max_ctas < 0:
         raise EmitError(f"nccl_max_ctas must be >= 0, got {nccl_max_ctas}")
-    from ccopt.program import find_entry, module_meshes
-
-    meshes = module_meshes(module)
-    if len(meshes) != 1:
-        raise EmitError(
-            f"the CUDA backend needs exactly one mesh, the program declares {len(meshes)}"
+    f, program = emit_program(module, entry)
+    mesh = program.mesh
+    library = StepLibrary(program.fresh)
+    for function in program.functions:
+        function.driver = (
+            library.driver(function.statements, function.arg_types)
+            if steps
+            else [
+                f"{c}* const arg{i} = reinterpret_cast<{c}*>(roots_[{2 + i}]);"
+                for i, c in enumerate(function.arg_types)
+            ]
+            + function.statements
         )
-    (mesh,) = meshes.values()
-    f = find_entry(module, entry)
-    program = Program(f.sym_name.data, mesh)
-    for g in called_first(module, f):
-        if "kernel.results" not in g.attributes:
-            raise EmitError(
-                f"@{g.sym_name.data} is not at the kernel level: run convert-to-kernel first"
-            )
-        Emitter(g, mesh, program).emit_function()
+    program.tables += library.tables
     block = f.body.blocks[0]
     args = [k.tensor_of(a) for a in block.args]
     results = f.attributes["kernel.results"].value.data  # type: ignore[union-attr]
@@ -1789,6 +1797,7 @@ def emit_cuda(
     source = render(
         "program.cu.j2",
         program=program,
+        steps=library.functions,
         prefix=f"ccopt_{program.name}",
         world=mesh.rank_count,
         args=[
@@ -1814,6 +1823,34 @@ def emit_cuda(
         nccl_max_ctas=nccl_max_ctas,
     )
     return source
+
+
+def emit_program(module: ModuleOp, entry: str | None = None) -> tuple[func.FuncOp, Program]:
+    """The entry and the Program of it and every function it calls (callees first)."""
+    from ccopt.program import find_entry, module_meshes
+
+    meshes = module_meshes(module)
+    if len(meshes) != 1:
+        raise EmitError(
+            f"the CUDA backend needs exactly one mesh, the program declares {len(meshes)}"
+        )
+    (mesh,) = meshes.values()
+    f = find_entry(module, entry)
+    program = Program(f.sym_name.data, mesh)
+    for g in called_first(module, f):
+        if "kernel.results" not in g.attributes:
+            raise EmitError(
+                f"@{g.sym_name.data} is not at the kernel level: run convert-to-kernel first"
+            )
+        Emitter(g, mesh, program).emit_function()
+    return f, program
+
+
+def host_statements(module: ModuleOp, entry: str | None = None) -> dict[str, list[str]]:
+    """Per host function, the statements it issues in issue order, as straight-line C++: what
+    the .cu's step calls and loops run (for reading and for tests of the order)."""
+    _, program = emit_program(module, entry)
+    return {function.name: function.statements for function in program.functions}
 
 
 def gpu_ops(module: ModuleOp, entry: str | None = None) -> list[GpuOp]:

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdarg>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
