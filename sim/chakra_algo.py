@@ -260,58 +260,152 @@ def rank_metadata(alg: Algorithm, rank: int, chunk: int) -> dict[str, str]:
     return fields
 
 
+Segment = tuple[np.ndarray, np.ndarray]
+"""Bytes of one part of many messages at once: an (n, width) uint8 matrix, of which each row's
+first `length` bytes count (no Python object per message). A message is a list of segments,
+joined once, at the end."""
+
+
+def varints(values: np.ndarray) -> Segment:
+    """Protobuf varints of many integers (a negative one as its 64-bit two's complement: ten
+    bytes, as protobuf writes an int32 or int64 -1)."""
+    rest = np.asarray(values, np.int64).view(np.uint64).copy()
+    columns = []
+    length = np.ones(len(rest), np.int64)
+    for _ in range(10):
+        more = rest > 0x7F
+        columns.append(((rest & 0x7F) | (more.astype(np.uint64) << 7)).astype(np.uint8))
+        rest >>= 7
+        if not more.any():
+            break
+        length += more
+    return np.stack(columns, axis=1), length
+
+
+def constant(data: bytes, n: int) -> Segment:
+    row = np.frombuffer(data, np.uint8)
+    return np.broadcast_to(row, (n, len(row))), np.full(n, len(row), np.int64)
+
+
+def total(parts: list[Segment]) -> np.ndarray:
+    return sum((length for _, length in parts[1:]), parts[0][1])
+
+
+def only(parts: list[Segment], present: np.ndarray) -> list[Segment]:
+    """The parts where `present`, nothing elsewhere."""
+    return [(m, np.where(present, length, 0)) for m, length in parts]
+
+
+def field(tag: bytes, parts: list[Segment]) -> list[Segment]:
+    """A length-delimited field: `tag`, the length of the parts, the parts."""
+    return [constant(tag, len(parts[0][1])), varints(total(parts)), *parts]
+
+
+def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
+    return [constant(tag, len(values)), varints(values)]
+
+
+def rows_bytes(parts: list[Segment]) -> bytes:
+    """Every row's bytes, one row after another (one selection over one matrix)."""
+    matrix = np.concatenate([m for m, _ in parts], axis=1)
+    keep = np.concatenate(
+        [np.arange(m.shape[1])[None, :] < length[:, None] for m, length in parts], axis=1
+    )
+    return matrix[keep].tobytes()
+
+
+def int_attribute(name: str, member: int, values: np.ndarray) -> list[Segment]:
+    """A Node's attr field (10) holding an integer attribute."""
+    head = constant(_field(1, name.encode()) + varint(member << 3), len(values))
+    return field(b"\x52", [head, varints(values)])
+
+
+def decimal(values: np.ndarray) -> Segment:
+    """Decimal spellings of integers >= 0."""
+    if not len(values):
+        return np.zeros((0, 1), np.uint8), np.zeros(0, np.int64)
+    table = [b"%d" % v for v in range(int(values.max()) + 1)]
+    spelled = np.array(table)[values]
+    lengths = np.array([len(t) for t in table], np.int64)[values]
+    return spelled.view(np.uint8).reshape(len(values), -1), lengths
+
+
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
-    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first)."""
+    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first).
+
+    Every node of every rank is encoded at once, field by field over numpy columns, byte for
+    byte as protobuf serializes a Node (fields in number order, defaults left out)."""
     sched = schedule(alg)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
-    nodes = step_nodes(sched)
+    steps = step_nodes(sched)
     kind = flat.col[TYPE]
     nbytes = flat.col[CNT] * chunk
-    micros = comp_micros(kind, nbytes, local_mem_bw).tolist()
-    rows = np.column_stack([flat.tb_local[flat.tb], flat.index, flat.col[TYPE:DEPID].T]).tolist()
-    peers_out, peers_in = flat.tb_send[flat.tb].tolist(), flat.tb_recv[flat.tb].tolist()
-    lasts, deps = nodes.last.tolist(), nodes.dep.tolist()
-    columns = zip(
-        flat.rank.tolist(),
-        nodes.first.tolist(),
-        flat.index.tolist(),
-        IS_RECV[kind].tolist(),
-        IS_COMP[kind].tolist(),
-        IS_SEND[kind].tolist(),
-        nodes.send_tag.tolist(),
-        nodes.recv_tag.tolist(),
-        nbytes.tolist(),
-        strict=True,
+    micros = comp_micros(kind, nbytes, local_mem_bw)
+    # the nodes in file order: each step's RECV, COMP and SEND (those it has)
+    has = np.stack([IS_RECV[kind], IS_COMP[kind], IS_SEND[kind]], axis=1)
+    step, which = np.nonzero(has)
+    n = len(step)
+    per_step = has.sum(axis=1)
+    within = np.arange(n) - np.repeat(np.cumsum(per_step) - per_step, per_step)
+    node_id = steps.first[step] + within
+    first, recv, comp = within == 0, which == 0, which == 1
+    # parents: the node before in its step; for a step's first node, the last node of the
+    # step before in its thread block and of the step it waits for
+    index = flat.index[step]
+    before = np.where(
+        first, np.where(index > 0, steps.last[np.maximum(step - 1, 0)], -1), node_id - 1
     )
-    out: list[list[bytes]] = [[] for _ in alg.gpus]
-    for i, (rank, node, index, recv, comp, send, out_tag, in_tag, nb) in enumerate(columns):
-        row = rows[i]
-        label = f"tb{row[0]}_step{row[1]}".encode()
-        common = _step_attr(row)
-        parents = [lasts[i - 1]] if index else []
-        if deps[i] >= 0:
-            parents.append(lasts[deps[i]])
-        file = out[rank]
-        if recv:
-            attrs = (
-                _int_attr("comm_size", INT64, nb)
-                + _int_attr("comm_src", INT32, peers_in[i])
-                + _int_attr("comm_tag", INT32, in_tag)
-            )
-            file.append(encode_node(node, b"RECV_" + label, RECV, parents, 0, attrs + common))
-            parents, node = [node], node + 1
-        if comp:
-            file.append(encode_node(node, b"COMP_" + label, COMP, parents, micros[i], common))
-            parents, node = [node], node + 1
-        if send:
-            attrs = (
-                _int_attr("comm_size", INT64, nb)
-                + _int_attr("comm_dst", INT32, peers_out[i])
-                + _int_attr("comm_tag", INT32, out_tag)
-            )
-            file.append(encode_node(node, b"SEND_" + label, SEND, parents, 0, attrs + common))
-    return [_file(rank_metadata(alg, r, chunk), parts) for r, parts in enumerate(out)]
+    dep = steps.dep[step]
+    other = np.where(first & (dep >= 0), steps.last[np.maximum(dep, 0)], -1)
+    parents = [
+        (m, np.where(p >= 0, k, 0)) for p in (before, other) for m, k in [varints(np.maximum(p, 0))]
+    ]
+    tb = flat.tb_local[flat.tb][step]
+    name = field(
+        b"\x12",
+        [
+            (np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5)[which], np.full(n, 5)),
+            constant(b"tb", n),
+            decimal(tb),
+            constant(b"_step", n),
+            decimal(index),
+        ],
+    )
+    node_micros = np.where(comp, micros[step], 0)
+    peer = np.where(recv, flat.tb_recv[flat.tb][step], flat.tb_send[flat.tb][step])
+    tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
+    row = np.column_stack([tb, index, flat.col[TYPE:DEPID, step].T])
+    step_attr = field(
+        b"\x52",
+        [
+            constant(_STEP_NAME, n),
+            *field(b"\x42", field(b"\x0a", [varints(row[:, k]) for k in range(FIELDS)])),
+        ],
+    )
+    node = [
+        *only(varint_field(b"\x08", node_id), node_id > 0),
+        *name,
+        *varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
+        *only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
+        *only(varint_field(b"\x38", node_micros), node_micros > 0),
+        *only(int_attribute("comm_size", INT64, nbytes[step]), ~comp),
+        *only(int_attribute("comm_src", INT32, peer), recv),
+        *only(int_attribute("comm_dst", INT32, peer), which == 2),
+        *only(int_attribute("comm_tag", INT32, tag), ~comp),
+        constant(_NOT_CPU, n),
+        *step_attr,
+    ]
+    framed = [varints(total(node)), *node]
+    data = rows_bytes(framed)
+    lengths = total(framed)
+    ends = np.concatenate([[0], np.cumsum(lengths)])
+    rank_of_node = flat.rank[step]
+    bounds = ends[np.searchsorted(rank_of_node, np.arange(alg.ranks + 1))].tolist()
+    return [
+        encode_metadata(rank_metadata(alg, r, chunk)) + data[bounds[r] : bounds[r + 1]]
+        for r in range(alg.ranks)
+    ]
 
 
 def _file(metadata: dict[str, str], nodes: list[bytes]) -> bytes:
