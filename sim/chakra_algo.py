@@ -10,8 +10,9 @@ local-mem-bw)), in whole microseconds as the format stores them.
 
 What ASTRA-sim does not need but an importer does rides along: each node carries its step
 (`msccl_step`: thread block, index, type, source and destination buffer and offset, count) and
-each file's metadata the algorithm's header and the rank's buffers and thread blocks, so that
-traces -> algorithm gives back the algorithm (dependencies are read back from data_deps).
+each file's metadata the algorithm's header, the rank's buffers and thread blocks and the
+local-mem-bw the COMP durations were priced at, so that traces -> algorithm gives back the
+algorithm (dependencies are read back from data_deps).
 
 `simulate_algorithm` times an algorithm without writing anything: the critical path of those
 same nodes (a send completes when its message arrives, a receive when it has arrived, a COMP
@@ -40,6 +41,7 @@ from ccopt.dialects.algo import (
     TYPE,
     Algorithm,
     AlgorithmError,
+    Flat,
     Gpu,
     Schedule,
     Step,
@@ -123,9 +125,6 @@ def varint(value: int) -> bytes:
     return _SMALL[value] if value < 16384 else _large_varint(value)
 
 
-_MINUS_ONE = _varint((1 << 64) - 1)  # an int32 -1 is written as ten bytes
-
-
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field."""
     return varint(number << 3 | 2) + varint(len(payload)) + payload
@@ -151,15 +150,6 @@ _NOT_CPU = _int_attr("is_cpu_op", BOOL, 0)
 _STEP_NAME = _field(1, STEP_ATTRIBUTE.encode())
 
 
-def _step_attr(row: list[int]) -> bytes:
-    """msccl_step as an int32_list (AttributeProto field 8, values packed), after is_cpu_op."""
-    packed = b"".join(
-        [_SMALL[v] if 0 <= v < 16384 else _MINUS_ONE if v == -1 else varint(v) for v in row]
-    )
-    body = _STEP_NAME + _field(8, _field(1, packed))
-    return _NOT_CPU + _field(10, body)
-
-
 def encode_metadata(fields: dict[str, str]) -> bytes:
     """A GlobalMetadata with string attributes, length-prefixed (as `metadata_message` builds
     it and protobuf serializes it)."""
@@ -171,24 +161,6 @@ def encode_metadata(fields: dict[str, str]) -> bytes:
         for k, v in fields.items()
     ]
     body = b"".join([_field(1, METADATA_VERSION.encode()), *attrs])
-    return varint(len(body)) + body
-
-
-def encode_node(
-    node_id: int, name: bytes, kind: int, deps: list[int], micros: int, attrs: bytes
-) -> bytes:
-    """One Node, length-prefixed, byte for byte as protobuf serializes it (fields in number
-    order, defaults left out): the writer for millions of nodes, where building messages is
-    too slow."""
-    parts = [b"\x08" + varint(node_id)] if node_id else []
-    parts += [b"\x12" + varint(len(name)) + name, b"\x18" + varint(kind)]
-    if deps:
-        packed = b"".join(map(varint, deps))
-        parts.append(b"\x2a" + varint(len(packed)) + packed)
-    if micros:
-        parts.append(b"\x38" + varint(micros))
-    parts.append(attrs)
-    body = b"".join(parts)
     return varint(len(body)) + body
 
 
@@ -332,21 +304,50 @@ def decimal(values: np.ndarray) -> Segment:
     return spelled.view(np.uint8).reshape(len(values), -1), lengths
 
 
+STEPS_PER_PIECE = 1 << 17
+"""Steps whose nodes are encoded at once (bounds the byte matrices: ~100 MB)."""
+
+
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
     """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first).
 
-    Every node of every rank is encoded at once, field by field over numpy columns, byte for
-    byte as protobuf serializes a Node (fields in number order, defaults left out)."""
+    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, field
+    by field over numpy columns, byte for byte as protobuf serializes a Node (fields in number
+    order, defaults left out)."""
     sched = schedule(alg)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
     steps = step_nodes(sched)
-    kind = flat.col[TYPE]
+    micros = comp_micros(flat.col[TYPE], flat.col[CNT] * chunk, local_mem_bw)
+    rank_start = np.searchsorted(flat.rank, np.arange(alg.ranks + 1)).tolist()
+    files: list[list[bytes]] = [
+        [encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw))] for r in range(alg.ranks)
+    ]
+    lo = 0
+    while lo < alg.ranks:
+        hi = lo + 1
+        while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
+            hi += 1
+        data, rank, lengths = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        ends = np.concatenate([[0], np.cumsum(lengths)])
+        bounds = ends[np.searchsorted(rank, np.arange(lo, hi + 1))].tolist()
+        for r in range(lo, hi):
+            files[r].append(data[bounds[r - lo] : bounds[r - lo + 1]])
+        lo = hi
+    return [b"".join(parts) for parts in files]
+
+
+def _nodes(
+    flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
+) -> tuple[bytes, np.ndarray]:
+    """The framed nodes of steps [lo, hi) (whole ranks), one after another, and the rank and
+    length of each node."""
+    kind = flat.col[TYPE, lo:hi]
     nbytes = flat.col[CNT] * chunk
-    micros = comp_micros(kind, nbytes, local_mem_bw)
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
     has = np.stack([IS_RECV[kind], IS_COMP[kind], IS_SEND[kind]], axis=1)
     step, which = np.nonzero(has)
+    step = step + lo
     n = len(step)
     per_step = has.sum(axis=1)
     within = np.arange(n) - np.repeat(np.cumsum(per_step) - per_step, per_step)
@@ -399,20 +400,7 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
         *step_attr,
     ]
     framed = [varints(total(node)), *node]
-    data = rows_bytes(framed)
-    lengths = total(framed)
-    ends = np.concatenate([[0], np.cumsum(lengths)])
-    rank_of_node = flat.rank[step]
-    bounds = ends[np.searchsorted(rank_of_node, np.arange(alg.ranks + 1))].tolist()
-    return [
-        encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw))
-        + data[bounds[r] : bounds[r + 1]]
-        for r in range(alg.ranks)
-    ]
-
-
-def _file(metadata: dict[str, str], nodes: list[bytes]) -> bytes:
-    return b"".join([encode_metadata(metadata), *nodes])
+    return rows_bytes(framed), flat.rank[step], total(framed)
 
 
 def write_algorithm_traces(
