@@ -765,13 +765,16 @@ def _decoded(
         raise ValueError("not one msccl_step per node")
     at = marks + len(_STEP_MARK) + 3
     row = np.empty((len(start), FIELDS), np.int64)
-    for k in range(FIELDS):
-        row[:, k], at = _varint_at(a, at)
+    row[:, 0], at = _varint_at(a, at)  # tb and index of every node; the rest of first nodes
+    row[:, 1], rest = _varint_at(a, at)
     rank = np.repeat(np.arange(len(per_file)), per_file)
     rank_start = np.concatenate([[0], np.cumsum(per_file)])[rank]
     first = np.ones(len(start), bool)
     first[1:] = (np.diff(rank) != 0) | (np.diff(row[:, 0]) != 0) | (np.diff(row[:, 1]) != 0)
     head = np.flatnonzero(first)
+    at = rest[head]
+    for k in range(2, FIELDS):
+        row[head, k], at = _varint_at(a, at)
     index = row[head, 1]
     other = np.where(index > 0, d2[head], d1[head])
     owner = np.clip(rank_start[head] + other, 0, len(start) - 1)
