@@ -791,7 +791,8 @@ def _decoded(
         gpu = _rank_gpu(fields, f"{prefix}.{r}.et")
         mine = step_rank == r
         counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
-        for tb, table in zip(gpu.tbs, np.split(steps[mine], np.cumsum(counts)[:-1]), strict=True):
+        tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
+        for tb, table in zip(gpu.tbs, tables, strict=True):
             tb.steps = table
         gpus.append(gpu)
     head_fields = metadata[0]
