@@ -23,7 +23,6 @@ custom collective, a whole level of steps at a time with numpy.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -673,10 +672,11 @@ def _varint_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return value.view(np.int64), end
 
 
-def _split(data: bytes, offset: int) -> tuple[list[int], list[int]]:
-    """Starts (plus `offset`) and lengths of a file's length-prefixed messages."""
+def _split(data: bytes, offset: int, most: int = -1) -> tuple[list[int], list[int]]:
+    """Starts (plus `offset`) and lengths of a file's length-prefixed messages (the first
+    `most` of them when given)."""
     starts, lengths, at, n = [], [], 0, len(data)
-    while at < n:
+    while at < n and len(starts) != most:
         byte = data[at]
         if byte < 0x80:  # (a node's length takes one or two bytes)
             length, at = byte, at + 1
@@ -694,9 +694,36 @@ def _split(data: bytes, offset: int) -> tuple[list[int], list[int]]:
         starts.append(at + offset)
         lengths.append(length)
         at += length
-    if at != n:
+    if most < 0 and at != n:
         raise ValueError("truncated")
     return starts, lengths
+
+
+def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the nodes of every file's node region (data[start:end]) start, where their
+    msccl_step attribute is, and how many each file has: found from the attribute, which ends
+    every node ccopt writes (its length says where the node ends, and the next node's length
+    prefix follows), with no loop over nodes."""
+    letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
+    marks = np.flatnonzero(a == ord("l")) - letter
+    for k, byte in enumerate(_STEP_MARK):
+        marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
+        marks = marks[a[marks + k] == byte]
+    file = np.searchsorted(regions[:, 0], marks, "right") - 1
+    inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
+    marks, file = marks[inside], file[inside]
+    end = marks + len(_STEP_MARK) + 3 + a[marks + len(_STEP_MARK) + 2]  # (packed < 128 bytes)
+    first = np.ones(len(marks), bool)
+    first[1:] = file[1:] != file[:-1]
+    frame = np.where(first, regions[file, 0], np.roll(end, 1))
+    length, start = _varint_at(a, frame)
+    if not np.array_equal(start + length, end):
+        raise ValueError("nodes are not framed as ccopt frames them")
+    per_file = np.bincount(file, minlength=len(regions))
+    last = np.cumsum(per_file)[per_file > 0] - 1
+    if not np.array_equal(end[last], regions[per_file > 0, 1]):
+        raise ValueError("a file goes on after its last node")
+    return start, marks, per_file
 
 
 def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
@@ -708,24 +735,16 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
         files = [p.read_bytes() for p in paths]
         if not files or any(f[:2] == b"\x1f\x8b" for f in files):
             return None
-        starts, lengths, per_file, offset = [], [], [], 0
-        metadata = []
+        regions, metadata, offset = [], [], 0
         for data in files:
-            s, n = _split(data, offset)
-            meta = schema().GlobalMetadata.FromString(data[s[0] - offset : s[0] - offset + n[0]])
+            (meta_start,), (meta_length,) = _split(data[:12], 0, 1)
+            meta = schema().GlobalMetadata.FromString(data[meta_start : meta_start + meta_length])
             metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
-            starts += s[1:]
-            lengths += n[1:]
-            per_file.append(len(s) - 1)
+            regions.append((offset + meta_start + meta_length, offset + len(data)))
             offset += len(data)
-        alg, size, local_mem_bw = _decoded(
-            np.frombuffer(b"".join(files), np.uint8),
-            np.array(starts, np.int64),
-            np.array(lengths, np.int64),
-            np.array(per_file, np.int64),
-            metadata,
-            str(prefix),
-        )
+        a = np.frombuffer(b"".join(files), np.uint8)
+        start, marks, per_file = _node_frames(a, np.array(regions, np.int64).reshape(-1, 2))
+        alg, size, local_mem_bw = _decoded(a, start, marks, per_file, metadata, str(prefix))
         if algorithm_traces(alg, size, local_mem_bw) != files:
             return None
     except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
@@ -740,13 +759,12 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
 def _decoded(
     a: np.ndarray,
     start: np.ndarray,
-    length: np.ndarray,
+    marks: np.ndarray,
     per_file: np.ndarray,
     metadata: list[dict[str, str]],
     prefix: str,
 ) -> tuple[Algorithm, int, float]:
     """The algorithm, size and local memory bandwidth the nodes would have been written for."""
-    end = start + length
     # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last)
     has_id = a[start] == 0x08
     node_id, at = _varint_at(a, start + 1)
@@ -759,10 +777,6 @@ def _decoded(
     d2, _ = _varint_at(a, after)
     d1 = np.where(has_deps, d1, -1)
     d2 = np.where(has_deps & (after < deps_end), d2, -1)
-    found = re.finditer(re.escape(_STEP_MARK), a.tobytes())
-    marks = np.array([m.start() for m in found], np.int64)
-    if len(marks) != len(start) or not ((marks > start) & (marks < end)).all():
-        raise ValueError("not one msccl_step per node")
     at = marks + len(_STEP_MARK) + 3
     row = np.empty((len(start), FIELDS), np.int64)
     row[:, 0], at = _varint_at(a, at)  # tb and index of every node; the rest of first nodes
