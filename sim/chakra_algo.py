@@ -801,9 +801,10 @@ def _decoded(
     ).astype(np.int32)
     step_rank, step_tb = rank[head], row[head, 0]
     gpus = []
+    bounds = np.searchsorted(step_rank, np.arange(len(metadata) + 1)).tolist()  # rank order
     for r, fields in enumerate(metadata):
         gpu = _rank_gpu(fields, f"{prefix}.{r}.et")
-        mine = step_rank == r
+        mine = slice(bounds[r], bounds[r + 1])
         counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
         tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
         for tb, table in zip(gpu.tbs, tables, strict=True):
