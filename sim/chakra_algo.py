@@ -376,7 +376,9 @@ def _nodes(
     )
     node_micros = np.where(comp, micros[step], 0)
     peer = np.where(recv, flat.tb_recv[flat.tb][step], flat.tb_send[flat.tb][step])
+    peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
     tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
+    tag = np.where(comp, 0, tag)
     row = np.column_stack([tb, index, flat.col[TYPE:DEPID, step].T])
     step_attr = field(
         b"\x52",
