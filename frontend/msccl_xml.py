@@ -10,9 +10,12 @@ algorithm level (`algo.algorithm`).
       ...
 ```
 
-Reading is fast (a million steps in seconds): ElementTree's C parser builds the tree and every
-thread block's steps become one numpy table. Only when something is wrong is the file read again
-with expat, which tracks lines, so that the error names the element and its line.
+A file laid out as `-t msccl-xml` and msccl-tools write it (two million steps, 250 MB: about
+as long as expat takes to parse it with no handler) is read without a tree, with numpy, and
+proven by writing it again (see `fast_algorithm`). Any other file is read by ElementTree's C
+parser, every thread block's steps becoming one numpy table. Only when something is wrong is the
+file read again with expat, which tracks lines, so that the error names the element and its
+line.
 An attribute the file leaves out reads as the value `-t msccl-xml` writes for it.
 """
 
