@@ -7,51 +7,190 @@ and `maxBytes`); a step without a source or destination gets MSCCL's `i`/`o` wit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
 from ccopt.dialects.algo import (
-    BUFFERS,
     DEPID,
     DEPS,
     MSCCL_STEP_NAMES,
     TYPE,
     Algorithm,
     AlgorithmError,
+    Flat,
     Step,
+    flatten,
 )
 
-STEP = (
-    '      <step s="%d" type="%s" srcbuf="%s" srcoff="%d" dstbuf="%s" dstoff="%d" cnt="%d" '
-    'depid="%d" deps="%d" hasdep="%d"/>'
+STEP_FIELDS = (
+    ('\n      <step s="', "s"),
+    ('" type="', "type"),
+    ('" srcbuf="', "srcbuf"),
+    ('" srcoff="', "srcoff"),
+    ('" dstbuf="', "dstbuf"),
+    ('" dstoff="', "dstoff"),
+    ('" cnt="', "cnt"),
+    ('" depid="', "depid"),
+    ('" deps="', "deps"),
+    ('" hasdep="', "hasdep"),
+    ('"/>', None),
 )
+"""A <step> line: constant text, then the field written after it."""
+
+TYPE_NAMES = np.array([n.encode() for n in MSCCL_STEP_NAMES])
+SRC_NAMES = np.array([b"i", b"i", b"o", b"s"])  # index buffer + 1: none is written "i"
+DST_NAMES = np.array([b"o", b"i", b"o", b"s"])  # and "o", with offset -1, as MSCCL does
+ROWS_PER_PIECE = 1 << 18
+"""Steps formatted at once (bounds the memory of the byte matrix: ~20 MB)."""
 
 
-TYPE_NAMES = np.array(MSCCL_STEP_NAMES, dtype=object)
-SRC_NAMES = np.array(("i", *BUFFERS), dtype=object)  # index buffer + 1: none is written "i"
-DST_NAMES = np.array(("o", *BUFFERS), dtype=object)  # and "o", with offset -1, as MSCCL does
+def decimal(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal spellings of integers as a NUL-padded bytes array and their lengths (small
+    ranges through a table: numpy's own int -> bytes conversion is 25x slower)."""
+    if not len(values):
+        return np.zeros(0, "S1"), np.zeros(0, np.int64)
+    low, high = int(values.min()), int(values.max())
+    if high - low < 1 << 16:
+        table = [b"%d" % v for v in range(low, high + 1)]
+        at = values - low
+        return np.array(table)[at], np.array([len(t) for t in table], np.int64)[at]
+    spelled = values.astype("S")
+    return spelled, np.char.str_len(spelled).astype(np.int64)
 
 
-def step_lines(steps: np.ndarray, marked: np.ndarray) -> map[str]:
-    """The <step> lines of a thread block, formatted column-wise (no Python loop per step)."""
+def step_text(steps: np.ndarray, index: np.ndarray, marked: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The <step> lines of many steps at once and each line's length. Every field is a
+    fixed-width NUL-padded column of one byte matrix, whose bytes less their NULs are the text
+    (no Python object per step)."""
+    n = len(steps)
     columns = steps.T
-    return map(
-        STEP.__mod__,
-        zip(
-            range(len(steps)),
-            TYPE_NAMES[columns[0]].tolist(),
-            SRC_NAMES[columns[1] + 1].tolist(),
-            columns[2].tolist(),
-            DST_NAMES[columns[3] + 1].tolist(),
-            columns[4].tolist(),
-            columns[5].tolist(),
-            columns[6].tolist(),
-            columns[7].tolist(),
-            marked.astype(int).tolist(),
-            strict=True,
-        ),
+    values = {
+        "s": decimal(index),
+        "type": _names(TYPE_NAMES, columns[TYPE]),
+        "srcbuf": _names(SRC_NAMES, columns[1] + 1),
+        "srcoff": decimal(columns[2]),
+        "dstbuf": _names(DST_NAMES, columns[3] + 1),
+        "dstoff": decimal(columns[4]),
+        "cnt": decimal(columns[5]),
+        "depid": decimal(columns[DEPID]),
+        "deps": decimal(columns[DEPS]),
+        "hasdep": (np.where(marked, b"1", b"0"), np.ones(n, np.int64)),
+    }
+    spelled = [values[name] for _, name in STEP_FIELDS if name is not None]
+    widths = [v.dtype.itemsize for v, _ in spelled]
+    template = b"".join(
+        text.encode() + b"\0" * width
+        for (text, _), width in zip(STEP_FIELDS, [*widths, 0], strict=True)
     )
+    # every row starts as the constant text with NULs where the fields go
+    matrix = np.tile(np.frombuffer(template, np.uint8), (n, 1))
+    at = 0
+    for (text, _), (value, _), width in zip(STEP_FIELDS, spelled, widths, strict=False):
+        at += len(text)
+        matrix[:, at : at + width] = value.view(np.uint8).reshape(-1, width)
+        at += width
+    lengths = sum(length for _, length in spelled) + sum(len(t) for t, _ in STEP_FIELDS)
+    return matrix.tobytes().translate(None, b"\0"), lengths
+
+
+def _names(table: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    spelled = table[np.clip(codes, 0, len(table) - 1)]
+    lengths = np.array([len(t) for t in table.tolist()], np.int64)
+    return spelled, lengths[np.clip(codes, 0, len(table) - 1)]
+
+
+def hasdep_marks(alg: Algorithm, flat: Flat) -> np.ndarray:
+    """Per step (flat order): whether another step waits for it (MSCCL's hasdep)."""
+    marked = np.zeros(flat.col.shape[1], bool)
+    depid, deps = flat.col[DEPID], flat.col[DEPS]
+    ntbs = np.array([len(g.tbs) for g in alg.gpus], np.int64)[flat.rank]
+    waits = np.flatnonzero((depid >= 0) & (depid < ntbs))
+    target = flat.gpu_tb_start[flat.rank[waits]] + depid[waits]
+    ok = (deps[waits] >= 0) & (deps[waits] < flat.tb_len[target])
+    marked[flat.tb_start[target[ok]] + deps[waits][ok]] = True
+    return marked
+
+
+def header_line(alg: Algorithm) -> str:
+    return (
+        f'<algo name={quoteattr(alg.name)} proto="{alg.proto}" nchannels="{alg.nchannels}" '
+        f'nchunksperloop="{alg.chunks_per_loop}" ngpus="{alg.ranks}" coll="{alg.collective}" '
+        f'inplace="{int(alg.inplace)}" outofplace="{int(alg.outofplace)}" '
+        f'minBytes="{alg.min_bytes}" maxBytes="{alg.max_bytes}"'
+        + (f' root="{alg.root}"' if alg.collective in ("broadcast", "reduce") else "")
+        + ">"
+    )
+
+
+def body_pieces(alg: Algorithm) -> Iterator[bytes]:
+    """The text between the <algo> line and the closing </algo> line, in pieces of about
+    ROWS_PER_PIECE steps, each ending at a thread block's end."""
+    flat = flatten(alg)
+    marked = hasdep_marks(alg, flat)
+    # units: every thread block, and a rank without thread blocks: text before, steps, text after
+    pre: list[bytes] = []
+    post: list[bytes] = []
+    lengths: list[int] = []
+    for r, gpu in enumerate(alg.gpus):
+        opening = (
+            f'\n  <gpu id="{r}" i_chunks="{gpu.in_chunks}" o_chunks="{gpu.out_chunks}" '
+            f's_chunks="{gpu.scratch_chunks}">'
+        ).encode()
+        if not gpu.tbs:
+            pre.append(opening)
+            post.append(b"\n  </gpu>")
+            lengths.append(0)
+        for t, tb in enumerate(gpu.tbs):
+            line = f'\n    <tb id="{t}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">'
+            pre.append((opening if t == 0 else b"") + line.encode())
+            post.append(b"\n    </tb>" + (b"\n  </gpu>" if t == len(gpu.tbs) - 1 else b""))
+            lengths.append(len(tb.steps))
+    if not lengths:
+        return
+    units = np.array(lengths, np.int64)
+    ends = np.cumsum(units)
+    cuts = np.searchsorted(ends, np.arange(ROWS_PER_PIECE, int(ends[-1]), ROWS_PER_PIECE), "right")
+    bounds = sorted({0, *cuts.tolist(), len(units)})
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        a = int(ends[lo] - units[lo])
+        b = int(ends[hi - 1])
+        text, line_lengths = step_text(flat.col[:, a:b].T, flat.index[a:b], marked[a:b])
+        view = memoryview(text)
+        offsets = np.concatenate([[0], np.cumsum(line_lengths)])
+        unit_ends = offsets[ends[lo:hi] - a].tolist()
+        unit_starts = offsets[ends[lo:hi] - units[lo:hi] - a].tolist()
+        parts = []
+        for u, start, end in zip(range(lo, hi), unit_starts, unit_ends, strict=True):
+            parts += [pre[u], view[start:end], post[u]]
+        yield b"".join(parts)
+
+
+def refuse_fused_body(alg: Algorithm) -> None:
+    """MSCCL has no step that runs a computation: an `fn` step (a fused all-reduce's body) is
+    refused where it is, rather than dropped (the file would compute another thing)."""
+    for r, g in enumerate(alg.gpus):
+        for t, tb in enumerate(g.tbs):
+            hit = np.flatnonzero(tb.steps[:, TYPE] == Step.APPLY)
+            if hit.size:
+                raise AlgorithmError(
+                    "applies a fused body, which MSCCL XML cannot express (no step type runs a "
+                    "computation); export the plain algorithm it was made from",
+                    r,
+                    t,
+                    int(hit[0]),
+                    Step.APPLY,
+                )
+
+
+def xml_pieces(alg: Algorithm) -> Iterator[bytes]:
+    """The file as UTF-8 pieces: the <algo> line, the body in pieces, the </algo> line
+    (AlgorithmError for ccopt's own `fn` steps)."""
+    refuse_fused_body(alg)
+    yield header_line(alg).encode()
+    yield from body_pieces(alg)
+    yield b"\n</algo>\n"
 
 
 MAX_STEPS = 256
@@ -85,47 +224,6 @@ def runtime_limits(alg: Algorithm) -> list[str]:
     return problems
 
 
-def refuse_fused_body(alg: Algorithm) -> None:
-    """MSCCL has no step that runs a computation: an `fn` step (a fused all-reduce's body) is
-    refused where it is, rather than dropped (the file would compute another thing)."""
-    for r, g in enumerate(alg.gpus):
-        for t, tb in enumerate(g.tbs):
-            hit = np.flatnonzero(tb.steps[:, TYPE] == Step.APPLY)
-            if hit.size:
-                raise AlgorithmError(
-                    "applies a fused body, which MSCCL XML cannot express (no step type runs a "
-                    "computation); export the plain algorithm it was made from",
-                    r,
-                    t,
-                    int(hit[0]),
-                    Step.APPLY,
-                )
-
-
 def write_xml(alg: Algorithm) -> str:
     """The algorithm as MSCCL XML text (AlgorithmError for ccopt's own `fn` steps)."""
-    refuse_fused_body(alg)
-    lines = [
-        f'<algo name={quoteattr(alg.name)} proto="{alg.proto}" nchannels="{alg.nchannels}" '
-        f'nchunksperloop="{alg.chunks_per_loop}" ngpus="{alg.ranks}" coll="{alg.collective}" '
-        f'inplace="{int(alg.inplace)}" outofplace="{int(alg.outofplace)}" '
-        f'minBytes="{alg.min_bytes}" maxBytes="{alg.max_bytes}"'
-        + (f' root="{alg.root}"' if alg.collective in ("broadcast", "reduce") else "")
-        + ">"
-    ]
-    for r, gpu in enumerate(alg.gpus):
-        lines.append(
-            f'  <gpu id="{r}" i_chunks="{gpu.in_chunks}" o_chunks="{gpu.out_chunks}" '
-            f's_chunks="{gpu.scratch_chunks}">'
-        )
-        marks = [np.zeros(len(tb.steps), dtype=bool) for tb in gpu.tbs]
-        for tb in gpu.tbs:
-            for t, s in tb.steps[tb.steps[:, DEPID] >= 0][:, [DEPID, DEPS]].tolist():
-                marks[t][s] = True
-        for t, tb in enumerate(gpu.tbs):
-            lines.append(f'    <tb id="{t}" send="{tb.send}" recv="{tb.recv}" chan="{tb.chan}">')
-            lines.extend(step_lines(tb.steps, marks[t]))
-            lines.append("    </tb>")
-        lines.append("  </gpu>")
-    lines.append("</algo>\n")
-    return "\n".join(lines)
+    return b"".join(xml_pieces(alg)).decode()

@@ -61,7 +61,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Block, Dialect, Operation, Region
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -930,10 +930,24 @@ class AlgorithmOp(IRDLOperation):
                 except VerifyException as e:
                     message = str(e).removeprefix("Operation does not verify: ")
                     raise OpError(op, message.split("\n")[0]) from None
+        content = self._content()
+        if content == getattr(self, "_verified", None):
+            return  # proven already (a 2-million-step schedule takes seconds)
         try:
             schedule(self.algorithm())
         except AlgorithmError as e:
             raise OpError(self.blame(e), str(e)) from None
+        self._verified = content
+
+    def _content(self) -> list[tuple[str, dict[str, Attribute]]]:
+        """Everything `algorithm()` reads, op by op (compared attribute by attribute, identity
+        first: cheap while nothing changed)."""
+        return [(op.name, dict(op.properties)) for op in self.walk()]
+
+    def note_verified(self) -> None:
+        """Record that the algorithm as it stands passed `schedule` (a reader that just
+        verified it, with errors located in its own file, spares the module verifier)."""
+        self._verified = self._content()
 
     def blame(self, error: AlgorithmError) -> Operation:
         """The op an error is about: the thread block, else the rank, else the algorithm."""

@@ -293,7 +293,6 @@ class DTensorOp(IRDLOperation, ABC):
                 f"result type {actual} does not match the inferred type {expected}"
             )
 
-
     def inferred_type_for(self, operand_types: Sequence[Attribute]) -> DTensorType:
         """The result type had the operands these types (for open placements: each candidate
         is tried on a detached copy of the op)."""

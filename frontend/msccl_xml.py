@@ -10,9 +10,12 @@ algorithm level (`algo.algorithm`).
       ...
 ```
 
-Reading is fast (a million steps in seconds): ElementTree's C parser builds the tree and every
-thread block's steps become one numpy table. Only when something is wrong is the file read again
-with expat, which tracks lines, so that the error names the element and its line.
+A file laid out as `-t msccl-xml` and msccl-tools write it (two million steps, 250 MB: about
+as long as expat takes to parse it with no handler) is read without a tree, with numpy, and
+proven by writing it again (see `fast_algorithm`). Any other file is read by ElementTree's C
+parser, every thread block's steps becoming one numpy table. Only when something is wrong is the
+file read again with expat, which tracks lines, so that the error names the element and its
+line.
 An attribute the file leaves out reads as the value `-t msccl-xml` writes for it.
 """
 
@@ -25,6 +28,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 
+from ccopt.backends.msccl_xml import STEP_FIELDS
 from ccopt.diagnostics import LocatedError, SourceText
 from ccopt.dialects.algo import (
     DEPID,
@@ -148,81 +152,170 @@ def _steps(tb: ET.Element, path: Path) -> np.ndarray:
     return table
 
 
-# The fast path: files laid out exactly as `-t msccl-xml` (and msccl-tools) write them are read
-# without building a tree. One `bytes.translate` turns the letters of step types and buffers
-# into digits (and every other character but digits and '-' into a space), one numpy call parses
-# every number of the body, and the values sit at fixed places among the numbers that attribute
-# names produce. What is left when numbers and those letters are deleted (the skeleton) must be
-# the canonical layout, else the general reader takes over.
+# The fast path: a file laid out exactly as `-t msccl-xml` (and msccl-tools) write it is read
+# without a tree or a Python object per step. In windows of whole <gpu> elements, numpy finds
+# every '<'; the letter after it says what the element is (g, t, s) and its values lie at known
+# distances from it and from each other's ends: numbers are parsed digit by digit, over all
+# elements of a kind at once, and where a number's digits stop, the next value starts a fixed
+# text later. The parse trusts the layout; what proves it is that the writer, given what was
+# read, writes the same body byte for byte (else the general reader takes over and says what is
+# wrong).
 
-GPU_OPEN = '\n  <gpu id="{}" i_chunks="{}" o_chunks="{}" s_chunks="{}">'
-TB_OPEN = '\n    <tb id="{}" send="{}" recv="{}" chan="{}">'
-STEP_LINE = (
-    '\n      <step s="{}" type="{}" srcbuf="{}" srcoff="{}" dstbuf="{}" dstoff="{}" cnt="{}" '
-    'depid="{}" deps="{}" hasdep="{}"/>'
+WINDOW = 1 << 24
+"""Bytes of <gpu> elements read at once (bounds the index arrays)."""
+GPU_TEXT = ('<gpu id="', '" i_chunks="', '" o_chunks="', '" s_chunks="', '">')
+TB_TEXT = ('<tb id="', '" send="', '" recv="', '" chan="', '">')
+STEP_TEXT = ('<step s="', *(text for text, _ in STEP_FIELDS[1:]))
+STEP_KINDS = ("int", "type", "buf", "int", "buf", "int", "int", "int", "int", "int")
+"""How each <step> value is spelled (s, type, srcbuf, srcoff, dstbuf, dstoff, cnt, depid, deps,
+hasdep)."""
+TYPE_KEYS = np.array(sorted(int.from_bytes(n.encode(), "big") for n in MSCCL_STEP_NAMES), np.int64)
+TYPE_OF_KEY = np.array(
+    [MSCCL_STEP_CODES[k.to_bytes(4, "big").lstrip(b"\0").decode()] for k in TYPE_KEYS.tolist()],
+    np.int32,
 )
-TB_CLOSE = "\n    </tb>"
-GPU_CLOSE = "\n  </gpu>"
-_LETTERS = b"srcpyenoi"  # the letters of step types and buffers, read as digits
-_NUMERIC = bytes(
-    (b"3124567890"[_LETTERS.index(c)] if c in _LETTERS else c if chr(c) in "0123456789-" else 32)
-    for c in range(256)
-)
-_REMOVED = b"0123456789-" + _LETTERS
+BUFFER_OF_BYTE = np.zeros(256, np.int64)
+BUFFER_OF_BYTE[[ord(b) for b in "ios"]] = [0, 1, 2]
 
 
-def _numbers(text: bytes) -> np.ndarray:
-    spaced = text.translate(_NUMERIC)
-    if re.search(rb"\d", spaced) is None:  # (numpy reads a number from nothing)
-        return np.zeros(0, dtype=np.int64)
-    return np.fromstring(spaced, dtype=np.int64, sep=" ")  # type: ignore[call-overload]
+class _NotCanonical(Exception):
+    """The text is not laid out as the writer lays it out."""
 
 
-def _layout(template: str) -> tuple[bytes, int, list[int]]:
-    """A fragment's skeleton, how many numbers it yields and where its values are among them."""
-    marks = [str(900000001 + k) for k in range(template.count("{}"))]
-    numbers = _numbers(template.format(*marks).encode()).tolist()
-    return (
-        template.format(*[""] * len(marks)).encode().translate(None, _REMOVED),
-        len(numbers),
-        [numbers.index(int(m)) for m in marks],
-    )
+def _int_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The decimal integers starting at `at` and where each ends, all at once (one pass per
+    digit, each over every value still in its digits)."""
+    if not len(at):
+        return np.zeros(0, np.int64), at
+    if int(at.max()) + 12 > len(a):  # every value is followed by more than 11 bytes
+        raise _NotCanonical
+    negative = a[at] == 45  # '-'
+    at = at + negative
+    value = np.zeros(len(at), np.int64)
+    width = np.zeros(len(at), np.int64)
+    live = np.ones(len(at), bool)
+    for j in range(11):
+        digit = a[at + j] - np.uint8(48)
+        live &= digit < 10
+        if not live.any():
+            break
+        np.multiply(value, 10, out=value, where=live)
+        np.add(value, digit, out=value, where=live)
+        width += live
+    else:
+        raise _NotCanonical  # longer than any int32
+    if width.min() < 1:
+        raise _NotCanonical
+    return np.where(negative, -value, value), at + width
 
 
-LAYOUTS = {
-    name: _layout(t)
-    for name, t in (
-        ("gpu", GPU_OPEN),
-        ("tb", TB_OPEN),
-        ("step", STEP_LINE),
-        ("tb_end", TB_CLOSE),
-        ("gpu_end", GPU_CLOSE),
-    )
-}
-TYPE_CODES = {int(n.encode().translate(_NUMERIC)): c for c, n in enumerate(MSCCL_STEP_NAMES)}
-BUFFER_NUMBERS = {int(b.encode().translate(_NUMERIC)): c for c, b in enumerate("ios")}
+def _type_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step type codes of names starting at `at` (an unknown name reads as nop: the check by
+    rewriting then fails) and where each ends."""
+    key = np.zeros(len(at), np.int64)
+    width = np.zeros(len(at), np.int64)
+    live = np.ones(len(at), bool)
+    for _ in range(4):
+        byte = a[np.minimum(at + width, len(a) - 1)]
+        live &= byte != 34  # '"'
+        key = np.where(live, key * 256 + byte, key)
+        width += live
+    where = np.minimum(np.searchsorted(TYPE_KEYS, key), len(TYPE_KEYS) - 1)
+    return np.where(TYPE_KEYS[where] == key, TYPE_OF_KEY[where], 0), at + width
 
 
-def _table(table: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    keys = sorted(table)
-    return np.array(keys, dtype=np.int64), np.array([table[k] for k in keys], dtype=np.int32)
+def _element_values(
+    a: np.ndarray, at: np.ndarray, texts: tuple[str, ...], kinds: tuple[str, ...]
+) -> list[np.ndarray]:
+    """Values of many elements, column by column, the first starting at `at`: each column
+    starts where the previous one ended plus the fixed text between them."""
+    columns = []
+    for text, kind in zip(texts, kinds, strict=True):
+        if kind == "int":
+            value, end = _int_at(a, at)
+        elif kind == "type":
+            value, end = _type_at(a, at)
+        else:
+            value, end = BUFFER_OF_BYTE[a[np.minimum(at, len(a) - 1)]], at + 1
+        columns.append(value)
+        at = end + len(text)
+    return columns
 
 
-TYPE_TABLE, BUFFER_TABLE = _table(TYPE_CODES), _table(BUFFER_NUMBERS)
+def _digit_count(values: np.ndarray) -> np.ndarray:
+    count = np.ones(len(values), np.int64)
+    for power in range(1, 11):
+        more = values >= 10**power
+        if not more.any():
+            break
+        count += more
+    return count
 
 
-def _lookup(values: np.ndarray, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
-    """Map numbers through a sorted (keys, codes) table (None if one is not a key)."""
-    keys, codes = table
-    where = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
-    if not np.array_equal(keys[where], values):
-        return None
-    return codes[where]
+def _window_gpus(data: bytes, lo: int, hi: int) -> list[Gpu]:
+    """The <gpu> elements of data[lo:hi], read as if canonically laid out."""
+    a = np.frombuffer(data, np.uint8, hi - lo, lo)
+    opens = np.flatnonzero(a == 60)  # '<'
+    if not len(opens) or opens[-1] + 1 >= len(a):
+        raise _NotCanonical
+    kind = a[opens + 1]
+    is_gpu, is_tb = kind == ord("g"), kind == ord("t")
+    g, t, s = opens[is_gpu], opens[is_tb], opens[kind == ord("s")]
+    tb_of_step = (np.cumsum(is_tb) - 1)[kind == ord("s")]
+    gpu_of_tb = (np.cumsum(is_gpu) - 1)[is_tb]
+    if (len(s) and tb_of_step[0] < 0) or (len(t) and gpu_of_tb[0] < 0):
+        raise _NotCanonical
+    lengths = np.bincount(tb_of_step, minlength=len(t))
+    # a step's s="..." is its index in its thread block (the rewrite checks it): skip it
+    index = np.arange(len(s)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    after_s = s + len(STEP_TEXT[0]) + _digit_count(index) + len(STEP_TEXT[1])
+    gpu_head = np.stack(
+        _element_values(a, g + len(GPU_TEXT[0]), GPU_TEXT[1:], ("int",) * 4)[1:], axis=1
+    ).tolist()
+    tb_head = np.stack(
+        _element_values(a, t + len(TB_TEXT[0]), TB_TEXT[1:], ("int",) * 4)[1:], axis=1
+    ).tolist()
+    # hasdep="..." is what the rewrite writes for the dependencies read: not read
+    values = _element_values(a, after_s, STEP_TEXT[2:-1], STEP_KINDS[1:-1])
+    steps = np.stack(values, axis=1) if len(s) else np.zeros((0, FIELDS), np.int64)
+    if len(steps) and np.abs(steps).max() > INT32_MAX:
+        raise _NotCanonical
+    table = steps.astype(np.int32)
+    for buf, off in ((1, 2), (3, 4)):  # an offset of -1 is no buffer, whatever the letter
+        none = table[:, off] < 0
+        table[none, buf] = -1
+        table[none, off] = -1
+    per_tb = np.split(table, np.cumsum(lengths)[:-1])
+    tbs_of_gpu = np.bincount(gpu_of_tb, minlength=len(g)).tolist()
+    gpus, k = [], 0
+    for (ic, oc, sc), count in zip(gpu_head, tbs_of_gpu, strict=True):
+        tbs = [ThreadBlock(*tb_head[k + j], per_tb[k + j]) for j in range(count)]
+        gpus.append(Gpu(ic, oc, sc, tbs))
+        k += count
+    return gpus
 
 
-def fast_algorithm(text: str, name: str) -> tuple[Algorithm, list[np.ndarray]] | None:
-    """The algorithm of a canonically laid out file, with each thread block's hasdep column;
-    None if the file is laid out otherwise (or is wrong: the general reader says where)."""
+def _windows(data: bytes, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Spans of whole <gpu> elements of about WINDOW bytes covering data[lo:hi]."""
+    mark = b"\n  <gpu "
+    if not data.startswith(mark, lo):
+        raise _NotCanonical
+    spans, start, at = [], lo, lo
+    while True:
+        at = data.find(mark, at + 1, hi)
+        if at < 0:
+            spans.append((start, hi))
+            return spans
+        if at - start >= WINDOW:
+            spans.append((start, at))
+            start = at
+
+
+def fast_algorithm(text: str, name: str) -> Algorithm | None:
+    """The algorithm of a canonically laid out file; None if the file is laid out otherwise
+    (or is wrong: the general reader says where)."""
+    from ccopt.backends.msccl_xml import body_pieces
+
     data = text.encode()
     head_end = data.find(b">")
     if not data.startswith(b"<algo ") or head_end < 0 or data[head_end - 1 : head_end] == b"/":
@@ -235,78 +328,21 @@ def fast_algorithm(text: str, name: str) -> tuple[Algorithm, list[np.ndarray]] |
     end = len(data) - k + len(data[len(data) - k :].rstrip(b" \t\r\n"))
     if not data.endswith(b"\n</algo>", 0, end):
         return None
-    body = data[head_end + 1 : end - len(b"\n</algo>")]  # (one copy of a large file)
-    skeleton = body.translate(None, _REMOVED)
-    numbers = _numbers(body)
-    go, to, st, tc, gc = (LAYOUTS[k] for k in ("gpu", "tb", "step", "tb_end", "gpu_end"))
-    parts = skeleton.split(go[0])
-    if parts[0] != b"":
+    lo, hi = head_end + 1, end - len(b"\n</algo>")
+    try:
+        gpus = (
+            [] if lo == hi else [g for w in _windows(data, lo, hi) for g in _window_gpus(data, *w)]
+        )
+    except (_NotCanonical, ValueError, IndexError):
         return None
-    # walk the skeleton: where every gpu's and tb's numbers start, and how many steps each tb has
-    heads: list[tuple[int, list[int]]] = []  # (gpu numbers start, [tb numbers starts])
-    first_row: list[int] = []
-    counts: list[int] = []
-    at = 0
-    for part in parts[1:]:
-        if not part.endswith(gc[0]):
+    at = lo
+    for piece in body_pieces(Algorithm(name, "", gpus)):
+        if not data.startswith(piece, at):
             return None
-        blocks = part[: -len(gc[0])].split(to[0])
-        if blocks[0] != b"":
-            return None
-        gpu_at, tb_ats = at, []
-        at += go[1]
-        for tb in blocks[1:]:
-            count, rest = divmod(len(tb) - len(tc[0]), len(st[0]))
-            if rest or tb != st[0] * count + tc[0]:
-                return None
-            tb_ats.append(at)
-            first_row.append(at + to[1])
-            counts.append(count)
-            at += to[1] + st[1] * count + tc[1]
-        heads.append((gpu_at, tb_ats))
-        at += gc[1]
-    if at != len(numbers):
+        at += len(piece)
+    if at != hi:
         return None
-    # every step's values in one gather, checked and decoded at once
-    lengths = np.array(counts, dtype=np.int64)
-    within = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
-        np.cumsum(lengths) - lengths, lengths
-    )
-    rows = np.repeat(np.array(first_row, dtype=np.int64), lengths) + within * st[1]
-    table = numbers[rows[:, None] + np.array(st[2], dtype=np.int64)[None, :]]
-    kinds = _lookup(table[:, 1], TYPE_TABLE)
-    srcbuf = _lookup(table[:, 2], BUFFER_TABLE)
-    dstbuf = _lookup(table[:, 4], BUFFER_TABLE)
-    if kinds is None or srcbuf is None or dstbuf is None or not np.array_equal(table[:, 0], within):
-        return None
-    if len(table) and np.abs(table).max() > INT32_MAX:
-        return None  # the general reader names the number
-    steps = np.stack(
-        [kinds, srcbuf, table[:, 3], dstbuf, table[:, 5], table[:, 6], table[:, 7], table[:, 8]],
-        axis=1,
-    ).astype(np.int32)
-    for buf, off in ((1, 2), (3, 4)):  # an offset of -1 is no buffer, whatever the letter
-        none = steps[:, off] < 0
-        steps[none, buf] = -1
-        steps[none, off] = -1
-    cuts = np.cumsum(lengths)[:-1]
-    per_tb = np.split(steps, cuts)
-    hasdeps = np.split(table[:, 9], cuts)
-    gpus: list[Gpu] = []
-    k = 0
-    for g, (gpu_at, tb_ats) in enumerate(heads):
-        rank, ic, oc, sc = numbers[gpu_at + np.array(go[2])].tolist()
-        if rank != g:
-            return None
-        tbs = []
-        for t, tb_at in enumerate(tb_ats):
-            tid, send, recv, chan = numbers[tb_at + np.array(to[2])].tolist()
-            if tid != t:
-                return None
-            tbs.append(ThreadBlock(send, recv, chan, per_tb[k]))
-            k += 1
-        gpus.append(Gpu(ic, oc, sc, tbs))
-    return _with_header(header, gpus, name), hasdeps
+    return _with_header(header, gpus, name)
 
 
 def _with_header(root: ET.Element, gpus: list[Gpu], name: str) -> Algorithm:
@@ -334,20 +370,6 @@ def _with_header(root: ET.Element, gpus: list[Gpu], name: str) -> Algorithm:
         max_bytes=_int(root, "maxBytes", (), MAX_BYTES),
         root=_int(root, "root", (), 0),
     )
-
-
-def hasdep_ok(alg: Algorithm, hasdeps: list[np.ndarray]) -> bool:
-    """Whether every step another step waits for is marked hasdep="1" (vectorized)."""
-    k = 0
-    for gpu in alg.gpus:
-        marks = hasdeps[k : k + len(gpu.tbs)]
-        k += len(gpu.tbs)
-        for tb in gpu.tbs:
-            waits = tb.steps[tb.steps[:, DEPID] >= 0]
-            for t, s in waits[:, [DEPID, DEPS]].tolist():
-                if t >= len(marks) or s >= len(marks[t]) or marks[t][s] != 1:
-                    return False
-    return True
 
 
 def parse_algorithm(text: str, name: str) -> tuple[Algorithm, ET.Element]:
@@ -453,8 +475,8 @@ def read_algorithm(source: SourceText, verify: bool = True) -> Algorithm:
     stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(source.name))[0]) or "algorithm"
     try:
         fast = fast_algorithm(source.text, stem)
-        if fast is not None and hasdep_ok(*fast):
-            alg = fast[0]
+        if fast is not None:
+            alg = fast
         else:
             alg, root = parse_algorithm(source.text, source.name)
             if root.get("name") is None:
@@ -474,15 +496,31 @@ def read_module(source: SourceText, verify: bool = True) -> ModuleOp:
     """An MSCCL XML file as a module holding its `algo.algorithm`, located at the <algo>."""
     alg = read_algorithm(source, verify)
     op = AlgorithmOp(alg)
+    if verify:
+        op.note_verified()
     op.location = FileLineColLoc(StringAttr(source.name), IntAttr(1), IntAttr(1))
     _locate_blocks(op, source)
     return ModuleOp([op])
 
 
+def _tag_positions(text: str) -> list[tuple[str, int]]:
+    """Where the <algo>, <gpu> and <tb> tags start, in order (str.find per tag: a regex over a
+    250 MB file costs a second)."""
+    found = []
+    for tag in ("algo", "gpu", "tb"):
+        at = text.find("<" + tag)
+        while at >= 0:
+            after = text[at + len(tag) + 1 : at + len(tag) + 2]
+            if not (after.isalnum() or after in ("_", "-", ".", ":")):
+                found.append((at, tag))
+            at = text.find("<" + tag, at + 1)
+    return [(tag, at) for at, tag in sorted(found)]
+
+
 def _locate_blocks(op: AlgorithmOp, source: SourceText) -> None:
     """Give gpu and tb ops the lines of their elements (found by scanning for their tags: far
     cheaper than a second parse; skipped if comments make the count differ)."""
-    positions = [(m.group(1), m.start()) for m in re.finditer(r"<(gpu|tb|algo)\b", source.text)]
+    positions = _tag_positions(source.text)
     ops: list[tuple[str, object]] = [("algo", op)]
     for gpu in op.gpu_ops():
         ops.append(("gpu", gpu))
@@ -490,6 +528,9 @@ def _locate_blocks(op: AlgorithmOp, source: SourceText) -> None:
     if [tag for tag, _ in positions] != [tag for tag, _ in ops]:
         return
     filename = StringAttr(source.name)
+    text, line, seen = source.text, 1 + source.line_offset, 0
     for (_, at), (_, target) in zip(positions, ops, strict=True):
-        line, col = source.line_col(at)
+        line += text.count("\n", seen, at)  # lines counted between tags: no index of lines
+        seen = at
+        col = at - text.rfind("\n", 0, at)
         target.location = FileLineColLoc(filename, IntAttr(line), IntAttr(col))  # type: ignore[attr-defined]

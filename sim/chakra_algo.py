@@ -10,8 +10,9 @@ local-mem-bw)), in whole microseconds as the format stores them.
 
 What ASTRA-sim does not need but an importer does rides along: each node carries its step
 (`msccl_step`: thread block, index, type, source and destination buffer and offset, count) and
-each file's metadata the algorithm's header and the rank's buffers and thread blocks, so that
-traces -> algorithm gives back the algorithm (dependencies are read back from data_deps).
+each file's metadata the algorithm's header, the rank's buffers and thread blocks and the
+local-mem-bw the COMP durations were priced at, so that traces -> algorithm gives back the
+algorithm (dependencies are read back from data_deps).
 
 `simulate_algorithm` times an algorithm without writing anything: the critical path of those
 same nodes (a send completes when its message arrives, a receive when it has arrived, a COMP
@@ -39,6 +40,7 @@ from ccopt.dialects.algo import (
     TYPE,
     Algorithm,
     AlgorithmError,
+    Flat,
     Gpu,
     Schedule,
     Step,
@@ -129,9 +131,6 @@ def varint(value: int) -> bytes:
     return _SMALL[value] if value < 16384 else _large_varint(value)
 
 
-_MINUS_ONE = _varint((1 << 64) - 1)  # an int32 -1 is written as ten bytes
-
-
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field."""
     return varint(number << 3 | 2) + varint(len(payload)) + payload
@@ -157,15 +156,6 @@ _NOT_CPU = _int_attr("is_cpu_op", BOOL, 0)
 _STEP_NAME = _field(1, STEP_ATTRIBUTE.encode())
 
 
-def _step_attr(row: list[int]) -> bytes:
-    """msccl_step as an int32_list (AttributeProto field 8, values packed), after is_cpu_op."""
-    packed = b"".join(
-        [_SMALL[v] if 0 <= v < 16384 else _MINUS_ONE if v == -1 else varint(v) for v in row]
-    )
-    body = _STEP_NAME + _field(8, _field(1, packed))
-    return _NOT_CPU + _field(10, body)
-
-
 def encode_metadata(fields: dict[str, str]) -> bytes:
     """A GlobalMetadata with string attributes, length-prefixed (as `metadata_message` builds
     it and protobuf serializes it)."""
@@ -177,24 +167,6 @@ def encode_metadata(fields: dict[str, str]) -> bytes:
         for k, v in fields.items()
     ]
     body = b"".join([_field(1, METADATA_VERSION.encode()), *attrs])
-    return varint(len(body)) + body
-
-
-def encode_node(
-    node_id: int, name: bytes, kind: int, deps: list[int], micros: int, attrs: bytes
-) -> bytes:
-    """One Node, length-prefixed, byte for byte as protobuf serializes it (fields in number
-    order, defaults left out): the writer for millions of nodes, where building messages is
-    too slow."""
-    parts = [b"\x08" + varint(node_id)] if node_id else []
-    parts += [b"\x12" + varint(len(name)) + name, b"\x18" + varint(kind)]
-    if deps:
-        packed = b"".join(map(varint, deps))
-        parts.append(b"\x2a" + varint(len(packed)) + packed)
-    if micros:
-        parts.append(b"\x38" + varint(micros))
-    parts.append(attrs)
-    body = b"".join(parts)
     return varint(len(body)) + body
 
 
@@ -238,7 +210,7 @@ def step_nodes(sched: Schedule) -> StepNodes:
     return StepNodes(first, first + count - 1, partner, send_tag, recv_tag, dep)
 
 
-def header(alg: Algorithm, chunk: int) -> dict[str, str]:
+def header(alg: Algorithm, chunk: int, local_mem_bw: float) -> dict[str, str]:
     """The algorithm-wide metadata every file carries (strings, as GlobalMetadata's)."""
     return {
         "producer": PRODUCER,
@@ -254,75 +226,189 @@ def header(alg: Algorithm, chunk: int) -> dict[str, str]:
         "minBytes": str(alg.min_bytes),
         "maxBytes": "max" if alg.max_bytes == MAX_BYTES else str(alg.max_bytes),
         "chunk_bytes": str(chunk),
+        "local_mem_bw": repr(float(local_mem_bw)),
     }
 
 
-def rank_metadata(alg: Algorithm, rank: int, chunk: int) -> dict[str, str]:
+def rank_metadata(alg: Algorithm, rank: int, chunk: int, local_mem_bw: float) -> dict[str, str]:
     """A rank's metadata: the header, its buffers and its thread blocks."""
     g = alg.gpus[rank]
-    fields = header(alg, chunk)
+    fields = header(alg, chunk, local_mem_bw)
     fields["rank"] = str(rank)
     fields["buffers"] = f"{g.in_chunks} {g.out_chunks} {g.scratch_chunks}"
     fields["thread_blocks"] = ";".join(f"{tb.send} {tb.recv} {tb.chan}" for tb in g.tbs)
     return fields
 
 
+Segment = tuple[np.ndarray, np.ndarray]
+"""Bytes of one part of many messages at once: an (n, width) uint8 matrix, of which each row's
+first `length` bytes count (no Python object per message). A message is a list of segments,
+joined once, at the end."""
+
+
+def varints(values: np.ndarray) -> Segment:
+    """Protobuf varints of many integers (a negative one as its 64-bit two's complement: ten
+    bytes, as protobuf writes an int32 or int64 -1)."""
+    rest = np.asarray(values, np.int64).view(np.uint64).copy()
+    columns = []
+    length = np.ones(len(rest), np.int64)
+    for _ in range(10):
+        more = rest > 0x7F
+        columns.append(((rest & 0x7F) | (more.astype(np.uint64) << 7)).astype(np.uint8))
+        rest >>= 7
+        if not more.any():
+            break
+        length += more
+    return np.stack(columns, axis=1), length
+
+
+def constant(data: bytes, n: int) -> Segment:
+    row = np.frombuffer(data, np.uint8)
+    return np.broadcast_to(row, (n, len(row))), np.full(n, len(row), np.int64)
+
+
+def total(parts: list[Segment]) -> np.ndarray:
+    return sum((length for _, length in parts[1:]), parts[0][1])
+
+
+def only(parts: list[Segment], present: np.ndarray) -> list[Segment]:
+    """The parts where `present`, nothing elsewhere."""
+    return [(m, np.where(present, length, 0)) for m, length in parts]
+
+
+def field(tag: bytes, parts: list[Segment]) -> list[Segment]:
+    """A length-delimited field: `tag`, the length of the parts, the parts."""
+    return [constant(tag, len(parts[0][1])), varints(total(parts)), *parts]
+
+
+def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
+    return [constant(tag, len(values)), varints(values)]
+
+
+def rows_bytes(parts: list[Segment]) -> bytes:
+    """Every row's bytes, one row after another (one selection over one matrix)."""
+    matrix = np.concatenate([m for m, _ in parts], axis=1)
+    keep = np.concatenate(
+        [np.arange(m.shape[1])[None, :] < length[:, None] for m, length in parts], axis=1
+    )
+    return matrix[keep].tobytes()
+
+
+def int_attribute(name: str, member: int, values: np.ndarray) -> list[Segment]:
+    """A Node's attr field (10) holding an integer attribute."""
+    head = constant(_field(1, name.encode()) + varint(member << 3), len(values))
+    return field(b"\x52", [head, varints(values)])
+
+
+def decimal(values: np.ndarray) -> Segment:
+    """Decimal spellings of integers >= 0."""
+    if not len(values):
+        return np.zeros((0, 1), np.uint8), np.zeros(0, np.int64)
+    table = [b"%d" % v for v in range(int(values.max()) + 1)]
+    spelled = np.array(table)[values]
+    lengths = np.array([len(t) for t in table], np.int64)[values]
+    return spelled.view(np.uint8).reshape(len(values), -1), lengths
+
+
+STEPS_PER_PIECE = 1 << 17
+"""Steps whose nodes are encoded at once (bounds the byte matrices: ~100 MB)."""
+
+
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
-    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first)."""
+    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first).
+
+    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, field
+    by field over numpy columns, byte for byte as protobuf serializes a Node (fields in number
+    order, defaults left out)."""
     sched = schedule(alg)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
-    nodes = step_nodes(sched)
-    kind = flat.col[TYPE]
+    steps = step_nodes(sched)
+    micros = comp_micros(flat.col[TYPE], flat.col[CNT] * chunk, local_mem_bw)
+    rank_start = np.searchsorted(flat.rank, np.arange(alg.ranks + 1)).tolist()
+    files: list[list[bytes]] = [
+        [encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw))] for r in range(alg.ranks)
+    ]
+    lo = 0
+    while lo < alg.ranks:
+        hi = lo + 1
+        while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
+            hi += 1
+        data, rank, lengths = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        ends = np.concatenate([[0], np.cumsum(lengths)])
+        bounds = ends[np.searchsorted(rank, np.arange(lo, hi + 1))].tolist()
+        for r in range(lo, hi):
+            files[r].append(data[bounds[r - lo] : bounds[r - lo + 1]])
+        lo = hi
+    return [b"".join(parts) for parts in files]
+
+
+def _nodes(
+    flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
+) -> tuple[bytes, np.ndarray]:
+    """The framed nodes of steps [lo, hi) (whole ranks), one after another, and the rank and
+    length of each node."""
+    kind = flat.col[TYPE, lo:hi]
     nbytes = flat.col[CNT] * chunk
-    micros = comp_micros(kind, nbytes, local_mem_bw).tolist()
-    rows = np.column_stack([flat.tb_local[flat.tb], flat.index, flat.col[TYPE:DEPID].T]).tolist()
-    peers_out, peers_in = flat.tb_send[flat.tb].tolist(), flat.tb_recv[flat.tb].tolist()
-    lasts, deps = nodes.last.tolist(), nodes.dep.tolist()
-    columns = zip(
-        flat.rank.tolist(),
-        nodes.first.tolist(),
-        flat.index.tolist(),
-        IS_RECV[kind].tolist(),
-        IS_COMP[kind].tolist(),
-        IS_SEND[kind].tolist(),
-        nodes.send_tag.tolist(),
-        nodes.recv_tag.tolist(),
-        nbytes.tolist(),
-        strict=True,
+    # the nodes in file order: each step's RECV, COMP and SEND (those it has)
+    has = np.stack([IS_RECV[kind], IS_COMP[kind], IS_SEND[kind]], axis=1)
+    step, which = np.nonzero(has)
+    step = step + lo
+    n = len(step)
+    per_step = has.sum(axis=1)
+    within = np.arange(n) - np.repeat(np.cumsum(per_step) - per_step, per_step)
+    node_id = steps.first[step] + within
+    first, recv, comp = within == 0, which == 0, which == 1
+    # parents: the node before in its step; for a step's first node, the last node of the
+    # step before in its thread block and of the step it waits for
+    index = flat.index[step]
+    before = np.where(
+        first, np.where(index > 0, steps.last[np.maximum(step - 1, 0)], -1), node_id - 1
     )
-    out: list[list[bytes]] = [[] for _ in alg.gpus]
-    for i, (rank, node, index, recv, comp, send, out_tag, in_tag, nb) in enumerate(columns):
-        row = rows[i]
-        label = f"tb{row[0]}_step{row[1]}".encode()
-        common = _step_attr(row)
-        parents = [lasts[i - 1]] if index else []
-        if deps[i] >= 0:
-            parents.append(lasts[deps[i]])
-        file = out[rank]
-        if recv:
-            attrs = (
-                _int_attr("comm_size", INT64, nb)
-                + _int_attr("comm_src", INT32, peers_in[i])
-                + _int_attr("comm_tag", INT32, in_tag)
-            )
-            file.append(encode_node(node, b"RECV_" + label, RECV, parents, 0, attrs + common))
-            parents, node = [node], node + 1
-        if comp:
-            file.append(encode_node(node, b"COMP_" + label, COMP, parents, micros[i], common))
-            parents, node = [node], node + 1
-        if send:
-            attrs = (
-                _int_attr("comm_size", INT64, nb)
-                + _int_attr("comm_dst", INT32, peers_out[i])
-                + _int_attr("comm_tag", INT32, out_tag)
-            )
-            file.append(encode_node(node, b"SEND_" + label, SEND, parents, 0, attrs + common))
-    return [_file(rank_metadata(alg, r, chunk), parts) for r, parts in enumerate(out)]
-
-
-def _file(metadata: dict[str, str], nodes: list[bytes]) -> bytes:
-    return b"".join([encode_metadata(metadata), *nodes])
+    dep = steps.dep[step]
+    other = np.where(first & (dep >= 0), steps.last[np.maximum(dep, 0)], -1)
+    parents = [
+        (m, np.where(p >= 0, k, 0)) for p in (before, other) for m, k in [varints(np.maximum(p, 0))]
+    ]
+    tb = flat.tb_local[flat.tb][step]
+    name = field(
+        b"\x12",
+        [
+            (np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5)[which], np.full(n, 5)),
+            constant(b"tb", n),
+            decimal(tb),
+            constant(b"_step", n),
+            decimal(index),
+        ],
+    )
+    node_micros = np.where(comp, micros[step], 0)
+    peer = np.where(recv, flat.tb_recv[flat.tb][step], flat.tb_send[flat.tb][step])
+    peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
+    tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
+    tag = np.where(comp, 0, tag)
+    row = np.column_stack([tb, index, flat.col[TYPE:DEPID, step].T])
+    step_attr = field(
+        b"\x52",
+        [
+            constant(_STEP_NAME, n),
+            *field(b"\x42", field(b"\x0a", [varints(row[:, k]) for k in range(FIELDS)])),
+        ],
+    )
+    node = [
+        *only(varint_field(b"\x08", node_id), node_id > 0),
+        *name,
+        *varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
+        *only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
+        *only(varint_field(b"\x38", node_micros), node_micros > 0),
+        *only(int_attribute("comm_size", INT64, nbytes[step]), ~comp),
+        *only(int_attribute("comm_src", INT32, peer), recv),
+        *only(int_attribute("comm_dst", INT32, peer), which == 2),
+        *only(int_attribute("comm_tag", INT32, tag), ~comp),
+        constant(_NOT_CPU, n),
+        *step_attr,
+    ]
+    framed = [varints(total(node)), *node]
+    return rows_bytes(framed), flat.rank[step], total(framed)
 
 
 def write_algorithm_traces(
@@ -509,6 +595,23 @@ class _RankReader:
             )
 
 
+def _header_algorithm(head: dict[str, str], gpus: list[Gpu], source0: str) -> Algorithm:
+    """The algorithm of `gpus` with the header rank 0's metadata gives."""
+    return Algorithm(
+        name=head["algorithm"],
+        collective=head["collective"],
+        gpus=gpus,
+        proto=head.get("proto", "Simple"),
+        nchannels=_number(head, "nchannels", source0),
+        chunks_per_loop=_number(head, "nchunksperloop", source0),
+        inplace=bool(_number(head, "inplace", source0)),
+        outofplace=bool(_number(head, "outofplace", source0)),
+        min_bytes=_number(head, "minBytes", source0),
+        max_bytes=_number(head, "maxBytes", source0),
+        root=_number(head, "root", source0),
+    )
+
+
 def algorithm_from_traces(traces: list[Trace], prefix: str | Path) -> Algorithm:
     """The algorithm a trace set written by `algorithm_traces` holds (verified)."""
     fields = [_metadata(t, f"{prefix}.{r}.et") for r, t in enumerate(traces)]
@@ -527,19 +630,7 @@ def algorithm_from_traces(traces: list[Trace], prefix: str | Path) -> Algorithm:
         if _number(meta, "rank", source) != r:
             raise TraceError(f"{source}: error: holds rank {meta['rank']}, not {r}")
         gpus.append(_RankReader(trace, _rank_gpu(meta, source), chunk, source).gpu_with_steps())
-    alg = Algorithm(
-        name=head["algorithm"],
-        collective=head["collective"],
-        gpus=gpus,
-        proto=head.get("proto", "Simple"),
-        nchannels=_number(head, "nchannels", source0),
-        chunks_per_loop=_number(head, "nchunksperloop", source0),
-        inplace=bool(_number(head, "inplace", source0)),
-        outofplace=bool(_number(head, "outofplace", source0)),
-        min_bytes=_number(head, "minBytes", source0),
-        max_bytes=_number(head, "maxBytes", source0),
-        root=_number(head, "root", source0),
-    )
+    alg = _header_algorithm(head, gpus, source0)
     try:
         schedule(alg)
     except AlgorithmError as e:
@@ -556,9 +647,183 @@ def trace_prefix(name: str) -> str:
 
 
 def read_algorithm_traces(prefix: str | Path) -> Algorithm:
+    """The algorithm of a trace set written by `algorithm_traces` (verified); a trace set that
+    the fast reader does not prove is read node by node, which names what is wrong."""
     from ccopt.sim.chakra import read_trace_set
 
+    fast = fast_algorithm_traces(prefix)
+    if fast is not None:
+        return fast
     return algorithm_from_traces(read_trace_set(prefix), prefix)
+
+
+# The fast reader: nodes decoded from the bytes, a field at a time over every node of every
+# rank with numpy (protobuf objects cost microseconds per attribute read), into the algorithm
+# they would be if ccopt wrote them. What proves it is that exporting that algorithm gives the
+# same files byte for byte (which also verifies it); anything else is left to the checked reader.
+
+_STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
+
+
+def _varint_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protobuf varints starting at `at` (as int64: 64-bit negatives come back negative) and
+    where each ends, all at once."""
+    value = np.zeros(len(at), np.uint64)
+    end = at.copy()
+    live = np.ones(len(at), bool)
+    for k in range(10):
+        byte = a[np.minimum(at + k, len(a) - 1)].astype(np.uint64)
+        value |= np.where(live, (byte & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
+        end = np.where(live, at + k + 1, end)
+        live &= byte >= 0x80
+        if not live.any():
+            break
+    return value.view(np.int64), end
+
+
+def _split(data: bytes, offset: int, most: int = -1) -> tuple[list[int], list[int]]:
+    """Starts (plus `offset`) and lengths of a file's length-prefixed messages (the first
+    `most` of them when given)."""
+    starts, lengths, at, n = [], [], 0, len(data)
+    while at < n and len(starts) != most:
+        byte = data[at]
+        if byte < 0x80:  # (a node's length takes one or two bytes)
+            length, at = byte, at + 1
+        elif data[at + 1] < 0x80:
+            length, at = (byte & 0x7F) | data[at + 1] << 7, at + 2
+        else:
+            length, shift = 0, 0
+            while True:
+                byte = data[at]
+                at += 1
+                length |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    break
+        starts.append(at + offset)
+        lengths.append(length)
+        at += length
+    if most < 0 and at != n:
+        raise ValueError("truncated")
+    return starts, lengths
+
+
+def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the nodes of every file's node region (data[start:end]) start, where their
+    msccl_step attribute is, and how many each file has: found from the attribute, which ends
+    every node ccopt writes (its length says where the node ends, and the next node's length
+    prefix follows), with no loop over nodes."""
+    letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
+    marks = np.flatnonzero(a == ord("l")) - letter
+    for k, byte in enumerate(_STEP_MARK):
+        marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
+        marks = marks[a[marks + k] == byte]
+    file = np.searchsorted(regions[:, 0], marks, "right") - 1
+    inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
+    marks, file = marks[inside], file[inside]
+    end = marks + len(_STEP_MARK) + 3 + a[marks + len(_STEP_MARK) + 2]  # (packed < 128 bytes)
+    first = np.ones(len(marks), bool)
+    first[1:] = file[1:] != file[:-1]
+    frame = np.where(first, regions[file, 0], np.roll(end, 1))
+    length, start = _varint_at(a, frame)
+    if not np.array_equal(start + length, end):
+        raise ValueError("nodes are not framed as ccopt frames them")
+    per_file = np.bincount(file, minlength=len(regions))
+    last = np.cumsum(per_file)[per_file > 0] - 1
+    if not np.array_equal(end[last], regions[per_file > 0, 1]):
+        raise ValueError("a file goes on after its last node")
+    return start, marks, per_file
+
+
+def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
+    """The algorithm of a trace set exactly as `algorithm_traces` writes it, else None."""
+    from ccopt.sim.chakra import schema, trace_paths
+
+    paths = trace_paths(prefix)
+    try:
+        files = [p.read_bytes() for p in paths]
+        if not files or any(f[:2] == b"\x1f\x8b" for f in files):
+            return None
+        regions, metadata, offset = [], [], 0
+        for data in files:
+            (meta_start,), (meta_length,) = _split(data[:12], 0, 1)
+            meta = schema().GlobalMetadata.FromString(data[meta_start : meta_start + meta_length])
+            metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
+            regions.append((offset + meta_start + meta_length, offset + len(data)))
+            offset += len(data)
+        a = np.frombuffer(b"".join(files), np.uint8)
+        start, marks, per_file = _node_frames(a, np.array(regions, np.int64).reshape(-1, 2))
+        alg, size, local_mem_bw = _decoded(a, start, marks, per_file, metadata, str(prefix))
+        if algorithm_traces(alg, size, local_mem_bw) != files:
+            return None
+    except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
+        return None
+    except Exception as e:  # protobuf's DecodeError, without importing protobuf first
+        if type(e).__name__ == "DecodeError":
+            return None
+        raise
+    return alg
+
+
+def _decoded(
+    a: np.ndarray,
+    start: np.ndarray,
+    marks: np.ndarray,
+    per_file: np.ndarray,
+    metadata: list[dict[str, str]],
+    prefix: str,
+) -> tuple[Algorithm, int, float]:
+    """The algorithm, size and local memory bandwidth the nodes would have been written for."""
+    # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last)
+    has_id = a[start] == 0x08
+    node_id, at = _varint_at(a, start + 1)
+    node_id, at = np.where(has_id, node_id, 0), np.where(has_id, at, start)
+    at = at + 2 + a[at + 1]  # the name
+    at = at + 2  # the type
+    has_deps = a[at] == 0x2A
+    deps_end = at + 2 + a[at + 1]
+    d1, after = _varint_at(a, at + 2)
+    d2, _ = _varint_at(a, after)
+    d1 = np.where(has_deps, d1, -1)
+    d2 = np.where(has_deps & (after < deps_end), d2, -1)
+    at = marks + len(_STEP_MARK) + 3
+    row = np.empty((len(start), FIELDS), np.int64)
+    row[:, 0], at = _varint_at(a, at)  # tb and index of every node; the rest of first nodes
+    row[:, 1], rest = _varint_at(a, at)
+    rank = np.repeat(np.arange(len(per_file)), per_file)
+    rank_start = np.concatenate([[0], np.cumsum(per_file)])[rank]
+    first = np.ones(len(start), bool)
+    first[1:] = (np.diff(rank) != 0) | (np.diff(row[:, 0]) != 0) | (np.diff(row[:, 1]) != 0)
+    head = np.flatnonzero(first)
+    at = rest[head]
+    for k in range(2, FIELDS):
+        row[head, k], at = _varint_at(a, at)
+    index = row[head, 1]
+    other = np.where(index > 0, d2[head], d1[head])
+    owner = np.clip(rank_start[head] + other, 0, len(start) - 1)
+    steps = np.column_stack(
+        [
+            row[head, 2:8],
+            np.where(other >= 0, row[owner, 0], -1),
+            np.where(other >= 0, row[owner, 1], -1),
+        ]
+    ).astype(np.int32)
+    step_rank, step_tb = rank[head], row[head, 0]
+    gpus = []
+    bounds = np.searchsorted(step_rank, np.arange(len(metadata) + 1)).tolist()  # rank order
+    for r, fields in enumerate(metadata):
+        gpu = _rank_gpu(fields, f"{prefix}.{r}.et")
+        mine = slice(bounds[r], bounds[r + 1])
+        counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
+        tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
+        for tb, table in zip(gpu.tbs, tables, strict=True):
+            tb.steps = table
+        gpus.append(gpu)
+    head_fields = metadata[0]
+    alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
+    chunk = _number(head_fields, "chunk_bytes", prefix)
+    size = chunk * max(g.in_chunks for g in gpus)
+    return alg, size, float(head_fields["local_mem_bw"])
 
 
 # ---------------------------------------------------------------------------------------------

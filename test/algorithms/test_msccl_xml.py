@@ -165,3 +165,29 @@ def test_writer_warns_beyond_the_runtimes_limits(tmp_path: Path) -> None:
     done = ccopt(ir, "-t", "msccl-xml")
     assert done.returncode == 0 and done.stdout.startswith("<algo ")
     assert "warning: @alltoall_direct: rank 0 has 34 thread blocks on channel 0" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('hasdep="0"', 'hasdep="1"'),  # a mark no dependency asks for
+        ('cnt="1"', 'cnt="01"'),  # a number spelled otherwise
+        ('cnt="1"', 'cnt = "1"'),  # space where the writer writes none
+        ('srcoff="-1"', 'srcoff="-1" '),
+        ('<step s="1"', '<step  s="1"'),
+        ('type="rrs"', 'type="rrsx"'),
+        ('dstbuf="o" dstoff="-1"', 'dstbuf="s" dstoff="-1"'),  # no buffer, another letter
+        ("    </tb>", "    </tb><!-- c -->"),
+    ],
+)
+def test_fast_path_takes_only_what_the_writer_writes(old: str, new: str) -> None:
+    """The fast reader's parse is proven by rewriting: the canonical file reads through it, and
+    any other spelling (here: one change somewhere) is left to the general reader."""
+    from ccopt.frontend.msccl_xml import fast_algorithm
+
+    alg = generate("allreduce", "ring", 4)
+    text = write_xml(alg)
+    fast = fast_algorithm(text, "allreduce_ring")
+    assert fast is not None and ir_text(AlgorithmOp(fast)) == ir_text(AlgorithmOp(alg))
+    assert old in text, old
+    assert fast_algorithm(text.replace(old, new, 1), "allreduce_ring") is None

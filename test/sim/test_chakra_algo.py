@@ -217,3 +217,23 @@ def test_make_node_and_workload_replay_still_read_exported_files(tmp_path) -> No
         read_algorithm_traces(tmp_path / "hd"), network("Ring", 8), system, MiB
     )
     assert replay.time_ns == direct.time_ns
+
+
+def test_fast_import_is_proven_by_exporting_again(tmp_path) -> None:
+    """The bulk reader's algorithm exports to the very files it read; a set it cannot prove
+    (here: metadata rewritten without local_mem_bw, as older exports lack it) is read node by
+    node, to the same algorithm."""
+    from ccopt.sim.chakra import encode_trace
+    from ccopt.sim.chakra_algo import fast_algorithm_traces
+
+    alg = generate("allreduce", "halving_doubling", 8)
+    write_algorithm_traces(tmp_path / "hd", alg, MiB, 12.5)
+    fast = fast_algorithm_traces(tmp_path / "hd")
+    assert fast is not None and same(fast, alg)
+    for r, trace in enumerate(read_trace_set(tmp_path / "hd")):
+        kept = [a for a in trace.metadata.attr if a.name != "local_mem_bw"]
+        del trace.metadata.attr[:]
+        trace.metadata.attr.extend(kept)
+        (tmp_path / f"old.{r}.et").write_bytes(encode_trace(trace.metadata, trace.nodes))
+    assert fast_algorithm_traces(tmp_path / "old") is None
+    assert same(read_algorithm_traces(tmp_path / "old"), alg)
