@@ -20,6 +20,8 @@ A row is `level, kind, peer, buf, off, a_buf, a_off, b_buf, b_off, count` in chu
   RECV    peer -> buf/off on this rank; a_buf/a_off is where the peer sends it from
   COPY    buf/off = a_buf/a_off
   REDUCE  buf/off = a_buf/a_off (op) b_buf/b_off   (the interpreter's operand order)
+  APPLY   the fused body in place on the chunks at buf/off, which hold output chunks a_off..
+          (an `fn` step of a fused all-reduce: the backend launches the body's kernel there)
 Counts in elements are taken at run time from the chunk width, clamped to each buffer's valid
 elements (chunks at the end of an uneven buffer are short or empty, as the interpreter's are);
 a message's count is the smaller of its two ends', computed the same way on both.
@@ -27,7 +29,7 @@ a message's count is the smaller of its two ends', computed the same way on both
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -49,8 +51,8 @@ from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.mesh import Mesh
 from ccopt.passes.plan_memory import first_fit
 
-SEND, RECV, COPY, REDUCE = range(4)
-KIND_NAMES = ("send", "recv", "copy", "reduce")
+SEND, RECV, COPY, REDUCE, APPLY = range(5)
+KIND_NAMES = ("send", "recv", "copy", "reduce", "apply")
 INPUT, OUTPUT, SCRATCH, STAGING = range(4)
 COLUMNS = 10
 LEVEL, KIND, PEER, BUF, OFF, A_BUF, A_OFF, B_BUF, B_OFF, COUNT = range(COLUMNS)
@@ -165,6 +167,8 @@ def plan(alg: Algorithm, sched: Schedule | None = None) -> ExecutorPlan:
             work = (COPY, -1, *dst(i)[:2], *src(i)[:2], -1, -1, cnt)
         elif kind == Step.REDUCE:
             work = (REDUCE, -1, *dst(i)[:2], *dst(i)[:2], *src(i)[:2], cnt)
+        elif kind == Step.APPLY:
+            work = (APPLY, -1, *dst(i)[:2], OUTPUT, src(i)[1], -1, -1, cnt)
         if work is not None:
             rows[rank].append((lv, 0, i, *work))
         if messages[i] >= 0:
@@ -197,10 +201,12 @@ def run_rows(
     numel: list[list[int]],
     width: int,
     combine=np.add,  # noqa: ANN001 - a numpy binary ufunc
+    apply: Callable[[int, int, int, np.ndarray], None] | None = None,
 ) -> None:
     """Run the rows on flat numpy buffers (per rank: I, O, S, M) as the generated executor does:
     level by level, local work, then the level's messages. What the tests compare with the
-    interpreter before any C++ is compiled."""
+    interpreter before any C++ is compiled. `apply(rank, first chunk, chunks, view)` runs a
+    fused body in place on the (chunks x width) elements of an APPLY row."""
     mail: dict[tuple[int, int], list[np.ndarray]] = {}
     levels = [[rows[rows[:, LEVEL] == lv] for lv in range(plan_.levels)] for rows in plan_.rows]
     for lv in range(plan_.levels):
@@ -208,6 +214,12 @@ def run_rows(
             for r, bufs in enumerate(buffers):
                 for row in levels[r][lv].tolist():
                     _, kind, peer, b, o, ab, ao, bb, bo, cnt = row
+                    if kind == APPLY:
+                        if phase == COPY:
+                            if apply is None:
+                                raise ValueError("an APPLY row needs the fused body")
+                            apply(r, ao, cnt, bufs[b][o * width : (o + cnt) * width])
+                        continue
                     if (kind in (COPY, REDUCE)) != (phase == COPY) or (
                         phase != COPY and kind != phase
                     ):
