@@ -939,7 +939,7 @@ class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
 
     def iteration_type(self, mesh: Mesh) -> DTensorType:
         """The reduce-scattered value: the space the body iterates over."""
-        props = {"axes": self.axes, "dim": self.dim}
+        props = {"axes": self.axes, "dim": self.dim, "kind": self.kind}
         return _infer(self, ReduceScatterOp.infer, tensor_of(self.partial), props, mesh)
 
     def group(self, mesh: Mesh) -> tuple[int, ...]:
