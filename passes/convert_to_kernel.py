@@ -57,7 +57,6 @@ from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.dialects.inference import broadcasts_to
 from ccopt.passes.common import ProgramOrder, is_elementwise
 from ccopt.passes.fusion_groups import build_body
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
@@ -290,9 +289,9 @@ def lower_fused_in_algorithm(low: Lowering, op: coll.FusedAllReduceOp) -> None:
 
 def fused_groups(op: coll.FusedAllReduceOp, alg: Algorithm) -> list[FusedChunks]:
     """Every group's chunks (`ccopt.algorithms.fused_body.FusedChunks`); OpError where the body
-    cannot run inside the algorithm: no layout puts every split slice where its body runs, or an
-    operand replicated over the group has a block that does not broadcast to every member's
-    slice (the body reads a member's elements with the block of the rank that runs it)."""
+    cannot run inside the algorithm: no layout puts every split slice where its body runs (the
+    body reads a member's elements with the operands' blocks of the rank that runs it, which the
+    verifier's placement rules make broadcasts or that member's own slices)."""
     from ccopt.algorithms.fused_body import fused_chunks
     from ccopt.passes.lower_collectives import split_body
 
@@ -305,18 +304,6 @@ def fused_groups(op: coll.FusedAllReduceOp, alg: Algorithm) -> list[FusedChunks]
     out = []
     for members in mesh.groups(group):
         shapes = [iteration.local_shape(mesh, c) for c in members]
-        for i, v in enumerate(op.inputs):
-            t = tensor(v)
-            own = any(not isinstance(t.placement_list[a], ReplicatedAttr) for a in group)
-            for j, c in enumerate(members):
-                local = t.local_shape(mesh, c)
-                if not all(broadcasts_to(local, s) for s in ([shapes[j]] if own else shapes)):
-                    raise OpError(
-                        op,
-                        f"operand #{i + 1}'s block {list(local)} on rank {mesh.rank(c)} does not "
-                        f"broadcast to every group member's slice ({', '.join(map(str, shapes))}): "
-                        "the body inside the algorithm cannot read it there",
-                    )
         try:
             out.append(fused_chunks(alg, [prod(s) for s in shapes], split, gathered))
         except ValueError as e:

@@ -1284,8 +1284,8 @@ class Emitter:
         self, tables: AlgorithmTables, name: str, axes: tuple[int, ...], chunk_bytes: int
     ) -> None:
         """The op log of rank 0's rows: an NCCL group per level that moves messages, a kernel per
-        reduction, a copy per copy (bytes of whole chunks)."""
-        from ccopt.algorithms.executor import COUNT, KIND, LEVEL, RECV, REDUCE, SEND
+        reduction and per fused body's fn row, a copy per copy (bytes of whole chunks)."""
+        from ccopt.algorithms.executor import APPLY, COUNT, KIND, LEVEL, RECV, REDUCE, SEND
 
         rows = tables.plan.rows[self.mesh.group_index(self.mesh.coords(0), axes)].tolist()
         group: GpuOp | None = None
@@ -1300,6 +1300,8 @@ class Emitter:
                 group.written += size if row[KIND] == RECV else 0
             elif row[KIND] == REDUCE:
                 self.record("kernel", f"{name} reduce", 2 * size, size)
+            elif row[KIND] == APPLY:  # the fused body on the chunks (its other operands aside)
+                self.record("kernel", f"{name} fn", size, size)
             else:
                 self.record("copy", f"{name} copy", size, size)
 

@@ -93,7 +93,7 @@ def test_fused_body_inside_the_algorithm_on_the_cpu_harness(
         ("adam.mlir", "algorithm=halving_doubling chunk_factor=2", "dp=8"),
         ("adam.mlir", "channels=2", "dp=1"),
         ("sgd.mlir", "channels=3 chunk_factor=2", "dp=3"),
-        ("sgd.mlir", "algorithm=halving_doubling", "dp=6"),
+        ("sgd.mlir", "algorithm=halving_doubling chunk_factor=2", "dp=2"),
         ("lamb.mlir", "", "dp=3"),
         ("lamb.mlir", "algorithm=direct", "dp=2"),
         ("scaled", "algorithm=hierarchical", None),
