@@ -967,6 +967,13 @@ class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
             )
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
+        from ccopt.dialects.algo import chosen_algorithm
+        from ccopt.dialects.coll import check_named_algorithm
+
+        found = chosen_algorithm(self)
+        if found is None:
+            raise VerifyException("needs the algo.algorithm its body runs inside")
+        check_named_algorithm(found, "allreduce", mesh.group_size(self.group(mesh)), True)
 
 
 NCCL_OPS: dict[type[CollectiveOp], type[NcclOp]] = {
