@@ -367,6 +367,10 @@ def segments(layout: ChunkLayout) -> np.ndarray:
     ends = breaks[np.searchsorted(breaks, flat_start, side="right")]
     ends = np.minimum(ends, (flat_start // width + 1) * width)
     k, w = flat_start // width, flat_start % width
-    return np.stack(
-        [k, w, block.ravel()[flat_start], pos.ravel()[flat_start], ends - flat_start], axis=1
-    ).astype(np.int64).reshape(-1, 5)
+    return (
+        np.stack(
+            [k, w, block.ravel()[flat_start], pos.ravel()[flat_start], ends - flat_start], axis=1
+        )
+        .astype(np.int64)
+        .reshape(-1, 5)
+    )

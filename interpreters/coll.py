@@ -19,7 +19,6 @@ from xdsl.ir import Attribute, Block
 from ccopt.dialects import coll
 from ccopt.dialects.algo import Algorithm
 from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr, ReductionKind, ReductionKindAttr
-from ccopt.mesh import Mesh
 from ccopt.interpreters.distributed import (
     DistTensor,
     InterpreterError,
@@ -29,6 +28,7 @@ from ccopt.interpreters.distributed import (
     reduce_in_order,
     relative,
 )
+from ccopt.mesh import Mesh
 
 
 def _result_type(op: coll.CollectiveOp) -> DTensorType:

@@ -200,7 +200,9 @@ def collective_algorithm(op: Operation) -> str | None:
 
 
 def fused_body_work(
-    op: coll.FusedAllReduceOp | kernel.FusedAllReduceKernelOp, blocks: Blocks, coords: tuple[int, ...]
+    op: coll.FusedAllReduceOp | kernel.FusedAllReduceKernelOp,
+    blocks: Blocks,
+    coords: tuple[int, ...],
 ) -> Work:
     """The body of a fused all-reduce (of either level), run on the rank's reduce-scattered
     slice."""

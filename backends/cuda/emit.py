@@ -925,7 +925,7 @@ class Emitter:
                 self.redistribute(op, x, out, axes, group, common)
 
     # --- collectives run through their algorithm ----------------------------------------------
-    def chosen_algorithm(self, op: k.NcclOp) -> AlgorithmOp | None:
+    def chosen_algorithm(self, op: k.NcclOp | k.FusedAllReduceKernelOp) -> AlgorithmOp | None:
         from ccopt.diagnostics import OpError
 
         try:
@@ -1084,7 +1084,7 @@ class Emitter:
         same operands in the same order."""
         from ccopt.passes.lower_collectives import split_body
 
-        found = self.chosen_algorithm(op)  # type: ignore[arg-type]
+        found = self.chosen_algorithm(op)
         if found is None:
             raise EmitError(f"'{op.name}' names no algo.algorithm")
         tables = self.algorithm_tables(found)
@@ -1177,9 +1177,11 @@ class Emitter:
             return self.table(
                 "kStride",
                 self.per_rank(
-                    lambda c: broadcast_strides(b.tensor, iteration, mesh, c, ndim, self.layout(b, c))
-                    if broadcast
-                    else pad(self.layout(b, c), ndim, 0)
+                    lambda c: (
+                        broadcast_strides(b.tensor, iteration, mesh, c, ndim, self.layout(b, c))
+                        if broadcast
+                        else pad(self.layout(b, c), ndim, 0)
+                    )
                 ),
             )
 
@@ -1202,7 +1204,7 @@ class Emitter:
             chunked=chunked,
             output=output,
             scratch=self.algorithm_workspace(
-                op, tables, max(p.chunk_elements for p in plans), partial.c  # type: ignore[arg-type]
+                op, tables, max(p.chunk_elements for p in plans), partial.c
             ),
             scratch_chunks=max(g.scratch_chunks for g in alg.gpus),
             pack=moving(False),
@@ -1264,7 +1266,9 @@ class Emitter:
         start = relative(rel, region)
         return sum(s.start * st for s, st in zip(start, self.layout(b, coords), strict=True))
 
-    def algorithm_workspace(self, op: k.NcclOp, tables: AlgorithmTables, width: int, c: str) -> str:
+    def algorithm_workspace(
+        self, op: k.NcclOp | k.FusedAllReduceKernelOp, tables: AlgorithmTables, width: int, c: str
+    ) -> str:
         """The pointer of the call's workspace (scratch chunks, then staging), which must hold
         what the algorithm needs at the widest rank's chunk width."""
         from ccopt.algorithms.executor import workspace_elements

@@ -52,11 +52,18 @@ def lowered(example: str, options: str, mesh: str | None):
     module = load_program(SCALED if example == "scaled" else EXAMPLES / example)
     if mesh is not None:
         bind_mesh(module, mesh)
-    run_pipeline(module, f"{PREFIX[example]},lower-collectives{{fused_body=in-algorithm {options}}}")
+    run_pipeline(
+        module, f"{PREFIX[example]},lower-collectives{{fused_body=in-algorithm {options}}}"
+    )
     return module
 
 
-EXACT = {"adam.mlir": ("m", "v"), "lamb.mlir": ("m", "v"), "sgd.mlir": ("w",), "scaled": ("result1",)}
+EXACT = {
+    "adam.mlir": ("m", "v"),
+    "lamb.mlir": ("m", "v"),
+    "sgd.mlir": ("w",),
+    "scaled": ("result1",),
+}
 
 
 def check_on_host(example: str, options: str, mesh: str | None) -> None:
