@@ -11,6 +11,9 @@ writes into its destination:
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
+* a `coll.fused_all_reduce` whose body runs inside its algorithm (`lower-collectives{fused_body=
+  in-algorithm}`) becomes one `kernel.fused_all_reduce` that keeps the body and the algorithm and
+  writes its results straight into their destinations, with a workspace like the calls below;
 * a collective that refers to an `algo.algorithm` (`lower-collectives`) stays one NCCL op that
   keeps the reference and gets a `scratch` workspace buffer (the algorithm's scratch chunks and
   the staging of received chunks, planned like any buffer); backends run the algorithm;

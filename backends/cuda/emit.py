@@ -8,7 +8,8 @@ so everything that depends on a rank's coordinates (block shapes and offsets, gr
 pack/unpack plans of collectives) is precomputed here for every rank and emitted as tables
 indexed by the rank: the device code holds no layout arithmetic to get wrong. A collective that
 refers to an `algo.algorithm` runs it: the algorithm's rows (`ccopt.algorithms.executor`) are a
-table emitted once per algorithm, read by one generic executor (`algorithm_runtime.cuh`).
+table emitted once per algorithm, read by one generic executor (`algorithm_runtime.cuh`); a
+fused all-reduce's body runs inside it (the executor's fn rows launch the body's kernel).
 
 The C ABI of a program `@f` (every int-returning call: 0, or -1 with `ccopt_f_last_error()`):
     int ccopt_f_create(int rank, int world, const void* nccl_unique_id, int device,
@@ -1085,8 +1086,7 @@ class Emitter:
         from ccopt.passes.lower_collectives import split_body
 
         found = self.chosen_algorithm(op)
-        if found is None:
-            raise EmitError(f"'{op.name}' names no algo.algorithm")
+        assert found is not None, "verified: the op names its algorithm"
         tables = self.algorithm_tables(found)
         alg = tables.algorithm
         name = f"@{found.sym_name.data}"
