@@ -257,13 +257,14 @@ def lower_fused_in_algorithm(low: Lowering, op: coll.FusedAllReduceOp) -> None:
     """One `kernel.fused_all_reduce` that keeps the algorithm (its `fn` steps run the body):
     results written straight into their destinations, a workspace for the algorithm's scratch
     and staging chunks at the chunk width of the sums and the gathered results together."""
-    from ccopt.algorithms.executor import plan, workspace_elements
+    from ccopt.algorithms.executor import cached_plan, workspace_elements
 
     found = _chosen(op)
     assert found is not None
     alg = low.algorithms.get(found)
     if alg is None:
-        alg = low.algorithms[found] = (found.algorithm(), plan(found.algorithm()))
+        algorithm = found.algorithm()
+        alg = low.algorithms[found] = (algorithm, cached_plan(algorithm))
     mesh = mesh_of(op)
     elements = max(
         workspace_elements(alg[0], alg[1], chunks.chunk_elements)
@@ -346,20 +347,20 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
 def algorithm_workspace(low: Lowering, op: coll.CollectiveOp) -> SSAValue | None:
     """The workspace buffer of a collective run through its algorithm (None: it names none, or
     needs no scratch): the largest over the ranks, a replicated 1-D buffer."""
-    from ccopt.algorithms.executor import geometry, plan, workspace_elements
+    from ccopt.algorithms.executor import cached_plan, geometries, workspace_elements
 
     found = _chosen(op)
     if found is None:
         return None
     alg = low.algorithms.get(found)
     if alg is None:
-        alg = low.algorithms[found] = (found.algorithm(), plan(found.algorithm()))
+        algorithm = found.algorithm()
+        alg = low.algorithms[found] = (algorithm, cached_plan(algorithm))
     mesh = mesh_of(op)
     x, out = tensor(op.input), tensor(op.result)
     axes = op.group(mesh)
     elements = max(
-        workspace_elements(alg[0], alg[1], geometry(alg[0], x, out, mesh, axes, c).width)
-        for c in mesh.all_coords()
+        workspace_elements(alg[0], alg[1], g.width) for g in geometries(alg[0], x, out, mesh, axes)
     )
     if not elements:
         return None

@@ -937,18 +937,18 @@ class Emitter:
     def algorithm_tables(self, found: AlgorithmOp) -> AlgorithmTables:
         """The executor rows of an algorithm, emitted once per program however many collectives
         run it: one int32 table of every group rank's rows and the index of each rank's first."""
-        from ccopt.algorithms.executor import plan
+        from ccopt.algorithms.executor import cached_plan
 
         name = found.sym_name.data
         done = self.program.algorithms.get(name)
         if done is not None:
             return done
         alg = found.algorithm()
-        steps = plan(alg)
+        steps = cached_plan(alg)
         symbol = "".join(ch if ch.isalnum() else "_" for ch in name)
         rows, starts = f"kAlgo_{symbol}", f"kAlgoStart_{symbol}"
         lines = ",\n  ".join(
-            ", ".join(str(v) for v in row) for table in steps.rows for row in table.tolist()
+            ", ".join(map(str, row)) for table in steps.rows for row in table.tolist()
         )
         first = [0]
         for table in steps.rows:
@@ -985,7 +985,7 @@ class Emitter:
         and output are the algorithm's buffers where every piece lies where the algorithm's
         chunks do (a shorter last chunk is fine), else they are packed into (unpacked from)
         chunk-aligned staging around it."""
-        from ccopt.algorithms.executor import geometry
+        from ccopt.algorithms.executor import geometries
 
         tables = self.algorithm_tables(found)
         alg = tables.algorithm
@@ -1003,7 +1003,7 @@ class Emitter:
                 f"{name} runs on {alg.ranks} ranks, the group of '{op.name}' has "
                 f"{len(self.mesh.group(coords[0], axes))}"
             )
-        geos = [geometry(alg, x0.tensor, out0.tensor, self.mesh, axes, c) for c in coords]
+        geos = geometries(alg, x0.tensor, out0.tensor, self.mesh, axes)
         x = self.dense(x0, stream, into=False)
         out = self.dense(out0, stream, into=True)
         in_place = not alg.outofplace
