@@ -111,14 +111,15 @@ def cached_plan(alg: Algorithm) -> ExecutorPlan:
     functions and collectives ask; the rows are read-only."""
     key = algorithm_key(alg)
     found = PLANS.get(key)
-    if found is None:
-        found = plan(alg)
-        for rows in found.rows:
-            rows.flags.writeable = False
-        PLANS[key] = found
-        if len(PLANS) > PLANS_KEPT:
-            PLANS.popitem(last=False)
-    PLANS.move_to_end(key)
+    if found is not None:
+        PLANS.move_to_end(key)
+        return found
+    found = plan(alg)
+    for rows in found.rows:
+        rows.flags.writeable = False
+    PLANS[key] = found
+    while len(PLANS) > max(PLANS_KEPT, 0):
+        PLANS.popitem(last=False)
     return found
 
 

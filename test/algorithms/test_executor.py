@@ -146,3 +146,19 @@ def test_fn_rows_run_the_body_where_the_interpreter_does(name: str, ranks: int) 
             run_rows(steps, buffers, valid, 1, apply=apply)
         for r in range(ranks):
             np.testing.assert_array_equal(buffers[r][1], want[r][:, 0], err_msg=f"rank {r}")
+
+
+def test_plans_are_built_once_per_algorithm_content() -> None:
+    """convert-to-kernel and emission share one plan per algorithm: a copy under another name
+    finds it, another algorithm does not, and the shared rows cannot be changed by a user."""
+    from dataclasses import replace
+
+    from ccopt.algorithms.executor import cached_plan
+
+    ring = generate("allreduce", "ring", 5, 1, 2)
+    first = cached_plan(ring)
+    assert cached_plan(replace(ring, name="renamed")) is first
+    assert cached_plan(generate("allreduce", "ring", 5, 1, 1)) is not first
+    for rows, want in zip(first.rows, plan(ring).rows, strict=True):
+        np.testing.assert_array_equal(rows, want)
+        assert not rows.flags.writeable
