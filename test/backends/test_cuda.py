@@ -229,7 +229,14 @@ def test_templates_render_for_every_kernel_level_op() -> None:
         fused,
         "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,convert-to-kernel",
     )
-    modules = [zoo, overlapped, fused]
+    inside = load_program(ROOT / "examples" / "sgd.mlir")
+    bind_mesh(inside, "dp=3")  # the body inside the ring: kernel.fused_all_reduce
+    run_pipeline(
+        inside,
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+        "lower-collectives{fused_body=in-algorithm},convert-to-kernel",
+    )
+    modules = [zoo, overlapped, fused, inside]
     used = {op.name for m in modules for op in m.walk()}
     missing = {op.name for op in Kernel.operations} - used
     assert not missing, f"no test program lowers to {sorted(missing)}"
