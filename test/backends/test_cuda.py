@@ -360,6 +360,33 @@ def _function(module) -> func.FuncOp:  # noqa: ANN001
     return f
 
 
+def nvcc_compile(source: str, stem: str) -> str:
+    """`nvcc -c` of a generated .cu for sm_90 with the NCCL and cuBLAS headers: its stderr,
+    empty when it compiled (the file and its object are removed)."""
+    from ccopt.backends.cuda.build import nvidia_dirs
+
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"{stem}_{os.getpid()}.cu"
+    path.write_text(source)
+    result = subprocess.run(
+        [
+            "nvcc",
+            "-c",
+            "-std=c++17",
+            "-gencode=arch=compute_90,code=sm_90",
+            f"-I{nvidia_dirs('nccl')[0]}",
+            f"-I{nvidia_dirs('cu13')[0]}",
+            str(path),
+            "-o",
+            str(path.with_suffix(".o")),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    path.unlink()
+    path.with_suffix(".o").unlink(missing_ok=True)
+    return "" if result.returncode == 0 else result.stderr[-3000:] or "nvcc failed"
+
+
 def test_nvcc_compiles_every_construct_of_the_zoo() -> None:
     nvcc_available()
     from ccopt.backends.cuda.build import nvidia_dirs
