@@ -6,7 +6,8 @@ gives stepping through the same algorithm chunk by chunk: bit for bit where only
 IEEE-exact operations make it (the moments m, v; SGD's weights; a scaled sum), within rounding
 where libm and numpy may differ by an ulp (powf of Adam's bias corrections, exp) - the examples
 on ring, direct and halving-doubling algorithms and several rank counts, and a body of the sum
-alone on a tree (whose roots run the body on runs of several members' slices) over a 2-D mesh.
+alone on a tree (whose roots run the body on runs of several members' slices) over a 2-D mesh,
+and 5 elements on 7 ranks (empty slices and chunks).
 One g++ build per case; the default run builds three."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ PREFIX = {
     "lamb.mlir": "split-all-reduce,reorder-elementwise,sliced-norm,slice-state{args=m,v},"
     "fuse-elementwise,fuse-collective",
     "scaled": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
+    "tiny": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
 }
 
 SCALED = """
@@ -46,8 +48,26 @@ func.func @scaled(%g: !p) -> (!r, !r) {
 """
 
 
+TINY = """
+!p = !dtensor.tensor<5xf32, @dp[P(sum)]>
+!r = !dtensor.tensor<5xf32, @dp[R]>
+!scalar = !dtensor.tensor<f32, @dp[R]>
+dtensor.mesh @dp [dp=7]
+func.func @step(%g: !p, %w: !r, %lr: !scalar) -> (!r, !r) {
+  %s = coll.all_reduce sum %g over [dp] : !p -> !r
+  %u = dtensor.mul %lr, %s : (!scalar, !r) -> !r
+  %w1 = dtensor.sub %w, %u : (!r, !r) -> !r
+  %h = dtensor.scale %s by 0.5 : !r
+  func.return %w1, %h : !r, !r
+}
+"""
+"""5 elements on 7 ranks: two members' slices are empty, and so are their chunks."""
+
+SOURCES = {"scaled": SCALED, "tiny": TINY}
+
+
 def lowered(example: str, options: str, mesh: str | None):
-    module = load_program(SCALED if example == "scaled" else EXAMPLES / example)
+    module = load_program(SOURCES.get(example) or EXAMPLES / example)
     if mesh is not None:
         bind_mesh(module, mesh)
     run_pipeline(
@@ -61,6 +81,7 @@ EXACT = {
     "lamb.mlir": ("m", "v"),
     "sgd.mlir": ("w",),
     "scaled": ("result1",),
+    "tiny": ("result0", "result1"),
 }
 
 
@@ -103,6 +124,8 @@ def test_fused_body_inside_the_algorithm_on_the_cpu_harness(
         ("lamb.mlir", "algorithm=direct", "dp=2"),
         ("scaled", "algorithm=hierarchical", None),
         ("scaled", "algorithm=ring chunk_factor=3", None),
+        ("tiny", "channels=2", None),
+        ("tiny", "algorithm=direct chunk_factor=2", None),
     ],
 )
 def test_more_algorithms_and_rank_counts(example: str, options: str, mesh: str | None) -> None:
