@@ -7,7 +7,8 @@ IEEE-exact operations make it (the moments m, v; SGD's weights; a scaled sum), w
 where libm and numpy may differ by an ulp (powf of Adam's bias corrections, exp) - the examples
 on ring, direct and halving-doubling algorithms and several rank counts, and a body of the sum
 alone on a tree (whose roots run the body on runs of several members' slices) over a 2-D mesh,
-and 5 elements on 7 ranks (empty slices and chunks).
+5 elements on 7 ranks (empty slices and chunks), and two fused all-reduces on a 2x3 mesh (over
+both axes, and over one axis of blocks the other splits).
 One g++ build per case; the default run builds three."""
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ PREFIX = {
     "fuse-elementwise,fuse-collective",
     "scaled": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
     "tiny": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
+    "two_axes": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
 }
 
 SCALED = """
@@ -63,7 +65,26 @@ func.func @step(%g: !p, %w: !r, %lr: !scalar) -> (!r, !r) {
 """
 """5 elements on 7 ranks: two members' slices are empty, and so are their chunks."""
 
-SOURCES = {"scaled": SCALED, "tiny": TINY}
+TWO_AXES = """
+!p = !dtensor.tensor<37x3xf32, @m[P(sum), P(sum)]>
+!q = !dtensor.tensor<37x3xf32, @m[S(1), P(sum)]>
+!r = !dtensor.tensor<37x3xf32, @m[R, R]>
+!h = !dtensor.tensor<37x3xf32, @m[S(1), R]>
+!scalar = !dtensor.tensor<f32, @m[R, R]>
+dtensor.mesh @m [node=2, gpu=3]
+func.func @step(%g: !p, %w: !r, %lr: !scalar, %k: !q, %x: !h) -> (!r, !h) {
+  %s = coll.all_reduce sum %g over [node, gpu] : !p -> !r
+  %u = dtensor.mul %lr, %s : (!scalar, !r) -> !r
+  %w1 = dtensor.sub %w, %u : (!r, !r) -> !r
+  %t = coll.all_reduce sum %k over [gpu] : !q -> !h
+  %v = dtensor.mul %t, %x : (!h, !h) -> !h
+  func.return %w1, %v : !r, !h
+}
+"""
+"""SGD over both axes of a 2x3 mesh, and a product over one axis of blocks the other axis
+splits (each node's group its own layout)."""
+
+SOURCES = {"scaled": SCALED, "tiny": TINY, "two_axes": TWO_AXES}
 
 
 def lowered(example: str, options: str, mesh: str | None):
@@ -82,6 +103,7 @@ EXACT = {
     "sgd.mlir": ("w",),
     "scaled": ("result1",),
     "tiny": ("result0", "result1"),
+    "two_axes": ("result0", "result1"),
 }
 
 
@@ -126,6 +148,8 @@ def test_fused_body_inside_the_algorithm_on_the_cpu_harness(
         ("scaled", "algorithm=ring chunk_factor=3", None),
         ("tiny", "channels=2", None),
         ("tiny", "algorithm=direct chunk_factor=2", None),
+        ("two_axes", "algorithm=hierarchical chunk_factor=2", None),
+        ("two_axes", "channels=2", None),
     ],
 )
 def test_more_algorithms_and_rank_counts(example: str, options: str, mesh: str | None) -> None:
