@@ -320,3 +320,57 @@ def body_owners(alg: Algorithm) -> np.ndarray:
     """The group member (rank of the algorithm) that runs the body on each output chunk."""
     sched = schedule(alg)
     return sched.flat.rank[body_steps(alg, sched.flat)]
+
+
+@dataclass(frozen=True)
+class FusedChunks:
+    """One group of a fused all-reduce in its algorithm's chunks, as generated code runs it:
+    a chunk is `slots` rows of `layout.width` elements (the sum, then one row per gathered
+    result), and `segments` are its runs of consecutive elements of one member's slice, rows
+    (chunk, column, member, first element, count) in chunk order: what the pack, the body's
+    kernel at each `fn` step and the unpack of the gathered results launch over."""
+
+    layout: ChunkLayout
+    slots: int
+    segments: np.ndarray
+
+    @property
+    def chunk_elements(self) -> int:
+        return self.slots * self.layout.width
+
+    def chunk_starts(self) -> np.ndarray:
+        """Per chunk, its first segment row (and the row count last)."""
+        chunks = len(self.layout.block)
+        return np.searchsorted(self.segments[:, 0], np.arange(chunks + 1), side="left")
+
+
+def fused_chunks(alg: Algorithm, sizes: list[int], on_owner: bool, gathered: int) -> FusedChunks:
+    """The chunks of a group whose members' slices have `sizes` elements (ValueError where the
+    layout does not exist: see `chunk_layout`)."""
+    layout = chunk_layout(body_owners(alg), sizes, on_owner)
+    return FusedChunks(layout, max(1, gathered), segments(layout))
+
+
+def segments(layout: ChunkLayout) -> np.ndarray:
+    """The runs of a layout: consecutive columns of a chunk holding consecutive elements of
+    one member's slice."""
+    block, pos = layout.block, layout.pos
+    chunks, width = block.shape
+    valid = block >= 0
+    start = valid.copy()
+    start[:, 1:] &= ~(
+        valid[:, :-1] & (block[:, 1:] == block[:, :-1]) & (pos[:, 1:] == pos[:, :-1] + 1)
+    )
+    flat_start = np.flatnonzero(start.ravel())
+    breaks = np.flatnonzero((start | ~valid).ravel() | (np.arange(chunks * width) % width == 0))
+    breaks = np.append(breaks, chunks * width)
+    ends = breaks[np.searchsorted(breaks, flat_start, side="right")]
+    ends = np.minimum(ends, (flat_start // width + 1) * width)
+    k, w = flat_start // width, flat_start % width
+    return (
+        np.stack(
+            [k, w, block.ravel()[flat_start], pos.ravel()[flat_start], ends - flat_start], axis=1
+        )
+        .astype(np.int64)
+        .reshape(-1, 5)
+    )

@@ -8,6 +8,11 @@ lines and bytes, executor rows (all ranks), and `nvcc -c` seconds for sm_90 (wal
 one; skipped without nvcc or with --no-nvcc), each with its ratio to the baseline measured in the
 same run. Nothing asserts on time.
 
+A second table times convert-to-kernel plus emission of two all-reduces through a 128-rank
+algorithm (ring, halving-doubling): the executor rows are built once per algorithm and shared by
+both passes (`ccopt.algorithms.executor.cached_plan`); the baseline clears that cache before
+each use, so every pass and call builds them again.
+
     python bench/algorithm_codegen.py [--no-nvcc]
 """
 
@@ -98,6 +103,43 @@ def nvcc_seconds(source: str) -> float:
         return time.perf_counter() - start
 
 
+def large_program(ranks: int) -> str:
+    """Two all-reduces of 1M f32 over a one-axis mesh of `ranks`."""
+    p = "!dtensor.tensor<1048576xf32, @dp[P(sum)]>"
+    r = "!dtensor.tensor<1048576xf32, @dp[R]>"
+    return "\n".join(
+        [
+            f"dtensor.mesh @dp [dp={ranks}]",
+            f"func.func @two(%a: {p}, %b: {p}) -> ({r}, {r}) {{",
+            f"  %x = coll.all_reduce sum %a over [dp] : {p} -> {r}",
+            f"  %y = coll.all_reduce sum %b over [dp] : {p} -> {r}",
+            f"  func.return %x, %y : {r}, {r}",
+            "}",
+            "",
+        ]
+    )
+
+
+def lower_and_emit(algorithm: str, cached: bool) -> float:
+    """Seconds of convert-to-kernel, plan-memory and emission (the algorithm already chosen)."""
+    from unittest import mock
+
+    from ccopt.algorithms import executor
+    from ccopt.backends.cuda.emit import emit_cuda
+    from ccopt.passes.pipeline import run_pipeline
+    from ccopt.program import load_program
+
+    module = load_program(large_program(128))
+    run_pipeline(module, f"lower-collectives{{algorithm={algorithm}}}")
+    executor.PLANS.clear()
+    uncached = mock.patch.object(executor, "PLANS_KEPT", -1)  # evicted as soon as built
+    start = time.perf_counter()
+    with mock.patch.object(executor, "PLANS_KEPT", executor.PLANS_KEPT) if cached else uncached:
+        run_pipeline(module, "convert-to-kernel,plan-memory")
+        emit_cuda(module)
+    return time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-nvcc", action="store_true")
@@ -116,6 +158,10 @@ def main() -> int:
             f"{name:<22}{lines:>8}{size:>10}{rows:>7}{seconds:>9.1f}   "
             f"{lines / base[0]:.2f}x {size / base[1]:.2f}x {seconds / base[2]:.2f}x"
         )
+    print(f"\n{'128 ranks, 2 all-reduces':<28}{'rebuilt s':>10}{'cached s':>10}   ratio")
+    for algorithm in ("ring", "halving_doubling"):
+        rebuilt, cached = lower_and_emit(algorithm, False), lower_and_emit(algorithm, True)
+        print(f"{algorithm:<28}{rebuilt:>10.2f}{cached:>10.2f}   {cached / rebuilt:.2f}x")
     return 0
 
 

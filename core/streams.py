@@ -211,10 +211,13 @@ class Access:
 
 def written_operands(op: k.DeviceOp) -> set[SSAValue]:
     """The buffers a device op writes: its destinations (`outs` of an elementwise kernel, `out`
-    of every other op, and the scratch of an NCCL call that runs an algorithm); every other
+    of every other op, the outputs of a fused all-reduce, and the scratch of a call that runs
+    an algorithm); every other
     buffer operand is read."""
     if isinstance(op, k.ElementwiseOp):
         return set(op.outputs)
+    if isinstance(op, k.FusedAllReduceKernelOp):
+        return {*op.outputs, *([] if op.scratch is None else [op.scratch])}
     out = getattr(op, "out", None)
     written = {out} if isinstance(out, SSAValue) else set()
     if isinstance(op, k.NcclOp) and op.scratch is not None:

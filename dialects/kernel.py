@@ -77,6 +77,7 @@ from ccopt.dialects.coll import (
     ReduceScatterOp,
     ShiftOp,
     SliceOp,
+    group_axes,
 )
 from ccopt.dialects.dtensor import ReduceKindAttr, verify_one_mesh
 from ccopt.dialects.dtensor_type import (
@@ -888,6 +889,93 @@ class LocalBlockOp(NcclOp):
         _nccl_init(self, input, out, axes, stream, dim=IntegerAttr(dim, i64))
 
 
+@irdl_op_definition
+class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
+    """A `coll.fused_all_reduce` run through its algorithm with the body inside (what
+    `lower-collectives{fused_body=in-algorithm}` chose): the partial sums are laid into the
+    algorithm's chunks, each `fn` step runs the body's kernel on the chunks it names, the
+    gathered results ride along with the sums, and the split results are written where the
+    body ran. Its semantics are the coll op's; it names its algorithm (`algo.algorithm`) and
+    gets a planned `scratch` workspace like an NCCL call that runs one."""
+
+    name = "kernel.fused_all_reduce"
+    kind = prop_def(ReductionKindAttr)
+    partial = operand_def(BufferType)
+    inputs = var_operand_def(BufferType)
+    outputs = var_operand_def(BufferType)
+    scratch = opt_operand_def(BufferType)
+    axes = prop_def(MeshAxesAttr)
+    dim = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$kind $partial `,` `ins` `(` $inputs `)` `outs` `(` $outputs `)` "
+        "(`scratch` $scratch^ `:` type($scratch))? `over` $axes `dim` $dim `stream` $stream "
+        "attr-dict `:` type($partial) `,` `(` type($inputs) `)` `->` `(` type($outputs) `)` $body"
+    )
+
+    def __init__(
+        self,
+        partial: SSAValue,
+        inputs: Sequence[SSAValue],
+        outputs: Sequence[SSAValue],
+        scratch: SSAValue | None,
+        axes: Sequence[str],
+        dim: int,
+        kind: ReductionKind,
+        body: Region,
+        stream: int = 0,
+    ):
+        super().__init__(
+            operands=[partial, list(inputs), list(outputs), [] if scratch is None else [scratch]],
+            regions=[body],
+            properties={
+                **_stream(stream),
+                "kind": ReductionKindAttr(kind),
+                "axes": MeshAxesAttr(axes),
+                "dim": IntegerAttr(dim, i64),
+            },
+        )
+
+    def iteration_type(self, mesh: Mesh) -> DTensorType:
+        """The reduce-scattered value: the space the body iterates over."""
+        props = {"axes": self.axes, "dim": self.dim, "kind": self.kind}
+        return _infer(self, ReduceScatterOp.infer, tensor_of(self.partial), props, mesh)
+
+    def group(self, mesh: Mesh) -> tuple[int, ...]:
+        return group_axes(mesh, self.axes.names)
+
+    def verify_(self) -> None:
+        mesh = self.check_device()
+        if mesh is None:
+            return
+        iteration = self.iteration_type(mesh)
+        gathered = _infer(self, AllGatherOp.infer, iteration, {"axes": self.axes}, mesh)
+        outs = [tensor_of(v) for v in self.outputs]
+        for i, t in enumerate(outs):
+            if t != iteration and t != gathered:
+                raise VerifyException(
+                    f"output #{i} is {BufferType(t)}; it must be the slice "
+                    f"{BufferType(iteration)} or the gathered {BufferType(gathered)}"
+                )
+        try:
+            self.check_body_against(
+                [iteration, *(tensor_of(v) for v in self.inputs)],
+                iteration,
+                [iteration] * len(outs),
+                implicit=1,
+            )
+        except InferenceError as e:
+            raise VerifyException(e.located(mesh.axis_names)) from None
+        from ccopt.dialects.algo import chosen_algorithm
+        from ccopt.dialects.coll import check_named_algorithm
+
+        found = chosen_algorithm(self)
+        if found is None:
+            raise VerifyException("needs the algo.algorithm its body runs inside")
+        check_named_algorithm(found, "allreduce", mesh.group_size(self.group(mesh)), True)
+
+
 NCCL_OPS: dict[type[CollectiveOp], type[NcclOp]] = {
     op.COLL: op
     for op in (
@@ -924,6 +1012,7 @@ Kernel = Dialect(
         FillKernelOp,
         ConstantKernelOp,
         *NCCL_OPS.values(),
+        FusedAllReduceKernelOp,
     ],
     [BufferType, EventType],
 )

@@ -9,11 +9,12 @@ routine: every rank assembles its output block from the input blocks of its grou
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Block
 
 from ccopt.dialects import coll
 from ccopt.dialects.algo import Algorithm
@@ -27,12 +28,25 @@ from ccopt.interpreters.distributed import (
     reduce_in_order,
     relative,
 )
+from ccopt.mesh import Mesh
 
 
 def _result_type(op: coll.CollectiveOp) -> DTensorType:
     t = op.result.type
     assert isinstance(t, DTensorType)
     return t
+
+
+class FusedOp(Protocol):
+    """What running a fused all-reduce through its algorithm needs of its op (the coll op or
+    the kernel level's)."""
+
+    name: str
+    kind: ReductionKindAttr
+
+    def iteration_type(self, mesh: Mesh) -> DTensorType: ...
+    def group(self, mesh: Mesh) -> tuple[int, ...]: ...
+    def body_block(self) -> Block: ...
 
 
 GroupFn = Callable[[list[int], DistTensor, DTensorType], dict[int, np.ndarray]]
@@ -195,19 +209,22 @@ def through(
 
 
 def fused_through(
-    op: coll.FusedAllReduceOp, alg: Algorithm, partial: DistTensor, inputs: Sequence[DistTensor]
+    op: FusedOp,
+    alg: Algorithm,
+    partial: DistTensor,
+    inputs: Sequence[DistTensor],
+    types: Sequence[DTensorType],
 ) -> list[DistTensor]:
-    """A fused all-reduce run chunk by chunk through its algorithm, group by group (see
-    `FusedGroup`)."""
+    """A fused all-reduce (of the coll or the kernel level: `types` are its results') run chunk
+    by chunk through its algorithm, group by group (see `FusedGroup`)."""
     from ccopt.algorithms.fused_body import body_owners
 
     mesh = partial.mesh
     iteration = op.iteration_type(mesh)
-    types = [r.type for r in op.outputs]
     owners = body_owners(alg)
     shards: list[list[np.ndarray]] = [[np.empty(0)] * mesh.rank_count for _ in types]
     for group in mesh.groups(op.group(mesh)):
-        run = FusedGroup(op, iteration, owners, partial, inputs, group)
+        run = FusedGroup(op, iteration, types, owners, partial, inputs, group)
         for i, per_rank in enumerate(run.results(alg)):
             for r, shard in per_rank.items():
                 shards[i][r] = shard
@@ -223,15 +240,16 @@ class FusedGroup:
 
     def __init__(
         self,
-        op: coll.FusedAllReduceOp,
+        op: FusedOp,
         iteration: DTensorType,
+        types: Sequence[DTensorType],
         owners: np.ndarray,
         partial: DistTensor,
         inputs: Sequence[DistTensor],
         group: list[tuple[int, ...]],
     ):
         from ccopt.algorithms.fused_body import chunk_layout
-        from ccopt.passes.lower_collectives import body_needs_owner
+        from ccopt.passes.lower_collectives import split_body
 
         self.op, self.iteration, self.partial, self.inputs = op, iteration, partial, inputs
         mesh = partial.mesh
@@ -239,11 +257,12 @@ class FusedGroup:
         self.targets = [iteration.local_slices(mesh, c) for c in group]
         self.shapes = [tuple(s.stop - s.start for s in t) for t in self.targets]
         self.sizes = [int(np.prod(s)) for s in self.shapes]
+        self.types = list(types)
+        owner = split_body(iteration, [x.type for x in inputs], self.types, op.group(mesh))
         try:
-            self.layout = chunk_layout(owners, self.sizes, body_needs_owner(op))
+            self.layout = chunk_layout(owners, self.sizes, owner)
         except ValueError as e:
             raise InterpreterError(f"{op.name}: {e}") from None
-        self.types = [r.type for r in op.outputs]
         gathered = [i for i, t in enumerate(self.types) if t != iteration]
         self.slot = {i: s for s, i in enumerate(gathered)}
         self.slots = max(1, len(gathered))
@@ -350,7 +369,8 @@ class CollFunctions(InterpreterFunctions):
 
         chosen = chosen_algorithm(op)  # lower-collectives put the body inside the algorithm
         if chosen is not None:
-            return tuple(fused_through(op, chosen.algorithm(), args[0], args[1:]))
+            types = [r.type for r in op.outputs]
+            return tuple(fused_through(op, chosen.algorithm(), args[0], args[1:], types))  # type: ignore[arg-type]
         partial, *inputs = args
         mesh = partial.mesh
         group = op.group(mesh)

@@ -250,6 +250,24 @@ class KernelFunctions(InterpreterFunctions):
         write(out, coll_impl.collective(op.COLL, op.coll_properties(), x, out.type))
         return ()
 
+    @impl(k.FusedAllReduceKernelOp)
+    def run_fused_all_reduce(
+        self, interpreter: Interpreter, op: k.FusedAllReduceKernelOp, args: PythonValues
+    ) -> PythonValues:
+        """The coll op's semantics through its algorithm, chunk by chunk (everything is read
+        before anything is written: a result may update an operand in place)."""
+        from ccopt.dialects.algo import chosen_algorithm
+
+        partial, *rest = args[: 1 + len(op.inputs)]
+        outputs = args[1 + len(op.inputs) : 1 + len(op.inputs) + len(op.outputs)]
+        found = chosen_algorithm(op)
+        assert found is not None, "verified: convert-to-kernel keeps the algorithm"
+        types = [out.type for out in outputs]
+        values = coll_impl.fused_through(op, found.algorithm(), partial, rest, types)
+        for out, value in zip(outputs, values, strict=True):
+            write(out, value)
+        return ()
+
 
 impl_each(KernelFunctions, k.NCCL_OPS.values(), KernelFunctions.run_nccl)
 register_impls(KernelFunctions)

@@ -11,6 +11,9 @@ writes into its destination:
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
+* a `coll.fused_all_reduce` whose body runs inside its algorithm (`lower-collectives{fused_body=
+  in-algorithm}`) becomes one `kernel.fused_all_reduce` that keeps the body and the algorithm and
+  writes its results straight into their destinations, with a workspace like the calls below;
 * a collective that refers to an `algo.algorithm` (`lower-collectives`) stays one NCCL op that
   keeps the reference and gets a `scratch` workspace buffer (the algorithm's scratch chunks and
   the staging of received chunks, planned like any buffer); backends run the algorithm;
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import prod
 from typing import TYPE_CHECKING
 
 from xdsl.context import Context
@@ -53,7 +57,7 @@ from ccopt.diagnostics import OpError
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
-from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, chosen_algorithm
+from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_elementwise
@@ -64,6 +68,7 @@ from ccopt.passes.scalarize import BodyBuilder
 
 if TYPE_CHECKING:
     from ccopt.algorithms.executor import ExecutorPlan
+    from ccopt.algorithms.fused_body import FusedChunks
 
 RESULTS_ATTR = "kernel.results"
 UPDATED_ATTR = "kernel.updated"
@@ -214,11 +219,8 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
     """reduce-scatter, the body on the slice, all-gathers (in place when the blocks are the
     leading dimension's and equal)."""
     if ALGORITHM_ATTRIBUTE in op.attributes:
-        raise OpError(
-            op,
-            "a fused collective that runs an algo.algorithm (its body inside the algorithm's "
-            "steps) has no kernel-level lowering yet: lower it without the algorithm",
-        )
+        lower_fused_in_algorithm(low, op)
+        return
     mesh = mesh_of(op)
     iteration = op.iteration_type(mesh)
     axes = op.axes.names
@@ -251,6 +253,75 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
 
+def lower_fused_in_algorithm(low: Lowering, op: coll.FusedAllReduceOp) -> None:
+    """One `kernel.fused_all_reduce` that keeps the algorithm (its `fn` steps run the body):
+    results written straight into their destinations, a workspace for the algorithm's scratch
+    and staging chunks at the chunk width of the sums and the gathered results together."""
+    from ccopt.algorithms.executor import cached_plan, workspace_elements
+
+    found = _chosen(op)
+    assert found is not None
+    alg = low.algorithms.get(found)
+    if alg is None:
+        algorithm = found.algorithm()
+        alg = low.algorithms[found] = (algorithm, cached_plan(algorithm))
+    mesh = mesh_of(op)
+    elements = max(
+        workspace_elements(alg[0], alg[1], chunks.chunk_elements)
+        for chunks in fused_groups(op, alg[0])
+    )
+    scratch = None
+    if elements:
+        x = tensor(op.partial)
+        t = DTensorType([elements], x.element_type, x.mesh, [ReplicatedAttr()] * mesh.ndim)
+        scratch = low.add(k.AllocOp(t)).results[0]
+        scratch.name_hint = "algo_scratch"
+    outs = [low.destination(r) for r in op.outputs]
+    call = k.FusedAllReduceKernelOp(
+        low.buffer(op.partial),
+        [low.buffer(v) for v in op.inputs],
+        outs,
+        scratch,
+        op.axes.names,
+        op.dim.value.data,
+        op.kind.data,
+        op.body.clone(),
+    )
+    call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
+    low.add(with_hint(call, op))
+
+
+def fused_groups(op: coll.FusedAllReduceOp, alg: Algorithm) -> list[FusedChunks]:
+    """Every group's chunks (`ccopt.algorithms.fused_body.FusedChunks`); OpError where the body
+    cannot run inside the algorithm: no layout puts every split slice where its body runs (the
+    body reads a member's elements with the operands' blocks of the rank that runs it, which the
+    verifier's placement rules make broadcasts or that member's own slices)."""
+    from ccopt.algorithms.fused_body import fused_chunks
+    from ccopt.passes.lower_collectives import split_body
+
+    mesh = mesh_of(op)
+    iteration = op.iteration_type(mesh)
+    group = op.group(mesh)
+    results = [tensor(r) for r in op.outputs]
+    split = split_body(iteration, [tensor(v) for v in op.inputs], results, group)
+    gathered = sum(t != iteration for t in results)
+    out = []
+    for members in mesh.groups(group):
+        shapes = [iteration.local_shape(mesh, c) for c in members]
+        try:
+            out.append(fused_chunks(alg, [prod(s) for s in shapes], split, gathered))
+        except ValueError as e:
+            raise OpError(op, f"the body cannot run inside @{alg.name}: {e}") from None
+    return out
+
+
+def _chosen(op: Operation) -> AlgorithmOp | None:
+    try:
+        return chosen_algorithm(op)
+    except VerifyException as e:
+        raise OpError(op, str(e)) from None
+
+
 def _outer_split(t: DTensorType, group: Sequence[int]) -> bool:
     """Another mesh axis also splits the leading dimension: the block is not contiguous in
     the gathered buffer's own layout."""
@@ -276,23 +347,20 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
 def algorithm_workspace(low: Lowering, op: coll.CollectiveOp) -> SSAValue | None:
     """The workspace buffer of a collective run through its algorithm (None: it names none, or
     needs no scratch): the largest over the ranks, a replicated 1-D buffer."""
-    from ccopt.algorithms.executor import geometry, plan, workspace_elements
+    from ccopt.algorithms.executor import cached_plan, geometries, workspace_elements
 
-    try:
-        found = chosen_algorithm(op)
-    except VerifyException as e:
-        raise OpError(op, str(e)) from None
+    found = _chosen(op)
     if found is None:
         return None
     alg = low.algorithms.get(found)
     if alg is None:
-        alg = low.algorithms[found] = (found.algorithm(), plan(found.algorithm()))
+        algorithm = found.algorithm()
+        alg = low.algorithms[found] = (algorithm, cached_plan(algorithm))
     mesh = mesh_of(op)
     x, out = tensor(op.input), tensor(op.result)
     axes = op.group(mesh)
     elements = max(
-        workspace_elements(alg[0], alg[1], geometry(alg[0], x, out, mesh, axes, c).width)
-        for c in mesh.all_coords()
+        workspace_elements(alg[0], alg[1], g.width) for g in geometries(alg[0], x, out, mesh, axes)
     )
     if not elements:
         return None

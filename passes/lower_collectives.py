@@ -41,6 +41,7 @@ algo.algorithm @allreduce_ring_4_fused allreduce ranks 4 ... {
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -284,11 +285,22 @@ def body_needs_owner(op: coll.FusedAllReduceOp) -> bool:
     """Whether the body reads or leaves values split over the op's axes (sliced optimizer
     state): then a chunk's body must run on the member whose slice holds it."""
     mesh = mesh_of(op)
-    iteration = op.iteration_type(mesh)
-    group = op.group(mesh)
-    split = any(r.type == iteration for r in op.outputs)
-    for v in op.inputs:
-        t = v.type
-        assert isinstance(t, DTensorType)
+    return split_body(
+        op.iteration_type(mesh),
+        [v.type for v in op.inputs],  # type: ignore[misc]
+        [r.type for r in op.outputs],  # type: ignore[misc]
+        op.group(mesh),
+    )
+
+
+def split_body(
+    iteration: DTensorType,
+    inputs: Sequence[DTensorType],
+    results: Sequence[DTensorType],
+    group: Sequence[int],
+) -> bool:
+    """`body_needs_owner` on types (the kernel level's op has buffers)."""
+    split = any(t == iteration for t in results)
+    for t in inputs:
         split |= any(not isinstance(t.placement_list[a], ReplicatedAttr) for a in group)
     return split

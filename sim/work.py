@@ -47,7 +47,7 @@ COLLECTIVE_KINDS: dict[type[Operation], str] = {
     coll.BroadcastOp: "broadcast", kernel.NcclBroadcastOp: "broadcast",
     coll.ReduceOp: "reduce", kernel.NcclReduceOp: "reduce",
     coll.ShiftOp: "shift", kernel.NcclShiftOp: "shift",
-    coll.FusedAllReduceOp: "fused_all_reduce",
+    coll.FusedAllReduceOp: "fused_all_reduce", kernel.FusedAllReduceKernelOp: "fused_all_reduce",
 }  # fmt: skip
 
 
@@ -199,8 +199,13 @@ def collective_algorithm(op: Operation) -> str | None:
     return None if algo is None else str(algo.data)  # type: ignore[attr-defined]
 
 
-def fused_body_work(op: coll.FusedAllReduceOp, blocks: Blocks, coords: tuple[int, ...]) -> Work:
-    """The body of a fused all-reduce, run on the rank's reduce-scattered slice."""
+def fused_body_work(
+    op: coll.FusedAllReduceOp | kernel.FusedAllReduceKernelOp,
+    blocks: Blocks,
+    coords: tuple[int, ...],
+) -> Work:
+    """The body of a fused all-reduce (of either level), run on the rank's reduce-scattered
+    slice."""
     iteration = op.iteration_type(blocks.mesh)
     elements = prod(blocks.shape(iteration, coords))
     inputs = [t for t in (tensor_type(v) for v in op.inputs) if t is not None]

@@ -8,7 +8,8 @@ so everything that depends on a rank's coordinates (block shapes and offsets, gr
 pack/unpack plans of collectives) is precomputed here for every rank and emitted as tables
 indexed by the rank: the device code holds no layout arithmetic to get wrong. A collective that
 refers to an `algo.algorithm` runs it: the algorithm's rows (`ccopt.algorithms.executor`) are a
-table emitted once per algorithm, read by one generic executor (`algorithm_runtime.cuh`).
+table emitted once per algorithm, read by one generic executor (`algorithm_runtime.cuh`); a
+fused all-reduce's body runs inside it (the executor's fn rows launch the body's kernel).
 The host functions call shared step functions, one per distinct statement, and loop over
 repeated runs of them (`ccopt.backends.cuda.steps`): a layer repeated N times costs a few
 numbers per layer, not its code.
@@ -52,6 +53,7 @@ from ccopt.mesh import Mesh
 
 if TYPE_CHECKING:
     from ccopt.algorithms.executor import ExecutorPlan, Geometry
+    from ccopt.algorithms.fused_body import FusedChunks
 
 ALIGN = k.WORKSPACE_ALIGN
 NCCL_TYPES = {
@@ -445,7 +447,8 @@ class Emitter:
             | k.LocalBlockOp
             | k.BlockViewOp
             | k.NcclAllGatherOp
-            | k.NcclReduceScatterOp,
+            | k.NcclReduceScatterOp
+            | k.FusedAllReduceKernelOp,
         ):
             self.require_dense(op)
         match op:
@@ -524,6 +527,8 @@ class Emitter:
                 self.constant(op)
             case k.NcclOp():
                 self.collective(op)
+            case k.FusedAllReduceKernelOp():
+                self.fused_all_reduce(op)
             case func.CallOp():
                 self.call(op)
             case _:
@@ -925,7 +930,7 @@ class Emitter:
                 self.redistribute(op, x, out, axes, group, common)
 
     # --- collectives run through their algorithm ----------------------------------------------
-    def chosen_algorithm(self, op: k.NcclOp) -> AlgorithmOp | None:
+    def chosen_algorithm(self, op: k.NcclOp | k.FusedAllReduceKernelOp) -> AlgorithmOp | None:
         from ccopt.diagnostics import OpError
 
         try:
@@ -936,18 +941,18 @@ class Emitter:
     def algorithm_tables(self, found: AlgorithmOp) -> AlgorithmTables:
         """The executor rows of an algorithm, emitted once per program however many collectives
         run it: one int32 table of every group rank's rows and the index of each rank's first."""
-        from ccopt.algorithms.executor import plan
+        from ccopt.algorithms.executor import cached_plan
 
         name = found.sym_name.data
         done = self.program.algorithms.get(name)
         if done is not None:
             return done
         alg = found.algorithm()
-        steps = plan(alg)
+        steps = cached_plan(alg)
         symbol = "".join(ch if ch.isalnum() else "_" for ch in name)
         rows, starts = f"kAlgo_{symbol}", f"kAlgoStart_{symbol}"
         lines = ",\n  ".join(
-            ", ".join(str(v) for v in row) for table in steps.rows for row in table.tolist()
+            ", ".join(map(str, row)) for table in steps.rows for row in table.tolist()
         )
         first = [0]
         for table in steps.rows:
@@ -984,7 +989,7 @@ class Emitter:
         and output are the algorithm's buffers where every piece lies where the algorithm's
         chunks do (a shorter last chunk is fine), else they are packed into (unpacked from)
         chunk-aligned staging around it."""
-        from ccopt.algorithms.executor import geometry
+        from ccopt.algorithms.executor import geometries
 
         tables = self.algorithm_tables(found)
         alg = tables.algorithm
@@ -1002,7 +1007,7 @@ class Emitter:
                 f"{name} runs on {alg.ranks} ranks, the group of '{op.name}' has "
                 f"{len(self.mesh.group(coords[0], axes))}"
             )
-        geos = [geometry(alg, x0.tensor, out0.tensor, self.mesh, axes, c) for c in coords]
+        geos = geometries(alg, x0.tensor, out0.tensor, self.mesh, axes)
         x = self.dense(x0, stream, into=False)
         out = self.dense(out0, stream, into=True)
         in_place = not alg.outofplace
@@ -1075,7 +1080,199 @@ class Emitter:
                 stream,
             )
 
-    def algorithm_workspace(self, op: k.NcclOp, tables: AlgorithmTables, width: int, c: str) -> str:
+    def fused_all_reduce(self, op: k.FusedAllReduceKernelOp) -> None:
+        """A fused all-reduce with its body inside its algorithm (`fused_algorithm_call.cu.j2`):
+        the partial sums packed into chunk-aligned staging (the identity elsewhere), the
+        executor, whose fn rows launch the body's kernel on the runs of the chunks they name,
+        then the gathered results unpacked from their slots. The runs come from the same
+        layout the interpreter uses (`ccopt.algorithms.fused_body`), so every element meets the
+        same operands in the same order."""
+        from ccopt.passes.lower_collectives import split_body
+
+        found = self.chosen_algorithm(op)
+        assert found is not None, "verified: the op names its algorithm"
+        tables = self.algorithm_tables(found)
+        alg = tables.algorithm
+        name = f"@{found.sym_name.data}"
+        mesh = self.mesh
+        iteration = op.iteration_type(mesh)
+        axes = op.group(mesh)
+        partial = self.buffer(op.partial)
+        ins = [self.buffer(v) for v in op.inputs]
+        outs = [self.buffer(v) for v in op.outputs]
+        split = split_body(iteration, [b.tensor for b in ins], [b.tensor for b in outs], axes)
+        gathered = [i for i, b in enumerate(outs) if b.tensor != iteration]
+        ndim = max(1, iteration.rank)
+        coords = list(mesh.all_coords())
+        plans = self.fused_plans(alg, iteration, axes, split, len(gathered), coords)
+        stream = self.stream(op)
+        group = self.group(op.axes.names, op.stream_index())
+        self.program.comm_streams.add(op.stream_index())
+
+        def members(c: Sequence[int]) -> list[int]:
+            row: list[int] = []
+            for m in mesh.group(c, axes):
+                box = iteration.local_slices(mesh, m)
+                row += pad([b.stop - b.start for b in box], ndim, 1)
+                row += pad([b.start for b in box], ndim, 0)
+                row.append(self.box_at(partial, box, c))
+                row += [self.box_at(outs[i], box, c) for i in gathered]
+            return row
+
+        width = max(p.chunk_elements * len(p.layout.block) for p in plans)
+        chunked = self.scratch(width, partial.c)
+        output = chunked
+        if alg.outofplace:
+            output = self.scratch(width, partial.c)
+        fill = identity(op.kind.data, numpy_dtype(partial.tensor.element_type))
+        count = self.table(
+            "kFusedElements", [[p.chunk_elements * len(p.layout.block)] for p in plans]
+        )
+        for target in dict.fromkeys([chunked, output]):
+            self.emit_template(
+                "fill.cu.j2",
+                c=partial.c,
+                value=literal(fill.item(), partial.tensor.element_type),
+                dst=target,
+                count=f"{count}[0]",
+                stream=stream,
+            )
+        names = [f"x{i}" for i in range(1 + len(ins))]
+        lines, yields = body_code(op.body_block(), names, "gindex")
+        body_kernel = self.kernel(
+            "ccopt_fused_body_",
+            "elementwise_kernel.cu.j2",
+            ndim=ndim,
+            ins=[partial.c, *(b.c for b in ins)],
+            outs=[b.c for b in outs],
+            in_restrict=[""] * (1 + len(ins)),
+            out_restrict=[""] * len(outs),
+            strided=[i not in gathered for i in range(len(outs))],
+            index="int64_t",
+            body=lines,
+            yields=yields,
+            names=names,
+            ranged=True,
+            relative=[True] + [False] * len(ins),
+        )
+
+        def moving(relative: bool) -> str:
+            return self.kernel(
+                "ccopt_fused_move_",
+                "elementwise_kernel.cu.j2",
+                ndim=ndim,
+                ins=[partial.c],
+                outs=[partial.c],
+                in_restrict=[" __restrict__"],
+                out_restrict=[" __restrict__"],
+                strided=[relative],
+                index="int64_t",
+                body=[],
+                yields=["x0"],
+                names=["x0"],
+                ranged=True,
+                relative=[relative],
+            )
+
+        slot = {i: s for s, i in enumerate(gathered)}  # the first replaces the sum it needs no more
+        gstride = dims(pad(contiguous_strides(iteration.get_shape()) or [0], ndim, 0))
+
+        def strides(b: Buffer, broadcast: bool) -> str:
+            return self.table(
+                "kStride",
+                self.per_rank(
+                    lambda c: (
+                        broadcast_strides(b.tensor, iteration, mesh, c, ndim, self.layout(b, c))
+                        if broadcast
+                        else pad(self.layout(b, c), ndim, 0)
+                    )
+                ),
+            )
+
+        kind = op.kind.data
+        self.emit_template(
+            "fused_algorithm_call.cu.j2",
+            algorithm=name,
+            ranks=alg.ranks,
+            levels=tables.plan.levels,
+            geometry=self.table(
+                "kFusedGeometry",
+                [[p.chunk_elements, len(p.layout.block), p.layout.width] for p in plans],
+            ),
+            segments=self.table("kFusedRuns", [p.segments.ravel().tolist() for p in plans]),
+            seg_at=self.table("kFusedRunAt", [p.chunk_starts().tolist() for p in plans]),
+            members=self.table("kFusedMembers", self.per_rank(members)),
+            member_row=2 * ndim + 1 + len(gathered),
+            c=partial.c,
+            acc=accumulator(partial.c),
+            chunked=chunked,
+            output=output,
+            scratch=self.algorithm_workspace(
+                op, tables, max(p.chunk_elements for p in plans), partial.c
+            ),
+            scratch_chunks=max(g.scratch_chunks for g in alg.gpus),
+            pack=moving(False),
+            copy=moving(True),
+            kernel=body_kernel,
+            ndim=ndim,
+            gstride=gstride,
+            partial=partial.pointer,
+            partial_strides=strides(partial, False),
+            ins=[(b.pointer, strides(b, True)) for b in ins],
+            outs=[
+                (slot.get(i), b.pointer, None if i in slot else strides(b, False))
+                for i, b in enumerate(outs)
+            ],
+            unpack=[(slot[i], outs[i].pointer, strides(outs[i], False)) for i in gathered],
+            rows=tables.rows,
+            starts=tables.starts,
+            rank=self.group_rank_table(axes),
+            nccl_type=NCCL_TYPES[partial.c],
+            kind=REDUCE_KINDS[kind],
+            comm=f"ctx->comms[{group}]",
+            stream=stream,
+        )
+        itemsize = numpy_dtype(partial.tensor.element_type).itemsize
+        self.record_rows(tables, name, axes, plans[0].chunk_elements * itemsize)
+
+    def fused_plans(
+        self,
+        alg: Algorithm,
+        iteration: DTensorType,
+        axes: tuple[int, ...],
+        split: bool,
+        gathered: int,
+        coords: list[tuple[int, ...]],
+    ) -> list[FusedChunks]:
+        """Every rank's group's chunks (one layout per group)."""
+        from ccopt.algorithms.fused_body import fused_chunks
+
+        done: dict[tuple[tuple[int, ...], ...], FusedChunks] = {}
+        out = []
+        for c in coords:
+            members = tuple(tuple(m) for m in self.mesh.group(c, axes))
+            if members not in done:
+                sizes = [self.local_numel(iteration, m) for m in members]
+                try:
+                    done[members] = fused_chunks(alg, sizes, split, gathered)
+                except ValueError as e:
+                    raise EmitError(f"the fused body cannot run inside @{alg.name}: {e}") from None
+            out.append(done[members])
+        return out
+
+    def box_at(self, b: Buffer, box: Sequence[slice], coords: Sequence[int]) -> int:
+        """Element offset of a global box inside a buffer's block on the rank at `coords` (0
+        when the box is empty or outside it: nothing is read or written there)."""
+        region = b.tensor.local_slices(self.mesh, coords)
+        rel = intersect(tuple(box), region)
+        if rel is None or any(s.stop <= s.start for s in box):
+            return 0
+        start = relative(rel, region)
+        return sum(s.start * st for s, st in zip(start, self.layout(b, coords), strict=True))
+
+    def algorithm_workspace(
+        self, op: k.NcclOp | k.FusedAllReduceKernelOp, tables: AlgorithmTables, width: int, c: str
+    ) -> str:
         """The pointer of the call's workspace (scratch chunks, then staging), which must hold
         what the algorithm needs at the widest rank's chunk width."""
         from ccopt.algorithms.executor import workspace_elements
@@ -1095,8 +1292,8 @@ class Emitter:
         self, tables: AlgorithmTables, name: str, axes: tuple[int, ...], chunk_bytes: int
     ) -> None:
         """The op log of rank 0's rows: an NCCL group per level that moves messages, a kernel per
-        reduction, a copy per copy (bytes of whole chunks)."""
-        from ccopt.algorithms.executor import COUNT, KIND, LEVEL, RECV, REDUCE, SEND
+        reduction and per fused body's fn row, a copy per copy (bytes of whole chunks)."""
+        from ccopt.algorithms.executor import APPLY, COUNT, KIND, LEVEL, RECV, REDUCE, SEND
 
         rows = tables.plan.rows[self.mesh.group_index(self.mesh.coords(0), axes)].tolist()
         group: GpuOp | None = None
@@ -1111,6 +1308,8 @@ class Emitter:
                 group.written += size if row[KIND] == RECV else 0
             elif row[KIND] == REDUCE:
                 self.record("kernel", f"{name} reduce", 2 * size, size)
+            elif row[KIND] == APPLY:  # the fused body on the chunks (its other operands aside)
+                self.record("kernel", f"{name} fn", size, size)
             else:
                 self.record("copy", f"{name} copy", size, size)
 

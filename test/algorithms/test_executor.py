@@ -107,3 +107,58 @@ def test_staging_slots_are_reused_and_plain_receives_land_in_place() -> None:
     kinds = rows[:, 1].tolist()
     assert COPY not in kinds
     assert kinds.count(REDUCE) == 8 * 7 and kinds.count(RECV) == 8 * 14
+
+
+@pytest.mark.parametrize("name", ["ring", "direct", "halving_doubling", "tree"])
+@pytest.mark.parametrize("ranks", [1, 3, 4, 6])
+def test_fn_rows_run_the_body_where_the_interpreter_does(name: str, ranks: int) -> None:
+    """A fused all-reduce's `fn` steps become APPLY rows at their level: with the body a mixing
+    function of the chunk (`ccopt.algorithms.fused_body.mix`), the rows leave every rank with
+    what the interpreter's steps leave - the body once per chunk, on its full sum, later steps
+    carrying its result."""
+    from ccopt.algorithms.executor import APPLY
+    from ccopt.algorithms.fused_body import fingerprint_buffers, mix, with_body_steps
+
+    for chunk_factor, channels in ((1, 1), (2, 2 if name == "ring" else 1)):
+        alg = with_body_steps(
+            generate("allreduce", name, ranks, channels, chunk_factor), f"{name}_fused"
+        )
+        steps = plan(alg)
+        assert any((rows[:, 1] == APPLY).any() for rows in steps.rows)
+        storage, _ = fingerprint_buffers(alg, np.random.default_rng(ranks))
+        data = [bufs[0][:, 0].copy() for bufs in storage]
+
+        def body(rank: int, first: int, rows: np.ndarray) -> np.ndarray:
+            return mix(rows, np.arange(first, first + len(rows))[:, None])
+
+        with np.errstate(over="ignore"):
+            want = execute(alg, [d[:, None] for d in data], np.add, True, fill=0, apply=body)
+
+            def apply(rank: int, first: int, count: int, view: np.ndarray) -> None:
+                view[...] = mix(view, np.arange(first, first + count))
+
+            scratch = max(g.scratch_chunks for g in alg.gpus)
+            buffers = [
+                [d, d, np.zeros(scratch, np.uint64), np.zeros(steps.staging, np.uint64)]
+                for d in (x.copy() for x in data)
+            ]
+            valid = [[len(data[0]), len(data[0]), UNBOUNDED, UNBOUNDED]] * ranks
+            run_rows(steps, buffers, valid, 1, apply=apply)
+        for r in range(ranks):
+            np.testing.assert_array_equal(buffers[r][1], want[r][:, 0], err_msg=f"rank {r}")
+
+
+def test_plans_are_built_once_per_algorithm_content() -> None:
+    """convert-to-kernel and emission share one plan per algorithm: a copy under another name
+    finds it, another algorithm does not, and the shared rows cannot be changed by a user."""
+    from dataclasses import replace
+
+    from ccopt.algorithms.executor import cached_plan
+
+    ring = generate("allreduce", "ring", 5, 1, 2)
+    first = cached_plan(ring)
+    assert cached_plan(replace(ring, name="renamed")) is first
+    assert cached_plan(generate("allreduce", "ring", 5, 1, 1)) is not first
+    for rows, want in zip(first.rows, plan(ring).rows, strict=True):
+        np.testing.assert_array_equal(rows, want)
+        assert not rows.flags.writeable

@@ -240,7 +240,14 @@ def test_templates_render_for_every_kernel_level_op() -> None:
         fused,
         "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,convert-to-kernel",
     )
-    modules = [zoo, overlapped, fused]
+    inside = load_program(ROOT / "examples" / "sgd.mlir")
+    bind_mesh(inside, "dp=3")  # the body inside the ring: kernel.fused_all_reduce
+    run_pipeline(
+        inside,
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+        "lower-collectives{fused_body=in-algorithm},convert-to-kernel",
+    )
+    modules = [zoo, overlapped, fused, inside]
     used = {op.name for m in modules for op in m.walk()}
     missing = {op.name for op in Kernel.operations} - used
     assert not missing, f"no test program lowers to {sorted(missing)}"
@@ -360,6 +367,33 @@ def test_nvcc_builds_every_example_and_schedule_into_an_importable_module(tmp_pa
 def _function(module) -> func.FuncOp:  # noqa: ANN001
     (f,) = [o for o in module.ops if isinstance(o, func.FuncOp)]
     return f
+
+
+def nvcc_compile(source: str, stem: str) -> str:
+    """`nvcc -c` of a generated .cu for sm_90 with the NCCL and cuBLAS headers: its stderr,
+    empty when it compiled (the file and its object are removed)."""
+    from ccopt.backends.cuda.build import nvidia_dirs
+
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"{stem}_{os.getpid()}.cu"
+    path.write_text(source)
+    result = subprocess.run(
+        [
+            "nvcc",
+            "-c",
+            "-std=c++17",
+            "-gencode=arch=compute_90,code=sm_90",
+            f"-I{nvidia_dirs('nccl')[0]}",
+            f"-I{nvidia_dirs('cu13')[0]}",
+            str(path),
+            "-o",
+            str(path.with_suffix(".o")),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    path.unlink()
+    path.with_suffix(".o").unlink(missing_ok=True)
+    return "" if result.returncode == 0 else result.stderr[-3000:] or "nvcc failed"
 
 
 def test_nvcc_compiles_every_construct_of_the_zoo() -> None:

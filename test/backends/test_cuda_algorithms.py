@@ -10,13 +10,11 @@ hierarchical 2x3). One g++ build per mesh."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cuda import assert_same_shards, nvcc_available
+from test_cuda import assert_same_shards, nvcc_available, nvcc_compile
 
 import ccopt
 from ccopt.backends.cuda.cpu import run_on_host
@@ -66,31 +64,10 @@ def test_every_library_algorithm_runs_on_the_cpu_harness(mesh: str) -> None:
 def test_nvcc_compiles_the_algorithm_executor() -> None:
     """The executor, its reduction kernel and the row tables compile for the GPU too."""
     nvcc_available()
-    from ccopt.backends.cuda.build import nvidia_dirs
-
     module = load_program(PROGRAM)
     bind_mesh(module, "node=2,gpu=3")
     run_pipeline(module, f"{PIPELINE},convert-to-kernel,plan-memory")
-    source = Path(os.environ.get("TMPDIR", "/tmp")) / f"ccopt_algorithms_{os.getpid()}.cu"
-    source.write_text(emit_cuda(module))
-    result = subprocess.run(
-        [
-            "nvcc",
-            "-c",
-            "-std=c++17",
-            "-gencode=arch=compute_90,code=sm_90",
-            f"-I{nvidia_dirs('nccl')[0]}",
-            f"-I{nvidia_dirs('cu13')[0]}",
-            str(source),
-            "-o",
-            str(source.with_suffix(".o")),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    source.unlink()
-    source.with_suffix(".o").unlink(missing_ok=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert nvcc_compile(emit_cuda(module), "ccopt_algorithms") == ""
 
 
 def test_an_algorithm_without_its_workspace_is_refused() -> None:

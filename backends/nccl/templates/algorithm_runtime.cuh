@@ -4,10 +4,12 @@
 // messages sent at that level (both ends of a message are in the same level's group on every
 // rank: no group waits for one its peer has not reached). Offsets and counts are in chunks of
 // `width` elements; a buffer's chunks past its valid elements are short or empty, and a message
-// moves the smaller count of its two ends (both ends compute the same).
+// moves the smaller count of its two ends (both ends compute the same). An apply row (the `fn`
+// step of a fused all-reduce) hands the chunks at buf/off, which hold output chunks a_off.. , to
+// the call's `body`, which launches the fused body's kernel on them.
 namespace ccopt_algo {
 
-enum RowKind { kSend = 0, kRecv = 1, kCopy = 2, kReduce = 3 };
+enum RowKind { kSend = 0, kRecv = 1, kCopy = 2, kReduce = 3, kApply = 4 };
 enum Column { kLevel = 0, kKind, kPeer, kBuf, kOff, kABuf, kAOff, kBBuf, kBOff, kCount, kColumns };
 
 template <class T, class Acc>
@@ -26,10 +28,18 @@ inline int64_t span(int64_t valid, int64_t width, int64_t off, int64_t count) {
 
 inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// Run one rank's rows on buffers I, O, scratch, staging; `kind` is a ccopt_rt::ReduceKind.
-template <class T, class Acc>
+// What a plain collective's algorithm has in place of a fused body: no apply rows.
+template <class T>
+struct NoBody {
+  int operator()(T*, int64_t, int64_t) const { return -1; }
+};
+
+// Run one rank's rows on buffers I, O, scratch, staging; `kind` is a ccopt_rt::ReduceKind;
+// `body(chunks, first output chunk, count)` runs a fused body (0: launched).
+template <class T, class Acc, class Body = NoBody<T>>
 int run(Context* ctx, const int32_t* rows, int64_t nrows, T* const* base, const int64_t* valid,
-        int64_t width, ncclDataType_t type, int kind, ncclComm_t comm, cudaStream_t stream) {
+        int64_t width, ncclDataType_t type, int kind, ncclComm_t comm, cudaStream_t stream,
+        Body body = Body()) {
   auto count_of = [&](const int32_t* r, bool three) {
     const int64_t n = smaller(span(valid[r[kBuf]], width, r[kOff], r[kCount]),
                               span(valid[r[kABuf]], width, r[kAOff], r[kCount]));
@@ -51,6 +61,12 @@ int run(Context* ctx, const int32_t* rows, int64_t nrows, T* const* base, const 
           CCOPT_CHECK_NCCL(ncclRecv(at, (size_t)n, type, r[kPeer], comm, stream));
       }
       CCOPT_CHECK_NCCL(ncclGroupEnd());
+      continue;
+    }
+    if (r[kKind] == kApply) {
+      if (body(base[r[kBuf]] + r[kOff] * width, (int64_t)r[kAOff], (int64_t)r[kCount]) != 0)
+        return -1;
+      ++i;
       continue;
     }
     const int64_t n = count_of(r, r[kKind] == kReduce);

@@ -405,3 +405,39 @@ func.func @local_block(%x: !kernel.buffer<16x8xf32, @m[S(0), R]>, %o: !kernel.bu
   kernel.local_block %x -> %c over [tp] dim 1 stream 0 : !kernel.buffer<16x8xf32, @m[S(0), R]> -> !kernel.buffer<16x8xf32, @m[S(0), S(1)]>
   func.return
 }
+
+// A fused all-reduce with its body inside its algorithm: the partial sums, the body's other
+// operands, the results (the gathered weights, the moment left split), the algorithm's workspace.
+// CHECK-LABEL: func.func @fused_all_reduce(
+// CHECK-SAME:  %[[G:.*]]: !kernel.buffer<6x8xf32, @m[P(sum), R]>, %[[LR:.*]]: !kernel.buffer<f32, @m[R, R]>, %[[W:.*]]: !kernel.buffer<6x8xf32, @m[R, R]>, %[[M:.*]]: !kernel.buffer<6x8xf32, @m[S(0), R]>, %[[S:.*]]: !kernel.buffer<48xf32, @m[R, R]>) {
+// CHECK-NEXT:  kernel.fused_all_reduce sum %[[G]], ins(%[[LR]], %[[M]]) outs(%[[W]], %[[M]]) scratch %[[S]] : !kernel.buffer<48xf32, @m[R, R]> over [dp] dim 0 stream 0 {algo.algorithm = @allreduce_ring_2_fused} : !kernel.buffer<6x8xf32, @m[P(sum), R]>, (!kernel.buffer<f32, @m[R, R]>, !kernel.buffer<6x8xf32, @m[S(0), R]>) -> (!kernel.buffer<6x8xf32, @m[R, R]>, !kernel.buffer<6x8xf32, @m[S(0), R]>) {
+// CHECK:         dtensor.yield
+func.func @fused_all_reduce(%g: !kernel.buffer<6x8xf32, @m[P(sum), R]>, %lr: !kernel.buffer<f32, @m[R, R]>, %w: !kernel.buffer<6x8xf32, @m[R, R]>, %m: !kernel.buffer<6x8xf32, @m[S(0), R]>, %s: !kernel.buffer<48xf32, @m[R, R]>) {
+  kernel.fused_all_reduce sum %g, ins(%lr, %m) outs(%w, %m) scratch %s : !kernel.buffer<48xf32, @m[R, R]> over [dp] dim 0 stream 0 {algo.algorithm = @allreduce_ring_2_fused} : !kernel.buffer<6x8xf32, @m[P(sum), R]>, (!kernel.buffer<f32, @m[R, R]>, !kernel.buffer<6x8xf32, @m[S(0), R]>) -> (!kernel.buffer<6x8xf32, @m[R, R]>, !kernel.buffer<6x8xf32, @m[S(0), R]>) {
+  ^bb0(%i: i64, %sum: f32, %rate: f32, %old: f32):
+    %step = arith.mulf %rate, %sum : f32
+    %new = arith.addf %old, %sum : f32
+    dtensor.yield %step, %new : f32, f32
+  }
+  func.return
+}
+algo.algorithm @allreduce_ring_2_fused allreduce ranks 2 channels 1 chunksperloop 2 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 2 out 2 scratch 0 {
+    algo.tb 0 send 1 recv 1 chan 0 {
+      0: s i[1] -> _ x1
+      1: rrc i[0] -> i[0] x1
+      2: fn o[0] -> i[0] x1
+      3: s i[0] -> _ x1
+      4: r _ -> i[1] x1
+    }
+  }
+  algo.gpu 1 in 2 out 2 scratch 0 {
+    algo.tb 0 send 0 recv 0 chan 0 {
+      0: s i[0] -> _ x1
+      1: rrc i[1] -> i[1] x1
+      2: fn o[1] -> i[1] x1
+      3: s i[1] -> _ x1
+      4: r _ -> i[0] x1
+    }
+  }
+}

@@ -639,3 +639,16 @@ func.func @subview_rank(%w: !kernel.buffer<16x24xf32, @t[R]>) {
   %c = kernel.subview %w offsets [0] : !kernel.buffer<16x24xf32, @t[R]> -> !kernel.buffer<16xf32, @t[R]>
   func.return
 }
+
+// -----
+
+// A kernel-level fused all-reduce runs its body inside its algorithm: it must name one.
+dtensor.mesh @t [tp=2]
+func.func @fused_without_algorithm(%g: !kernel.buffer<6xf32, @t[P(sum)]>, %w: !kernel.buffer<6xf32, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.fused_all_reduce' op needs the algo.algorithm its body runs inside
+  kernel.fused_all_reduce sum %g, ins() outs(%w) over [tp] dim 0 stream 0 : !kernel.buffer<6xf32, @t[P(sum)]>, () -> (!kernel.buffer<6xf32, @t[R]>) {
+  ^bb0(%i: i64, %sum: f32):
+    dtensor.yield %sum : f32
+  }
+  func.return
+}
