@@ -31,10 +31,8 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     Float32Type,
     FunctionType,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
     UnitAttr,
@@ -48,6 +46,7 @@ from ccopt.diagnostics import OpError
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
+from ccopt.dialects.attrs import i64_array, i64_attr
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, is_elementwise
@@ -90,7 +89,7 @@ class Lowering:
 
     def add(self, op: Operation) -> Operation:
         if isinstance(op, k.DeviceOp):
-            op.stream = IntegerAttr(self.stream, i64)
+            op.stream = i64_attr(self.stream)
         self.block.add_op(op)
         return op
 
@@ -550,8 +549,8 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
     )
-    lowered.attributes[RESULTS_ATTR] = IntegerAttr(len(outputs), i64)
-    lowered.attributes[UPDATED_ATTR] = DenseArrayBase.from_list(i64, updated)
+    lowered.attributes[RESULTS_ATTR] = i64_attr(len(outputs))
+    lowered.attributes[UPDATED_ATTR] = i64_array(updated)
     if f.sym_visibility is not None:
         lowered.sym_visibility = StringAttr(f.sym_visibility.data)
     return lowered
