@@ -108,6 +108,7 @@ class LocatingParser(Parser):
         self.source = source
         self._filename = StringAttr(source.name)
         self._types: dict[str, TypeAttribute] = {}
+        self._columns: dict[int, IntAttr] = {}
 
     def parse_optional_type(self) -> TypeAttribute | None:
         """Distributed tensor types repeat on almost every line: parse each spelling once."""
@@ -207,9 +208,21 @@ class LocatingParser(Parser):
         start = self._current_token.span.start
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):
-            line, col = self.source.line_col(start)
-            op.location = FileLineColLoc(self._filename, IntAttr(line), IntAttr(col))
+            op.location = self._location(*self.source.line_col(start))
         return op
+
+    def _location(self, line: int, col: int) -> FileLineColLoc:
+        """`FileLineColLoc(file, line, col)` without xDSL's check of its parameters (a string
+        and two integers by construction): building and verifying one cost as much as lexing
+        an op. Columns repeat (indentation): each is built once."""
+        column = self._columns.get(col)
+        if column is None:
+            column = self._columns[col] = IntAttr(col)
+        loc = FileLineColLoc.__new__(FileLineColLoc)
+        object.__setattr__(loc, "filename", self._filename)
+        object.__setattr__(loc, "line", IntAttr(line))
+        object.__setattr__(loc, "column", column)
+        return loc
 
 
 def parse_module(ctx: Context, source: SourceText) -> ModuleOp:
