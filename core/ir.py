@@ -26,8 +26,8 @@ from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, TypeAttr
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Input, Position
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+from xdsl.utils.lexer import Input, Position, Span, Token
+from xdsl.utils.mlir_lexer import KIND_BY_PUNCTUATION_SPELLING, MLIRLexer, MLIRTokenKind
 
 from ccopt.diagnostics import LocatedError, SourceText, first_line
 from ccopt.verifier import verify_module
@@ -50,11 +50,53 @@ def make_context(allow_unregistered: bool = False) -> Context:
     return ctx
 
 
+_SUFFIX_ID = r"(?:[0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)"
+_COMMON_TOKEN = re.compile(
+    r"(?:(?://[^\n]*\n?)|\s+)*+"  # whitespace and comments, as MLIRLexer skips them (no backtracking)
+    r"(?:([a-zA-Z_][a-zA-Z0-9_$.]*)"  # 1: bare identifier
+    rf"|(%{_SUFFIX_ID})|(!{_SUFFIX_ID})|(\^{_SUFFIX_ID})|(#(?!-\}})" + _SUFFIX_ID + ")"
+    r"|(@[a-zA-Z_][a-zA-Z0-9_$.]*)"  # 6: at-identifier
+    r"|(->)"  # 7
+    r"|([:,()}\[\]<>=+/*?|]|\{(?!-#)))",  # 8: one-character punctuation
+    re.ASCII,
+)
+_GROUP_KINDS: tuple[MLIRTokenKind | None, ...] = (
+    None,
+    MLIRTokenKind.BARE_IDENT,
+    MLIRTokenKind.PERCENT_IDENT,
+    MLIRTokenKind.EXCLAMATION_IDENT,
+    MLIRTokenKind.CARET_IDENT,
+    MLIRTokenKind.HASH_IDENT,
+    MLIRTokenKind.AT_IDENT,
+    MLIRTokenKind.ARROW,
+)
+_PUNCTUATION = {
+    **{c: KIND_BY_PUNCTUATION_SPELLING[c] for c in ":,()}[]<>=+/*?|"},
+    "{": MLIRTokenKind.L_BRACE,
+}
+
+
 class LinearTimeLexer(MLIRLexer):
     """xDSL 0.74's string-literal pattern (`"(?:[^"...]+|escape)*"`) backtracks exponentially on
-    an unterminated string followed by a long line; this one consumes each character once."""
+    an unterminated string followed by a long line; this one consumes each character once.
+
+    Lexing was 40% of parsing ccopt IR (xDSL's lexer calls half a dozen methods per token):
+    identifiers and punctuation - nearly every token - are matched here by one regular
+    expression, with the same spans and kinds; anything else (numbers, strings, `...`, `-`,
+    file metadata, errors) goes to MLIRLexer."""
 
     _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+    def lex(self) -> Token[MLIRTokenKind, str]:
+        m = _COMMON_TOKEN.match(self.input.content, self.pos)
+        if m is None:
+            return super().lex()
+        group = m.lastindex
+        if group is None:
+            return super().lex()
+        start, self.pos = m.span(group)
+        kind = _GROUP_KINDS[group] if group < 8 else _PUNCTUATION[m.group(group)]
+        return Token(kind, Span(start, self.pos, self.input))
 
 
 class LocatingParser(Parser):
@@ -66,6 +108,7 @@ class LocatingParser(Parser):
         self.source = source
         self._filename = StringAttr(source.name)
         self._types: dict[str, TypeAttribute] = {}
+        self._columns: dict[int, IntAttr] = {}
 
     def parse_optional_type(self) -> TypeAttribute | None:
         """Distributed tensor types repeat on almost every line: parse each spelling once."""
@@ -165,9 +208,21 @@ class LocatingParser(Parser):
         start = self._current_token.span.start
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):
-            line, col = self.source.line_col(start)
-            op.location = FileLineColLoc(self._filename, IntAttr(line), IntAttr(col))
+            op.location = self._location(*self.source.line_col(start))
         return op
+
+    def _location(self, line: int, col: int) -> FileLineColLoc:
+        """`FileLineColLoc(file, line, col)` without xDSL's check of its parameters (a string
+        and two integers by construction): building and verifying one cost as much as lexing
+        an op. Columns repeat (indentation): each is built once."""
+        column = self._columns.get(col)
+        if column is None:
+            column = self._columns[col] = IntAttr(col)
+        loc = FileLineColLoc.__new__(FileLineColLoc)
+        object.__setattr__(loc, "filename", self._filename)
+        object.__setattr__(loc, "line", IntAttr(line))
+        object.__setattr__(loc, "column", column)
+        return loc
 
 
 def parse_module(ctx: Context, source: SourceText) -> ModuleOp:

@@ -40,6 +40,9 @@ _CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
 
 Key = tuple[object, ...]
+_SHARED_PARTS = (4, 5, 6, 7, 10)
+"""The parts of a verification key that ops share (`compact_key`): operand types, result types,
+properties, attributes, the properties of the op around."""
 
 
 def verify_module(module: Operation) -> None:
@@ -50,11 +53,11 @@ def verify_module(module: Operation) -> None:
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     previous = module.__dict__.get(_MODULE_STATE)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set())
-        walk.changed = walk.visited
-        walk.dirty_functions.update(op for op, _ in walk.visited if op.name == "func.func")
+        previous = (meshes, set(), {})
+        walk.changed = [(op, verification_key(op)) for op in walk.visited]
+        walk.dirty_functions.update(op for op in walk.visited if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
-    verify_ops(walk.changed, previous[1])
+    verify_ops(walk.changed, previous[1], previous[2])
     check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -63,8 +66,12 @@ def verify_module(module: Operation) -> None:
     check_memory_plans(module, walk)
 
 
-def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
-    """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified."""
+def verify_ops(
+    changed: list[tuple[Operation, Key]], shapes: set[Key], shared: dict[Key, Key]
+) -> None:
+    """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
+    Each op keeps its key, with the tuples of types and attributes that many ops have alike
+    shared through `shared`."""
     for op, key in changed:
         shape = structural_key(op, key)
         if shape is None or shape not in shapes:
@@ -75,7 +82,22 @@ def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
                 raise OpError(op, message) from None
             if shape is not None:
                 shapes.add(shape)
-        op.__dict__[_VERIFIED] = key
+        op.__dict__[_VERIFIED] = compact_key(key, shared)
+
+
+def compact_key(key: Key, shared: dict[Key, Key]) -> Key:
+    """`key` with its tuples of operand types, result types, properties and attributes replaced
+    by equal ones already kept (a lowered model has a few dozen distinct ones and thousands of
+    ops: the keys were a third of a pipeline's memory)."""
+    parts = list(key)
+    for i in _SHARED_PARTS:
+        part = parts[i]
+        if part:
+            try:
+                parts[i] = shared.setdefault(part, part)
+            except TypeError:  # an attribute that does not hash (kept as it is)
+                pass
+    return tuple(parts)
 
 
 class VerificationWalk:
@@ -88,7 +110,7 @@ class VerificationWalk:
 
         self.no_terminator = NoTerminator
         self.isolated = IsolatedFromAbove
-        self.visited: list[tuple[Operation, Key]] = []
+        self.visited: list[Operation] = []
         self.changed: list[tuple[Operation, Key]] = []
         self.meshes: list[Operation] = []
         self.has_calls = False
@@ -101,7 +123,7 @@ class VerificationWalk:
         """Visit `op` and its regions; True when it or anything in it changed."""
         key = verification_key(op)
         entry = (op, key)
-        self.visited.append(entry)
+        self.visited.append(op)
         at = len(self.changed)
         self.changed.append(entry)
         changed = op.__dict__.get(_VERIFIED) != key

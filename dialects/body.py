@@ -31,6 +31,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from ccopt.dialects.attrs import i64_attr
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
@@ -220,7 +221,7 @@ class UniformOp(IRDLOperation):
         super().__init__(
             operands=[index],
             result_types=[Float32Type()],
-            properties={"seed": IntegerAttr(seed, i64)},
+            properties={"seed": i64_attr(seed)},
         )
 
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr, i64
+from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
@@ -48,6 +48,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from ccopt.dialects.attrs import i64_attr
 from ccopt.dialects.body import ScalarBodyOp
 from ccopt.dialects.dtensor import verify_mesh_types
 from ccopt.dialects.dtensor_type import (
@@ -159,7 +160,7 @@ class CollectiveOp(IRDLOperation, ABC):
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
         if chunks is not None:
-            props["chunks"] = IntegerAttr(chunks, i64)
+            props["chunks"] = i64_attr(chunks)
         if not isinstance(v.type, DTensorType):
             raise VerifyException(f"'{self.name}' needs a !dtensor.tensor operand, got {v.type}")
         if v.type.mesh_name != mesh.name:
@@ -363,7 +364,7 @@ class ReduceScatterOp(CollectiveOp):
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
-        props = {**_kind_prop(kind), "dim": IntegerAttr(dim, i64)}
+        props = {**_kind_prop(kind), "dim": i64_attr(dim)}
         super().__init__(input, mesh, axes, props, algorithm, chunks)
 
     @classmethod
@@ -425,7 +426,7 @@ class AllToAllOp(CollectiveOp):
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
-        super().__init__(input, mesh, axes, {"dim": IntegerAttr(dim, i64)}, algorithm, chunks)
+        super().__init__(input, mesh, axes, {"dim": i64_attr(dim)}, algorithm, chunks)
 
     @classmethod
     def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
@@ -456,7 +457,7 @@ class SliceOp(CollectiveOp):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, input: SSAValue | Operation, mesh: Mesh, axes: Sequence[str], dim: int):
-        super().__init__(input, mesh, axes, {"dim": IntegerAttr(dim, i64)})
+        super().__init__(input, mesh, axes, {"dim": i64_attr(dim)})
 
     @classmethod
     def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
@@ -489,7 +490,7 @@ class BroadcastOp(CollectiveOp):
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
-        super().__init__(input, mesh, axes, {"root": IntegerAttr(root, i64)}, algorithm, chunks)
+        super().__init__(input, mesh, axes, {"root": i64_attr(root)}, algorithm, chunks)
 
     @classmethod
     def convert(cls, props: Mapping[str, Attribute], placement: Placement) -> Placement:
@@ -526,7 +527,7 @@ class ReduceOp(CollectiveOp):
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
-        props = {**_kind_prop(kind), "root": IntegerAttr(root, i64)}
+        props = {**_kind_prop(kind), "root": i64_attr(root)}
         super().__init__(input, mesh, axes, props, algorithm, chunks)
 
     @classmethod
@@ -564,7 +565,7 @@ class ShiftOp(CollectiveOp):
         offset: int = 1,
         cyclic: bool = False,
     ):
-        props: dict[str, Attribute] = {"offset": IntegerAttr(offset, i64)}
+        props: dict[str, Attribute] = {"offset": i64_attr(offset)}
         if cyclic:
             props["cyclic"] = UnitAttr()
         super().__init__(input, mesh, [axis], props)
@@ -639,7 +640,7 @@ class FusedAllReduceOp(ScalarBodyOp):
         props: dict[str, Attribute] = {
             "kind": ReductionKindAttr(ReductionKind(kind)),
             "axes": MeshAxesAttr(axes),
-            "dim": IntegerAttr(dim, i64),
+            "dim": i64_attr(dim),
         }
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))

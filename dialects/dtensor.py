@@ -35,7 +35,6 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     TensorType,
     UnitAttr,
-    f64,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -79,6 +78,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects import inference as infer
+from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
 from ccopt.dialects.body import ScalarBodyOp, UniformOp, YieldOp
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -122,7 +122,7 @@ class MeshOp(IRDLOperation):
             properties={
                 "sym_name": StringAttr(name),
                 "axis_names": ArrayAttr([StringAttr(a) for a, _ in axes]),
-                "axis_sizes": DenseArrayBase.from_list(i64, [s for _, s in axes]),
+                "axis_sizes": i64_array([s for _, s in axes]),
             }
         )
 
@@ -569,7 +569,7 @@ class ScaleOp(DTensorOp):
         super().__init__(
             operands=[v],
             result_types=[_build(self._infer, _dtensor(v))],
-            properties={"factor": FloatAttr(factor, f64)},
+            properties={"factor": float_attr(factor)},
         )
 
     @staticmethod
@@ -623,7 +623,7 @@ class DropoutOp(DTensorOp):
         super().__init__(
             operands=[v],
             result_types=[_build(self._infer, _dtensor(v), prob)],
-            properties={"seed": IntegerAttr(seed, i64), "prob": FloatAttr(prob, f64)},
+            properties={"seed": i64_attr(seed), "prob": float_attr(prob)},
         )
 
     @staticmethod
@@ -725,7 +725,7 @@ class ReduceOp(DTensorOp):
         kind = ReduceKind(kind)
         props: dict[str, Attribute] = {
             "kind": ReduceKindAttr(kind),
-            "dims": DenseArrayBase.from_list(i64, list(dims)),
+            "dims": i64_array(dims),
         }
         if keepdim:
             props["keepdim"] = UnitAttr()
@@ -780,7 +780,7 @@ class SoftmaxOp(DTensorOp):
         super().__init__(
             operands=[v],
             result_types=[_build(infer.infer_softmax, _dtensor(v), dim)],
-            properties={"dim": IntegerAttr(dim, i64)},
+            properties={"dim": i64_attr(dim)},
         )
 
     def inferred_type(self) -> DTensorType:
@@ -819,7 +819,7 @@ class LayerNormOp(DTensorOp):
         super().__init__(
             operands=[v, [w] if w else [], [b] if b else []],
             result_types=[_build(infer.infer_layernorm, _dtensor(v), params)],
-            properties={"eps": FloatAttr(eps, f64)},
+            properties={"eps": float_attr(eps)},
         )
 
     def inferred_type(self) -> DTensorType:
@@ -850,8 +850,8 @@ class SliceOp(DTensorOp):
             operands=[v],
             result_types=[_build(infer.infer_slice, _dtensor(v), offsets, sizes)],
             properties={
-                "offsets": DenseArrayBase.from_list(i64, list(offsets)),
-                "sizes": DenseArrayBase.from_list(i64, list(sizes)),
+                "offsets": i64_array(offsets),
+                "sizes": i64_array(sizes),
             },
         )
 
@@ -877,7 +877,7 @@ class ConcatOp(DTensorOp):
         super().__init__(
             operands=[vals],
             result_types=[_build(infer.infer_concat, [_dtensor(v) for v in vals], dim)],
-            properties={"dim": IntegerAttr(dim, i64)},
+            properties={"dim": i64_attr(dim)},
         )
 
     def verify_(self) -> None:
@@ -905,7 +905,7 @@ class TransposeOp(DTensorOp):
         super().__init__(
             operands=[v],
             result_types=[_build(infer.infer_transpose, _dtensor(v), perm)],
-            properties={"perm": DenseArrayBase.from_list(i64, list(perm))},
+            properties={"perm": i64_array(perm)},
         )
 
     def inferred_type(self) -> DTensorType:
@@ -982,9 +982,7 @@ class FillOp(DTensorOp):
     assembly_format = "$value attr-dict `:` type($result)"
 
     def __init__(self, value: float, result_type: DTensorType):
-        super().__init__(
-            result_types=[result_type], properties={"value": FloatAttr(float(value), f64)}
-        )
+        super().__init__(result_types=[result_type], properties={"value": float_attr(float(value))})
 
     def inferred_type(self) -> DTensorType:
         t = _dtensor(self.result)

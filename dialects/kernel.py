@@ -34,7 +34,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     TensorType,
     UnitAttr,
-    f64,
     i64,
 )
 from xdsl.ir import (
@@ -66,6 +65,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
+from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
 from ccopt.dialects.body import ScalarBodyOp
 from ccopt.dialects.coll import (
     AllGatherOp,
@@ -151,7 +151,7 @@ def _stream(stream: int) -> dict[str, Attribute]:
 def _stream_attr(stream: int) -> IntegerAttr:
     """Streams are a handful of small numbers; every device op names one (attributes are
     immutable, and building one verifies it)."""
-    return IntegerAttr(stream, i64)
+    return i64_attr(stream)
 
 
 def _expect(actual: DTensorType, expected: DTensorType, what: str) -> None:
@@ -209,7 +209,7 @@ class AllocOp(IRDLOperation):
     assembly_format = "(`offset` $offset^)? attr-dict `:` type($result)"
 
     def __init__(self, tensor: DTensorType, offset: int | None = None):
-        props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        props = {} if offset is None else {"offset": i64_attr(offset)}
         super().__init__(result_types=[BufferType(tensor)], properties=props)
 
     def byte_offset(self) -> int | None:
@@ -270,9 +270,7 @@ class BlockViewOp(IRDLOperation):
         mesh = verify_buffers(self)
         if mesh is None:
             return
-        expected = _infer(
-            self, SliceOp.infer, full, {"axes": self.axes, "dim": IntegerAttr(0, i64)}, mesh
-        )
+        expected = _infer(self, SliceOp.infer, full, {"axes": self.axes, "dim": i64_attr(0)}, mesh)
         _expect(block, expected, "the block")
 
 
@@ -311,7 +309,7 @@ class SubviewOp(IRDLOperation):
         super().__init__(
             operands=[source],
             result_types=[BufferType(tensor)],
-            properties={"offsets": DenseArrayBase.from_list(i64, list(offsets))},
+            properties={"offsets": i64_array(offsets)},
         )
 
     def verify_(self) -> None:
@@ -478,7 +476,7 @@ class ReduceKernelOp(DeviceOp):
         props: dict[str, Attribute] = {
             **_stream(stream),
             "kind": kind,
-            "dims": DenseArrayBase.from_list(i64, list(dims)),
+            "dims": i64_array(dims),
         }
         if keepdim:
             props["keepdim"] = UnitAttr()
@@ -511,7 +509,7 @@ class SoftmaxKernelOp(DeviceOp):
 
     def __init__(self, input: SSAValue, out: SSAValue, dim: int, stream: int = 0):
         super().__init__(
-            operands=[input, out], properties={**_stream(stream), "dim": IntegerAttr(dim, i64)}
+            operands=[input, out], properties={**_stream(stream), "dim": i64_attr(dim)}
         )
 
     def verify_(self) -> None:
@@ -550,7 +548,7 @@ class LayerNormKernelOp(DeviceOp):
     ):
         super().__init__(
             operands=[input, [weight] if weight else [], [bias] if bias else [], out],
-            properties={**_stream(stream), "eps": FloatAttr(eps, f64)},
+            properties={**_stream(stream), "eps": float_attr(eps)},
         )
 
     def verify_(self) -> None:
@@ -576,7 +574,7 @@ class SliceKernelOp(DeviceOp):
     def __init__(self, input: SSAValue, out: SSAValue, offsets: Sequence[int], stream: int = 0):
         super().__init__(
             operands=[input, out],
-            properties={**_stream(stream), "offsets": DenseArrayBase.from_list(i64, list(offsets))},
+            properties={**_stream(stream), "offsets": i64_array(offsets)},
         )
 
     def verify_(self) -> None:
@@ -610,7 +608,7 @@ class ConcatKernelOp(DeviceOp):
     def __init__(self, inputs: Sequence[SSAValue], out: SSAValue, dim: int, stream: int = 0):
         super().__init__(
             operands=[list(inputs), out],
-            properties={**_stream(stream), "dim": IntegerAttr(dim, i64)},
+            properties={**_stream(stream), "dim": i64_attr(dim)},
         )
 
     def verify_(self) -> None:
@@ -639,7 +637,7 @@ class TransposeKernelOp(DeviceOp):
     def __init__(self, input: SSAValue, out: SSAValue, perm: Sequence[int], stream: int = 0):
         super().__init__(
             operands=[input, out],
-            properties={**_stream(stream), "perm": DenseArrayBase.from_list(i64, list(perm))},
+            properties={**_stream(stream), "perm": i64_array(perm)},
         )
 
     def verify_(self) -> None:
@@ -786,9 +784,7 @@ class NcclReduceScatterOp(NcclOp):
         kind: ReductionKind,
         stream: int = 0,
     ):
-        _nccl_init(
-            self, input, out, axes, stream, kind=ReductionKindAttr(kind), dim=IntegerAttr(dim, i64)
-        )
+        _nccl_init(self, input, out, axes, stream, kind=ReductionKindAttr(kind), dim=i64_attr(dim))
 
 
 @irdl_op_definition
@@ -811,7 +807,7 @@ class NcclAllToAllOp(NcclOp):
     def __init__(
         self, input: SSAValue, out: SSAValue, axes: Sequence[str], dim: int, stream: int = 0
     ):
-        _nccl_init(self, input, out, axes, stream, dim=IntegerAttr(dim, i64))
+        _nccl_init(self, input, out, axes, stream, dim=i64_attr(dim))
 
 
 @irdl_op_definition
@@ -824,7 +820,7 @@ class NcclBroadcastOp(NcclOp):
     def __init__(
         self, input: SSAValue, out: SSAValue, axes: Sequence[str], root: int, stream: int = 0
     ):
-        _nccl_init(self, input, out, axes, stream, root=IntegerAttr(root, i64))
+        _nccl_init(self, input, out, axes, stream, root=i64_attr(root))
 
 
 @irdl_op_definition
@@ -851,7 +847,7 @@ class NcclReduceOp(NcclOp):
             axes,
             stream,
             kind=ReductionKindAttr(kind),
-            root=IntegerAttr(root, i64),
+            root=i64_attr(root),
         )
 
 
@@ -868,7 +864,7 @@ class NcclShiftOp(NcclOp):
     def __init__(
         self, input: SSAValue, out: SSAValue, axis: str, offset: int, cyclic: bool, stream: int = 0
     ):
-        props: dict[str, Attribute] = {"offset": IntegerAttr(offset, i64)}
+        props: dict[str, Attribute] = {"offset": i64_attr(offset)}
         if cyclic:
             props["cyclic"] = UnitAttr()
         _nccl_init(self, input, out, [axis], stream, **props)
@@ -886,7 +882,7 @@ class LocalBlockOp(NcclOp):
     def __init__(
         self, input: SSAValue, out: SSAValue, axes: Sequence[str], dim: int, stream: int = 0
     ):
-        _nccl_init(self, input, out, axes, stream, dim=IntegerAttr(dim, i64))
+        _nccl_init(self, input, out, axes, stream, dim=i64_attr(dim))
 
 
 @irdl_op_definition

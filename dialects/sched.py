@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I64, IntegerAttr, i64
+from xdsl.dialects.builtin import I64, IntegerAttr
 from xdsl.ir import (
     Attribute,
     Dialect,
@@ -50,6 +50,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
+
+from ccopt.dialects.attrs import i64_attr
 
 COMPUTE_STREAM = 0
 """The stream a function body runs on."""
@@ -101,7 +103,7 @@ class ExecuteOp(IRDLOperation):
         super().__init__(
             operands=[list(deps), list(inputs)],
             result_types=[TokenType(), [FutureType(t) for t in result_types]],
-            properties={"stream": IntegerAttr(stream, i64)},
+            properties={"stream": i64_attr(stream)},
             regions=[body],
         )
 

@@ -39,10 +39,8 @@ from typing import TYPE_CHECKING
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     Float32Type,
     FunctionType,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
     UnitAttr,
@@ -58,6 +56,7 @@ from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
+from ccopt.dialects.attrs import i64_array, i64_attr
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_elementwise
@@ -105,7 +104,7 @@ class Lowering:
 
     def add(self, op: Operation) -> Operation:
         if isinstance(op, k.DeviceOp):
-            op.stream = IntegerAttr(self.stream, i64)
+            op.stream = i64_attr(self.stream)
         self.block.add_op(op)
         return op
 
@@ -671,8 +670,8 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
     )
-    lowered.attributes[RESULTS_ATTR] = IntegerAttr(len(outputs), i64)
-    lowered.attributes[UPDATED_ATTR] = DenseArrayBase.from_list(i64, updated)
+    lowered.attributes[RESULTS_ATTR] = i64_attr(len(outputs))
+    lowered.attributes[UPDATED_ATTR] = i64_array(updated)
     if f.sym_visibility is not None:
         lowered.sym_visibility = StringAttr(f.sym_visibility.data)
     return lowered

@@ -24,13 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
+from ccopt.dialects.attrs import i64_attr
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr
 from ccopt.dialects.inference import InferenceError
@@ -130,7 +131,7 @@ def split_type(ar: coll.AllReduceOp, mesh: Mesh) -> DTensorType | None:
     t = ar.input.type
     assert isinstance(t, DTensorType)
     for d in range(t.rank):
-        props = {"kind": ar.kind, "axes": ar.axes, "dim": IntegerAttr(d, i64)}
+        props = {"kind": ar.kind, "axes": ar.axes, "dim": i64_attr(d)}
         try:
             return coll.ReduceScatterOp.infer(t, props, mesh)
         except InferenceError:
@@ -186,7 +187,7 @@ def _replicated_slice(
     own = dim - (like.rank - t.rank)
     if own < 0 or t.get_shape()[own] == 1:
         return t
-    props = {"axes": MeshAxesAttr([mesh.axis_names[a] for a in axes]), "dim": IntegerAttr(own, i64)}
+    props = {"axes": MeshAxesAttr([mesh.axis_names[a] for a in axes]), "dim": i64_attr(own)}
     try:
         return coll.SliceOp.infer(t, props, mesh)
     except InferenceError:

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import CcoptError
+from ccopt.dialects.attrs import i64_attr
 from ccopt.passes.options import option
 from ccopt.streams import lives_in_order
 
@@ -62,9 +63,9 @@ def plan_function(f: func.FuncOp, reuse: bool) -> int:
             live.add(life, offset, offset + size)
         else:
             offset = top
-        life.alloc.offset = IntegerAttr(offset, i64)
+        life.alloc.offset = i64_attr(offset)
         top = max(top, offset + size)
-    f.attributes[WORKSPACE] = IntegerAttr(top, i64)
+    f.attributes[WORKSPACE] = i64_attr(top)
     return top
 
 
