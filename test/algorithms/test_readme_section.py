@@ -17,7 +17,7 @@ def test_collective_algorithm_commands(tmp_path: Path) -> None:
     blocks = re.findall(r"```sh\n(.*?)\n```", section.split("\n## ", 1)[0], re.S)
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     steps = [shlex.split(step) for block in blocks for step in block.split("&&")]
-    assert len(steps) == 5
+    assert len(steps) == 6
     for tool, *args in steps:
         done = subprocess.run(
             [sys.executable, "-m", TOOLS[tool], *args], capture_output=True, text=True, cwd=tmp_path

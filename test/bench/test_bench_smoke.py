@@ -121,8 +121,9 @@ def test_algorithms_prints_a_ratio_per_measurement() -> None:
     assert [" ".join(row.split()[:3]) for row in rows] == [
         f"{name} 8 {what}"
         for name in ("ring", "halving_doubling")
-        for what in ("ET", "import", "verify", "export")
+        for what in ("expat,", "import", "verify", "export", "tool:")
     ]
+    assert all(row.rstrip().endswith("x") and " 1.00x" in row for row in rows if "expat" in row)
 
 
 def test_plan_axonn_bench_times_both_models() -> None:

@@ -24,14 +24,20 @@ dtensor.mesh @dp [dp=3]
 // CHECK:       ncclSend(
 // CHECK:       ncclRecv(
 // CHECK:       ncclGroupEnd()
-// CHECK-LABEL: int ccopt_two_all_reduces_fn(
+// The two all-reduces are one shared host step (same statement, other buffers), the
+// all-gather another; the host function calls them.
+// CHECK:       int [[AR:ccopt_step[0-9]+]](Context* ctx,
 // CHECK:         // allreduce through @allreduce_ring_3 (3 ranks, {{[0-9]+}} levels)
 // CHECK:         ccopt_algo::run<float, float>(ctx, kAlgo_allreduce_ring_3
-// CHECK:         // allreduce through @allreduce_ring_3
-// CHECK:         ccopt_algo::run<float, float>(ctx, kAlgo_allreduce_ring_3
+// CHECK:       int [[AG:ccopt_step[0-9]+]](Context* ctx,
 // CHECK:         // allgather through @allgather_ring_3
+// CHECK:         ccopt_algo::run<float, float>(ctx, kAlgo_allgather_ring_3
 // CHECK-NOT:     ncclAllReduce
 // CHECK-NOT:     ncclAllGather
+// CHECK-LABEL: int ccopt_two_all_reduces_fn(Context* ctx, void* const* buffers) {
+// CHECK:         CCOPT_STEP([[AR]],
+// CHECK:         CCOPT_STEP([[AR]],
+// CHECK:         CCOPT_STEP([[AG]],
 // CHECK:         return 0;
 func.func @two_all_reduces(%a: !dtensor.tensor<1030xf32, @dp[P(sum)]>,
                            %b: !dtensor.tensor<1030xf32, @dp[P(sum)]>,
