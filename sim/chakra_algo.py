@@ -285,13 +285,46 @@ def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
     return [constant(tag, len(values)), varints(values)]
 
 
-def rows_bytes(parts: list[Segment]) -> bytes:
-    """Every row's bytes, one row after another (one selection over one matrix)."""
-    matrix = np.concatenate([m for m, _ in parts], axis=1)
-    keep = np.concatenate(
-        [np.arange(m.shape[1])[None, :] < length[:, None] for m, length in parts], axis=1
-    )
-    return matrix[keep].tobytes()
+def shapes(parts: list[Segment]) -> np.ndarray:
+    """A number per row naming its shape (the length of every part), from 0: rows of one
+    shape have every part at the same place."""
+    n = len(parts[0][1])
+    key, span = np.zeros(n, np.int64), 1
+    for _, length in parts:
+        low, high = int(length.min(initial=0)), int(length.max(initial=0))
+        if low == high:
+            continue
+        if span * (high - low + 1) >= 1 << 62:  # renumber the shapes seen so far
+            _, key = np.unique(key, return_inverse=True)
+            span = int(key.max()) + 1
+        key = key * (high - low + 1) + (length - low)
+        span *= high - low + 1
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
+
+
+def rows(parts: list[Segment]) -> list[bytes]:
+    """Every row's bytes, a bytes object per row: the rows of one shape are one matrix (the
+    parts side by side, no byte to select), cut into rows and put back in row order."""
+    n = len(parts[0][1])
+    group = shapes(parts) if n else np.zeros(0, np.int64)
+    order = np.argsort(group.astype(np.uint16) if n and group[-1] < 1 << 16 else group, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
+    out = np.empty(n, object)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        mine = order[a:b]
+        one = int(mine[0])
+        columns = []
+        for m, length in parts:
+            width = int(length[one])
+            if width == 0:
+                continue
+            if m.strides[0] == 0:  # a constant: the same bytes in every row
+                columns.append(np.broadcast_to(m[0, :width], (b - a, width)))
+            else:
+                columns.append(m[mine, :width])
+        matrix = np.concatenate(columns, axis=1)
+        out[mine] = matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist()
+    return out.tolist()
 
 
 def int_attribute(name: str, member: int, values: np.ndarray) -> list[Segment]:
@@ -334,20 +367,18 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
         hi = lo + 1
         while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
             hi += 1
-        data, rank, lengths = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
-        ends = np.concatenate([[0], np.cumsum(lengths)])
-        bounds = ends[np.searchsorted(rank, np.arange(lo, hi + 1))].tolist()
+        nodes, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        bounds = np.searchsorted(rank, np.arange(lo, hi + 1)).tolist()
         for r in range(lo, hi):
-            files[r].append(data[bounds[r - lo] : bounds[r - lo + 1]])
+            files[r].extend(nodes[bounds[r - lo] : bounds[r - lo + 1]])
         lo = hi
     return [b"".join(parts) for parts in files]
 
 
 def _nodes(
     flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
-) -> tuple[bytes, np.ndarray]:
-    """The framed nodes of steps [lo, hi) (whole ranks), one after another, and the rank and
-    length of each node."""
+) -> tuple[list[bytes], np.ndarray]:
+    """The framed nodes of steps [lo, hi) (whole ranks), in order, and the rank of each."""
     kind = flat.col[TYPE, lo:hi]
     nbytes = flat.col[CNT] * chunk
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
@@ -407,8 +438,7 @@ def _nodes(
         constant(_NOT_CPU, n),
         *step_attr,
     ]
-    framed = [varints(total(node)), *node]
-    return rows_bytes(framed), flat.rank[step], total(framed)
+    return rows([varints(total(node)), *node]), flat.rank[step]
 
 
 def write_algorithm_traces(
