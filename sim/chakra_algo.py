@@ -240,26 +240,47 @@ def rank_metadata(alg: Algorithm, rank: int, chunk: int, local_mem_bw: float) ->
     return fields
 
 
-Segment = tuple[np.ndarray, np.ndarray]
+class Varints:
+    """The varints of many integers, not yet spelled: spelled only once a row's shape (and so
+    each varint's width) is known, a shape at a time."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = np.asarray(values, np.int64)
+
+    def spell(self, rows: np.ndarray, width: int, into: np.ndarray) -> None:
+        """Write the varints of `rows`, each `width` bytes, into the (len(rows), width) `into`
+        (a negative one as its 64-bit two's complement: ten bytes, as protobuf writes an int32
+        or int64 -1)."""
+        value = self.values[rows]
+        if width == 1:
+            into[:, 0] = value
+            return
+        rest = value.view(np.uint64)
+        for k in range(width):
+            byte = (rest >> np.uint64(7 * k)) & np.uint64(0x7F)
+            into[:, k] = byte | np.uint64(0x80) if k < width - 1 else byte
+
+
+Segment = tuple[Any, np.ndarray]
 """Bytes of one part of many messages at once: an (n, width) uint8 matrix, of which each row's
-first `length` bytes count (no Python object per message). A message is a list of segments,
-joined once, at the end."""
+first `length` bytes count, or Varints (no Python object per message). A message is a list of
+segments, joined once, at the end."""
+
+_VARINT_LIMITS = [1 << (7 * k) for k in range(1, 10)]
 
 
 def varints(values: np.ndarray) -> Segment:
-    """Protobuf varints of many integers (a negative one as its 64-bit two's complement: ten
-    bytes, as protobuf writes an int32 or int64 -1)."""
-    rest = np.asarray(values, np.int64).view(np.uint64).copy()
-    columns = []
-    length = np.ones(len(rest), np.int64)
-    for _ in range(10):
-        more = rest > 0x7F
-        columns.append(((rest & 0x7F) | (more.astype(np.uint64) << 7)).astype(np.uint8))
-        rest >>= 7
-        if not more.any():
+    """Protobuf varints of many integers, and their lengths (ten bytes for a negative one)."""
+    v = np.asarray(values, np.int64)
+    length = np.ones(len(v), np.int64)
+    top = int(v.max(initial=0))
+    for limit in _VARINT_LIMITS:
+        if limit > top:
             break
-        length += more
-    return np.stack(columns, axis=1), length
+        length += v >= limit
+    if len(v) and v.min() < 0:
+        length[v < 0] = 10
+    return Varints(v), length
 
 
 def constant(data: bytes, n: int) -> Segment:
@@ -307,22 +328,28 @@ def rows(parts: list[Segment]) -> list[bytes]:
     parts side by side, no byte to select), cut into rows and put back in row order."""
     n = len(parts[0][1])
     group = shapes(parts) if n else np.zeros(0, np.int64)
-    order = np.argsort(group.astype(np.uint16) if n and group[-1] < 1 << 16 else group, kind="stable")
+    order = np.argsort(
+        group.astype(np.uint16) if n and group.max() < 1 << 16 else group, kind="stable"
+    )
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
     out = np.empty(n, object)
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         mine = order[a:b]
         one = int(mine[0])
-        columns = []
-        for m, length in parts:
-            width = int(length[one])
+        widths = [int(length[one]) for _, length in parts]
+        matrix = np.empty((b - a, sum(widths)), np.uint8)
+        at = 0
+        for (m, _), width in zip(parts, widths, strict=True):
             if width == 0:
                 continue
-            if m.strides[0] == 0:  # a constant: the same bytes in every row
-                columns.append(np.broadcast_to(m[0, :width], (b - a, width)))
+            into = matrix[:, at : at + width]
+            at += width
+            if isinstance(m, Varints):
+                m.spell(mine, width, into)
+            elif m.strides[0] == 0:  # a constant: the same bytes in every row
+                into[:] = m[0, :width]
             else:
-                columns.append(m[mine, :width])
-        matrix = np.concatenate(columns, axis=1)
+                into[:] = m[mine, :width]
         out[mine] = matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist()
     return out.tolist()
 
