@@ -244,13 +244,16 @@ class Varints:
     """The varints of many integers, not yet spelled: spelled only once a row's shape (and so
     each varint's width) is known, a shape at a time."""
 
-    def __init__(self, values: np.ndarray):
+    def __init__(self, values: np.ndarray, by_shape: bool = False):
         self.values = np.asarray(values, np.int64)
+        self.by_shape = by_shape  # a length of other parts: the same in every row of a shape
 
     def spell(self, rows: np.ndarray, width: int, into: np.ndarray) -> None:
         """Write the varints of `rows`, each `width` bytes, into the (len(rows), width) `into`
         (a negative one as its 64-bit two's complement: ten bytes, as protobuf writes an int32
         or int64 -1)."""
+        if self.by_shape:
+            rows = rows[:1]
         value = self.values[rows]
         if width == 1:
             into[:, 0] = value
@@ -269,8 +272,9 @@ segments, joined once, at the end."""
 _VARINT_LIMITS = [1 << (7 * k) for k in range(1, 10)]
 
 
-def varints(values: np.ndarray) -> Segment:
-    """Protobuf varints of many integers, and their lengths (ten bytes for a negative one)."""
+def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
+    """Protobuf varints of many integers, and their lengths (ten bytes for a negative one);
+    `by_shape`: the values are lengths of other parts of the rows."""
     v = np.asarray(values, np.int64)
     length = np.ones(len(v), np.int64)
     top = int(v.max(initial=0))
@@ -280,7 +284,7 @@ def varints(values: np.ndarray) -> Segment:
         length += v >= limit
     if len(v) and v.min() < 0:
         length[v < 0] = 10
-    return Varints(v), length
+    return Varints(v, by_shape), length
 
 
 def constant(data: bytes, n: int) -> Segment:
@@ -299,7 +303,7 @@ def only(parts: list[Segment], present: np.ndarray) -> list[Segment]:
 
 def field(tag: bytes, parts: list[Segment]) -> list[Segment]:
     """A length-delimited field: `tag`, the length of the parts, the parts."""
-    return [constant(tag, len(parts[0][1])), varints(total(parts)), *parts]
+    return [constant(tag, len(parts[0][1])), varints(total(parts), True), *parts]
 
 
 def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
@@ -316,11 +320,20 @@ def shapes(parts: list[Segment]) -> np.ndarray:
         if low == high:
             continue
         if span * (high - low + 1) >= 1 << 62:  # renumber the shapes seen so far
-            _, key = np.unique(key, return_inverse=True)
-            span = int(key.max()) + 1
+            key, span = _renumbered(key, span)
         key = key * (high - low + 1) + (length - low)
         span *= high - low + 1
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
+    return _renumbered(key, span)[0]
+
+
+def _renumbered(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+    """`key` (values in [0, span)) renumbered from 0 in the order of its values, and how many
+    distinct values it has (by counting where the span allows: no sort)."""
+    if span > 1 << 24:
+        _, key = np.unique(key, return_inverse=True)
+        return key.reshape(-1), int(key.max(initial=-1)) + 1
+    present = np.bincount(key, minlength=span) > 0
+    return (np.cumsum(present) - 1)[key], int(present.sum())
 
 
 def rows(parts: list[Segment]) -> list[bytes]:
@@ -465,7 +478,7 @@ def _nodes(
         constant(_NOT_CPU, n),
         *step_attr,
     ]
-    return rows([varints(total(node)), *node]), flat.rank[step]
+    return rows([varints(total(node), True), *node]), flat.rank[step]
 
 
 def write_algorithm_traces(
