@@ -737,17 +737,20 @@ _STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
 
 def _varint_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Protobuf varints starting at `at` (as int64: 64-bit negatives come back negative) and
-    where each ends, all at once."""
-    value = np.zeros(len(at), np.uint64)
-    end = at.copy()
-    live = np.ones(len(at), bool)
-    for k in range(10):
-        byte = a[np.minimum(at + k, len(a) - 1)].astype(np.uint64)
-        value |= np.where(live, (byte & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
-        end = np.where(live, at + k + 1, end)
-        live &= byte >= 0x80
-        if not live.any():
+    where each ends, all at once (each further byte read only for the varints that go on)."""
+    at = np.asarray(at, np.int64)
+    byte = a[at]
+    value = (byte & 0x7F).astype(np.uint64)
+    end = at + 1
+    live = np.flatnonzero(byte >= 0x80)
+    for k in range(1, 10):
+        if not len(live):
             break
+        where = np.minimum(at[live] + k, len(a) - 1)
+        byte = a[where]
+        value[live] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        end[live] = where + 1
+        live = live[byte >= 0x80]
     return value.view(np.int64), end
 
 
