@@ -788,9 +788,9 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     prefix follows), with no loop over nodes."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
     marks = np.flatnonzero(a == ord("l")) - letter
-    for k, byte in enumerate(_STEP_MARK):
-        marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
-        marks = marks[a[marks + k] == byte]
+    marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
+    mark = np.frombuffer(_STEP_MARK, np.uint8)
+    marks = marks[(a[marks[:, None] + np.arange(len(mark))] == mark).all(axis=1)]
     file = np.searchsorted(regions[:, 0], marks, "right") - 1
     inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
     marks, file = marks[inside], file[inside]
@@ -838,6 +838,22 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     return alg
 
 
+def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and second data dependency of the nodes at `start` (-1 where none)."""
+    has_id = a[start] == 0x08
+    _, at = _varint_at(a, start + 1)
+    at = np.where(has_id, at, start)
+    at = at + 2 + a[at + 1]  # the name
+    at = at + 2  # the type
+    has_deps = a[at] == 0x2A
+    deps_end = at + 2 + a[at + 1]
+    d1, after = _varint_at(a, at + 2)
+    d2, _ = _varint_at(a, after)
+    d1 = np.where(has_deps, d1, -1)
+    d2 = np.where(has_deps & (after < deps_end), d2, -1)
+    return d1, d2
+
+
 def _decoded(
     a: np.ndarray,
     start: np.ndarray,
@@ -847,18 +863,8 @@ def _decoded(
     prefix: str,
 ) -> tuple[Algorithm, int, float]:
     """The algorithm, size and local memory bandwidth the nodes would have been written for."""
-    # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last)
-    has_id = a[start] == 0x08
-    node_id, at = _varint_at(a, start + 1)
-    node_id, at = np.where(has_id, node_id, 0), np.where(has_id, at, start)
-    at = at + 2 + a[at + 1]  # the name
-    at = at + 2  # the type
-    has_deps = a[at] == 0x2A
-    deps_end = at + 2 + a[at + 1]
-    d1, after = _varint_at(a, at + 2)
-    d2, _ = _varint_at(a, after)
-    d1 = np.where(has_deps, d1, -1)
-    d2 = np.where(has_deps & (after < deps_end), d2, -1)
+    # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last);
+    # only what makes the algorithm is read (the re-export proves the rest)
     at = marks + len(_STEP_MARK) + 3
     row = np.empty((len(start), FIELDS), np.int64)
     row[:, 0], at = _varint_at(a, at)  # tb and index of every node; the rest of first nodes
@@ -871,8 +877,9 @@ def _decoded(
     at = rest[head]
     for k in range(2, FIELDS):
         row[head, k], at = _varint_at(a, at)
+    d1, d2 = _head_deps(a, start[head])
     index = row[head, 1]
-    other = np.where(index > 0, d2[head], d1[head])
+    other = np.where(index > 0, d2, d1)
     owner = np.clip(rank_start[head] + other, 0, len(start) - 1)
     steps = np.column_stack(
         [
