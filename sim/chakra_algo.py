@@ -312,10 +312,14 @@ def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
 
 def shapes(parts: list[Segment]) -> np.ndarray:
     """A number per row naming its shape (the length of every part), from 0: rows of one
-    shape have every part at the same place."""
+    shape have every part at the same place. Only the lengths of the values (varints of
+    values, spelled numbers) are looked at: the others follow from them (a constant is there
+    when the values it goes with are, a length is the sum of lengths)."""
     n = len(parts[0][1])
     key, span = np.zeros(n, np.int64), 1
-    for _, length in parts:
+    for m, length in parts:
+        if m.by_shape if isinstance(m, Varints) else m.strides[0] == 0:
+            continue
         low, high = int(length.min(initial=0)), int(length.max(initial=0))
         if low == high:
             continue
