@@ -248,13 +248,11 @@ class Varints:
         self.values = np.asarray(values, np.int64)
         self.by_shape = by_shape  # a length of other parts: the same in every row of a shape
 
-    def spell(self, rows: np.ndarray, width: int, into: np.ndarray) -> None:
-        """Write the varints of `rows`, each `width` bytes, into the (len(rows), width) `into`
-        (a negative one as its 64-bit two's complement: ten bytes, as protobuf writes an int32
-        or int64 -1)."""
-        if self.by_shape:
-            rows = rows[:1]
-        value = self.values[rows]
+    @staticmethod
+    def spell(value: np.ndarray, width: int, into: np.ndarray) -> None:
+        """Write varints of `value`, each `width` bytes, into the (n, width) `into` (a negative
+        one as its 64-bit two's complement: ten bytes, as protobuf writes an int32 or int64 -1;
+        one value: the same in every row)."""
         if width == 1:
             into[:, 0] = value
             return
@@ -349,25 +347,37 @@ def rows(parts: list[Segment]) -> list[bytes]:
         group.astype(np.uint16) if n and group.max() < 1 << 16 else group, kind="stable"
     )
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
-    out = np.empty(n, object)
+    # what varies from row to row, in shape order (a shape's rows then lie together)
+    ordered = [
+        None
+        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0)
+        else m.values[order]
+        if isinstance(m, Varints)
+        else m[order]
+        for m, _ in parts
+    ]
+    spelled = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        mine = order[a:b]
-        one = int(mine[0])
+        one = int(order[a])
         widths = [int(length[one]) for _, length in parts]
         matrix = np.empty((b - a, sum(widths)), np.uint8)
         at = 0
-        for (m, _), width in zip(parts, widths, strict=True):
+        for (m, _), width, varying in zip(parts, widths, ordered, strict=True):
             if width == 0:
                 continue
             into = matrix[:, at : at + width]
             at += width
             if isinstance(m, Varints):
-                m.spell(mine, width, into)
-            elif m.strides[0] == 0:  # a constant: the same bytes in every row
+                Varints.spell(
+                    m.values[one : one + 1] if varying is None else varying[a:b], width, into
+                )
+            elif varying is None:  # a constant: the same bytes in every row
                 into[:] = m[0, :width]
             else:
-                into[:] = m[mine, :width]
-        out[mine] = matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist()
+                into[:] = varying[a:b, :width]
+        spelled.extend(matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist())
+    out = np.empty(n, object)
+    out[order] = spelled
     return out.tolist()
 
 
