@@ -256,11 +256,22 @@ class Varints:
         if width == 1:
             into[:, 0] = value
             return
+        if width <= 3:  # (most varints: two bytes at a time from a table of 16384 pairs)
+            if width == 2:
+                into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
+            else:
+                into[:, :2].view("<u2")[:, 0] = _PAIRS[value & 0x3FFF] | 0x8000
+                into[:, 2] = value >> 14
+            return
         rest = value.view(np.uint64)
         for k in range(width):
             byte = (rest >> np.uint64(7 * k)) & np.uint64(0x7F)
             into[:, k] = byte | np.uint64(0x80) if k < width - 1 else byte
 
+
+_PAIRS = (np.arange(1 << 14) & 0x7F | 0x80 | (np.arange(1 << 14) >> 7) << 8).astype("<u2")
+"""The two bytes of the varint of a value in [128, 16384) (the first two of a larger one, by
+its low 14 bits, once the second byte's continuation bit is set)."""
 
 Segment = tuple[Any, np.ndarray]
 """Bytes of one part of many messages at once: an (n, width) uint8 matrix, of which each row's
