@@ -367,23 +367,29 @@ def rows(parts: list[Segment]) -> list[bytes]:
         else m[order]
         for m, _ in parts
     ]
+    fixed = [
+        None if isinstance(m, Varints) or varying is not None else m[0].tobytes()
+        for (m, _), varying in zip(parts, ordered, strict=True)
+    ]
     spelled = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         one = int(order[a])
-        widths = [int(length[one]) for _, length in parts]
-        matrix = np.empty((b - a, sum(widths)), np.uint8)
-        at = 0
-        for (m, _), width, varying in zip(parts, widths, ordered, strict=True):
+        template, fills = bytearray(), []  # the bytes that a shape's rows share; the others
+        for (m, length), varying, same in zip(parts, ordered, fixed, strict=True):
+            width = int(length[one])
             if width == 0:
                 continue
+            if varying is not None:
+                fills.append((len(template), width, m, varying))
+                template += bytes(width)
+            else:
+                template += varint(int(m.values[one])) if same is None else same[:width]
+        matrix = np.empty((b - a, len(template)), np.uint8)
+        matrix[:] = np.frombuffer(template, np.uint8)
+        for at, width, m, varying in fills:
             into = matrix[:, at : at + width]
-            at += width
             if isinstance(m, Varints):
-                Varints.spell(
-                    m.values[one : one + 1] if varying is None else varying[a:b], width, into
-                )
-            elif varying is None:  # a constant: the same bytes in every row
-                into[:] = m[0, :width]
+                Varints.spell(varying[a:b], width, into)
             else:
                 into[:] = varying[a:b, :width]
         spelled.extend(matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist())
