@@ -285,8 +285,10 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
     """Protobuf varints of many integers, and their lengths (ten bytes for a negative one);
     `by_shape`: the values are lengths of other parts of the rows."""
     v = np.asarray(values, np.int64)
-    length = np.ones(len(v), np.int64)
     top = int(v.max(initial=0))
+    if top < 128 and (not len(v) or v.min() >= 0):  # (a byte each: no array of lengths)
+        return Varints(v, by_shape), np.broadcast_to(np.int64(1), (len(v),))
+    length = np.ones(len(v), np.int64)
     for limit in _VARINT_LIMITS:
         if limit > top:
             break
@@ -298,7 +300,7 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
 
 def constant(data: bytes, n: int) -> Segment:
     row = np.frombuffer(data, np.uint8)
-    return np.broadcast_to(row, (n, len(row))), np.full(n, len(row), np.int64)
+    return np.broadcast_to(row, (n, len(row))), np.broadcast_to(np.int64(len(row)), (n,))
 
 
 def total(parts: list[Segment]) -> np.ndarray:
@@ -327,7 +329,7 @@ def shapes(parts: list[Segment]) -> np.ndarray:
     n = len(parts[0][1])
     key, span = np.zeros(n, np.int64), 1
     for m, length in parts:
-        if m.by_shape if isinstance(m, Varints) else m.strides[0] == 0:
+        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0) or not length.strides[0]:
             continue
         low, high = int(length.min(initial=0)), int(length.max(initial=0))
         if low == high:
@@ -488,12 +490,12 @@ def _nodes(
     peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
     tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
     tag = np.where(comp, 0, tag)
-    row = np.column_stack([tb, index, flat.col[TYPE:DEPID, step].T])
+    row = [tb, index, *flat.col[TYPE:DEPID, step]]
     step_attr = field(
         b"\x52",
         [
             constant(_STEP_NAME, n),
-            *field(b"\x42", field(b"\x0a", [varints(row[:, k]) for k in range(FIELDS)])),
+            *field(b"\x42", field(b"\x0a", [varints(column) for column in row])),
         ],
     )
     node = [
