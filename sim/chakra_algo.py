@@ -768,6 +768,16 @@ def read_algorithm_traces(prefix: str | Path) -> Algorithm:
 _STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
 
 
+_PAD = 16
+"""Zero bytes after the trace set's bytes (a window may start at any of its bytes)."""
+
+
+def _windows(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes from each of `at`, a row each (one gather of rows, not of bytes)."""
+    view = np.lib.stride_tricks.sliding_window_view(a, width)
+    return view[np.minimum(at, len(view) - 1)]
+
+
 def _varint_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Protobuf varints starting at `at` (as int64: 64-bit negatives come back negative) and
     where each ends, all at once (each further byte read only for the varints that go on)."""
@@ -823,7 +833,7 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     marks = np.flatnonzero(a == ord("l")) - letter
     marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
     mark = np.frombuffer(_STEP_MARK, np.uint8)
-    marks = marks[(a[marks[:, None] + np.arange(len(mark))] == mark).all(axis=1)]
+    marks = marks[(_windows(a, marks, len(mark)) == mark).all(axis=1)]
     file = np.searchsorted(regions[:, 0], marks, "right") - 1
     inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
     marks, file = marks[inside], file[inside]
@@ -857,7 +867,7 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
             metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
             regions.append((offset + meta_start + meta_length, offset + len(data)))
             offset += len(data)
-        a = np.frombuffer(b"".join(files), np.uint8)
+        a = np.frombuffer(b"".join([*files, bytes(_PAD)]), np.uint8)  # (whole windows)
         start, marks, per_file = _node_frames(a, np.array(regions, np.int64).reshape(-1, 2))
         alg, size, local_mem_bw = _decoded(a, start, marks, per_file, metadata, str(prefix))
         if algorithm_traces(alg, size, local_mem_bw) != files:
