@@ -423,9 +423,11 @@ STEPS_PER_PIECE = 1 << 17
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
     """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first).
 
-    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, field
-    by field over numpy columns, byte for byte as protobuf serializes a Node (fields in number
-    order, defaults left out)."""
+    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, byte
+    for byte as protobuf serializes a Node (fields in number order, defaults left out): the
+    nodes whose fields all have the same lengths (a shape: a ring has about a hundred) are one
+    byte matrix, the bytes they share written once and each varying field a column at a time,
+    then cut into a bytes object per node and joined per rank."""
     sched = schedule(alg)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
