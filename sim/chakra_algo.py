@@ -910,30 +910,32 @@ def _decoded(
     """The algorithm, size and local memory bandwidth the nodes would have been written for."""
     # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last);
     # only what makes the algorithm is read (the re-export proves the rest)
-    at = marks + len(_STEP_MARK) + 3
-    row = np.empty((len(start), FIELDS), np.int64)
-    row[:, 0], at = _varint_at(a, at)  # tb and index of every node; the rest of first nodes
-    row[:, 1], rest = _varint_at(a, at)
+    packed = marks + len(_STEP_MARK) + 3
     rank = np.repeat(np.arange(len(per_file)), per_file)
     rank_start = np.concatenate([[0], np.cumsum(per_file)])[rank]
+    # a step's nodes carry the same msccl_step: a node whose first 8 bytes of it (its thread
+    # block and index) differ from the node before's starts a step
+    word = np.ndarray((len(a) - 7,), "<u8", a, 0, (1,))[packed]
     first = np.ones(len(start), bool)
-    first[1:] = (np.diff(rank) != 0) | (np.diff(row[:, 0]) != 0) | (np.diff(row[:, 1]) != 0)
+    first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
-    at = rest[head]
-    for k in range(2, FIELDS):
-        row[head, k], at = _varint_at(a, at)
+    row = np.empty((len(head), FIELDS), np.int64)  # the steps' fields
+    at = packed[head]
+    for k in range(FIELDS):
+        row[:, k], at = _varint_at(a, at)
     d1, d2 = _head_deps(a, start[head])
-    index = row[head, 1]
+    index = row[:, 1]
     other = np.where(index > 0, d2, d1)
     owner = np.clip(rank_start[head] + other, 0, len(start) - 1)
+    owner = (np.cumsum(first) - 1)[owner]  # (its step)
     steps = np.column_stack(
         [
-            row[head, 2:8],
+            row[:, 2:8],
             np.where(other >= 0, row[owner, 0], -1),
             np.where(other >= 0, row[owner, 1], -1),
         ]
     ).astype(np.int32)
-    step_rank, step_tb = rank[head], row[head, 0]
+    step_rank, step_tb = rank[head], row[:, 0]
     gpus = []
     bounds = np.searchsorted(step_rank, np.arange(len(metadata) + 1)).tolist()  # rank order
     for r, fields in enumerate(metadata):
