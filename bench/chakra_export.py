@@ -22,20 +22,25 @@ Chakra import by the protobuf parse. Nothing here asserts on time.
 Measured before and after the shape-at-a-time encoder (nodes of one shape encoded as one byte
 matrix from a template, varints spelled at their known width; the importer decoding only the
 first node of each step past its step fields), CPU seconds, least of 1-3 runs, old and new code
-in the same process, on a shared 2-core machine (load 6-11, so +-30 %); "x" is vs the target:
+in the same process, two or three runs each on a shared 2-core machine (load 6-11: the spread
+is the neighbours); "x" is vs the target:
 
-    algorithm          ranks  export before -> after       import before -> after
-    ring                 128  0.229 (0.46x) -> 0.144 (0.29x)  0.304 (0.61x) -> 0.180 (0.36x)
-    halving_doubling     128  0.017 (0.03x) -> 0.015 (0.03x)  0.030 (0.06x) -> 0.029 (0.06x)
-    ring                 512  5.33  (1.07x) -> 1.89  (0.38x)  6.98  (1.40x) -> 3.34  (0.67x)
-    halving_doubling    1024  0.255 (0.05x) -> 0.129 (0.03x)  0.340 (0.07x) -> 0.260 (0.05x)
-    ring                1024  18.4  (3.67x) -> 8.32  (1.66x)  30.6  (6.12x) -> 13.9  (2.77x)
+    algorithm         ranks  export before -> after          import before -> after
+    ring                128  0.23-0.26 (0.5x) -> 0.10-0.14      0.30-0.32 (0.6x) -> 0.16-0.18
+                                       (0.2-0.3x)                          (0.3-0.4x)
+    halving_doubling    128  0.017 (0.03x) -> 0.015-0.020       0.030 (0.06x) -> 0.029-0.041
+                                       (0.04x)                             (0.06-0.08x)
+    ring                512  4.8-6.3 (1.0-1.3x) -> 1.7-2.4      7.0-7.7 (1.4-1.5x) -> 3.0-4.0
+                                       (0.3-0.5x)                          (0.6-0.8x)
+    halving_doubling   1024  0.24-0.26 (0.05x) -> 0.12-0.13     0.34-0.37 (0.07x) -> 0.26-0.31
+                                       (0.03x)                             (0.06x)
+    ring               1024  18.4 (3.7x) -> 8.3-9.3 (1.7-1.9x)  30.6 (6.1x) -> 13.9-14.7 (2.8-2.9x)
 
 The 1024-rank ring (670 MB of traces) still misses the 5 s target: the export's time is now
 about a third building the value columns and shapes, a third spelling the shapes' matrices
 and a third cutting them into per-node bytes objects and joining them per rank; the import
-adds decoding (reading 670 MB, finding every node's step attribute, three varint reads per
-node) to a full re-export, which is what proves the import.
+adds decoding (reading 670 MB, finding every node's step attribute and length, reading the
+fields of every step's first node) to a full re-export, which is what proves the import.
 """
 
 from __future__ import annotations
