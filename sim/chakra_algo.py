@@ -240,31 +240,67 @@ def rank_metadata(alg: Algorithm, rank: int, chunk: int, local_mem_bw: float) ->
     return fields
 
 
-Segment = tuple[np.ndarray, np.ndarray]
+class Varints:
+    """The varints of many integers, not yet spelled: spelled only once a row's shape (and so
+    each varint's width) is known, a shape at a time."""
+
+    def __init__(self, values: np.ndarray, by_shape: bool = False):
+        self.values = np.asarray(values, np.int64)
+        self.by_shape = by_shape  # a length of other parts: the same in every row of a shape
+
+    @staticmethod
+    def spell(value: np.ndarray, width: int, into: np.ndarray) -> None:
+        """Write varints of `value`, each `width` bytes, into the (n, width) `into` (a negative
+        one as its 64-bit two's complement: ten bytes, as protobuf writes an int32 or int64 -1;
+        one value: the same in every row)."""
+        if width == 1:
+            into[:, 0] = value
+            return
+        if width <= 3:  # (most varints: two bytes at a time from a table of 16384 pairs)
+            if width == 2:
+                into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
+            else:
+                into[:, :2].view("<u2")[:, 0] = _PAIRS[value & 0x3FFF] | 0x8000
+                into[:, 2] = value >> 14
+            return
+        rest = value.view(np.uint64)
+        for k in range(width):
+            byte = (rest >> np.uint64(7 * k)) & np.uint64(0x7F)
+            into[:, k] = byte | np.uint64(0x80) if k < width - 1 else byte
+
+
+_PAIRS = (np.arange(1 << 14) & 0x7F | 0x80 | (np.arange(1 << 14) >> 7) << 8).astype("<u2")
+"""The two bytes of the varint of a value in [128, 16384) (the first two of a larger one, by
+its low 14 bits, once the second byte's continuation bit is set)."""
+
+Segment = tuple[Any, np.ndarray]
 """Bytes of one part of many messages at once: an (n, width) uint8 matrix, of which each row's
-first `length` bytes count (no Python object per message). A message is a list of segments,
-joined once, at the end."""
+first `length` bytes count, or Varints (no Python object per message). A message is a list of
+segments, joined once, at the end."""
+
+_VARINT_LIMITS = [1 << (7 * k) for k in range(1, 10)]
 
 
-def varints(values: np.ndarray) -> Segment:
-    """Protobuf varints of many integers (a negative one as its 64-bit two's complement: ten
-    bytes, as protobuf writes an int32 or int64 -1)."""
-    rest = np.asarray(values, np.int64).view(np.uint64).copy()
-    columns = []
-    length = np.ones(len(rest), np.int64)
-    for _ in range(10):
-        more = rest > 0x7F
-        columns.append(((rest & 0x7F) | (more.astype(np.uint64) << 7)).astype(np.uint8))
-        rest >>= 7
-        if not more.any():
+def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
+    """Protobuf varints of many integers, and their lengths (ten bytes for a negative one);
+    `by_shape`: the values are lengths of other parts of the rows."""
+    v = np.asarray(values, np.int64)
+    top = int(v.max(initial=0))
+    if top < 128 and (not len(v) or v.min() >= 0):  # (a byte each: no array of lengths)
+        return Varints(v, by_shape), np.broadcast_to(np.int64(1), (len(v),))
+    length = np.ones(len(v), np.int64)
+    for limit in _VARINT_LIMITS:
+        if limit > top:
             break
-        length += more
-    return np.stack(columns, axis=1), length
+        length += v >= limit
+    if len(v) and v.min() < 0:
+        length[v < 0] = 10
+    return Varints(v, by_shape), length
 
 
 def constant(data: bytes, n: int) -> Segment:
     row = np.frombuffer(data, np.uint8)
-    return np.broadcast_to(row, (n, len(row))), np.full(n, len(row), np.int64)
+    return np.broadcast_to(row, (n, len(row))), np.broadcast_to(np.int64(len(row)), (n,))
 
 
 def total(parts: list[Segment]) -> np.ndarray:
@@ -278,20 +314,90 @@ def only(parts: list[Segment], present: np.ndarray) -> list[Segment]:
 
 def field(tag: bytes, parts: list[Segment]) -> list[Segment]:
     """A length-delimited field: `tag`, the length of the parts, the parts."""
-    return [constant(tag, len(parts[0][1])), varints(total(parts)), *parts]
+    return [constant(tag, len(parts[0][1])), varints(total(parts), True), *parts]
 
 
 def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
     return [constant(tag, len(values)), varints(values)]
 
 
-def rows_bytes(parts: list[Segment]) -> bytes:
-    """Every row's bytes, one row after another (one selection over one matrix)."""
-    matrix = np.concatenate([m for m, _ in parts], axis=1)
-    keep = np.concatenate(
-        [np.arange(m.shape[1])[None, :] < length[:, None] for m, length in parts], axis=1
+def shapes(parts: list[Segment]) -> np.ndarray:
+    """A number per row naming its shape (the length of every part), from 0: rows of one
+    shape have every part at the same place. Only the lengths of the values (varints of
+    values, spelled numbers) are looked at: the others follow from them (a constant is there
+    when the values it goes with are, a length is the sum of lengths)."""
+    n = len(parts[0][1])
+    key, span = np.zeros(n, np.int64), 1
+    for m, length in parts:
+        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0) or not length.strides[0]:
+            continue
+        low, high = int(length.min(initial=0)), int(length.max(initial=0))
+        if low == high:
+            continue
+        if span * (high - low + 1) >= 1 << 62:  # renumber the shapes seen so far
+            key, span = _renumbered(key, span)
+        key = key * (high - low + 1) + (length - low)
+        span *= high - low + 1
+    return _renumbered(key, span)[0]
+
+
+def _renumbered(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+    """`key` (values in [0, span)) renumbered from 0 in the order of its values, and how many
+    distinct values it has (by counting where the span allows: no sort)."""
+    if span > 1 << 24:
+        _, key = np.unique(key, return_inverse=True)
+        return key.reshape(-1), int(key.max(initial=-1)) + 1
+    present = np.bincount(key, minlength=span) > 0
+    return (np.cumsum(present) - 1)[key], int(present.sum())
+
+
+def rows(parts: list[Segment]) -> list[bytes]:
+    """Every row's bytes, a bytes object per row: the rows of one shape are one matrix (the
+    parts side by side, no byte to select), cut into rows and put back in row order."""
+    n = len(parts[0][1])
+    group = shapes(parts) if n else np.zeros(0, np.int64)
+    order = np.argsort(
+        group.astype(np.uint16) if n and group.max() < 1 << 16 else group, kind="stable"
     )
-    return matrix[keep].tobytes()
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
+    # what varies from row to row, in shape order (a shape's rows then lie together)
+    ordered = [
+        None
+        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0)
+        else m.values[order]
+        if isinstance(m, Varints)
+        else m[order]
+        for m, _ in parts
+    ]
+    fixed = [
+        None if isinstance(m, Varints) or varying is not None else m[0].tobytes()
+        for (m, _), varying in zip(parts, ordered, strict=True)
+    ]
+    spelled = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        one = int(order[a])
+        template, fills = bytearray(), []  # the bytes that a shape's rows share; the others
+        for (m, length), varying, same in zip(parts, ordered, fixed, strict=True):
+            width = int(length[one])
+            if width == 0:
+                continue
+            if varying is not None:
+                fills.append((len(template), width, m, varying))
+                template += bytes(width)
+            else:
+                template += varint(int(m.values[one])) if same is None else same[:width]
+        matrix = np.empty((b - a, len(template)), np.uint8)
+        matrix[:] = np.frombuffer(template, np.uint8)
+        for at, width, m, varying in fills:
+            into = matrix[:, at : at + width]
+            if isinstance(m, Varints):
+                Varints.spell(varying[a:b], width, into)
+            else:
+                into[:] = varying[a:b, :width]
+        spelled.extend(matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist())
+    out = np.empty(n, object)
+    out[order] = spelled
+    return out.tolist()
 
 
 def int_attribute(name: str, member: int, values: np.ndarray) -> list[Segment]:
@@ -317,9 +423,11 @@ STEPS_PER_PIECE = 1 << 17
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
     """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first).
 
-    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, field
-    by field over numpy columns, byte for byte as protobuf serializes a Node (fields in number
-    order, defaults left out)."""
+    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, byte
+    for byte as protobuf serializes a Node (fields in number order, defaults left out): the
+    nodes whose fields all have the same lengths (a shape: a ring has about a hundred) are one
+    byte matrix, the bytes they share written once and each varying field a column at a time,
+    then cut into a bytes object per node and joined per rank."""
     sched = schedule(alg)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
@@ -334,20 +442,18 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
         hi = lo + 1
         while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
             hi += 1
-        data, rank, lengths = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
-        ends = np.concatenate([[0], np.cumsum(lengths)])
-        bounds = ends[np.searchsorted(rank, np.arange(lo, hi + 1))].tolist()
+        nodes, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        bounds = np.searchsorted(rank, np.arange(lo, hi + 1)).tolist()
         for r in range(lo, hi):
-            files[r].append(data[bounds[r - lo] : bounds[r - lo + 1]])
+            files[r].extend(nodes[bounds[r - lo] : bounds[r - lo + 1]])
         lo = hi
     return [b"".join(parts) for parts in files]
 
 
 def _nodes(
     flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
-) -> tuple[bytes, np.ndarray]:
-    """The framed nodes of steps [lo, hi) (whole ranks), one after another, and the rank and
-    length of each node."""
+) -> tuple[list[bytes], np.ndarray]:
+    """The framed nodes of steps [lo, hi) (whole ranks), in order, and the rank of each."""
     kind = flat.col[TYPE, lo:hi]
     nbytes = flat.col[CNT] * chunk
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
@@ -386,12 +492,12 @@ def _nodes(
     peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
     tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
     tag = np.where(comp, 0, tag)
-    row = np.column_stack([tb, index, flat.col[TYPE:DEPID, step].T])
+    row = [tb, index, *flat.col[TYPE:DEPID, step]]
     step_attr = field(
         b"\x52",
         [
             constant(_STEP_NAME, n),
-            *field(b"\x42", field(b"\x0a", [varints(row[:, k]) for k in range(FIELDS)])),
+            *field(b"\x42", field(b"\x0a", [varints(column) for column in row])),
         ],
     )
     node = [
@@ -407,8 +513,7 @@ def _nodes(
         constant(_NOT_CPU, n),
         *step_attr,
     ]
-    framed = [varints(total(node)), *node]
-    return rows_bytes(framed), flat.rank[step], total(framed)
+    return rows([varints(total(node), True), *node]), flat.rank[step]
 
 
 def write_algorithm_traces(
@@ -665,19 +770,32 @@ def read_algorithm_traces(prefix: str | Path) -> Algorithm:
 _STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
 
 
+_PAD = 16
+"""Zero bytes after the trace set's bytes (a window may start at any of its bytes)."""
+
+
+def _windows(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes from each of `at`, a row each (one gather of rows, not of bytes)."""
+    view = np.lib.stride_tricks.sliding_window_view(a, width)
+    return view[np.minimum(at, len(view) - 1)]
+
+
 def _varint_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Protobuf varints starting at `at` (as int64: 64-bit negatives come back negative) and
-    where each ends, all at once."""
-    value = np.zeros(len(at), np.uint64)
-    end = at.copy()
-    live = np.ones(len(at), bool)
-    for k in range(10):
-        byte = a[np.minimum(at + k, len(a) - 1)].astype(np.uint64)
-        value |= np.where(live, (byte & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
-        end = np.where(live, at + k + 1, end)
-        live &= byte >= 0x80
-        if not live.any():
+    where each ends, all at once (each further byte read only for the varints that go on)."""
+    at = np.asarray(at, np.int64)
+    byte = a[at]
+    value = (byte & 0x7F).astype(np.uint64)
+    end = at + 1
+    live = np.flatnonzero(byte >= 0x80)
+    for k in range(1, 10):
+        if not len(live):
             break
+        where = np.minimum(at[live] + k, len(a) - 1)
+        byte = a[where]
+        value[live] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        end[live] = where + 1
+        live = live[byte >= 0x80]
     return value.view(np.int64), end
 
 
@@ -715,9 +833,9 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     prefix follows), with no loop over nodes."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
     marks = np.flatnonzero(a == ord("l")) - letter
-    for k, byte in enumerate(_STEP_MARK):
-        marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
-        marks = marks[a[marks + k] == byte]
+    marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
+    mark = np.frombuffer(_STEP_MARK, np.uint8)
+    marks = marks[(_windows(a, marks, len(mark)) == mark).all(axis=1)]
     file = np.searchsorted(regions[:, 0], marks, "right") - 1
     inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
     marks, file = marks[inside], file[inside]
@@ -751,7 +869,7 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
             metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
             regions.append((offset + meta_start + meta_length, offset + len(data)))
             offset += len(data)
-        a = np.frombuffer(b"".join(files), np.uint8)
+        a = np.frombuffer(b"".join([*files, bytes(_PAD)]), np.uint8)  # (whole windows)
         start, marks, per_file = _node_frames(a, np.array(regions, np.int64).reshape(-1, 2))
         alg, size, local_mem_bw = _decoded(a, start, marks, per_file, metadata, str(prefix))
         if algorithm_traces(alg, size, local_mem_bw) != files:
@@ -765,6 +883,22 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     return alg
 
 
+def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and second data dependency of the nodes at `start` (-1 where none)."""
+    has_id = a[start] == 0x08
+    _, at = _varint_at(a, start + 1)
+    at = np.where(has_id, at, start)
+    at = at + 2 + a[at + 1]  # the name
+    at = at + 2  # the type
+    has_deps = a[at] == 0x2A
+    deps_end = at + 2 + a[at + 1]
+    d1, after = _varint_at(a, at + 2)
+    d2, _ = _varint_at(a, after)
+    d1 = np.where(has_deps, d1, -1)
+    d2 = np.where(has_deps & (after < deps_end), d2, -1)
+    return d1, d2
+
+
 def _decoded(
     a: np.ndarray,
     start: np.ndarray,
@@ -774,41 +908,34 @@ def _decoded(
     prefix: str,
 ) -> tuple[Algorithm, int, float]:
     """The algorithm, size and local memory bandwidth the nodes would have been written for."""
-    # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last)
-    has_id = a[start] == 0x08
-    node_id, at = _varint_at(a, start + 1)
-    node_id, at = np.where(has_id, node_id, 0), np.where(has_id, at, start)
-    at = at + 2 + a[at + 1]  # the name
-    at = at + 2  # the type
-    has_deps = a[at] == 0x2A
-    deps_end = at + 2 + a[at + 1]
-    d1, after = _varint_at(a, at + 2)
-    d2, _ = _varint_at(a, after)
-    d1 = np.where(has_deps, d1, -1)
-    d2 = np.where(has_deps & (after < deps_end), d2, -1)
-    at = marks + len(_STEP_MARK) + 3
-    row = np.empty((len(start), FIELDS), np.int64)
-    row[:, 0], at = _varint_at(a, at)  # tb and index of every node; the rest of first nodes
-    row[:, 1], rest = _varint_at(a, at)
+    # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last);
+    # only what makes the algorithm is read (the re-export proves the rest)
+    packed = marks + len(_STEP_MARK) + 3
     rank = np.repeat(np.arange(len(per_file)), per_file)
     rank_start = np.concatenate([[0], np.cumsum(per_file)])[rank]
+    # a step's nodes carry the same msccl_step: a node whose first 8 bytes of it (its thread
+    # block and index) differ from the node before's starts a step
+    word = np.ndarray((len(a) - 7,), "<u8", a, 0, (1,))[packed]
     first = np.ones(len(start), bool)
-    first[1:] = (np.diff(rank) != 0) | (np.diff(row[:, 0]) != 0) | (np.diff(row[:, 1]) != 0)
+    first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
-    at = rest[head]
-    for k in range(2, FIELDS):
-        row[head, k], at = _varint_at(a, at)
-    index = row[head, 1]
-    other = np.where(index > 0, d2[head], d1[head])
+    row = np.empty((len(head), FIELDS), np.int64)  # the steps' fields
+    at = packed[head]
+    for k in range(FIELDS):
+        row[:, k], at = _varint_at(a, at)
+    d1, d2 = _head_deps(a, start[head])
+    index = row[:, 1]
+    other = np.where(index > 0, d2, d1)
     owner = np.clip(rank_start[head] + other, 0, len(start) - 1)
+    owner = (np.cumsum(first) - 1)[owner]  # (its step)
     steps = np.column_stack(
         [
-            row[head, 2:8],
+            row[:, 2:8],
             np.where(other >= 0, row[owner, 0], -1),
             np.where(other >= 0, row[owner, 1], -1),
         ]
     ).astype(np.int32)
-    step_rank, step_tb = rank[head], row[head, 0]
+    step_rank, step_tb = rank[head], row[:, 0]
     gpus = []
     bounds = np.searchsorted(step_rank, np.arange(len(metadata) + 1)).tolist()  # rank order
     for r, fields in enumerate(metadata):
