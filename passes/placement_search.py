@@ -129,6 +129,8 @@ class Solution:
     """The strategy that produced it (`ilp` where `dp` could not apply)."""
     lower_bound: float
     note: str = ""
+    peak: float = 0.0
+    """Bytes per device live at the fullest program point (set where a limit applies)."""
 
     @property
     def gap(self) -> float:
