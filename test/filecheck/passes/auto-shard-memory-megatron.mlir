@@ -17,7 +17,7 @@
 // CHECK-SAME: cost = 65.0000
 // CHECK-SAME: peak = 5.760000e+02
 // SAME: result0 {{.*}} ok
-// NONE: error: auto-shard: the integer program has no solution
+// NONE: error: 'func.func' op auto-shard: the integer program has no solution
 dtensor.mesh @m [dp=2, tp=2]
 func.func @mlp(%x: !dtensor.tensor<8x4xf32, @m[S(0), R]>, %w1: !dtensor.tensor<4x16xf32, @m[?, ?]>,
                %w2: !dtensor.tensor<16x4xf32, @m[?, ?]>) -> !dtensor.tensor<8x4xf32, @m[S(0), R]> {
