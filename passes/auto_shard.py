@@ -465,7 +465,11 @@ class AutoShard(ModulePass):
         "bytes",
         "What to minimize: bytes (conversion bytes per device) or time (seconds on machine).",
     )
-    memory: float | int = option(0.0, "Per-device memory limit in GiB for all values (0: none).")
+    memory: float | int = option(
+        0.0,
+        "Per-device memory limit in GiB on the peak of the bytes live at any program point "
+        "(a call: what lives across it plus its callee's peak; 0: none).",
+    )
     machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
     overlap: int = option(
         0,
