@@ -221,3 +221,22 @@ def test_overlap_credits_the_reduction_behind_its_matmul():
     reduction = plain["cost"] - matmul
     assert reduction > matmul  # communication-bound: the credit is compute*(c-1)/c
     assert credited["cost"] == pytest.approx(matmul + exposed(reduction, matmul, 4), rel=1e-6)
+
+
+def test_conversions_that_break_split_nesting_cost_infinity():
+    """[S(0), S(0)] to [R, S(0)] would gather over dp a dimension tp still splits inside it: no
+    collective does that (the rewrite would fail), so the search may not pay for it; gathering
+    the inner axis first is fine."""
+    import math
+
+    from ccopt.dialects.dtensor_type import R, SplitAttr
+    from ccopt.mesh import Mesh
+    from ccopt.passes.auto_shard import Cost
+
+    f = next(op for op in load_program(MLP).walk() if isinstance(op, func.FuncOp))
+    t = f.body.block.args[2].type  # w2: 16x4 f32
+    cost = Cost("bytes", "dgx-a100", Mesh("m", ("dp", "tp"), (2, 2)))
+    s0 = SplitAttr(0)
+    assert math.isinf(cost.conversion(t, (s0, s0), (R, s0)))
+    # an all-gather over tp of the dp shard (16x4 f32 / 2 = 128 bytes): a ring of 2 moves 64
+    assert cost.conversion(t, (s0, s0), (s0, R)) == pytest.approx(65)
