@@ -532,7 +532,10 @@ class AutoShard(ModulePass):
         )
         own = entries[0].function_type
         if replicated != (list(own.inputs.data), list(own.outputs.data)):
-            entries.append(self.variant(f, 1, *replicated, memo, tables))
+            try:
+                entries.append(self.variant(f, 1, *replicated, memo, tables))
+            except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
+                pass
         return entries
 
     def variant(
