@@ -6,8 +6,8 @@ a consumer and costs what converting the producer's result to the consumer's ope
 costs under each pair of choices; a per-device memory limit bounds the peak over program points
 of the chosen candidates' memory live there (`Problem.points`: the nodes whose values are live
 at a point, and the nodes whose transient memory - a call's callee peak - counts there; without
-points, one point holding every node: the sum). Four strategies, each reporting its cost, the optimum or a lower bound, and
-the gap:
+points, one point holding every node: the sum). Four strategies, each reporting its cost, the
+optimum or a lower bound, and the gap:
 
 * `exhaustive`: every combination (the ground truth for small graphs);
 * `dp`: exact dynamic programming as variable elimination - on a chain or a forest the classic
@@ -22,7 +22,7 @@ the gap:
 * `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
   neighbours until a full sweep changes nothing; its lower bound is the sum of the nodes' cheapest
   own costs (edges cost at least 0); a move never lifts a point's memory past the limit (one
-  start takes each node's smallest candidate, so a fitting start exists when any does).
+  start takes each node's smallest candidate: it fits whenever anything does, calls aside).
 
 Both exact strategies first fold nodes of one candidate into their neighbours and drop
 dominated candidates (`prune`).
