@@ -7,8 +7,10 @@ replicated over tp and split by rows over dp, everything else `?`. Rows:
 - parse+verify: `ccopt.program.load_program` of the text (the baseline, 1.00x);
 - auto-shard dp: the exact forest DP (the stack is a chain with weight leaves);
 - auto-shard cd: AutoDDL's coordinate descent, with its cost gap to dp's optimum;
-- auto-shard ilp, memory-bound: HiGHS with a per-device limit (120 KiB per layer) that rules out
-  replicated weights (stacks up to 4 layers: the integer program grows with S^2 per edge).
+- auto-shard ilp, memory-bound: HiGHS with a per-device limit of 120 KiB per layer on the peak of
+  the bytes live at any program point, which the unlimited optimum breaks from 2 layers on (its
+  peak: 80 KiB for 1 layer, 304 KiB for 2) (stacks up to 4 layers: the integer program grows
+  with S^2 per edge).
 
 Each search row includes parsing and verifying the program, as `ccopt -p auto-shard` does.
 
@@ -16,12 +18,16 @@ With `--gpt MODEL` the stack is instead the front end's GPT training step at the
 shapes (`python -m ccopt.frontend.gpt --model MODEL --open`: forward, backward and Adam layer
 functions called once per layer, every placement `?`) on `--mesh`; each layer function's
 transfer table is built once and every call chooses among its entries, so the search time grows
-only with the step's own nodes (a chain over the calls).
+only with the step's own nodes (a chain over the calls). `--memory GIB` adds a row searched under
+that per-device limit on the memory peak (`dp`, which hands the step to `ilp` when the unlimited
+optimum breaks the limit), with the placements the weight matrices of the called layer entries
+and of the step take, counted.
 
 Nothing here asserts on time.
 
     python bench/auto_shard.py [--layers 12 48 96] [--repeat K]
     python bench/auto_shard.py --gpt gpt3-175b --layers 96 --mesh dp=8,tp=8 --repeat 1
+    python bench/auto_shard.py --gpt gpt3-175b --layers 2 --mesh dp=8,tp=8 --repeat 1 --memory 80
 """
 
 from __future__ import annotations
@@ -109,9 +115,12 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--gpt", metavar="MODEL", help="search the open GPT step of MODEL instead")
     p.add_argument("--mesh", default="dp=8,tp=8", help="with --gpt: axis=size,...")
+    p.add_argument(
+        "--memory", type=float, default=0.0, help="with --gpt: a row under this GiB limit too"
+    )
     args = p.parse_args()
     if args.gpt:
-        gpt_rows(args.gpt, args.layers, args.mesh, args.repeat)
+        gpt_rows(args.gpt, args.layers, args.mesh, args.repeat, args.memory)
         return
 
     from ccopt.passes.pipeline import apply_pipeline
@@ -133,7 +142,7 @@ def main() -> None:
         cd_time, cd = best_of(args.repeat, lambda: search("strategy=cd"))
         rows.append(("auto-shard cd", cd_time, f"gap to dp {cost_of(cd) - optimum:.4g} B"))
         if layers <= 4:
-            # 120 KiB per layer: Megatron's split weights fit (about 80), replicated ones not (270)
+            # 120 KiB per layer on the peak: the unlimited optimum's breaks it from 2 layers on
             limit = layers * 120 * 1024 / 1024**3
             bound = f"strategy=ilp memory={limit:.9f}"
             ilp_time, ilp = best_of(1, lambda bound=bound: search(bound))
@@ -142,8 +151,33 @@ def main() -> None:
             print(f"{layers:>6} {name:<28} {seconds:>9.3f}  {note:<26} {seconds / base:>8.2f}x")
 
 
-def gpt_rows(model: str, layer_counts: list[int], mesh: str, repeat: int) -> None:
-    """parse+verify, auto-shard dp and cd on the open GPT step; cd's gap to dp's total."""
+def placements(module) -> str:  # noqa: ANN001 - a ModuleOp
+    """How many weight matrices (arguments named wqkv, wo, w1, w2, with a layer or optimizer
+    state prefix or none) of the module's functions take each placement: replicated,
+    Megatron's column and row splits on one axis, split on both (FSDP-like)."""
+    import re
+    from collections import Counter
+
+    from xdsl.dialects import func
+
+    from ccopt.dialects.dtensor_type import DTensorType
+
+    counted: Counter = Counter()
+    for f in module.walk():
+        if isinstance(f, func.FuncOp) and f.body.blocks:
+            for a in f.body.block.args:
+                if isinstance(a.type, DTensorType) and re.search(
+                    r"(^|_)(wqkv|wo|w1|w2)$", a.name_hint or ""
+                ):
+                    counted["[" + ", ".join(p.short for p in a.type.placement_list) + "]"] += 1
+    return " ".join(f"{k}x{n}" for k, n in counted.most_common())
+
+
+def gpt_rows(
+    model: str, layer_counts: list[int], mesh: str, repeat: int, memory: float = 0.0
+) -> None:
+    """parse+verify, auto-shard dp and cd on the open GPT step; cd's gap to dp's total; with
+    `memory`, dp under that limit and the weights' placements it chose."""
     from ccopt.passes.pipeline import apply_pipeline
     from ccopt.program import load_program
 
@@ -166,8 +200,15 @@ def gpt_rows(model: str, layer_counts: list[int], mesh: str, repeat: int) -> Non
             ("auto-shard dp", dp_time, f"total {optimum:.4g} B"),
             ("auto-shard cd", cd_time, f"total {found:.4g} B, gap {gap:.4g} B"),
         ]
+        if memory > 0:
+            limited = f"strategy=dp memory={memory:g}"
+            bound_time, bound = best_of(1, lambda limited=limited: search(limited))
+            rows.append((f"dp memory={memory:g}", bound_time, f"total {total_cost(bound):.4g} B"))
         for name, seconds, note in rows:
             print(f"{layers:>6} {name:<16} {seconds:>9.3f}  {note:<34} {seconds / base:>8.2f}x")
+        print(f"{'':>6} weights, unlimited: {placements(dp)}")
+        if memory > 0:
+            print(f"{'':>6} weights, memory={memory:g}: {placements(bound)}")
 
 
 if __name__ == "__main__":

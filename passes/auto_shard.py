@@ -9,8 +9,10 @@ the conversion of the producer's result to the placement the consumer's signatur
 objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step's time
 (`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
 roofline; `overlap=C` charges the reduction of a matmul's result only what a C-chunk pipeline
-leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per-device bytes of
-all values. `strategy` picks the solver
+leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per-device peak:
+the most bytes live at any program point (`live_points`: values defined there or before and
+used there or after, arguments throughout; a call holds what lives across it plus its callee
+entry's own peak). `strategy` picks the solver
 (`ccopt.passes.placement_search`): `cd`, `dp`, `ilp` or `exhaustive`.
 
 A called function gets a transfer table (`Variant`): copies of it solved per boundary entry
@@ -57,12 +59,28 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import DTensorOp, MatmulOp, UpdateOp, lookup_mesh, mesh_of
-from ccopt.dialects.dtensor_type import DTensorType, OpenAttr, PartialAttr, Placement, R, SplitAttr
+from ccopt.dialects.dtensor_type import (
+    DTensorType,
+    OpenAttr,
+    PartialAttr,
+    Placement,
+    R,
+    ReplicatedAttr,
+    SplitAttr,
+)
 from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import candidates
 from ccopt.mesh import Mesh
 from ccopt.passes.options import option
-from ccopt.passes.placement_search import STRATEGIES, NoSolution, Problem, Solution, solve
+from ccopt.passes.placement_search import (
+    STRATEGIES,
+    NoSolution,
+    Point,
+    Problem,
+    Solution,
+    maximal_points,
+    solve,
+)
 from ccopt.passes.propagate_placements import FunctionPlacer, axis_bytes, element_bytes
 
 if TYPE_CHECKING:
@@ -89,6 +107,8 @@ class Signature:
     """For a call: which entry of the callee's transfer table (`Variant`) it runs."""
     callee_cost: float = 0.0
     """For a call: that entry's cost, the callee's optimum for these boundary placements."""
+    callee_peak: float = 0.0
+    """For a call: that entry's own memory peak per device (its arguments included)."""
 
 
 @dataclass
@@ -100,6 +120,8 @@ class Variant:
     name: str
     function_type: FunctionType
     cost: float
+    peak: float = 0.0
+    """The entry's memory peak per device (bytes; 0 when no limit is set)."""
 
 
 @dataclass
@@ -169,6 +191,8 @@ class Cost:
         """Each changed axis is one collective: its bytes (or seconds), plus a launch - one
         byte, or the GPU's launch overhead - so that among equal traffic fewer ops win (a
         local slice is free of traffic, not of work)."""
+        if not nests(t, start, goal, self.mesh):
+            return math.inf
         total = 0.0
         for axis in range(len(goal)):
             if start[axis] == goal[axis]:
@@ -230,11 +254,79 @@ def exposed(communication: float, compute: float, chunks: int) -> float:
     return max(communication / chunks, communication - compute * (chunks - 1) / chunks)
 
 
+def nests(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bool:
+    """Whether `convert`'s collectives (innermost axis widened first, then slices outermost
+    first) keep every split of a dimension nested in mesh order: [S(0), S(0)] to [R, S(0)]
+    would gather over the outer axis a dimension the inner one still splits, which no
+    collective does (the rewrite would fail where the cost said it was cheap)."""
+    changed = [a for a in range(len(goal)) if start[a] != goal[a]]
+    widen = [a for a in reversed(changed) if not isinstance(start[a], ReplicatedAttr)]
+    narrow = [a for a in changed if isinstance(start[a], ReplicatedAttr)]
+    current = list(start)
+    for axis in widen + narrow:
+        dims = {p.split_dim for p in (current[axis], goal[axis])} - {None}
+        try:
+            for dim in dims:
+                coll.check_split_nesting(t.with_placements(current), dim, [axis], mesh)
+        except InferenceError:
+            return False
+        current[axis] = goal[axis]
+    return True
+
+
 def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
     shards = math.prod(
         n for n, p in zip(mesh.axis_sizes, placements, strict=True) if isinstance(p, SplitAttr)
     )
     return math.prod(t.get_shape()) * element_bytes(t) / shards
+
+
+def live_points(f: func.FuncOp, nodes: Sequence[Node]) -> list[Point]:
+    """The program points of `f`'s body, one per op, with the nodes live there: a value from
+    the op that defines it (an argument: throughout) to its last use (a returned value: the
+    end; a value an update stores into its argument: the update, after which the argument's
+    storage, counted throughout, holds it). At a call of a function with a transfer table the
+    point holds what lives across the call (defined before, used after, not an operand: the
+    operands are the callee's arguments) and the callee entry's own peak, as a transient of
+    the call's first node. Linear in the ops plus the uses, times the live set's size."""
+    block = f.body.block
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    end = len(ops) - 1
+    index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+    first = [0] * len(nodes)
+    last = [0] * len(nodes)
+    for value, i in index.items():
+        if nodes[i].op is None:
+            first[i], last[i] = -1, end
+            continue
+        first[i] = last[i] = position[nodes[i].op]  # type: ignore[index]
+        for use in value.uses:
+            user = block.find_ancestor_op_in_block(use.operation)
+            if user is not None:
+                last[i] = max(last[i], position[user])
+    calls = {
+        position[n.op]: i  # type: ignore[index]
+        for i, n in enumerate(nodes)
+        if n.primary and isinstance(n.op, func.CallOp) and n.signatures[0].variant is not None
+    }
+    starting: list[list[int]] = [[] for _ in range(len(ops) + 1)]  # arguments at 0, op k: k+1
+    ending: list[list[int]] = [[] for _ in ops]
+    for i in index.values():
+        starting[first[i] + 1].append(i)
+        ending[last[i]].append(i)
+    live: set[int] = set(starting[0])
+    points: list[Point] = []
+    for k, op in enumerate(ops):
+        live.update(starting[k + 1])
+        if k in calls:
+            operands = {index[v] for v in op.operands if v in index}
+            across = tuple(sorted(i for i in live if first[i] < k < last[i] and i not in operands))
+            points.append((across, (calls[k],)))
+        else:
+            points.append((tuple(sorted(live)), ()))
+        live.difference_update(ending[k])
+    return points
 
 
 def _fits(annotated: Placements, chosen: Placements) -> bool:
@@ -373,7 +465,11 @@ class AutoShard(ModulePass):
         "bytes",
         "What to minimize: bytes (conversion bytes per device) or time (seconds on machine).",
     )
-    memory: float | int = option(0.0, "Per-device memory limit in GiB for all values (0: none).")
+    memory: float | int = option(
+        0.0,
+        "Per-device memory limit in GiB on the peak of the bytes live at any program point "
+        "(a call: what lives across it plus its callee's peak; 0: none).",
+    )
     machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
     overlap: int = option(
         0,
@@ -436,7 +532,10 @@ class AutoShard(ModulePass):
         )
         own = entries[0].function_type
         if replicated != (list(own.inputs.data), list(own.outputs.data)):
-            entries.append(self.variant(f, 1, *replicated, memo, tables))
+            try:
+                entries.append(self.variant(f, 1, *replicated, memo, tables))
+            except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
+                pass
         return entries
 
     def variant(
@@ -468,7 +567,9 @@ class AutoShard(ModulePass):
             copy.erase()
             raise
         self.finish(copy, nodes, solution, tables)
-        return Variant(name, copy.function_type, 0.0 if solution is None else solution.cost)
+        if solution is None:
+            return Variant(name, copy.function_type, 0.0)
+        return Variant(name, copy.function_type, solution.cost, solution.peak)
 
     def search(
         self,
@@ -487,9 +588,12 @@ class AutoShard(ModulePass):
             cost = memo.costs[mesh] = Cost(self.objective, self.machine, mesh)
         problem = self.problem(f, nodes, cost, mesh, memo.moves)
         try:
-            return nodes, solve(problem, self.strategy)
+            solution = solve(problem, self.strategy)
         except NoSolution as e:
             raise OpError(f, f"auto-shard: {e}") from None
+        if problem.memory_limit is not None:
+            solution.peak = problem.peak(solution.choice)
+        return nodes, solution
 
     def finish(
         self,
@@ -516,6 +620,7 @@ class AutoShard(ModulePass):
                 "cost": FloatAttr(solution.cost - callees, f64),
                 "bound": FloatAttr(solution.lower_bound - callees, f64),
                 "gap": FloatAttr(solution.gap, f64),
+                **({"peak": FloatAttr(solution.peak, f64)} if self.memory > 0 else {}),
                 **({"note": StringAttr(solution.note)} if solution.note else {}),
             }
         )
@@ -710,6 +815,10 @@ class AutoShard(ModulePass):
                 for n in nodes
             ]
             problem.memory_limit = self.memory * 1024**3
+            problem.transient = [
+                [s.callee_peak if n.primary else 0.0 for s in n.signatures] for n in nodes
+            ]
+            problem.points = maximal_points(live_points(f, nodes))
         return problem
 
     def overlaps(self, producer: Node, signature: Signature) -> bool:
@@ -909,6 +1018,7 @@ def call_nodes(
                     () if slot is None else v.function_type.outputs.data[slot].placement_list,  # type: ignore[attr-defined]
                     variant=k if name in tables else None,
                     callee_cost=v.cost,
+                    callee_peak=v.peak,
                 )
                 for k, v in enumerate(variants)
             ]

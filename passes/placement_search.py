@@ -3,22 +3,26 @@
 
 A node is an op, its candidates the op's legal placement signatures; an edge joins a producer to
 a consumer and costs what converting the producer's result to the consumer's operand placement
-costs under each pair of choices; a per-device memory limit bounds the sum of the chosen
-candidates' memory. Four strategies, each reporting its cost, the optimum or a lower bound, and
-the gap:
+costs under each pair of choices; a per-device memory limit bounds the peak over program points
+of the chosen candidates' memory live there (`Problem.points`: the nodes whose values are live
+at a point, and the nodes whose transient memory - a call's callee peak - counts there; without
+points, one point holding every node: the sum). Four strategies, each reporting its cost, the
+optimum or a lower bound, and the gap:
 
 * `exhaustive`: every combination (the ground truth for small graphs);
 * `dp`: exact dynamic programming as variable elimination - on a chain or a forest the classic
   DP, on a graph with cycles over the tree decomposition its elimination order builds (the note
-  gives its width); a memory limit, or a decomposition too wide to tabulate, goes to `ilp`, and
-  the solution says so;
+  gives its width); under a memory limit its unconstrained optimum is the answer when its peak
+  fits (no cheaper choice exists at all), else the peak couples the nodes and `ilp` solves it,
+  as it does a decomposition too wide to tabulate - the solution says so;
 * `ilp`: an exact integer program solved by HiGHS (`highspy`): one binary per candidate, the
   local-polytope formulation of each edge's pairwise cost (its LP relaxation is tried first:
-  integral on the layer bodies, hence optimal), the memory limit as one row;
-
+  integral on the layer bodies, hence optimal), the memory limit as one row per program point
+  whose live set no other point's contains (`maximal_points`);
 * `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
   neighbours until a full sweep changes nothing; its lower bound is the sum of the nodes' cheapest
-  own costs (edges cost at least 0).
+  own costs (edges cost at least 0); a move never lifts a point's memory past the limit (one
+  start takes each node's smallest candidate: it fits whenever anything does, calls aside).
 
 Both exact strategies first fold nodes of one candidate into their neighbours and drop
 dominated candidates (`prune`).
@@ -31,10 +35,18 @@ import math
 import os
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import count, product
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 STRATEGIES = ("cd", "dp", "ilp", "exhaustive")
+
+Point = tuple[tuple[int, ...], tuple[int, ...]]
+"""A program point: the nodes whose values are live there (`Problem.memory`), and the nodes
+whose transient memory counts there (`Problem.transient`: a call's callee peak, at the call)."""
 
 
 @dataclass
@@ -45,11 +57,35 @@ class Problem:
     edges: list[tuple[int, int, list[list[float]]]] = field(default_factory=list)
     """(u, v, cost[choice of u][choice of v]); math.inf forbids a pair."""
     memory: list[list[float]] | None = None
+    """Bytes per device of each node's value under each candidate."""
     memory_limit: float | None = None
+    transient: list[list[float]] | None = None
+    """Bytes a node needs only while it runs (a call: its callee entry's own peak)."""
+    points: list[Point] | None = None
+    """The program points the limit bounds; None: one point holding every node (the sum)."""
 
     @property
     def size(self) -> int:
         return len(self.node_cost)
+
+    def memory_points(self) -> list[Point]:
+        if self.points is None:
+            return [(tuple(range(self.size)), ())]
+        return self.points
+
+    def point_memory(self, choice: Sequence[int]) -> list[float]:
+        """The bytes per device live at each point under `choice`."""
+        memory = self.memory or [[0.0] * len(c) for c in self.node_cost]
+        transient = self.transient
+        return [
+            sum(memory[n][choice[n]] for n in live)
+            + (0.0 if transient is None else sum(transient[n][choice[n]] for n in running))
+            for live, running in self.memory_points()
+        ]
+
+    def peak(self, choice: Sequence[int]) -> float:
+        """The most bytes per device live at any point under `choice`."""
+        return max(self.point_memory(choice), default=0.0)
 
     def cost(self, choice: Sequence[int]) -> float:
         total = sum(self.node_cost[n][c] for n, c in enumerate(choice))
@@ -60,7 +96,29 @@ class Problem:
     def fits(self, choice: Sequence[int]) -> bool:
         if self.memory is None or self.memory_limit is None:
             return True
-        return sum(self.memory[n][c] for n, c in enumerate(choice)) <= self.memory_limit + 1e-9
+        return self.peak(choice) <= _slack(self.memory_limit)
+
+
+def _slack(limit: float) -> float:
+    """The limit with room for rounding in sums of large byte counts."""
+    return limit * (1 + 1e-9) + 1e-9
+
+
+def maximal_points(points: Sequence[Point]) -> list[Point]:
+    """The points whose memory can be the peak: repeats dropped, and every point whose live set
+    (with its transients) a neighbouring point's contains - values live on intervals of the
+    program order, so a point contained in any other point is contained in a neighbour, or in a
+    chain of contained neighbours ending at a kept point. Linear in the points' sizes."""
+    sets = [frozenset(live) | frozenset(-1 - n for n in running) for live, running in points]
+    order = [i for i in range(len(sets)) if i == 0 or sets[i] != sets[i - 1]]
+    kept: dict[frozenset, Point] = {}
+    for k, i in enumerate(order):
+        before = sets[order[k - 1]] if k > 0 else None
+        after = sets[order[k + 1]] if k + 1 < len(order) else None
+        if (before is not None and sets[i] < before) or (after is not None and sets[i] < after):
+            continue
+        kept.setdefault(sets[i], points[i])
+    return list(kept.values())
 
 
 @dataclass
@@ -71,6 +129,8 @@ class Solution:
     """The strategy that produced it (`ilp` where `dp` could not apply)."""
     lower_bound: float
     note: str = ""
+    peak: float = 0.0
+    """Bytes per device live at the fullest program point (set where a limit applies)."""
 
     @property
     def gap(self) -> float:
@@ -161,21 +221,30 @@ def fold_fixed(problem: Problem) -> Problem:
                 node_cost[u][a] += table[a][0]
         else:
             edges.append((u, v, table))
-    return Problem(node_cost, edges, problem.memory, problem.memory_limit)
+    return replace(problem, node_cost=node_cost, edges=edges)
 
 
 def dynamic_programming(problem: Problem) -> Solution:
     """Exact dynamic programming: fixed nodes folded into their neighbours, dominated
     candidates dropped, then variable elimination (`eliminate`) - on a chain or a forest the
     classic DP, on a graph with cycles (residual and attention branches) the DP over a tree
-    decomposition its elimination order builds. A memory limit couples every node, and a
-    decomposition too wide to tabulate is no DP's business: both go to `ilp`, and the
-    solution says so."""
-    folded = fold_fixed(problem)
-    if folded.memory_limit is not None:
+    decomposition its elimination order builds. A memory peak is no sum over the tables:
+    the unconstrained optimum is the answer when its peak fits the limit (nothing cheaper
+    exists at all); otherwise the peak couples the nodes and, as a decomposition too wide to
+    tabulate, goes to `ilp` - the solution says so."""
+    if problem.memory is not None and problem.memory_limit is not None:
+        free = dynamic_programming(replace(problem, memory=None, memory_limit=None))
+        if problem.fits(free.choice):
+            fits = "dp: the optimum without a memory limit fits it"
+            free.note = fits if not free.note else f"{free.note}; {fits}"
+            return free
         solution = integer_program(problem)
-        solution.note = "dp: a memory limit couples all nodes; solved by ilp instead"
+        solution.note = (
+            "dp: the memory peak couples the nodes (the optimum without a limit breaks it); "
+            "solved by ilp instead"
+        )
         return solution
+    folded = fold_fixed(problem)
     reduced, keep = prune(folded)
     eliminated = eliminate(reduced)
     if eliminated is None:
@@ -211,6 +280,11 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
     memory = (
         None if problem.memory is None else [np.asarray(m, dtype=float) for m in problem.memory]
     )
+    transient = (
+        None
+        if problem.transient is None
+        else [np.asarray(m, dtype=float) for m in problem.transient]
+    )
     edges = [
         (u, v, np.asarray(t, dtype=float).reshape(len(keep[u]), len(keep[v])))
         for u, v, t in problem.edges
@@ -227,6 +301,8 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
             columns = [node_cost[n][:, None]]
             if memory is not None:
                 columns.append(memory[n][:, None])
+            if transient is not None:
+                columns.append(transient[n][:, None])
             for e, forward in incident[n]:
                 u, v, t = edges[e]
                 if u == v:
@@ -248,6 +324,8 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
             node_cost[n] = node_cost[n][kept]
             if memory is not None:
                 memory[n] = memory[n][kept]
+            if transient is not None:
+                transient[n] = transient[n][kept]
             for e, forward in incident[n]:
                 u, v, t = edges[e]
                 if u == v:
@@ -257,11 +335,12 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
                 else:
                     t = t[:, kept]
                 edges[e] = (u, v, t)
-    reduced = Problem(
-        [c.tolist() for c in node_cost],
-        [(u, v, t) for u, v, t in edges],  # arrays: what eliminate and ilp read
-        None if memory is None else [m.tolist() for m in memory],
-        problem.memory_limit,
+    reduced = replace(
+        problem,
+        node_cost=[c.tolist() for c in node_cost],
+        edges=[(u, v, t) for u, v, t in edges],  # arrays: what eliminate and ilp read
+        memory=None if memory is None else [m.tolist() for m in memory],
+        transient=None if transient is None else [m.tolist() for m in transient],
     )
     return reduced, keep
 
@@ -445,15 +524,7 @@ def _solve_integer_program(problem: Problem) -> list[int]:
                     np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
                 )
             )
-    if problem.memory is not None and problem.memory_limit is not None:
-        rows.append(
-            (
-                -math.inf,
-                problem.memory_limit,
-                np.arange(start[-1]),
-                np.concatenate([np.asarray(m, dtype=float) for m in problem.memory]),
-            )
-        )
+    rows.extend(_memory_rows(problem, start))
     objective = np.concatenate(cost)
     with _quiet_stdout():
         h = highspy.Highs()
@@ -506,6 +577,47 @@ def _solve_integer_program(problem: Problem) -> list[int]:
     return [int(np.argmax(values[start[n] : start[n + 1]])) for n in range(len(node_cost))]
 
 
+def _memory_rows(
+    problem: Problem, start: np.ndarray
+) -> list[tuple[float, float, np.ndarray, np.ndarray]]:
+    """One row per program point: its live bytes at most the limit. Nodes of one candidate
+    (and nodes whose every candidate holds as much) are constants on the right-hand side; the
+    rows are scaled by the limit (bytes of 1e11 next to HiGHS's tolerances)."""
+    import numpy as np
+
+    if problem.memory is None or problem.memory_limit is None:
+        return []
+    limit = max(problem.memory_limit, 1.0)
+    tables = [("m", problem.memory)] + (
+        [] if problem.transient is None else [("t", problem.transient)]
+    )
+    arrays = {kind: [np.asarray(m, dtype=float) for m in table] for kind, table in tables}
+    rows = []
+    for live, running in problem.memory_points():
+        constant = 0.0
+        columns: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for kind, members in (("m", live), ("t", running)):
+            if kind not in arrays:
+                continue
+            for n in members:
+                m = arrays[kind][n]
+                low = float(m.min()) if len(m) else 0.0
+                constant += low
+                if len(m) > 1 and (m > low).any():
+                    columns.append(start[n] + np.arange(len(m)))
+                    values.append(m - low)
+        if not columns:
+            if constant > _slack(problem.memory_limit):
+                raise NoSolution("no combination of candidates fits the memory limit")
+            continue
+        index, where = np.unique(np.concatenate(columns), return_inverse=True)
+        merged = np.bincount(where.reshape(-1), weights=np.concatenate(values))
+        rhs = (_slack(problem.memory_limit) - constant) / limit
+        rows.append((-math.inf, rhs, index, merged / limit))
+    return rows
+
+
 def _values(h: object, binary: int) -> object:
     """The candidates' values of HiGHS's optimum, None when it found none."""
     import highspy
@@ -517,8 +629,10 @@ def _values(h: object, binary: int) -> object:
 
 
 def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solution:
-    """Several starts (each node's cheapest own candidate, then random ones); each sweep
-    re-chooses every node given its neighbours; stop when a sweep changes nothing."""
+    """Several starts (each node's cheapest own candidate, under a memory limit each node's
+    smallest, then random ones); each sweep re-chooses every node given its neighbours, among
+    the moves that lift no program point's memory past the limit (`_Held`); stop when a sweep
+    changes nothing."""
     rng = random.Random(seed)
     neighbours: dict[int, list[tuple[int, list[list[float]], bool]]] = {
         i: [] for i in range(problem.size)
@@ -534,28 +648,27 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
             total += table[c][choice[other]] if forward else table[choice[other]][c]
         return total
 
+    bounded = problem.memory is not None and problem.memory_limit is not None
     best: Solution | None = None
     for start in range(starts):
         if start == 0:
             choice = [min(range(len(cs)), key=cs.__getitem__) for cs in problem.node_cost]
+        elif start == 1 and bounded:
+            choice = _smallest(problem)
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
-        memory = problem.memory
-        used = 0.0 if memory is None else sum(memory[n][c] for n, c in enumerate(choice))
-        limit = math.inf if problem.memory_limit is None else problem.memory_limit + 1e-9
+        held = _Held(problem, choice) if bounded else None
         changed = True
         while changed:
             changed = False
             for node in range(problem.size):
                 costs = [local(choice, node, c) for c in range(len(problem.node_cost[node]))]
                 for c in sorted(range(len(costs)), key=costs.__getitem__):
-                    # the memory held with `node` moved to c, as a running sum
-                    held = used
-                    if memory is not None:
-                        held += memory[node][c] - memory[node][choice[node]]
-                    if held <= limit:
+                    if held is None or held.allows(node, choice[node], c):
                         if costs[c] < costs[choice[node]] - 1e-12:
-                            choice[node], used, changed = c, held, True
+                            if held is not None:
+                                held.move(node, choice[node], c)
+                            choice[node], changed = c, True
                         break
         if not problem.fits(choice):
             continue
@@ -565,6 +678,46 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
     if best is None or math.isinf(best.cost):
         raise NoSolution("coordinate descent found no combination within the memory limit")
     return best
+
+
+def _smallest(problem: Problem) -> list[int]:
+    """Each node's candidate holding the fewest bytes (its value and its transient)."""
+    memory = problem.memory or [[0.0] * len(c) for c in problem.node_cost]
+    transient = problem.transient or [[0.0] * len(c) for c in problem.node_cost]
+    return [
+        min(range(len(cs)), key=lambda c, n=n: (memory[n][c] + transient[n][c], cs[c]))
+        for n, cs in enumerate(problem.node_cost)
+    ]
+
+
+class _Held:
+    """The bytes live at every program point under coordinate descent's current choice, kept
+    as running sums: moving a node touches only the points it is live or runs at."""
+
+    def __init__(self, problem: Problem, choice: list[int]) -> None:
+        assert problem.memory is not None and problem.memory_limit is not None
+        self.limit = _slack(problem.memory_limit)
+        self.totals = problem.point_memory(choice)
+        self.at: list[list[tuple[int, list[float]]]] = [[] for _ in range(problem.size)]
+        for p, (live, running) in enumerate(problem.memory_points()):
+            for n in live:
+                self.at[n].append((p, problem.memory[n]))
+            if problem.transient is not None:
+                for n in running:
+                    self.at[n].append((p, problem.transient[n]))
+
+    def allows(self, node: int, old: int, new: int) -> bool:
+        """Whether moving `node` from `old` to `new` keeps each point it touches within the
+        limit (or, from a start beyond it, no fuller than it was)."""
+        for p, table in self.at[node]:
+            after = self.totals[p] + table[new] - table[old]
+            if after > max(self.limit, self.totals[p]):
+                return False
+        return True
+
+    def move(self, node: int, old: int, new: int) -> None:
+        for p, table in self.at[node]:
+            self.totals[p] += table[new] - table[old]
 
 
 def lower_bound(problem: Problem) -> float:

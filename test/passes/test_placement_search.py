@@ -5,6 +5,7 @@ solution reports its cost, bound and gap."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -175,3 +176,83 @@ def test_forbidden_pairs_are_avoided():
     for solve in (exhaustive, dynamic_programming, integer_program):
         solution = solve(problem)
         assert solution.choice == [1, 0] and solution.cost == 1.0
+
+
+@st.composite
+def peaked(draw) -> Problem:
+    """Random problems under a memory peak: each node's value lives on an interval of program
+    points (a first and a last), some nodes hold a transient at their first point (a call's
+    callee peak); the limit bounds the fullest point."""
+    problem = draw(problems(memory=True))
+    n = problem.size
+    spans = []
+    for _ in range(n):
+        first = draw(st.integers(0, n))
+        spans.append((first, draw(st.integers(first, n))))
+    sizes = [len(c) for c in problem.node_cost]
+    cost = st.integers(0, 20).map(float)
+    problem.transient = [
+        [draw(cost) for _ in range(k)] if draw(st.booleans()) else [0.0] * k for k in sizes
+    ]
+    points = [
+        (
+            tuple(i for i, (a, b) in enumerate(spans) if a <= p <= b),
+            tuple(i for i, (a, _) in enumerate(spans) if a == p and any(problem.transient[i])),
+        )
+        for p in range(n + 1)
+    ]
+    problem.points = placement_search.maximal_points(points) if draw(st.booleans()) else points
+    problem.memory_limit = float(draw(st.integers(0, 6 * n)))
+    return problem
+
+
+@settings(max_examples=60, deadline=None)
+@given(peaked())
+def test_exact_strategies_equal_exhaustive_under_a_memory_peak(problem):
+    """ilp (a row per point) and dp (its free optimum when that fits, else ilp) find the
+    optimum under the peak; cd's answer, when it has one, fits."""
+    best = optimum(problem)
+    for solve in (integer_program, dynamic_programming):
+        if best is None:
+            with pytest.raises(NoSolution):
+                solve(problem)
+            continue
+        solution = solve(problem)
+        assert problem.fits(solution.choice)
+        assert solution.cost == pytest.approx(best)
+    try:
+        solution = coordinate_descent(problem)
+    except NoSolution:
+        return
+    assert problem.fits(solution.choice) and solution.cost >= best - 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(peaked(), st.randoms(use_true_random=False))
+def test_maximal_points_keep_the_peak(problem, rng):
+    """Dropping points contained in a neighbour (and repeats) never changes any choice's peak."""
+    kept = replace(problem, points=placement_search.maximal_points(problem.points))
+    assert len(kept.points) <= len(problem.points)
+    for _ in range(5):
+        choice = [rng.randrange(len(c)) for c in problem.node_cost]
+        assert kept.peak(choice) == pytest.approx(problem.peak(choice))
+
+
+def test_maximal_points_by_hand():
+    """A chain a -> b -> c with x live throughout: (x,a) is inside (x,a,b), (x,c) inside (x,b,c);
+    a call's point (x, its transient) is never inside an ordinary one."""
+    x, a, b, c, call = 0, 1, 2, 3, 4
+    points = [
+        ((x, a), ()),
+        ((x, a, b), ()),
+        ((x, a, b), ()),
+        ((x, b, c), ()),
+        ((x,), (call,)),
+        ((x, c), ()),
+    ]
+    assert placement_search.maximal_points(points) == [
+        ((x, a, b), ()),
+        ((x, b, c), ()),
+        ((x,), (call,)),
+        ((x, c), ()),
+    ]
