@@ -35,6 +35,14 @@ _MODULE_STATE = "_ccopt_verification"
 """Where the verified module keeps its mesh declarations and the structural keys that verified
 in it."""
 
+_PLANNED = "_ccopt_planned"
+"""Where a function keeps the memory plan `plan-memory` just made and checked by construction
+(`remember_memory_plan`): the state of everything the plan checker reads, which the next
+verification compares instead of checking the plan again."""
+
+_CHECKED_ORDER = "_ccopt_plan_order"
+"""Where a planned function keeps its block and ops, in order, as its plan last verified."""
+
 _LOCAL_DIALECTS = frozenset({"dtensor", "coll", "sched", "kernel", "arith", "math"})
 _CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
@@ -63,7 +71,7 @@ def verify_module(module: Operation) -> None:
         raise walk.dominance_error
     if walk.has_calls:
         check_call_updates(module)
-    check_memory_plans(module, walk)
+    check_memory_plans(module, walk, meshes)
 
 
 def verify_ops(
@@ -132,7 +140,7 @@ class VerificationWalk:
             inner_function = op if op.name == "func.func" else function
             isolated = op.has_trait(self.isolated)
             inside = self.visit_regions(op, inner_function, isolated)
-            if inside and op is inner_function:
+            if (inside or changed) and op is inner_function:  # its body or its workspace
                 self.dirty_functions.add(op)
             # An op that holds a changed op is verified again (its verifier may read its
             # regions), except an isolated one (a function, the module): its verifier reads
@@ -397,22 +405,69 @@ def check_call_updates(module: Operation) -> None:
                 updater[operand] = call
 
 
-def check_memory_plans(module: Operation, walk: VerificationWalk) -> None:
+def check_memory_plans(module: Operation, walk: VerificationWalk, meshes: Key) -> None:
     """Kernel-level functions with a planned workspace (`kernel.workspace`, bytes) keep every
     buffer inside it and never let two buffers share bytes while both may be in use (checked
-    again when the function changed); a function without one places no buffer."""
+    again when the function changed, unless `plan-memory` made the plan for the function as it
+    is now); a function without one places no buffer."""
     from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
     functions = module.ops if isinstance(module, ModuleOp) else module.walk()
     for f in functions:
         workspace = f.attributes.get("kernel.workspace") if f.name == "func.func" else None
+        planned = f.__dict__.pop(_PLANNED, None)  # one verification uses it, or nobody does
         if workspace is None:
             if f in walk.unplanned:
                 raise walk.unplanned[f]
             continue
         if not isinstance(workspace, IntegerAttr) or workspace.value.data < 0:
             raise OpError(f, "kernel.workspace must be a non-negative integer (bytes)")
-        if f in walk.dirty_functions:
+        # An op moved within the function keeps its verification key, but not its place in
+        # stream order: the order the plan was last checked in is kept too.
+        block = f.regions[0].blocks.first
+        order = (block, tuple(block.ops) if block is not None else ())
+        if (f in walk.dirty_functions or f.__dict__.get(_CHECKED_ORDER) != order) and (
+            not plan_unchanged(planned, f, workspace, meshes)
+        ):
             from ccopt.streams import check_memory_plan
 
             check_memory_plan(f, workspace.value.data)
+        f.__dict__[_CHECKED_ORDER] = order
+
+
+def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
+    """`plan-memory` placed `f`'s buffers with the same buffer lives and first-fit search the
+    plan checker (`ccopt.streams.check_memory_plan`) replays, so the plan holds for `f` as it
+    is now. Record what the checker reads - the function's ops in order with their verification
+    keys (operands, types, properties, attributes, position), its workspace, the meshes that
+    size the buffers - so the next verification skips the check when none of it changed; any
+    edit in between (an op added, moved, retyped, re-placed, a mesh resized) fails the
+    comparison and the plan is checked in full."""
+    block = f.regions[0].blocks.first
+    module = f.parent_op()
+    meshes = tuple(
+        (op, tuple(op.properties.values()))
+        for op in (module.walk() if module is not None else ())
+        if op.name == "dtensor.mesh"
+    )
+    ops = () if block is None else tuple((op, verification_key(op)) for op in block.ops)
+    f.__dict__[_PLANNED] = (block, workspace, meshes, ops)
+
+
+def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, meshes: Key) -> bool:
+    """Whether `f` is exactly as `plan-memory` left it (`remember_memory_plan`). Called after
+    the op verifiers ran, when every op keeps its current verification key."""
+    if planned is None:
+        return False
+    block, planned_workspace, planned_meshes, ops = planned
+    if block is not f.regions[0].blocks.first or planned_workspace != workspace:
+        return False
+    if planned_meshes != meshes:
+        return False
+    if block is None:
+        return True
+    current = iter(block.ops)
+    for op, key in ops:
+        if next(current, None) is not op or op.__dict__.get(_VERIFIED) != key:
+            return False
+    return next(current, None) is None

@@ -50,6 +50,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects.attrs import i64_attr
 from ccopt.dialects.body import ScalarBodyOp
+from ccopt.dialects.construct import init_op
 from ccopt.dialects.dtensor import verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -176,7 +177,7 @@ class CollectiveOp(IRDLOperation, ABC):
             result_type = self.infer(v.type, props, mesh)
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
-        super().__init__(operands=[v], result_types=[result_type], properties=props)
+        init_op(self, operands=[v], result_types=[result_type], properties=props)
 
     @classmethod
     @abstractmethod
@@ -644,7 +645,8 @@ class FusedAllReduceOp(ScalarBodyOp):
         }
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
-        super().__init__(
+        init_op(
+            self,
             operands=[partial, list(inputs)],
             result_types=[list(result_types)],
             properties=props,

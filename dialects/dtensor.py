@@ -80,6 +80,7 @@ from xdsl.utils.str_enum import StrEnum
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
 from ccopt.dialects.body import ScalarBodyOp, UniformOp, YieldOp
+from ccopt.dialects.construct import init_op
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -118,12 +119,13 @@ class MeshOp(IRDLOperation):
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
     def __init__(self, name: str, axes: Sequence[tuple[str, int]]):
-        super().__init__(
+        init_op(
+            self,
             properties={
                 "sym_name": StringAttr(name),
                 "axis_names": ArrayAttr([StringAttr(a) for a, _ in axes]),
                 "axis_sizes": i64_array([s for _, s in axes]),
-            }
+            },
         )
 
     @property
@@ -335,7 +337,7 @@ class ElementwiseUnaryOp(DTensorOp, ABC):
 
     def __init__(self, input: SSAValue | Operation):
         v = SSAValue.get(input)
-        super().__init__(operands=[v], result_types=[_build(self._infer, _dtensor(v))])
+        init_op(self, operands=[v], result_types=[_build(self._infer, _dtensor(v))])
 
     @classmethod
     def kind(cls) -> str:
@@ -416,8 +418,8 @@ class ElementwiseBinaryOp(DTensorOp, ABC):
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
-        super().__init__(
-            operands=[lv, rv], result_types=[_build(self._infer, _dtensor(lv), _dtensor(rv))]
+        init_op(
+            self, operands=[lv, rv], result_types=[_build(self._infer, _dtensor(lv), _dtensor(rv))]
         )
 
     @classmethod
@@ -502,7 +504,8 @@ class CmpOp(DTensorOp):
         rhs: SSAValue | Operation,
     ):
         lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
-        super().__init__(
+        init_op(
+            self,
             operands=[lv, rv],
             result_types=[_build(self._infer, _dtensor(lv), _dtensor(rv))],
             properties={"predicate": ComparePredicateAttr(ComparePredicate(predicate))},
@@ -537,7 +540,7 @@ class SelectOp(DTensorOp):
         self, cond: SSAValue | Operation, a: SSAValue | Operation, b: SSAValue | Operation
     ):
         vals = [SSAValue.get(x) for x in (cond, a, b)]
-        super().__init__(operands=vals, result_types=[_build(self._infer, *map(_dtensor, vals))])
+        init_op(self, operands=vals, result_types=[_build(self._infer, *map(_dtensor, vals))])
 
     @staticmethod
     def _infer(cond: DTensorType, a: DTensorType, b: DTensorType) -> DTensorType:
@@ -566,7 +569,8 @@ class ScaleOp(DTensorOp):
 
     def __init__(self, input: SSAValue | Operation, factor: float):
         v = SSAValue.get(input)
-        super().__init__(
+        init_op(
+            self,
             operands=[v],
             result_types=[_build(self._infer, _dtensor(v))],
             properties={"factor": float_attr(factor)},
@@ -593,8 +597,8 @@ class CastOp(DTensorOp):
 
     def __init__(self, input: SSAValue | Operation, element_type: Attribute):
         v = SSAValue.get(input)
-        super().__init__(
-            operands=[v], result_types=[_build(infer.infer_cast, _dtensor(v), element_type)]
+        init_op(
+            self, operands=[v], result_types=[_build(infer.infer_cast, _dtensor(v), element_type)]
         )
 
     def inferred_type(self) -> DTensorType:
@@ -620,7 +624,8 @@ class DropoutOp(DTensorOp):
 
     def __init__(self, input: SSAValue | Operation, seed: int, prob: float):
         v = SSAValue.get(input)
-        super().__init__(
+        init_op(
+            self,
             operands=[v],
             result_types=[_build(self._infer, _dtensor(v), prob)],
             properties={"seed": i64_attr(seed), "prob": float_attr(prob)},
@@ -670,7 +675,8 @@ class MatmulOp(DTensorOp):
             props["transpose_lhs"] = UnitAttr()
         if transpose_rhs:
             props["transpose_rhs"] = UnitAttr()
-        super().__init__(
+        init_op(
+            self,
             operands=[lv, rv],
             result_types=[
                 _build(infer.infer_matmul, _dtensor(lv), _dtensor(rv), transpose_lhs, transpose_rhs)
@@ -729,7 +735,8 @@ class ReduceOp(DTensorOp):
         }
         if keepdim:
             props["keepdim"] = UnitAttr()
-        super().__init__(
+        init_op(
+            self,
             operands=[v],
             result_types=[_build(infer.infer_reduce, _dtensor(v), kind.value, dims, keepdim)],
             properties=props,
@@ -757,7 +764,7 @@ class NormOp(DTensorOp):
 
     def __init__(self, input: SSAValue | Operation):
         v = SSAValue.get(input)
-        super().__init__(operands=[v], result_types=[_build(infer.infer_norm, _dtensor(v))])
+        init_op(self, operands=[v], result_types=[_build(infer.infer_norm, _dtensor(v))])
 
     def inferred_type(self) -> DTensorType:
         return infer.infer_norm(_dtensor(self.input))
@@ -777,7 +784,8 @@ class SoftmaxOp(DTensorOp):
 
     def __init__(self, input: SSAValue | Operation, dim: int):
         v = SSAValue.get(input)
-        super().__init__(
+        init_op(
+            self,
             operands=[v],
             result_types=[_build(infer.infer_softmax, _dtensor(v), dim)],
             properties={"dim": i64_attr(dim)},
@@ -816,7 +824,8 @@ class LayerNormOp(DTensorOp):
         w = SSAValue.get(weight) if weight is not None else None
         b = SSAValue.get(bias) if bias is not None else None
         params = [_dtensor(p) for p in (w, b) if p is not None]
-        super().__init__(
+        init_op(
+            self,
             operands=[v, [w] if w else [], [b] if b else []],
             result_types=[_build(infer.infer_layernorm, _dtensor(v), params)],
             properties={"eps": float_attr(eps)},
@@ -846,7 +855,8 @@ class SliceOp(DTensorOp):
 
     def __init__(self, input: SSAValue | Operation, offsets: Sequence[int], sizes: Sequence[int]):
         v = SSAValue.get(input)
-        super().__init__(
+        init_op(
+            self,
             operands=[v],
             result_types=[_build(infer.infer_slice, _dtensor(v), offsets, sizes)],
             properties={
@@ -874,7 +884,8 @@ class ConcatOp(DTensorOp):
 
     def __init__(self, inputs: Sequence[SSAValue | Operation], dim: int):
         vals = [SSAValue.get(i) for i in inputs]
-        super().__init__(
+        init_op(
+            self,
             operands=[vals],
             result_types=[_build(infer.infer_concat, [_dtensor(v) for v in vals], dim)],
             properties={"dim": i64_attr(dim)},
@@ -902,7 +913,8 @@ class TransposeOp(DTensorOp):
 
     def __init__(self, input: SSAValue | Operation, perm: Sequence[int]):
         v = SSAValue.get(input)
-        super().__init__(
+        init_op(
+            self,
             operands=[v],
             result_types=[_build(infer.infer_transpose, _dtensor(v), perm)],
             properties={"perm": i64_array(perm)},
@@ -928,8 +940,10 @@ class ReshapeOp(DTensorOp):
     def __init__(self, input: SSAValue | Operation, shape: Sequence[int], mesh: Mesh | None = None):
         v = SSAValue.get(input)
         sizes = mesh.axis_sizes if mesh is not None else None
-        super().__init__(
-            operands=[v], result_types=[_build(infer.infer_reshape, _dtensor(v), shape, sizes)]
+        init_op(
+            self,
+            operands=[v],
+            result_types=[_build(infer.infer_reshape, _dtensor(v), shape, sizes)],
         )
 
     def inferred_type(self) -> DTensorType:
@@ -954,7 +968,7 @@ class ConstantOp(DTensorOp):
     assembly_format = "$value attr-dict `:` type($result)"
 
     def __init__(self, value: DenseIntOrFPElementsAttr, result_type: DTensorType):
-        super().__init__(result_types=[result_type], properties={"value": value})
+        init_op(self, result_types=[result_type], properties={"value": value})
 
     def inferred_type(self) -> DTensorType:
         t = _dtensor(self.result)
@@ -982,7 +996,7 @@ class FillOp(DTensorOp):
     assembly_format = "$value attr-dict `:` type($result)"
 
     def __init__(self, value: float, result_type: DTensorType):
-        super().__init__(result_types=[result_type], properties={"value": float_attr(float(value))})
+        init_op(self, result_types=[result_type], properties={"value": float_attr(float(value))})
 
     def inferred_type(self) -> DTensorType:
         t = _dtensor(self.result)
@@ -1004,7 +1018,7 @@ class UpdateOp(IRDLOperation):
     assembly_format = "$target `with` $value attr-dict `:` type($target)"
 
     def __init__(self, target: SSAValue, value: SSAValue | Operation):
-        super().__init__(operands=[target, SSAValue.get(value)])
+        init_op(self, operands=[target, SSAValue.get(value)])
 
     def verify_(self) -> None:
         verify_mesh_types(self)
@@ -1098,7 +1112,7 @@ class FusedOp(ScalarBodyOp):
     def __init__(
         self, inputs: Sequence[SSAValue], result_types: Sequence[DTensorType], body: Region
     ):
-        super().__init__(operands=[list(inputs)], result_types=[list(result_types)], regions=[body])
+        init_op(self, operands=[list(inputs)], result_types=[list(result_types)], regions=[body])
 
     def iteration_type(self) -> DTensorType:
         t = self.outputs[0].type

@@ -79,6 +79,7 @@ from ccopt.dialects.coll import (
     SliceOp,
     group_axes,
 )
+from ccopt.dialects.construct import init_op
 from ccopt.dialects.dtensor import ReduceKindAttr, verify_one_mesh
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -210,7 +211,7 @@ class AllocOp(IRDLOperation):
 
     def __init__(self, tensor: DTensorType, offset: int | None = None):
         props = {} if offset is None else {"offset": i64_attr(offset)}
-        super().__init__(result_types=[BufferType(tensor)], properties=props)
+        init_op(self, result_types=[BufferType(tensor)], properties=props)
 
     def byte_offset(self) -> int | None:
         return None if self.offset is None else self.offset.value.data
@@ -238,7 +239,7 @@ class ViewOp(IRDLOperation):
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
     def __init__(self, source: SSAValue, tensor: DTensorType):
-        super().__init__(operands=[source], result_types=[BufferType(tensor)])
+        init_op(self, operands=[source], result_types=[BufferType(tensor)])
 
     def verify_(self) -> None:
         mesh = verify_buffers(self)
@@ -259,7 +260,8 @@ class BlockViewOp(IRDLOperation):
     assembly_format = "$source `over` $axes attr-dict `:` type($source) `->` type($result)"
 
     def __init__(self, source: SSAValue, axes: Sequence[str], tensor: DTensorType):
-        super().__init__(
+        init_op(
+            self,
             operands=[source],
             result_types=[BufferType(tensor)],
             properties={"axes": MeshAxesAttr(axes)},
@@ -306,7 +308,8 @@ class SubviewOp(IRDLOperation):
     assembly_format = "$source `offsets` $offsets attr-dict `:` type($source) `->` type($result)"
 
     def __init__(self, source: SSAValue, offsets: Sequence[int], tensor: DTensorType):
-        super().__init__(
+        init_op(
+            self,
             operands=[source],
             result_types=[BufferType(tensor)],
             properties={"offsets": i64_array(offsets)},
@@ -342,7 +345,7 @@ class EventRecordOp(DeviceOp):
     assembly_format = "`stream` $stream attr-dict"
 
     def __init__(self, stream: int):
-        super().__init__(result_types=[EventType()], properties=_stream(stream))
+        init_op(self, result_types=[EventType()], properties=_stream(stream))
 
 
 @irdl_op_definition
@@ -354,7 +357,7 @@ class EventWaitOp(DeviceOp):
     assembly_format = "$event `stream` $stream attr-dict"
 
     def __init__(self, event: SSAValue, stream: int):
-        super().__init__(operands=[event], properties=_stream(stream))
+        init_op(self, operands=[event], properties=_stream(stream))
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -377,8 +380,8 @@ class ElementwiseOp(DeviceOp, ScalarBodyOp):
     def __init__(
         self, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], body: Region, stream: int = 0
     ):
-        super().__init__(
-            operands=[list(inputs), list(outputs)], regions=[body], properties=_stream(stream)
+        init_op(
+            self, operands=[list(inputs), list(outputs)], regions=[body], properties=_stream(stream)
         )
 
     def iteration_type(self) -> DTensorType:
@@ -432,7 +435,7 @@ class GemmOp(DeviceOp):
             props["transpose_lhs"] = UnitAttr()
         if transpose_rhs:
             props["transpose_rhs"] = UnitAttr()
-        super().__init__(operands=[lhs, rhs, out], properties=props)
+        init_op(self, operands=[lhs, rhs, out], properties=props)
 
     def verify_(self) -> None:
         self.check_device()
@@ -480,7 +483,7 @@ class ReduceKernelOp(DeviceOp):
         }
         if keepdim:
             props["keepdim"] = UnitAttr()
-        super().__init__(operands=[input, out], properties=props)
+        init_op(self, operands=[input, out], properties=props)
 
     def verify_(self) -> None:
         self.check_device()
@@ -508,9 +511,7 @@ class SoftmaxKernelOp(DeviceOp):
     )
 
     def __init__(self, input: SSAValue, out: SSAValue, dim: int, stream: int = 0):
-        super().__init__(
-            operands=[input, out], properties={**_stream(stream), "dim": i64_attr(dim)}
-        )
+        init_op(self, operands=[input, out], properties={**_stream(stream), "dim": i64_attr(dim)})
 
     def verify_(self) -> None:
         self.check_device()
@@ -546,7 +547,8 @@ class LayerNormKernelOp(DeviceOp):
         eps: float,
         stream: int = 0,
     ):
-        super().__init__(
+        init_op(
+            self,
             operands=[input, [weight] if weight else [], [bias] if bias else [], out],
             properties={**_stream(stream), "eps": float_attr(eps)},
         )
@@ -572,7 +574,8 @@ class SliceKernelOp(DeviceOp):
     assembly_format = "$input `->` $out `offsets` $offsets `stream` $stream attr-dict `:` type($input) `->` type($out)"
 
     def __init__(self, input: SSAValue, out: SSAValue, offsets: Sequence[int], stream: int = 0):
-        super().__init__(
+        init_op(
+            self,
             operands=[input, out],
             properties={**_stream(stream), "offsets": i64_array(offsets)},
         )
@@ -606,7 +609,8 @@ class ConcatKernelOp(DeviceOp):
     )
 
     def __init__(self, inputs: Sequence[SSAValue], out: SSAValue, dim: int, stream: int = 0):
-        super().__init__(
+        init_op(
+            self,
             operands=[list(inputs), out],
             properties={**_stream(stream), "dim": i64_attr(dim)},
         )
@@ -635,7 +639,8 @@ class TransposeKernelOp(DeviceOp):
     )
 
     def __init__(self, input: SSAValue, out: SSAValue, perm: Sequence[int], stream: int = 0):
-        super().__init__(
+        init_op(
+            self,
             operands=[input, out],
             properties={**_stream(stream), "perm": i64_array(perm)},
         )
@@ -660,7 +665,7 @@ class CopyOp(DeviceOp):
     assembly_format = "$input `->` $out `stream` $stream attr-dict `:` type($out)"
 
     def __init__(self, input: SSAValue, out: SSAValue, stream: int = 0):
-        super().__init__(operands=[input, out], properties=_stream(stream))
+        init_op(self, operands=[input, out], properties=_stream(stream))
 
     def verify_(self) -> None:
         self.check_device()
@@ -676,7 +681,7 @@ class FillKernelOp(DeviceOp):
     assembly_format = "$value `->` $out `stream` $stream attr-dict `:` type($out)"
 
     def __init__(self, value: FloatAttr, out: SSAValue, stream: int = 0):
-        super().__init__(operands=[out], properties={**_stream(stream), "value": value})
+        init_op(self, operands=[out], properties={**_stream(stream), "value": value})
 
 
 @irdl_op_definition
@@ -689,7 +694,7 @@ class ConstantKernelOp(DeviceOp):
     assembly_format = "$value `->` $out `stream` $stream attr-dict `:` type($out)"
 
     def __init__(self, value: DenseIntOrFPElementsAttr, out: SSAValue, stream: int = 0):
-        super().__init__(operands=[out], properties={**_stream(stream), "value": value})
+        init_op(self, operands=[out], properties={**_stream(stream), "value": value})
 
     def verify_(self) -> None:
         self.check_device()
@@ -922,7 +927,8 @@ class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
         body: Region,
         stream: int = 0,
     ):
-        super().__init__(
+        init_op(
+            self,
             operands=[partial, list(inputs), list(outputs), [] if scratch is None else [scratch]],
             regions=[body],
             properties={

@@ -52,6 +52,7 @@ from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.attrs import i64_attr
+from ccopt.dialects.construct import init_op
 
 COMPUTE_STREAM = 0
 """The stream a function body runs on."""
@@ -100,7 +101,8 @@ class ExecuteOp(IRDLOperation):
         body: Region,
         deps: Sequence[SSAValue] = (),
     ):
-        super().__init__(
+        init_op(
+            self,
             operands=[list(deps), list(inputs)],
             result_types=[TokenType(), [FutureType(t) for t in result_types]],
             properties={"stream": i64_attr(stream)},
@@ -143,7 +145,7 @@ class YieldOp(IRDLOperation):
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
-        super().__init__(operands=[list(values)])
+        init_op(self, operands=[list(values)])
 
 
 @irdl_op_definition
@@ -157,7 +159,7 @@ class AwaitOp(IRDLOperation):
 
     def __init__(self, future: SSAValue):
         assert isinstance(future.type, FutureType)
-        super().__init__(operands=[future], result_types=[future.type.value_type])
+        init_op(self, operands=[future], result_types=[future.type.value_type])
 
     def verify_(self) -> None:
         t = self.future.type
@@ -175,7 +177,7 @@ class WaitOp(IRDLOperation):
     assembly_format = "$tokens attr-dict"
 
     def __init__(self, tokens: Sequence[SSAValue]):
-        super().__init__(operands=[list(tokens)])
+        init_op(self, operands=[list(tokens)])
 
 
 Sched = Dialect("sched", [ExecuteOp, YieldOp, AwaitOp, WaitOp], [TokenType, FutureType])

@@ -60,7 +60,7 @@ from ccopt.dialects.attrs import i64_array, i64_attr
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_elementwise
-from ccopt.passes.fusion_groups import build_body
+from ccopt.passes.fusion_groups import BodyCache, build_body
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
@@ -95,6 +95,7 @@ class Lowering:
     calls: dt.CallUpdates | None = None
     order: ProgramOrder = field(default_factory=ProgramOrder)
     algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
+    bodies: BodyCache = field(default_factory=dict)  # scalar bodies of lone elementwise ops
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -204,7 +205,7 @@ def plan_destinations(
 
 def lower_elementwise(low: Lowering, op: Operation) -> None:
     inputs = list(dict.fromkeys(op.operands))
-    body = build_body([op], inputs, [op.results[0]])
+    body = build_body([op], inputs, [op.results[0]], cache=low.bodies)
     out = low.destination(op.results[0])
     low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
 

@@ -46,6 +46,7 @@ from ccopt.passes.common import (
     tag_of,
 )
 from ccopt.passes.fusion_groups import (
+    BodyCache,
     build_body,
     check_convex,
     insert_after_group,
@@ -125,9 +126,13 @@ def has_live_results(rs: coll.ReduceScatterOp, members: Sequence[Operation]) -> 
 
 
 def fuse_into_collective(
-    rs: coll.ReduceScatterOp, members: Sequence[Operation], order: ProgramOrder | None = None
+    rs: coll.ReduceScatterOp,
+    members: Sequence[Operation],
+    order: ProgramOrder | None = None,
+    bodies: BodyCache | None = None,
 ) -> coll.FusedAllReduceOp:
-    """Replace `rs`, its member ops and the all_gathers of their results with one op."""
+    """Replace `rs`, its member ops and the all_gathers of their results with one op (its
+    body a copy of one in `bodies` built for a group alike)."""
     dim = rs.dim.value.data
     inputs, outputs = interface(members)
     inputs = [v for v in inputs if v is not rs.result]
@@ -147,7 +152,7 @@ def fuse_into_collective(
             yields.append(v)
             result_types.append(gathers[0].result.type)
             replaced.append((v, gathers[0]))
-    body = build_body(members, inputs, yields, leading=[rs.result])
+    body = build_body(members, inputs, yields, leading=[rs.result], cache=bodies)
     fused = coll.FusedAllReduceOp(
         rs.input,
         inputs,
@@ -217,10 +222,11 @@ class FuseCollective(ModulePass):
             self.fuse_tagged(op)
             return
         order = ProgramOrder()
+        bodies: BodyCache = {}
         for rs in [o for o in op.walk() if isinstance(o, coll.ReduceScatterOp)]:
             members = plan_members(rs, None, order)
             if members and has_live_results(rs, members):
-                fuse_into_collective(rs, members, order)
+                fuse_into_collective(rs, members, order, bodies)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         require_tagged(module, self.group, self.name)

@@ -44,6 +44,7 @@ from ccopt.passes.common import (
     tag_of,
 )
 from ccopt.passes.fusion_groups import (
+    BodyCache,
     build_body,
     check_convex,
     find_groups,
@@ -55,10 +56,14 @@ from ccopt.passes.fusion_groups import (
 from ccopt.passes.options import option
 
 
-def fuse(ops: Sequence[Operation], order: ProgramOrder | None = None) -> dt.FusedOp:
-    """Replace a legal group (in an order its members can run in) with one dtensor.fused op."""
+def fuse(
+    ops: Sequence[Operation], order: ProgramOrder | None = None, bodies: BodyCache | None = None
+) -> dt.FusedOp:
+    """Replace a legal group (in an order its members can run in) with one dtensor.fused op
+    (its body a copy of one in `bodies` built for a group alike)."""
     inputs, outputs = interface(ops)
-    fused = dt.FusedOp(inputs, [v.type for v in outputs], build_body(ops, inputs, outputs))  # type: ignore[misc]
+    body = build_body(ops, inputs, outputs, cache=bodies)
+    fused = dt.FusedOp(inputs, [v.type for v in outputs], body)  # type: ignore[misc]
     set_tag(derive(fused, ops[0]), joined_tag(ops))
     place_fused(fused, ops, outputs, order)
     return fused
@@ -100,11 +105,12 @@ class FuseElementwise(ModulePass):
             return
         blocks = {o.parent_block() for o in op.walk() if is_elementwise(o)}
         order = ProgramOrder()
+        bodies: BodyCache = {}
         for block in blocks:
             assert isinstance(block, Block)
             for members in find_groups(block):
                 if len(members) > 1 and interface(members)[1]:  # dead groups stay for dce
-                    fuse(members, order)
+                    fuse(members, order, bodies)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         require_tagged(module, self.group, self.name)

@@ -211,14 +211,67 @@ def emit_member(
     raise Refusal("a fused body without dtensor.yield")
 
 
+BodyCache = dict[tuple[object, ...], Region]
+"""Scalar bodies already built in one pass application, by `body_signature`: a model repeats
+one layer many times, and its groups build the same body (a GELU is 14 scalar ops)."""
+
+
 def build_body(
     ops: Sequence[Operation],
     inputs: Sequence[SSAValue],
     yields: Sequence[SSAValue],
     leading: Sequence[SSAValue] = (),
+    cache: BodyCache | None = None,
 ) -> Region:
     """The scalar body computing `yields` from `leading` + `inputs` through the members' scalar
-    forms (`leading` are values the enclosing op provides itself, like a reduced operand)."""
+    forms (`leading` are values the enclosing op provides itself, like a reduced operand). With
+    a `cache`, a group whose members read and compute alike gets a copy of the body built for
+    the first such group."""
+    if cache is None:
+        return _new_body(ops, inputs, yields, leading)
+    signature = body_signature(ops, [*leading, *inputs], yields)
+    template = cache.get(signature)
+    if template is None:
+        template = cache[signature] = _new_body(ops, inputs, yields, leading)
+    return template.clone()
+
+
+def body_signature(
+    ops: Sequence[Operation], sources: Sequence[SSAValue], yields: Sequence[SSAValue]
+) -> tuple[object, ...]:
+    """Everything `_new_body` reads: the sources' element types, and per member its kind,
+    properties (factors, seeds, predicates), result element types, a fused member's body up to
+    renaming, and where each operand comes from (a source or a member's result, by position);
+    then where each yielded value comes from."""
+    from ccopt.verifier import region_structure
+
+    where: dict[SSAValue, tuple[int, int]] = {v: (-1, i) for i, v in enumerate(sources)}
+    parts: list[object] = [tuple([_element_type(v.type) for v in sources])]
+    for m, op in enumerate(ops):
+        parts.append(
+            (
+                type(op),
+                tuple(op.properties.items()),
+                tuple([_element_type(r.type) for r in op.results]),
+                tuple([where[v] for v in op.operands]),
+                region_structure(op) if op.regions else (),
+            )
+        )
+        where.update(((r, (m, i)) for i, r in enumerate(op.results)))
+    parts.append(tuple([where[v] for v in yields]))
+    return tuple(parts)
+
+
+def _element_type(t: object) -> object:
+    return getattr(t, "element_type", t)
+
+
+def _new_body(
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    yields: Sequence[SSAValue],
+    leading: Sequence[SSAValue],
+) -> Region:
     sources = [*leading, *inputs]
     arg_types = [i64] + [v.type.element_type for v in sources]  # type: ignore[union-attr]
     block = Block(arg_types=arg_types)

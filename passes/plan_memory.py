@@ -33,6 +33,7 @@ from ccopt.diagnostics import CcoptError
 from ccopt.dialects.attrs import i64_attr
 from ccopt.passes.options import option
 from ccopt.streams import lives_in_order
+from ccopt.verifier import remember_memory_plan
 
 WORKSPACE = "kernel.workspace"
 
@@ -66,6 +67,7 @@ def plan_function(f: func.FuncOp, reuse: bool) -> int:
         life.alloc.offset = i64_attr(offset)
         top = max(top, offset + size)
     f.attributes[WORKSPACE] = i64_attr(top)
+    remember_memory_plan(f, f.attributes[WORKSPACE])
     return top
 
 

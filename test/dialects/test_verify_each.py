@@ -113,3 +113,85 @@ def test_an_identical_twin_does_not_hide_an_error() -> None:
     verify_module(module)  # an attribute nobody reads: still fine
     b.results[0]._type = DTensorType([8, 4], b.results[0].type.element_type, "m", [R])  # type: ignore[attr-defined]
     expect_error(module, "does not match the inferred type")
+
+
+V = "!kernel.buffer<64xf32, @t[R]>"
+KERNELS = f"""
+dtensor.mesh @t [tp=4]
+func.func @chain(%x: {V}, %result0: {V}) attributes {{kernel.results = 1 : i64, kernel.updated = array<i64>}} {{
+  %a = kernel.alloc : {V}
+  kernel.copy %x -> %a stream 0 : {V}
+  %b = kernel.alloc : {V}
+  kernel.copy %a -> %b stream 0 : {V}
+  %c = kernel.alloc : {V}
+  kernel.copy %b -> %c stream 0 : {V}
+  kernel.copy %c -> %result0 stream 0 : {V}
+  func.return
+}}
+"""
+
+
+def planned() -> tuple[Operation, list[Operation]]:
+    """A kernel-level chain after `plan-memory` and its verification (which took the plan the
+    pass handed over): %a and %c share bytes, %b has its own."""
+    from ccopt.passes.pipeline import run_pipeline
+
+    module = load_program(KERNELS)
+    run_pipeline(module, "plan-memory")
+    allocs = [op for op in module.walk() if op.name == "kernel.alloc"]
+    assert [a.byte_offset() for a in allocs] == [0, 256, 0]  # type: ignore[attr-defined]
+    return module, allocs
+
+
+def test_an_offset_moved_after_plan_memory_is_checked() -> None:
+    """Moving %b onto %a's bytes (its writer reads %a) breaks the plan: the plan the pass handed
+    over is for the function as it was, so the checker runs again."""
+    from ccopt.dialects.attrs import i64_attr
+
+    module, (_, b, _) = planned()
+    b.offset = i64_attr(0)  # type: ignore[attr-defined]
+    expect_error(module, "overlap those of %a")
+
+
+def test_a_plan_edited_before_its_first_verification_is_checked() -> None:
+    """An edit between `plan-memory` and the next verification (a pass that runs unverified
+    after it) is not covered by the plan the pass made."""
+    from ccopt.dialects.attrs import i64_attr
+    from ccopt.passes.plan_memory import plan_function
+
+    module = load_program(KERNELS)
+    f = module.ops.last  # type: ignore[attr-defined]
+    plan_function(f, reuse=True)
+    b = [op for op in f.walk() if op.name == "kernel.alloc"][1]
+    b.offset = i64_attr(0)  # type: ignore[attr-defined]
+    expect_error(module, "overlap those of %a")
+
+
+def test_an_op_moved_after_plan_memory_is_checked() -> None:
+    """%c's writer moved before %a's reader: %c may no longer take %a's bytes; nothing but the
+    position of one op changed."""
+    module, (a, _, c) = planned()
+    block = a.parent
+    writer_of_c = c.next_op
+    reader_of_a = a.next_op.next_op.next_op  # type: ignore[union-attr]
+    assert reader_of_a.name == "kernel.copy" and reader_of_a.operands[0] is a.results[0]  # type: ignore[union-attr]
+    c.detach()
+    writer_of_c.detach()  # type: ignore[union-attr]
+    block.insert_ops_before([c, writer_of_c], reader_of_a)  # type: ignore[union-attr, list-item]
+    expect_error(module, "overlap those of %a")
+
+
+def test_a_workspace_shrunk_after_plan_memory_is_checked() -> None:
+    from ccopt.dialects.attrs import i64_attr
+
+    module, _ = planned()
+    module.ops.last.attributes["kernel.workspace"] = i64_attr(256)  # type: ignore[attr-defined]
+    expect_error(module, "exceed the workspace")
+
+
+def test_a_mesh_resized_after_plan_memory_is_checked() -> None:
+    """A buffer's bytes depend on its mesh: four times the rows per rank's share would not fit."""
+    module, _ = planned()
+    mesh = next(op for op in module.walk() if isinstance(op, dt.MeshOp))
+    mesh.properties["axis_sizes"] = type(mesh.axis_sizes).from_list(mesh.axis_sizes.elt_type, [1])
+    verify_module(module)  # R placements: the same bytes per rank, the plan still holds

@@ -1,0 +1,59 @@
+"""Fused bodies are built once per group signature in a pass application and copied
+(`ccopt.passes.fusion_groups.build_body`): groups that read and compute alike get equal bodies
+of their own; a group that differs in anything its body reads (a dropout seed, an element type)
+gets its own body."""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+
+from ccopt.dialects import dtensor as dt
+from ccopt.passes.pipeline import run_pipeline
+from ccopt.program import load_program
+from ccopt.verifier import region_structure
+
+T = "!dtensor.tensor<8x4xf32, @m[S(0)]>"
+W = "!dtensor.tensor<4x4xf32, @m[R]>"
+
+
+def fused_bodies(seeds: list[int]) -> list[Operation]:
+    """The fused ops of chained blocks - gelu, dropout with `seed`, a residual add, then a
+    matmul that ends the group - after fuse-elementwise."""
+    lines, x = [], "%x"
+    for i, seed in enumerate(seeds):
+        lines.append(
+            f"  %g{i} = dtensor.gelu {x} : {T}\n"
+            f"  %d{i} = dtensor.dropout %g{i} seed {seed} prob 0.1 : {T}\n"
+            f"  %r{i} = dtensor.add %d{i}, {x} : ({T}, {T}) -> {T}\n"
+            f"  %m{i} = dtensor.matmul %r{i}, %w : ({T}, {W}) -> {T}\n"
+        )
+        x = f"%m{i}"
+    program = (
+        f"dtensor.mesh @m [tp=4]\nfunc.func @f(%x: {T}, %w: {W}) -> {T} {{\n"
+        + "".join(lines)
+        + f"  func.return {x} : {T}\n}}\n"
+    )
+    module = load_program(program)
+    run_pipeline(module, "fuse-elementwise")
+    return [op for op in module.walk() if isinstance(op, dt.FusedOp)]
+
+
+def test_alike_groups_get_equal_bodies_of_their_own() -> None:
+    first, second = fused_bodies([7, 7])
+    assert region_structure(first) == region_structure(second)
+    assert first.regions[0] is not second.regions[0]
+    inner = {op for op in first.walk()} & {op for op in second.walk()}
+    assert not inner  # no op shared between the two bodies
+    second.regions[0].blocks.first.first_op.detach()  # editing one body leaves the other
+    assert region_structure(first) != region_structure(second)
+
+
+def test_a_different_seed_gets_its_own_body() -> None:
+    first, second, third = fused_bodies([7, 9, 7])
+    assert region_structure(first) != region_structure(second)
+    assert region_structure(first) == region_structure(third)
+    seeds = [
+        [op.properties["seed"] for op in f.walk() if op.name == "dtensor.uniform"]
+        for f in (first, second, third)
+    ]
+    assert seeds[0] == seeds[2] != seeds[1]
