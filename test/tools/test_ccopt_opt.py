@@ -185,9 +185,9 @@ def test_help_imports_no_pass_or_dialect_module() -> None:
     (bench/startup.py measures it)."""
     result = subprocess.run([sys.executable, "-c", HELP_PROBE], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert result.stderr.strip().endswith(
-        "['ccopt.passes.catalog', 'ccopt.passes.options']"
-    ), result.stderr
+    assert result.stderr.strip().endswith("['ccopt.passes.catalog', 'ccopt.passes.options']"), (
+        result.stderr
+    )
 
 
 def test_output_file_is_written_only_on_success(tmp_path: Path) -> None:
