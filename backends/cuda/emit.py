@@ -1485,12 +1485,16 @@ class Emitter:
             full_st, piece_st = self.layout(full, coords), self.layout(piece, coords)
             me = self.mesh.group_index(coords, axes)
             row: list[int] = []
+            runs = 0
             for q, member in enumerate(self.mesh.group(coords, axes)):
                 box = relative(piece.tensor.local_slices(self.mesh, member), region)
                 extents = [b.stop - b.start for b in box]
                 if any(e <= 0 for e in extents):
                     continue
                 inner = max(_run_start(extents, full_st), _run_start(extents, piece_st))
+                runs += prod(extents[:inner])
+                if runs > MAX_RUNS:
+                    return None  # staging is cheaper: do not enumerate runs that go unused
                 in_full = _runs_of(box, full_st, inner)
                 own = tuple(slice(0, e) for e in extents)  # the member's block in its own piece
                 in_piece = (
