@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from optimizer_pipelines import FUSED
 from test_cuda import assert_same_shards, nvcc_available, nvcc_compile
 
 import ccopt
@@ -27,11 +28,7 @@ from ccopt.program import bind_mesh, load_program
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PREFIX = {
-    "adam.mlir": "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise,"
-    "fuse-collective",
-    "sgd.mlir": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
-    "lamb.mlir": "split-all-reduce,reorder-elementwise,sliced-norm,slice-state{args=m,v},"
-    "fuse-elementwise,fuse-collective",
+    **FUSED,
     "scaled": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
     "tiny": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
     "two_axes": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",

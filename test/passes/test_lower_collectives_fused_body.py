@@ -10,18 +10,13 @@ from pathlib import Path
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from optimizer_pipelines import FUSED
 
 import ccopt
 from ccopt.diagnostics import CcoptError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PREFIX = {
-    "adam.mlir": "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise,"
-    "fuse-collective",
-    "sgd.mlir": "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective",
-    "lamb.mlir": "split-all-reduce,reorder-elementwise,sliced-norm,slice-state{args=m,v},"
-    "fuse-elementwise,fuse-collective",
-}
+PREFIX = FUSED
 
 
 @pytest.mark.parametrize(
