@@ -8,8 +8,10 @@ whose candidates are replicated or split layouts; an edge from a producer to a c
 the conversion of the producer's result to the placement the consumer's signature reads. The
 objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step's time
 (`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
-roofline; `overlap=C` charges the reduction of a matmul's result only what a C-chunk pipeline
-leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per-device peak:
+roofline; `overlap=C` credits the reduction of a matmul's result with what the `overlap{chunks=C}`
+pass saves on it as the program simulator predicts - `ccopt.passes.overlap_credit` simulates the
+pair's minimal program before and after the pass, once per distinct pair); `memory=GiB` bounds
+the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
 used there or after, arguments throughout; a call holds what lives across it plus its callee
 entry's own peak). `strategy` picks the solver
@@ -23,7 +25,8 @@ the module (one entry keeps the function's name; more are `name`, `name_1`, ...)
 
 The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
-cost, the lower bound (the optimum when exact) and the gap:
+cost, the lower bound (the optimum when exact) and the gap (with `overlap=C`: also C as
+`overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`):
 
 ```mlir
 func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes", cost = 0.0, bound = 0.0, gap = 0.0}}
@@ -45,10 +48,12 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     FunctionType,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
     f64,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -65,7 +70,6 @@ from ccopt.dialects.dtensor_type import (
     PartialAttr,
     Placement,
     R,
-    ReplicatedAttr,
     SplitAttr,
 )
 from ccopt.dialects.inference import InferenceError
@@ -81,10 +85,17 @@ from ccopt.passes.placement_search import (
     maximal_points,
     solve,
 )
-from ccopt.passes.propagate_placements import FunctionPlacer, axis_bytes, element_bytes
+from ccopt.passes.propagate_placements import (
+    FunctionPlacer,
+    axis_bytes,
+    conversion_order,
+    element_bytes,
+)
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ccopt.passes.overlap_credit import OverlapCredit
 
 Placements = tuple[Placement, ...]
 TIE_BREAK = 1e-9
@@ -149,6 +160,8 @@ class Memo:
     """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
     tried: set[tuple] = field(default_factory=set)
     """Boundaries a callee was already solved for at a caller's wish."""
+    credited: dict[func.FuncOp, float] = field(default_factory=dict)
+    """The simulated overlap credit (seconds) each function's solution takes (overlap=C)."""
 
 
 class Cost:
@@ -159,10 +172,20 @@ class Cost:
         self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.matrices: dict[tuple, np.ndarray] = {}
         self.machine = None
+        self.credit: OverlapCredit | None = None
         if objective == "time":
             from ccopt.sim.machine import load_machine
 
             self.machine = load_machine(machine_name).fit(math.prod(mesh.axis_sizes))
+
+    def overlap_credit(self, chunks: int) -> OverlapCredit:
+        """The simulated overlap credits on this machine and mesh, remembered per pair."""
+        from ccopt.passes.overlap_credit import OverlapCredit
+
+        assert self.machine is not None
+        if self.credit is None or self.credit.chunks != chunks:
+            self.credit = OverlapCredit(self.machine, self.mesh, chunks)
+        return self.credit
 
     def conversion(self, t: DTensorType, start: Placements, goal: Placements) -> float:
         """`convert`'s cost, remembered: a stack of layers asks for the same few many times."""
@@ -247,23 +270,13 @@ def collective_cost(op: Operation, signature: Signature, cost: Cost) -> float:
     return cost.conversion(t, start, signature.result)
 
 
-def exposed(communication: float, compute: float, chunks: int) -> float:
-    """What a chunked pipeline of a matmul and the reduction of its result leaves exposed: with
-    c chunks the matmul's first chunk runs alone, then chunk i's reduction overlaps chunk i+1's
-    compute, so the step takes compute/c + max(compute, comm)*(c-1)/c + comm/c."""
-    return max(communication / chunks, communication - compute * (chunks - 1) / chunks)
-
-
 def nests(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bool:
     """Whether `convert`'s collectives (innermost axis widened first, then slices outermost
     first) keep every split of a dimension nested in mesh order: [S(0), S(0)] to [R, S(0)]
     would gather over the outer axis a dimension the inner one still splits, which no
     collective does (the rewrite would fail where the cost said it was cheap)."""
-    changed = [a for a in range(len(goal)) if start[a] != goal[a]]
-    widen = [a for a in reversed(changed) if not isinstance(start[a], ReplicatedAttr)]
-    narrow = [a for a in changed if isinstance(start[a], ReplicatedAttr)]
     current = list(start)
-    for axis in widen + narrow:
+    for axis in conversion_order(start, goal):
         dims = {p.split_dim for p in (current[axis], goal[axis])} - {None}
         try:
             for dim in dims:
@@ -474,8 +487,8 @@ class AutoShard(ModulePass):
     overlap: int = option(
         0,
         "Chunks in which the overlap pass will pipeline each matmul with the reduction of its "
-        "result (objective=time): such traffic is charged only what the pipeline leaves "
-        "exposed; 0 charges it in full.",
+        "result (objective=time): such traffic is credited with the step time the simulator "
+        "predicts overlap{chunks=C} saves on the pair; 0 charges it in full.",
     )
 
     def __post_init__(self) -> None:
@@ -513,7 +526,7 @@ class AutoShard(ModulePass):
             else:
                 break
         for f, (nodes, solution) in found.items():
-            self.finish(f, nodes, solution, tables)
+            self.finish(f, nodes, solution, tables, memo.credited.get(f))
         if tables:
             settle_variants(op, tables)
 
@@ -566,7 +579,7 @@ class AutoShard(ModulePass):
             copy.detach()
             copy.erase()
             raise
-        self.finish(copy, nodes, solution, tables)
+        self.finish(copy, nodes, solution, tables, memo.credited.get(copy))
         if solution is None:
             return Variant(name, copy.function_type, 0.0)
         return Variant(name, copy.function_type, solution.cost, solution.peak)
@@ -586,11 +599,16 @@ class AutoShard(ModulePass):
         cost = memo.costs.get(mesh)
         if cost is None:
             cost = memo.costs[mesh] = Cost(self.objective, self.machine, mesh)
-        problem = self.problem(f, nodes, cost, mesh, memo.moves)
+        credited: list[tuple[int, int, np.ndarray]] = []
+        problem = self.problem(f, nodes, cost, mesh, memo.moves, credited)
         try:
             solution = solve(problem, self.strategy)
         except NoSolution as e:
             raise OpError(f, f"auto-shard: {e}") from None
+        if self.overlap > 0 and self.objective == "time":
+            memo.credited[f] = sum(
+                float(c[solution.choice[u], solution.choice[v]]) for u, v, c in credited
+            )
         if problem.memory_limit is not None:
             solution.peak = problem.peak(solution.choice)
         return nodes, solution
@@ -601,10 +619,12 @@ class AutoShard(ModulePass):
         nodes: list[Node],
         solution: Solution | None,
         tables: dict[str, list[Variant]],
+        credit: float | None = None,
     ) -> None:
         """Rewrite `f` as solved and report: its cost and bound leave out what its calls'
         entries cost (each callee reports its own), so a step's total is every function's cost
-        once per run of it; the gap is the whole search's."""
+        once per run of it; the gap is the whole search's. With overlap=C the report says C
+        and the simulated overlap credit (seconds) the solution took (`credit`)."""
         if solution is None:
             return
         self.rewrite(f, nodes, solution.choice, tables)
@@ -622,6 +642,14 @@ class AutoShard(ModulePass):
                 "gap": FloatAttr(solution.gap, f64),
                 **({"peak": FloatAttr(solution.peak, f64)} if self.memory > 0 else {}),
                 **({"note": StringAttr(solution.note)} if solution.note else {}),
+                **(
+                    {
+                        "overlap_chunks": IntegerAttr(self.overlap, i64),
+                        "overlap_credit": FloatAttr(credit, f64),
+                    }
+                    if credit is not None
+                    else {}
+                ),
             }
         )
 
@@ -746,7 +774,10 @@ class AutoShard(ModulePass):
         cost: Cost,
         mesh: Mesh,
         moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] | None = None,
+        credited: list[tuple[int, int, np.ndarray]] | None = None,
     ) -> Problem:
+        """Node costs, edge tables (conversions, less the simulated overlap credit where a
+        matmul's reduction is pipelined: appended to `credited` per edge) and memory rows."""
         import numpy as np
 
         index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
@@ -790,12 +821,19 @@ class AutoShard(ModulePass):
                     moved = moved + np.array(
                         [collective_cost(node.op, sv, cost) for sv in node.signatures]
                     )
-                overlapping = [self.overlaps(nodes[u], su) for su in nodes[u].signatures]
-                if any(overlapping):
-                    compute = np.asarray(node_cost[u])[:, None]
-                    chunks = self.overlap
-                    hidden = np.maximum(moved / chunks, moved - compute * (chunks - 1) / chunks)
-                    moved = np.where(np.array(overlapping)[:, None], hidden, moved)
+                if self.overlaps(nodes[u]):
+                    ckey = ("credit", *key, v in pipelined)
+                    if ckey not in moves:
+                        moves[ckey] = (
+                            self.credits(nodes[u], node, k, v in pipelined, moved, cost),
+                            None,
+                            (nodes[u].signatures, node.signatures),
+                        )
+                    credit = moves[ckey][0]
+                    charged = np.maximum(moved - credit, 0.0)  # an edge never pays back
+                    if credited is not None:
+                        credited.append((u, v, np.minimum(credit, moved)))
+                    moved = charged
                 if (u, v) in tables:
                     tables[(u, v)] = tables[(u, v)] + moved
                 else:
@@ -821,14 +859,57 @@ class AutoShard(ModulePass):
             problem.points = maximal_points(live_points(f, nodes))
         return problem
 
-    def overlaps(self, producer: Node, signature: Signature) -> bool:
-        """Whether the `overlap` pass will pipeline the reduction of this matmul's result."""
+    def overlaps(self, producer: Node) -> bool:
+        """Whether the `overlap` pass may pipeline this matmul with the reduction of its
+        result: overlap is on, and the result has one use (the pass leaves a matmul whose
+        result feeds several ops as it is)."""
         return (
             self.overlap > 0
             and self.objective == "time"
             and isinstance(producer.op, MatmulOp)
-            and any(isinstance(p, PartialAttr) for p in signature.result)
+            and producer.value is not None
+            and producer.value.uses.get_length() == 1
         )
+
+    def credits(
+        self,
+        producer: Node,
+        consumer: Node,
+        k: int,
+        pipelined: bool,
+        moved: np.ndarray,
+        cost: Cost,
+    ) -> np.ndarray:
+        """The simulated overlap credit (`ccopt.passes.overlap_credit`) per pair of the
+        matmul's and the consumer's signatures: for a matmul result reduced on some axis (a
+        partial result) and converted to what the consumer reads (a written collective
+        consumer: and reduced by it), the step time of the pair's program before minus after
+        `overlap{chunks=C}`; 0 where nothing is reduced or the pair is forbidden."""
+        import numpy as np
+
+        mm = producer.op
+        assert isinstance(mm, MatmulOp)
+        credit = np.zeros(moved.shape)
+        simulator = cost.overlap_credit(self.overlap)
+        for a, su in enumerate(producer.signatures):
+            if not any(isinstance(p, PartialAttr) for p in su.result):
+                continue
+            operands = [p for p in su.operands if p is not None]
+            for b, sv in enumerate(consumer.signatures):
+                goal = sv.operands[k]
+                if not math.isfinite(moved[a, b]) or goal is None:
+                    continue
+                if goal == su.result and not pipelined:
+                    continue  # nothing converted: no collective to pipeline
+                credit[a, b] = simulator.credit(
+                    mm,
+                    operands,
+                    su.result,
+                    goal,
+                    consumer.op if pipelined else None,
+                    sv.result if pipelined else None,
+                )
+        return credit
 
     def pipelined(self, nodes: list[Node], index: dict[SSAValue, int]) -> set[int]:
         """Written collectives that reduce a matmul's result directly: their traffic is charged

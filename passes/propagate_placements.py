@@ -108,6 +108,15 @@ class PlacementConflict(Exception):
     """A conversion no collective performs."""
 
 
+def conversion_order(start: Placements, goal: Placements) -> list[int]:
+    """The mesh axes `convert` changes, in its order: gathers, reductions and re-splits from
+    the innermost axis out, then local slices from the outermost axis in."""
+    changed = [a for a in range(len(goal)) if start[a] != goal[a]]
+    widen = [a for a in reversed(changed) if not isinstance(start[a], ReplicatedAttr)]
+    narrow = [a for a in changed if isinstance(start[a], ReplicatedAttr)]
+    return widen + narrow
+
+
 def convert(
     value: SSAValue,
     goal: Placements,
@@ -121,11 +130,7 @@ def convert(
     nested splits of one dimension stay in mesh order)."""
     t = value.type
     assert isinstance(t, DTensorType)
-    start = t.placement_list
-    changed = [a for a in range(len(goal)) if start[a] != goal[a]]
-    widen = [a for a in reversed(changed) if not isinstance(start[a], ReplicatedAttr)]
-    narrow = [a for a in changed if isinstance(start[a], ReplicatedAttr)]
-    for axis in widen + narrow:
+    for axis in conversion_order(t.placement_list, goal):
         op = _collective(value, axis, goal[axis], mesh)
         derive(op, origin, "conv")
         rewriter.insert_op(op, where)

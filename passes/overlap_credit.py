@@ -1,0 +1,211 @@
+"""What the `overlap` pass saves on a matmul and the reduction of its result, as the program
+simulator predicts: `auto-shard`'s overlap-aware objective (`objective=time overlap=C`).
+
+For one pair the search weighs - a matmul under one placement signature whose result is
+converted (and, where the program writes one, reduced by its collective) to the placement its
+consumer reads - the credit is built from the pair alone: a minimal L1 program of the matmul on
+the function's arguments at the signature's operand placements, its result converted by the
+collectives `propagate-placements` inserts (the same ones `auto-shard` writes), and the written
+collective if there is one. The program is simulated (`ccopt.sim.program`, ccopt mode, on the
+search's machine) as it is and after the actual `overlap{chunks=C}` pass, and the credit is
+
+    credit = step time before - step time after          (seconds)
+
+so it holds whatever the simulator knows and a closed form does not: the slices and the concat
+the chunks cost, per-chunk launches and collective latency, SMs the collective takes from the
+concurrent matmul, and chunk counts the pass lowers on short dimensions. It may be negative
+(chunking costs more than it hides: the pass would still run, so the search is told). Where the
+pass refuses (no dimension can be chunked) the programs are equal and the credit is 0.
+
+Credits are remembered per distinct pair (`OverlapCredit`: operand, result and goal types -
+shapes, dtype, placements -, the matmul's transposes, the written collective, the mesh; the
+machine and C are the instance's), so a stack of 96 layers simulates each kind of pair once.
+`fuse-collective`'s fused bodies are not part of a pair (the search costs no elementwise bodies
+on the communication stream), so the credit is that of the plain reduction.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.ir import Operation
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from ccopt.dialects import coll, sched
+from ccopt.dialects.dtensor import MatmulOp, MeshOp
+from ccopt.dialects.dtensor_type import DTensorType, PartialAttr, Placement, R
+from ccopt.mesh import Mesh
+from ccopt.passes.propagate_placements import conversion_order, convert
+
+if TYPE_CHECKING:
+    from ccopt.sim.machine import Machine
+
+Placements = tuple[Placement, ...]
+
+
+def pair_program(
+    mm: MatmulOp,
+    operands: Sequence[Placements],
+    result: Placements,
+    goal: Placements,
+    mesh: Mesh,
+    collective: Operation | None = None,
+    final: Placements | None = None,
+) -> ModuleOp:
+    """The minimal program of one pair: `mm`'s shapes and transposes on arguments placed at
+    `operands`, giving `result`, converted to `goal`; then, for a written collective, that
+    collective's kind and properties from `goal` (its result at `final`)."""
+    lhs, rhs, out = mm.lhs.type, mm.rhs.type, mm.result.type
+    assert isinstance(lhs, DTensorType) and isinstance(rhs, DTensorType)
+    assert isinstance(out, DTensorType)
+    inputs = [lhs.with_placements(operands[0]), rhs.with_placements(operands[1])]
+    f = func.FuncOp("pair", FunctionType.from_lists(inputs, []))
+    module = ModuleOp(
+        [MeshOp(mesh.name, list(zip(mesh.axis_names, mesh.axis_sizes, strict=True))), f]
+    )
+    a, b = f.body.block.args
+    product = MatmulOp.create(
+        operands=[a, b],
+        result_types=[out.with_placements(result)],
+        properties=dict(mm.properties),
+    )
+    ret = func.ReturnOp(product.result)
+    f.body.block.add_ops([product, ret])
+    value = convert(product.result, goal, mesh, Rewriter(), InsertPoint.before(ret), mm)
+    if collective is not None:
+        assert isinstance(collective, coll.CollectiveOp) and final is not None
+        t = value.type
+        assert isinstance(t, DTensorType)
+        written = type(collective).create(
+            operands=[value],
+            result_types=[t.with_placements(final)],
+            properties={k: v for k, v in collective.properties.items() if k != "chunks"},
+        )
+        Rewriter.insert_op(written, InsertPoint.before(ret))
+        value = written.results[0]
+    ret.operands = [value]
+    f.function_type = FunctionType.from_lists(inputs, [value.type])
+    return module
+
+
+def pipelined_step(
+    result: Placements,
+    goal: Placements,
+    collective: Operation | None = None,
+    final: Placements | None = None,
+) -> tuple[Placements, Operation | None, Placements | None] | None:
+    """The part of a pair the `overlap` pass pipelines with the matmul: the first collective
+    `convert` puts after it (`conversion_order`), when it reduces the partial result, as a
+    one-axis goal; or, with nothing to convert, the written collective. None: the first
+    collective gathers or re-splits (the pass pipelines no matmul with those) or there is none.
+    The rest of the chain runs after the pipeline's concat as it runs after the unchunked
+    reduction - the same collectives on the same values, nothing beside them -, so it adds the
+    same time before and after and drops out of the credit."""
+    order = conversion_order(result, goal)
+    if not order:
+        return None if collective is None else (result, collective, final)
+    axis = order[0]
+    if not isinstance(result[axis], PartialAttr):
+        return None
+    step = tuple(goal[axis] if a == axis else p for a, p in enumerate(result))
+    return step, None, None
+
+
+def simulated_times(module: ModuleOp, machine: Machine, chunks: int) -> tuple[float, float]:
+    """(before, after) step times in seconds of `module` and of `module` after
+    `overlap{chunks=chunks}` (`module` is left as it is). Where the pass refuses (no dimension
+    can be chunked, or no collective it pipelines) one simulation gives both."""
+    from ccopt.passes.overlap import Overlap
+    from ccopt.sim.program import simulate_module
+
+    chunked = module.clone()
+    with warnings.catch_warnings():  # fewer chunks than asked on a short dimension: as the pass
+        warnings.simplefilter("ignore")
+        Overlap(chunks=chunks).apply(Context(), chunked)
+    before = simulate_module(module, machine).step_time_ns * 1e-9
+    if not any(isinstance(op, sched.ExecuteOp) for op in chunked.walk()):
+        return before, before
+    return before, simulate_module(chunked, machine).step_time_ns * 1e-9
+
+
+KNOWN: dict[tuple, dict[tuple, tuple[float, float]]] = {}
+"""Simulated (before, after) times per (machine, mesh, chunks) and pair, for the process: a
+search of a forward and a backward step, or a second strategy, asks for the same pairs."""
+
+
+def forget() -> None:
+    """Drop the remembered credits (benchmarks time a search from nothing known)."""
+    KNOWN.clear()
+
+
+def operand_key(operands: Sequence[Placements]) -> tuple[Placements, ...]:
+    """The operand placements as the simulator sees them: a partial operand holds a block of
+    the same shape as a replicated one, and the simulator times local blocks (and the `overlap`
+    pass chunks dimensions no placement splits), so both read as R - the lhs-partial and the
+    rhs-partial signature of a matmul share one simulation."""
+    return tuple(tuple(R if isinstance(p, PartialAttr) else p for p in o) for o in operands)
+
+
+class OverlapCredit:
+    """Simulated overlap credits on one machine and mesh for one chunk count, remembered per
+    distinct pipelined step (`pipelined_step`) of a matmul signature (in `KNOWN`)."""
+
+    def __init__(self, machine: Machine, mesh: Mesh, chunks: int):
+        self.machine, self.mesh, self.chunks = machine, mesh, chunks
+        self.known = KNOWN.setdefault((repr(machine), mesh, chunks), {})
+        self.simulated = 0
+        """How many distinct pairs were simulated (each: the pass and one or two simulations)."""
+
+    def times(
+        self,
+        mm: MatmulOp,
+        operands: Sequence[Placements],
+        result: Placements,
+        goal: Placements,
+        collective: Operation | None = None,
+        final: Placements | None = None,
+    ) -> tuple[float, float]:
+        """The step time in seconds of the pair's pipelined step (`pipelined_step`: the matmul
+        under `operands` and `result` and the collective after it) before and after
+        `overlap{chunks=C}`; (0, 0) where nothing is pipelined."""
+        step = pipelined_step(result, goal, collective, final)
+        if step is None:
+            return 0.0, 0.0
+        goal, collective, final = step
+        key = (
+            mm.lhs.type,
+            mm.rhs.type,
+            mm.result.type,
+            tuple(sorted(mm.properties)),
+            operand_key(operands),
+            result,
+            goal,
+            None
+            if collective is None
+            else (collective.name, tuple(sorted(collective.properties.items()))),
+            final,
+        )
+        known = self.known.get(key)
+        if known is None:
+            program = pair_program(mm, operands, result, goal, self.mesh, collective, final)
+            known = self.known[key] = simulated_times(program, self.machine, self.chunks)
+            self.simulated += 1
+        return known
+
+    def credit(
+        self,
+        mm: MatmulOp,
+        operands: Sequence[Placements],
+        result: Placements,
+        goal: Placements,
+        collective: Operation | None = None,
+        final: Placements | None = None,
+    ) -> float:
+        """`times`' before minus after: the seconds the pipeline saves (negative: loses)."""
+        before, after = self.times(mm, operands, result, goal, collective, final)
+        return before - after
