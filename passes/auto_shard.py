@@ -889,27 +889,39 @@ class AutoShard(ModulePass):
 
         mm = producer.op
         assert isinstance(mm, MatmulOp)
+        starts: dict[tuple, int] = {}  # many signatures share their placements: each once
+        rows = np.array(
+            [
+                starts.setdefault((su.operands, su.result), len(starts))
+                if any(isinstance(p, PartialAttr) for p in su.result)
+                else -1
+                for su in producer.signatures
+            ]
+        )
         credit = np.zeros(moved.shape)
-        simulator = cost.overlap_credit(self.overlap)
-        for a, su in enumerate(producer.signatures):
-            if not any(isinstance(p, PartialAttr) for p in su.result):
-                continue
-            operands = [p for p in su.operands if p is not None]
-            for b, sv in enumerate(consumer.signatures):
-                goal = sv.operands[k]
-                if not math.isfinite(moved[a, b]) or goal is None:
-                    continue
-                if goal == su.result and not pipelined:
-                    continue  # nothing converted: no collective to pipeline
-                credit[a, b] = simulator.credit(
-                    mm,
-                    operands,
-                    su.result,
-                    goal,
-                    consumer.op if pipelined else None,
-                    sv.result if pipelined else None,
-                )
-        return credit
+        if not starts:
+            return credit
+        goals: dict[tuple, int] = {}
+        cols = np.array(
+            [
+                goals.setdefault((sv.operands[k], sv.result if pipelined else None), len(goals))
+                for sv in consumer.signatures
+            ]
+        )
+        have = rows >= 0
+        needed = np.zeros((len(starts), len(goals)), dtype=bool)
+        a, b = np.nonzero(np.isfinite(moved) & have[:, None])
+        needed[rows[a], cols[b]] = True  # forbidden pairs (inf) are never simulated
+        small = cost.overlap_credit(self.overlap).table(
+            mm,
+            [([p for p in ops if p is not None], result) for ops, result in starts],
+            [goal for goal, _ in goals],
+            consumer.op if pipelined else None,
+            [final for _, final in goals] if pipelined else None,
+            needed,
+        )
+        credit[have] = small[np.ix_(rows[have], cols)]
+        return np.where(np.isfinite(moved), credit, 0.0)
 
     def pipelined(self, nodes: list[Node], index: dict[SSAValue, int]) -> set[int]:
         """Written collectives that reduce a matmul's result directly: their traffic is charged

@@ -40,9 +40,11 @@ from ccopt.dialects import coll, sched
 from ccopt.dialects.dtensor import MatmulOp, MeshOp
 from ccopt.dialects.dtensor_type import DTensorType, PartialAttr, Placement, R
 from ccopt.mesh import Mesh
-from ccopt.passes.propagate_placements import conversion_order, convert
+from ccopt.passes.propagate_placements import PlacementConflict, conversion_order, convert
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ccopt.sim.machine import Machine
 
 Placements = tuple[Placement, ...]
@@ -161,41 +163,56 @@ class OverlapCredit:
         self.simulated = 0
         """How many distinct pairs were simulated (each: the pass and one or two simulations)."""
 
-    def times(
+    def table(
         self,
         mm: MatmulOp,
-        operands: Sequence[Placements],
-        result: Placements,
-        goal: Placements,
+        producers: Sequence[tuple[Sequence[Placements], Placements]],
+        goals: Sequence[Placements],
         collective: Operation | None = None,
-        final: Placements | None = None,
-    ) -> tuple[float, float]:
-        """The step time in seconds of the pair's pipelined step (`pipelined_step`: the matmul
-        under `operands` and `result` and the collective after it) before and after
-        `overlap{chunks=C}`; (0, 0) where nothing is pipelined."""
-        step = pipelined_step(result, goal, collective, final)
-        if step is None:
-            return 0.0, 0.0
-        goal, collective, final = step
-        key = (
-            mm.lhs.type,
-            mm.rhs.type,
-            mm.result.type,
-            tuple(sorted(mm.properties)),
-            operand_key(operands),
-            result,
-            goal,
-            None
-            if collective is None
-            else (collective.name, tuple(sorted(collective.properties.items()))),
-            final,
+        finals: Sequence[Placements | None] | None = None,
+        needed: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """`credit` for each producer (operand placements, result placements) of `mm` and
+        each goal (with a written `collective`: and its result at `finals`, goal by goal) where
+        `needed` says so (None: everywhere), the matmul's own key hashed once (xDSL types hash
+        slowly). A goal no collectives reach from the result gets 0 (the search forbids it)."""
+        import numpy as np
+
+        per_matmul = self.known.setdefault(
+            (
+                mm.lhs.type,
+                mm.rhs.type,
+                mm.result.type,
+                tuple(sorted(mm.properties)),
+                None
+                if collective is None
+                else (collective.name, tuple(sorted(collective.properties.items()))),
+            ),
+            {},
         )
-        known = self.known.get(key)
-        if known is None:
-            program = pair_program(mm, operands, result, goal, self.mesh, collective, final)
-            known = self.known[key] = simulated_times(program, self.machine, self.chunks)
-            self.simulated += 1
-        return known
+        out = np.zeros((len(producers), len(goals)))
+        for a, (operands, result) in enumerate(producers):
+            operands_key = operand_key(operands)
+            for b, goal in enumerate(goals):
+                if needed is not None and not needed[a, b]:
+                    continue
+                final = None if finals is None else finals[b]
+                step = pipelined_step(result, goal, collective, final)
+                if step is None:
+                    continue
+                key = (operands_key, result, step[0], step[2])
+                known = per_matmul.get(key)
+                if known is None:
+                    try:
+                        program = pair_program(
+                            mm, operands, result, step[0], self.mesh, step[1], step[2]
+                        )
+                    except PlacementConflict:
+                        continue
+                    known = per_matmul[key] = simulated_times(program, self.machine, self.chunks)
+                    self.simulated += 1
+                out[a, b] = known[0] - known[1]
+        return out
 
     def credit(
         self,
@@ -206,6 +223,8 @@ class OverlapCredit:
         collective: Operation | None = None,
         final: Placements | None = None,
     ) -> float:
-        """`times`' before minus after: the seconds the pipeline saves (negative: loses)."""
-        before, after = self.times(mm, operands, result, goal, collective, final)
-        return before - after
+        """The seconds `overlap{chunks=C}` saves (negative: loses) on the pair's pipelined step
+        (`pipelined_step`: the matmul under `operands` and `result` and the collective after
+        it): its simulated step time before minus after; 0 where nothing is pipelined."""
+        table = self.table(mm, [(operands, result)], [goal], collective, [final])
+        return float(table[0, 0])
