@@ -23,11 +23,17 @@ that per-device limit on the memory peak (`dp`, which hands the step to `ilp` wh
 optimum breaks the limit), with the placements the weight matrices of the called layer entries
 and of the step take, counted.
 
+With `--overlap C` the GPT rows are searched with `objective=time` as well, without and with the
+overlap credit (`overlap=C`: each distinct matmul-reduction pair simulated before and after
+`overlap{chunks=C}`, from nothing remembered), `--time-strategies` naming which strategies
+(default: cd); the credit row's note gives the pairs simulated and the credit the step takes.
+
 Nothing here asserts on time.
 
     python bench/auto_shard.py [--layers 12 48 96] [--repeat K]
     python bench/auto_shard.py --gpt gpt3-175b --layers 96 --mesh dp=8,tp=8 --repeat 1
     python bench/auto_shard.py --gpt gpt3-175b --layers 2 --mesh dp=8,tp=8 --repeat 1 --memory 80
+    python bench/auto_shard.py --gpt gpt3-175b --layers 96 --repeat 1 --overlap 4
 """
 
 from __future__ import annotations
@@ -118,9 +124,21 @@ def main() -> None:
     p.add_argument(
         "--memory", type=float, default=0.0, help="with --gpt: a row under this GiB limit too"
     )
+    p.add_argument(
+        "--overlap",
+        type=int,
+        default=0,
+        metavar="C",
+        help="with --gpt: rows with objective=time, without and with the overlap credit",
+    )
+    p.add_argument(
+        "--time-strategies", nargs="+", default=["cd"], help="with --overlap: strategies to time"
+    )
     args = p.parse_args()
     if args.gpt:
         gpt_rows(args.gpt, args.layers, args.mesh, args.repeat, args.memory)
+        if args.overlap:
+            overlap_rows(args.gpt, args.layers, args.mesh, args.overlap, args.time_strategies)
         return
 
     from ccopt.passes.pipeline import apply_pipeline
@@ -209,6 +227,51 @@ def gpt_rows(
         print(f"{'':>6} weights, unlimited: {placements(dp)}")
         if memory > 0:
             print(f"{'':>6} weights, memory={memory:g}: {placements(bound)}")
+
+
+def overlap_rows(
+    model: str, layer_counts: list[int], mesh: str, chunks: int, strategies: list[str]
+) -> None:
+    """objective=time searches without and with the simulated overlap credit (`overlap=C`),
+    the credit's memory of simulated pairs cleared before each."""
+    from ccopt.passes import overlap_credit
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    print(f"{model} on {mesh}, objective=time, overlap credit with {chunks} chunks")
+    print(f"{'layers':>6} {'row':<24} {'seconds':>9}  {'note':<44}")
+    for layers in layer_counts:
+        text = gpt_stack(model, layers, mesh)
+        for strategy in strategies:
+            base = f"strategy={strategy} objective=time"
+            for options in (base, f"{base} overlap={chunks}"):
+                overlap_credit.forget()
+                seconds, found = best_of(
+                    1,
+                    lambda o=options, t=text: apply_pipeline(load_program(t), f"auto-shard{{{o}}}"),
+                )
+                note = f"total {total_cost(found):.6g} s"
+                if "overlap=" in options:
+                    note += f", {overlap_credit.remembered()} pairs simulated"
+                    note += f", credit {total_credit(found) * 1e6:.1f} us"
+                row = f"{strategy} " + ("overlap" if "overlap=" in options else "time")
+                print(f"{layers:>6} {row:<24} {seconds:>9.3f}  {note:<44}")
+
+
+def total_credit(module) -> float:  # noqa: ANN001 - a ModuleOp
+    """The overlap credit every function takes, once per run of it (seconds)."""
+    from xdsl.dialects import func
+
+    from ccopt.passes.auto_shard import call_counts, callees_first
+
+    counts = call_counts(callees_first(module))
+    return sum(
+        counts[f.sym_name.data] * f.attributes["auto_shard"].data["overlap_credit"].value.data
+        for f in module.walk()
+        if isinstance(f, func.FuncOp)
+        and "auto_shard" in f.attributes
+        and "overlap_credit" in f.attributes["auto_shard"].data
+    )
 
 
 if __name__ == "__main__":

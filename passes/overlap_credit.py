@@ -145,6 +145,11 @@ def forget() -> None:
     KNOWN.clear()
 
 
+def remembered() -> int:
+    """How many pairs were simulated since `forget`."""
+    return sum(len(pairs) for per_matmul in KNOWN.values() for pairs in per_matmul.values())
+
+
 def operand_key(operands: Sequence[Placements]) -> tuple[Placements, ...]:
     """The operand placements as the simulator sees them: a partial operand holds a block of
     the same shape as a replicated one, and the simulator times local blocks (and the `overlap`
