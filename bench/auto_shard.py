@@ -234,6 +234,7 @@ def overlap_rows(
 ) -> None:
     """objective=time searches without and with the simulated overlap credit (`overlap=C`),
     the credit's memory of simulated pairs cleared before each."""
+    from ccopt.diagnostics import CcoptError
     from ccopt.passes import overlap_credit
     from ccopt.passes.pipeline import apply_pipeline
     from ccopt.program import load_program
@@ -246,15 +247,21 @@ def overlap_rows(
             base = f"strategy={strategy} objective=time"
             for options in (base, f"{base} overlap={chunks}"):
                 overlap_credit.forget()
-                seconds, found = best_of(
-                    1,
-                    lambda o=options, t=text: apply_pipeline(load_program(t), f"auto-shard{{{o}}}"),
-                )
+                row = f"{strategy} " + ("overlap" if "overlap=" in options else "time")
+                try:
+                    seconds, found = best_of(
+                        1,
+                        lambda o=options, t=text: apply_pipeline(
+                            load_program(t), f"auto-shard{{{o}}}"
+                        ),
+                    )
+                except CcoptError as e:  # e.g. cd stuck where every start meets a forbidden pair
+                    print(f"{layers:>6} {row:<24} {'-':>9}  {str(e).splitlines()[0][:80]}")
+                    continue
                 note = f"total {total_cost(found):.6g} s"
                 if "overlap=" in options:
                     note += f", {overlap_credit.remembered()} pairs simulated"
                     note += f", credit {total_credit(found) * 1e6:.1f} us"
-                row = f"{strategy} " + ("overlap" if "overlap=" in options else "time")
                 print(f"{layers:>6} {row:<24} {seconds:>9.3f}  {note:<44}")
 
 
