@@ -101,15 +101,16 @@ def cost_of(module) -> float:  # noqa: ANN001 - a ModuleOp
     return f.attributes["auto_shard"].data["cost"].value.data
 
 
-def total_cost(module) -> float:  # noqa: ANN001 - a ModuleOp
-    """Every function's cost once per run of it (a layer function once per call)."""
+def total_cost(module, key: str = "cost") -> float:  # noqa: ANN001 - a ModuleOp
+    """Every function's cost (or its `bound`) once per run of it (a layer function once per
+    call)."""
     from xdsl.dialects import func
 
     from ccopt.passes.auto_shard import call_counts, callees_first
 
     counts = call_counts(callees_first(module))
     return sum(
-        counts[f.sym_name.data] * f.attributes["auto_shard"].data["cost"].value.data
+        counts[f.sym_name.data] * f.attributes["auto_shard"].data[key].value.data
         for f in module.walk()
         if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes
     )
@@ -212,17 +213,22 @@ def gpt_rows(
         dp_time, dp = best_of(repeat, lambda: search("strategy=dp"))
         cd_time, cd = best_of(repeat, lambda: search("strategy=cd"))
         optimum, found = total_cost(dp), total_cost(cd)
+        cd_gap = found - total_cost(cd, "bound")
         gap = found - optimum if abs(found - optimum) > 1e-9 * max(1.0, optimum) else 0.0
         rows = [
             ("parse+verify", base, ""),
             ("auto-shard dp", dp_time, f"total {optimum:.4g} B"),
             ("auto-shard cd", cd_time, f"total {found:.4g} B, gap {gap:.4g} B"),
+            ("", 0.0, f"cd's bound {total_cost(cd, 'bound'):.4g} B: certified gap {cd_gap:.4g} B"),
         ]
         if memory > 0:
             limited = f"strategy=dp memory={memory:g}"
             bound_time, bound = best_of(1, lambda limited=limited: search(limited))
             rows.append((f"dp memory={memory:g}", bound_time, f"total {total_cost(bound):.4g} B"))
         for name, seconds, note in rows:
+            if not name:
+                print(f"{'':>6} {note}")
+                continue
             print(f"{layers:>6} {name:<16} {seconds:>9.3f}  {note:<34} {seconds / base:>8.2f}x")
         print(f"{'':>6} weights, unlimited: {placements(dp)}")
         if memory > 0:

@@ -19,10 +19,12 @@ optimum or a lower bound, and the gap:
   local-polytope formulation of each edge's pairwise cost (its LP relaxation is tried first:
   integral on the layer bodies, hence optimal), the memory limit as one row per program point
   whose live set no other point's contains (`maximal_points`);
-* `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
-  neighbours until a full sweep changes nothing; its lower bound is the sum of the nodes' cheapest
-  own costs (edges cost at least 0); a move never lifts a point's memory past the limit (one
-  start takes each node's smallest candidate: it fits whenever anything does, calls aside).
+* `cd`: AutoDDL's coordinate descent from several starting points (one the optimum of its
+  bound's relaxation), each node re-chosen given its neighbours until a full sweep changes
+  nothing; its lower bound (`lower_bound`) is the optimum of a spanning forest of the edges
+  with the others folded in at their cheapest; a move never lifts a point's memory past the
+  limit (one start takes each node's smallest candidate: it fits whenever anything does, calls
+  aside).
 
 Both exact strategies first fold nodes of one candidate into their neighbours and drop
 dominated candidates (`prune`).
@@ -629,8 +631,9 @@ def _values(h: object, binary: int) -> object:
 
 
 def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solution:
-    """Several starts (each node's cheapest own candidate, under a memory limit each node's
-    smallest, then random ones); each sweep re-chooses every node given its neighbours, among
+    """Several starts (the optimum of the bound's relaxation - `forest_relaxation` -, each
+    node's cheapest own candidate, under a memory limit each node's smallest, then random
+    ones); each sweep re-chooses every node given its neighbours, among
     the moves that lift no program point's memory past the limit (`_Held`); stop when a sweep
     changes nothing."""
     rng = random.Random(seed)
@@ -649,9 +652,12 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
         return total
 
     bounded = problem.memory is not None and problem.memory_limit is not None
+    bound, relaxed = forest_relaxation(problem)
     best: Solution | None = None
-    for start in range(starts):
-        if start == 0:
+    for start in range(-1 if relaxed is not None else 0, starts):
+        if start == -1:  # the bound's own choice: optimal where the edges form a forest
+            choice = list(relaxed)  # type: ignore[arg-type]
+        elif start == 0:
             choice = [min(range(len(cs)), key=cs.__getitem__) for cs in problem.node_cost]
         elif start == 1 and bounded:
             choice = _smallest(problem)
@@ -674,9 +680,10 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
             continue
         cost = problem.cost(choice)
         if best is None or cost < best.cost:
-            best = Solution(list(choice), cost, "cd", lower_bound(problem))
+            best = Solution(list(choice), cost, "cd", 0.0)
     if best is None or math.isinf(best.cost):
         raise NoSolution("coordinate descent found no combination within the memory limit")
+    best.lower_bound = min(bound, best.cost)
     return best
 
 
@@ -721,5 +728,63 @@ class _Held:
 
 
 def lower_bound(problem: Problem) -> float:
-    """Every node pays at least its cheapest own cost; edges cost at least nothing."""
-    return sum(min(cs) for cs in problem.node_cost)
+    """`forest_relaxation`'s bound."""
+    return forest_relaxation(problem)[0]
+
+
+def forest_relaxation(problem: Problem) -> tuple[float, list[int] | None]:
+    """A lower bound on every choice's cost (the memory limit relaxed): a spanning forest of
+    the edges solved exactly (`eliminate` on a forest is the classic DP), each edge left out
+    folded into one endpoint's own costs at its cheapest given that endpoint's candidate (row
+    or column minima: a consumer pays at least the cheapest conversion its reading costs from
+    any producer candidate). Any choice pays the forest's costs, which the DP minimizes, plus
+    at least those minima, so the bound holds; on a chain or a tree it is the optimum. The
+    forest takes the edges whose minima say least first (Kruskal, by the spread of each
+    table's finite entries), so the folded ones lose little. Never below the sum of the nodes'
+    cheapest own costs (edges cost at least 0): the bound cd reported before. With it, the
+    relaxation's optimal choice (None where there is none), a start for cd."""
+    import numpy as np
+
+    simple = sum(min(cs) for cs in problem.node_cost)
+    node_cost = [np.asarray(cs, dtype=float) for cs in problem.node_cost]
+    tables = [(u, v, np.asarray(t, dtype=float)) for u, v, t in problem.edges]
+    root = list(range(problem.size))
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    def spread(t: np.ndarray) -> float:
+        finite = t[np.isfinite(t)]
+        return float(finite.max() - finite.min()) if finite.size else 0.0
+
+    forest: list[tuple[int, int, np.ndarray]] = []
+    for u, v, t in sorted(tables, key=lambda e: -spread(e[2])):
+        a, b = find(u), find(v)
+        if u != v and a != b:
+            root[a] = b
+            forest.append((u, v, t))
+        elif u == v:
+            node_cost[u] = node_cost[u] + np.diag(t)
+        else:
+            rows, cols = t.min(axis=1), t.min(axis=0)
+            if _finite_min(rows) >= _finite_min(cols):  # the endpoint it binds more
+                node_cost[u] = node_cost[u] + rows
+            else:
+                node_cost[v] = node_cost[v] + cols
+    relaxed = Problem([list(c) for c in node_cost], forest)
+    reduced, keep = prune(fold_fixed(relaxed))
+    eliminated = eliminate(reduced)
+    if eliminated is None:  # a forest is never too wide; kept for safety
+        return simple, None
+    choice = [keep[n][c] for n, c in enumerate(eliminated[0])]
+    return max(simple, relaxed.cost(choice)), choice
+
+
+def _finite_min(values: np.ndarray) -> float:
+    import numpy as np
+
+    finite = values[np.isfinite(values)]
+    return float(finite.min()) if finite.size else math.inf

@@ -121,6 +121,27 @@ def test_cd_is_a_local_optimum_within_its_bound(problem):
     assert solution.gap == pytest.approx(solution.cost - solution.lower_bound)
 
 
+@settings(max_examples=40, deadline=None)
+@given(problems())
+def test_cds_bound_is_a_bound_and_beats_the_nodes_alone(problem):
+    """A spanning forest solved exactly, the other edges folded in at their cheapest: never
+    above the optimum, never below the sum of the nodes' cheapest own costs."""
+    bound = placement_search.lower_bound(problem)
+    best = optimum(problem)
+    assert best is not None
+    assert sum(min(cs) for cs in problem.node_cost) - 1e-9 <= bound <= best + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(chain=True))
+def test_cds_bound_is_the_optimum_on_chains(problem):
+    """A chain is its own spanning forest: cd's bound is the optimum, its gap exact."""
+    best = optimum(problem)
+    assert placement_search.lower_bound(problem) == pytest.approx(best)
+    solution = coordinate_descent(problem)
+    assert solution.gap == pytest.approx(solution.cost - best, abs=1e-9)
+
+
 TRIANGLE = Problem(
     [[1.0, 2.0]] * 3,
     [
@@ -129,6 +150,14 @@ TRIANGLE = Problem(
         (0, 2, [[9.0, 0.0], [0.0, 9.0]]),
     ],
 )
+
+
+def test_cds_bound_on_a_cycle_by_hand():
+    """The triangle's optimum is 9 (two nodes alike, the third not: 1+1+2 and one 5). The
+    forest keeps 0-2 (spread 9) and 0-1, folding 1-2 in at its row minima (0): x0=0, x2=1
+    (0-2 unlike: 0), x1=0 (0-1 alike: 0) cost 1+1+2 = 4; the nodes alone say 3."""
+    assert placement_search.lower_bound(TRIANGLE) == 4.0
+    assert exhaustive(TRIANGLE).cost == 9.0
 
 
 def test_dp_on_a_cycle_says_it_used_a_tree_decomposition():
