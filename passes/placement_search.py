@@ -804,7 +804,9 @@ def forest_relaxation(problem: Problem) -> tuple[float, list[int] | None]:
                 node_cost[v] = node_cost[v] + cols
     relaxed = Problem([list(c) for c in node_cost], forest)
     reduced, keep = prune(fold_fixed(relaxed))
-    eliminated = eliminate(reduced)
+    # pruning leaves nodes of one candidate: fold them too, or a hub of many (an argument
+    # every layer call reads) is eliminated first into a table over all its neighbours
+    eliminated = eliminate(fold_fixed(reduced))
     if eliminated is None:  # a forest is never too wide; kept for safety
         return simple, None
     choice = [keep[n][c] for n, c in enumerate(eliminated[0])]
