@@ -152,6 +152,16 @@ TRIANGLE = Problem(
 )
 
 
+def test_cds_greedy_start_keeps_clear_of_forbidden_pairs():
+    """From each node's cheapest own candidate (0, 0) no single move leaves the forbidden pairs
+    (only 1-1 is allowed); the greedy start weighs each candidate with its neighbour's best
+    for it and starts at the one allowed pair."""
+    inf = math.inf
+    stuck = Problem([[0.0, 1.0], [0.0, 1.0]], [(0, 1, [[inf, inf], [inf, 0.0]])])
+    assert placement_search._greedy(stuck) == [1, 1]
+    assert coordinate_descent(stuck).cost == 2.0
+
+
 def test_cds_bound_on_a_cycle_by_hand():
     """The triangle's optimum is 9 (two nodes alike, the third not: 1+1+2 and one 5). The
     forest keeps 0-2 (spread 9) and 0-1, folding 1-2 in at its row minima (0): x0=0, x2=1
