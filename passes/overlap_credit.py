@@ -1,13 +1,17 @@
 """What the `overlap` pass saves on a matmul and the reduction of its result, as the program
 simulator predicts: `auto-shard`'s overlap-aware objective (`objective=time overlap=C`).
 
-For one pair the search weighs - a matmul under one placement signature whose result is
-converted (and, where the program writes one, reduced by its collective) to the placement its
-consumer reads - the credit is built from the pair alone: a minimal L1 program of the matmul on
-the function's arguments at the signature's operand placements, its result converted by the
-collectives `propagate-placements` inserts (the same ones `auto-shard` writes), and the written
-collective if there is one. The program is simulated (`ccopt.sim.program`, ccopt mode, on the
-search's machine) as it is and after the actual `overlap{chunks=C}` pass, and the credit is
+For one pair the search weighs - a matmul under one placement signature whose partial result
+is converted (and, where the program writes one, reduced by its collective) to the placement
+its consumer reads - the credit is built from the pair alone. The pass pipelines the matmul
+with the collective right after it, so the pair's minimal L1 program (`pair_program`) is the
+matmul on arguments at the signature's operand placements and that first collective: the
+first of the conversion `propagate-placements`' `convert` inserts (the same one `auto-shard`
+writes) when it reduces the partial result, or the written collective when nothing is
+converted (`pipelined_step`). The collectives after it run after the pipeline's concat as they
+ran after the unchunked reduction and drop out of the difference. The program is simulated
+(`ccopt.sim.program`, ccopt mode, on the search's machine) as it is and after the actual
+`overlap{chunks=C}` pass, and
 
     credit = step time before - step time after          (seconds)
 
@@ -15,12 +19,14 @@ so it holds whatever the simulator knows and a closed form does not: the slices 
 the chunks cost, per-chunk launches and collective latency, SMs the collective takes from the
 concurrent matmul, and chunk counts the pass lowers on short dimensions. It may be negative
 (chunking costs more than it hides: the pass would still run, so the search is told). Where the
-pass refuses (no dimension can be chunked) the programs are equal and the credit is 0.
+pass refuses (no dimension can be chunked) nothing changes and the credit is 0; a first
+collective that gathers or re-splits is not pipelined (credit 0, nothing simulated).
 
-Credits are remembered per distinct pair (`OverlapCredit`: operand, result and goal types -
-shapes, dtype, placements -, the matmul's transposes, the written collective, the mesh; the
-machine and C are the instance's), so a stack of 96 layers simulates each kind of pair once.
-`fuse-collective`'s fused bodies are not part of a pair (the search costs no elementwise bodies
+Credits are remembered for the process per distinct pair (`KNOWN`: the machine, the mesh and C;
+the matmul's operand and result types - shapes, dtype - and transposes, the written collective;
+the operand placements as the simulator sees them - `operand_key` -, the result's, the
+pipelined step's), so a stack of 96 layers, or a second search, simulates each pair once.
+`fuse-collective`'s fused bodies are not part of a pair (the search costs no elementwise body
 on the communication stream), so the credit is that of the plain reduction.
 """
 
