@@ -823,9 +823,9 @@ class AutoShard(ModulePass):
                     )
                 if self.overlaps(nodes[u]):
                     ckey = ("credit", *key, v in pipelined)
-                    if ckey not in moves:
+                    if ckey not in moves:  # for every pair a conversion allows, in place or not
                         moves[ckey] = (
-                            self.credits(nodes[u], node, k, v in pipelined, moved, cost),
+                            self.credits(nodes[u], node, k, v in pipelined, moves[key][0], cost),
                             None,
                             (nodes[u].signatures, node.signatures),
                         )
@@ -877,14 +877,15 @@ class AutoShard(ModulePass):
         consumer: Node,
         k: int,
         pipelined: bool,
-        moved: np.ndarray,
+        allowed: np.ndarray,
         cost: Cost,
     ) -> np.ndarray:
         """The simulated overlap credit (`ccopt.passes.overlap_credit`) per pair of the
         matmul's and the consumer's signatures: for a matmul result reduced on some axis (a
         partial result) and converted to what the consumer reads (a written collective
         consumer: and reduced by it), the step time of the pair's program before minus after
-        `overlap{chunks=C}`; 0 where nothing is reduced or the pair is forbidden."""
+        `overlap{chunks=C}`; 0 where nothing is reduced or the conversion table (`allowed`) has
+        no conversion for the pair (inf: never simulated)."""
         import numpy as np
 
         mm = producer.op
@@ -898,7 +899,7 @@ class AutoShard(ModulePass):
                 for su in producer.signatures
             ]
         )
-        credit = np.zeros(moved.shape)
+        credit = np.zeros(allowed.shape)
         if not starts:
             return credit
         goals: dict[tuple, int] = {}
@@ -910,7 +911,7 @@ class AutoShard(ModulePass):
         )
         have = rows >= 0
         needed = np.zeros((len(starts), len(goals)), dtype=bool)
-        a, b = np.nonzero(np.isfinite(moved) & have[:, None])
+        a, b = np.nonzero(np.isfinite(allowed) & have[:, None])
         needed[rows[a], cols[b]] = True  # forbidden pairs (inf) are never simulated
         small = cost.overlap_credit(self.overlap).table(
             mm,
@@ -921,7 +922,7 @@ class AutoShard(ModulePass):
             needed,
         )
         credit[have] = small[np.ix_(rows[have], cols)]
-        return np.where(np.isfinite(moved), credit, 0.0)
+        return np.where(np.isfinite(allowed), credit, 0.0)
 
     def pipelined(self, nodes: list[Node], index: dict[SSAValue, int]) -> set[int]:
         """Written collectives that reduce a matmul's result directly: their traffic is charged
