@@ -9,8 +9,8 @@
   an algorithm as ASTRA-sim custom-collective traces (`-t 'chakra{size=1048576}'`), or a
   program as a workload (`-t 'chakra{machine=dgx-a100}'`).
 
-`cuda` and `pybind11` lower the result first where it needs it (inline, convert-to-kernel,
-plan-memory), as `--build` and `ccopt.build` do, so all of them emit the same program.
+`cuda` and `pybind11` lower the result first where it needs it (inline{max-ops=32},
+convert-to-kernel, plan-memory: larger callees stay functions), as `--build` and `ccopt.build` do, so all of them emit the same program.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ TARGET_HELP = (
     "output: mlir (the IR, default), cuda (the program as one CUDA C++ file with NCCL and "
     "cuBLAS calls), pybind11 (its Python binding), msccl-xml (an algo.algorithm as MSCCL "
     "XML) or chakra (Chakra traces, one file per rank, -o DIR/PREFIX); cuda and pybind11 "
-    "first lower the result with inline,convert-to-kernel,plan-memory "
+    "first lower the result with inline{max-ops=32},convert-to-kernel,plan-memory "
     "where it is not lowered yet, as --build does"
 )
 

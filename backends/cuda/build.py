@@ -202,15 +202,22 @@ def build(
     return import_module(target, module_name)
 
 
+INLINE_MAX_OPS = 32
+"""Callees of at most this many ops are inlined before lowering; larger ones - a model's
+repeated layers - stay functions, lowered, planned and emitted once (one host function per
+callee) instead of once per call."""
+
+
 def lower(module: ModuleOp, entry: str | None = None) -> str:
-    """Bring `entry` to what the CUDA backend emits - the kernel level (inline, convert-to-kernel)
-    with a planned workspace (plan-memory) - running only the steps it still needs, and return
-    its name. `ccopt.build`, `ccopt --build`, `-t cuda` and `-t pybind11` all lower so."""
+    """Bring `entry` to what the CUDA backend emits - the kernel level (`inline{max-ops=32}`,
+    convert-to-kernel) with a planned workspace (plan-memory) - running only the steps it still
+    needs, and return its name. `ccopt.build`, `ccopt --build`, `-t cuda` and `-t pybind11` all
+    lower so; a program lowered by hand (e.g. with a plain `inline`) is emitted as it is."""
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import find_entry
 
     if "kernel.results" not in find_entry(module, entry).attributes:
-        run_pipeline(module, "inline,convert-to-kernel")
+        run_pipeline(module, f"inline{{max-ops={INLINE_MAX_OPS}}},convert-to-kernel")
     f = find_entry(module, entry)
     if "kernel.workspace" not in f.attributes:
         run_pipeline(module, "plan-memory")
