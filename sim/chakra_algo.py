@@ -23,6 +23,7 @@ custom collective, a whole level of steps at a time with numpy.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -285,6 +286,8 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
     """Protobuf varints of many integers, and their lengths (ten bytes for a negative one);
     `by_shape`: the values are lengths of other parts of the rows."""
     v = np.asarray(values, np.int64)
+    if len(v) and _fixed(v):  # (one value: one length)
+        return Varints(v, by_shape), np.broadcast_to(np.int64(len(varint(int(v[0])))), (len(v),))
     top = int(v.max(initial=0))
     if top < 128 and (not len(v) or v.min() >= 0):  # (a byte each: no array of lengths)
         return Varints(v, by_shape), np.broadcast_to(np.int64(1), (len(v),))
@@ -303,13 +306,36 @@ def constant(data: bytes, n: int) -> Segment:
     return np.broadcast_to(row, (n, len(row))), np.broadcast_to(np.int64(len(row)), (n,))
 
 
+def _fixed(length: np.ndarray) -> bool:
+    """Whether a column of lengths is one length for every row (a broadcast scalar)."""
+    return length.strides[0] == 0
+
+
 def total(parts: list[Segment]) -> np.ndarray:
-    return sum((length for _, length in parts[1:]), parts[0][1])
+    """The rows' lengths summed over the parts (one array, added to in place; the parts of
+    one length in every row summed as numbers)."""
+    n, fixed, acc = len(parts[0][1]), 0, None
+    for _, length in parts:
+        if _fixed(length):
+            fixed += int(length[0]) if n else 0
+        elif acc is None:
+            acc = length.astype(np.int64)
+        else:
+            acc += length
+    if acc is None:
+        return np.broadcast_to(np.int64(fixed), (n,))
+    if fixed:
+        acc += fixed
+    return acc
 
 
 def only(parts: list[Segment], present: np.ndarray) -> list[Segment]:
-    """The parts where `present`, nothing elsewhere."""
-    return [(m, np.where(present, length, 0)) for m, length in parts]
+    """The parts where `present`, nothing elsewhere (a part of one length as a byte a row)."""
+    flags = present.view(np.int8)
+    return [
+        (m, flags * np.int8(length[0]) if _fixed(length) and length[0] < 128 else length * present)
+        for m, length in parts
+    ]
 
 
 def field(tag: bytes, parts: list[Segment]) -> list[Segment]:
@@ -351,14 +377,32 @@ def _renumbered(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     return (np.cumsum(present) - 1)[key], int(present.sum())
 
 
-def rows(parts: list[Segment]) -> list[bytes]:
-    """Every row's bytes, a bytes object per row: the rows of one shape are one matrix (the
-    parts side by side, no byte to select), cut into rows and put back in row order."""
+class Scratch:
+    """Byte buffers kept from one piece of a trace set to the next. Memory written before is
+    written again at memory speed, while fresh memory costs a page fault per page: spelling a
+    fresh 670 MB costs more than spelling the same bytes twice into memory already touched."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int) -> np.ndarray:
+        """`size` bytes of the buffer `name` (its contents are whatever was left there)."""
+        buf = self.buffers.get(name)
+        if buf is None or len(buf) < size:
+            grown = size if buf is None else max(size, len(buf) + len(buf) // 4)
+            buf = self.buffers[name] = np.empty(grown, np.uint8)
+        return buf[:size]
+
+
+def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: Scratch) -> None:
+    """Write every row's bytes into `out`, row i from out[at[i]]: the rows of one shape are one
+    matrix (the parts side by side, the bytes they share written once), which goes into `out`
+    a row at a time as one fixed-size item each (no Python object per row)."""
     n = len(parts[0][1])
-    group = shapes(parts) if n else np.zeros(0, np.int64)
-    order = np.argsort(
-        group.astype(np.uint16) if n and group.max() < 1 << 16 else group, kind="stable"
-    )
+    if not n:
+        return
+    group = shapes(parts)
+    order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
     # what varies from row to row, in shape order (a shape's rows then lie together)
     ordered = [
@@ -373,7 +417,7 @@ def rows(parts: list[Segment]) -> list[bytes]:
         None if isinstance(m, Varints) or varying is not None else m[0].tobytes()
         for (m, _), varying in zip(parts, ordered, strict=True)
     ]
-    spelled = []
+    where = at[order]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         one = int(order[a])
         template, fills = bytearray(), []  # the bytes that a shape's rows share; the others
@@ -386,18 +430,17 @@ def rows(parts: list[Segment]) -> list[bytes]:
                 template += bytes(width)
             else:
                 template += varint(int(m.values[one])) if same is None else same[:width]
-        matrix = np.empty((b - a, len(template)), np.uint8)
+        size = len(template)
+        matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)
-        for at, width, m, varying in fills:
-            into = matrix[:, at : at + width]
+        for start, width, m, varying in fills:
+            into = matrix[:, start : start + width]
             if isinstance(m, Varints):
                 Varints.spell(varying[a:b], width, into)
             else:
                 into[:] = varying[a:b, :width]
-        spelled.extend(matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist())
-    out = np.empty(n, object)
-    out[order] = spelled
-    return out.tolist()
+        items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
+        items[where[a:b]] = matrix.view(f"V{size}").reshape(-1)
 
 
 def int_attribute(name: str, member: int, values: np.ndarray) -> list[Segment]:
@@ -421,39 +464,62 @@ STEPS_PER_PIECE = 1 << 17
 
 
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
-    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first).
+    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first)."""
+    files: list[bytes] = []
+    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+        files.extend(piece[a:b].tobytes() for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+    return files
 
-    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, byte
-    for byte as protobuf serializes a Node (fields in number order, defaults left out): the
-    nodes whose fields all have the same lengths (a shape: a ring has about a hundred) are one
-    byte matrix, the bytes they share written once and each varying field a column at a time,
-    then cut into a bytes object per node and joined per rank."""
+
+def encoded_pieces(
+    alg: Algorithm, size: int, local_mem_bw: float
+) -> Iterator[tuple[np.ndarray, list[int]]]:
+    """The trace set of `alg` (verified first), whole ranks at a time: the bytes of about
+    STEPS_PER_PIECE steps' files one after the other, and where each file starts and ends in
+    them (the next piece reuses the buffer: copy what is kept).
+
+    A piece's nodes are encoded at once, byte for byte as protobuf serializes a Node (fields
+    in number order, defaults left out): the nodes whose fields all have the same lengths (a
+    shape: a ring has about a hundred) are one byte matrix, the bytes they share written once
+    and each varying field a column at a time, then put in their place in the files."""
     sched = schedule(alg)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
     steps = step_nodes(sched)
     micros = comp_micros(flat.col[TYPE], flat.col[CNT] * chunk, local_mem_bw)
     rank_start = np.searchsorted(flat.rank, np.arange(alg.ranks + 1)).tolist()
-    files: list[list[bytes]] = [
-        [encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw))] for r in range(alg.ranks)
-    ]
+    scratch = Scratch()
     lo = 0
     while lo < alg.ranks:
         hi = lo + 1
         while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
             hi += 1
-        nodes, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
-        bounds = np.searchsorted(rank, np.arange(lo, hi + 1)).tolist()
-        for r in range(lo, hi):
-            files[r].extend(nodes[bounds[r - lo] : bounds[r - lo + 1]])
+        parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        metadata = [
+            encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw)) for r in range(lo, hi)
+        ]
+        meta = np.array([len(m) for m in metadata], np.int64)
+        length = total(parts)
+        ends = np.cumsum(length)
+        node_bounds = np.searchsorted(rank, np.arange(lo, hi + 1))
+        node_bytes = np.diff(np.concatenate([[0], ends])[node_bounds])
+        file_start = np.concatenate([[0], np.cumsum(meta + node_bytes)])
+        local = rank - lo
+        before = np.concatenate([[0], ends])[node_bounds[local]]  # the rank's nodes before
+        at = file_start[local] + meta[local] + (ends - length - before)
+        out = scratch.get("piece", int(file_start[-1]))
+        for start, data in zip(file_start.tolist(), metadata, strict=False):
+            out[start : start + len(data)] = np.frombuffer(data, np.uint8)
+        write_rows(parts, out, at, scratch)
+        yield out, file_start.tolist()
         lo = hi
-    return [b"".join(parts) for parts in files]
 
 
 def _nodes(
     flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
-) -> tuple[list[bytes], np.ndarray]:
-    """The framed nodes of steps [lo, hi) (whole ranks), in order, and the rank of each."""
+) -> tuple[list[Segment], np.ndarray]:
+    """The framed nodes of steps [lo, hi) (whole ranks), in order, as parts, and the rank of
+    each."""
     kind = flat.col[TYPE, lo:hi]
     nbytes = flat.col[CNT] * chunk
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
@@ -513,7 +579,7 @@ def _nodes(
         constant(_NOT_CPU, n),
         *step_attr,
     ]
-    return rows([varints(total(node), True), *node]), flat.rank[step]
+    return [varints(total(node), True), *node], flat.rank[step]
 
 
 def write_algorithm_traces(
@@ -522,11 +588,13 @@ def write_algorithm_traces(
     """Write PREFIX.<rank>.et for every rank, each file atomically (directories created)."""
     from ccopt.files import write_atomic
 
-    contents = algorithm_traces(alg, size, local_mem_bw)
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    paths = [Path(f"{prefix}.{r}.et") for r in range(len(contents))]
-    for path, data in zip(paths, contents, strict=True):
-        write_atomic(path, data)
+    paths = []
+    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+        data = memoryview(piece)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            paths.append(Path(f"{prefix}.{len(paths)}.et"))
+            write_atomic(paths[-1], data[a:b])
     return paths
 
 
