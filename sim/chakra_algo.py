@@ -257,17 +257,18 @@ class Varints:
         if width == 1:
             into[:, 0] = value
             return
-        if width <= 3:  # (most varints: two bytes at a time from a table of 16384 pairs)
-            if width == 2:
-                into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
-            else:
-                into[:, :2].view("<u2")[:, 0] = _PAIRS[value & 0x3FFF] | 0x8000
-                into[:, 2] = value >> 14
+        if width > 3 and value.min() == value.max():  # (a wide column is often one value)
+            into[:] = np.frombuffer(varint(int(value[0]) & (1 << 64) - 1), np.uint8)
             return
+        # two bytes at a time, from a table of the 16384 pairs of 14 bits
         rest = value.view(np.uint64)
-        for k in range(width):
-            byte = (rest >> np.uint64(7 * k)) & np.uint64(0x7F)
-            into[:, k] = byte | np.uint64(0x80) if k < width - 1 else byte
+        pairs = into[:, : width - width % 2].view("<u2")
+        for k in range(width // 2):
+            low = rest if k == 0 and width <= 3 else rest >> np.uint64(14 * k)
+            pair = _PAIRS[low & np.uint64(0x3FFF)]
+            pairs[:, k] = pair | np.uint16(0x8000) if 2 * k + 2 < width else pair
+        if width % 2:
+            into[:, width - 1] = rest >> np.uint64(7 * (width - 1))
 
 
 _PAIRS = (np.arange(1 << 14) & 0x7F | 0x80 | (np.arange(1 << 14) >> 7) << 8).astype("<u2")
@@ -311,9 +312,19 @@ def _fixed(length: np.ndarray) -> bool:
     return length.strides[0] == 0
 
 
+class Parts(list):
+    """Segments of many messages side by side, with the rows' lengths summed once (a field's
+    length is its parts' sum, and a node's the sum of its fields': summed level by level)."""
+
+    length: np.ndarray | None = None
+
+
 def total(parts: list[Segment]) -> np.ndarray:
     """The rows' lengths summed over the parts (one array, added to in place; the parts of
     one length in every row summed as numbers)."""
+    known = getattr(parts, "length", None)
+    if known is not None:
+        return known
     n, fixed, acc = len(parts[0][1]), 0, None
     for _, length in parts:
         if _fixed(length):
@@ -329,22 +340,46 @@ def total(parts: list[Segment]) -> np.ndarray:
     return acc
 
 
-def only(parts: list[Segment], present: np.ndarray) -> list[Segment]:
+def _parts(segments: list[Segment], length: np.ndarray) -> Parts:
+    out = Parts(segments)
+    out.length = length
+    return out
+
+
+def concat(*groups: list[Segment]) -> Parts:
+    """The groups' parts one after the other."""
+    return _parts([s for g in groups for s in g], total([(None, total(g)) for g in groups]))
+
+
+def only(parts: list[Segment], present: np.ndarray) -> Parts:
     """The parts where `present`, nothing elsewhere (a part of one length as a byte a row)."""
     flags = present.view(np.int8)
-    return [
-        (m, flags * np.int8(length[0]) if _fixed(length) and length[0] < 128 else length * present)
-        for m, length in parts
-    ]
+    return _parts(
+        [
+            (
+                m,
+                flags * np.int8(length[0])
+                if _fixed(length) and length[0] < 128
+                else length * present,
+            )
+            for m, length in parts
+        ],
+        total(parts) * present,
+    )
 
 
-def field(tag: bytes, parts: list[Segment]) -> list[Segment]:
+def field(tag: bytes, parts: list[Segment]) -> Parts:
     """A length-delimited field: `tag`, the length of the parts, the parts."""
-    return [constant(tag, len(parts[0][1])), varints(total(parts), True), *parts]
+    inner = total(parts)
+    size = varints(inner, True)
+    return _parts(
+        [constant(tag, len(parts[0][1])), size, *parts],
+        total([(None, inner), size, (None, np.broadcast_to(np.int64(len(tag)), inner.shape))]),
+    )
 
 
-def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
-    return [constant(tag, len(values)), varints(values)]
+def varint_field(tag: bytes, values: np.ndarray) -> Parts:
+    return Parts([constant(tag, len(values)), varints(values)])
 
 
 def shapes(parts: list[Segment]) -> np.ndarray:
@@ -360,7 +395,7 @@ def shapes(parts: list[Segment]) -> np.ndarray:
         low, high = int(length.min(initial=0)), int(length.max(initial=0))
         if low == high:
             continue
-        if span * (high - low + 1) >= 1 << 62:  # renumber the shapes seen so far
+        if span * (high - low + 1) > 1 << 20:  # renumber the shapes seen so far (counting)
             key, span = _renumbered(key, span)
         key = key * (high - low + 1) + (length - low)
         span *= high - low + 1
@@ -443,7 +478,7 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
         items[where[a:b]] = matrix.view(f"V{size}").reshape(-1)
 
 
-def int_attribute(name: str, member: int, values: np.ndarray) -> list[Segment]:
+def int_attribute(name: str, member: int, values: np.ndarray) -> Parts:
     """A Node's attr field (10) holding an integer attribute."""
     head = constant(_field(1, name.encode()) + varint(member << 3), len(values))
     return field(b"\x52", [head, varints(values)])
@@ -494,7 +529,10 @@ def encoded_pieces(
         hi = lo + 1
         while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
             hi += 1
-        parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        if rank_start[hi] > rank_start[lo]:
+            parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        else:  # (ranks without steps: their metadata only)
+            parts, rank = [constant(b"", 0)], np.zeros(0, np.int64)
         metadata = [
             encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw)) for r in range(lo, hi)
         ]
@@ -521,7 +559,6 @@ def _nodes(
     """The framed nodes of steps [lo, hi) (whole ranks), in order, as parts, and the rank of
     each."""
     kind = flat.col[TYPE, lo:hi]
-    nbytes = flat.col[CNT] * chunk
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
     has = np.stack([IS_RECV[kind], IS_COMP[kind], IS_SEND[kind]], axis=1)
     step, which = np.nonzero(has)
@@ -542,11 +579,15 @@ def _nodes(
     parents = [
         (m, np.where(p >= 0, k, 0)) for p in (before, other) for m, k in [varints(np.maximum(p, 0))]
     ]
-    tb = flat.tb_local[flat.tb][step]
+    block = flat.tb[step]
+    tb = flat.tb_local[block]
     name = field(
         b"\x12",
         [
-            (np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5)[which], np.full(n, 5)),
+            (
+                np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5)[which],
+                np.broadcast_to(np.int64(5), (n,)),
+            ),
             constant(b"tb", n),
             decimal(tb),
             constant(b"_step", n),
@@ -554,32 +595,32 @@ def _nodes(
         ],
     )
     node_micros = np.where(comp, micros[step], 0)
-    peer = np.where(recv, flat.tb_recv[flat.tb][step], flat.tb_send[flat.tb][step])
+    peer = np.where(recv, flat.tb_recv[block], flat.tb_send[block])
     peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
     tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
     tag = np.where(comp, 0, tag)
     row = [tb, index, *flat.col[TYPE:DEPID, step]]
     step_attr = field(
         b"\x52",
-        [
-            constant(_STEP_NAME, n),
-            *field(b"\x42", field(b"\x0a", [varints(column) for column in row])),
-        ],
+        concat(
+            [constant(_STEP_NAME, n)],
+            field(b"\x42", field(b"\x0a", [varints(column) for column in row])),
+        ),
     )
-    node = [
-        *only(varint_field(b"\x08", node_id), node_id > 0),
-        *name,
-        *varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
-        *only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
-        *only(varint_field(b"\x38", node_micros), node_micros > 0),
-        *only(int_attribute("comm_size", INT64, nbytes[step]), ~comp),
-        *only(int_attribute("comm_src", INT32, peer), recv),
-        *only(int_attribute("comm_dst", INT32, peer), which == 2),
-        *only(int_attribute("comm_tag", INT32, tag), ~comp),
-        constant(_NOT_CPU, n),
-        *step_attr,
-    ]
-    return [varints(total(node), True), *node], flat.rank[step]
+    node = concat(
+        only(varint_field(b"\x08", node_id), node_id > 0),
+        name,
+        varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
+        only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
+        only(varint_field(b"\x38", node_micros), node_micros > 0),
+        only(int_attribute("comm_size", INT64, flat.col[CNT, step] * chunk), ~comp),
+        only(int_attribute("comm_src", INT32, peer), recv),
+        only(int_attribute("comm_dst", INT32, peer), which == 2),
+        only(int_attribute("comm_tag", INT32, tag), ~comp),
+        [constant(_NOT_CPU, n)],
+        step_attr,
+    )
+    return concat([varints(total(node), True)], node), flat.rank[step]
 
 
 def write_algorithm_traces(
