@@ -962,26 +962,49 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     return start, marks, per_file
 
 
+def _read_all(paths: list[Path]) -> tuple[np.ndarray, list[int]]:
+    """The files' bytes one after the other in one array (then _PAD zero bytes), and where each
+    file starts (and the last ends): read straight into the array, no bytes object each."""
+    sizes = [p.stat().st_size for p in paths]
+    starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
+    a = np.empty(starts[-1] + _PAD, np.uint8)
+    a[starts[-1] :] = 0
+    view = memoryview(a)
+    for path, lo, hi in zip(paths, starts[:-1], starts[1:], strict=True):
+        with open(path, "rb") as f:
+            at = lo
+            while at < hi:
+                got = f.readinto(view[at:hi])
+                if not got:
+                    raise ValueError("a file shrank while it was read")
+                at += got
+            if f.read(1):
+                raise ValueError("a file grew while it was read")
+    return a, starts
+
+
 def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     """The algorithm of a trace set exactly as `algorithm_traces` writes it, else None."""
     from ccopt.sim.chakra import schema, trace_paths
 
     paths = trace_paths(prefix)
     try:
-        files = [p.read_bytes() for p in paths]
-        if not files or any(f[:2] == b"\x1f\x8b" for f in files):
+        if not paths:
             return None
-        regions, metadata, offset = [], [], 0
-        for data in files:
-            (meta_start,), (meta_length,) = _split(data[:12], 0, 1)
-            meta = schema().GlobalMetadata.FromString(data[meta_start : meta_start + meta_length])
+        a, starts = _read_all(paths)
+        regions, metadata = [], []
+        for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+            head = a[lo : min(lo + 12, hi)].tobytes()
+            if head[:2] == b"\x1f\x8b":
+                return None
+            (meta_start,), (meta_length,) = _split(head, 0, 1)
+            data = a[lo + meta_start : lo + meta_start + meta_length].tobytes()
+            meta = schema().GlobalMetadata.FromString(data)
             metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
-            regions.append((offset + meta_start + meta_length, offset + len(data)))
-            offset += len(data)
-        a = np.frombuffer(b"".join([*files, bytes(_PAD)]), np.uint8)  # (whole windows)
+            regions.append((lo + meta_start + meta_length, hi))
         start, marks, per_file = _node_frames(a, np.array(regions, np.int64).reshape(-1, 2))
         alg, size, local_mem_bw = _decoded(a, start, marks, per_file, metadata, str(prefix))
-        if algorithm_traces(alg, size, local_mem_bw) != files:
+        if not _exports_to(alg, size, local_mem_bw, a, starts):
             return None
     except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
         return None
@@ -990,6 +1013,22 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
             return None
         raise
     return alg
+
+
+def _exports_to(
+    alg: Algorithm, size: int, local_mem_bw: float, a: np.ndarray, starts: list[int]
+) -> bool:
+    """Whether exporting `alg` gives the files whose bytes are `a`, starting at `starts`: the
+    same bytes, cut into the same files. This is what proves an import (and verifies it)."""
+    done, rank = 0, 0
+    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+        files = len(bounds) - 1
+        if [done + b for b in bounds] != starts[rank : rank + files + 1]:
+            return False
+        if not np.array_equal(piece, a[done : done + bounds[-1]]):
+            return False
+        done, rank = done + bounds[-1], rank + files
+    return rank == len(starts) - 1
 
 
 def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
