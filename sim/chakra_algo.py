@@ -883,10 +883,68 @@ _PAD = 16
 """Zero bytes after the trace set's bytes (a window may start at any of its bytes)."""
 
 
-def _windows(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
-    """The `width` bytes from each of `at`, a row each (one gather of rows, not of bytes)."""
-    view = np.lib.stride_tricks.sliding_window_view(a, width)
-    return view[np.minimum(at, len(view) - 1)]
+def _words(a: np.ndarray) -> np.ndarray:
+    """The 8 bytes from every position of `a` as a little-endian word (a view: no copy)."""
+    return np.ndarray((len(a) - 7,), "<u8", a, 0, (1,))
+
+
+_SEARCH = 1 << 22
+"""Bytes compared at a time when searching (the flags then stay in cache)."""
+
+
+def _find_byte(a: np.ndarray, byte: int) -> np.ndarray:
+    """Where `a` holds `byte`, a piece at a time into one buffer of flags (a flag per byte of
+    the whole array would be fresh memory the size of the trace set)."""
+    flags = np.empty(min(_SEARCH, len(a)), bool)
+    found = []
+    for lo in range(0, len(a), _SEARCH):
+        piece = a[lo : lo + _SEARCH]
+        hit = np.equal(piece, byte, out=flags[: len(piece)])
+        found.append(np.flatnonzero(hit) + lo)
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_TOPS = np.uint64(0x8080808080808080)
+
+
+def _varints_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_varint_at` a word at a time: the 8 bytes at each position read at once, the varint's
+    end found from the continuation bits and its 7-bit groups packed by shifts (a varint
+    longer than 8 bytes, a negative one, read byte by byte)."""
+    at = np.asarray(at, np.int64)
+    if len(a) < 8:
+        return _varint_at(a, at)
+    word = _words(a)[np.minimum(at, len(a) - 8)]
+    stops = ~word & _TOPS  # the top bit of each byte that ends a varint
+    last = stops & (~stops + np.uint64(1))  # the first of them
+    keep = (last << np.uint64(1)) - np.uint64(1)  # (all ones when it is the eighth byte)
+    end = at + (np.bitwise_count(keep) >> np.uint8(3))
+    x = word & keep & _LOW7
+    for mask, shift in _PACKS:
+        high = x & ~mask
+        x &= mask
+        high >>= shift
+        x |= high
+    long = np.flatnonzero((stops == 0) | (at > len(a) - 10))
+    if len(long):  # (nine or ten bytes: a negative number's ten, as int64)
+        if long[-1] > len(a) - 10:
+            value, stop = _varint_at(a, at[long])
+        else:
+            b8, b9 = a[at[long] + 8].astype(np.uint64), a[at[long] + 9].astype(np.uint64)
+            ten = b8 >= 0x80
+            value = x[long] | (b8 & np.uint64(0x7F)) << np.uint64(56)
+            value |= np.where(ten, b9 << np.uint64(63), np.uint64(0))
+            stop = at[long] + 9 + ten
+        x[long], end[long] = value.view(np.uint64), stop
+    return x.view(np.int64), end
+
+
+_PACKS = [
+    (np.uint64(m), np.uint64(k))
+    for m, k in ((0x007F007F007F007F, 1), (0x00003FFF00003FFF, 2), (0x000000000FFFFFFF, 4))
+]
+"""Packing 7-bit groups: pairs of bytes into 14 bits, then pairs of those into 28, then 56."""
 
 
 def _varint_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -941,10 +999,11 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     every node ccopt writes (its length says where the node ends, and the next node's length
     prefix follows), with no loop over nodes."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
-    marks = np.flatnonzero(a == ord("l")) - letter
-    marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
-    mark = np.frombuffer(_STEP_MARK, np.uint8)
-    marks = marks[(_windows(a, marks, len(mark)) == mark).all(axis=1)]
+    marks = _find_byte(a, ord("l")) - letter
+    marks = marks[(marks >= 0) & (marks + 16 <= len(a))]
+    words = _words(a)  # (the mark is 13 bytes: its first 8 and its last 8)
+    head, tail = np.frombuffer(_STEP_MARK[:8], "<u8")[0], np.frombuffer(_STEP_MARK[-8:], "<u8")[0]
+    marks = marks[(words[marks] == head) & (words[marks + len(_STEP_MARK) - 8] == tail)]
     file = np.searchsorted(regions[:, 0], marks, "right") - 1
     inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
     marks, file = marks[inside], file[inside]
@@ -952,7 +1011,7 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     first = np.ones(len(marks), bool)
     first[1:] = file[1:] != file[:-1]
     frame = np.where(first, regions[file, 0], np.roll(end, 1))
-    length, start = _varint_at(a, frame)
+    length, start = _varints_at(a, frame)
     if not np.array_equal(start + length, end):
         raise ValueError("nodes are not framed as ccopt frames them")
     per_file = np.bincount(file, minlength=len(regions))
@@ -1034,14 +1093,14 @@ def _exports_to(
 def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first and second data dependency of the nodes at `start` (-1 where none)."""
     has_id = a[start] == 0x08
-    _, at = _varint_at(a, start + 1)
+    _, at = _varints_at(a, start + 1)
     at = np.where(has_id, at, start)
     at = at + 2 + a[at + 1]  # the name
     at = at + 2  # the type
     has_deps = a[at] == 0x2A
     deps_end = at + 2 + a[at + 1]
-    d1, after = _varint_at(a, at + 2)
-    d2, _ = _varint_at(a, after)
+    d1, after = _varints_at(a, at + 2)
+    d2, _ = _varints_at(a, after)
     d1 = np.where(has_deps, d1, -1)
     d2 = np.where(has_deps & (after < deps_end), d2, -1)
     return d1, d2
@@ -1070,7 +1129,7 @@ def _decoded(
     row = np.empty((len(head), FIELDS), np.int64)  # the steps' fields
     at = packed[head]
     for k in range(FIELDS):
-        row[:, k], at = _varint_at(a, at)
+        row[:, k], at = _varints_at(a, at)
     d1, d2 = _head_deps(a, start[head])
     index = row[:, 1]
     other = np.where(index > 0, d2, d1)
