@@ -260,8 +260,11 @@ class Varints:
         if width > 3 and value.min() == value.max():  # (a wide column is often one value)
             into[:] = np.frombuffer(varint(int(value[0]) & (1 << 64) - 1), np.uint8)
             return
-        # two bytes at a time, from a table of the 16384 pairs of 14 bits
-        rest = value.view(np.uint64)
+        if width == 2:  # (most varints: a pair from a table of the 16384 pairs of 14 bits)
+            into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
+            return
+        # two bytes at a time, from that table
+        rest = value.view(np.uint64) if value.dtype == np.int64 else value.astype(np.uint64)
         pairs = into[:, : width - width % 2].view("<u2")
         for k in range(width // 2):
             low = rest if k == 0 and width <= 3 else rest >> np.uint64(14 * k)
@@ -289,17 +292,22 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
     v = np.asarray(values, np.int64)
     if len(v) and _fixed(v):  # (one value: one length)
         return Varints(v, by_shape), np.broadcast_to(np.int64(len(varint(int(v[0])))), (len(v),))
-    top = int(v.max(initial=0))
-    if top < 128 and (not len(v) or v.min() >= 0):  # (a byte each: no array of lengths)
+    top, low = int(v.max(initial=0)), int(v.min(initial=0))
+    if low >= 0:  # (kept in the narrowest type: the values are reordered and read again)
+        v = v.astype(next(t for t in _NARROW if top <= np.iinfo(t).max))
+    if top < 128 and low >= 0:  # (a byte each: no array of lengths)
         return Varints(v, by_shape), np.broadcast_to(np.int64(1), (len(v),))
-    length = np.ones(len(v), np.int64)
+    length = np.ones(len(v), np.int8)
     for limit in _VARINT_LIMITS:
         if limit > top:
             break
         length += v >= limit
-    if len(v) and v.min() < 0:
+    if low < 0:
         length[v < 0] = 10
     return Varints(v, by_shape), length
+
+
+_NARROW = (np.uint8, np.uint16, np.uint32, np.int64)
 
 
 def constant(data: bytes, n: int) -> Segment:
@@ -994,10 +1002,11 @@ def _split(data: bytes, offset: int, most: int = -1) -> tuple[list[int], list[in
 
 
 def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where the nodes of every file's node region (data[start:end]) start, where their
-    msccl_step attribute is, and how many each file has: found from the attribute, which ends
-    every node ccopt writes (its length says where the node ends, and the next node's length
-    prefix follows), with no loop over nodes."""
+    """Where the nodes of every file's node region (data[start:end]) are framed (their length
+    prefix), where their msccl_step attribute is, and how many each file has: found from the
+    attribute, which ends every node ccopt writes (its length says where the node ends, and
+    the next node's length prefix follows), with no loop over nodes. Nothing here proves that
+    the nodes are framed so: exporting what they decode to does."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
     marks = _find_byte(a, ord("l")) - letter
     marks = marks[(marks >= 0) & (marks + 16 <= len(a))]
@@ -1011,14 +1020,11 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     first = np.ones(len(marks), bool)
     first[1:] = file[1:] != file[:-1]
     frame = np.where(first, regions[file, 0], np.roll(end, 1))
-    length, start = _varints_at(a, frame)
-    if not np.array_equal(start + length, end):
-        raise ValueError("nodes are not framed as ccopt frames them")
     per_file = np.bincount(file, minlength=len(regions))
     last = np.cumsum(per_file)[per_file > 0] - 1
     if not np.array_equal(end[last], regions[per_file > 0, 1]):
         raise ValueError("a file goes on after its last node")
-    return start, marks, per_file
+    return frame, marks, per_file
 
 
 def _read_all(paths: list[Path]) -> tuple[np.ndarray, list[int]]:
@@ -1090,6 +1096,16 @@ def _exports_to(
     return rank == len(starts) - 1
 
 
+def _read_varints(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_varints_at`, the varints of one byte (most of those of steps) read as bytes."""
+    byte = a[at]
+    value, end = byte.astype(np.int64), at + 1
+    more = np.flatnonzero(byte >= 0x80)
+    if len(more):
+        value[more], end[more] = _varints_at(a, at[more])
+    return value, end
+
+
 def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first and second data dependency of the nodes at `start` (-1 where none)."""
     has_id = a[start] == 0x08
@@ -1108,7 +1124,7 @@ def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _decoded(
     a: np.ndarray,
-    start: np.ndarray,
+    frame: np.ndarray,
     marks: np.ndarray,
     per_file: np.ndarray,
     metadata: list[dict[str, str]],
@@ -1123,17 +1139,17 @@ def _decoded(
     # a step's nodes carry the same msccl_step: a node whose first 8 bytes of it (its thread
     # block and index) differ from the node before's starts a step
     word = np.ndarray((len(a) - 7,), "<u8", a, 0, (1,))[packed]
-    first = np.ones(len(start), bool)
+    first = np.ones(len(frame), bool)
     first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
     row = np.empty((len(head), FIELDS), np.int64)  # the steps' fields
     at = packed[head]
     for k in range(FIELDS):
-        row[:, k], at = _varints_at(a, at)
-    d1, d2 = _head_deps(a, start[head])
+        row[:, k], at = _read_varints(a, at)
+    d1, d2 = _head_deps(a, _varints_at(a, frame[head])[1])
     index = row[:, 1]
     other = np.where(index > 0, d2, d1)
-    owner = np.clip(rank_start[head] + other, 0, len(start) - 1)
+    owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)
     owner = (np.cumsum(first) - 1)[owner]  # (its step)
     steps = np.column_stack(
         [
@@ -1143,16 +1159,17 @@ def _decoded(
         ]
     ).astype(np.int32)
     step_rank, step_tb = rank[head], row[:, 0]
-    gpus = []
+    gpus = [_rank_gpu(fields, f"{prefix}.{r}.et") for r, fields in enumerate(metadata)]
+    most = max(len(g.tbs) for g in gpus)
+    if len(head) and (step_tb.min() < 0 or step_tb.max() >= most):
+        raise ValueError("a thread block number no rank has")  # (before counting them)
     bounds = np.searchsorted(step_rank, np.arange(len(metadata) + 1)).tolist()  # rank order
-    for r, fields in enumerate(metadata):
-        gpu = _rank_gpu(fields, f"{prefix}.{r}.et")
+    for r, gpu in enumerate(gpus):
         mine = slice(bounds[r], bounds[r + 1])
         counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
         tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
         for tb, table in zip(gpu.tbs, tables, strict=True):
             tb.steps = table
-        gpus.append(gpu)
     head_fields = metadata[0]
     alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
     chunk = _number(head_fields, "chunk_bytes", prefix)
