@@ -900,16 +900,16 @@ _SEARCH = 1 << 22
 """Bytes compared at a time when searching (the flags then stay in cache)."""
 
 
-def _find_byte(a: np.ndarray, byte: int) -> np.ndarray:
-    """Where `a` holds `byte`, a piece at a time into one buffer of flags (a flag per byte of
-    the whole array would be fresh memory the size of the trace set)."""
-    flags = np.empty(min(_SEARCH, len(a)), bool)
-    found = []
-    for lo in range(0, len(a), _SEARCH):
-        piece = a[lo : lo + _SEARCH]
+def _find_byte(a: np.ndarray, byte: int, start: int, stop: int) -> np.ndarray:
+    """Where a[start:stop] holds `byte`, a piece at a time into one buffer of flags (a flag per
+    byte of the whole range would be fresh memory the size of the range)."""
+    flags = np.empty(max(min(_SEARCH, stop - start), 0), bool)
+    found = [np.zeros(0, np.int64)]
+    for lo in range(start, stop, _SEARCH):
+        piece = a[lo : min(lo + _SEARCH, stop)]
         hit = np.equal(piece, byte, out=flags[: len(piece)])
         found.append(np.flatnonzero(hit) + lo)
-    return np.concatenate(found) if found else np.zeros(0, np.int64)
+    return np.concatenate(found)
 
 
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -1008,7 +1008,7 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     the next node's length prefix follows), with no loop over nodes. Nothing here proves that
     the nodes are framed so: exporting what they decode to does."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
-    marks = _find_byte(a, ord("l")) - letter
+    marks = _find_byte(a, ord("l"), int(regions[0, 0]), int(regions[-1, 1])) - letter
     marks = marks[(marks >= 0) & (marks + 16 <= len(a))]
     words = _words(a)  # (the mark is 13 bytes: its first 8 and its last 8)
     head, tail = np.frombuffer(_STEP_MARK[:8], "<u8")[0], np.frombuffer(_STEP_MARK[-8:], "<u8")[0]
@@ -1067,8 +1067,8 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
             meta = schema().GlobalMetadata.FromString(data)
             metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
             regions.append((lo + meta_start + meta_length, hi))
-        start, marks, per_file = _node_frames(a, np.array(regions, np.int64).reshape(-1, 2))
-        alg, size, local_mem_bw = _decoded(a, start, marks, per_file, metadata, str(prefix))
+        regions = np.array(regions, np.int64).reshape(-1, 2)
+        alg, size, local_mem_bw = _decoded(a, regions, metadata, str(prefix))
         if not _exports_to(alg, size, local_mem_bw, a, starts):
             return None
     except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
@@ -1122,15 +1122,36 @@ def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return d1, d2
 
 
+DECODE_BYTES = 1 << 24
+"""Bytes of files decoded at once (whole files): the arrays of a piece stay small enough to be
+reused, where arrays of a whole trace set's nodes would be fresh memory each."""
+
+
 def _decoded(
-    a: np.ndarray,
-    frame: np.ndarray,
-    marks: np.ndarray,
-    per_file: np.ndarray,
-    metadata: list[dict[str, str]],
-    prefix: str,
+    a: np.ndarray, regions: np.ndarray, metadata: list[dict[str, str]], prefix: str
 ) -> tuple[Algorithm, int, float]:
-    """The algorithm, size and local memory bandwidth the nodes would have been written for."""
+    """The algorithm, size and local memory bandwidth the nodes in the files' node `regions`
+    (a row per file) would have been written for, some files at a time."""
+    gpus = [_rank_gpu(fields, f"{prefix}.{r}.et") for r, fields in enumerate(metadata)]
+    lo = 0
+    while lo < len(gpus):
+        hi = lo + 1
+        while hi < len(gpus) and regions[hi, 1] - regions[lo, 0] <= DECODE_BYTES:
+            hi += 1
+        frame, marks, per_file = _node_frames(a, regions[lo:hi])
+        _read_steps(a, frame, marks, per_file, gpus[lo:hi])
+        lo = hi
+    head_fields = metadata[0]
+    alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
+    chunk = _number(head_fields, "chunk_bytes", prefix)
+    size = chunk * max(g.in_chunks for g in gpus)
+    return alg, size, float(head_fields["local_mem_bw"])
+
+
+def _read_steps(
+    a: np.ndarray, frame: np.ndarray, marks: np.ndarray, per_file: np.ndarray, gpus: list[Gpu]
+) -> None:
+    """Set the steps of the thread blocks of `gpus` from their files' nodes."""
     # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last);
     # only what makes the algorithm is read (the re-export proves the rest)
     packed = marks + len(_STEP_MARK) + 3
@@ -1138,7 +1159,7 @@ def _decoded(
     rank_start = np.concatenate([[0], np.cumsum(per_file)])[rank]
     # a step's nodes carry the same msccl_step: a node whose first 8 bytes of it (its thread
     # block and index) differ from the node before's starts a step
-    word = np.ndarray((len(a) - 7,), "<u8", a, 0, (1,))[packed]
+    word = _words(a)[packed]
     first = np.ones(len(frame), bool)
     first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
@@ -1159,22 +1180,16 @@ def _decoded(
         ]
     ).astype(np.int32)
     step_rank, step_tb = rank[head], row[:, 0]
-    gpus = [_rank_gpu(fields, f"{prefix}.{r}.et") for r, fields in enumerate(metadata)]
     most = max(len(g.tbs) for g in gpus)
     if len(head) and (step_tb.min() < 0 or step_tb.max() >= most):
         raise ValueError("a thread block number no rank has")  # (before counting them)
-    bounds = np.searchsorted(step_rank, np.arange(len(metadata) + 1)).tolist()  # rank order
+    bounds = np.searchsorted(step_rank, np.arange(len(gpus) + 1)).tolist()  # rank order
     for r, gpu in enumerate(gpus):
         mine = slice(bounds[r], bounds[r + 1])
         counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
         tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
         for tb, table in zip(gpu.tbs, tables, strict=True):
             tb.steps = table
-    head_fields = metadata[0]
-    alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
-    chunk = _number(head_fields, "chunk_bytes", prefix)
-    size = chunk * max(g.in_chunks for g in gpus)
-    return alg, size, float(head_fields["local_mem_bw"])
 
 
 # ---------------------------------------------------------------------------------------------
