@@ -607,12 +607,12 @@ def _nodes(
     peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
     tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
     tag = np.where(comp, 0, tag)
-    row = [tb, index, *flat.col[TYPE:DEPID, step]]
+    row, length = _step_rows(flat, lo, hi)
     step_attr = field(
         b"\x52",
         concat(
             [constant(_STEP_NAME, n)],
-            field(b"\x42", field(b"\x0a", [varints(column) for column in row])),
+            field(b"\x42", field(b"\x0a", [(row[step - lo], length[step - lo])])),
         ),
     )
     node = concat(
@@ -629,6 +629,20 @@ def _nodes(
         step_attr,
     )
     return concat([varints(total(node), True)], node), flat.rank[step]
+
+
+def _step_rows(flat: Flat, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The packed msccl_step values of steps [lo, hi), a row of bytes each, and their lengths:
+    spelled once per step, where a step has up to three nodes that carry them."""
+    block = flat.tb[lo:hi]
+    parts = [
+        varints(c) for c in (flat.tb_local[block], flat.index[lo:hi], *flat.col[TYPE:DEPID, lo:hi])
+    ]
+    length = total(parts)
+    width = int(length.max(initial=1))
+    out = np.zeros((hi - lo, width), np.uint8)
+    write_rows(parts, out.reshape(-1), np.arange(hi - lo) * width, Scratch())
+    return out, length
 
 
 def write_algorithm_traces(
