@@ -246,7 +246,7 @@ class Varints:
     each varint's width) is known, a shape at a time."""
 
     def __init__(self, values: np.ndarray, by_shape: bool = False):
-        self.values = np.asarray(values, np.int64)
+        self.values = values if isinstance(values, np.ndarray) else np.asarray(values, np.int64)
         self.by_shape = by_shape  # a length of other parts: the same in every row of a shape
 
     @staticmethod
@@ -447,43 +447,36 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
     group = shapes(parts)
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
-    # what varies from row to row, in shape order (a shape's rows then lie together)
-    ordered = [
-        None
-        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0)
-        else m.values[order]
-        if isinstance(m, Varints)
-        else m[order]
-        for m, _ in parts
-    ]
+    # what varies from row to row (read a shape's rows at a time: no reordered copy)
+    ordered = [not (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0) for m, _ in parts]
     fixed = [
-        None if isinstance(m, Varints) or varying is not None else m[0].tobytes()
+        None if isinstance(m, Varints) or varying else m[0].tobytes()
         for (m, _), varying in zip(parts, ordered, strict=True)
     ]
-    where = at[order]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         one = int(order[a])
+        rows = slice(None) if b - a == n else order[a:b]  # (one shape: every row, in order)
         template, fills = bytearray(), []  # the bytes that a shape's rows share; the others
         for (m, length), varying, same in zip(parts, ordered, fixed, strict=True):
             width = int(length[one])
             if width == 0:
                 continue
-            if varying is not None:
-                fills.append((len(template), width, m, varying))
+            if varying:
+                fills.append((len(template), width, m))
                 template += bytes(width)
             else:
                 template += varint(int(m.values[one])) if same is None else same[:width]
         size = len(template)
         matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)
-        for start, width, m, varying in fills:
+        for start, width, m in fills:
             into = matrix[:, start : start + width]
             if isinstance(m, Varints):
-                Varints.spell(varying[a:b], width, into)
+                Varints.spell(m.values[rows], width, into)
             else:
-                into[:] = varying[a:b, :width]
+                into[:] = m[rows, :width]
         items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
-        items[where[a:b]] = matrix.view(f"V{size}").reshape(-1)
+        items[at[rows]] = matrix.view(f"V{size}").reshape(-1)
 
 
 def int_attribute(name: str, member: int, values: np.ndarray) -> Parts:
