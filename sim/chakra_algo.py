@@ -448,7 +448,10 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
     # what varies from row to row (read a shape's rows at a time: no reordered copy)
-    ordered = [not (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0) for m, _ in parts]
+    ordered = [
+        not (m.by_shape or _fixed(m.values) if isinstance(m, Varints) else _fixed(m))
+        for m, _ in parts
+    ]
     fixed = [
         None if isinstance(m, Varints) or varying else m[0].tobytes()
         for (m, _), varying in zip(parts, ordered, strict=True)
