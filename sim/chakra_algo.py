@@ -1107,29 +1107,44 @@ def _exports_to(
 
 
 def _read_varints(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_varints_at`, the varints of one byte (most of those of steps) read as bytes."""
+    """`_varints_at`, the varints of one or two bytes (most of a trace's) read as bytes."""
     byte = a[at]
     value, end = byte.astype(np.int64), at + 1
     more = np.flatnonzero(byte >= 0x80)
     if len(more):
-        value[more], end[more] = _varints_at(a, at[more])
+        second = a[at[more] + 1]
+        value[more] = (value[more] & 0x7F) | second.astype(np.int64) << 7
+        end[more] += 1
+        longer = more[second >= 0x80]
+        if len(longer):
+            value[longer], end[longer] = _varints_at(a, at[longer])
     return value, end
 
 
-def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first and second data dependency of the nodes at `start` (-1 where none)."""
-    has_id = a[start] == 0x08
-    _, at = _varints_at(a, start + 1)
-    at = np.where(has_id, at, start)
-    at = at + 2 + a[at + 1]  # the name
-    at = at + 2  # the type
-    has_deps = a[at] == 0x2A
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes of the varints of values >= 0."""
+    size = np.ones(len(values), np.int64)
+    for limit in _VARINT_LIMITS:
+        size += values >= limit
+    return size
+
+
+def _cross_deps(
+    a: np.ndarray, frame: np.ndarray, node: np.ndarray, index: np.ndarray
+) -> np.ndarray:
+    """The cross-block dependency (a node id, -1 where none) of steps' first nodes, framed at
+    `frame`, each node `node` of its file and starting step `index` of its thread block. As
+    ccopt writes them, a node's id is its place in its file, and the first dependency of a
+    step past its block's first is the node before; read as if so (the re-export proves it)."""
+    _, at = _read_varints(a, frame)
+    at = at + np.where(node > 0, 1 + _varint_sizes(node), 0)  # [1 id]
+    at = at + 2 + a[at + 1]  # 2 name
+    at = at + 2  # 3 type
+    has_deps = a[at] == 0x2A  # [5 data_deps]
     deps_end = at + 2 + a[at + 1]
-    d1, after = _varints_at(a, at + 2)
-    d2, _ = _varints_at(a, after)
-    d1 = np.where(has_deps, d1, -1)
-    d2 = np.where(has_deps & (after < deps_end), d2, -1)
-    return d1, d2
+    at = at + 2 + np.where(index > 0, _varint_sizes(np.maximum(node - 1, 0)), 0)
+    dep, _ = _read_varints(a, at)
+    return np.where(has_deps & (at < deps_end), dep, -1)
 
 
 DECODE_BYTES = 1 << 24
@@ -1177,9 +1192,8 @@ def _read_steps(
     at = packed[head]
     for k in range(FIELDS):
         row[:, k], at = _read_varints(a, at)
-    d1, d2 = _head_deps(a, _varints_at(a, frame[head])[1])
     index = row[:, 1]
-    other = np.where(index > 0, d2, d1)
+    other = _cross_deps(a, frame[head], head - rank_start[head], index)
     owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)
     owner = (np.cumsum(first) - 1)[owner]  # (its step)
     steps = np.column_stack(
