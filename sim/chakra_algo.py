@@ -274,6 +274,23 @@ class Varints:
             into[:, width - 1] = rest >> np.uint64(7 * (width - 1))
 
 
+class Rows:
+    """Bytes of many rows picked from a table: row i is table[pick[i]] (its first `length`
+    bytes count), gathered only when a shape's rows are written (a part that is the same for
+    all the nodes of a step is spelled once per step, then picked for each node)."""
+
+    def __init__(self, table: np.ndarray, pick: np.ndarray):
+        self.table, self.pick = table, pick
+
+
+def _same_in_every_row(m: Any) -> bool:
+    """Whether a part's bytes are the same in every row (where it is there): a constant, or a
+    varint of one value or of lengths of other parts (which a row's shape fixes)."""
+    if isinstance(m, Varints):
+        return m.by_shape or _fixed(m.values)
+    return not isinstance(m, Rows) and _fixed(m)
+
+
 _PAIRS = (np.arange(1 << 14) & 0x7F | 0x80 | (np.arange(1 << 14) >> 7) << 8).astype("<u2")
 """The two bytes of the varint of a value in [128, 16384) (the first two of a larger one, by
 its low 14 bits, once the second byte's continuation bit is set)."""
@@ -398,7 +415,7 @@ def shapes(parts: list[Segment]) -> np.ndarray:
     n = len(parts[0][1])
     key, span = np.zeros(n, np.int64), 1
     for m, length in parts:
-        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0) or not length.strides[0]:
+        if _same_in_every_row(m) or not length.strides[0]:
             continue
         low, high = int(length.min(initial=0)), int(length.max(initial=0))
         if low == high:
@@ -448,10 +465,7 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
     # what varies from row to row (read a shape's rows at a time: no reordered copy)
-    ordered = [
-        not (m.by_shape or _fixed(m.values) if isinstance(m, Varints) else _fixed(m))
-        for m, _ in parts
-    ]
+    ordered = [not _same_in_every_row(m) for m, _ in parts]
     fixed = [
         None if isinstance(m, Varints) or varying else m[0].tobytes()
         for (m, _), varying in zip(parts, ordered, strict=True)
@@ -476,6 +490,8 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
             into = matrix[:, start : start + width]
             if isinstance(m, Varints):
                 Varints.spell(m.values[rows], width, into)
+            elif isinstance(m, Rows):
+                into[:] = np.take(m.table, m.pick[rows], axis=0)[:, :width]
             else:
                 into[:] = m[rows, :width]
         items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
@@ -493,9 +509,9 @@ def decimal(values: np.ndarray) -> Segment:
     if not len(values):
         return np.zeros((0, 1), np.uint8), np.zeros(0, np.int64)
     table = [b"%d" % v for v in range(int(values.max()) + 1)]
-    spelled = np.array(table)[values]
+    spelled = np.array(table)
     lengths = np.array([len(t) for t in table], np.int64)[values]
-    return spelled.view(np.uint8).reshape(len(values), -1), lengths
+    return Rows(spelled.view(np.uint8).reshape(len(table), -1), values), lengths
 
 
 STEPS_PER_PIECE = 1 << 17
@@ -589,7 +605,7 @@ def _nodes(
         b"\x12",
         [
             (
-                np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5)[which],
+                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which),
                 np.broadcast_to(np.int64(5), (n,)),
             ),
             constant(b"tb", n),
@@ -608,7 +624,7 @@ def _nodes(
         b"\x52",
         concat(
             [constant(_STEP_NAME, n)],
-            field(b"\x42", field(b"\x0a", [(row[step - lo], length[step - lo])])),
+            field(b"\x42", field(b"\x0a", [(Rows(row, step - lo), length[step - lo])])),
         ),
     )
     node = concat(
