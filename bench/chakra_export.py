@@ -83,6 +83,11 @@ def target(ranks: int) -> float | None:
     return 0.5 if ranks <= 128 else 5.0 if ranks <= 1024 else None
 
 
+def write(prefix: Path, alg) -> None:
+    """The export as `ccopt -t chakra` does it: every rank's file written atomically."""
+    write_algorithm_traces(prefix, alg, SIZE, 50)
+
+
 def measure(name: str, ranks: int, repeat: int, folder: Path) -> list[tuple[str, float]]:
     alg = generate("allreduce", name, ranks)
     text = write_xml(alg)
@@ -99,6 +104,7 @@ def measure(name: str, ranks: int, repeat: int, folder: Path) -> list[tuple[str,
         ("protobuf parse (baseline)", best(lambda: read_trace_set(prefix), repeat)),
         ("Chakra export", best(lambda: algorithm_traces(alg, SIZE, 50), repeat)),
         ("Chakra import", best(lambda: read_algorithm_traces(prefix), repeat)),
+        ("Chakra write (files)", best(lambda: write(folder / "out", alg), repeat)),
         ("simulate", best(lambda: simulate_algorithm(alg, net, system, SIZE), repeat)),
     ]
 
