@@ -1053,49 +1053,77 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     return frame, marks, per_file
 
 
-def _read_all(paths: list[Path]) -> tuple[np.ndarray, list[int]]:
-    """The files' bytes one after the other in one array (then _PAD zero bytes), and where each
-    file starts (and the last ends): read straight into the array, no bytes object each."""
-    sizes = [p.stat().st_size for p in paths]
-    starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
-    a = np.empty(starts[-1] + _PAD, np.uint8)
-    a[starts[-1] :] = 0
-    view = memoryview(a)
-    for path, lo, hi in zip(paths, starts[:-1], starts[1:], strict=True):
-        with open(path, "rb") as f:
-            at = lo
-            while at < hi:
-                got = f.readinto(view[at:hi])
-                if not got:
-                    raise ValueError("a file shrank while it was read")
-                at += got
-            if f.read(1):
-                raise ValueError("a file grew while it was read")
-    return a, starts
+class _TraceFiles:
+    """A trace set's files, read some at a time into one reused buffer: what decoding and
+    proving a set needs of it at once, not the whole set (670 MB for a 1024-rank ring)."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = paths
+        sizes = [p.stat().st_size for p in paths]
+        self.starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
+        self.scratch = Scratch()
+
+    def groups(self) -> Iterator[tuple[int, int]]:
+        """Ranges of files of about DECODE_BYTES (one file at least)."""
+        lo, starts = 0, self.starts
+        while lo < len(self.paths):
+            hi = lo + 1
+            while hi < len(self.paths) and starts[hi + 1] - starts[lo] <= DECODE_BYTES:
+                hi += 1
+            yield lo, hi
+            lo = hi
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Files [lo, hi) one after the other, then _PAD zero bytes (valid until the next
+        read): read straight into the buffer, no bytes object each."""
+        base = self.starts[lo]
+        a = self.scratch.get("files", self.starts[hi] - base + _PAD)
+        a[len(a) - _PAD :] = 0
+        view = memoryview(a)
+        for path, start, stop in zip(
+            self.paths[lo:hi], self.starts[lo:hi], self.starts[lo + 1 : hi + 1], strict=True
+        ):
+            with open(path, "rb") as f:
+                at = start - base
+                while at < stop - base:
+                    got = f.readinto(view[at : stop - base])
+                    if not got:
+                        raise ValueError("a file shrank while it was read")
+                    at += got
+                if f.read(1):
+                    raise ValueError("a file grew while it was read")
+        return a
+
+
+def _file_metadata(a: np.ndarray, starts: list[int]) -> tuple[np.ndarray, list[dict[str, str]]]:
+    """The node regions (a row per file: where its nodes start and end in `a`) and metadata
+    of the files that start at `starts` (and end at the next)."""
+    from ccopt.sim.chakra import schema
+
+    regions, metadata = [], []
+    for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+        head = a[lo : min(lo + 12, hi)].tobytes()
+        if head[:2] == b"\x1f\x8b":
+            raise ValueError("gzipped")
+        (meta_start,), (meta_length,) = _split(head, 0, 1)
+        data = a[lo + meta_start : lo + meta_start + meta_length].tobytes()
+        meta = schema().GlobalMetadata.FromString(data)
+        metadata.append({m.name: str(attribute_value(m)) for m in meta.attr})
+        regions.append((lo + meta_start + meta_length, hi))
+    return np.array(regions, np.int64).reshape(-1, 2), metadata
 
 
 def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     """The algorithm of a trace set exactly as `algorithm_traces` writes it, else None."""
-    from ccopt.sim.chakra import schema, trace_paths
+    from ccopt.sim.chakra import trace_paths
 
     paths = trace_paths(prefix)
     try:
         if not paths:
             return None
-        a, starts = _read_all(paths)
-        regions, metadata = [], []
-        for lo, hi in zip(starts[:-1], starts[1:], strict=True):
-            head = a[lo : min(lo + 12, hi)].tobytes()
-            if head[:2] == b"\x1f\x8b":
-                return None
-            (meta_start,), (meta_length,) = _split(head, 0, 1)
-            data = a[lo + meta_start : lo + meta_start + meta_length].tobytes()
-            meta = schema().GlobalMetadata.FromString(data)
-            metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
-            regions.append((lo + meta_start + meta_length, hi))
-        regions = np.array(regions, np.int64).reshape(-1, 2)
-        alg, size, local_mem_bw = _decoded(a, regions, metadata, str(prefix))
-        if not _exports_to(alg, size, local_mem_bw, a, starts):
+        files = _TraceFiles(paths)
+        alg, size, local_mem_bw = _decoded(files, str(prefix))
+        if not _exports_to(alg, size, local_mem_bw, files):
             return None
     except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
         return None
@@ -1106,19 +1134,17 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     return alg
 
 
-def _exports_to(
-    alg: Algorithm, size: int, local_mem_bw: float, a: np.ndarray, starts: list[int]
-) -> bool:
-    """Whether exporting `alg` gives the files whose bytes are `a`, starting at `starts`: the
-    same bytes, cut into the same files. This is what proves an import (and verifies it)."""
-    done, rank = 0, 0
+def _exports_to(alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles) -> bool:
+    """Whether exporting `alg` gives `files`: the same bytes, cut into the same files (read
+    again, a piece's files at a time). This is what proves an import (and verifies it)."""
+    rank, starts = 0, files.starts
     for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
-        files = len(bounds) - 1
-        if [done + b for b in bounds] != starts[rank : rank + files + 1]:
+        last = rank + len(bounds) - 1
+        if last >= len(starts) or [starts[rank] + b for b in bounds] != starts[rank : last + 1]:
             return False
-        if not np.array_equal(piece, a[done : done + bounds[-1]]):
+        if not np.array_equal(piece, files.read(rank, last)[: bounds[-1]]):
             return False
-        done, rank = done + bounds[-1], rank + files
+        rank = last
     return rank == len(starts) - 1
 
 
@@ -1168,21 +1194,22 @@ DECODE_BYTES = 1 << 24
 reused, where arrays of a whole trace set's nodes would be fresh memory each."""
 
 
-def _decoded(
-    a: np.ndarray, regions: np.ndarray, metadata: list[dict[str, str]], prefix: str
-) -> tuple[Algorithm, int, float]:
-    """The algorithm, size and local memory bandwidth the nodes in the files' node `regions`
-    (a row per file) would have been written for, some files at a time."""
-    gpus = [_rank_gpu(fields, f"{prefix}.{r}.et") for r, fields in enumerate(metadata)]
-    lo = 0
-    while lo < len(gpus):
-        hi = lo + 1
-        while hi < len(gpus) and regions[hi, 1] - regions[lo, 0] <= DECODE_BYTES:
-            hi += 1
-        frame, marks, per_file = _node_frames(a, regions[lo:hi])
-        _read_steps(a, frame, marks, per_file, gpus[lo:hi])
-        lo = hi
-    head_fields = metadata[0]
+def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float]:
+    """The algorithm, size and local memory bandwidth the files would have been written for,
+    some files at a time."""
+    gpus, head_fields = [], None
+    for lo, hi in files.groups():
+        a = files.read(lo, hi)
+        regions, metadata = _file_metadata(
+            a, [s - files.starts[lo] for s in files.starts[lo : hi + 1]]
+        )
+        mine = [_rank_gpu(fields, f"{prefix}.{lo + r}.et") for r, fields in enumerate(metadata)]
+        frame, marks, per_file = _node_frames(a, regions)
+        _read_steps(a, frame, marks, per_file, mine)
+        gpus += mine
+        head_fields = head_fields or metadata[0]
+    if head_fields is None:
+        raise ValueError("no files")
     alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
     chunk = _number(head_fields, "chunk_bytes", prefix)
     size = chunk * max(g.in_chunks for g in gpus)
