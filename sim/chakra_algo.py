@@ -1036,9 +1036,9 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
     marks = _find_byte(a, ord("l"), int(regions[0, 0]), int(regions[-1, 1])) - letter
     marks = marks[(marks >= 0) & (marks + 16 <= len(a))]
-    words = _words(a)  # (the mark is 13 bytes: its first 8 and its last 8)
-    head, tail = np.frombuffer(_STEP_MARK[:8], "<u8")[0], np.frombuffer(_STEP_MARK[-8:], "<u8")[0]
-    marks = marks[(words[marks] == head) & (words[marks + len(_STEP_MARK) - 8] == tail)]
+    # its last 8 bytes, the l among them, tell a mark well enough (the proof checks them all)
+    tail = np.frombuffer(_STEP_MARK[-8:], "<u8")[0]
+    marks = marks[_words(a)[marks + len(_STEP_MARK) - 8] == tail]
     file = np.searchsorted(regions[:, 0], marks, "right") - 1
     inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
     marks, file = marks[inside], file[inside]
@@ -1165,8 +1165,10 @@ def _read_varints(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes of the varints of values >= 0."""
-    size = np.ones(len(values), np.int64)
+    size, top = np.ones(len(values), np.int64), int(values.max(initial=0))
     for limit in _VARINT_LIMITS:
+        if limit > top:
+            break
         size += values >= limit
     return size
 
