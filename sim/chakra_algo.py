@@ -905,10 +905,14 @@ def read_algorithm_traces(prefix: str | Path) -> Algorithm:
     return algorithm_from_traces(read_trace_set(prefix), prefix)
 
 
-# The fast reader: nodes decoded from the bytes, a field at a time over every node of every
-# rank with numpy (protobuf objects cost microseconds per attribute read), into the algorithm
-# they would be if ccopt wrote them. What proves it is that exporting that algorithm gives the
-# same files byte for byte (which also verifies it); anything else is left to the checked reader.
+# The fast reader: nodes decoded from the bytes, a field at a time over the nodes of a group
+# of files with numpy (protobuf objects cost microseconds per attribute read), into the
+# algorithm they would be if ccopt wrote them: only each step's fields and its cross-block
+# dependency are read, assuming the rest is as ccopt writes it. What proves it is that
+# exporting that algorithm gives the same files byte for byte (which also verifies it),
+# compared a piece of the export at a time with the files read again; anything else is left
+# to the checked reader. The export is the expensive half: reading what the export will check
+# anyway would only cost more.
 
 _STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
 
