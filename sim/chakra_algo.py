@@ -258,7 +258,7 @@ class Varints:
             into[:, 0] = value
             return
         if width > 3 and value.min() == value.max():  # (a wide column is often one value)
-            into[:] = np.frombuffer(varint(int(value[0]) & (1 << 64) - 1), np.uint8)
+            into[:] = np.frombuffer(varint(int(value[0]) & _WORD), np.uint8)
             return
         if width == 2:  # (most varints: a pair from a table of the 16384 pairs of 14 bits)
             into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
@@ -308,7 +308,8 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
     `by_shape`: the values are lengths of other parts of the rows."""
     v = np.asarray(values, np.int64)
     if len(v) and _fixed(v):  # (one value: one length)
-        return Varints(v, by_shape), np.broadcast_to(np.int64(len(varint(int(v[0])))), (len(v),))
+        size = len(varint(int(v[0]) & _WORD))
+        return Varints(v, by_shape), np.broadcast_to(np.int64(size), (len(v),))
     top, low = int(v.max(initial=0)), int(v.min(initial=0))
     if low >= 0:  # (kept in the narrowest type: the values are reordered and read again)
         v = v.astype(next(t for t in _NARROW if top <= np.iinfo(t).max))
@@ -325,6 +326,8 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
 
 
 _NARROW = (np.uint8, np.uint16, np.uint32, np.int64)
+_WORD = (1 << 64) - 1
+"""A negative number's varint is that of its 64-bit two's complement (ten bytes)."""
 
 
 def constant(data: bytes, n: int) -> Segment:
@@ -482,7 +485,7 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
                 fills.append((len(template), width, m))
                 template += bytes(width)
             else:
-                template += varint(int(m.values[one])) if same is None else same[:width]
+                template += varint(int(m.values[one]) & _WORD) if same is None else same[:width]
         size = len(template)
         matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)

@@ -302,3 +302,27 @@ def test_varints_read_a_word_at_a_time_as_byte_by_byte() -> None:
         assert value.tolist() == values
         assert end.tolist() == (at + [len(s) for s in spelled]).tolist()
         assert [x.tolist() for x in _varint_at(a, at)] == [value.tolist(), end.tolist()]
+
+
+def test_rows_spell_one_value_and_negative_columns_as_varints() -> None:
+    """A column of one value goes in a shape's template, spelled as protobuf spells it (a
+    negative one in ten bytes), next to varying columns of every varint length."""
+    import numpy as np
+
+    from ccopt.sim import chakra_algo as ca
+
+    varying = [1, 200, 3, -1, 1 << 40]
+    for value in (-1, 5, 300, -7):
+        one = np.broadcast_to(np.int64(value), (len(varying),))
+        parts = ca.concat(
+            [ca.constant(b"\x10", len(varying))],
+            [ca.varints(one)],
+            [ca.varints(np.array(varying))],
+        )
+        length = ca.total(parts)
+        out = np.zeros(int(length.sum()), np.uint8)
+        ca.write_rows(parts, out, np.cumsum(length) - length, ca.Scratch())
+        spelled = [ca._varint(x & (1 << 64) - 1) for x in varying]
+        assert out.tobytes() == b"".join(
+            b"\x10" + ca._varint(value & (1 << 64) - 1) + s for s in spelled
+        )
