@@ -23,6 +23,7 @@ custom collective, a whole level of steps at a time with numpy.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -245,7 +246,7 @@ class Varints:
     each varint's width) is known, a shape at a time."""
 
     def __init__(self, values: np.ndarray, by_shape: bool = False):
-        self.values = np.asarray(values, np.int64)
+        self.values = values if isinstance(values, np.ndarray) else np.asarray(values, np.int64)
         self.by_shape = by_shape  # a length of other parts: the same in every row of a shape
 
     @staticmethod
@@ -256,17 +257,38 @@ class Varints:
         if width == 1:
             into[:, 0] = value
             return
-        if width <= 3:  # (most varints: two bytes at a time from a table of 16384 pairs)
-            if width == 2:
-                into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
-            else:
-                into[:, :2].view("<u2")[:, 0] = _PAIRS[value & 0x3FFF] | 0x8000
-                into[:, 2] = value >> 14
+        if width > 3 and value.min() == value.max():  # (a wide column is often one value)
+            into[:] = np.frombuffer(varint(int(value[0]) & _WORD), np.uint8)
             return
-        rest = value.view(np.uint64)
-        for k in range(width):
-            byte = (rest >> np.uint64(7 * k)) & np.uint64(0x7F)
-            into[:, k] = byte | np.uint64(0x80) if k < width - 1 else byte
+        if width == 2:  # (most varints: a pair from a table of the 16384 pairs of 14 bits)
+            into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
+            return
+        # two bytes at a time, from that table
+        rest = value.view(np.uint64) if value.dtype == np.int64 else value.astype(np.uint64)
+        pairs = into[:, : width - width % 2].view("<u2")
+        for k in range(width // 2):
+            low = rest if k == 0 and width <= 3 else rest >> np.uint64(14 * k)
+            pair = _PAIRS[low & np.uint64(0x3FFF)]
+            pairs[:, k] = pair | np.uint16(0x8000) if 2 * k + 2 < width else pair
+        if width % 2:
+            into[:, width - 1] = rest >> np.uint64(7 * (width - 1))
+
+
+class Rows:
+    """Bytes of many rows picked from a table: row i is table[pick[i]] (its first `length`
+    bytes count), gathered only when a shape's rows are written (a part that is the same for
+    all the nodes of a step is spelled once per step, then picked for each node)."""
+
+    def __init__(self, table: np.ndarray, pick: np.ndarray):
+        self.table, self.pick = table, pick
+
+
+def _same_in_every_row(m: Any) -> bool:
+    """Whether a part's bytes are the same in every row (where it is there): a constant, or a
+    varint of one value or of lengths of other parts (which a row's shape fixes)."""
+    if isinstance(m, Varints):
+        return m.by_shape or _fixed(m.values)
+    return not isinstance(m, Rows) and _fixed(m)
 
 
 _PAIRS = (np.arange(1 << 14) & 0x7F | 0x80 | (np.arange(1 << 14) >> 7) << 8).astype("<u2")
@@ -285,17 +307,27 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
     """Protobuf varints of many integers, and their lengths (ten bytes for a negative one);
     `by_shape`: the values are lengths of other parts of the rows."""
     v = np.asarray(values, np.int64)
-    top = int(v.max(initial=0))
-    if top < 128 and (not len(v) or v.min() >= 0):  # (a byte each: no array of lengths)
+    if len(v) and _fixed(v):  # (one value: one length)
+        size = len(varint(int(v[0]) & _WORD))
+        return Varints(v, by_shape), np.broadcast_to(np.int64(size), (len(v),))
+    top, low = int(v.max(initial=0)), int(v.min(initial=0))
+    if low >= 0:  # (kept in the narrowest type: the values are reordered and read again)
+        v = v.astype(next(t for t in _NARROW if top <= np.iinfo(t).max))
+    if top < 128 and low >= 0:  # (a byte each: no array of lengths)
         return Varints(v, by_shape), np.broadcast_to(np.int64(1), (len(v),))
-    length = np.ones(len(v), np.int64)
+    length = np.ones(len(v), np.int8)
     for limit in _VARINT_LIMITS:
         if limit > top:
             break
         length += v >= limit
-    if len(v) and v.min() < 0:
+    if low < 0:
         length[v < 0] = 10
     return Varints(v, by_shape), length
+
+
+_NARROW = (np.uint8, np.uint16, np.uint32, np.int64)
+_WORD = (1 << 64) - 1
+"""A negative number's varint is that of its 64-bit two's complement (ten bytes)."""
 
 
 def constant(data: bytes, n: int) -> Segment:
@@ -303,22 +335,79 @@ def constant(data: bytes, n: int) -> Segment:
     return np.broadcast_to(row, (n, len(row))), np.broadcast_to(np.int64(len(row)), (n,))
 
 
+def _fixed(length: np.ndarray) -> bool:
+    """Whether a column of lengths is one length for every row (a broadcast scalar)."""
+    return length.strides[0] == 0
+
+
+class Parts(list):
+    """Segments of many messages side by side, with the rows' lengths summed once (a field's
+    length is its parts' sum, and a node's the sum of its fields': summed level by level)."""
+
+    length: np.ndarray | None = None
+
+
 def total(parts: list[Segment]) -> np.ndarray:
-    return sum((length for _, length in parts[1:]), parts[0][1])
+    """The rows' lengths summed over the parts (one array, added to in place; the parts of
+    one length in every row summed as numbers)."""
+    known = getattr(parts, "length", None)
+    if known is not None:
+        return known
+    n, fixed, acc = len(parts[0][1]), 0, None
+    for _, length in parts:
+        if _fixed(length):
+            fixed += int(length[0]) if n else 0
+        elif acc is None:
+            acc = length.astype(np.int64)
+        else:
+            acc += length
+    if acc is None:
+        return np.broadcast_to(np.int64(fixed), (n,))
+    if fixed:
+        acc += fixed
+    return acc
 
 
-def only(parts: list[Segment], present: np.ndarray) -> list[Segment]:
-    """The parts where `present`, nothing elsewhere."""
-    return [(m, np.where(present, length, 0)) for m, length in parts]
+def _parts(segments: list[Segment], length: np.ndarray) -> Parts:
+    out = Parts(segments)
+    out.length = length
+    return out
 
 
-def field(tag: bytes, parts: list[Segment]) -> list[Segment]:
+def concat(*groups: list[Segment]) -> Parts:
+    """The groups' parts one after the other."""
+    return _parts([s for g in groups for s in g], total([(None, total(g)) for g in groups]))
+
+
+def only(parts: list[Segment], present: np.ndarray) -> Parts:
+    """The parts where `present`, nothing elsewhere (a part of one length as a byte a row)."""
+    flags = present.view(np.int8)
+    return _parts(
+        [
+            (
+                m,
+                flags * np.int8(length[0])
+                if _fixed(length) and length[0] < 128
+                else length * present,
+            )
+            for m, length in parts
+        ],
+        total(parts) * present,
+    )
+
+
+def field(tag: bytes, parts: list[Segment]) -> Parts:
     """A length-delimited field: `tag`, the length of the parts, the parts."""
-    return [constant(tag, len(parts[0][1])), varints(total(parts), True), *parts]
+    inner = total(parts)
+    size = varints(inner, True)
+    return _parts(
+        [constant(tag, len(parts[0][1])), size, *parts],
+        total([(None, inner), size, (None, np.broadcast_to(np.int64(len(tag)), inner.shape))]),
+    )
 
 
-def varint_field(tag: bytes, values: np.ndarray) -> list[Segment]:
-    return [constant(tag, len(values)), varints(values)]
+def varint_field(tag: bytes, values: np.ndarray) -> Parts:
+    return Parts([constant(tag, len(values)), varints(values)])
 
 
 def shapes(parts: list[Segment]) -> np.ndarray:
@@ -329,12 +418,12 @@ def shapes(parts: list[Segment]) -> np.ndarray:
     n = len(parts[0][1])
     key, span = np.zeros(n, np.int64), 1
     for m, length in parts:
-        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0) or not length.strides[0]:
+        if _same_in_every_row(m) or not length.strides[0]:
             continue
         low, high = int(length.min(initial=0)), int(length.max(initial=0))
         if low == high:
             continue
-        if span * (high - low + 1) >= 1 << 62:  # renumber the shapes seen so far
+        if span * (high - low + 1) > 1 << 20:  # renumber the shapes seen so far (counting)
             key, span = _renumbered(key, span)
         key = key * (high - low + 1) + (length - low)
         span *= high - low + 1
@@ -351,56 +440,68 @@ def _renumbered(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     return (np.cumsum(present) - 1)[key], int(present.sum())
 
 
-def rows(parts: list[Segment]) -> list[bytes]:
-    """Every row's bytes, a bytes object per row: the rows of one shape are one matrix (the
-    parts side by side, no byte to select), cut into rows and put back in row order."""
+class Scratch:
+    """Byte buffers kept from one piece of a trace set to the next. Memory written before is
+    written again at memory speed, while fresh memory costs a page fault per page: spelling a
+    fresh 670 MB costs more than spelling the same bytes twice into memory already touched."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int) -> np.ndarray:
+        """`size` bytes of the buffer `name` (its contents are whatever was left there)."""
+        buf = self.buffers.get(name)
+        if buf is None or len(buf) < size:
+            grown = size if buf is None else max(size, len(buf) + len(buf) // 4)
+            buf = self.buffers[name] = np.empty(grown, np.uint8)
+        return buf[:size]
+
+
+def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: Scratch) -> None:
+    """Write every row's bytes into `out`, row i from out[at[i]]: the rows of one shape are one
+    matrix (the parts side by side, the bytes they share written once), which goes into `out`
+    a row at a time as one fixed-size item each (no Python object per row)."""
     n = len(parts[0][1])
-    group = shapes(parts) if n else np.zeros(0, np.int64)
-    order = np.argsort(
-        group.astype(np.uint16) if n and group.max() < 1 << 16 else group, kind="stable"
-    )
+    if not n:
+        return
+    group = shapes(parts)
+    order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
-    # what varies from row to row, in shape order (a shape's rows then lie together)
-    ordered = [
-        None
-        if (m.by_shape if isinstance(m, Varints) else m.strides[0] == 0)
-        else m.values[order]
-        if isinstance(m, Varints)
-        else m[order]
-        for m, _ in parts
-    ]
+    # what varies from row to row (read a shape's rows at a time: no reordered copy)
+    ordered = [not _same_in_every_row(m) for m, _ in parts]
     fixed = [
-        None if isinstance(m, Varints) or varying is not None else m[0].tobytes()
+        None if isinstance(m, Varints) or varying else m[0].tobytes()
         for (m, _), varying in zip(parts, ordered, strict=True)
     ]
-    spelled = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         one = int(order[a])
+        rows = slice(None) if b - a == n else order[a:b]  # (one shape: every row, in order)
         template, fills = bytearray(), []  # the bytes that a shape's rows share; the others
         for (m, length), varying, same in zip(parts, ordered, fixed, strict=True):
             width = int(length[one])
             if width == 0:
                 continue
-            if varying is not None:
-                fills.append((len(template), width, m, varying))
+            if varying:
+                fills.append((len(template), width, m))
                 template += bytes(width)
             else:
-                template += varint(int(m.values[one])) if same is None else same[:width]
-        matrix = np.empty((b - a, len(template)), np.uint8)
+                template += varint(int(m.values[one]) & _WORD) if same is None else same[:width]
+        size = len(template)
+        matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)
-        for at, width, m, varying in fills:
-            into = matrix[:, at : at + width]
+        for start, width, m in fills:
+            into = matrix[:, start : start + width]
             if isinstance(m, Varints):
-                Varints.spell(varying[a:b], width, into)
+                Varints.spell(m.values[rows], width, into)
+            elif isinstance(m, Rows):
+                into[:] = np.take(m.table, m.pick[rows], axis=0)[:, :width]
             else:
-                into[:] = varying[a:b, :width]
-        spelled.extend(matrix.view(f"V{matrix.shape[1]}").reshape(-1).tolist())
-    out = np.empty(n, object)
-    out[order] = spelled
-    return out.tolist()
+                into[:] = m[rows, :width]
+        items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
+        items[at[rows]] = matrix.view(f"V{size}").reshape(-1)
 
 
-def int_attribute(name: str, member: int, values: np.ndarray) -> list[Segment]:
+def int_attribute(name: str, member: int, values: np.ndarray) -> Parts:
     """A Node's attr field (10) holding an integer attribute."""
     head = constant(_field(1, name.encode()) + varint(member << 3), len(values))
     return field(b"\x52", [head, varints(values)])
@@ -411,9 +512,9 @@ def decimal(values: np.ndarray) -> Segment:
     if not len(values):
         return np.zeros((0, 1), np.uint8), np.zeros(0, np.int64)
     table = [b"%d" % v for v in range(int(values.max()) + 1)]
-    spelled = np.array(table)[values]
+    spelled = np.array(table)
     lengths = np.array([len(t) for t in table], np.int64)[values]
-    return spelled.view(np.uint8).reshape(len(values), -1), lengths
+    return Rows(spelled.view(np.uint8).reshape(len(table), -1), values), lengths
 
 
 STEPS_PER_PIECE = 1 << 17
@@ -421,41 +522,66 @@ STEPS_PER_PIECE = 1 << 17
 
 
 def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[bytes]:
-    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first).
+    """Every rank's .et file contents for `alg` moving `size` bytes per rank (verified first)."""
+    files: list[bytes] = []
+    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+        files.extend(piece[a:b].tobytes() for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+    return files
 
-    The nodes of whole ranks, about STEPS_PER_PIECE steps at a time, are encoded at once, byte
-    for byte as protobuf serializes a Node (fields in number order, defaults left out): the
-    nodes whose fields all have the same lengths (a shape: a ring has about a hundred) are one
-    byte matrix, the bytes they share written once and each varying field a column at a time,
-    then cut into a bytes object per node and joined per rank."""
+
+def encoded_pieces(
+    alg: Algorithm, size: int, local_mem_bw: float
+) -> Iterator[tuple[np.ndarray, list[int]]]:
+    """The trace set of `alg` (verified first), whole ranks at a time: the bytes of about
+    STEPS_PER_PIECE steps' files one after the other, and where each file starts and ends in
+    them (the next piece reuses the buffer: copy what is kept).
+
+    A piece's nodes are encoded at once, byte for byte as protobuf serializes a Node (fields
+    in number order, defaults left out): the nodes whose fields all have the same lengths (a
+    shape: a ring has about a hundred) are one byte matrix, the bytes they share written once
+    and each varying field a column at a time, then put in their place in the files."""
     sched = schedule(alg)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
     steps = step_nodes(sched)
     micros = comp_micros(flat.col[TYPE], flat.col[CNT] * chunk, local_mem_bw)
     rank_start = np.searchsorted(flat.rank, np.arange(alg.ranks + 1)).tolist()
-    files: list[list[bytes]] = [
-        [encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw))] for r in range(alg.ranks)
-    ]
+    scratch = Scratch()
     lo = 0
     while lo < alg.ranks:
         hi = lo + 1
         while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
             hi += 1
-        nodes, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
-        bounds = np.searchsorted(rank, np.arange(lo, hi + 1)).tolist()
-        for r in range(lo, hi):
-            files[r].extend(nodes[bounds[r - lo] : bounds[r - lo + 1]])
+        if rank_start[hi] > rank_start[lo]:
+            parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        else:  # (ranks without steps: their metadata only)
+            parts, rank = [constant(b"", 0)], np.zeros(0, np.int64)
+        metadata = [
+            encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw)) for r in range(lo, hi)
+        ]
+        meta = np.array([len(m) for m in metadata], np.int64)
+        length = total(parts)
+        ends = np.cumsum(length)
+        node_bounds = np.searchsorted(rank, np.arange(lo, hi + 1))
+        node_bytes = np.diff(np.concatenate([[0], ends])[node_bounds])
+        file_start = np.concatenate([[0], np.cumsum(meta + node_bytes)])
+        local = rank - lo
+        before = np.concatenate([[0], ends])[node_bounds[local]]  # the rank's nodes before
+        at = file_start[local] + meta[local] + (ends - length - before)
+        out = scratch.get("piece", int(file_start[-1]))
+        for start, data in zip(file_start.tolist(), metadata, strict=False):
+            out[start : start + len(data)] = np.frombuffer(data, np.uint8)
+        write_rows(parts, out, at, scratch)
+        yield out, file_start.tolist()
         lo = hi
-    return [b"".join(parts) for parts in files]
 
 
 def _nodes(
     flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
-) -> tuple[list[bytes], np.ndarray]:
-    """The framed nodes of steps [lo, hi) (whole ranks), in order, and the rank of each."""
+) -> tuple[list[Segment], np.ndarray]:
+    """The framed nodes of steps [lo, hi) (whole ranks), in order, as parts, and the rank of
+    each."""
     kind = flat.col[TYPE, lo:hi]
-    nbytes = flat.col[CNT] * chunk
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
     has = np.stack([IS_RECV[kind], IS_COMP[kind], IS_SEND[kind]], axis=1)
     step, which = np.nonzero(has)
@@ -476,11 +602,15 @@ def _nodes(
     parents = [
         (m, np.where(p >= 0, k, 0)) for p in (before, other) for m, k in [varints(np.maximum(p, 0))]
     ]
-    tb = flat.tb_local[flat.tb][step]
+    block = flat.tb[step]
+    tb = flat.tb_local[block]
     name = field(
         b"\x12",
         [
-            (np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5)[which], np.full(n, 5)),
+            (
+                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which),
+                np.broadcast_to(np.int64(5), (n,)),
+            ),
             constant(b"tb", n),
             decimal(tb),
             constant(b"_step", n),
@@ -488,32 +618,46 @@ def _nodes(
         ],
     )
     node_micros = np.where(comp, micros[step], 0)
-    peer = np.where(recv, flat.tb_recv[flat.tb][step], flat.tb_send[flat.tb][step])
+    peer = np.where(recv, flat.tb_recv[block], flat.tb_send[block])
     peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
     tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
     tag = np.where(comp, 0, tag)
-    row = [tb, index, *flat.col[TYPE:DEPID, step]]
+    row, length = _step_rows(flat, lo, hi)
     step_attr = field(
         b"\x52",
-        [
-            constant(_STEP_NAME, n),
-            *field(b"\x42", field(b"\x0a", [varints(column) for column in row])),
-        ],
+        concat(
+            [constant(_STEP_NAME, n)],
+            field(b"\x42", field(b"\x0a", [(Rows(row, step - lo), length[step - lo])])),
+        ),
     )
-    node = [
-        *only(varint_field(b"\x08", node_id), node_id > 0),
-        *name,
-        *varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
-        *only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
-        *only(varint_field(b"\x38", node_micros), node_micros > 0),
-        *only(int_attribute("comm_size", INT64, nbytes[step]), ~comp),
-        *only(int_attribute("comm_src", INT32, peer), recv),
-        *only(int_attribute("comm_dst", INT32, peer), which == 2),
-        *only(int_attribute("comm_tag", INT32, tag), ~comp),
-        constant(_NOT_CPU, n),
-        *step_attr,
+    node = concat(
+        only(varint_field(b"\x08", node_id), node_id > 0),
+        name,
+        varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
+        only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
+        only(varint_field(b"\x38", node_micros), node_micros > 0),
+        only(int_attribute("comm_size", INT64, flat.col[CNT, step] * chunk), ~comp),
+        only(int_attribute("comm_src", INT32, peer), recv),
+        only(int_attribute("comm_dst", INT32, peer), which == 2),
+        only(int_attribute("comm_tag", INT32, tag), ~comp),
+        [constant(_NOT_CPU, n)],
+        step_attr,
+    )
+    return concat([varints(total(node), True)], node), flat.rank[step]
+
+
+def _step_rows(flat: Flat, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """The packed msccl_step values of steps [lo, hi), a row of bytes each, and their lengths:
+    spelled once per step, where a step has up to three nodes that carry them."""
+    block = flat.tb[lo:hi]
+    parts = [
+        varints(c) for c in (flat.tb_local[block], flat.index[lo:hi], *flat.col[TYPE:DEPID, lo:hi])
     ]
-    return rows([varints(total(node), True), *node]), flat.rank[step]
+    length = total(parts)
+    width = int(length.max(initial=1))
+    out = np.zeros((hi - lo, width), np.uint8)
+    write_rows(parts, out.reshape(-1), np.arange(hi - lo) * width, Scratch())
+    return out, length
 
 
 def write_algorithm_traces(
@@ -522,11 +666,13 @@ def write_algorithm_traces(
     """Write PREFIX.<rank>.et for every rank, each file atomically (directories created)."""
     from ccopt.files import write_atomic
 
-    contents = algorithm_traces(alg, size, local_mem_bw)
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    paths = [Path(f"{prefix}.{r}.et") for r in range(len(contents))]
-    for path, data in zip(paths, contents, strict=True):
-        write_atomic(path, data)
+    paths = []
+    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+        data = memoryview(piece)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            paths.append(Path(f"{prefix}.{len(paths)}.et"))
+            write_atomic(paths[-1], data[a:b])
     return paths
 
 
@@ -762,10 +908,14 @@ def read_algorithm_traces(prefix: str | Path) -> Algorithm:
     return algorithm_from_traces(read_trace_set(prefix), prefix)
 
 
-# The fast reader: nodes decoded from the bytes, a field at a time over every node of every
-# rank with numpy (protobuf objects cost microseconds per attribute read), into the algorithm
-# they would be if ccopt wrote them. What proves it is that exporting that algorithm gives the
-# same files byte for byte (which also verifies it); anything else is left to the checked reader.
+# The fast reader: nodes decoded from the bytes, a field at a time over the nodes of a group
+# of files with numpy (protobuf objects cost microseconds per attribute read), into the
+# algorithm they would be if ccopt wrote them: only each step's fields and its cross-block
+# dependency are read, assuming the rest is as ccopt writes it. What proves it is that
+# exporting that algorithm gives the same files byte for byte (which also verifies it),
+# compared a piece of the export at a time with the files read again; anything else is left
+# to the checked reader. The export is the expensive half: reading what the export will check
+# anyway would only cost more.
 
 _STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
 
@@ -774,10 +924,68 @@ _PAD = 16
 """Zero bytes after the trace set's bytes (a window may start at any of its bytes)."""
 
 
-def _windows(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
-    """The `width` bytes from each of `at`, a row each (one gather of rows, not of bytes)."""
-    view = np.lib.stride_tricks.sliding_window_view(a, width)
-    return view[np.minimum(at, len(view) - 1)]
+def _words(a: np.ndarray) -> np.ndarray:
+    """The 8 bytes from every position of `a` as a little-endian word (a view: no copy)."""
+    return np.ndarray((len(a) - 7,), "<u8", a, 0, (1,))
+
+
+_SEARCH = 1 << 22
+"""Bytes compared at a time when searching (the flags then stay in cache)."""
+
+
+def _find_byte(a: np.ndarray, byte: int, start: int, stop: int) -> np.ndarray:
+    """Where a[start:stop] holds `byte`, a piece at a time into one buffer of flags (a flag per
+    byte of the whole range would be fresh memory the size of the range)."""
+    flags = np.empty(max(min(_SEARCH, stop - start), 0), bool)
+    found = [np.zeros(0, np.int64)]
+    for lo in range(start, stop, _SEARCH):
+        piece = a[lo : min(lo + _SEARCH, stop)]
+        hit = np.equal(piece, byte, out=flags[: len(piece)])
+        found.append(np.flatnonzero(hit) + lo)
+    return np.concatenate(found)
+
+
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_TOPS = np.uint64(0x8080808080808080)
+
+
+def _varints_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_varint_at` a word at a time: the 8 bytes at each position read at once, the varint's
+    end found from the continuation bits and its 7-bit groups packed by shifts (a varint
+    longer than 8 bytes, a negative one, read byte by byte)."""
+    at = np.asarray(at, np.int64)
+    if len(a) < 8:
+        return _varint_at(a, at)
+    word = _words(a)[np.minimum(at, len(a) - 8)]
+    stops = ~word & _TOPS  # the top bit of each byte that ends a varint
+    last = stops & (~stops + np.uint64(1))  # the first of them
+    keep = (last << np.uint64(1)) - np.uint64(1)  # (all ones when it is the eighth byte)
+    end = at + (np.bitwise_count(keep) >> np.uint8(3))
+    x = word & keep & _LOW7
+    for mask, shift in _PACKS:
+        high = x & ~mask
+        x &= mask
+        high >>= shift
+        x |= high
+    long = np.flatnonzero((stops == 0) | (at > len(a) - 10))
+    if len(long):  # (nine or ten bytes: a negative number's ten, as int64)
+        if long[-1] > len(a) - 10:
+            value, stop = _varint_at(a, at[long])
+        else:
+            b8, b9 = a[at[long] + 8].astype(np.uint64), a[at[long] + 9].astype(np.uint64)
+            ten = b8 >= 0x80
+            value = x[long] | (b8 & np.uint64(0x7F)) << np.uint64(56)
+            value |= np.where(ten, b9 << np.uint64(63), np.uint64(0))
+            stop = at[long] + 9 + ten
+        x[long], end[long] = value.view(np.uint64), stop
+    return x.view(np.int64), end
+
+
+_PACKS = [
+    (np.uint64(m), np.uint64(k))
+    for m, k in ((0x007F007F007F007F, 1), (0x00003FFF00003FFF, 2), (0x000000000FFFFFFF, 4))
+]
+"""Packing 7-bit groups: pairs of bytes into 14 bits, then pairs of those into 28, then 56."""
 
 
 def _varint_at(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -827,15 +1035,17 @@ def _split(data: bytes, offset: int, most: int = -1) -> tuple[list[int], list[in
 
 
 def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where the nodes of every file's node region (data[start:end]) start, where their
-    msccl_step attribute is, and how many each file has: found from the attribute, which ends
-    every node ccopt writes (its length says where the node ends, and the next node's length
-    prefix follows), with no loop over nodes."""
+    """Where the nodes of every file's node region (data[start:end]) are framed (their length
+    prefix), where their msccl_step attribute is, and how many each file has: found from the
+    attribute, which ends every node ccopt writes (its length says where the node ends, and
+    the next node's length prefix follows), with no loop over nodes. Nothing here proves that
+    the nodes are framed so: exporting what they decode to does."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
-    marks = np.flatnonzero(a == ord("l")) - letter
-    marks = marks[(marks >= 0) & (marks + len(_STEP_MARK) < len(a))]
-    mark = np.frombuffer(_STEP_MARK, np.uint8)
-    marks = marks[(_windows(a, marks, len(mark)) == mark).all(axis=1)]
+    marks = _find_byte(a, ord("l"), int(regions[0, 0]), int(regions[-1, 1])) - letter
+    marks = marks[(marks >= 0) & (marks + 16 <= len(a))]
+    # its last 8 bytes, the l among them, tell a mark well enough (the proof checks them all)
+    tail = np.frombuffer(_STEP_MARK[-8:], "<u8")[0]
+    marks = marks[_words(a)[marks + len(_STEP_MARK) - 8] == tail]
     file = np.searchsorted(regions[:, 0], marks, "right") - 1
     inside = (file >= 0) & (marks < regions[np.maximum(file, 0), 1])
     marks, file = marks[inside], file[inside]
@@ -843,36 +1053,84 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     first = np.ones(len(marks), bool)
     first[1:] = file[1:] != file[:-1]
     frame = np.where(first, regions[file, 0], np.roll(end, 1))
-    length, start = _varint_at(a, frame)
-    if not np.array_equal(start + length, end):
-        raise ValueError("nodes are not framed as ccopt frames them")
     per_file = np.bincount(file, minlength=len(regions))
     last = np.cumsum(per_file)[per_file > 0] - 1
     if not np.array_equal(end[last], regions[per_file > 0, 1]):
         raise ValueError("a file goes on after its last node")
-    return start, marks, per_file
+    return frame, marks, per_file
+
+
+class _TraceFiles:
+    """A trace set's files, read some at a time into one reused buffer: what decoding and
+    proving a set needs of it at once, not the whole set (670 MB for a 1024-rank ring)."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = paths
+        sizes = [p.stat().st_size for p in paths]
+        self.starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
+        self.scratch = Scratch()
+
+    def groups(self) -> Iterator[tuple[int, int]]:
+        """Ranges of files of about DECODE_BYTES (one file at least)."""
+        lo, starts = 0, self.starts
+        while lo < len(self.paths):
+            hi = lo + 1
+            while hi < len(self.paths) and starts[hi + 1] - starts[lo] <= DECODE_BYTES:
+                hi += 1
+            yield lo, hi
+            lo = hi
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Files [lo, hi) one after the other, then _PAD zero bytes (valid until the next
+        read): read straight into the buffer, no bytes object each."""
+        base = self.starts[lo]
+        a = self.scratch.get("files", self.starts[hi] - base + _PAD)
+        a[len(a) - _PAD :] = 0
+        view = memoryview(a)
+        for path, start, stop in zip(
+            self.paths[lo:hi], self.starts[lo:hi], self.starts[lo + 1 : hi + 1], strict=True
+        ):
+            with open(path, "rb") as f:
+                at = start - base
+                while at < stop - base:
+                    got = f.readinto(view[at : stop - base])
+                    if not got:
+                        raise ValueError("a file shrank while it was read")
+                    at += got
+                if f.read(1):
+                    raise ValueError("a file grew while it was read")
+        return a
+
+
+def _file_metadata(a: np.ndarray, starts: list[int]) -> tuple[np.ndarray, list[dict[str, str]]]:
+    """The node regions (a row per file: where its nodes start and end in `a`) and metadata
+    of the files that start at `starts` (and end at the next)."""
+    from ccopt.sim.chakra import schema
+
+    regions, metadata = [], []
+    for lo, hi in zip(starts[:-1], starts[1:], strict=True):
+        head = a[lo : min(lo + 12, hi)].tobytes()
+        if head[:2] == b"\x1f\x8b":
+            raise ValueError("gzipped")
+        (meta_start,), (meta_length,) = _split(head, 0, 1)
+        data = a[lo + meta_start : lo + meta_start + meta_length].tobytes()
+        meta = schema().GlobalMetadata.FromString(data)
+        metadata.append({m.name: str(attribute_value(m)) for m in meta.attr})
+        regions.append((lo + meta_start + meta_length, hi))
+    return np.array(regions, np.int64).reshape(-1, 2), metadata
 
 
 def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     """The algorithm of a trace set exactly as `algorithm_traces` writes it, else None."""
-    from ccopt.sim.chakra import schema, trace_paths
+    from ccopt.sim.chakra import trace_paths
 
     paths = trace_paths(prefix)
     try:
-        files = [p.read_bytes() for p in paths]
-        if not files or any(f[:2] == b"\x1f\x8b" for f in files):
+        if not paths:
             return None
-        regions, metadata, offset = [], [], 0
-        for data in files:
-            (meta_start,), (meta_length,) = _split(data[:12], 0, 1)
-            meta = schema().GlobalMetadata.FromString(data[meta_start : meta_start + meta_length])
-            metadata.append({a.name: str(attribute_value(a)) for a in meta.attr})
-            regions.append((offset + meta_start + meta_length, offset + len(data)))
-            offset += len(data)
-        a = np.frombuffer(b"".join([*files, bytes(_PAD)]), np.uint8)  # (whole windows)
-        start, marks, per_file = _node_frames(a, np.array(regions, np.int64).reshape(-1, 2))
-        alg, size, local_mem_bw = _decoded(a, start, marks, per_file, metadata, str(prefix))
-        if algorithm_traces(alg, size, local_mem_bw) != files:
+        files = _TraceFiles(paths)
+        alg, size, local_mem_bw = _decoded(files, str(prefix))
+        if not _exports_to(alg, size, local_mem_bw, files):
             return None
     except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
         return None
@@ -883,31 +1141,94 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     return alg
 
 
-def _head_deps(a: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first and second data dependency of the nodes at `start` (-1 where none)."""
-    has_id = a[start] == 0x08
-    _, at = _varint_at(a, start + 1)
-    at = np.where(has_id, at, start)
-    at = at + 2 + a[at + 1]  # the name
-    at = at + 2  # the type
-    has_deps = a[at] == 0x2A
+def _exports_to(alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles) -> bool:
+    """Whether exporting `alg` gives `files`: the same bytes, cut into the same files (read
+    again, a piece's files at a time). This is what proves an import (and verifies it)."""
+    rank, starts = 0, files.starts
+    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+        last = rank + len(bounds) - 1
+        if last >= len(starts) or [starts[rank] + b for b in bounds] != starts[rank : last + 1]:
+            return False
+        if not np.array_equal(piece, files.read(rank, last)[: bounds[-1]]):
+            return False
+        rank = last
+    return rank == len(starts) - 1
+
+
+def _read_varints(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_varints_at`, the varints of one or two bytes (most of a trace's) read as bytes."""
+    byte = a[at]
+    value, end = byte.astype(np.int64), at + 1
+    more = np.flatnonzero(byte >= 0x80)
+    if len(more):
+        second = a[at[more] + 1]
+        value[more] = (value[more] & 0x7F) | second.astype(np.int64) << 7
+        end[more] += 1
+        longer = more[second >= 0x80]
+        if len(longer):
+            value[longer], end[longer] = _varints_at(a, at[longer])
+    return value, end
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes of the varints of values >= 0."""
+    size, top = np.ones(len(values), np.int64), int(values.max(initial=0))
+    for limit in _VARINT_LIMITS:
+        if limit > top:
+            break
+        size += values >= limit
+    return size
+
+
+def _cross_deps(
+    a: np.ndarray, frame: np.ndarray, node: np.ndarray, index: np.ndarray
+) -> np.ndarray:
+    """The cross-block dependency (a node id, -1 where none) of steps' first nodes, framed at
+    `frame`, each node `node` of its file and starting step `index` of its thread block. As
+    ccopt writes them, a node's id is its place in its file, and the first dependency of a
+    step past its block's first is the node before; read as if so (the re-export proves it)."""
+    _, at = _read_varints(a, frame)
+    at = at + np.where(node > 0, 1 + _varint_sizes(node), 0)  # [1 id]
+    at = at + 2 + a[at + 1]  # 2 name
+    at = at + 2  # 3 type
+    has_deps = a[at] == 0x2A  # [5 data_deps]
     deps_end = at + 2 + a[at + 1]
-    d1, after = _varint_at(a, at + 2)
-    d2, _ = _varint_at(a, after)
-    d1 = np.where(has_deps, d1, -1)
-    d2 = np.where(has_deps & (after < deps_end), d2, -1)
-    return d1, d2
+    at = at + 2 + np.where(index > 0, _varint_sizes(np.maximum(node - 1, 0)), 0)
+    dep, _ = _read_varints(a, at)
+    return np.where(has_deps & (at < deps_end), dep, -1)
 
 
-def _decoded(
-    a: np.ndarray,
-    start: np.ndarray,
-    marks: np.ndarray,
-    per_file: np.ndarray,
-    metadata: list[dict[str, str]],
-    prefix: str,
-) -> tuple[Algorithm, int, float]:
-    """The algorithm, size and local memory bandwidth the nodes would have been written for."""
+DECODE_BYTES = 1 << 24
+"""Bytes of files decoded at once (whole files): the arrays of a piece stay small enough to be
+reused, where arrays of a whole trace set's nodes would be fresh memory each."""
+
+
+def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float]:
+    """The algorithm, size and local memory bandwidth the files would have been written for,
+    some files at a time."""
+    gpus, head_fields = [], None
+    for lo, hi in files.groups():
+        a = files.read(lo, hi)
+        regions, metadata = _file_metadata(
+            a, [s - files.starts[lo] for s in files.starts[lo : hi + 1]]
+        )
+        mine = [_rank_gpu(fields, f"{prefix}.{lo + r}.et") for r, fields in enumerate(metadata)]
+        frame, marks, per_file = _node_frames(a, regions)
+        _read_steps(a, frame, marks, per_file, mine)
+        gpus += mine
+        head_fields = head_fields or metadata[0]
+    if head_fields is None:
+        raise ValueError("no files")
+    alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
+    chunk = _number(head_fields, "chunk_bytes", prefix)
+    size = chunk * max(g.in_chunks for g in gpus)
+    return alg, size, float(head_fields["local_mem_bw"])
+
+
+def _read_steps(
+    a: np.ndarray, frame: np.ndarray, marks: np.ndarray, per_file: np.ndarray, gpus: list[Gpu]
+) -> None:
+    """Set the steps of the thread blocks of `gpus` from their files' nodes."""
     # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last);
     # only what makes the algorithm is read (the re-export proves the rest)
     packed = marks + len(_STEP_MARK) + 3
@@ -915,18 +1236,17 @@ def _decoded(
     rank_start = np.concatenate([[0], np.cumsum(per_file)])[rank]
     # a step's nodes carry the same msccl_step: a node whose first 8 bytes of it (its thread
     # block and index) differ from the node before's starts a step
-    word = np.ndarray((len(a) - 7,), "<u8", a, 0, (1,))[packed]
-    first = np.ones(len(start), bool)
+    word = _words(a)[packed]
+    first = np.ones(len(frame), bool)
     first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
     row = np.empty((len(head), FIELDS), np.int64)  # the steps' fields
     at = packed[head]
     for k in range(FIELDS):
-        row[:, k], at = _varint_at(a, at)
-    d1, d2 = _head_deps(a, start[head])
+        row[:, k], at = _read_varints(a, at)
     index = row[:, 1]
-    other = np.where(index > 0, d2, d1)
-    owner = np.clip(rank_start[head] + other, 0, len(start) - 1)
+    other = _cross_deps(a, frame[head], head - rank_start[head], index)
+    owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)
     owner = (np.cumsum(first) - 1)[owner]  # (its step)
     steps = np.column_stack(
         [
@@ -936,21 +1256,16 @@ def _decoded(
         ]
     ).astype(np.int32)
     step_rank, step_tb = rank[head], row[:, 0]
-    gpus = []
-    bounds = np.searchsorted(step_rank, np.arange(len(metadata) + 1)).tolist()  # rank order
-    for r, fields in enumerate(metadata):
-        gpu = _rank_gpu(fields, f"{prefix}.{r}.et")
+    most = max(len(g.tbs) for g in gpus)
+    if len(head) and (step_tb.min() < 0 or step_tb.max() >= most):
+        raise ValueError("a thread block number no rank has")  # (before counting them)
+    bounds = np.searchsorted(step_rank, np.arange(len(gpus) + 1)).tolist()  # rank order
+    for r, gpu in enumerate(gpus):
         mine = slice(bounds[r], bounds[r + 1])
         counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
         tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
         for tb, table in zip(gpu.tbs, tables, strict=True):
             tb.steps = table
-        gpus.append(gpu)
-    head_fields = metadata[0]
-    alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
-    chunk = _number(head_fields, "chunk_bytes", prefix)
-    size = chunk * max(g.in_chunks for g in gpus)
-    return alg, size, float(head_fields["local_mem_bw"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -237,3 +237,92 @@ def test_fast_import_is_proven_by_exporting_again(tmp_path) -> None:
         (tmp_path / f"old.{r}.et").write_bytes(encode_trace(trace.metadata, trace.nodes))
     assert fast_algorithm_traces(tmp_path / "old") is None
     assert same(read_algorithm_traces(tmp_path / "old"), alg)
+
+
+@pytest.mark.parametrize(
+    ("collective", "name", "ranks", "options"),
+    [
+        ("allreduce", "ring", 16, {"channels": 2}),
+        ("allreduce", "halving_doubling", 8, {}),
+        ("allreduce", "double_binary_tree", 6, {"chunk_factor": 2}),
+        ("allgather", "direct", 5, {}),
+        ("allreduce", "ring", 1, {}),
+    ],
+)
+def test_whole_files_are_protobufs_encoding(collective, name, ranks, options, tmp_path) -> None:
+    """Every file the buffer encoder writes is, byte for byte, what protobuf's serializer writes
+    for the messages it holds (metadata and every node, framed), and the written files are the
+    encoded ones; reading them gives the algorithm back (a one-rank ring: a file with no node).
+    Sizes and bandwidths make some varints long (comm_size past 2^28) and COMP durations
+    present or absent."""
+    from ccopt.sim.chakra import encode_trace
+
+    alg = generate(collective, name, ranks, **options)
+    for size, bw in [(1 << 16, 10.0), (1 << 40, 0.001)]:
+        size *= max(g.in_chunks for g in alg.gpus)
+        files = algorithm_traces(alg, size, bw)
+        write_algorithm_traces(tmp_path / "t", alg, size, bw)
+        traces = read_trace_set(tmp_path / "t")
+        assert len(traces) == ranks
+        for r, (data, trace) in enumerate(zip(files, traces, strict=True)):
+            assert (tmp_path / f"t.{r}.et").read_bytes() == data
+            assert encode_trace(trace.metadata, trace.nodes) == data
+        assert same(read_algorithm_traces(tmp_path / "t"), alg)
+
+
+def test_fast_import_refuses_a_byte_it_does_not_read(tmp_path) -> None:
+    """The bulk reader decodes only the steps; a byte changed anywhere else (here a letter of a
+    node's name) makes the re-export differ, so the set goes to the checked reader."""
+    from ccopt.sim.chakra_algo import fast_algorithm_traces
+
+    alg = generate("allreduce", "ring", 4)
+    write_algorithm_traces(tmp_path / "r", alg, MiB, 1.0)
+    assert fast_algorithm_traces(tmp_path / "r") is not None
+    path = tmp_path / "r.2.et"
+    data = path.read_bytes()
+    at = data.index(b"SEND_tb0_step")
+    path.write_bytes(data[:at] + b"X" + data[at + 1 :])
+    assert fast_algorithm_traces(tmp_path / "r") is None
+
+
+def test_varints_read_a_word_at_a_time_as_byte_by_byte() -> None:
+    """The word-at-a-time varint reader agrees with the byte-by-byte one on every length from
+    one byte to ten (negative numbers), also where a varint ends the array."""
+    import numpy as np
+
+    from ccopt.sim.chakra_algo import _varint, _varint_at, _varints_at
+
+    values = [0, 1, 127, 128, 300, 16383, 16384, 1 << 21, (1 << 28) + 3, (1 << 35) + 5]
+    values += [(1 << 49) + 7, (1 << 56) - 1, 1 << 56, 1 << 62, (1 << 63) - 1, -1, -5, -(1 << 63)]
+    spelled = [_varint(v & (1 << 64) - 1) for v in values]
+    at = np.cumsum([0] + [len(s) for s in spelled[:-1]])
+    for pad in (0, 16):
+        a = np.frombuffer(b"".join(spelled) + bytes(pad), np.uint8)
+        value, end = _varints_at(a, at)
+        assert value.tolist() == values
+        assert end.tolist() == (at + [len(s) for s in spelled]).tolist()
+        assert [x.tolist() for x in _varint_at(a, at)] == [value.tolist(), end.tolist()]
+
+
+def test_rows_spell_one_value_and_negative_columns_as_varints() -> None:
+    """A column of one value goes in a shape's template, spelled as protobuf spells it (a
+    negative one in ten bytes), next to varying columns of every varint length."""
+    import numpy as np
+
+    from ccopt.sim import chakra_algo as ca
+
+    varying = [1, 200, 3, -1, 1 << 40]
+    for value in (-1, 5, 300, -7):
+        one = np.broadcast_to(np.int64(value), (len(varying),))
+        parts = ca.concat(
+            [ca.constant(b"\x10", len(varying))],
+            [ca.varints(one)],
+            [ca.varints(np.array(varying))],
+        )
+        length = ca.total(parts)
+        out = np.zeros(int(length.sum()), np.uint8)
+        ca.write_rows(parts, out, np.cumsum(length) - length, ca.Scratch())
+        spelled = [ca._varint(x & (1 << 64) - 1) for x in varying]
+        assert out.tobytes() == b"".join(
+            b"\x10" + ca._varint(value & (1 << 64) - 1) + s for s in spelled
+        )
