@@ -44,9 +44,16 @@ if TYPE_CHECKING:
 
 STRATEGIES = ("cd", "dp", "ilp", "exhaustive")
 
-Point = tuple[tuple[int, ...], tuple[int, ...]]
-"""A program point: the nodes whose values are live there (`Problem.memory`), and the nodes
-whose transient memory counts there (`Problem.transient`: a call's callee peak, at the call)."""
+Point = tuple[tuple[int, ...], ...]
+"""A program point: the nodes whose values are live there (`Problem.memory`), the nodes whose
+transient memory counts there (`Problem.transient`: a call's callee peak, at the call), and
+optionally third the conversions whose outputs are live there (indices into
+`Problem.conversions`: the op reading them runs there)."""
+
+
+def parts(point: Point) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A point's live nodes, running nodes and conversions (none when it names two parts)."""
+    return point[0], point[1], point[2] if len(point) > 2 else ()
 
 
 @dataclass
@@ -63,6 +70,11 @@ class Problem:
     """Bytes a node needs only while it runs (a call: its callee entry's own peak)."""
     points: list[Point] | None = None
     """The program points the limit bounds; None: one point holding every node (the sum)."""
+    conversions: list[tuple[int, int | None, list]] | None = None
+    """Bytes a conversion's output holds while the op reading it runs: (u, v, bytes[choice of
+    u][choice of v]) for converting u's value to what v reads (0 where they agree), (u, None,
+    bytes[choice of u]) for converting it to a fixed placement; the points say where each
+    counts."""
 
     @property
     def size(self) -> int:
@@ -77,11 +89,22 @@ class Problem:
         """The bytes per device live at each point under `choice`."""
         memory = self.memory or [[0.0] * len(c) for c in self.node_cost]
         transient = self.transient
-        return [
-            sum(memory[n][choice[n]] for n in live)
-            + (0.0 if transient is None else sum(transient[n][choice[n]] for n in running))
-            for live, running in self.memory_points()
-        ]
+        out = []
+        for point in self.memory_points():
+            live, running, converted = parts(point)
+            total = sum(memory[n][choice[n]] for n in live)
+            if transient is not None:
+                total += sum(transient[n][choice[n]] for n in running)
+            for c in converted:
+                total += self.converted_bytes(c, choice)
+            out.append(total)
+        return out
+
+    def converted_bytes(self, c: int, choice: Sequence[int]) -> float:
+        """The bytes conversion `c`'s output holds under `choice`."""
+        assert self.conversions is not None
+        u, v, table = self.conversions[c]
+        return float(table[choice[u]] if v is None else table[choice[u]][choice[v]])
 
     def peak(self, choice: Sequence[int]) -> float:
         """The most bytes per device live at any point under `choice`."""
@@ -109,7 +132,10 @@ def maximal_points(points: Sequence[Point]) -> list[Point]:
     (with its transients) a neighbouring point's contains - values live on intervals of the
     program order, so a point contained in any other point is contained in a neighbour, or in a
     chain of contained neighbours ending at a kept point. Linear in the points' sizes."""
-    sets = [frozenset(live) | frozenset(-1 - n for n in running) for live, running in points]
+    sets = [
+        frozenset(live) | frozenset(-1 - n for n in running) | frozenset(("c", c) for c in conv)
+        for live, running, conv in map(parts, points)
+    ]
     order = [i for i in range(len(sets)) if i == 0 or sets[i] != sets[i - 1]]
     kept: dict[frozenset, Point] = {}
     for k, i in enumerate(order):
@@ -289,6 +315,15 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
         (u, v, np.asarray(t, dtype=float).reshape(len(keep[u]), len(keep[v])))
         for u, v, t in problem.edges
     ]
+    # a conversion's bytes look like an edge's cost to dominance (less is better); one to a
+    # fixed placement is an edge to itself whose diagonal is the bytes
+    conversions = [
+        (u, u, np.diag(np.asarray(t, dtype=float)))
+        if v is None
+        else (u, v, np.asarray(t, dtype=float).reshape(len(keep[u]), len(keep[v])))
+        for u, v, t in problem.conversions or []
+    ]
+    edges += conversions
     incident: dict[int, list[tuple[int, bool]]] = {n: [] for n in range(problem.size)}
     for e, (u, v, _) in enumerate(edges):
         incident[u].append((e, True))
@@ -335,10 +370,18 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
                 else:
                     t = t[:, kept]
                 edges[e] = (u, v, t)
+    kinds = [v for _, v, _ in problem.conversions or []]
+    converted = edges[len(problem.edges) :]
     reduced = replace(
         problem,
         node_cost=[c.tolist() for c in node_cost],
-        edges=[(u, v, t) for u, v, t in edges],  # arrays: what eliminate and ilp read
+        edges=[(u, v, t) for u, v, t in edges[: len(problem.edges)]],  # arrays, as ilp reads
+        conversions=None
+        if problem.conversions is None
+        else [
+            (u, None, np.diagonal(t).copy()) if kind is None else (u, v, t)
+            for (u, v, t), kind in zip(converted, kinds, strict=True)
+        ],
         memory=None if memory is None else [m.tolist() for m in memory],
         transient=None if transient is None else [m.tolist() for m in transient],
     )
@@ -455,177 +498,321 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def integer_program(problem: Problem) -> Solution:
-    """The exact integer program, on the problem with fixed nodes folded in and dominated
-    candidates dropped (`prune`, an optimum survives): the solution maps back to the input."""
+TIME_LIMIT = 60.0
+"""Seconds an integer program may search before it answers with its best program and bound."""
+
+
+def integer_program(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
+    """The integer program, on the problem with fixed nodes folded in and dominated
+    candidates dropped (`prune`, an optimum survives): the solution maps back to the input.
+    Exact when HiGHS proves its optimum within `time_limit` seconds; otherwise its best
+    program, HiGHS's dual bound as the lower bound, and the note says so."""
     reduced, keep = prune(fold_fixed(problem))
-    picked = _solve_integer_program(reduced)
-    choice = [keep[n][c] for n, c in enumerate(picked)]
+    found = _Model(reduced).solve(time_limit)
+    choice = [keep[n][c] for n, c in enumerate(found.choice)]
     cost = problem.cost(choice)
-    return Solution(choice, cost, "ilp", cost)
+    if found.proven:
+        return Solution(choice, cost, "ilp", cost)
+    note = f"ilp: stopped at time-limit={time_limit:g}s with HiGHS's best program and bound"
+    return Solution(choice, cost, "ilp", min(cost, found.bound), note)
 
 
-def _solve_integer_program(problem: Problem) -> list[int]:
-    """HiGHS on the local-polytope formulation: a binary per candidate (one per node), and
-    per edge a continuous joint variable per pair of candidate classes (candidates with equal
-    rows, or columns, of the edge's table) whose row and column sums equal the classes'
-    indicators. With integral candidates the joint is the one chosen pair; its LP relaxation
-    is exact on trees and tight on the layers' few short cycles, so HiGHS closes the gap at
-    the root where the classic `y >= x_u + x_v - 1` linearization branched for minutes. A
-    forbidden pair has no variable. The model goes to HiGHS as arrays in one call per kind."""
-    import highspy
-    import numpy as np
-
-    node_cost = [np.asarray(c, dtype=float) for c in problem.node_cost]
-    start = np.cumsum([0] + [len(c) for c in node_cost])
-    cost = list(node_cost)
-    ncol = int(start[-1])
-    rows: list[tuple[float, float, np.ndarray, np.ndarray]] = [
-        (1.0, 1.0, np.arange(start[n], start[n + 1]), np.ones(len(c)))
-        for n, c in enumerate(node_cost)
-    ]
-    for u, v, t in problem.edges:
-        table = np.asarray(t, dtype=float).reshape(len(node_cost[u]), len(node_cost[v]))
-        if u == v:
-            cost[u] = cost[u] + np.diagonal(table)
-            continue
-        _, row_of = np.unique(table, axis=0, return_inverse=True)
-        _, col_of = np.unique(table, axis=1, return_inverse=True)
-        row_of, col_of = row_of.reshape(-1), col_of.reshape(-1)
-        nr, nc = int(row_of.max()) + 1, int(col_of.max()) + 1
-        joint = np.full((nr, nc), np.nan)
-        joint[row_of[:, None], col_of[None, :]] = table
-        if not np.isinf(joint).any() and (joint == 0).all():
-            continue
-        ids = np.full((nr, nc), -1)
-        finite = np.isfinite(joint)
-        ids[finite] = ncol + np.arange(int(finite.sum()))
-        ncol += int(finite.sum())
-        cost.append(joint[finite])
-        for i in range(nr):  # a row class's joint mass is its indicator
-            members = start[u] + np.flatnonzero(row_of == i)
-            joined = ids[i][ids[i] >= 0]
-            rows.append(
-                (
-                    0.0,
-                    0.0,
-                    np.concatenate([joined, members]),
-                    np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
-                )
-            )
-        for j in range(nc):
-            members = start[v] + np.flatnonzero(col_of == j)
-            joined = ids[:, j][ids[:, j] >= 0]
-            rows.append(
-                (
-                    0.0,
-                    0.0,
-                    np.concatenate([joined, members]),
-                    np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
-                )
-            )
-    rows.extend(_memory_rows(problem, start))
-    objective = np.concatenate(cost)
-    with _quiet_stdout():
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", 0.0)
-        h.addCols(
-            ncol,
-            objective,
-            np.zeros(ncol),
-            np.ones(ncol),
-            0,
-            np.zeros(0, np.int32),
-            np.zeros(0, np.int32),
-            np.zeros(0),
-        )
-        binary = int(start[-1])
-        h.changeColsIntegrality(
-            binary,
-            np.arange(binary, dtype=np.int32),
-            np.full(binary, highspy.HighsVarType.kInteger.value, np.uint8),
-        )
-        starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
-        h.addRows(
-            len(rows),
-            np.array([r[0] for r in rows]),
-            np.array([r[1] for r in rows]),
-            int(sum(len(r[2]) for r in rows)),
-            starts,
-            np.concatenate([r[2] for r in rows]).astype(np.int32),
-            np.concatenate([r[3] for r in rows]).astype(float),
-        )
-        # the relaxation first, without presolve (its simplex alone is fast): on these
-        # layers its optimum is integral, hence the integer optimum; else branch on it
-        h.setOptionValue("presolve", "off")
-        h.run()
-        values = _values(h, binary := int(start[-1]))
-        if values is None or not np.allclose(values, np.round(values), atol=1e-7):
-            h.setOptionValue("presolve", "on")
-            h.changeColsIntegrality(
-                binary,
-                np.arange(binary, dtype=np.int32),
-                np.full(binary, highspy.HighsVarType.kInteger.value, np.uint8),
-            )
-            h.run()
-            values = _values(h, binary)
-        if values is None:
-            raise NoSolution(
-                f"the integer program has no solution ({h.modelStatusToString(h.getModelStatus())})"
-            )
-    return [int(np.argmax(values[start[n] : start[n + 1]])) for n in range(len(node_cost))]
+def least_peak(problem: Problem, time_limit: float = TIME_LIMIT) -> tuple[float, bool]:
+    """The least memory peak any combination reaches, and whether it is proven (else a lower
+    bound: HiGHS stopped at `time_limit`). Each node's smallest candidate minimizes every
+    point's live values and transients at once; where that choice converts nothing and uses
+    no forbidden pair its peak is the least (no point can hold less), else an integer program
+    minimizes the peak (the largest point) outright."""
+    if problem.memory is None and problem.conversions is None:
+        return 0.0, True
+    smallest = _smallest(problem)
+    floor = replace(problem, conversions=None)
+    if not math.isinf(problem.cost(smallest)) and problem.peak(smallest) <= floor.peak(smallest):
+        return problem.peak(smallest), True
+    reduced, _ = prune(fold_fixed(replace(problem, memory_limit=None)))
+    found = _Model(reduced).solve(time_limit, minimize_peak=True)
+    return (found.peak if found.proven else found.bound), found.proven
 
 
-def _memory_rows(
-    problem: Problem, start: np.ndarray
-) -> list[tuple[float, float, np.ndarray, np.ndarray]]:
-    """One row per program point: its live bytes at most the limit. Nodes of one candidate
-    (and nodes whose every candidate holds as much) are constants on the right-hand side; the
-    rows are scaled by the limit (bytes of 1e11 next to HiGHS's tolerances)."""
-    import numpy as np
+@dataclass
+class _Found:
+    choice: list[int]
+    bound: float
+    """HiGHS's dual bound on the objective (the optimum when proven)."""
+    proven: bool
+    peak: float = 0.0
 
-    if problem.memory is None or problem.memory_limit is None:
-        return []
-    limit = max(problem.memory_limit, 1.0)
-    tables = [("m", problem.memory)] + (
-        [] if problem.transient is None else [("t", problem.transient)]
-    )
-    arrays = {kind: [np.asarray(m, dtype=float) for m in table] for kind, table in tables}
-    rows = []
-    for live, running in problem.memory_points():
-        constant = 0.0
-        columns: list[np.ndarray] = []
-        values: list[np.ndarray] = []
-        for kind, members in (("m", live), ("t", running)):
-            if kind not in arrays:
+
+class _Model:
+    """HiGHS's model of a problem, the local-polytope formulation: a binary per candidate (one
+    per node), and per edge a continuous joint variable per pair of candidate classes
+    (candidates with equal rows, or columns, of the edge's table and of the conversions between
+    the same two nodes) whose row and column sums equal the classes' indicators. With integral
+    candidates the joint is the one chosen pair; its LP relaxation is exact on trees and tight
+    on the layers' few short cycles, so HiGHS closes the gap at the root where the classic
+    `y >= x_u + x_v - 1` linearization branched for minutes. A forbidden pair has no variable.
+    A conversion's bytes are linear in the joints (or, to a fixed placement, in the
+    candidates), so a point's row counts them with its live values. The model goes to HiGHS
+    as arrays in one call per kind."""
+
+    def __init__(self, problem: Problem) -> None:
+        import numpy as np
+
+        self.problem = problem
+        node_cost = [np.asarray(c, dtype=float) for c in problem.node_cost]
+        self.start = start = np.cumsum([0] + [len(c) for c in node_cost])
+        cost = list(node_cost)
+        self.binary = ncol = int(start[-1])
+        self.rows: list[tuple[float, float, np.ndarray, np.ndarray]] = [
+            (1.0, 1.0, np.arange(start[n], start[n + 1]), np.ones(len(c)))
+            for n, c in enumerate(node_cost)
+        ]
+        self.joints: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+        """(u, v, row class per u candidate, column class per v candidate, joint ids)."""
+        self.converted: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        """Per conversion: the columns and coefficients whose sum is its bytes."""
+        for u, v, table, attached in self._pairs():
+            if u == v:
+                cost[u] = cost[u] + np.diagonal(table)
                 continue
-            for n in members:
-                m = arrays[kind][n]
-                low = float(m.min()) if len(m) else 0.0
-                constant += low
-                if len(m) > 1 and (m > low).any():
-                    columns.append(start[n] + np.arange(len(m)))
-                    values.append(m - low)
-        if not columns:
-            if constant > _slack(problem.memory_limit):
-                raise NoSolution("no combination of candidates fits the memory limit")
-            continue
-        index, where = np.unique(np.concatenate(columns), return_inverse=True)
-        merged = np.bincount(where.reshape(-1), weights=np.concatenate(values))
-        rhs = (_slack(problem.memory_limit) - constant) / limit
-        rows.append((-math.inf, rhs, index, merged / limit))
-    return rows
+            stacked = [table] + [t for _, t in attached]
+            _, row_of = np.unique(np.hstack(stacked), axis=0, return_inverse=True)
+            _, col_of = np.unique(np.vstack(stacked), axis=1, return_inverse=True)
+            row_of, col_of = row_of.reshape(-1), col_of.reshape(-1)
+            nr, nc = int(row_of.max()) + 1, int(col_of.max()) + 1
+            joint = np.full((nr, nc), np.nan)
+            joint[row_of[:, None], col_of[None, :]] = table
+            if not attached and not np.isinf(joint).any() and (joint == 0).all():
+                continue
+            ids = np.full((nr, nc), -1)
+            finite = np.isfinite(joint)
+            ids[finite] = ncol + np.arange(int(finite.sum()))
+            ncol += int(finite.sum())
+            cost.append(joint[finite])
+            self.joints.append((u, v, row_of, col_of, ids))
+            for c, t in attached:
+                held = np.zeros((nr, nc))
+                held[row_of[:, None], col_of[None, :]] = t
+                self.converted[c] = (ids[finite], held[finite])
+            for i in range(nr):  # a row class's joint mass is its indicator
+                self._tie(ids[i][ids[i] >= 0], start[u] + np.flatnonzero(row_of == i))
+            for j in range(nc):
+                self._tie(ids[:, j][ids[:, j] >= 0], start[v] + np.flatnonzero(col_of == j))
+        for c, (u, v, t) in enumerate(problem.conversions or []):
+            if v is None:
+                self.converted[c] = (start[u] + np.arange(len(node_cost[u])), np.asarray(t))
+        self.ncol = ncol
+        self.objective = np.concatenate(cost)
 
+    def _tie(self, joined: np.ndarray, members: np.ndarray) -> None:
+        import numpy as np
 
-def _values(h: object, binary: int) -> object:
-    """The candidates' values of HiGHS's optimum, None when it found none."""
-    import highspy
-    import numpy as np
+        self.rows.append(
+            (
+                0.0,
+                0.0,
+                np.concatenate([joined, members]),
+                np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
+            )
+        )
 
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
-        return None
-    return np.asarray(h.getSolution().col_value[:binary])  # type: ignore[attr-defined]
+    def _pairs(self) -> list[tuple[int, int, np.ndarray, list[tuple[int, np.ndarray]]]]:
+        """Each edge with the conversions between its two nodes, and a cost-free pair for
+        conversions between nodes no edge joins (an edge folded into a fixed node)."""
+        import numpy as np
+
+        sizes = [len(c) for c in self.problem.node_cost]
+        pairs: list[tuple[int, int, np.ndarray, list[tuple[int, np.ndarray]]]] = []
+        where: dict[tuple[int, int], int] = {}
+        for u, v, t in self.problem.edges:
+            where.setdefault((u, v), len(pairs))
+            pairs.append((u, v, np.asarray(t, dtype=float).reshape(sizes[u], sizes[v]), []))
+        for c, (u, v, t) in enumerate(self.problem.conversions or []):
+            if v is None:
+                continue
+            held = np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])
+            if (u, v) in where:
+                pairs[where[(u, v)]][3].append((c, held))
+            elif (v, u) in where:
+                pairs[where[(v, u)]][3].append((c, held.T))
+            else:
+                where[(u, v)] = len(pairs)
+                pairs.append((u, v, np.zeros((sizes[u], sizes[v])), [(c, held)]))
+        return pairs
+
+    def points(self) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """Per program point the columns, coefficients and constant whose sum is its bytes.
+        Nodes of one candidate (and nodes whose every candidate holds as much) are constants."""
+        import numpy as np
+
+        problem = self.problem
+        tables = {"m": problem.memory, "t": problem.transient}
+        arrays = {
+            kind: [np.asarray(m, dtype=float) for m in table]
+            for kind, table in tables.items()
+            if table is not None
+        }
+        out = []
+        for point in problem.memory_points():
+            live, running, converted = parts(point)
+            constant = 0.0
+            columns: list[np.ndarray] = [np.zeros(0, dtype=int)]
+            values: list[np.ndarray] = [np.zeros(0)]
+            for kind, members in (("m", live), ("t", running)):
+                for n in members if kind in arrays else ():
+                    m = arrays[kind][n]
+                    low = float(m.min()) if len(m) else 0.0
+                    constant += low
+                    if len(m) > 1 and (m > low).any():
+                        columns.append(self.start[n] + np.arange(len(m)))
+                        values.append(m - low)
+            for c in converted:
+                columns.append(self.converted[c][0])
+                values.append(self.converted[c][1])
+            index, where = np.unique(np.concatenate(columns), return_inverse=True)
+            merged = np.bincount(
+                where.reshape(-1), weights=np.concatenate(values), minlength=len(index)
+            )
+            out.append((index, merged, constant))
+        return out
+
+    def solve(self, time_limit: float, minimize_peak: bool = False) -> _Found:
+        """HiGHS's answer: under the problem's memory limit its least cost, or with
+        `minimize_peak` its least peak (a column bounding every point's bytes, the objective)."""
+        import time
+
+        import highspy
+        import numpy as np
+
+        problem = self.problem
+        rows = list(self.rows)
+        objective, ncol = self.objective, self.ncol
+        points = self.points() if (problem.memory is not None or problem.conversions) else []
+        scale = 1.0
+        if minimize_peak:
+            scale = max([c for _, _, c in points] + [1.0])
+            objective = np.concatenate([np.zeros(ncol), [1.0]])
+            for index, values, constant in points:
+                rows.append(
+                    (
+                        -math.inf,
+                        -constant / scale,
+                        np.append(index, ncol),
+                        np.append(values / scale, -1.0),
+                    )
+                )
+            ncol += 1
+        elif problem.memory_limit is not None:
+            scale = max(problem.memory_limit, 1.0)
+            for index, values, constant in points:
+                rhs = (_slack(problem.memory_limit) - constant) / scale
+                if not len(index):
+                    if rhs < 0:
+                        raise NoSolution("no combination of candidates fits the memory limit")
+                    continue
+                rows.append((-math.inf, rhs, index, values / scale))
+        began = time.perf_counter()
+        with _quiet_stdout():
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.setOptionValue("mip_rel_gap", 0.0)
+            h.setOptionValue("time_limit", float(time_limit))
+            h.addCols(
+                ncol,
+                objective,
+                np.zeros(ncol),
+                np.append(np.ones(self.binary), np.full(ncol - self.binary, math.inf))
+                if minimize_peak
+                else np.ones(ncol),
+                0,
+                np.zeros(0, np.int32),
+                np.zeros(0, np.int32),
+                np.zeros(0),
+            )
+            starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
+            h.addRows(
+                len(rows),
+                np.array([r[0] for r in rows]),
+                np.array([r[1] for r in rows]),
+                int(sum(len(r[2]) for r in rows)),
+                starts,
+                np.concatenate([r[2] for r in rows]).astype(np.int32),
+                np.concatenate([r[3] for r in rows]).astype(float),
+            )
+            # the relaxation first, without presolve (its simplex alone is fast): on these
+            # layers its optimum is integral, hence the integer optimum; else branch on it
+            h.setOptionValue("presolve", "off")
+            h.run()
+            values = self._values(h)
+            proven = values is not None and bool(np.allclose(values, np.round(values), atol=1e-7))
+            bound = h.getInfo().objective_function_value if proven else -math.inf
+            if not proven and h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
+                h.setOptionValue("presolve", "on")
+                h.setOptionValue("time_limit", max(0.0, time_limit - (time.perf_counter() - began)))
+                h.changeColsIntegrality(
+                    self.binary,
+                    np.arange(self.binary, dtype=np.int32),
+                    np.full(self.binary, highspy.HighsVarType.kInteger.value, np.uint8),
+                )
+                self._hint(h, minimize_peak)
+                h.run()
+                values = self._values(h)
+                info = h.getInfo()
+                proven = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+                bound = info.objective_function_value if proven else info.mip_dual_bound
+            status = h.modelStatusToString(h.getModelStatus())
+        if values is None:
+            if status == "Infeasible":
+                raise NoSolution(
+                    "no combination of candidates fits the memory limit"
+                    if problem.memory_limit is not None
+                    else "every combination uses a forbidden pair"
+                )
+            raise NoSolution(
+                f"the integer program found no program within time-limit={time_limit:g}s "
+                f"(HiGHS: {status})"
+            )
+        choice = [
+            int(np.argmax(values[self.start[n] : self.start[n + 1]]))
+            for n in range(len(self.start) - 1)
+        ]
+        found = _Found(choice, bound * scale if minimize_peak else bound, proven)
+        if minimize_peak:
+            found.peak = problem.peak(choice)
+        return found
+
+    def _values(self, h: object) -> np.ndarray | None:
+        """The candidates' values of HiGHS's best program, None when it has none."""
+        import highspy
+        import numpy as np
+
+        info = h.getInfo()  # type: ignore[attr-defined]
+        if info.primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible.value:
+            return None
+        return np.asarray(h.getSolution().col_value[: self.binary])  # type: ignore[attr-defined]
+
+    def _hint(self, h: object, minimize_peak: bool) -> None:
+        """Start HiGHS's branching from coordinate descent's program (or, for the least peak,
+        each node's smallest candidate) when it is one: under a time limit there is then a
+        program to answer with whenever cd finds one."""
+        import numpy as np
+
+        problem = self.problem
+        try:
+            choice = _smallest(problem) if minimize_peak else coordinate_descent(problem).choice
+        except NoSolution:
+            return
+        if math.isinf(problem.cost(choice)) or (not minimize_peak and not problem.fits(choice)):
+            return
+        values = np.zeros(self.ncol + (1 if minimize_peak else 0))
+        for n, c in enumerate(choice):
+            values[self.start[n] + c] = 1.0
+        for u, v, row_of, col_of, ids in self.joints:
+            values[ids[row_of[choice[u]], col_of[choice[v]]]] = 1.0
+        if minimize_peak:
+            scale = max([c for _, _, c in self.points()] + [1.0])
+            values[-1] = problem.peak(choice) / scale
+        h.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)  # type: ignore[attr-defined]
 
 
 def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solution:
@@ -692,32 +879,58 @@ def _smallest(problem: Problem) -> list[int]:
 
 class _Held:
     """The bytes live at every program point under coordinate descent's current choice, kept
-    as running sums: moving a node touches only the points it is live or runs at."""
+    as running sums: moving a node touches only the points it is live or runs at, and those
+    where a conversion from or to it is held."""
 
     def __init__(self, problem: Problem, choice: list[int]) -> None:
         assert problem.memory is not None and problem.memory_limit is not None
+        self.problem, self.choice = problem, choice  # the list cd moves in place
         self.limit = _slack(problem.memory_limit)
         self.totals = problem.point_memory(choice)
         self.at: list[list[tuple[int, list[float]]]] = [[] for _ in range(problem.size)]
-        for p, (live, running) in enumerate(problem.memory_points()):
+        self.converted: list[list[tuple[int, int]]] = [[] for _ in range(problem.size)]
+        for p, point in enumerate(problem.memory_points()):
+            live, running, converted = parts(point)
             for n in live:
                 self.at[n].append((p, problem.memory[n]))
             if problem.transient is not None:
                 for n in running:
                     self.at[n].append((p, problem.transient[n]))
+            for c in converted:
+                u, v, _ = problem.conversions[c]  # type: ignore[index]
+                self.converted[u].append((p, c))
+                if v is not None and v != u:
+                    self.converted[v].append((p, c))
+
+    def deltas(self, node: int, old: int, new: int) -> dict[int, float]:
+        """How the bytes at each point `node` touches change when it moves from `old` to
+        `new`."""
+        out: dict[int, float] = {}
+        for p, table in self.at[node]:
+            out[p] = out.get(p, 0.0) + table[new] - table[old]
+        for p, c in self.converted[node]:
+            out[p] = out.get(p, 0.0) + self._held(c, node, new) - self._held(c, node, old)
+        return out
+
+    def _held(self, c: int, node: int, candidate: int) -> float:
+        """Conversion `c`'s bytes with `node` at `candidate`, the other end as chosen."""
+        u, v, table = self.problem.conversions[c]  # type: ignore[index]
+        a = candidate if u == node else self.choice[u]
+        if v is None:
+            return float(table[a])
+        return float(table[a][candidate if v == node else self.choice[v]])
 
     def allows(self, node: int, old: int, new: int) -> bool:
         """Whether moving `node` from `old` to `new` keeps each point it touches within the
         limit (or, from a start beyond it, no fuller than it was)."""
-        for p, table in self.at[node]:
-            after = self.totals[p] + table[new] - table[old]
-            if after > max(self.limit, self.totals[p]):
+        for p, delta in self.deltas(node, old, new).items():
+            if self.totals[p] + delta > max(self.limit, self.totals[p]):
                 return False
         return True
 
     def move(self, node: int, old: int, new: int) -> None:
-        for p, table in self.at[node]:
-            self.totals[p] += table[new] - table[old]
+        for p, delta in self.deltas(node, old, new).items():
+            self.totals[p] += delta
 
 
 def lower_bound(problem: Problem) -> float:
