@@ -158,6 +158,7 @@ class Cost:
         self.objective, self.mesh = objective, mesh
         self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.matrices: dict[tuple, np.ndarray] = {}
+        self.holding: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
         if objective == "time":
             from ccopt.sim.machine import load_machine
@@ -185,6 +186,14 @@ class Cost:
             known = self.matrices[key] = np.array(
                 [[self.conversion(t, a, b) for b in goals] for a in starts]
             ).reshape(len(starts), len(goals))
+        return known
+
+    def held(self, t: DTensorType, start: Placements, goal: Placements) -> float:
+        """`conversion_held`, remembered."""
+        key = (t, start, goal)
+        known = self.holding.get(key)
+        if known is None:
+            known = self.holding[key] = conversion_held(t, start, goal, self.mesh)
         return known
 
     def convert(self, t: DTensorType, start: Placements, goal: Placements) -> float:
@@ -274,6 +283,30 @@ def nests(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bo
     return True
 
 
+def conversion_steps(start: Placements, goal: Placements) -> list[Placements]:
+    """The placements `convert` passes through from `start` to `goal`, one per collective
+    (innermost axis widened first, then slices outermost first), `goal` last."""
+    changed = [a for a in range(len(goal)) if start[a] != goal[a]]
+    widen = [a for a in reversed(changed) if not isinstance(start[a], ReplicatedAttr)]
+    narrow = [a for a in changed if isinstance(start[a], ReplicatedAttr)]
+    current, out = list(start), []
+    for axis in widen + narrow:
+        current[axis] = goal[axis]
+        out.append(tuple(current))
+    return out
+
+
+def conversion_held(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> float:
+    """The most bytes per device `convert`'s outputs hold at once beside its input: each
+    collective's output while it is made, with the output it reads when that is no input (a
+    chain through a wider placement holds the wider one), and the last output while the op
+    reading it runs. An all-gather of 16 KiB from [S(0)] over 4 ranks holds 16 KiB; [S(0), R]
+    to [R, S(1)] holds the whole tensor and its quarter while slicing. 0 when nothing
+    changes."""
+    sizes = [local_bytes(t, s, mesh) for s in conversion_steps(start, goal)]
+    return max((b + (sizes[i - 1] if i else 0.0) for i, b in enumerate(sizes)), default=0.0)
+
+
 def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
     shards = math.prod(
         n for n, p in zip(mesh.axis_sizes, placements, strict=True) if isinstance(p, SplitAttr)
@@ -281,14 +314,62 @@ def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
     return math.prod(t.get_shape()) * element_bytes(t) / shards
 
 
-def live_points(f: func.FuncOp, nodes: Sequence[Node]) -> list[Point]:
+class Held:
+    """The conversions whose outputs a function holds while the ops reading them run
+    (`Problem.conversions`), and where: at an op, what converting its operand costs in bytes
+    (`conversion_held`); at a call, the operand itself where it is converted and outlives the
+    call (the converted copy is the callee's argument, inside the callee's peak, while the
+    operand, no longer the callee's, must still be counted)."""
+
+    def __init__(self, f: func.FuncOp) -> None:
+        self.conversions: list[tuple[int, int | None, object]] = []
+        self.at: dict[Operation, list[int]] = {}
+        self.position = {op: i for i, op in enumerate(f.body.block.ops)}
+        self.block = f.body.block
+
+    def add(self, op: Operation, u: int, v: int | None, holds: object) -> None:
+        import numpy as np
+
+        if not np.any(np.asarray(holds)):
+            return
+        self.at.setdefault(op, []).append(len(self.conversions))
+        self.conversions.append((u, v, holds))
+
+    def source(
+        self,
+        operand: SSAValue,
+        call: func.CallOp,
+        differs: np.ndarray,
+        producer: Node,
+        t: DTensorType,
+        mesh: Mesh,
+    ) -> np.ndarray:
+        """At a call: the operand's own bytes where it is converted and read after the call."""
+        import numpy as np
+
+        here = self.position[call]
+        outlives = not isinstance(operand.owner, Operation) or any(
+            (user := self.block.find_ancestor_op_in_block(use.operation)) is not None
+            and self.position[user] > here
+            for use in operand.uses
+        )
+        if not outlives:
+            return np.zeros(differs.shape)
+        own = np.array([local_bytes(t, s.result, mesh) for s in producer.signatures])
+        return np.where(differs, own[:, None], 0.0)
+
+
+def live_points(
+    f: func.FuncOp, nodes: Sequence[Node], held: dict[Operation, list[int]] | None = None
+) -> list[Point]:
     """The program points of `f`'s body, one per op, with the nodes live there: a value from
     the op that defines it (an argument: throughout) to its last use (a returned value: the
     end; a value an update stores into its argument: the update, after which the argument's
     storage, counted throughout, holds it). At a call of a function with a transfer table the
     point holds what lives across the call (defined before, used after, not an operand: the
     operands are the callee's arguments) and the callee entry's own peak, as a transient of
-    the call's first node. Linear in the ops plus the uses, times the live set's size."""
+    the call's first node. `held` names the conversions (`Held`) whose outputs each op holds.
+    Linear in the ops plus the uses, times the live set's size."""
     block = f.body.block
     ops = list(block.ops)
     position = {op: i for i, op in enumerate(ops)}
@@ -322,9 +403,9 @@ def live_points(f: func.FuncOp, nodes: Sequence[Node]) -> list[Point]:
         if k in calls:
             operands = {index[v] for v in op.operands if v in index}
             across = tuple(sorted(i for i in live if first[i] < k < last[i] and i not in operands))
-            points.append((across, (calls[k],)))
+            points.append((across, (calls[k],), tuple(held.get(op, ())) if held else ()))
         else:
-            points.append((tuple(sorted(live)), ()))
+            points.append((tuple(sorted(live)), (), tuple(held.get(op, ())) if held else ()))
         live.difference_update(ending[k])
     return points
 
@@ -767,6 +848,7 @@ class AutoShard(ModulePass):
         ]
         tables: dict[tuple[int, int], np.ndarray] = {}
         moves = {} if moves is None else moves
+        held = Held(f) if self.memory > 0 else None
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
                 continue
@@ -783,9 +865,13 @@ class AutoShard(ModulePass):
                         *conversion_table(t, nodes[u].signatures, node.signatures, k, cost),
                         (nodes[u].signatures, node.signatures),  # alive: their ids are the key
                     )
-                moved, differs, _ = moves[key]
+                moved, differs, holds, _ = moves[key]
                 if k in in_place:
                     moved = np.where(differs, math.inf, moved)  # the callee's storage as it is
+                elif held is not None:
+                    if isinstance(node.op, func.CallOp):  # the converted copy is the callee's
+                        holds = held.source(operand, node.op, differs, nodes[u], t, mesh)
+                    held.add(node.op, u, v, holds)
                 if v in pipelined:
                     moved = moved + np.array(
                         [collective_cost(node.op, sv, cost) for sv in node.signatures]
@@ -803,10 +889,10 @@ class AutoShard(ModulePass):
         for u, v in tied(nodes):  # a call's results come from the same table entry
             k = len(nodes[u].signatures)
             tables[(u, v)] = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
-        self.update_costs(f, nodes, index, tables, cost)
-        self.return_costs(f, nodes, index, node_cost, cost)
+        self.update_costs(f, nodes, index, tables, cost, held)
+        self.return_costs(f, nodes, index, node_cost, cost, held)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
-        if self.memory > 0:
+        if held is not None:
             problem.memory = [
                 [
                     0.0 if n.value is None else local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type]
@@ -818,7 +904,8 @@ class AutoShard(ModulePass):
             problem.transient = [
                 [s.callee_peak if n.primary else 0.0 for s in n.signatures] for n in nodes
             ]
-            problem.points = maximal_points(live_points(f, nodes))
+            problem.conversions = held.conversions
+            problem.points = maximal_points(live_points(f, nodes, held.at))
         return problem
 
     def overlaps(self, producer: Node, signature: Signature) -> bool:
@@ -850,9 +937,11 @@ class AutoShard(ModulePass):
         index: dict[SSAValue, int],
         tables: dict[tuple[int, int], np.ndarray],
         cost: Cost,
+        held: Held | None = None,
     ) -> None:
         """An in-place update stores its value at the placement of the argument it updates:
-        an edge from the value to the argument, costing the conversion."""
+        an edge from the value to the argument, costing the conversion (whose output `held`
+        counts at the update)."""
         for op in f.body.block.ops:
             if not isinstance(op, UpdateOp):
                 continue
@@ -870,6 +959,14 @@ class AutoShard(ModulePass):
                 ]
             )
             tables[(u, v)] = tables[(u, v)] + moved if (u, v) in tables else moved
+            if held is not None:
+                holds = np.array(
+                    [
+                        [cost.held(t, su.result, sv.result) for sv in nodes[v].signatures]
+                        for su in nodes[u].signatures
+                    ]
+                )
+                held.add(op, u, v, holds)
 
     @staticmethod
     def return_costs(
@@ -878,8 +975,10 @@ class AutoShard(ModulePass):
         index: dict[SSAValue, int],
         node_cost: list[list[float]],
         cost: Cost,
+        held: Held | None = None,
     ) -> None:
-        """A value returned with a concrete function result type pays its conversion there."""
+        """A value returned with a concrete function result type pays its conversion there
+        (and `held` counts its output at the return)."""
         ret = f.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
         for v, t in zip(ret.operands, f.function_type.outputs.data, strict=True):
@@ -888,6 +987,9 @@ class AutoShard(ModulePass):
                 continue
             for a, s in enumerate(nodes[u].signatures):
                 node_cost[u][a] += cost.conversion(t, s.result, t.placement_list)
+            if held is not None:
+                holds = [cost.held(t, s.result, t.placement_list) for s in nodes[u].signatures]
+                held.add(ret, u, None, holds)
 
     def rewrite(
         self,
@@ -944,10 +1046,11 @@ class AutoShard(ModulePass):
 
 def conversion_table(
     t: DTensorType, producers: list[Signature], consumers: list[Signature], k: int, cost: Cost
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What converting the producer's result to the consumer's operand `k` costs, per pair of
-    signatures, and where the two placements differ. Many signatures share a placement: each
-    distinct pair of placements is costed once and the table gathered from those."""
+    signatures, where the two placements differ, and the bytes the conversion's outputs hold
+    (`conversion_held`). Many signatures share a placement: each distinct pair of placements
+    is costed once and the table gathered from those."""
     import numpy as np
 
     starts: dict[Placements, int] = {}
@@ -958,7 +1061,9 @@ def conversion_table(
     )
     small = cost.matrix(t, tuple(starts), tuple(goals))
     same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
-    return small[np.ix_(given, wanted)], ~same[np.ix_(given, wanted)]
+    held = np.array([[cost.held(t, a, b) for b in goals] for a in starts]).reshape(same.shape)
+    pick = np.ix_(given, wanted)
+    return small[pick], ~same[pick], held[pick]
 
 
 def callees_first(module: ModuleOp) -> list[func.FuncOp]:

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 STRATEGIES = ("cd", "dp", "ilp", "exhaustive")
+TIME_LIMIT = 60.0
+"""Seconds an integer program may search before it answers with its best program and bound."""
 
 Point = tuple[tuple[int, ...], ...]
 """A program point: the nodes whose values are live there (`Problem.memory`), the nodes whose
@@ -173,13 +175,18 @@ class NoSolution(Exception):
     """Every combination breaks the memory limit or a forbidden pair."""
 
 
-def solve(problem: Problem, strategy: str, seed: int = 0) -> Solution:
+def solve(
+    problem: Problem, strategy: str, seed: int = 0, time_limit: float | None = None
+) -> Solution:
+    """`strategy`'s solution; `time_limit` bounds each integer program's seconds (`ilp`, and
+    `dp` where it hands over to ilp)."""
+    limit = TIME_LIMIT if time_limit is None else time_limit
     if strategy == "exhaustive":
         return exhaustive(problem)
     if strategy == "dp":
-        return dynamic_programming(problem)
+        return dynamic_programming(problem, limit)
     if strategy == "ilp":
-        return integer_program(problem)
+        return integer_program(problem, limit)
     if strategy == "cd":
         return coordinate_descent(problem, seed=seed)
     raise ValueError(f"unknown strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
@@ -250,7 +257,7 @@ def fold_fixed(problem: Problem) -> Problem:
     return replace(problem, node_cost=node_cost, edges=edges)
 
 
-def dynamic_programming(problem: Problem) -> Solution:
+def dynamic_programming(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
     """Exact dynamic programming: fixed nodes folded into their neighbours, dominated
     candidates dropped, then variable elimination (`eliminate`) - on a chain or a forest the
     classic DP, on a graph with cycles (residual and attention branches) the DP over a tree
@@ -259,23 +266,27 @@ def dynamic_programming(problem: Problem) -> Solution:
     exists at all); otherwise the peak couples the nodes and, as a decomposition too wide to
     tabulate, goes to `ilp` - the solution says so."""
     if problem.memory is not None and problem.memory_limit is not None:
-        free = dynamic_programming(replace(problem, memory=None, memory_limit=None))
+        unlimited = replace(problem, memory=None, memory_limit=None, conversions=None)
+        free = dynamic_programming(unlimited, time_limit)
         if problem.fits(free.choice):
             fits = "dp: the optimum without a memory limit fits it"
             free.note = fits if not free.note else f"{free.note}; {fits}"
             return free
-        solution = integer_program(problem)
-        solution.note = (
+        solution = integer_program(problem, time_limit)
+        solution.note = _joined(
+            solution.note,
             "dp: the memory peak couples the nodes (the optimum without a limit breaks it); "
-            "solved by ilp instead"
+            "solved by ilp instead",
         )
         return solution
     folded = fold_fixed(problem)
     reduced, keep = prune(folded)
     eliminated = eliminate(reduced)
     if eliminated is None:
-        solution = integer_program(problem)
-        solution.note = "dp: the graph's tree decomposition is too wide; solved by ilp instead"
+        solution = integer_program(problem, time_limit)
+        solution.note = _joined(
+            "dp: the graph's tree decomposition is too wide; solved by ilp instead", solution.note
+        )
         return solution
     picked, width = eliminated
     choice = [keep[n][c] for n, c in enumerate(picked)]
@@ -284,6 +295,10 @@ def dynamic_programming(problem: Problem) -> Solution:
         raise NoSolution("every combination uses a forbidden pair")
     note = "" if width <= 1 else f"dp: the graph has cycles; tree decomposition of width {width}"
     return Solution(choice, cost, "dp", cost, note)
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 MAX_TABLE = 1 << 21
@@ -498,10 +513,6 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-TIME_LIMIT = 60.0
-"""Seconds an integer program may search before it answers with its best program and bound."""
-
-
 def integer_program(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
     """The integer program, on the problem with fixed nodes folded in and dominated
     candidates dropped (`prune`, an optimum survives): the solution maps back to the input.
@@ -687,10 +698,13 @@ class _Model:
         problem = self.problem
         rows = list(self.rows)
         objective, ncol = self.objective, self.ncol
-        points = self.points() if (problem.memory is not None or problem.conversions) else []
+        bounded = problem.memory_limit is not None and (
+            problem.memory is not None or problem.conversions is not None
+        )
+        points = self.points() if minimize_peak or bounded else []
         scale = 1.0
         if minimize_peak:
-            scale = max([c for _, _, c in points] + [1.0])
+            scale = max([c + float(v.max(initial=0.0)) for _, v, c in points] + [1.0])
             objective = np.concatenate([np.zeros(ncol), [1.0]])
             for index, values, constant in points:
                 rows.append(
@@ -702,7 +716,8 @@ class _Model:
                     )
                 )
             ncol += 1
-        elif problem.memory_limit is not None:
+        elif bounded:
+            assert problem.memory_limit is not None
             scale = max(problem.memory_limit, 1.0)
             for index, values, constant in points:
                 rhs = (_slack(problem.memory_limit) - constant) / scale
@@ -754,7 +769,7 @@ class _Model:
                     np.arange(self.binary, dtype=np.int32),
                     np.full(self.binary, highspy.HighsVarType.kInteger.value, np.uint8),
                 )
-                self._hint(h, minimize_peak)
+                self._hint(h, minimize_peak, scale)
                 h.run()
                 values = self._values(h)
                 info = h.getInfo()
@@ -791,7 +806,7 @@ class _Model:
             return None
         return np.asarray(h.getSolution().col_value[: self.binary])  # type: ignore[attr-defined]
 
-    def _hint(self, h: object, minimize_peak: bool) -> None:
+    def _hint(self, h: object, minimize_peak: bool, scale: float) -> None:
         """Start HiGHS's branching from coordinate descent's program (or, for the least peak,
         each node's smallest candidate) when it is one: under a time limit there is then a
         program to answer with whenever cd finds one."""
@@ -810,7 +825,6 @@ class _Model:
         for u, v, row_of, col_of, ids in self.joints:
             values[ids[row_of[choice[u]], col_of[choice[v]]]] = 1.0
         if minimize_peak:
-            scale = max([c for _, _, c in self.points()] + [1.0])
             values[-1] = problem.peak(choice) / scale
         h.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)  # type: ignore[attr-defined]
 

@@ -182,7 +182,8 @@ def test_forbidden_pairs_are_avoided():
 def peaked(draw) -> Problem:
     """Random problems under a memory peak: each node's value lives on an interval of program
     points (a first and a last), some nodes hold a transient at their first point (a call's
-    callee peak); the limit bounds the fullest point."""
+    callee peak), some edges and nodes a conversion's output at some point; the limit bounds
+    the fullest point."""
     problem = draw(problems(memory=True))
     n = problem.size
     spans = []
@@ -194,10 +195,23 @@ def peaked(draw) -> Problem:
     problem.transient = [
         [draw(cost) for _ in range(k)] if draw(st.booleans()) else [0.0] * k for k in sizes
     ]
+    # conversions: some edges' (and some nodes', to a fixed placement) outputs held at a point
+    problem.conversions = []
+    held_at: dict[int, list[int]] = {}
+    for u, v, _ in problem.edges:
+        if draw(st.booleans()):
+            table = [[draw(cost) for _ in range(sizes[v])] for _ in range(sizes[u])]
+            held_at.setdefault(draw(st.integers(0, n)), []).append(len(problem.conversions))
+            problem.conversions.append((u, v, table))
+    for u in range(n):
+        if draw(st.integers(0, 3)) == 0:
+            held_at.setdefault(draw(st.integers(0, n)), []).append(len(problem.conversions))
+            problem.conversions.append((u, None, [draw(cost) for _ in range(sizes[u])]))
     points = [
         (
             tuple(i for i, (a, b) in enumerate(spans) if a <= p <= b),
             tuple(i for i, (a, _) in enumerate(spans) if a == p and any(problem.transient[i])),
+            tuple(held_at.get(p, ())),
         )
         for p in range(n + 1)
     ]
