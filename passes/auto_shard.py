@@ -78,6 +78,7 @@ from ccopt.passes.placement_search import (
     Point,
     Problem,
     Solution,
+    least_peak,
     maximal_points,
     solve,
 )
@@ -145,7 +146,9 @@ class Memo:
 
     signatures: dict[tuple, list[Signature]] = field(default_factory=dict)
     costs: dict[Mesh, Cost] = field(default_factory=dict)
-    moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] = field(default_factory=dict)
+    moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]] = field(
+        default_factory=dict
+    )
     """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
     tried: set[tuple] = field(default_factory=set)
     """Boundaries a callee was already solved for at a caller's wish."""
@@ -552,6 +555,12 @@ class AutoShard(ModulePass):
         "(a call: what lives across it plus its callee's peak; 0: none).",
     )
     machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
+    time_limit: float | int = option(
+        60.0,
+        "Seconds each integer program (ilp, and dp or a transfer table entry where it hands over "
+        "to ilp) may search; past it the best program found is kept, with HiGHS's lower bound "
+        "and the gap reported.",
+    )
     overlap: int = option(
         0,
         "Chunks in which the overlap pass will pipeline each matmul with the reduction of its "
@@ -570,6 +579,8 @@ class AutoShard(ModulePass):
             raise ValueError(f"auto-shard: overlap must be >= 0 chunks, got {self.overlap}")
         if self.memory < 0:
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
+        if self.time_limit <= 0:
+            raise ValueError(f"auto-shard: time-limit must be > 0 seconds, got {self.time_limit}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Callees first: each called function gets a transfer table (`transfer_table`), the
@@ -601,9 +612,11 @@ class AutoShard(ModulePass):
     def transfer_table(
         self, f: func.FuncOp, memo: Memo, tables: dict[str, list[Variant]]
     ) -> list[Variant]:
-        """The called function's first entries: its own optimum with an open boundary, and its
+        """The called function's first entries: its own optimum with an open boundary, its
         optimum with the open boundary replicated (what a caller that keeps whole tensors
-        wants). `refine` adds entries its callers ask for."""
+        wants), and under a memory limit its least-memory program (the cheapest of those
+        reaching its least peak, `least_peak`: a caller holding much across its calls fits
+        whenever any entry can). `refine` adds entries its callers ask for."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
         inputs = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
@@ -617,7 +630,20 @@ class AutoShard(ModulePass):
                 entries.append(self.variant(f, 1, *replicated, memo, tables))
             except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
                 pass
+        if self.memory > 0:
+            least = self.variant(f, len(entries), None, None, memo, tables, least=True)
+            if all(least.function_type != e.function_type or least.peak < e.peak for e in entries):
+                entries.append(least)
+            else:  # the own optimum is already the least peak
+                self.drop(f, least.name)
         return entries
+
+    @staticmethod
+    def drop(f: func.FuncOp, name: str) -> None:
+        copy = SymbolTable.lookup_symbol(f, name)
+        assert copy is not None
+        copy.detach()
+        copy.erase()
 
     def variant(
         self,
@@ -627,10 +653,11 @@ class AutoShard(ModulePass):
         outputs: Sequence[Attribute] | None,
         memo: Memo,
         tables: dict[str, list[Variant]],
+        least: bool = False,
     ) -> Variant:
         """Entry `k` of `f`'s transfer table: a copy of `f` beside it, searched and rewritten
         with its argument placements restricted to `inputs` and its results to `outputs`
-        (None: as `f` has them)."""
+        (None: as `f` has them); with `least`, under its least memory peak."""
         name = f"{f.sym_name.data}__entry{k}"
         copy = f.clone()
         copy.sym_name = StringAttr(name)
@@ -642,7 +669,7 @@ class AutoShard(ModulePass):
                 list(copy.function_type.inputs.data), list(outputs)
             )
         try:
-            nodes, solution = self.search(copy, memo, tables, inputs)
+            nodes, solution = self.search(copy, memo, tables, inputs, least)
         except CcoptError:
             copy.detach()
             copy.erase()
@@ -658,8 +685,10 @@ class AutoShard(ModulePass):
         memo: Memo,
         tables: dict[str, list[Variant]],
         inputs: Sequence[Attribute] | None = None,
+        least: bool = False,
     ) -> tuple[list[Node], Solution | None]:
-        """`f`'s nodes and the strategy's solution (None when nothing is a tensor)."""
+        """`f`'s nodes and the strategy's solution (None when nothing is a tensor); with
+        `least`, the cheapest solution at the least memory peak any program of `f` reaches."""
         nodes = self.nodes(f, inputs, memo.signatures, tables)
         if not any(n.value is not None or len(n.signatures) > 1 for n in nodes):
             return nodes, None
@@ -668,13 +697,54 @@ class AutoShard(ModulePass):
         if cost is None:
             cost = memo.costs[mesh] = Cost(self.objective, self.machine, mesh)
         problem = self.problem(f, nodes, cost, mesh, memo.moves)
+        if least and problem.memory_limit is not None:
+            peak, _, _ = least_peak(problem, self.time_limit)
+            problem.memory_limit = min(problem.memory_limit, peak)
         try:
-            solution = solve(problem, self.strategy)
+            solution = solve(problem, self.strategy, time_limit=self.time_limit)
         except NoSolution as e:
-            raise OpError(f, f"auto-shard: {e}") from None
+            raise self.no_solution(f, nodes, problem, str(e)) from None
         if problem.memory_limit is not None:
             solution.peak = problem.peak(solution.choice)
         return nodes, solution
+
+    def no_solution(
+        self, f: func.FuncOp, nodes: list[Node], problem: Problem, why: str
+    ) -> CcoptError:
+        """The error for a function no program of which the search found: under a memory
+        limit, the least peak any program reaches and the op where it is reached (the error's
+        location) when that is over the limit."""
+        if problem.memory_limit is None:
+            return OpError(f, f"auto-shard: {why}")
+        limit = problem.memory_limit
+        peak, proven, choice = least_peak(problem, self.time_limit)
+        gib = 1024**3
+        if peak <= limit * (1 + 1e-9):
+            return OpError(
+                f,
+                f"auto-shard: {why}; the least peak a program reaches is {peak / gib:.4g} GiB, "
+                f"within memory={self.memory:g} GiB",
+            )
+        at: Operation = f
+        if choice is not None:
+            points: list[Point] = []
+            mesh = self.mesh_of_nodes(f, nodes)
+            self.problem(f, nodes, Cost(self.objective, self.machine, mesh), mesh, None, points)
+            full = Problem(
+                problem.node_cost,
+                memory=problem.memory,
+                transient=problem.transient,
+                conversions=problem.conversions,
+                points=points,
+            )
+            fullest = max(range(len(points)), key=full.point_memory(choice).__getitem__)
+            at = list(f.body.block.ops)[fullest]
+        least = "is" if proven else "is at least"
+        return OpError(
+            at,
+            f"auto-shard: no program of @{f.sym_name.data} fits memory={self.memory:g} GiB: "
+            f"the least peak any program reaches {least} {peak / gib:.4g} GiB, here",
+        )
 
     def finish(
         self,
@@ -826,8 +896,11 @@ class AutoShard(ModulePass):
         nodes: list[Node],
         cost: Cost,
         mesh: Mesh,
-        moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] | None = None,
+        moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]] | None = None,
+        points: list[Point] | None = None,
     ) -> Problem:
+        """The search problem of `f`'s nodes; `points` (a list) receives every program point
+        of the memory peak, before `maximal_points` drops those another point contains."""
         import numpy as np
 
         index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
@@ -905,7 +978,10 @@ class AutoShard(ModulePass):
                 [s.callee_peak if n.primary else 0.0 for s in n.signatures] for n in nodes
             ]
             problem.conversions = held.conversions
-            problem.points = maximal_points(live_points(f, nodes, held.at))
+            every = live_points(f, nodes, held.at)
+            if points is not None:
+                points.extend(every)
+            problem.points = maximal_points(every)
         return problem
 
     def overlaps(self, producer: Node, signature: Signature) -> bool:

@@ -525,24 +525,51 @@ def integer_program(problem: Problem, time_limit: float = TIME_LIMIT) -> Solutio
     if found.proven:
         return Solution(choice, cost, "ilp", cost)
     note = f"ilp: stopped at time-limit={time_limit:g}s with HiGHS's best program and bound"
-    return Solution(choice, cost, "ilp", min(cost, found.bound), note)
+    bound = max(found.bound, lower_bound(problem))  # HiGHS may not have bounded it yet
+    return Solution(choice, cost, "ilp", min(cost, bound), note)
 
 
-def least_peak(problem: Problem, time_limit: float = TIME_LIMIT) -> tuple[float, bool]:
-    """The least memory peak any combination reaches, and whether it is proven (else a lower
-    bound: HiGHS stopped at `time_limit`). Each node's smallest candidate minimizes every
-    point's live values and transients at once; where that choice converts nothing and uses
-    no forbidden pair its peak is the least (no point can hold less), else an integer program
-    minimizes the peak (the largest point) outright."""
-    if problem.memory is None and problem.conversions is None:
-        return 0.0, True
+def least_peak(
+    problem: Problem, time_limit: float = TIME_LIMIT
+) -> tuple[float, bool, list[int] | None]:
+    """The least memory peak any combination reaches, whether it is proven (else a lower
+    bound: HiGHS stopped at `time_limit`), and a combination reaching it (None when none was
+    found). Where each node's smallest candidate reaches the lower bound `_floor` (no point
+    holding more than its values' and transients' smallest bytes) and uses no forbidden pair
+    its peak is the least, else an integer program minimizes the peak (the fullest point)
+    outright."""
+    if problem.memory is None:
+        return 0.0, True, None
     smallest = _smallest(problem)
-    floor = replace(problem, conversions=None)
-    if not math.isinf(problem.cost(smallest)) and problem.peak(smallest) <= floor.peak(smallest):
-        return problem.peak(smallest), True
-    reduced, _ = prune(fold_fixed(replace(problem, memory_limit=None)))
-    found = _Model(reduced).solve(time_limit, minimize_peak=True)
-    return (found.peak if found.proven else found.bound), found.proven
+    floor = _floor(problem)
+    if not math.isinf(problem.cost(smallest)) and problem.peak(smallest) <= floor:
+        return problem.peak(smallest), True, smallest
+    unlimited = replace(problem, memory_limit=None)
+    reduced, keep = prune(fold_fixed(unlimited))
+    try:
+        found = _Model(reduced).solve(time_limit, minimize_peak=True)
+    except NoSolution:  # every combination uses a forbidden pair
+        return math.inf, True, None
+    choice = [keep[n][c] for n, c in enumerate(found.choice)]
+    if found.proven:
+        return problem.peak(choice), True, choice
+    return max(found.bound, floor), False, choice
+
+
+def _floor(problem: Problem) -> float:
+    """A lower bound on any combination's peak: the fullest point with each of its values
+    and transients at its smallest candidate, and its conversions holding nothing."""
+    memory = problem.memory or [[0.0] * len(c) for c in problem.node_cost]
+    transient = problem.transient or [[0.0] * len(c) for c in problem.node_cost]
+    least = [min(m, default=0.0) for m in memory]
+    running = [min(m, default=0.0) for m in transient]
+    return max(
+        (
+            sum(least[n] for n in live) + sum(running[n] for n in run)
+            for live, run, _ in map(parts, problem.memory_points())
+        ),
+        default=0.0,
+    )
 
 
 @dataclass
@@ -760,7 +787,9 @@ class _Model:
             h.run()
             values = self._values(h)
             proven = values is not None and bool(np.allclose(values, np.round(values), atol=1e-7))
-            bound = h.getInfo().objective_function_value if proven else -math.inf
+            # the relaxation's optimum bounds the integer one even when fractional
+            relaxed = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            bound = h.getInfo().objective_function_value if relaxed else -math.inf
             if not proven and h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
                 h.setOptionValue("presolve", "on")
                 h.setOptionValue("time_limit", max(0.0, time_limit - (time.perf_counter() - began)))
@@ -774,7 +803,7 @@ class _Model:
                 values = self._values(h)
                 info = h.getInfo()
                 proven = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-                bound = info.objective_function_value if proven else info.mip_dual_bound
+                bound = info.objective_function_value if proven else max(bound, info.mip_dual_bound)
             status = h.modelStatusToString(h.getModelStatus())
         if values is None:
             if status == "Infeasible":
