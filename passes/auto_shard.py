@@ -78,6 +78,7 @@ from ccopt.passes.placement_search import (
     Point,
     Problem,
     Solution,
+    least_memory,
     least_peak,
     maximal_points,
     solve,
@@ -614,9 +615,9 @@ class AutoShard(ModulePass):
     ) -> list[Variant]:
         """The called function's first entries: its own optimum with an open boundary, its
         optimum with the open boundary replicated (what a caller that keeps whole tensors
-        wants), and under a memory limit its least-memory program (the cheapest of those
-        reaching its least peak, `least_peak`: a caller holding much across its calls fits
-        whenever any entry can). `refine` adds entries its callers ask for."""
+        wants), and under a memory limit a least-memory program (`least_memory`: a caller
+        holding much across its calls can fit where the others' peaks break the limit).
+        `refine` adds entries its callers ask for."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
         inputs = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
@@ -697,11 +698,11 @@ class AutoShard(ModulePass):
         if cost is None:
             cost = memo.costs[mesh] = Cost(self.objective, self.machine, mesh)
         problem = self.problem(f, nodes, cost, mesh, memo.moves)
-        if least and problem.memory_limit is not None:
-            peak, _, _ = least_peak(problem, self.time_limit)
-            problem.memory_limit = min(problem.memory_limit, peak)
         try:
-            solution = solve(problem, self.strategy, time_limit=self.time_limit)
+            if least and problem.memory_limit is not None:
+                solution = least_memory(problem, self.time_limit)
+            else:
+                solution = solve(problem, self.strategy, time_limit=self.time_limit)
         except NoSolution as e:
             raise self.no_solution(f, nodes, problem, str(e)) from None
         if problem.memory_limit is not None:

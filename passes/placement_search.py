@@ -556,6 +556,104 @@ def least_peak(
     return max(found.bound, floor), False, choice
 
 
+def least_memory(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
+    """A program holding little memory and as cheap as that allows, fast: each node's
+    smallest candidate (where that uses a forbidden pair or converts, the program of fewest
+    bytes, `_fewest_bytes`), then coordinate descent from it under its own peak (no move lifts
+    a point past it). Its peak is the least any program reaches where it meets `_floor` (the
+    note says so); `least_peak` minimizes the peak outright, at an integer program's price."""
+    start = _smallest(problem)
+    if math.isinf(problem.cost(start)) or problem.conversions:
+        start = _fewest_bytes(problem, time_limit)
+    peak = problem.peak(start)
+    proven = peak <= _floor(problem)
+    if problem.memory_limit is not None and peak > _slack(problem.memory_limit):
+        raise NoSolution("no combination of candidates fits the memory limit")
+    solution = coordinate_descent(replace(problem, memory_limit=peak), start=start)
+    solution.note = _joined(
+        solution.note,
+        "least memory: coordinate descent from the smallest candidates under their peak"
+        + (" (the least any program reaches)" if proven else ""),
+    )
+    return solution
+
+
+def _fewest_bytes(problem: Problem, time_limit: float) -> list[int]:
+    """A program holding few bytes summed over its values, transients and conversions (each
+    counted once, a stand-in for the peak) among those using no forbidden pair."""
+    import numpy as np
+
+    sizes = [len(c) for c in problem.node_cost]
+    memory = problem.memory or [[0.0] * k for k in sizes]
+    transient = problem.transient or [[0.0] * k for k in sizes]
+    node_cost = [
+        np.where(np.isinf(c), math.inf, np.add(m, t))
+        for c, m, t in zip(problem.node_cost, memory, transient, strict=True)
+    ]
+    edges = []
+    for u, v, t in problem.edges:
+        table = np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])
+        if np.isinf(table).any():
+            edges.append((u, v, np.where(np.isinf(table), math.inf, 0.0)))
+    for u, v, t in problem.conversions or []:
+        if v is None:
+            node_cost[u] = node_cost[u] + np.asarray(t, dtype=float)
+        else:
+            edges.append((u, v, np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])))
+    proxy = Problem([c.tolist() for c in node_cost], edges)
+    # coordinate descent from the greedy choice (fast, and on the layers it leaves no
+    # forbidden pair); the exact dp where it does
+    try:
+        return coordinate_descent(proxy, start=_greedy(proxy)).choice
+    except NoSolution:
+        return dynamic_programming(proxy, time_limit).choice
+
+
+def _greedy(problem: Problem) -> list[int]:
+    """Each node in turn (a function's nodes come in program order: producers first) at its
+    cheapest candidate given the nodes chosen before it, over the edges to them - among the
+    candidates arc consistency keeps (each has a finite partner on every edge, `_consistent`),
+    so that a choice rarely leaves a later node only forbidden pairs."""
+    import numpy as np
+
+    alive = _consistent(problem)
+    links: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(problem.size)]
+    for u, v, t in problem.edges:
+        table = np.asarray(t, dtype=float).reshape(len(problem.node_cost[u]), -1)
+        links[max(u, v)].append((min(u, v), table if u < v else table.T))
+    choice: list[int] = []
+    for n, own in enumerate(problem.node_cost):
+        total = np.where(alive[n], np.asarray(own, dtype=float), math.inf)
+        for m, table in links[n]:
+            total = total + (table[choice[m]] if m != n else np.diagonal(table))
+        choice.append(int(np.argmin(total)))
+    return choice
+
+
+def _consistent(problem: Problem) -> list[np.ndarray]:
+    """Per node, which candidates have on every edge a partner the same holds of with a finite
+    cost (arc consistency: a candidate without one is in no program of finite cost)."""
+    import numpy as np
+
+    alive = [np.isfinite(np.asarray(c, dtype=float)) for c in problem.node_cost]
+    finite = [
+        (u, v, np.isfinite(np.asarray(t, dtype=float)).reshape(len(alive[u]), -1))
+        for u, v, t in problem.edges
+        if u != v
+    ]
+    changed = True
+    while changed:
+        changed = False
+        for u, v, ok in finite:
+            for x, support in ((u, (ok & alive[v][None, :]).any(axis=1)), (v, None)):
+                if support is None:
+                    support = (ok & alive[u][:, None]).any(axis=0)
+                kept = alive[x] & support
+                if kept.sum() < alive[x].sum() and kept.any():
+                    alive[x], changed = kept, True
+    return alive
+
+
 def _floor(problem: Problem) -> float:
     """A lower bound on any combination's peak: the fullest point with each of its values
     and transients at its smallest candidate, and its conversions holding nothing."""
@@ -858,11 +956,13 @@ class _Model:
         h.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)  # type: ignore[attr-defined]
 
 
-def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solution:
+def coordinate_descent(
+    problem: Problem, starts: int = 4, seed: int = 0, start: list[int] | None = None
+) -> Solution:
     """Several starts (each node's cheapest own candidate, under a memory limit each node's
-    smallest, then random ones); each sweep re-chooses every node given its neighbours, among
-    the moves that lift no program point's memory past the limit (`_Held`); stop when a sweep
-    changes nothing."""
+    smallest, then random ones; or only `start`); each sweep re-chooses every node given its
+    neighbours, among the moves that lift no program point's memory past the limit (`_Held`);
+    stop when a sweep changes nothing."""
     rng = random.Random(seed)
     neighbours: dict[int, list[tuple[int, list[list[float]], bool]]] = {
         i: [] for i in range(problem.size)
@@ -880,10 +980,12 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
 
     bounded = problem.memory is not None and problem.memory_limit is not None
     best: Solution | None = None
-    for start in range(starts):
-        if start == 0:
+    for k in range(1 if start is not None else starts):
+        if start is not None:
+            choice = list(start)
+        elif k == 0:
             choice = [min(range(len(cs)), key=cs.__getitem__) for cs in problem.node_cost]
-        elif start == 1 and bounded:
+        elif k == 1 and bounded:
             choice = _smallest(problem)
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
