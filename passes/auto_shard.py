@@ -615,8 +615,9 @@ class AutoShard(ModulePass):
     ) -> list[Variant]:
         """The called function's first entries: its own optimum with an open boundary, its
         optimum with the open boundary replicated (what a caller that keeps whole tensors
-        wants), and under a memory limit a least-memory program (`least_memory`: a caller
-        holding much across its calls can fit where the others' peaks break the limit).
+        wants), and under a memory limit a least-memory program (`least_memory`, its open
+        boundary at the smallest layouts, `smallest`: a caller holding much across its calls
+        can fit where the others' peaks break the limit).
         `refine` adds entries its callers ask for."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
         inputs = list(f.function_type.inputs.data)
@@ -632,12 +633,40 @@ class AutoShard(ModulePass):
             except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
                 pass
         if self.memory > 0:
-            least = self.variant(f, len(entries), None, None, memo, tables, least=True)
+            smallest = (
+                [self.smallest(t, f) for t in inputs],
+                [self.smallest(t, f) for t in outputs],
+            )
+            try:
+                least = self.variant(f, len(entries), *smallest, memo, tables, least=True)
+            except CcoptError:  # no program has that boundary: not an entry
+                return entries
             if all(least.function_type != e.function_type or least.peak < e.peak for e in entries):
                 entries.append(least)
             else:  # the own optimum is already the least peak
                 self.drop(f, least.name)
         return entries
+
+    @staticmethod
+    def smallest(t: Attribute, f: func.FuncOp) -> Attribute:
+        """`t` with its open placements at the layout holding the fewest bytes (among those the
+        one splitting distinct dimensions, then the first in `argument_signatures`' order: a
+        dimension split twice, batch 8 over 64 ranks, is unusable): every least-memory entry agrees on the boundary
+        placements of a type, so that a weight the forward, backward and optimizer layers
+        share passes between their least entries without a conversion (an optimizer updates it
+        in place: it could not convert it)."""
+        if not isinstance(t, DTensorType) or not t.is_open:
+            return t
+        mesh = lookup_mesh(f, t.mesh_name)
+        assert mesh is not None
+
+        def nested(placements: Placements) -> int:  # axes splitting a dim split already
+            dims = [p.split_dim for p in placements if isinstance(p, SplitAttr)]
+            return len(dims) - len(set(dims))
+
+        layouts = argument_signatures(t, mesh)
+        best = min(layouts, key=lambda s: (local_bytes(t, s.result, mesh), nested(s.result)))
+        return t.with_placements(best.result)
 
     @staticmethod
     def drop(f: func.FuncOp, name: str) -> None:
@@ -704,6 +733,8 @@ class AutoShard(ModulePass):
             else:
                 solution = solve(problem, self.strategy, time_limit=self.time_limit)
         except NoSolution as e:
+            if least:  # a least-memory entry is left out, not diagnosed
+                raise OpError(f, f"auto-shard: {e}") from None
             raise self.no_solution(f, nodes, problem, str(e)) from None
         if problem.memory_limit is not None:
             solution.peak = problem.peak(solution.choice)

@@ -34,6 +34,7 @@ import contextlib
 import math
 import os
 import random
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import count, product
@@ -579,27 +580,45 @@ def least_memory(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
 
 
 def _fewest_bytes(problem: Problem, time_limit: float) -> list[int]:
-    """A program holding few bytes summed over its values, transients and conversions (each
-    counted once, a stand-in for the peak) among those using no forbidden pair."""
+    """A program holding few bytes summed over the program points (a stand-in for the peak:
+    a value counts once per point it is live at, a weight read once counts everywhere while
+    its gathered copy counts where it is read) among those using no forbidden pair."""
     import numpy as np
 
     sizes = [len(c) for c in problem.node_cost]
     memory = problem.memory or [[0.0] * k for k in sizes]
     transient = problem.transient or [[0.0] * k for k in sizes]
+    lives, runs, holds = [0] * problem.size, [0] * problem.size, Counter()
+    for point in problem.memory_points():
+        live, running, converted = parts(point)
+        for n in live:
+            lives[n] += 1
+        for n in running:
+            runs[n] += 1
+        holds.update(converted)
     node_cost = [
-        np.where(np.isinf(c), math.inf, np.add(m, t))
-        for c, m, t in zip(problem.node_cost, memory, transient, strict=True)
+        np.where(np.isinf(c), math.inf, np.multiply(m, lives[n]) + np.multiply(t, runs[n]))
+        for n, (c, m, t) in enumerate(zip(problem.node_cost, memory, transient, strict=True))
     ]
     edges = []
     for u, v, t in problem.edges:
         table = np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])
         if np.isinf(table).any():
             edges.append((u, v, np.where(np.isinf(table), math.inf, 0.0)))
-    for u, v, t in problem.conversions or []:
+    for c, (u, v, t) in enumerate(problem.conversions or []):
+        held = np.asarray(t, dtype=float) * holds[c]
         if v is None:
-            node_cost[u] = node_cost[u] + np.asarray(t, dtype=float)
-        else:
-            edges.append((u, v, np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])))
+            node_cost[u] = node_cost[u] + held
+        elif holds[c]:
+            edges.append((u, v, held.reshape(sizes[u], sizes[v])))
+    # bytes times points reach 1e12: scaled to about 1 for HiGHS's tolerances
+    scale = max(
+        [float(np.max(c[np.isfinite(c)], initial=0.0)) for c in node_cost]
+        + [float(np.max(t[np.isfinite(t)], initial=0.0)) for _, _, t in edges]
+        + [1.0]
+    )
+    node_cost = [c / scale for c in node_cost]
+    edges = [(u, v, t / scale) for u, v, t in edges]
     proxy = Problem([c.tolist() for c in node_cost], edges)
     # coordinate descent from the greedy choice (fast, and on the layers it leaves no
     # forbidden pair); the exact dp where it does
@@ -857,13 +876,17 @@ class _Model:
             h.setOptionValue("output_flag", False)
             h.setOptionValue("mip_rel_gap", 0.0)
             h.setOptionValue("time_limit", float(time_limit))
+            upper = np.ones(ncol)
+            if minimize_peak:
+                upper[-1] = math.inf
+            forbidden = np.isinf(objective)  # a candidate of infinite own cost: never chosen
+            upper[forbidden] = 0.0
+            objective = np.where(forbidden, 0.0, objective)
             h.addCols(
                 ncol,
                 objective,
                 np.zeros(ncol),
-                np.append(np.ones(self.binary), np.full(ncol - self.binary, math.inf))
-                if minimize_peak
-                else np.ones(ncol),
+                upper,
                 0,
                 np.zeros(0, np.int32),
                 np.zeros(0, np.int32),
