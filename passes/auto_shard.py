@@ -287,6 +287,14 @@ def nests(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bo
     return True
 
 
+def size(nbytes: float) -> str:
+    """Bytes in the largest binary unit they fill (`56 KiB`, `89.27 GiB`)."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes:.4g} bytes"
+
+
 def conversion_steps(start: Placements, goal: Placements) -> list[Placements]:
     """The placements `convert` passes through from `start` to `goal`, one per collective
     (innermost axis widened first, then slices outermost first), `goal` last."""
@@ -750,12 +758,11 @@ class AutoShard(ModulePass):
             return OpError(f, f"auto-shard: {why}")
         limit = problem.memory_limit
         peak, proven, choice = least_peak(problem, self.time_limit)
-        gib = 1024**3
         if peak <= limit * (1 + 1e-9):
             return OpError(
                 f,
-                f"auto-shard: {why}; the least peak a program reaches is {peak / gib:.4g} GiB, "
-                f"within memory={self.memory:g} GiB",
+                f"auto-shard: {why}; the least peak a program reaches is {size(peak)}, within "
+                f"memory={self.memory:g} GiB",
             )
         at: Operation = f
         if choice is not None:
@@ -774,8 +781,8 @@ class AutoShard(ModulePass):
         least = "is" if proven else "is at least"
         return OpError(
             at,
-            f"auto-shard: no program of @{f.sym_name.data} fits memory={self.memory:g} GiB: "
-            f"the least peak any program reaches {least} {peak / gib:.4g} GiB, here",
+            f"auto-shard: no program of @{f.sym_name.data} fits memory={self.memory:g} GiB "
+            f"({size(limit)}): the least peak any program reaches {least} {size(peak)}, here",
         )
 
     def finish(

@@ -68,8 +68,8 @@ def test_memory_limit_turns_data_parallelism_into_megatron():
 
     So 0.7 KiB (751.6 bytes) and 0.54e-6 GiB (579.8 bytes) both leave Megatron as the optimum -
     the sum of all values' bytes (the old model: 1216 and 704) ruled it out below 704 - and
-    0.4e-6 GiB (429.5 bytes) leaves nothing: the error says the least peak is 512 bytes
-    (4.768e-07 GiB) and points at the second matmul."""
+    0.4e-6 GiB (429.5 bytes) leaves nothing: the error says the least peak is 512 bytes and
+    points at the second matmul."""
     free, report = shard(MLP, "strategy=ilp")
     assert "%w1: !dtensor.tensor<4x16xf32, @m[R, R]>" in str(free) and report["cost"] < 1e-5
     for limit in ("0.0000007", "0.00000054"):
@@ -86,8 +86,8 @@ def test_memory_limit_turns_data_parallelism_into_megatron():
         with pytest.raises(OpError) as error:
             shard(MLP, f"strategy={strategy} memory=0.0000004")
         assert (
-            "no program of @mlp fits memory=4e-07 GiB: the least peak any program reaches is "
-            "4.768e-07 GiB" in str(error.value)
+            "no program of @mlp fits memory=4e-07 GiB (429.5 bytes): the least peak any program "
+            "reaches is 512 bytes" in str(error.value)
         )
         assert error.value.op.results[0].name_hint == "y"  # the second matmul
 
@@ -182,6 +182,57 @@ def test_a_call_holds_its_callee_peak_on_top_of_what_lives_across(strategy):
     assert ccopt.check_pipeline(CALL, pipeline, entry="main").ok
 
 
+@pytest.mark.parametrize("strategy", ["exhaustive", "ilp", "dp", "cd"])
+def test_a_least_memory_entry_fits_where_no_other_entry_does(strategy):
+    """@layer's entries: its own optimum and its replicated boundary (both replicated, free,
+    peak 48 KiB: a, b, c) and its least-memory entry, a, b, c split (12 KiB). Under 58 KiB
+    @main cannot call a replicated entry: at the call x and u live across (at least 4 + 4 KiB
+    split) plus 48 KiB, 56 KiB, and then at the add, whose result is R, u split is gathered
+    (x 4 + u 4 + u gathered 16 + z 4 + z gathered 16 + w 16 = 60 KiB); u replicated instead
+    breaks the call (4 + 16 + 48 = 68). With the least entry: x split, y = gelu(x) split
+    straight into the call, u = gelu(x) replicated (x gathered for it: 12288 bytes plus one op;
+    at that gelu x 4 + y 4 + x gathered 16 + u 16 = 40 KiB), the call holds x 4 + u 16 + 12 =
+    32 KiB and the add x 4 + u 16 + z 4 + z gathered 16 (12288 bytes plus one op) + w 16 = 56
+    KiB = 57344 bytes, the fullest point. Before least-memory entries the first search found
+    nothing, so no caller could ask for a smaller boundary."""
+    limit = 58 / 1024**2
+    pipeline = f"auto-shard{{strategy={strategy} memory={limit}}}"
+    module = apply_pipeline(load_program(CALL), pipeline)
+    found = reports(module)
+    assert found["layer"]["peak"] == 12288 and found["main"]["peak"] == 57344
+    assert found["main"]["cost"] == pytest.approx(2 * 12289, abs=1e-3)
+    assert "@layer(%a: !dtensor.tensor<64x64xf32, @t[S(0)]>)" in str(module)
+    assert ccopt.check_pipeline(CALL, pipeline, entry="main").ok
+
+
+def test_nothing_fits_says_the_least_peak_and_where():
+    """Under 50 KiB nothing fits: the add holds at least x, u, z, the gathered z it reads and w
+    (the least-memory program above: 56 KiB) - the error is at the add."""
+    with pytest.raises(OpError) as error:
+        apply_pipeline(load_program(CALL), f"auto-shard{{memory={50 / 1024**2}}}")
+    assert "no program of @main fits memory=4.76837e-05 GiB (50 KiB)" in str(error.value)
+    assert "the least peak any program reaches is 56 KiB" in str(error.value)
+    assert error.value.op.name == "dtensor.add"
+
+
+def test_conversions_hold_their_outputs_by_hand():
+    """An all-gather of a 64x64 f32 (16 KiB) from [S(0)] on 4 ranks holds the whole tensor;
+    [S(0), R] to [R, S(1)] on dp=2 x tp=4 first gathers over dp (16 KiB), then slices over tp
+    (4 KiB) while the gathered copy is still there: 20 KiB; nothing to convert, nothing held."""
+    from ccopt.dialects.dtensor_type import R, SplitAttr
+    from ccopt.mesh import Mesh
+    from ccopt.passes.auto_shard import conversion_held
+
+    layer = next(op for op in load_program(CALL).walk() if isinstance(op, func.FuncOp))
+    t = layer.body.block.args[0].type  # 64x64xf32
+    s0, s1 = SplitAttr(0), SplitAttr(1)
+    assert conversion_held(t, (s0,), (R,), Mesh("t", ("tp",), (4,))) == 16384
+    t2 = t.with_placements([R, R])
+    dp_tp = Mesh("m", ("dp", "tp"), (2, 4))
+    assert conversion_held(t2, (s0, R), (R, s1), dp_tp) == 16384 + 4096
+    assert conversion_held(t2, (s0, R), (s0, R), dp_tp) == 0.0
+
+
 def test_time_objective_uses_the_machine():
     _, report = shard(MLP, "strategy=ilp objective=time machine=dgx-h100")
     assert report["objective"] == "time" and report["cost"] > 0
@@ -193,6 +244,7 @@ def test_time_objective_uses_the_machine():
         ("strategy=greedy", "strategy must be one of cd, dp, ilp, exhaustive"),
         ("objective=flops", "objective must be bytes or time"),
         ("memory=-1", "memory must be >= 0 GiB"),
+        ("time-limit=0", "time-limit must be > 0 seconds"),
     ],
 )
 def test_bad_options_fail_before_rewriting(options, message):
