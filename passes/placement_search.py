@@ -1012,8 +1012,8 @@ class _Model:
 def coordinate_descent(
     problem: Problem, starts: int = 4, seed: int = 0, start: list[int] | None = None
 ) -> Solution:
-    """Several starts (each node's cheapest own candidate, under a memory limit each node's
-    smallest, then random ones; or only `start`); each sweep re-chooses every node given its
+    """Several starts (each node's cheapest own candidate, under a memory limit a program of
+    few bytes, `_fewest_bytes`, then random ones; or only `start`); each sweep re-chooses every node given its
     neighbours, among the moves that lift no program point's memory past the limit (`_Held`);
     stop when a sweep changes nothing."""
     rng = random.Random(seed)
@@ -1032,6 +1032,7 @@ def coordinate_descent(
         return total
 
     bounded = problem.memory is not None and problem.memory_limit is not None
+    layout = _Layout(problem) if bounded else None
     best: Solution | None = None
     for k in range(1 if start is not None else starts):
         if start is not None:
@@ -1039,10 +1040,10 @@ def coordinate_descent(
         elif k == 0:
             choice = [min(range(len(cs)), key=cs.__getitem__) for cs in problem.node_cost]
         elif k == 1 and bounded:
-            choice = _smallest(problem)
+            choice = _fewest_bytes(problem, TIME_LIMIT)
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
-        held = _Held(problem, choice) if bounded else None
+        held = _Held(problem, choice, layout) if layout is not None else None
         changed = True
         while changed:
             changed = False
@@ -1075,40 +1076,53 @@ def _smallest(problem: Problem) -> list[int]:
     ]
 
 
-class _Held:
-    """The bytes live at every program point under coordinate descent's current choice, kept
-    as running sums: moving a node touches only the points it is live or runs at, and those
-    where a conversion from or to it is held."""
+class _Layout:
+    """Where each node counts, for `_Held` (built once per coordinate descent, for all its
+    starts): the points its value is live at, those it runs at, and the conversions from or
+    to it with their points."""
 
-    def __init__(self, problem: Problem, choice: list[int]) -> None:
-        assert problem.memory is not None and problem.memory_limit is not None
-        self.problem, self.choice = problem, choice  # the list cd moves in place
-        self.limit = _slack(problem.memory_limit)
-        self.totals = problem.point_memory(choice)
-        self.at: list[list[tuple[int, list[float]]]] = [[] for _ in range(problem.size)]
+    def __init__(self, problem: Problem) -> None:
+        self.live: list[list[int]] = [[] for _ in range(problem.size)]
+        self.running: list[list[int]] = [[] for _ in range(problem.size)]
         self.converted: list[list[tuple[int, int]]] = [[] for _ in range(problem.size)]
         for p, point in enumerate(problem.memory_points()):
             live, running, converted = parts(point)
             for n in live:
-                self.at[n].append((p, problem.memory[n]))
-            if problem.transient is not None:
-                for n in running:
-                    self.at[n].append((p, problem.transient[n]))
+                self.live[n].append(p)
+            for n in running:
+                self.running[n].append(p)
             for c in converted:
                 u, v, _ = problem.conversions[c]  # type: ignore[index]
                 self.converted[u].append((p, c))
                 if v is not None and v != u:
                     self.converted[v].append((p, c))
 
-    def deltas(self, node: int, old: int, new: int) -> dict[int, float]:
-        """How the bytes at each point `node` touches change when it moves from `old` to
-        `new`."""
-        out: dict[int, float] = {}
-        for p, table in self.at[node]:
-            out[p] = out.get(p, 0.0) + table[new] - table[old]
-        for p, c in self.converted[node]:
-            out[p] = out.get(p, 0.0) + self._held(c, node, new) - self._held(c, node, old)
-        return out
+
+class _Held:
+    """The bytes live at every program point under coordinate descent's current choice, kept
+    as running sums: moving a node touches only the points it is live or runs at, and those
+    where a conversion from or to it is held."""
+
+    def __init__(self, problem: Problem, choice: list[int], layout: _Layout) -> None:
+        assert problem.memory is not None and problem.memory_limit is not None
+        self.problem, self.choice, self.layout = problem, choice, layout  # cd moves choice
+        self.limit = _slack(problem.memory_limit)
+        self.totals = problem.point_memory(choice)
+        self.transient = problem.transient
+
+    def deltas(self, node: int, old: int, new: int) -> tuple[float, float, dict[int, float]]:
+        """How the bytes change when `node` moves from `old` to `new`: at every point its
+        value is live, at every point it runs, and at each point a conversion of it is held."""
+        memory = self.problem.memory
+        assert memory is not None
+        live = memory[node][new] - memory[node][old]
+        running = (
+            0.0 if self.transient is None else self.transient[node][new] - self.transient[node][old]
+        )
+        held: dict[int, float] = {}
+        for p, c in self.layout.converted[node]:
+            held[p] = held.get(p, 0.0) + self._held(c, node, new) - self._held(c, node, old)
+        return live, running, held
 
     def _held(self, c: int, node: int, candidate: int) -> float:
         """Conversion `c`'s bytes with `node` at `candidate`, the other end as chosen."""
@@ -1118,16 +1132,28 @@ class _Held:
             return float(table[a])
         return float(table[a][candidate if v == node else self.choice[v]])
 
+    def _changes(self, node: int, old: int, new: int) -> dict[int, float]:
+        live, running, out = self.deltas(node, old, new)
+        for points, delta in ((self.layout.live[node], live), (self.layout.running[node], running)):
+            if delta:
+                for p in points:
+                    out[p] = out.get(p, 0.0) + delta
+        return out
+
     def allows(self, node: int, old: int, new: int) -> bool:
         """Whether moving `node` from `old` to `new` keeps each point it touches within the
-        limit (or, from a start beyond it, no fuller than it was)."""
-        for p, delta in self.deltas(node, old, new).items():
+        limit (or, from a start beyond it, no fuller than it was): at once where nothing
+        grows (a weight live at every point, moved to a smaller layout)."""
+        live, running, held = self.deltas(node, old, new)
+        if live <= 0 and running <= 0 and all(d <= 0 for d in held.values()):
+            return True
+        for p, delta in self._changes(node, old, new).items():
             if self.totals[p] + delta > max(self.limit, self.totals[p]):
                 return False
         return True
 
     def move(self, node: int, old: int, new: int) -> None:
-        for p, delta in self.deltas(node, old, new).items():
+        for p, delta in self._changes(node, old, new).items():
             self.totals[p] += delta
 
 
