@@ -11,19 +11,24 @@ objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step
 roofline; `overlap=C` charges the reduction of a matmul's result only what a C-chunk pipeline
 leaves exposed, as the `overlap` pass schedules it); `memory=GiB` bounds the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
-used there or after, arguments throughout; a call holds what lives across it plus its callee
-entry's own peak). `strategy` picks the solver
-(`ccopt.passes.placement_search`): `cd`, `dp`, `ilp` or `exhaustive`.
+used there or after, arguments throughout, and the outputs of the conversions the op there reads,
+`conversion_held`; a call holds what lives across it plus its callee entry's own peak). When no
+program fits, the error is at the op where the least peak any program reaches is held, and says
+how much that is. `strategy` picks the solver (`ccopt.passes.placement_search`): `cd`, `dp`,
+`ilp` or `exhaustive`; `time-limit` bounds the seconds its integer programs take together (past
+it each keeps its best program, HiGHS's bound and the gap are reported).
 
 A called function gets a transfer table (`Variant`): copies of it solved per boundary entry
-(its own optimum, its open boundary replicated, and the boundaries its callers wish), each at its
-exact cost for that boundary; a call chooses its entry like an op its signature, so the callee
+(its own optimum, its open boundary replicated, under a memory limit a least-memory program at
+the smallest boundary layouts, and the boundaries its callers wish), each at its cost for that
+boundary; a call chooses its entry like an op its signature, so the callee
 boundaries are co-optimized with the caller over the table. The entries some call uses stay in
 the module (one entry keeps the function's name; more are `name`, `name_1`, ...).
 
 The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
-cost, the lower bound (the optimum when exact) and the gap:
+cost, the lower bound (the optimum when exact, else e.g. HiGHS's dual bound when the time
+limit stopped it, which the note says) and the gap:
 
 ```mlir
 func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes", cost = 0.0, bound = 0.0, gap = 0.0}}
@@ -33,6 +38,7 @@ func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -95,6 +101,8 @@ REFINE_ROUNDS = 3
 """Rounds of growing the callees' transfer tables with the boundaries their callers wish."""
 ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
+SLICES = 20
+"""An integer program past the run's time budget still gets this fraction of it."""
 MAX_SIGNATURES = 256
 """Candidates kept per op (the cheapest-to-reach first) when axes multiply into more."""
 
@@ -153,6 +161,12 @@ class Memo:
     """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
     tried: set[tuple] = field(default_factory=set)
     """Boundaries a callee was already solved for at a caller's wish."""
+    began: float = field(default_factory=time.monotonic)
+
+    def seconds(self, budget: float) -> float:
+        """What is left of the run's `budget` of seconds for the next integer program, and at
+        least a `SLICES`th of it (a layer's exact program takes a second at most)."""
+        return max(budget - (time.monotonic() - self.began), budget / SLICES)
 
 
 class Cost:
@@ -566,9 +580,10 @@ class AutoShard(ModulePass):
     machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
     time_limit: float | int = option(
         60.0,
-        "Seconds each integer program (ilp, and dp or a transfer table entry where it hands over "
-        "to ilp) may search; past it the best program found is kept, with HiGHS's lower bound "
-        "and the gap reported.",
+        "Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every "
+        "function and transfer table entry) may take together, each at least a twentieth of it; "
+        "past it each keeps the best program it found, with HiGHS's lower bound and the gap "
+        "reported.",
     )
     overlap: int = option(
         0,
@@ -737,9 +752,9 @@ class AutoShard(ModulePass):
         problem = self.problem(f, nodes, cost, mesh, memo.moves)
         try:
             if least and problem.memory_limit is not None:
-                solution = least_memory(problem, self.time_limit)
+                solution = least_memory(problem, memo.seconds(self.time_limit))
             else:
-                solution = solve(problem, self.strategy, time_limit=self.time_limit)
+                solution = solve(problem, self.strategy, time_limit=memo.seconds(self.time_limit))
         except NoSolution as e:
             if least:  # a least-memory entry is left out, not diagnosed
                 raise OpError(f, f"auto-shard: {e}") from None
@@ -757,7 +772,7 @@ class AutoShard(ModulePass):
         if problem.memory_limit is None:
             return OpError(f, f"auto-shard: {why}")
         limit = problem.memory_limit
-        peak, proven, choice = least_peak(problem, self.time_limit)
+        peak, proven, choice = least_peak(problem, self.time_limit / SLICES)
         if peak <= limit * (1 + 1e-9):
             return OpError(
                 f,

@@ -5,9 +5,10 @@ A node is an op, its candidates the op's legal placement signatures; an edge joi
 a consumer and costs what converting the producer's result to the consumer's operand placement
 costs under each pair of choices; a per-device memory limit bounds the peak over program points
 of the chosen candidates' memory live there (`Problem.points`: the nodes whose values are live
-at a point, and the nodes whose transient memory - a call's callee peak - counts there; without
-points, one point holding every node: the sum). Four strategies, each reporting its cost, the
-optimum or a lower bound, and the gap:
+at a point, the nodes whose transient memory - a call's callee peak - counts there, and the
+conversions whose outputs are held there, `Problem.conversions`, priced per pair of choices;
+without points, one point holding every node: the sum). Four strategies, each reporting its
+cost, the optimum or a lower bound, and the gap:
 
 * `exhaustive`: every combination (the ground truth for small graphs);
 * `dp`: exact dynamic programming as variable elimination - on a chain or a forest the classic
@@ -16,16 +17,20 @@ optimum or a lower bound, and the gap:
   fits (no cheaper choice exists at all), else the peak couples the nodes and `ilp` solves it,
   as it does a decomposition too wide to tabulate - the solution says so;
 * `ilp`: an exact integer program solved by HiGHS (`highspy`): one binary per candidate, the
-  local-polytope formulation of each edge's pairwise cost (its LP relaxation is tried first:
-  integral on the layer bodies, hence optimal), the memory limit as one row per program point
-  whose live set no other point's contains (`maximal_points`);
+  local-polytope formulation of each edge's pairwise cost (without a memory limit its LP
+  relaxation is tried first: integral on the layer bodies, hence optimal), the memory limit as
+  one row per program point whose live set no other point's contains (`maximal_points`), the
+  conversions' bytes linear in the edges' joint variables; past its time limit it answers with
+  the best program found and HiGHS's dual bound (the note says so);
 * `cd`: AutoDDL's coordinate descent from several starting points, each node re-chosen given its
   neighbours until a full sweep changes nothing; its lower bound is the sum of the nodes' cheapest
   own costs (edges cost at least 0); a move never lifts a point's memory past the limit (one
   start takes each node's smallest candidate: it fits whenever anything does, calls aside).
 
 Both exact strategies first fold nodes of one candidate into their neighbours and drop
-dominated candidates (`prune`).
+dominated candidates (`prune`). `least_peak` finds the least peak any program reaches (an
+integer program minimizing the fullest point), `least_memory` fast a program of little memory
+and as cheap as that allows (a called layer's least-memory transfer table entry).
 """
 
 from __future__ import annotations
@@ -528,7 +533,9 @@ def integer_program(problem: Problem, time_limit: float = TIME_LIMIT) -> Solutio
     cost = problem.cost(choice)
     if found.proven:
         return Solution(choice, cost, "ilp", cost)
-    note = f"ilp: stopped at time-limit={time_limit:g}s with HiGHS's best program and bound"
+    note = (
+        f"ilp: stopped at its time limit ({time_limit:.3g} s) with HiGHS's best program and bound"
+    )
     bound = max(found.bound, lower_bound(problem))  # HiGHS may not have bounded it yet
     return Solution(choice, cost, "ilp", min(cost, bound), note)
 
