@@ -671,6 +671,16 @@ class AutoShard(ModulePass):
         return entries
 
     @staticmethod
+    def original(f: func.FuncOp) -> func.FuncOp:
+        """The function a transfer table entry (`variant`) copies, whose ops the source
+        locates (the copy's ops are in the same order); `f` itself otherwise."""
+        name = f.sym_name.data
+        if "__entry" not in name:
+            return f
+        found = SymbolTable.lookup_symbol(f, name.rsplit("__entry", 1)[0])
+        return found if isinstance(found, func.FuncOp) else f
+
+    @staticmethod
     def smallest(t: Attribute, f: func.FuncOp) -> Attribute:
         """`t` with its open placements at the layout holding the fewest bytes (among those the
         one splitting distinct dimensions, then the first in `argument_signatures`' order: a
@@ -792,11 +802,12 @@ class AutoShard(ModulePass):
                 points=points,
             )
             fullest = max(range(len(points)), key=full.point_memory(choice).__getitem__)
-            at = list(f.body.block.ops)[fullest]
+            at = list(self.original(f).body.block.ops)[fullest]
         least = "is" if proven else "is at least"
         return OpError(
             at,
-            f"auto-shard: no program of @{f.sym_name.data} fits memory={self.memory:g} GiB "
+            f"auto-shard: no program of @{self.original(f).sym_name.data} fits "
+            f"memory={self.memory:g} GiB "
             f"({size(limit)}): the least peak any program reaches {least} {size(peak)}, here",
         )
 
