@@ -111,7 +111,7 @@ def test_least_memory_entries_fit_the_step_where_no_other_entry_does(open_stack)
     to the open one - to 1e-4: split reductions sum f32 partials in another order and Adam's
     division by sqrt(v) magnifies that."""
     limit = 0.00008
-    pipeline = f"auto-shard{{strategy=dp memory={limit}}}"
+    pipeline = "auto-shard{strategy=dp memory=0.00008}"
     found = reports(apply_pipeline(load_program(open_stack), pipeline))
     assert found["layer_backward"]["note"].startswith("least memory")
     assert all(r["peak"] <= limit * 1024**3 for r in found.values())
