@@ -34,6 +34,7 @@ Nothing here asserts on time.
     python bench/auto_shard.py --gpt gpt3-175b --layers 96 --mesh dp=8,tp=8 --repeat 1
     python bench/auto_shard.py --gpt gpt3-175b --layers 2 --mesh dp=8,tp=8 --repeat 1 --memory 80
     python bench/auto_shard.py --gpt gpt3-175b --layers 96 --repeat 1 --overlap 4
+    python bench/auto_shard.py --gpt gpt3-175b --layers 96 --repeat 1 --memory 80
 """
 
 from __future__ import annotations

@@ -13,19 +13,24 @@ pass saves on it as the program simulator predicts - `ccopt.passes.overlap_credi
 pair's minimal program before and after the pass, once per distinct pair); `memory=GiB` bounds
 the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
-used there or after, arguments throughout; a call holds what lives across it plus its callee
-entry's own peak). `strategy` picks the solver
-(`ccopt.passes.placement_search`): `cd`, `dp`, `ilp` or `exhaustive`.
+used there or after, arguments throughout, and the outputs of the conversions the op there reads,
+`conversion_held`; a call holds what lives across it plus its callee entry's own peak). When no
+program fits, the error is at the op where the least peak any program reaches is held, and says
+how much that is. `strategy` picks the solver (`ccopt.passes.placement_search`): `cd`, `dp`,
+`ilp` or `exhaustive`; `time-limit` bounds the seconds its integer programs take together (past
+it each keeps its best program, HiGHS's bound and the gap are reported).
 
 A called function gets a transfer table (`Variant`): copies of it solved per boundary entry
-(its own optimum, its open boundary replicated, and the boundaries its callers wish), each at its
-exact cost for that boundary; a call chooses its entry like an op its signature, so the callee
+(its own optimum, its open boundary replicated, under a memory limit a least-memory program at
+the smallest boundary layouts, and the boundaries its callers wish), each at its cost for that
+boundary; a call chooses its entry like an op its signature, so the callee
 boundaries are co-optimized with the caller over the table. The entries some call uses stay in
 the module (one entry keeps the function's name; more are `name`, `name_1`, ...).
 
 The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
-cost, the lower bound (the optimum when exact) and the gap (with `overlap=C`: also C as
+cost, the lower bound (the optimum when exact, else e.g. HiGHS's dual bound when the time
+limit stopped it, which the note says) and the gap (with `overlap=C`: also C as
 `overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`):
 
 ```mlir
@@ -36,6 +41,7 @@ func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,6 +88,8 @@ from ccopt.passes.placement_search import (
     Point,
     Problem,
     Solution,
+    least_memory,
+    least_peak,
     maximal_points,
     solve,
 )
@@ -99,11 +107,18 @@ if TYPE_CHECKING:
 
 Placements = tuple[Placement, ...]
 TIE_BREAK = 1e-9
-"""Cost per byte an argument holds on a device: prefers split inputs among equal layouts."""
+"""Cost per byte an argument holds on a device (objective=bytes): prefers split inputs among
+equal layouts."""
+TIME_TIE_BREAK = 1e-19
+"""The same in seconds per byte (objective=time): a device's 80 GiB of arguments weigh 9 ns,
+below any collective's latency. At `TIE_BREAK` (1 s per GB) the arguments' bytes outweighed
+every communication time of a GPT-3 step."""
 REFINE_ROUNDS = 3
 """Rounds of growing the callees' transfer tables with the boundaries their callers wish."""
 ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
+SLICES = 20
+"""An integer program past the run's time budget still gets this fraction of it."""
 MAX_SIGNATURES = 256
 """Candidates kept per op (the cheapest-to-reach first) when axes multiply into more."""
 
@@ -156,12 +171,20 @@ class Memo:
 
     signatures: dict[tuple, list[Signature]] = field(default_factory=dict)
     costs: dict[Mesh, Cost] = field(default_factory=dict)
-    moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] = field(default_factory=dict)
+    moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]] = field(
+        default_factory=dict
+    )
     """Conversion tables per pair of signature lists, operand and type (`conversion_table`)."""
     tried: set[tuple] = field(default_factory=set)
     """Boundaries a callee was already solved for at a caller's wish."""
     credited: dict[func.FuncOp, float] = field(default_factory=dict)
     """The simulated overlap credit (seconds) each function's solution takes (overlap=C)."""
+    began: float = field(default_factory=time.monotonic)
+
+    def seconds(self, budget: float) -> float:
+        """What is left of the run's `budget` of seconds for the next integer program, and at
+        least a `SLICES`th of it (a layer's exact program takes a second at most)."""
+        return max(budget - (time.monotonic() - self.began), budget / SLICES)
 
 
 class Cost:
@@ -171,8 +194,10 @@ class Cost:
         self.objective, self.mesh = objective, mesh
         self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.matrices: dict[tuple, np.ndarray] = {}
+        self.holding: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
         self.credit: OverlapCredit | None = None
+        self.tie_break = TIME_TIE_BREAK if objective == "time" else TIE_BREAK
         if objective == "time":
             from ccopt.sim.machine import load_machine
 
@@ -208,6 +233,14 @@ class Cost:
             known = self.matrices[key] = np.array(
                 [[self.conversion(t, a, b) for b in goals] for a in starts]
             ).reshape(len(starts), len(goals))
+        return known
+
+    def held(self, t: DTensorType, start: Placements, goal: Placements) -> float:
+        """`conversion_held`, remembered."""
+        key = (t, start, goal)
+        known = self.holding.get(key)
+        if known is None:
+            known = self.holding[key] = conversion_held(t, start, goal, self.mesh)
         return known
 
     def convert(self, t: DTensorType, start: Placements, goal: Placements) -> float:
@@ -287,6 +320,35 @@ def nests(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bo
     return True
 
 
+def size(nbytes: float) -> str:
+    """Bytes in the largest binary unit they fill (`56 KiB`, `89.27 GiB`)."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes:.4g} bytes"
+
+
+def conversion_steps(start: Placements, goal: Placements) -> list[Placements]:
+    """The placements `convert` passes through from `start` to `goal`, one per collective
+    (innermost axis widened first, then slices outermost first), `goal` last."""
+    current, out = list(start), []
+    for axis in conversion_order(start, goal):
+        current[axis] = goal[axis]
+        out.append(tuple(current))
+    return out
+
+
+def conversion_held(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> float:
+    """The most bytes per device `convert`'s outputs hold at once beside its input: each
+    collective's output while it is made, with the output it reads when that is no input (a
+    chain through a wider placement holds the wider one), and the last output while the op
+    reading it runs. An all-gather of 16 KiB from [S(0)] over 4 ranks holds 16 KiB; [S(0), R]
+    to [R, S(1)] holds the whole tensor and its quarter while slicing. 0 when nothing
+    changes."""
+    sizes = [local_bytes(t, s, mesh) for s in conversion_steps(start, goal)]
+    return max((b + (sizes[i - 1] if i else 0.0) for i, b in enumerate(sizes)), default=0.0)
+
+
 def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
     shards = math.prod(
         n for n, p in zip(mesh.axis_sizes, placements, strict=True) if isinstance(p, SplitAttr)
@@ -294,14 +356,62 @@ def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
     return math.prod(t.get_shape()) * element_bytes(t) / shards
 
 
-def live_points(f: func.FuncOp, nodes: Sequence[Node]) -> list[Point]:
+class Held:
+    """The conversions whose outputs a function holds while the ops reading them run
+    (`Problem.conversions`), and where: at an op, what converting its operand costs in bytes
+    (`conversion_held`); at a call, the operand itself where it is converted and outlives the
+    call (the converted copy is the callee's argument, inside the callee's peak, while the
+    operand, no longer the callee's, must still be counted)."""
+
+    def __init__(self, f: func.FuncOp) -> None:
+        self.conversions: list[tuple[int, int | None, object]] = []
+        self.at: dict[Operation, list[int]] = {}
+        self.position = {op: i for i, op in enumerate(f.body.block.ops)}
+        self.block = f.body.block
+
+    def add(self, op: Operation, u: int, v: int | None, holds: object) -> None:
+        import numpy as np
+
+        if not np.any(np.asarray(holds)):
+            return
+        self.at.setdefault(op, []).append(len(self.conversions))
+        self.conversions.append((u, v, holds))
+
+    def source(
+        self,
+        operand: SSAValue,
+        call: func.CallOp,
+        differs: np.ndarray,
+        producer: Node,
+        t: DTensorType,
+        mesh: Mesh,
+    ) -> np.ndarray:
+        """At a call: the operand's own bytes where it is converted and read after the call."""
+        import numpy as np
+
+        here = self.position[call]
+        outlives = not isinstance(operand.owner, Operation) or any(
+            (user := self.block.find_ancestor_op_in_block(use.operation)) is not None
+            and self.position[user] > here
+            for use in operand.uses
+        )
+        if not outlives:
+            return np.zeros(differs.shape)
+        own = np.array([local_bytes(t, s.result, mesh) for s in producer.signatures])
+        return np.where(differs, own[:, None], 0.0)
+
+
+def live_points(
+    f: func.FuncOp, nodes: Sequence[Node], held: dict[Operation, list[int]] | None = None
+) -> list[Point]:
     """The program points of `f`'s body, one per op, with the nodes live there: a value from
     the op that defines it (an argument: throughout) to its last use (a returned value: the
     end; a value an update stores into its argument: the update, after which the argument's
     storage, counted throughout, holds it). At a call of a function with a transfer table the
     point holds what lives across the call (defined before, used after, not an operand: the
     operands are the callee's arguments) and the callee entry's own peak, as a transient of
-    the call's first node. Linear in the ops plus the uses, times the live set's size."""
+    the call's first node. `held` names the conversions (`Held`) whose outputs each op holds.
+    Linear in the ops plus the uses, times the live set's size."""
     block = f.body.block
     ops = list(block.ops)
     position = {op: i for i, op in enumerate(ops)}
@@ -335,9 +445,9 @@ def live_points(f: func.FuncOp, nodes: Sequence[Node]) -> list[Point]:
         if k in calls:
             operands = {index[v] for v in op.operands if v in index}
             across = tuple(sorted(i for i in live if first[i] < k < last[i] and i not in operands))
-            points.append((across, (calls[k],)))
+            points.append((across, (calls[k],), tuple(held.get(op, ())) if held else ()))
         else:
-            points.append((tuple(sorted(live)), ()))
+            points.append((tuple(sorted(live)), (), tuple(held.get(op, ())) if held else ()))
         live.difference_update(ending[k])
     return points
 
@@ -484,6 +594,13 @@ class AutoShard(ModulePass):
         "(a call: what lives across it plus its callee's peak; 0: none).",
     )
     machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
+    time_limit: float | int = option(
+        60.0,
+        "Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every "
+        "function and transfer table entry) may take together, each at least a twentieth of it; "
+        "past it each keeps the best program it found, with HiGHS's lower bound and the gap "
+        "reported.",
+    )
     overlap: int = option(
         0,
         "Chunks in which the overlap pass will pipeline each matmul with the reduction of its "
@@ -502,6 +619,8 @@ class AutoShard(ModulePass):
             raise ValueError(f"auto-shard: overlap must be >= 0 chunks, got {self.overlap}")
         if self.memory < 0:
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
+        if self.time_limit <= 0:
+            raise ValueError(f"auto-shard: time-limit must be > 0 seconds, got {self.time_limit}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Callees first: each called function gets a transfer table (`transfer_table`), the
@@ -533,9 +652,12 @@ class AutoShard(ModulePass):
     def transfer_table(
         self, f: func.FuncOp, memo: Memo, tables: dict[str, list[Variant]]
     ) -> list[Variant]:
-        """The called function's first entries: its own optimum with an open boundary, and its
+        """The called function's first entries: its own optimum with an open boundary, its
         optimum with the open boundary replicated (what a caller that keeps whole tensors
-        wants). `refine` adds entries its callers ask for."""
+        wants), and under a memory limit a least-memory program (`least_memory`, its open
+        boundary at the smallest layouts, `smallest`: a caller holding much across its calls
+        can fit where the others' peaks break the limit).
+        `refine` adds entries its callers ask for."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
         inputs = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
@@ -549,7 +671,58 @@ class AutoShard(ModulePass):
                 entries.append(self.variant(f, 1, *replicated, memo, tables))
             except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
                 pass
+        if self.memory > 0:
+            smallest = (
+                [self.smallest(t, f) for t in inputs],
+                [self.smallest(t, f) for t in outputs],
+            )
+            try:
+                least = self.variant(f, len(entries), *smallest, memo, tables, least=True)
+            except CcoptError:  # no program has that boundary: not an entry
+                return entries
+            if all(least.function_type != e.function_type or least.peak < e.peak for e in entries):
+                entries.append(least)
+            else:  # the own optimum is already the least peak
+                self.drop(f, least.name)
         return entries
+
+    @staticmethod
+    def original(f: func.FuncOp) -> func.FuncOp:
+        """The function a transfer table entry (`variant`) copies, whose ops the source
+        locates (the copy's ops are in the same order); `f` itself otherwise."""
+        name = f.sym_name.data
+        if "__entry" not in name:
+            return f
+        found = SymbolTable.lookup_symbol(f, name.rsplit("__entry", 1)[0])
+        return found if isinstance(found, func.FuncOp) else f
+
+    @staticmethod
+    def smallest(t: Attribute, f: func.FuncOp) -> Attribute:
+        """`t` with its open placements at the layout holding the fewest bytes (among those the
+        one splitting distinct dimensions, then the first in `argument_signatures`' order: a
+        dimension split twice, batch 8 over 64 ranks, is unusable): every least-memory entry agrees on the boundary
+        placements of a type, so that a weight the forward, backward and optimizer layers
+        share passes between their least entries without a conversion (an optimizer updates it
+        in place: it could not convert it)."""
+        if not isinstance(t, DTensorType) or not t.is_open:
+            return t
+        mesh = lookup_mesh(f, t.mesh_name)
+        assert mesh is not None
+
+        def nested(placements: Placements) -> int:  # axes splitting a dim split already
+            dims = [p.split_dim for p in placements if isinstance(p, SplitAttr)]
+            return len(dims) - len(set(dims))
+
+        layouts = argument_signatures(t, mesh)
+        best = min(layouts, key=lambda s: (local_bytes(t, s.result, mesh), nested(s.result)))
+        return t.with_placements(best.result)
+
+    @staticmethod
+    def drop(f: func.FuncOp, name: str) -> None:
+        copy = SymbolTable.lookup_symbol(f, name)
+        assert copy is not None
+        copy.detach()
+        copy.erase()
 
     def variant(
         self,
@@ -559,10 +732,11 @@ class AutoShard(ModulePass):
         outputs: Sequence[Attribute] | None,
         memo: Memo,
         tables: dict[str, list[Variant]],
+        least: bool = False,
     ) -> Variant:
         """Entry `k` of `f`'s transfer table: a copy of `f` beside it, searched and rewritten
         with its argument placements restricted to `inputs` and its results to `outputs`
-        (None: as `f` has them)."""
+        (None: as `f` has them); with `least`, under its least memory peak."""
         name = f"{f.sym_name.data}__entry{k}"
         copy = f.clone()
         copy.sym_name = StringAttr(name)
@@ -574,7 +748,7 @@ class AutoShard(ModulePass):
                 list(copy.function_type.inputs.data), list(outputs)
             )
         try:
-            nodes, solution = self.search(copy, memo, tables, inputs)
+            nodes, solution = self.search(copy, memo, tables, inputs, least)
         except CcoptError:
             copy.detach()
             copy.erase()
@@ -590,8 +764,10 @@ class AutoShard(ModulePass):
         memo: Memo,
         tables: dict[str, list[Variant]],
         inputs: Sequence[Attribute] | None = None,
+        least: bool = False,
     ) -> tuple[list[Node], Solution | None]:
-        """`f`'s nodes and the strategy's solution (None when nothing is a tensor)."""
+        """`f`'s nodes and the strategy's solution (None when nothing is a tensor); with
+        `least`, the cheapest solution at the least memory peak any program of `f` reaches."""
         nodes = self.nodes(f, inputs, memo.signatures, tables)
         if not any(n.value is not None or len(n.signatures) > 1 for n in nodes):
             return nodes, None
@@ -602,9 +778,14 @@ class AutoShard(ModulePass):
         credited: list[tuple[int, int, np.ndarray]] = []
         problem = self.problem(f, nodes, cost, mesh, memo.moves, credited)
         try:
-            solution = solve(problem, self.strategy)
+            if least and problem.memory_limit is not None:
+                solution = least_memory(problem, memo.seconds(self.time_limit))
+            else:
+                solution = solve(problem, self.strategy, time_limit=memo.seconds(self.time_limit))
         except NoSolution as e:
-            raise OpError(f, f"auto-shard: {e}") from None
+            if least:  # a least-memory entry is left out, not diagnosed
+                raise OpError(f, f"auto-shard: {e}") from None
+            raise self.no_solution(f, nodes, problem, str(e)) from None
         if self.overlap > 0 and self.objective == "time":
             memo.credited[f] = sum(
                 float(c[solution.choice[u], solution.choice[v]]) for u, v, c in credited
@@ -612,6 +793,46 @@ class AutoShard(ModulePass):
         if problem.memory_limit is not None:
             solution.peak = problem.peak(solution.choice)
         return nodes, solution
+
+    def no_solution(
+        self, f: func.FuncOp, nodes: list[Node], problem: Problem, why: str
+    ) -> CcoptError:
+        """The error for a function no program of which the search found: under a memory
+        limit, the least peak any program reaches and the op where it is reached (the error's
+        location) when that is over the limit."""
+        if problem.memory_limit is None:
+            return OpError(f, f"auto-shard: {why}")
+        limit = problem.memory_limit
+        peak, proven, choice = least_peak(problem, self.time_limit / SLICES)
+        if peak <= limit * (1 + 1e-9):
+            return OpError(
+                f,
+                f"auto-shard: {why}; the least peak a program reaches is {size(peak)}, within "
+                f"memory={self.memory:g} GiB",
+            )
+        at: Operation = f
+        if choice is not None:
+            points: list[Point] = []
+            mesh = self.mesh_of_nodes(f, nodes)
+            self.problem(
+                f, nodes, Cost(self.objective, self.machine, mesh), mesh, None, points=points
+            )
+            full = Problem(
+                problem.node_cost,
+                memory=problem.memory,
+                transient=problem.transient,
+                conversions=problem.conversions,
+                points=points,
+            )
+            fullest = max(range(len(points)), key=full.point_memory(choice).__getitem__)
+            at = list(self.original(f).body.block.ops)[fullest]
+        least = "is" if proven else "is at least"
+        return OpError(
+            at,
+            f"auto-shard: no program of @{self.original(f).sym_name.data} fits "
+            f"memory={self.memory:g} GiB "
+            f"({size(limit)}): the least peak any program reaches {least} {size(peak)}, here",
+        )
 
     def finish(
         self,
@@ -773,11 +994,14 @@ class AutoShard(ModulePass):
         nodes: list[Node],
         cost: Cost,
         mesh: Mesh,
-        moves: dict[tuple, tuple[np.ndarray, np.ndarray, object]] | None = None,
+        moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]] | None = None,
         credited: list[tuple[int, int, np.ndarray]] | None = None,
+        points: list[Point] | None = None,
     ) -> Problem:
-        """Node costs, edge tables (conversions, less the simulated overlap credit where a
-        matmul's reduction is pipelined: appended to `credited` per edge) and memory rows."""
+        """The search problem of `f`'s nodes: node costs, edge tables (conversions, less the
+        simulated overlap credit where a matmul's reduction is pipelined: appended to `credited`
+        per edge) and memory rows; `points` (a list) receives every program point of the memory
+        peak, before `maximal_points` drops those another point contains."""
         import numpy as np
 
         index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
@@ -787,7 +1011,7 @@ class AutoShard(ModulePass):
         # never outweighs a real cost)
         node_cost = [
             [
-                TIE_BREAK * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
+                cost.tie_break * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
                 if n.op is None
                 else cost.compute(n.op, s)
                 + (0.0 if i in pipelined or not n.primary else collective_cost(n.op, s, cost))
@@ -798,6 +1022,7 @@ class AutoShard(ModulePass):
         ]
         tables: dict[tuple[int, int], np.ndarray] = {}
         moves = {} if moves is None else moves
+        held = Held(f) if self.memory > 0 else None
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
                 continue
@@ -814,9 +1039,13 @@ class AutoShard(ModulePass):
                         *conversion_table(t, nodes[u].signatures, node.signatures, k, cost),
                         (nodes[u].signatures, node.signatures),  # alive: their ids are the key
                     )
-                moved, differs, _ = moves[key]
+                moved, differs, holds, _ = moves[key]
                 if k in in_place:
                     moved = np.where(differs, math.inf, moved)  # the callee's storage as it is
+                elif held is not None:
+                    if isinstance(node.op, func.CallOp):  # the converted copy is the callee's
+                        holds = held.source(operand, node.op, differs, nodes[u], t, mesh)
+                    held.add(node.op, u, v, holds)
                 if v in pipelined:
                     moved = moved + np.array(
                         [collective_cost(node.op, sv, cost) for sv in node.signatures]
@@ -826,6 +1055,7 @@ class AutoShard(ModulePass):
                     if ckey not in moves:  # for every pair a conversion allows, in place or not
                         moves[ckey] = (
                             self.credits(nodes[u], node, k, v in pipelined, moves[key][0], cost),
+                            None,
                             None,
                             (nodes[u].signatures, node.signatures),
                         )
@@ -841,10 +1071,10 @@ class AutoShard(ModulePass):
         for u, v in tied(nodes):  # a call's results come from the same table entry
             k = len(nodes[u].signatures)
             tables[(u, v)] = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
-        self.update_costs(f, nodes, index, tables, cost)
-        self.return_costs(f, nodes, index, node_cost, cost)
+        self.update_costs(f, nodes, index, tables, cost, held)
+        self.return_costs(f, nodes, index, node_cost, cost, held)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
-        if self.memory > 0:
+        if held is not None:
             problem.memory = [
                 [
                     0.0 if n.value is None else local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type]
@@ -856,7 +1086,11 @@ class AutoShard(ModulePass):
             problem.transient = [
                 [s.callee_peak if n.primary else 0.0 for s in n.signatures] for n in nodes
             ]
-            problem.points = maximal_points(live_points(f, nodes))
+            problem.conversions = held.conversions
+            every = live_points(f, nodes, held.at)
+            if points is not None:
+                points.extend(every)
+            problem.points = maximal_points(every)
         return problem
 
     def overlaps(self, producer: Node) -> bool:
@@ -944,9 +1178,11 @@ class AutoShard(ModulePass):
         index: dict[SSAValue, int],
         tables: dict[tuple[int, int], np.ndarray],
         cost: Cost,
+        held: Held | None = None,
     ) -> None:
         """An in-place update stores its value at the placement of the argument it updates:
-        an edge from the value to the argument, costing the conversion."""
+        an edge from the value to the argument, costing the conversion (whose output `held`
+        counts at the update)."""
         for op in f.body.block.ops:
             if not isinstance(op, UpdateOp):
                 continue
@@ -964,6 +1200,14 @@ class AutoShard(ModulePass):
                 ]
             )
             tables[(u, v)] = tables[(u, v)] + moved if (u, v) in tables else moved
+            if held is not None:
+                holds = np.array(
+                    [
+                        [cost.held(t, su.result, sv.result) for sv in nodes[v].signatures]
+                        for su in nodes[u].signatures
+                    ]
+                )
+                held.add(op, u, v, holds)
 
     @staticmethod
     def return_costs(
@@ -972,8 +1216,10 @@ class AutoShard(ModulePass):
         index: dict[SSAValue, int],
         node_cost: list[list[float]],
         cost: Cost,
+        held: Held | None = None,
     ) -> None:
-        """A value returned with a concrete function result type pays its conversion there."""
+        """A value returned with a concrete function result type pays its conversion there
+        (and `held` counts its output at the return)."""
         ret = f.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
         for v, t in zip(ret.operands, f.function_type.outputs.data, strict=True):
@@ -982,6 +1228,9 @@ class AutoShard(ModulePass):
                 continue
             for a, s in enumerate(nodes[u].signatures):
                 node_cost[u][a] += cost.conversion(t, s.result, t.placement_list)
+            if held is not None:
+                holds = [cost.held(t, s.result, t.placement_list) for s in nodes[u].signatures]
+                held.add(ret, u, None, holds)
 
     def rewrite(
         self,
@@ -1038,10 +1287,11 @@ class AutoShard(ModulePass):
 
 def conversion_table(
     t: DTensorType, producers: list[Signature], consumers: list[Signature], k: int, cost: Cost
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What converting the producer's result to the consumer's operand `k` costs, per pair of
-    signatures, and where the two placements differ. Many signatures share a placement: each
-    distinct pair of placements is costed once and the table gathered from those."""
+    signatures, where the two placements differ, and the bytes the conversion's outputs hold
+    (`conversion_held`). Many signatures share a placement: each distinct pair of placements
+    is costed once and the table gathered from those."""
     import numpy as np
 
     starts: dict[Placements, int] = {}
@@ -1052,7 +1302,9 @@ def conversion_table(
     )
     small = cost.matrix(t, tuple(starts), tuple(goals))
     same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
-    return small[np.ix_(given, wanted)], ~same[np.ix_(given, wanted)]
+    held = np.array([[cost.held(t, a, b) for b in goals] for a in starts]).reshape(same.shape)
+    pick = np.ix_(given, wanted)
+    return small[pick], ~same[pick], held[pick]
 
 
 def callees_first(module: ModuleOp) -> list[func.FuncOp]:

@@ -41,6 +41,7 @@ CATALOG: dict[str, PassInfo] = {
             OptionInfo(name='objective', kind='str', default='bytes', meaning='What to minimize: bytes (conversion bytes per device) or time (seconds on machine).'),
             OptionInfo(name='memory', kind='float', default='0.0', meaning="Per-device memory limit in GiB on the peak of the bytes live at any program point (a call: what lives across it plus its callee's peak; 0: none)."),
             OptionInfo(name='machine', kind='str', default='dgx-a100', meaning='Machine preset or file for objective=time.'),
+            OptionInfo(name='time_limit', kind='float', default='60.0', meaning="Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every function and transfer table entry) may take together, each at least a twentieth of it; past it each keeps the best program it found, with HiGHS's lower bound and the gap reported."),
             OptionInfo(name='overlap', kind='int', default='0', meaning='Chunks in which the overlap pass will pipeline each matmul with the reduction of its result (objective=time): such traffic is credited with the step time the simulator predicts overlap{chunks=C} saves on the pair; 0 charges it in full.'),
         ),
     ),

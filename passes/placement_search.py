@@ -5,9 +5,10 @@ A node is an op, its candidates the op's legal placement signatures; an edge joi
 a consumer and costs what converting the producer's result to the consumer's operand placement
 costs under each pair of choices; a per-device memory limit bounds the peak over program points
 of the chosen candidates' memory live there (`Problem.points`: the nodes whose values are live
-at a point, and the nodes whose transient memory - a call's callee peak - counts there; without
-points, one point holding every node: the sum). Four strategies, each reporting its cost, the
-optimum or a lower bound, and the gap:
+at a point, the nodes whose transient memory - a call's callee peak - counts there, and the
+conversions whose outputs are held there, `Problem.conversions`, priced per pair of choices;
+without points, one point holding every node: the sum). Four strategies, each reporting its
+cost, the optimum or a lower bound, and the gap:
 
 * `exhaustive`: every combination (the ground truth for small graphs);
 * `dp`: exact dynamic programming as variable elimination - on a chain or a forest the classic
@@ -16,18 +17,22 @@ optimum or a lower bound, and the gap:
   fits (no cheaper choice exists at all), else the peak couples the nodes and `ilp` solves it,
   as it does a decomposition too wide to tabulate - the solution says so;
 * `ilp`: an exact integer program solved by HiGHS (`highspy`): one binary per candidate, the
-  local-polytope formulation of each edge's pairwise cost (its LP relaxation is tried first:
-  integral on the layer bodies, hence optimal), the memory limit as one row per program point
-  whose live set no other point's contains (`maximal_points`);
+  local-polytope formulation of each edge's pairwise cost (without a memory limit its LP
+  relaxation is tried first: integral on the layer bodies, hence optimal), the memory limit as
+  one row per program point whose live set no other point's contains (`maximal_points`), the
+  conversions' bytes linear in the edges' joint variables; past its time limit it answers with
+  the best program found and HiGHS's dual bound (the note says so);
 * `cd`: AutoDDL's coordinate descent from several starting points (one the optimum of its
-  bound's relaxation), each node re-chosen given its neighbours until a full sweep changes
-  nothing; its lower bound (`lower_bound`) is the optimum of a spanning forest of the edges
-  with the others folded in at their cheapest; a move never lifts a point's memory past the
-  limit (one start takes each node's smallest candidate: it fits whenever anything does, calls
-  aside).
+  bound's relaxation, one a look-ahead greedy pass), each node re-chosen given its neighbours
+  until a full sweep changes nothing; its lower bound (`lower_bound`) is the optimum of a
+  spanning forest of the edges with the others folded in at their cheapest; a move never lifts
+  a point's memory past the limit (one start is a program of few bytes: it fits whenever
+  anything does, calls aside).
 
 Both exact strategies first fold nodes of one candidate into their neighbours and drop
-dominated candidates (`prune`).
+dominated candidates (`prune`). `least_peak` finds the least peak any program reaches (an
+integer program minimizing the fullest point), `least_memory` fast a program of little memory
+and as cheap as that allows (a called layer's least-memory transfer table entry).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import contextlib
 import math
 import os
 import random
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import count, product
@@ -45,10 +51,19 @@ if TYPE_CHECKING:
     import numpy as np
 
 STRATEGIES = ("cd", "dp", "ilp", "exhaustive")
+TIME_LIMIT = 60.0
+"""Seconds an integer program may search before it answers with its best program and bound."""
 
-Point = tuple[tuple[int, ...], tuple[int, ...]]
-"""A program point: the nodes whose values are live there (`Problem.memory`), and the nodes
-whose transient memory counts there (`Problem.transient`: a call's callee peak, at the call)."""
+Point = tuple[tuple[int, ...], ...]
+"""A program point: the nodes whose values are live there (`Problem.memory`), the nodes whose
+transient memory counts there (`Problem.transient`: a call's callee peak, at the call), and
+optionally third the conversions whose outputs are live there (indices into
+`Problem.conversions`: the op reading them runs there)."""
+
+
+def parts(point: Point) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A point's live nodes, running nodes and conversions (none when it names two parts)."""
+    return point[0], point[1], point[2] if len(point) > 2 else ()
 
 
 @dataclass
@@ -65,6 +80,11 @@ class Problem:
     """Bytes a node needs only while it runs (a call: its callee entry's own peak)."""
     points: list[Point] | None = None
     """The program points the limit bounds; None: one point holding every node (the sum)."""
+    conversions: list[tuple[int, int | None, list]] | None = None
+    """Bytes a conversion's output holds while the op reading it runs: (u, v, bytes[choice of
+    u][choice of v]) for converting u's value to what v reads (0 where they agree), (u, None,
+    bytes[choice of u]) for converting it to a fixed placement; the points say where each
+    counts."""
 
     @property
     def size(self) -> int:
@@ -79,11 +99,22 @@ class Problem:
         """The bytes per device live at each point under `choice`."""
         memory = self.memory or [[0.0] * len(c) for c in self.node_cost]
         transient = self.transient
-        return [
-            sum(memory[n][choice[n]] for n in live)
-            + (0.0 if transient is None else sum(transient[n][choice[n]] for n in running))
-            for live, running in self.memory_points()
-        ]
+        out = []
+        for point in self.memory_points():
+            live, running, converted = parts(point)
+            total = sum(memory[n][choice[n]] for n in live)
+            if transient is not None:
+                total += sum(transient[n][choice[n]] for n in running)
+            for c in converted:
+                total += self.converted_bytes(c, choice)
+            out.append(total)
+        return out
+
+    def converted_bytes(self, c: int, choice: Sequence[int]) -> float:
+        """The bytes conversion `c`'s output holds under `choice`."""
+        assert self.conversions is not None
+        u, v, table = self.conversions[c]
+        return float(table[choice[u]] if v is None else table[choice[u]][choice[v]])
 
     def peak(self, choice: Sequence[int]) -> float:
         """The most bytes per device live at any point under `choice`."""
@@ -111,7 +142,10 @@ def maximal_points(points: Sequence[Point]) -> list[Point]:
     (with its transients) a neighbouring point's contains - values live on intervals of the
     program order, so a point contained in any other point is contained in a neighbour, or in a
     chain of contained neighbours ending at a kept point. Linear in the points' sizes."""
-    sets = [frozenset(live) | frozenset(-1 - n for n in running) for live, running in points]
+    sets = [
+        frozenset(live) | frozenset(-1 - n for n in running) | frozenset(("c", c) for c in conv)
+        for live, running, conv in map(parts, points)
+    ]
     order = [i for i in range(len(sets)) if i == 0 or sets[i] != sets[i - 1]]
     kept: dict[frozenset, Point] = {}
     for k, i in enumerate(order):
@@ -149,13 +183,18 @@ class NoSolution(Exception):
     """Every combination breaks the memory limit or a forbidden pair."""
 
 
-def solve(problem: Problem, strategy: str, seed: int = 0) -> Solution:
+def solve(
+    problem: Problem, strategy: str, seed: int = 0, time_limit: float | None = None
+) -> Solution:
+    """`strategy`'s solution; `time_limit` bounds each integer program's seconds (`ilp`, and
+    `dp` where it hands over to ilp)."""
+    limit = TIME_LIMIT if time_limit is None else time_limit
     if strategy == "exhaustive":
         return exhaustive(problem)
     if strategy == "dp":
-        return dynamic_programming(problem)
+        return dynamic_programming(problem, limit)
     if strategy == "ilp":
-        return integer_program(problem)
+        return integer_program(problem, limit)
     if strategy == "cd":
         return coordinate_descent(problem, seed=seed)
     raise ValueError(f"unknown strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
@@ -226,7 +265,7 @@ def fold_fixed(problem: Problem) -> Problem:
     return replace(problem, node_cost=node_cost, edges=edges)
 
 
-def dynamic_programming(problem: Problem) -> Solution:
+def dynamic_programming(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
     """Exact dynamic programming: fixed nodes folded into their neighbours, dominated
     candidates dropped, then variable elimination (`eliminate`) - on a chain or a forest the
     classic DP, on a graph with cycles (residual and attention branches) the DP over a tree
@@ -235,23 +274,27 @@ def dynamic_programming(problem: Problem) -> Solution:
     exists at all); otherwise the peak couples the nodes and, as a decomposition too wide to
     tabulate, goes to `ilp` - the solution says so."""
     if problem.memory is not None and problem.memory_limit is not None:
-        free = dynamic_programming(replace(problem, memory=None, memory_limit=None))
+        unlimited = replace(problem, memory=None, memory_limit=None, conversions=None)
+        free = dynamic_programming(unlimited, time_limit)
         if problem.fits(free.choice):
             fits = "dp: the optimum without a memory limit fits it"
             free.note = fits if not free.note else f"{free.note}; {fits}"
             return free
-        solution = integer_program(problem)
-        solution.note = (
+        solution = integer_program(problem, time_limit)
+        solution.note = _joined(
+            solution.note,
             "dp: the memory peak couples the nodes (the optimum without a limit breaks it); "
-            "solved by ilp instead"
+            "solved by ilp instead",
         )
         return solution
     folded = fold_fixed(problem)
     reduced, keep = prune(folded)
     eliminated = eliminate(reduced)
     if eliminated is None:
-        solution = integer_program(problem)
-        solution.note = "dp: the graph's tree decomposition is too wide; solved by ilp instead"
+        solution = integer_program(problem, time_limit)
+        solution.note = _joined(
+            "dp: the graph's tree decomposition is too wide; solved by ilp instead", solution.note
+        )
         return solution
     picked, width = eliminated
     choice = [keep[n][c] for n, c in enumerate(picked)]
@@ -261,6 +304,13 @@ def dynamic_programming(problem: Problem) -> Solution:
     note = "" if width <= 1 else f"dp: the graph has cycles; tree decomposition of width {width}"
     return Solution(choice, cost, "dp", cost, note)
 
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+HINTED = 1000
+"""Nodes up to which coordinate descent's program starts HiGHS's branching."""
 
 MAX_TABLE = 1 << 21
 """Entries of the largest table variable elimination may build before it hands over to ilp."""
@@ -291,6 +341,15 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
         (u, v, np.asarray(t, dtype=float).reshape(len(keep[u]), len(keep[v])))
         for u, v, t in problem.edges
     ]
+    # a conversion's bytes look like an edge's cost to dominance (less is better); one to a
+    # fixed placement is an edge to itself whose diagonal is the bytes
+    conversions = [
+        (u, u, np.diag(np.asarray(t, dtype=float)))
+        if v is None
+        else (u, v, np.asarray(t, dtype=float).reshape(len(keep[u]), len(keep[v])))
+        for u, v, t in problem.conversions or []
+    ]
+    edges += conversions
     incident: dict[int, list[tuple[int, bool]]] = {n: [] for n in range(problem.size)}
     for e, (u, v, _) in enumerate(edges):
         incident[u].append((e, True))
@@ -337,10 +396,18 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
                 else:
                     t = t[:, kept]
                 edges[e] = (u, v, t)
+    kinds = [v for _, v, _ in problem.conversions or []]
+    converted = edges[len(problem.edges) :]
     reduced = replace(
         problem,
         node_cost=[c.tolist() for c in node_cost],
-        edges=[(u, v, t) for u, v, t in edges],  # arrays: what eliminate and ilp read
+        edges=[(u, v, t) for u, v, t in edges[: len(problem.edges)]],  # arrays, as ilp reads
+        conversions=None
+        if problem.conversions is None
+        else [
+            (u, None, np.diagonal(t).copy()) if kind is None else (u, v, t)
+            for (u, v, t), kind in zip(converted, kinds, strict=True)
+        ],
         memory=None if memory is None else [m.tolist() for m in memory],
         transient=None if transient is None else [m.tolist() for m in transient],
     )
@@ -457,183 +524,526 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def integer_program(problem: Problem) -> Solution:
-    """The exact integer program, on the problem with fixed nodes folded in and dominated
-    candidates dropped (`prune`, an optimum survives): the solution maps back to the input."""
+def integer_program(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
+    """The integer program, on the problem with fixed nodes folded in and dominated
+    candidates dropped (`prune`, an optimum survives): the solution maps back to the input.
+    Exact when HiGHS proves its optimum within `time_limit` seconds; otherwise its best
+    program, HiGHS's dual bound as the lower bound, and the note says so."""
     reduced, keep = prune(fold_fixed(problem))
-    picked = _solve_integer_program(reduced)
-    choice = [keep[n][c] for n, c in enumerate(picked)]
+    found = _Model(reduced).solve(time_limit)
+    choice = [keep[n][c] for n, c in enumerate(found.choice)]
     cost = problem.cost(choice)
-    return Solution(choice, cost, "ilp", cost)
-
-
-def _solve_integer_program(problem: Problem) -> list[int]:
-    """HiGHS on the local-polytope formulation: a binary per candidate (one per node), and
-    per edge a continuous joint variable per pair of candidate classes (candidates with equal
-    rows, or columns, of the edge's table) whose row and column sums equal the classes'
-    indicators. With integral candidates the joint is the one chosen pair; its LP relaxation
-    is exact on trees and tight on the layers' few short cycles, so HiGHS closes the gap at
-    the root where the classic `y >= x_u + x_v - 1` linearization branched for minutes. A
-    forbidden pair has no variable. The model goes to HiGHS as arrays in one call per kind."""
-    import highspy
-    import numpy as np
-
-    node_cost = [np.asarray(c, dtype=float) for c in problem.node_cost]
-    start = np.cumsum([0] + [len(c) for c in node_cost])
-    cost = list(node_cost)
-    ncol = int(start[-1])
-    rows: list[tuple[float, float, np.ndarray, np.ndarray]] = [
-        (1.0, 1.0, np.arange(start[n], start[n + 1]), np.ones(len(c)))
-        for n, c in enumerate(node_cost)
-    ]
-    for u, v, t in problem.edges:
-        table = np.asarray(t, dtype=float).reshape(len(node_cost[u]), len(node_cost[v]))
-        if u == v:
-            cost[u] = cost[u] + np.diagonal(table)
-            continue
-        _, row_of = np.unique(table, axis=0, return_inverse=True)
-        _, col_of = np.unique(table, axis=1, return_inverse=True)
-        row_of, col_of = row_of.reshape(-1), col_of.reshape(-1)
-        nr, nc = int(row_of.max()) + 1, int(col_of.max()) + 1
-        joint = np.full((nr, nc), np.nan)
-        joint[row_of[:, None], col_of[None, :]] = table
-        if not np.isinf(joint).any() and (joint == 0).all():
-            continue
-        ids = np.full((nr, nc), -1)
-        finite = np.isfinite(joint)
-        ids[finite] = ncol + np.arange(int(finite.sum()))
-        ncol += int(finite.sum())
-        cost.append(joint[finite])
-        for i in range(nr):  # a row class's joint mass is its indicator
-            members = start[u] + np.flatnonzero(row_of == i)
-            joined = ids[i][ids[i] >= 0]
-            rows.append(
-                (
-                    0.0,
-                    0.0,
-                    np.concatenate([joined, members]),
-                    np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
-                )
-            )
-        for j in range(nc):
-            members = start[v] + np.flatnonzero(col_of == j)
-            joined = ids[:, j][ids[:, j] >= 0]
-            rows.append(
-                (
-                    0.0,
-                    0.0,
-                    np.concatenate([joined, members]),
-                    np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
-                )
-            )
-    rows.extend(_memory_rows(problem, start))
-    objective = np.concatenate(cost)
-    with _quiet_stdout():
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", 0.0)
-        h.addCols(
-            ncol,
-            objective,
-            np.zeros(ncol),
-            np.ones(ncol),
-            0,
-            np.zeros(0, np.int32),
-            np.zeros(0, np.int32),
-            np.zeros(0),
-        )
-        binary = int(start[-1])
-        h.changeColsIntegrality(
-            binary,
-            np.arange(binary, dtype=np.int32),
-            np.full(binary, highspy.HighsVarType.kInteger.value, np.uint8),
-        )
-        starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
-        h.addRows(
-            len(rows),
-            np.array([r[0] for r in rows]),
-            np.array([r[1] for r in rows]),
-            int(sum(len(r[2]) for r in rows)),
-            starts,
-            np.concatenate([r[2] for r in rows]).astype(np.int32),
-            np.concatenate([r[3] for r in rows]).astype(float),
-        )
-        # the relaxation first, without presolve (its simplex alone is fast): on these
-        # layers its optimum is integral, hence the integer optimum; else branch on it
-        h.setOptionValue("presolve", "off")
-        h.run()
-        values = _values(h, binary := int(start[-1]))
-        if values is None or not np.allclose(values, np.round(values), atol=1e-7):
-            h.setOptionValue("presolve", "on")
-            h.changeColsIntegrality(
-                binary,
-                np.arange(binary, dtype=np.int32),
-                np.full(binary, highspy.HighsVarType.kInteger.value, np.uint8),
-            )
-            h.run()
-            values = _values(h, binary)
-        if values is None:
-            raise NoSolution(
-                f"the integer program has no solution ({h.modelStatusToString(h.getModelStatus())})"
-            )
-    return [int(np.argmax(values[start[n] : start[n + 1]])) for n in range(len(node_cost))]
-
-
-def _memory_rows(
-    problem: Problem, start: np.ndarray
-) -> list[tuple[float, float, np.ndarray, np.ndarray]]:
-    """One row per program point: its live bytes at most the limit. Nodes of one candidate
-    (and nodes whose every candidate holds as much) are constants on the right-hand side; the
-    rows are scaled by the limit (bytes of 1e11 next to HiGHS's tolerances)."""
-    import numpy as np
-
-    if problem.memory is None or problem.memory_limit is None:
-        return []
-    limit = max(problem.memory_limit, 1.0)
-    tables = [("m", problem.memory)] + (
-        [] if problem.transient is None else [("t", problem.transient)]
+    if found.proven:
+        return Solution(choice, cost, "ilp", cost)
+    note = (
+        f"ilp: stopped at its time limit ({time_limit:.3g} s) with HiGHS's best program and bound"
     )
-    arrays = {kind: [np.asarray(m, dtype=float) for m in table] for kind, table in tables}
-    rows = []
-    for live, running in problem.memory_points():
-        constant = 0.0
-        columns: list[np.ndarray] = []
-        values: list[np.ndarray] = []
-        for kind, members in (("m", live), ("t", running)):
-            if kind not in arrays:
-                continue
-            for n in members:
-                m = arrays[kind][n]
-                low = float(m.min()) if len(m) else 0.0
-                constant += low
-                if len(m) > 1 and (m > low).any():
-                    columns.append(start[n] + np.arange(len(m)))
-                    values.append(m - low)
-        if not columns:
-            if constant > _slack(problem.memory_limit):
-                raise NoSolution("no combination of candidates fits the memory limit")
-            continue
-        index, where = np.unique(np.concatenate(columns), return_inverse=True)
-        merged = np.bincount(where.reshape(-1), weights=np.concatenate(values))
-        rhs = (_slack(problem.memory_limit) - constant) / limit
-        rows.append((-math.inf, rhs, index, merged / limit))
-    return rows
+    bound = max(found.bound, lower_bound(problem))  # HiGHS may not have bounded it yet
+    return Solution(choice, cost, "ilp", min(cost, bound), note)
 
 
-def _values(h: object, binary: int) -> object:
-    """The candidates' values of HiGHS's optimum, None when it found none."""
-    import highspy
+def least_peak(
+    problem: Problem, time_limit: float = TIME_LIMIT
+) -> tuple[float, bool, list[int] | None]:
+    """The least memory peak any combination reaches, whether it is proven (else a lower
+    bound: HiGHS stopped at `time_limit`), and a combination reaching it (None when none was
+    found). Where each node's smallest candidate reaches the lower bound `_floor` (no point
+    holding more than its values' and transients' smallest bytes) and uses no forbidden pair
+    its peak is the least, else an integer program minimizes the peak (the fullest point)
+    outright."""
+    if problem.memory is None:
+        return 0.0, True, None
+    smallest = _smallest(problem)
+    floor = _floor(problem)
+    if not math.isinf(problem.cost(smallest)) and problem.peak(smallest) <= floor:
+        return problem.peak(smallest), True, smallest
+    unlimited = replace(problem, memory_limit=None)
+    reduced, keep = prune(fold_fixed(unlimited))
+    try:
+        found = _Model(reduced).solve(time_limit, minimize_peak=True)
+    except NoSolution:  # every combination uses a forbidden pair
+        return math.inf, True, None
+    choice = [keep[n][c] for n, c in enumerate(found.choice)]
+    if found.proven:
+        return problem.peak(choice), True, choice
+    return max(found.bound, floor), False, choice
+
+
+def least_memory(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
+    """A program holding little memory and as cheap as that allows, fast: each node's
+    smallest candidate (where that uses a forbidden pair or converts, the program of fewest
+    bytes, `_fewest_bytes`), then coordinate descent from it under its own peak (no move lifts
+    a point past it). Its peak is the least any program reaches where it meets `_floor` (the
+    note says so); `least_peak` minimizes the peak outright, at an integer program's price."""
+    start = _smallest(problem)
+    if math.isinf(problem.cost(start)) or problem.conversions:
+        start = _fewest_bytes(problem, time_limit)
+    peak = problem.peak(start)
+    proven = peak <= _floor(problem)
+    if problem.memory_limit is not None and peak > _slack(problem.memory_limit):
+        raise NoSolution("no combination of candidates fits the memory limit")
+    solution = coordinate_descent(replace(problem, memory_limit=peak), start=start)
+    solution.note = _joined(
+        solution.note,
+        "least memory: coordinate descent from the smallest candidates under their peak"
+        + (" (the least any program reaches)" if proven else ""),
+    )
+    return solution
+
+
+def _fewest_bytes(problem: Problem, time_limit: float) -> list[int]:
+    """A program holding few bytes summed over the program points (a stand-in for the peak:
+    a value counts once per point it is live at, a weight read once counts everywhere while
+    its gathered copy counts where it is read) among those using no forbidden pair."""
     import numpy as np
 
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
-        return None
-    return np.asarray(h.getSolution().col_value[:binary])  # type: ignore[attr-defined]
+    sizes = [len(c) for c in problem.node_cost]
+    memory = problem.memory or [[0.0] * k for k in sizes]
+    transient = problem.transient or [[0.0] * k for k in sizes]
+    lives, runs, holds = [0] * problem.size, [0] * problem.size, Counter()
+    for point in problem.memory_points():
+        live, running, converted = parts(point)
+        for n in live:
+            lives[n] += 1
+        for n in running:
+            runs[n] += 1
+        holds.update(converted)
+    node_cost = [
+        np.where(np.isinf(c), math.inf, np.multiply(m, lives[n]) + np.multiply(t, runs[n]))
+        for n, (c, m, t) in enumerate(zip(problem.node_cost, memory, transient, strict=True))
+    ]
+    edges = []
+    for u, v, t in problem.edges:
+        table = np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])
+        if np.isinf(table).any():
+            edges.append((u, v, np.where(np.isinf(table), math.inf, 0.0)))
+    for c, (u, v, t) in enumerate(problem.conversions or []):
+        held = np.asarray(t, dtype=float) * holds[c]
+        if v is None:
+            node_cost[u] = node_cost[u] + held
+        elif holds[c]:
+            edges.append((u, v, held.reshape(sizes[u], sizes[v])))
+    # bytes times points reach 1e12: scaled to about 1 for HiGHS's tolerances
+    scale = max(
+        [float(np.max(c[np.isfinite(c)], initial=0.0)) for c in node_cost]
+        + [float(np.max(t[np.isfinite(t)], initial=0.0)) for _, _, t in edges]
+        + [1.0]
+    )
+    node_cost = [c / scale for c in node_cost]
+    edges = [(u, v, t / scale) for u, v, t in edges]
+    proxy = Problem([c.tolist() for c in node_cost], edges)
+    # coordinate descent from the greedy choice (fast, and on the layers it leaves no
+    # forbidden pair); the exact dp where it does
+    try:
+        return coordinate_descent(proxy, start=_greedy(proxy)).choice
+    except NoSolution:
+        return dynamic_programming(proxy, time_limit).choice
 
 
-def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solution:
+def _greedy(problem: Problem) -> list[int]:
+    """Each node in turn (a function's nodes come in program order: producers first) at its
+    cheapest candidate given the nodes chosen before it, over the edges to them - among the
+    candidates arc consistency keeps (each has a finite partner on every edge, `_consistent`),
+    so that a choice rarely leaves a later node only forbidden pairs."""
+    import numpy as np
+
+    alive = _consistent(problem)
+    links: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(problem.size)]
+    for u, v, t in problem.edges:
+        table = np.asarray(t, dtype=float).reshape(len(problem.node_cost[u]), -1)
+        links[max(u, v)].append((min(u, v), table if u < v else table.T))
+    choice: list[int] = []
+    for n, own in enumerate(problem.node_cost):
+        total = np.where(alive[n], np.asarray(own, dtype=float), math.inf)
+        for m, table in links[n]:
+            total = total + (table[choice[m]] if m != n else np.diagonal(table))
+        choice.append(int(np.argmin(total)))
+    return choice
+
+
+def _consistent(problem: Problem) -> list[np.ndarray]:
+    """Per node, which candidates have on every edge a partner the same holds of with a finite
+    cost (arc consistency: a candidate without one is in no program of finite cost)."""
+    import numpy as np
+
+    alive = [np.isfinite(np.asarray(c, dtype=float)) for c in problem.node_cost]
+    finite = [
+        (u, v, np.isfinite(np.asarray(t, dtype=float)).reshape(len(alive[u]), -1))
+        for u, v, t in problem.edges
+        if u != v
+    ]
+    changed = True
+    while changed:
+        changed = False
+        for u, v, ok in finite:
+            for x, support in ((u, (ok & alive[v][None, :]).any(axis=1)), (v, None)):
+                if support is None:
+                    support = (ok & alive[u][:, None]).any(axis=0)
+                kept = alive[x] & support
+                if kept.sum() < alive[x].sum() and kept.any():
+                    alive[x], changed = kept, True
+    return alive
+
+
+def _floor(problem: Problem) -> float:
+    """A lower bound on any combination's peak: the fullest point with each of its values
+    and transients at its smallest candidate, and its conversions holding nothing."""
+    memory = problem.memory or [[0.0] * len(c) for c in problem.node_cost]
+    transient = problem.transient or [[0.0] * len(c) for c in problem.node_cost]
+    least = [min(m, default=0.0) for m in memory]
+    running = [min(m, default=0.0) for m in transient]
+    return max(
+        (
+            sum(least[n] for n in live) + sum(running[n] for n in run)
+            for live, run, _ in map(parts, problem.memory_points())
+        ),
+        default=0.0,
+    )
+
+
+@dataclass
+class _Found:
+    choice: list[int]
+    bound: float
+    """HiGHS's dual bound on the objective (the optimum when proven)."""
+    proven: bool
+    peak: float = 0.0
+
+
+class _Model:
+    """HiGHS's model of a problem, the local-polytope formulation: a binary per candidate (one
+    per node), and per edge a continuous joint variable per pair of candidate classes
+    (candidates with equal rows, or columns, of the edge's table and of the conversions between
+    the same two nodes) whose row and column sums equal the classes' indicators. With integral
+    candidates the joint is the one chosen pair; its LP relaxation is exact on trees and tight
+    on the layers' few short cycles, so HiGHS closes the gap at the root where the classic
+    `y >= x_u + x_v - 1` linearization branched for minutes. A forbidden pair has no variable.
+    A conversion's bytes are linear in the joints (or, to a fixed placement, in the
+    candidates), so a point's row counts them with its live values. The model goes to HiGHS
+    as arrays in one call per kind."""
+
+    def __init__(self, problem: Problem) -> None:
+        import numpy as np
+
+        self.problem = problem
+        node_cost = [np.asarray(c, dtype=float) for c in problem.node_cost]
+        self.start = start = np.cumsum([0] + [len(c) for c in node_cost])
+        cost = list(node_cost)
+        self.binary = ncol = int(start[-1])
+        self.rows: list[tuple[float, float, np.ndarray, np.ndarray]] = [
+            (1.0, 1.0, np.arange(start[n], start[n + 1]), np.ones(len(c)))
+            for n, c in enumerate(node_cost)
+        ]
+        self.joints: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+        """(u, v, row class per u candidate, column class per v candidate, joint ids)."""
+        self.converted: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        """Per conversion: the columns and coefficients whose sum is its bytes."""
+        classes: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        for u, v, table, attached in self._pairs():
+            if u == v:
+                cost[u] = cost[u] + np.diagonal(table)
+                continue
+            stacked = [table] + [t for _, t in attached]
+            key = (table.shape, b"".join(t.tobytes() for t in stacked))
+            if key not in classes:  # a stack of layers repeats the same few tables
+                _, row_of = np.unique(np.hstack(stacked), axis=0, return_inverse=True)
+                _, col_of = np.unique(np.vstack(stacked), axis=1, return_inverse=True)
+                classes[key] = (row_of.reshape(-1), col_of.reshape(-1))
+            row_of, col_of = classes[key]
+            nr, nc = int(row_of.max()) + 1, int(col_of.max()) + 1
+            joint = np.full((nr, nc), np.nan)
+            joint[row_of[:, None], col_of[None, :]] = table
+            if not attached and not np.isinf(joint).any() and (joint == 0).all():
+                continue
+            ids = np.full((nr, nc), -1)
+            finite = np.isfinite(joint)
+            ids[finite] = ncol + np.arange(int(finite.sum()))
+            ncol += int(finite.sum())
+            cost.append(joint[finite])
+            self.joints.append((u, v, row_of, col_of, ids))
+            for c, t in attached:
+                held = np.zeros((nr, nc))
+                held[row_of[:, None], col_of[None, :]] = t
+                self.converted[c] = (ids[finite], held[finite])
+            for i in range(nr):  # a row class's joint mass is its indicator
+                self._tie(ids[i][ids[i] >= 0], start[u] + np.flatnonzero(row_of == i))
+            for j in range(nc):
+                self._tie(ids[:, j][ids[:, j] >= 0], start[v] + np.flatnonzero(col_of == j))
+        for c, (u, v, t) in enumerate(problem.conversions or []):
+            if v is None:
+                self.converted[c] = (start[u] + np.arange(len(node_cost[u])), np.asarray(t))
+        self.ncol = ncol
+        self.objective = np.concatenate(cost)
+
+    def _tie(self, joined: np.ndarray, members: np.ndarray) -> None:
+        import numpy as np
+
+        self.rows.append(
+            (
+                0.0,
+                0.0,
+                np.concatenate([joined, members]),
+                np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
+            )
+        )
+
+    def _pairs(self) -> list[tuple[int, int, np.ndarray, list[tuple[int, np.ndarray]]]]:
+        """Each edge with the conversions between its two nodes, and a cost-free pair for
+        conversions between nodes no edge joins (an edge folded into a fixed node)."""
+        import numpy as np
+
+        sizes = [len(c) for c in self.problem.node_cost]
+        pairs: list[tuple[int, int, np.ndarray, list[tuple[int, np.ndarray]]]] = []
+        where: dict[tuple[int, int], int] = {}
+        for u, v, t in self.problem.edges:
+            where.setdefault((u, v), len(pairs))
+            pairs.append((u, v, np.asarray(t, dtype=float).reshape(sizes[u], sizes[v]), []))
+        for c, (u, v, t) in enumerate(self.problem.conversions or []):
+            if v is None:
+                continue
+            held = np.asarray(t, dtype=float).reshape(sizes[u], sizes[v])
+            if (u, v) in where:
+                pairs[where[(u, v)]][3].append((c, held))
+            elif (v, u) in where:
+                pairs[where[(v, u)]][3].append((c, held.T))
+            else:
+                where[(u, v)] = len(pairs)
+                pairs.append((u, v, np.zeros((sizes[u], sizes[v])), [(c, held)]))
+        return pairs
+
+    def points(self) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """Per program point the columns, coefficients and constant whose sum is its bytes.
+        Nodes of one candidate (and nodes whose every candidate holds as much) are constants."""
+        import numpy as np
+
+        problem = self.problem
+        # per node once: its smallest bytes (a constant of every point it is in) and, where
+        # its candidates differ, their columns and bytes above that
+        shares: dict[str, tuple[list[float], list[tuple[np.ndarray, np.ndarray] | None]]] = {}
+        for kind, table in (("m", problem.memory), ("t", problem.transient)):
+            if table is None:
+                continue
+            lows: list[float] = []
+            above: list[tuple[np.ndarray, np.ndarray] | None] = []
+            for n, held in enumerate(table):
+                m = np.asarray(held, dtype=float)
+                low = float(m.min()) if len(m) else 0.0
+                lows.append(low)
+                varies = len(m) > 1 and bool((m > low).any())
+                above.append((self.start[n] + np.arange(len(m)), m - low) if varies else None)
+            shares[kind] = (lows, above)
+        out = []
+        for point in problem.memory_points():
+            live, running, converted = parts(point)
+            constant = 0.0
+            columns: list[np.ndarray] = [np.zeros(0, dtype=int)]
+            values: list[np.ndarray] = [np.zeros(0)]
+            for kind, members in (("m", live), ("t", running)):
+                if kind not in shares:
+                    continue
+                lows, above = shares[kind]
+                constant += sum(lows[n] for n in members)
+                for n in members:
+                    if above[n] is not None:
+                        columns.append(above[n][0])  # type: ignore[index]
+                        values.append(above[n][1])  # type: ignore[index]
+            for c in converted:
+                columns.append(self.converted[c][0])
+                values.append(self.converted[c][1])
+            index, where = np.unique(np.concatenate(columns), return_inverse=True)
+            merged = np.bincount(
+                where.reshape(-1), weights=np.concatenate(values), minlength=len(index)
+            )
+            out.append((index, merged, constant))
+        return out
+
+    def solve(self, time_limit: float, minimize_peak: bool = False) -> _Found:
+        """HiGHS's answer: under the problem's memory limit its least cost, or with
+        `minimize_peak` its least peak (a column bounding every point's bytes, the objective)."""
+        import time
+
+        import highspy
+        import numpy as np
+
+        problem = self.problem
+        rows = list(self.rows)
+        objective, ncol = self.objective, self.ncol
+        bounded = problem.memory_limit is not None and (
+            problem.memory is not None or problem.conversions is not None
+        )
+        points = self.points() if minimize_peak or bounded else []
+        scale = 1.0
+        if minimize_peak:
+            scale = max([c + float(v.max(initial=0.0)) for _, v, c in points] + [1.0])
+            objective = np.concatenate([np.zeros(ncol), [1.0]])
+            for index, values, constant in points:
+                rows.append(
+                    (
+                        -math.inf,
+                        -constant / scale,
+                        np.append(index, ncol),
+                        np.append(values / scale, -1.0),
+                    )
+                )
+            ncol += 1
+        elif bounded:
+            assert problem.memory_limit is not None
+            scale = max(problem.memory_limit, 1.0)
+            for index, values, constant in points:
+                rhs = (_slack(problem.memory_limit) - constant) / scale
+                if not len(index):
+                    if rhs < 0:
+                        raise NoSolution("no combination of candidates fits the memory limit")
+                    continue
+                rows.append((-math.inf, rhs, index, values / scale))
+        began = time.perf_counter()
+        with _quiet_stdout():
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.setOptionValue("mip_rel_gap", 0.0)
+            h.setOptionValue("time_limit", float(time_limit))
+            upper = np.ones(ncol)
+            if minimize_peak:
+                upper[-1] = math.inf
+            forbidden = np.isinf(objective)  # a candidate of infinite own cost: never chosen
+            upper[forbidden] = 0.0
+            objective = np.where(forbidden, 0.0, objective)
+            h.addCols(
+                ncol,
+                objective,
+                np.zeros(ncol),
+                upper,
+                0,
+                np.zeros(0, np.int32),
+                np.zeros(0, np.int32),
+                np.zeros(0),
+            )
+            starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
+            h.addRows(
+                len(rows),
+                np.array([r[0] for r in rows]),
+                np.array([r[1] for r in rows]),
+                int(sum(len(r[2]) for r in rows)),
+                starts,
+                np.concatenate([r[2] for r in rows]).astype(np.int32),
+                np.concatenate([r[3] for r in rows]).astype(float),
+            )
+            values, proven, bound, infeasible = None, False, -math.inf, False
+            if len(rows) == len(self.rows):
+                # without memory rows the relaxation first, without presolve (its simplex
+                # alone is fast): on the layers its optimum is integral, hence the integer
+                # optimum; else branch on it (memory rows make it fractional: branch at once)
+                h.setOptionValue("presolve", "off")
+                h.run()
+                values = self._values(h)
+                proven = values is not None and bool(
+                    np.allclose(values, np.round(values), atol=1e-7)
+                )
+                # the relaxation's optimum bounds the integer one even when fractional
+                relaxed = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+                bound = h.getInfo().objective_function_value if relaxed else -math.inf
+                infeasible = h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
+            if not proven and not infeasible:
+                h.setOptionValue("presolve", "on")
+                h.setOptionValue("time_limit", max(0.0, time_limit - (time.perf_counter() - began)))
+                h.changeColsIntegrality(
+                    self.binary,
+                    np.arange(self.binary, dtype=np.int32),
+                    np.full(self.binary, highspy.HighsVarType.kInteger.value, np.uint8),
+                )
+                self._hint(h, minimize_peak, scale)
+                h.run()
+                if self._stale(h, objective):
+                    h.clearSolver()  # forget the hint and solve again
+                    h.run()
+                values = self._values(h)
+                info = h.getInfo()
+                proven = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+                bound = info.objective_function_value if proven else max(bound, info.mip_dual_bound)
+            status = h.modelStatusToString(h.getModelStatus())
+        if values is None:
+            if status == "Infeasible":
+                raise NoSolution(
+                    "no combination of candidates fits the memory limit"
+                    if problem.memory_limit is not None
+                    else "every combination uses a forbidden pair"
+                )
+            raise NoSolution(
+                f"the integer program found no program within time-limit={time_limit:g}s "
+                f"(HiGHS: {status})"
+            )
+        choice = [
+            int(np.argmax(values[self.start[n] : self.start[n + 1]]))
+            for n in range(len(self.start) - 1)
+        ]
+        found = _Found(choice, bound * scale if minimize_peak else bound, proven)
+        if minimize_peak:
+            found.peak = problem.peak(choice)
+        return found
+
+    @staticmethod
+    def _stale(h: object, objective: np.ndarray) -> bool:
+        """Whether HiGHS (1.16) reports an optimum its columns do not reach: when presolve
+        solves a hinted program outright, it can answer with the better objective and the
+        hint's columns."""
+        import highspy
+        import numpy as np
+
+        info = h.getInfo()  # type: ignore[attr-defined]
+        if info.primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible.value:
+            return False
+        columns = np.asarray(h.getSolution().col_value)  # type: ignore[attr-defined]
+        reached = float(objective @ columns)
+        reported = info.objective_function_value
+        return abs(reached - reported) > 1e-7 * max(1.0, abs(reported))
+
+    def _values(self, h: object) -> np.ndarray | None:
+        """The candidates' values of HiGHS's best program, None when it has none."""
+        import highspy
+        import numpy as np
+
+        info = h.getInfo()  # type: ignore[attr-defined]
+        if info.primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible.value:
+            return None
+        return np.asarray(h.getSolution().col_value[: self.binary])  # type: ignore[attr-defined]
+
+    def _hint(self, h: object, minimize_peak: bool, scale: float) -> None:
+        """Start HiGHS's branching from the cheaper of coordinate descent's program (on
+        problems of up to `HINTED` nodes: on a 96-layer step it takes longer than HiGHS) and
+        each node's smallest candidate, where they fit: under a time limit there is then a
+        program to answer with whenever they find one."""
+        import numpy as np
+
+        problem = self.problem
+        found = [_smallest(problem)]
+        if not minimize_peak and problem.size <= HINTED:
+            with contextlib.suppress(NoSolution):
+                found.append(coordinate_descent(problem).choice)
+        fitting = [
+            c
+            for c in found
+            if not math.isinf(problem.cost(c)) and (minimize_peak or problem.fits(c))
+        ]
+        if not fitting:
+            return
+        choice = min(fitting, key=problem.cost)
+        values = np.zeros(self.ncol + (1 if minimize_peak else 0))
+        for n, c in enumerate(choice):
+            values[self.start[n] + c] = 1.0
+        for u, v, row_of, col_of, ids in self.joints:
+            values[ids[row_of[choice[u]], col_of[choice[v]]]] = 1.0
+        if minimize_peak:
+            values[-1] = problem.peak(choice) / scale
+        h.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)  # type: ignore[attr-defined]
+
+
+def coordinate_descent(
+    problem: Problem, starts: int = 4, seed: int = 0, start: list[int] | None = None
+) -> Solution:
     """`starts` starts (the optimum of the bound's relaxation - `forest_relaxation` -, a greedy
-    pass in node order - `_greedy` -, each node's cheapest own candidate, under a memory limit
-    each node's smallest, then random ones, in that order); each sweep re-chooses every node given its
+    pass in node order - `_lookahead_greedy` -, each node's cheapest own candidate, then random
+    ones; under a memory limit also a program of few bytes - `_fewest_bytes` - and one more
+    random start; or only `start`, with the nodes' cheapest own costs as its bound); each sweep re-chooses every node given its
     neighbours, among the moves that lift no program point's memory past the limit (`_Held`);
     stop when a sweep changes nothing."""
     rng = random.Random(seed)
@@ -652,20 +1062,28 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
         return total
 
     bounded = problem.memory is not None and problem.memory_limit is not None
-    bound, relaxed = forest_relaxation(problem)
+    layout = _Layout(problem) if bounded else None
+    if start is None:
+        bound, relaxed = forest_relaxation(problem)
+    else:  # one given start (a least-memory entry's): the cheap bound
+        bound, relaxed = sum(min(cs) for cs in problem.node_cost), None
+    first = -2 if relaxed is not None else -1
     best: Solution | None = None
-    for start in range(-2 if relaxed is not None else -1, starts - 2):  # 4 starts in all
-        if start == -2:  # the bound's own choice: optimal where the edges form a forest
+    extra = 2 if bounded else 0  # a limit: two more random starts
+    for k in range(1) if start is not None else range(first, starts - 2 + extra):
+        if start is not None:
+            choice = list(start)
+        elif k == -2:  # the bound's own choice: optimal where the edges form a forest
             choice = list(relaxed)  # type: ignore[arg-type]
-        elif start == -1:
-            choice = _greedy(problem)
-        elif start == 0:
+        elif k == -1:
+            choice = _lookahead_greedy(problem)
+        elif k == 0:
             choice = [min(range(len(cs)), key=cs.__getitem__) for cs in problem.node_cost]
-        elif start == 1 and bounded:
-            choice = _smallest(problem)
+        elif k == 1 and bounded:
+            choice = _fewest_bytes(problem, TIME_LIMIT)
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
-        held = _Held(problem, choice) if bounded else None
+        held = _Held(problem, choice, layout) if layout is not None else None
         changed = True
         while changed:
             changed = False
@@ -689,7 +1107,98 @@ def coordinate_descent(problem: Problem, starts: int = 4, seed: int = 0) -> Solu
     return best
 
 
-def _greedy(problem: Problem) -> list[int]:
+def _smallest(problem: Problem) -> list[int]:
+    """Each node's candidate holding the fewest bytes (its value and its transient)."""
+    memory = problem.memory or [[0.0] * len(c) for c in problem.node_cost]
+    transient = problem.transient or [[0.0] * len(c) for c in problem.node_cost]
+    return [
+        min(range(len(cs)), key=lambda c, n=n: (memory[n][c] + transient[n][c], cs[c]))
+        for n, cs in enumerate(problem.node_cost)
+    ]
+
+
+class _Layout:
+    """Where each node counts, for `_Held` (built once per coordinate descent, for all its
+    starts): the points its value is live at, those it runs at, and the conversions from or
+    to it with their points."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.live: list[list[int]] = [[] for _ in range(problem.size)]
+        self.running: list[list[int]] = [[] for _ in range(problem.size)]
+        self.converted: list[list[tuple[int, int]]] = [[] for _ in range(problem.size)]
+        for p, point in enumerate(problem.memory_points()):
+            live, running, converted = parts(point)
+            for n in live:
+                self.live[n].append(p)
+            for n in running:
+                self.running[n].append(p)
+            for c in converted:
+                u, v, _ = problem.conversions[c]  # type: ignore[index]
+                self.converted[u].append((p, c))
+                if v is not None and v != u:
+                    self.converted[v].append((p, c))
+
+
+class _Held:
+    """The bytes live at every program point under coordinate descent's current choice, kept
+    as running sums: moving a node touches only the points it is live or runs at, and those
+    where a conversion from or to it is held."""
+
+    def __init__(self, problem: Problem, choice: list[int], layout: _Layout) -> None:
+        assert problem.memory is not None and problem.memory_limit is not None
+        self.problem, self.choice, self.layout = problem, choice, layout  # cd moves choice
+        self.limit = _slack(problem.memory_limit)
+        self.totals = problem.point_memory(choice)
+        self.transient = problem.transient
+
+    def deltas(self, node: int, old: int, new: int) -> tuple[float, float, dict[int, float]]:
+        """How the bytes change when `node` moves from `old` to `new`: at every point its
+        value is live, at every point it runs, and at each point a conversion of it is held."""
+        memory = self.problem.memory
+        assert memory is not None
+        live = memory[node][new] - memory[node][old]
+        running = (
+            0.0 if self.transient is None else self.transient[node][new] - self.transient[node][old]
+        )
+        held: dict[int, float] = {}
+        for p, c in self.layout.converted[node]:
+            held[p] = held.get(p, 0.0) + self._held(c, node, new) - self._held(c, node, old)
+        return live, running, held
+
+    def _held(self, c: int, node: int, candidate: int) -> float:
+        """Conversion `c`'s bytes with `node` at `candidate`, the other end as chosen."""
+        u, v, table = self.problem.conversions[c]  # type: ignore[index]
+        a = candidate if u == node else self.choice[u]
+        if v is None:
+            return float(table[a])
+        return float(table[a][candidate if v == node else self.choice[v]])
+
+    def _changes(self, node: int, old: int, new: int) -> dict[int, float]:
+        live, running, out = self.deltas(node, old, new)
+        for points, delta in ((self.layout.live[node], live), (self.layout.running[node], running)):
+            if delta:
+                for p in points:
+                    out[p] = out.get(p, 0.0) + delta
+        return out
+
+    def allows(self, node: int, old: int, new: int) -> bool:
+        """Whether moving `node` from `old` to `new` keeps each point it touches within the
+        limit (or, from a start beyond it, no fuller than it was): at once where nothing
+        grows (a weight live at every point, moved to a smaller layout)."""
+        live, running, held = self.deltas(node, old, new)
+        if live <= 0 and running <= 0 and all(d <= 0 for d in held.values()):
+            return True
+        for p, delta in self._changes(node, old, new).items():
+            if self.totals[p] + delta > max(self.limit, self.totals[p]):
+                return False
+        return True
+
+    def move(self, node: int, old: int, new: int) -> None:
+        for p, delta in self._changes(node, old, new).items():
+            self.totals[p] += delta
+
+
+def _lookahead_greedy(problem: Problem) -> list[int]:
     """Each node in order, its candidate cheapest given its neighbours: those chosen before it
     at their choice, the others at their best for it (each edge's row or column minimum). A
     start that keeps clear of forbidden pairs (conversions that break split nesting) where the
@@ -713,46 +1222,6 @@ def _greedy(problem: Problem) -> list[int]:
                 total += t[:, choice[other]] if forward else t[choice[other], :]
         choice[node] = int(np.argmin(total))
     return choice
-
-
-def _smallest(problem: Problem) -> list[int]:
-    """Each node's candidate holding the fewest bytes (its value and its transient)."""
-    memory = problem.memory or [[0.0] * len(c) for c in problem.node_cost]
-    transient = problem.transient or [[0.0] * len(c) for c in problem.node_cost]
-    return [
-        min(range(len(cs)), key=lambda c, n=n: (memory[n][c] + transient[n][c], cs[c]))
-        for n, cs in enumerate(problem.node_cost)
-    ]
-
-
-class _Held:
-    """The bytes live at every program point under coordinate descent's current choice, kept
-    as running sums: moving a node touches only the points it is live or runs at."""
-
-    def __init__(self, problem: Problem, choice: list[int]) -> None:
-        assert problem.memory is not None and problem.memory_limit is not None
-        self.limit = _slack(problem.memory_limit)
-        self.totals = problem.point_memory(choice)
-        self.at: list[list[tuple[int, list[float]]]] = [[] for _ in range(problem.size)]
-        for p, (live, running) in enumerate(problem.memory_points()):
-            for n in live:
-                self.at[n].append((p, problem.memory[n]))
-            if problem.transient is not None:
-                for n in running:
-                    self.at[n].append((p, problem.transient[n]))
-
-    def allows(self, node: int, old: int, new: int) -> bool:
-        """Whether moving `node` from `old` to `new` keeps each point it touches within the
-        limit (or, from a start beyond it, no fuller than it was)."""
-        for p, table in self.at[node]:
-            after = self.totals[p] + table[new] - table[old]
-            if after > max(self.limit, self.totals[p]):
-                return False
-        return True
-
-    def move(self, node: int, old: int, new: int) -> None:
-        for p, table in self.at[node]:
-            self.totals[p] += table[new] - table[old]
 
 
 def lower_bound(problem: Problem) -> float:

@@ -101,3 +101,19 @@ def test_fixed_nodes_cut_cycles_for_dp():
     assert got.strategy == "dp" and not got.note
     assert got.cost == pytest.approx(exhaustive(problem).cost)
     assert problem.cost(got.choice) == pytest.approx(got.cost)
+
+
+def test_least_memory_entries_fit_the_step_where_no_other_entry_does(open_stack):
+    """Under 0.00008 GiB (85.9 KB) per device the tiny step needs @layer_backward's
+    least-memory entry (its boundary at the smallest layouts, the same as the other layers'
+    least entries, so Adam updates the weights in place unconverted): without such entries
+    the search found no program at all (HiGHS: infeasible). The chosen program is proven equal
+    to the open one - to 1e-4: split reductions sum f32 partials in another order and Adam's
+    division by sqrt(v) magnifies that."""
+    limit = 0.00008
+    pipeline = "auto-shard{strategy=dp memory=0.00008}"
+    found = reports(apply_pipeline(load_program(open_stack), pipeline))
+    assert found["layer_backward"]["note"].startswith("least memory")
+    assert all(r["peak"] <= limit * 1024**3 for r in found.values())
+    report = ccopt.check_pipeline(open_stack, pipeline, rtol=1e-4)
+    assert report.comparisons and all(c.ok for c in report.comparisons)

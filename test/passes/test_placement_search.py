@@ -221,7 +221,8 @@ def test_forbidden_pairs_are_avoided():
 def peaked(draw) -> Problem:
     """Random problems under a memory peak: each node's value lives on an interval of program
     points (a first and a last), some nodes hold a transient at their first point (a call's
-    callee peak); the limit bounds the fullest point."""
+    callee peak), some edges and nodes a conversion's output at some point; the limit bounds
+    the fullest point."""
     problem = draw(problems(memory=True))
     n = problem.size
     spans = []
@@ -233,10 +234,23 @@ def peaked(draw) -> Problem:
     problem.transient = [
         [draw(cost) for _ in range(k)] if draw(st.booleans()) else [0.0] * k for k in sizes
     ]
+    # conversions: some edges' (and some nodes', to a fixed placement) outputs held at a point
+    problem.conversions = []
+    held_at: dict[int, list[int]] = {}
+    for u, v, _ in problem.edges:
+        if draw(st.booleans()):
+            table = [[draw(cost) for _ in range(sizes[v])] for _ in range(sizes[u])]
+            held_at.setdefault(draw(st.integers(0, n)), []).append(len(problem.conversions))
+            problem.conversions.append((u, v, table))
+    for u in range(n):
+        if draw(st.integers(0, 3)) == 0:
+            held_at.setdefault(draw(st.integers(0, n)), []).append(len(problem.conversions))
+            problem.conversions.append((u, None, [draw(cost) for _ in range(sizes[u])]))
     points = [
         (
             tuple(i for i, (a, b) in enumerate(spans) if a <= p <= b),
             tuple(i for i, (a, _) in enumerate(spans) if a == p and any(problem.transient[i])),
+            tuple(held_at.get(p, ())),
         )
         for p in range(n + 1)
     ]
@@ -295,3 +309,91 @@ def test_maximal_points_by_hand():
         ((x,), (call,)),
         ((x, c), ()),
     ]
+
+
+def test_a_conversion_held_at_a_point_can_break_the_limit():
+    """Node 0 gives R (4 bytes) or S (1 byte, 2 cheaper on its own); node 1 reads R (4 bytes), so
+    from S a conversion costing 1 makes a replicated copy (4 bytes) held while node 1 runs, at
+    the point where both are live: R holds 4 + 4 = 8 there for cost 2, S 1 + 4 + 4 = 9 for
+    cost 1. Under 8 only R fits (without the copy S would hold 5 and win); under 9, S."""
+    problem = Problem(
+        [[2.0, 0.0], [0.0]],
+        [(0, 1, [[0.0], [1.0]])],
+        memory=[[4.0, 1.0], [4.0]],
+        points=[((0,), ()), ((0, 1), (), (0,))],
+        conversions=[(0, 1, [[0.0], [4.0]])],
+    )
+    for limit, choice, cost, peak in ((8.0, [0, 0], 2.0, 8.0), (9.0, [1, 0], 1.0, 9.0)):
+        problem.memory_limit = limit
+        for strategy in placement_search.STRATEGIES:
+            solution = placement_search.solve(problem, strategy)
+            assert (solution.choice, solution.cost) == (choice, cost), strategy
+            assert problem.peak(solution.choice) == peak
+    problem.memory_limit = 7.0
+    for strategy in placement_search.STRATEGIES:
+        with pytest.raises(NoSolution):
+            placement_search.solve(problem, strategy)
+    assert placement_search.least_peak(problem)[:2] == (8.0, True)
+
+
+def test_integer_program_stops_at_its_time_limit():
+    """Three nodes in a cycle whose edges charge 5 where the ends agree: every program pays
+    at least one edge (an odd cycle cannot alternate) and the cheapest pays 5 + 0.1 (one node
+    at its second candidate). The relaxation (every variable 1/2, cost 0.15) is fractional, so
+    HiGHS branches; given no time it answers with coordinate descent's program, cost 5.1,
+    and the bound known without HiGHS - `forest_relaxation`: the path 0-1-2 solved exactly
+    (alternating, one node at 0.1) with the edge 2-0 at its minimum 0, so 0.1 - gap 5.0.
+    Given time it proves 5.1."""
+    agree = [[5.0, 0.0], [0.0, 5.0]]
+    problem = Problem([[0.0, 0.1]] * 3, [(i, (i + 1) % 3, agree) for i in range(3)])
+    stopped = integer_program(problem, time_limit=0.0)
+    assert stopped.cost == pytest.approx(5.1) and stopped.lower_bound == pytest.approx(0.1)
+    assert stopped.gap == pytest.approx(5.0) and not stopped.optimal
+    assert "stopped at its time limit (0 s)" in stopped.note
+    solved = integer_program(problem, time_limit=60.0)
+    assert solved.cost == pytest.approx(5.1) and solved.optimal and not solved.note
+
+
+@settings(max_examples=60, deadline=None)
+@given(peaked())
+def test_least_peak_is_the_least_any_program_reaches(problem):
+    """`least_peak` (each node's smallest candidate, else an integer program minimizing the
+    fullest point) equals the least peak over every program of finite cost; `least_memory`'s
+    program has finite cost and reaches at least that."""
+    from itertools import product
+
+    peaks = [
+        problem.peak(c)
+        for c in product(*(range(len(cs)) for cs in problem.node_cost))
+        if not math.isinf(problem.cost(c))
+    ]
+    problem.memory_limit = None
+    peak, proven, choice = placement_search.least_peak(problem)
+    if not peaks:
+        assert math.isinf(peak) and choice is None
+        return
+    assert proven and peak == pytest.approx(min(peaks))
+    assert problem.peak(choice) == pytest.approx(peak)
+    solution = placement_search.least_memory(problem)
+    assert not math.isinf(solution.cost)
+    assert problem.peak(solution.choice) >= peak - 1e-9
+
+
+def test_least_peak_is_not_the_hints_when_highs_presolves_it():
+    """HiGHS 1.16 answered this one (found by hypothesis) with the better objective, 3, and
+    the hinted program's columns (each node's smallest candidate: node 5's second, 1 byte live
+    beside node 0's 3 at the second point, peak 4). The least peak is 3: node 5's first
+    candidate (0 live, 2 while it runs) with node 2's second (whose conversion holds nothing):
+    2 at the first point, 3 at the second."""
+    zero = [[0.0] * k for k in (1, 2, 2, 3, 4, 3)]
+    problem = Problem(
+        [[0.0], [0.0, 1.0], [0.0, 0.0], [0.0] * 3, [0.0] * 4, [0.0] * 3],
+        [(0, 1, [[0.0, 0.0]]), (1, 2, [[0.0, 1.0], [0.0, 0.0]])],
+        memory=[[3.0], *zero[1:5], [0.0, 0.0, 1.0]],
+        transient=[*zero[:5], [2.0, 2.0, 0.0]],
+        points=[((1, 2, 3, 4, 5), (5,), (0, 1, 2)), ((0, 5), (), ())],
+        conversions=[(0, None, [0.0]), (1, None, [0.0, 0.0]), (2, None, [1.0, 0.0])],
+    )
+    peak, proven, choice = placement_search.least_peak(problem)
+    assert (peak, proven) == (3.0, True)
+    assert problem.peak(choice) == 3.0 and choice[2] == 1 and choice[5] in (0, 1)

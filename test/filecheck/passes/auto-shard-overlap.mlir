@@ -2,26 +2,29 @@
 // RUN: ccopt %s -p 'auto-shard{strategy=exhaustive objective=time overlap=4}' | filecheck %s --check-prefix=OVERLAP
 // RUN: ccopt %s -p 'auto-shard{strategy=dp objective=time overlap=4}' | filecheck %s --check-prefix=OVERLAP
 
-// x is given split on its columns over tp=8, w is open, the sum must be replicated. On a DGX
-// A100 (objective=time, conversions as alpha-beta collectives):
-// - column-parallel: gather x (8192x7168 bf16), w split on columns, gather the product
-//   (8192x8192): 7168 + 8192 columns gathered;
-// - row-parallel: w split on rows, the partial product all-reduced: 2 x 8192 columns on a ring.
-// Without overlap column-parallel is cheaper. With overlap=4 the simulator predicts that
-// overlap{chunks=4} saves 165 us on the matmul and its all-reduce (the pair simulated before
-// and after the pass), more than the 36 us column-parallel was cheaper by: row-parallel wins.
+// A Megatron MLP's second matmul with w2 open over tp=8 (bf16, a DGX A100, objective=time,
+// conversions as alpha-beta collectives; no memory limit, so replicating w2 costs no time):
+// - w2 replicated: h (8192x12288, split on columns) is re-split on rows by an all-to-all, the
+//   product (8192x8192, split on rows) all-gathered;
+// - w2 split on rows (row-parallel): the partial product all-reduced (2 x 8192 columns on a
+//   ring), about 305 us dearer than the all-to-all and the all-gather.
+// Without overlap the replicated w2 wins. With overlap=4 the simulator predicts that
+// overlap{chunks=4} saves 383 us on the second matmul and its all-reduce (the pair simulated
+// before and after the pass), more than the 305 us: row-parallel wins.
 dtensor.mesh @t [tp=8]
 // PLAIN-LABEL: func.func @f
-// PLAIN-SAME: %w: !dtensor.tensor<7168x8192xbf16, @t[S(1)]>
+// PLAIN-SAME: %w2: !dtensor.tensor<12288x8192xbf16, @t[R]>
 // PLAIN-NOT: overlap_credit
+// PLAIN: coll.all_to_all %h over [tp] dim 0
 // PLAIN: coll.all_gather
 // OVERLAP-LABEL: func.func @f
-// OVERLAP-SAME: %w: !dtensor.tensor<7168x8192xbf16, @t[S(0)]>
-// OVERLAP-SAME: overlap_chunks = 4 : i64, overlap_credit = 0.000165{{[0-9]*}} : f64
-// OVERLAP: dtensor.matmul {{.*}} -> !dtensor.tensor<8192x8192xbf16, @t[P(sum)]>
+// OVERLAP-SAME: %w2: !dtensor.tensor<12288x8192xbf16, @t[S(0)]>
+// OVERLAP-SAME: overlap_chunks = 4 : i64, overlap_credit = 0.000383{{[0-9]*}} : f64
+// OVERLAP: dtensor.matmul %h, %w2 {{.*}} -> !dtensor.tensor<8192x8192xbf16, @t[P(sum)]>
 // OVERLAP-NEXT: coll.all_reduce sum
-func.func @f(%x: !dtensor.tensor<8192x7168xbf16, @t[S(1)]>, %w: !dtensor.tensor<7168x8192xbf16, @t[?]>, %b: !dtensor.tensor<8192x8192xbf16, @t[R]>) -> !dtensor.tensor<8192x8192xbf16, @t[R]> {
-  %y = dtensor.matmul %x, %w : (!dtensor.tensor<8192x7168xbf16, @t[S(1)]>, !dtensor.tensor<7168x8192xbf16, @t[?]>) -> !dtensor.tensor<8192x8192xbf16, @t[?]>
+func.func @f(%x: !dtensor.tensor<8192x8192xbf16, @t[R]>, %w1: !dtensor.tensor<8192x12288xbf16, @t[S(1)]>, %w2: !dtensor.tensor<12288x8192xbf16, @t[?]>, %b: !dtensor.tensor<8192x8192xbf16, @t[R]>) -> !dtensor.tensor<8192x8192xbf16, @t[R]> {
+  %h = dtensor.matmul %x, %w1 : (!dtensor.tensor<8192x8192xbf16, @t[R]>, !dtensor.tensor<8192x12288xbf16, @t[S(1)]>) -> !dtensor.tensor<8192x12288xbf16, @t[S(1)]>
+  %y = dtensor.matmul %h, %w2 : (!dtensor.tensor<8192x12288xbf16, @t[S(1)]>, !dtensor.tensor<12288x8192xbf16, @t[?]>) -> !dtensor.tensor<8192x8192xbf16, @t[?]>
   %z = dtensor.add %y, %b : (!dtensor.tensor<8192x8192xbf16, @t[?]>, !dtensor.tensor<8192x8192xbf16, @t[R]>) -> !dtensor.tensor<8192x8192xbf16, @t[R]>
   func.return %z : !dtensor.tensor<8192x8192xbf16, @t[R]>
 }
