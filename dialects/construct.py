@@ -100,6 +100,17 @@ def fixed_counts(cls: type[IRDLOperation]) -> tuple[int, int, int] | None:
     return (len(shape.operands), len(shape.results), len(shape.regions))
 
 
+_INSTANCES: dict[type, dict[type, bool]] = {SSAValue: {}, Attribute: {}, Region: {}}
+"""Per expected class, whether values of a concrete class are instances of it: `isinstance` on
+an abstract class (SSAValue, Attribute) runs Python code, and every operand and result type of
+every op built went through it."""
+
+
+def _is_a(value: object, of: type) -> bool:
+    found = _INSTANCES[of][type(value)] = isinstance(value, of)
+    return found
+
+
 def _flatten(
     args: Sequence[object], kinds: tuple[int, ...], of: type
 ) -> tuple[list, list[int]] | None:
@@ -107,10 +118,11 @@ def _flatten(
     None for a form left to IRDL's builder (it accepts more forms, and reports errors)."""
     if len(args) != len(kinds):
         return None
+    known = _INSTANCES[of]
     flat: list[object] = []
     sizes: list[int] = []
     for arg, kind in zip(args, kinds, strict=True):
-        if isinstance(arg, of):
+        if known.get(type(arg)) or _is_a(arg, of):
             flat.append(arg)
             sizes.append(1)
         elif kind == _SINGLE:
@@ -119,7 +131,7 @@ def _flatten(
             sizes.append(0)
         elif type(arg) in (list, tuple) and (kind == _VARIADIC or len(arg) <= 1):  # type: ignore[arg-type]
             group: Sequence[object] = arg  # type: ignore[assignment]
-            if not all(isinstance(a, of) for a in group):
+            if not all(known.get(type(a)) or _is_a(a, of) for a in group):
                 return None
             flat.extend(group)
             sizes.append(len(group))

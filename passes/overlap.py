@@ -55,6 +55,7 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import clone_body
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -312,7 +313,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
                 v = piece.result
             inputs.append(v)
         types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
-        body = op.body.clone()
+        body = clone_body(op.body)
         renumber_elements(body, y.get_shape(), plan.dim, a, b)
 
         def build(args: Sequence[SSAValue], types=types, body=body) -> Operation:  # noqa: ANN001
