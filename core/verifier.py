@@ -102,14 +102,19 @@ class KeySharing:
         self.shared: dict[Key, Key] = {}
         self.last: dict[int, Key] = {}
 
-    def compact(self, key: Key) -> Key:
+    def compact(self, key: Key, previous: Key | None = None) -> Key:
         """`key` with its tuples of operand types, result types, properties, attributes and
-        the properties of the op around replaced by equal ones already kept."""
+        the properties of the op around replaced by equal ones already kept: those of the op's
+        `previous` key where they did not change (the common case: a pass changed one thing of
+        an op), else the last ones kept for that part, else any equal one kept."""
         parts = list(key)
         last = self.last
         for i in _SHARED_PARTS:
             part = parts[i]
             if not part:
+                continue
+            if previous is not None and previous[i] == part:
+                parts[i] = previous[i]
                 continue
             kept = last.get(i)
             if kept is None or kept != part:
@@ -142,8 +147,8 @@ class VerificationWalk:
         self.dirty_functions: set[Operation] = set()
         self.visible: set[SSAValue] = set()
 
-    def compact(self, key: Key) -> Key:
-        return self.sharing.compact(key)
+    def compact(self, key: Key, previous: Key | None = None) -> Key:
+        return self.sharing.compact(key, previous)
 
     def visit(self, op: Operation, function: Operation | None) -> bool:
         """Visit `op` and its regions; True when it or anything in it changed. A changed op's
@@ -152,8 +157,9 @@ class VerificationWalk:
         key = verification_key(op)
         self.visited.append(op)
         at = len(self.changed)
-        changed = op.__dict__.get(_VERIFIED) != key
-        self.changed.append((op, self.compact(key) if changed else key))
+        previous = op.__dict__.get(_VERIFIED)
+        changed = previous != key
+        self.changed.append((op, self.compact(key, previous) if changed else key))
         self.note(op, function)
         if op.regions:
             inner_function = op if op.name == "func.func" else function
@@ -167,7 +173,7 @@ class VerificationWalk:
             # which the dominance check (a fresh scope per isolated op) sees.
             if inside and not isolated and not changed:
                 changed = True
-                self.changed[at] = (op, self.compact(key))
+                self.changed[at] = (op, self.compact(key, previous))
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
         return changed
@@ -466,19 +472,31 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
     comparison and the plan is checked in full."""
     block = f.regions[0].blocks.first
     module = f.parent_op()
-    meshes = tuple(
-        (op, tuple(op.properties.values()))
-        for op in (module.walk() if module is not None else ())
-        if op.name == "dtensor.mesh"
-    )
+    meshes = () if module is None else tuple(module_meshes(module))
     state = None if module is None else module.__dict__.get(_MODULE_STATE)
     sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
-    ops = (
-        ()
-        if block is None
-        else tuple((op, sharing.compact(verification_key(op))) for op in block.ops)
-    )
+
+    def planned_key(op: Operation) -> Key:
+        """The op's key now; the very key it last verified with when that is still it (the
+        ops the plan did not touch: they cost no memory)."""
+        key = verification_key(op)
+        previous = op.__dict__.get(_VERIFIED)
+        return previous if previous == key else sharing.compact(key, previous)
+
+    ops = () if block is None else tuple((op, planned_key(op)) for op in block.ops)
     f.__dict__[_PLANNED] = (block, workspace, meshes, ops)
+
+
+def module_meshes(module: Operation) -> Iterable[tuple[Operation, Key]]:
+    """The mesh declarations of `module` and its nested modules, in walk order, with their
+    properties (a mesh sits directly in a module: no function body is walked)."""
+    for region in module.regions:
+        for block in region.blocks:
+            for op in block.ops:
+                if op.name == "dtensor.mesh":
+                    yield (op, tuple(op.properties.values()))
+                elif op.name == "builtin.module":
+                    yield from module_meshes(op)
 
 
 def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, meshes: Key) -> bool:
