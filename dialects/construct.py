@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation
@@ -29,6 +30,7 @@ from xdsl.irdl.operations import (
 )
 
 _SINGLE, _OPTIONAL, _VARIADIC = 0, 1, 2
+_Op = TypeVar("_Op", bound=IRDLOperation)
 
 
 @dataclass(frozen=True)
@@ -204,3 +206,16 @@ def _present(attrs: Mapping[str, Attribute | None] | None) -> dict[str, Attribut
     if not attrs:
         return {}
     return {k: v for k, v in attrs.items() if v is not None}
+
+
+def build_op(
+    cls: type[_Op],
+    operands: Sequence[SSAValue | Sequence[SSAValue] | None] = (),
+    result_types: Sequence[Attribute | Sequence[Attribute] | None] = (),
+    properties: Mapping[str, Attribute | None] | None = None,
+) -> _Op:
+    """An op of any IRDL class built by `init_op`, for classes (xDSL's arith ops) whose own
+    constructors go through IRDL's builder: unset properties take their defaults."""
+    op = cls.__new__(cls)
+    init_op(op, operands=operands, result_types=result_types, properties=properties)
+    return op
