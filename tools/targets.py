@@ -31,10 +31,7 @@ def _mlir() -> type[Target]:
     from xdsl.printer import Printer
     from xdsl.targets.mlir import MLIRTarget
 
-    from ccopt.dialects.dtensor_type import DTensorType
-    from ccopt.dialects.kernel import BufferType
-
-    spelled_types = (DTensorType, BufferType)
+    spelled_types = frozenset({"dtensor.tensor", "kernel.buffer"})  # (by name: no import)
     spellings: dict[Attribute, str] = {}  # (types print alike in every module)
 
     class WritingPrinter(Printer):
@@ -52,7 +49,7 @@ def _mlir() -> type[Target]:
         def print_attribute(self, attribute: Attribute) -> None:
             """Distributed tensor and buffer types are most of a lowered module's text and
             a few dozen distinct ones: each is rendered once, then written as it was."""
-            if type(attribute) not in spelled_types:
+            if getattr(type(attribute), "name", None) not in spelled_types:
                 super().print_attribute(attribute)
                 return
             text = spellings.get(attribute)
