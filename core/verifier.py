@@ -49,23 +49,23 @@ _CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
 
 Key = tuple[object, ...]
 _SHARED_PARTS = (4, 5, 6, 7, 10)
-"""The parts of a verification key that ops share (`compact_key`): operand types, result types,
+"""The parts of a verification key that ops share (`KeySharing`): operand types, result types,
 properties, attributes, the properties of the op around."""
 
 
 def verify_module(module: Operation) -> None:
     """Verify every op, then SSA dominance and the module-wide rules; the first failure becomes
     an OpError. Ops unchanged since the last verification are not verified again."""
-    walk = VerificationWalk(module)
+    previous = module.__dict__.get(_MODULE_STATE)
+    walk = VerificationWalk(module, KeySharing() if previous is None else previous[2])
     walk.visit(module, None)
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
-    previous = module.__dict__.get(_MODULE_STATE)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), {})
-        walk.changed = [(op, verification_key(op)) for op in walk.visited]
+        previous = (meshes, set(), walk.sharing)
+        walk.changed = [(op, walk.compact(verification_key(op))) for op in walk.visited]
         walk.dirty_functions.update(op for op in walk.visited if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
-    verify_ops(walk.changed, previous[1], previous[2])
+    verify_ops(walk.changed, previous[1])
     check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -74,12 +74,9 @@ def verify_module(module: Operation) -> None:
     check_memory_plans(module, walk, meshes)
 
 
-def verify_ops(
-    changed: list[tuple[Operation, Key]], shapes: set[Key], shared: dict[Key, Key]
-) -> None:
+def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
-    Each op keeps its key, with the tuples of types and attributes that many ops have alike
-    shared through `shared`."""
+    Each op keeps its (compacted) key."""
     for op, key in changed:
         shape = structural_key(op, key)
         if shape is None or shape not in shapes:
@@ -90,22 +87,44 @@ def verify_ops(
                 raise OpError(op, message) from None
             if shape is not None:
                 shapes.add(shape)
-        op.__dict__[_VERIFIED] = compact_key(key, shared)
+        op.__dict__[_VERIFIED] = key
 
 
-def compact_key(key: Key, shared: dict[Key, Key]) -> Key:
-    """`key` with its tuples of operand types, result types, properties and attributes replaced
-    by equal ones already kept (a lowered model has a few dozen distinct ones and thousands of
-    ops: the keys were a third of a pipeline's memory)."""
-    parts = list(key)
-    for i in _SHARED_PARTS:
-        part = parts[i]
-        if part:
-            try:
-                parts[i] = shared.setdefault(part, part)
-            except TypeError:  # an attribute that does not hash (kept as it is)
-                pass
-    return tuple(parts)
+class KeySharing:
+    """Equal parts of verification keys kept once (`compact`): a lowered model has a few dozen
+    distinct tuples of types and attributes and thousands of ops, and the keys were a third of
+    a pipeline's memory. The part each index last had is tried first - ops in program order
+    mostly repeat their neighbour's (always the properties of the op around), and comparing
+    the same attribute objects costs no hashing, where hashing a function's properties costs
+    its signature's length."""
+
+    def __init__(self) -> None:
+        self.shared: dict[Key, Key] = {}
+        self.last: dict[int, Key] = {}
+
+    def compact(self, key: Key, previous: Key | None = None) -> Key:
+        """`key` with its tuples of operand types, result types, properties, attributes and
+        the properties of the op around replaced by equal ones already kept: those of the op's
+        `previous` key where they did not change (the common case: a pass changed one thing of
+        an op), else the last ones kept for that part, else any equal one kept."""
+        parts = list(key)
+        last = self.last
+        for i in _SHARED_PARTS:
+            part = parts[i]
+            if not part:
+                continue
+            if previous is not None and previous[i] == part:
+                parts[i] = previous[i]
+                continue
+            kept = last.get(i)
+            if kept is None or kept != part:
+                try:
+                    kept = self.shared.setdefault(part, part)
+                except TypeError:  # an attribute that does not hash (kept as it is)
+                    continue
+                last[i] = kept
+            parts[i] = kept
+        return tuple(parts)
 
 
 class VerificationWalk:
@@ -113,9 +132,10 @@ class VerificationWalk:
     hold them), the first dominance failure, the mesh declarations, whether there are calls, and
     per function the first buffer placed without a planned workspace."""
 
-    def __init__(self, module: Operation):
+    def __init__(self, module: Operation, sharing: KeySharing):
         from xdsl.traits import IsolatedFromAbove, NoTerminator
 
+        self.sharing = sharing
         self.no_terminator = NoTerminator
         self.isolated = IsolatedFromAbove
         self.visited: list[Operation] = []
@@ -127,14 +147,19 @@ class VerificationWalk:
         self.dirty_functions: set[Operation] = set()
         self.visible: set[SSAValue] = set()
 
+    def compact(self, key: Key, previous: Key | None = None) -> Key:
+        return self.sharing.compact(key, previous)
+
     def visit(self, op: Operation, function: Operation | None) -> bool:
-        """Visit `op` and its regions; True when it or anything in it changed."""
+        """Visit `op` and its regions; True when it or anything in it changed. A changed op's
+        key is compacted at once: a lowered module's keys, all new, were most of the memory
+        its verification took."""
         key = verification_key(op)
-        entry = (op, key)
         self.visited.append(op)
         at = len(self.changed)
-        self.changed.append(entry)
-        changed = op.__dict__.get(_VERIFIED) != key
+        previous = op.__dict__.get(_VERIFIED)
+        changed = previous != key
+        self.changed.append((op, self.compact(key, previous) if changed else key))
         self.note(op, function)
         if op.regions:
             inner_function = op if op.name == "func.func" else function
@@ -146,7 +171,9 @@ class VerificationWalk:
             # regions), except an isolated one (a function, the module): its verifier reads
             # its blocks' arguments and ops (in its key) and that no value comes from outside,
             # which the dominance check (a fresh scope per isolated op) sees.
-            changed = changed or (inside and not isolated)
+            if inside and not isolated and not changed:
+                changed = True
+                self.changed[at] = (op, self.compact(key, previous))
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
         return changed
@@ -445,13 +472,31 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
     comparison and the plan is checked in full."""
     block = f.regions[0].blocks.first
     module = f.parent_op()
-    meshes = tuple(
-        (op, tuple(op.properties.values()))
-        for op in (module.walk() if module is not None else ())
-        if op.name == "dtensor.mesh"
-    )
-    ops = () if block is None else tuple((op, verification_key(op)) for op in block.ops)
+    meshes = () if module is None else tuple(module_meshes(module))
+    state = None if module is None else module.__dict__.get(_MODULE_STATE)
+    sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
+
+    def planned_key(op: Operation) -> Key:
+        """The op's key now; the very key it last verified with when that is still it (the
+        ops the plan did not touch: they cost no memory)."""
+        key = verification_key(op)
+        previous = op.__dict__.get(_VERIFIED)
+        return previous if previous == key else sharing.compact(key, previous)
+
+    ops = () if block is None else tuple((op, planned_key(op)) for op in block.ops)
     f.__dict__[_PLANNED] = (block, workspace, meshes, ops)
+
+
+def module_meshes(module: Operation) -> Iterable[tuple[Operation, Key]]:
+    """The mesh declarations of `module` and its nested modules, in walk order, with their
+    properties (a mesh sits directly in a module: no function body is walked)."""
+    for region in module.regions:
+        for block in region.blocks:
+            for op in block.ops:
+                if op.name == "dtensor.mesh":
+                    yield (op, tuple(op.properties.values()))
+                elif op.name == "builtin.module":
+                    yield from module_meshes(op)
 
 
 def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, meshes: Key) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import I64, Float32Type, FloatAttr, IntegerAttr, i64
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -279,3 +279,25 @@ class ScalarBodyOp(IRDLOperation, ABC):
                     f"yielded value #{i} is {scalar.type} but result #{i} is {result}"
                 )
             check_yield(value, result, i)
+
+
+def clone_body(body: Region) -> Region:
+    """A copy of a scalar body. Bodies are one block of straight-line ops, so each op is copied
+    with its operands mapped as it comes; xDSL's `Region.clone` copies ops without operands and
+    sets them in a second walk (for uses before definitions, which a body has none of), which
+    made copying bodies half of fuse-elementwise. Anything else is copied by `Region.clone`."""
+    block = body.blocks.first
+    if (
+        block is None
+        or block is not body.blocks.last
+        or any(op.regions or op.successors for op in block.ops)
+    ):
+        return body.clone()
+    copy = Block(arg_types=block.arg_types)
+    mapping: dict[SSAValue, SSAValue] = {}
+    for old, new in zip(block.args, copy.args, strict=True):
+        mapping[old] = new
+        new.name_hint = old.name_hint
+    for op in block.ops:
+        copy.add_op(op.clone_without_regions(mapping))
+    return Region(copy)

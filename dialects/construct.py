@@ -1,69 +1,203 @@
-"""Building ops whose operands, results and regions are all single, without IRDL's generic
-builder.
+"""Building ops without IRDL's generic builder.
 
-`IRDLOperation.__init__` groups operands and results by definition (variadic, optional,
-segment sizes) and drops None properties for every op built; for an op whose definitions are
-all single that is the identity, yet it was most of convert-to-kernel's time (one alloc, view,
-event and kernel per lowered op). `init_op` builds such an op directly (`Operation.__init__`,
-which also fills IRDL's default properties) and leaves every other op to IRDL's builder.
+`IRDLOperation.__init__` groups operands, results and regions by definition (single, optional,
+variadic), computes segment sizes and drops None properties for every op built, through a
+dozen generic calls per op: it was most of convert-to-kernel's time (one alloc, view, event and
+kernel per lowered op) and of overlap's (sched.execute, sched.yield, dtensor.slice with their
+variadic operands). `init_op` does the same work directly for the argument forms passes use -
+a value (type, region) per single definition; None, a value or a list or tuple of values per
+optional or variadic one - and leaves anything else (operations as operands, blocks as regions,
+wrong counts, successors, same-variadic-size options) to IRDL's builder, which also
+reports the errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation
-from xdsl.irdl.operations import VariadicDef
+from xdsl.irdl.operations import (
+    AttrSizedOperandSegments,
+    AttrSizedRegionSegments,
+    AttrSizedResultSegments,
+    AttrSizedSegments,
+    OptionalDef,
+    SameVariadicSize,
+    VariadicDef,
+)
 
-_FIXED: dict[type, tuple[int, int, int] | None] = {}
-"""Per op class: its counts of operands, results and regions when every operand, result,
-region and successor definition is single and no segment sizes are kept; else None."""
+_SINGLE, _OPTIONAL, _VARIADIC = 0, 1, 2
+_Op = TypeVar("_Op", bound=IRDLOperation)
+
+
+@dataclass(frozen=True)
+class OpShape:
+    """What building an op of one class needs to know of its definition: the kind of each
+    operand, result and region definition (single, optional, variadic), and where segment
+    sizes go (as a property or an attribute; None: not kept)."""
+
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    regions: tuple[int, ...]
+    operand_segments: bool | None
+    result_segments: bool | None
+    region_segments: bool | None
+
+    @property
+    def fixed(self) -> bool:
+        """Every definition single and no segment sizes: the arguments are the op's lists."""
+        return not any((*self.operands, *self.results, *self.regions)) and (
+            self.operand_segments is None
+            and self.result_segments is None
+            and self.region_segments is None
+        )
+
+
+_SHAPES: dict[type, OpShape | None] = {}
+"""Per op class: its shape, or None when the fast path does not apply (successors, options
+that check variadic sizes while building)."""
+
+_SEGMENTS: dict[tuple[int, ...], Attribute] = {}
+"""Segment-size arrays by sizes (attributes are immutable: ops share them)."""
+
+
+def _kind(definition: object) -> int:
+    if isinstance(definition, OptionalDef):
+        return _OPTIONAL
+    return _VARIADIC if isinstance(definition, VariadicDef) else _SINGLE
+
+
+def op_shape(cls: type[IRDLOperation]) -> OpShape | None:
+    if cls not in _SHAPES:
+        d = cls.get_irdl_definition()
+        where: dict[type, bool] = {}
+        shape = None
+        if not d.successors and not any(isinstance(o, SameVariadicSize) for o in d.options):
+            for option in d.options:  # (other options only concern parsing and verifying)
+                if isinstance(option, AttrSizedSegments):
+                    where[type(option)] = option.as_property
+            known = (AttrSizedOperandSegments, AttrSizedResultSegments, AttrSizedRegionSegments)
+            if set(where) <= set(known):
+                shape = OpShape(
+                    tuple(_kind(x) for _, x in d.operands),
+                    tuple(_kind(x) for _, x in d.results),
+                    tuple(_kind(x) for _, x in d.regions),
+                    where.get(AttrSizedOperandSegments),
+                    where.get(AttrSizedResultSegments),
+                    where.get(AttrSizedRegionSegments),
+                )
+        _SHAPES[cls] = shape
+    return _SHAPES[cls]
 
 
 def fixed_counts(cls: type[IRDLOperation]) -> tuple[int, int, int] | None:
-    if cls not in _FIXED:
-        d = cls.get_irdl_definition()
-        defs = [*d.operands, *d.results, *d.regions, *d.successors]
-        single = not d.options and not any(isinstance(x, VariadicDef) for _, x in defs)
-        _FIXED[cls] = (len(d.operands), len(d.results), len(d.regions)) if single else None
-    return _FIXED[cls]
+    """Counts of operands, results and regions of a class whose definitions are all single and
+    that keeps no segment sizes; else None."""
+    shape = op_shape(cls)
+    if shape is None or not shape.fixed:
+        return None
+    return (len(shape.operands), len(shape.results), len(shape.regions))
+
+
+_INSTANCES: dict[type, dict[type, bool]] = {SSAValue: {}, Attribute: {}, Region: {}}
+"""Per expected class, whether values of a concrete class are instances of it: `isinstance` on
+an abstract class (SSAValue, Attribute) runs Python code, and every operand and result type of
+every op built went through it."""
+
+
+def _is_a(value: object, of: type) -> bool:
+    found = _INSTANCES[of][type(value)] = isinstance(value, of)
+    return found
+
+
+def _flatten(
+    args: Sequence[object], kinds: tuple[int, ...], of: type
+) -> tuple[list, list[int]] | None:
+    """The arguments as one list with the size of each group, as IRDL's builder makes them;
+    None for a form left to IRDL's builder (it accepts more forms, and reports errors)."""
+    if len(args) != len(kinds):
+        return None
+    known = _INSTANCES[of]
+    flat: list[object] = []
+    sizes: list[int] = []
+    for arg, kind in zip(args, kinds, strict=True):
+        if known.get(type(arg)) or _is_a(arg, of):
+            flat.append(arg)
+            sizes.append(1)
+        elif kind == _SINGLE:
+            return None
+        elif arg is None:
+            sizes.append(0)
+        elif type(arg) in (list, tuple) and (kind == _VARIADIC or len(arg) <= 1):  # type: ignore[arg-type]
+            group: Sequence[object] = arg  # type: ignore[assignment]
+            if not all(known.get(type(a)) or _is_a(a, of) for a in group):
+                return None
+            flat.extend(group)
+            sizes.append(len(group))
+        else:
+            return None
+    return flat, sizes
+
+
+def _segments(sizes: list[int]) -> Attribute:
+    key = tuple(sizes)
+    found = _SEGMENTS.get(key)
+    if found is None:
+        from xdsl.dialects.builtin import DenseArrayBase, i32
+
+        found = _SEGMENTS[key] = DenseArrayBase.from_list(i32, sizes)
+    return found
 
 
 def init_op(
     op: IRDLOperation,
     *,
-    operands: Sequence[SSAValue] = (),
-    result_types: Sequence[Attribute] = (),
+    operands: Sequence[SSAValue | Sequence[SSAValue] | None] = (),
+    result_types: Sequence[Attribute | Sequence[Attribute] | None] = (),
     properties: Mapping[str, Attribute | None] | None = None,
     attributes: Mapping[str, Attribute | None] | None = None,
-    regions: Sequence[Region] = (),
+    regions: Sequence[Region | Sequence[Region] | None] = (),
 ) -> None:
-    """What `IRDLOperation.__init__(op, ...)` does, taking the short way when `op`'s class has
-    only single definitions and the arguments are as many plain values, types and regions (IRDL's
-    builder reports a wrong count)."""
-    if (
-        fixed_counts(type(op)) == (len(operands), len(result_types), len(regions))
-        and all(isinstance(v, SSAValue) for v in operands)
-        and all(isinstance(t, Attribute) for t in result_types)
-        and all(isinstance(r, Region) for r in regions)
-    ):
-        Operation.__init__(
+    """What `IRDLOperation.__init__(op, ...)` does, without its generic machinery when `op`'s
+    class and the arguments' forms allow (see the module docstring)."""
+    shape = op_shape(type(op))
+    built = None
+    if shape is not None:
+        built = (
+            _flatten(operands, shape.operands, SSAValue),
+            _flatten(result_types, shape.results, Attribute),
+            _flatten(regions, shape.regions, Region),
+        )
+    if built is None or None in built:
+        IRDLOperation.__init__(
             op,
-            operands=operands,
-            result_types=result_types,
-            properties=_present(properties),
-            attributes=_present(attributes),
-            regions=regions,
+            operands=operands,  # type: ignore[arg-type]
+            result_types=result_types,  # type: ignore[arg-type]
+            properties=properties,
+            attributes=attributes,
+            regions=regions,  # type: ignore[arg-type]
         )
         return
-    IRDLOperation.__init__(
+    assert shape is not None
+    (values, value_sizes), (types, type_sizes), (bodies, body_sizes) = built  # type: ignore[misc]
+    props, attrs = _present(properties), _present(attributes)
+    for as_property, sizes, name in (
+        (shape.operand_segments, value_sizes, AttrSizedOperandSegments.attribute_name),
+        (shape.result_segments, type_sizes, AttrSizedResultSegments.attribute_name),
+        (shape.region_segments, body_sizes, AttrSizedRegionSegments.attribute_name),
+    ):
+        if as_property is not None:
+            (props if as_property else attrs)[name] = _segments(sizes)
+    Operation.__init__(
         op,
-        operands=operands,  # type: ignore[arg-type]
-        result_types=result_types,  # type: ignore[arg-type]
-        properties=properties,
-        attributes=attributes,
-        regions=regions,  # type: ignore[arg-type]
+        operands=values,  # type: ignore[arg-type]
+        result_types=types,  # type: ignore[arg-type]
+        properties=props,
+        attributes=attrs,
+        regions=bodies,  # type: ignore[arg-type]
     )
 
 
@@ -72,3 +206,16 @@ def _present(attrs: Mapping[str, Attribute | None] | None) -> dict[str, Attribut
     if not attrs:
         return {}
     return {k: v for k, v in attrs.items() if v is not None}
+
+
+def build_op(
+    cls: type[_Op],
+    operands: Sequence[SSAValue | Sequence[SSAValue] | None] = (),
+    result_types: Sequence[Attribute | Sequence[Attribute] | None] = (),
+    properties: Mapping[str, Attribute | None] | None = None,
+) -> _Op:
+    """An op of any IRDL class built by `init_op`, for classes (xDSL's arith ops) whose own
+    constructors go through IRDL's builder: unset properties take their defaults."""
+    op = cls.__new__(cls)
+    init_op(op, operands=operands, result_types=result_types, properties=properties)
+    return op

@@ -1042,17 +1042,17 @@ class CallUpdates:
     storage of its operands. A worklist over the call graph; linear in calls times arguments."""
 
     def __init__(self, module: Operation):
-        self.functions = {
-            op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)
-        }
+        self.functions: dict[str, func.FuncOp] = {}
         self.calls: dict[str, list[func.CallOp]] = {}  # callee -> its call sites
-        self.updated: dict[str, set[int]] = {name: set() for name in self.functions}
         work: list[tuple[str, int]] = []
-        for op in module.walk():
-            if isinstance(op, func.CallOp):
+        for op in module.walk():  # (one walk: a lowered module has tens of thousands of ops)
+            if isinstance(op, func.FuncOp):
+                self.functions[op.sym_name.data] = op
+            elif isinstance(op, func.CallOp):
                 self.calls.setdefault(op.callee.root_reference.data, []).append(op)
             elif isinstance(op, UpdateOp) and isinstance(op.target, BlockArgument):
                 work.append((enclosing_function(op).sym_name.data, op.target.index))
+        self.updated: dict[str, set[int]] = {name: set() for name in self.functions}
         while work:
             name, index = work.pop()
             if index in self.updated[name]:

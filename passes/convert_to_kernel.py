@@ -96,6 +96,21 @@ class Lowering:
     order: ProgramOrder = field(default_factory=ProgramOrder)
     algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
     bodies: BodyCache = field(default_factory=dict)  # scalar bodies of lone elementwise ops
+    moved_bodies: list[tuple[Region, Region]] = field(default_factory=list)
+
+    def body_of(self, op: Operation) -> Region:
+        """A region for the kernel that runs `op`'s body: empty until the function is lowered
+        (`move_bodies`), then holding `op`'s blocks. The L1 function is erased after lowering,
+        so its bodies move instead of being copied (copying them was a fifth of the pass); a
+        lowering that fails leaves the L1 function whole."""
+        region = Region()
+        self.moved_bodies.append((op.regions[0], region))
+        return region
+
+    def move_bodies(self) -> None:
+        for source, target in self.moved_bodies:
+            source.move_blocks(target)
+        self.moved_bodies.clear()
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -212,7 +227,7 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
 
 def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
     outs = [low.destination(r) for r in op.results]
-    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, op.body.clone()))
+    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, low.body_of(op)))
 
 
 def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
@@ -248,7 +263,7 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
             block = low.add(k.AllocOp(iteration)).results[0]
         outs.append(block)
         gathers.append((block, full))
-    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, op.body.clone()))
+    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, low.body_of(op)))
     for block, full in gathers:
         with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
@@ -285,7 +300,7 @@ def lower_fused_in_algorithm(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         op.axes.names,
         op.dim.value.data,
         op.kind.data,
-        op.body.clone(),
+        low.body_of(op),
     )
     call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
     low.add(with_hint(call, op))
@@ -667,6 +682,7 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
         if not isinstance(op, func.ReturnOp):
             lower_op(low, op)
     finish(low, returned, outputs, join=called)
+    low.move_bodies()
     block.add_op(func.ReturnOp())
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)

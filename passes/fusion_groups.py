@@ -17,6 +17,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import clone_body
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, tag_of
 from ccopt.passes.scalarize import BodyBuilder, emit
@@ -233,7 +234,7 @@ def build_body(
     template = cache.get(signature)
     if template is None:
         template = cache[signature] = _new_body(ops, inputs, yields, leading)
-    return template.clone()
+    return clone_body(template)
 
 
 def body_signature(

@@ -46,7 +46,7 @@ from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -55,6 +55,9 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.attrs import i64_attr
+from ccopt.dialects.body import clone_body
+from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -269,22 +272,27 @@ def renumber_elements(body: Region, shape: Sequence[int], dim: int, start: int, 
 
     def const(n: int) -> SSAValue:
         if n not in constants:
-            op = arith.ConstantOp.from_int_and_width(n, 64)
+            op = build_op(arith.ConstantOp, [], [i64], {"value": i64_attr(n)})
             ops.append(op)
             constants[n] = op.result
         return constants[n]
 
-    def emit(op: Operation) -> SSAValue:
+    def emit(
+        kind: type[arith.SignlessIntegerBinaryOperation], a: SSAValue, b: SSAValue
+    ) -> SSAValue:
+        """One i64 op, built without IRDL's generic builder (this ran per chunk of every
+        fused collective of a model)."""
+        op = build_op(kind, [a, b], [i64])
         ops.append(op)
         return op.results[0]
 
     if prod(shape[:dim]) == 1:  # nothing outside the chunk dimension: a plain offset
-        renumbered = emit(arith.AddiOp(index, const(start * inner)))
+        renumbered = emit(arith.AddiOp, index, const(start * inner))
     else:
-        q = emit(arith.DivSIOp(index, const(chunk)))
-        within = emit(arith.SubiOp(index, emit(arith.MuliOp(q, const(chunk)))))
-        base = emit(arith.AddiOp(emit(arith.MuliOp(q, const(whole))), const(start * inner)))
-        renumbered = emit(arith.AddiOp(base, within))
+        q = emit(arith.DivSIOp, index, const(chunk))
+        within = emit(arith.SubiOp, index, emit(arith.MuliOp, q, const(chunk)))
+        base = emit(arith.AddiOp, emit(arith.MuliOp, q, const(whole)), const(start * inner))
+        renumbered = emit(arith.AddiOp, base, within)
     index.replace_uses_with_if(renumbered, lambda use: use.operation not in ops)
     Rewriter.insert_op(ops, InsertPoint.at_start(block))
 
@@ -312,7 +320,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
                 v = piece.result
             inputs.append(v)
         types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
-        body = op.body.clone()
+        body = clone_body(op.body)
         renumber_elements(body, y.get_shape(), plan.dim, a, b)
 
         def build(args: Sequence[SSAValue], types=types, body=body) -> Operation:  # noqa: ANN001

@@ -25,8 +25,14 @@ from xdsl.utils.target import Target
 
 
 def _mlir() -> type[Target]:
+    from io import StringIO
+
+    from xdsl.ir import Attribute
     from xdsl.printer import Printer
     from xdsl.targets.mlir import MLIRTarget
+
+    spelled_types = frozenset({"dtensor.tensor", "kernel.buffer"})  # (by name: no import)
+    spellings: dict[Attribute, str] = {}  # (types print alike in every module)
 
     class WritingPrinter(Printer):
         """xDSL's printer hands every token to `print(..., file=stream)`; a token without a
@@ -39,6 +45,23 @@ def _mlir() -> type[Target]:
                 return
             self._current_column += len(text)
             self.stream.write(text)  # type: ignore[union-attr]
+
+        def print_attribute(self, attribute: Attribute) -> None:
+            """Distributed tensor and buffer types are most of a lowered module's text and
+            a few dozen distinct ones: each is rendered once, then written as it was."""
+            if getattr(type(attribute), "name", None) not in spelled_types:
+                super().print_attribute(attribute)
+                return
+            text = spellings.get(attribute)
+            if text is None:
+                stream, column = self.stream, self._current_column
+                self.stream = StringIO()
+                try:
+                    super().print_attribute(attribute)
+                    text = spellings[attribute] = self.stream.getvalue()
+                finally:
+                    self.stream, self._current_column = stream, column
+            self.print_string(text)
 
     @dataclass(frozen=True)
     class IRTarget(MLIRTarget):

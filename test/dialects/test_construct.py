@@ -1,9 +1,11 @@
-"""`init_op` builds an op with single definitions as IRDL's builder does, and leaves the rest
-(variadic definitions, wrong counts) to IRDL's builder."""
+"""`init_op` builds ops as IRDL's builder does - single, optional and variadic definitions,
+segment sizes - and leaves the rest (other argument forms, wrong counts) to IRDL's builder."""
 
 from __future__ import annotations
 
 import pytest
+from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.ir import Block
 from xdsl.irdl import IRDLOperation
 
 from ccopt.dialects import kernel as k
@@ -35,11 +37,50 @@ def test_none_properties_are_dropped() -> None:
     assert "offset" not in k.AllocOp(tensor()).properties
 
 
-def test_variadic_ops_and_wrong_counts_go_to_irdl() -> None:
+def both_built(cls: type[IRDLOperation], **arguments: object) -> IRDLOperation:
+    """The op built by `init_op`, checked against IRDL's builder's (each with fresh regions)."""
+    from xdsl.ir import Region
+
+    built = []
+    for build in (init_op, IRDLOperation.__init__):
+        op = cls.__new__(cls)
+        build(op, **arguments, regions=[Region() for _ in cls.get_irdl_definition().regions])  # type: ignore[operator]
+        built.append(op)
+    fast, slow = built
+    assert tuple(fast.operands) == tuple(slow.operands)
+    assert fast.result_types == slow.result_types
+    assert fast.properties == slow.properties and fast.attributes == slow.attributes
+    assert len(fast.regions) == len(slow.regions)
+    return fast
+
+
+def test_variadic_and_optional_operands_get_irdl_segment_sizes() -> None:
+    a, b, out, scratch = (k.AllocOp(tensor()).results[0] for _ in range(4))
     assert fixed_counts(k.ElementwiseOp) is None
+    for inputs in ([a, b], [], (a,)):
+        fast = both_built(k.ElementwiseOp, operands=[inputs, [out]])
+        sizes = fast.properties["operandSegmentSizes"]
+        assert sizes.get_values() == (len(inputs), 1)  # type: ignore[attr-defined]
+    for optional in ([], [scratch], None, scratch):  # every form IRDL takes for an optional
+        fast = both_built(
+            k.FusedAllReduceKernelOp,
+            operands=[a, [b], [out], optional],
+            properties={"dim": IntegerAttr(0, i64), "stream": None},
+        )
+        assert "stream" not in fast.properties  # None properties dropped, as IRDL drops them
+
+
+def test_other_forms_and_wrong_counts_go_to_irdl() -> None:
     op = k.AllocOp.__new__(k.AllocOp)
     with pytest.raises(ValueError, match="Expected 1 result"):
         init_op(op, result_types=[])  # one result expected: IRDL's builder says so
+    a = k.AllocOp(tensor())
+    op = k.ElementwiseOp.__new__(k.ElementwiseOp)
+    init_op(op, operands=[[a], [a.results[0]]], regions=[[Block()]])  # an op, a block list
+    assert tuple(op.operands) == (a.results[0], a.results[0])
+    op = k.ElementwiseOp.__new__(k.ElementwiseOp)
+    with pytest.raises(ValueError, match="Expected 2 operand"):
+        init_op(op, operands=[[a.results[0]]])
 
 
 def test_a_module_with_fast_built_ops_prints_and_verifies() -> None:
