@@ -11,6 +11,8 @@
 // Without overlap the replicated w2 wins. With overlap=4 the simulator predicts that
 // overlap{chunks=4} saves 383 us on the second matmul and its all-reduce (the pair simulated
 // before and after the pass), more than the 305 us: row-parallel wins.
+// NO-NUMERICS: GiBs per simulated rank; test/passes/test_overlap_credit.py proves a credited
+// search followed by overlap equal to its input on a small program.
 dtensor.mesh @t [tp=8]
 // PLAIN-LABEL: func.func @f
 // PLAIN-SAME: %w2: !dtensor.tensor<12288x8192xbf16, @t[R]>
