@@ -457,13 +457,17 @@ class Scratch:
         return buf[:size]
 
 
-def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: Scratch) -> None:
+def write_rows(
+    parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: Scratch, compare: bool = False
+) -> bool:
     """Write every row's bytes into `out`, row i from out[at[i]]: the rows of one shape are one
     matrix (the parts side by side, the bytes they share written once), which goes into `out`
-    a row at a time as one fixed-size item each (no Python object per row)."""
+    a row at a time as one fixed-size item each (no Python object per row). `compare`: write
+    nothing, but say whether `out` holds those bytes there (the matrix against the same rows
+    gathered from `out`)."""
     n = len(parts[0][1])
     if not n:
-        return
+        return True
     group = shapes(parts)
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
@@ -493,12 +497,30 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
             into = matrix[:, start : start + width]
             if isinstance(m, Varints):
                 Varints.spell(m.values[rows], width, into)
-            elif isinstance(m, Rows):
-                into[:] = np.take(m.table, m.pick[rows], axis=0)[:, :width]
+            elif isinstance(m, Rows):  # (a row's first bytes as one item: no copy between)
+                table = np.ascontiguousarray(m.table)
+                items = np.ndarray((len(table),), f"V{width}", table, 0, (table.strides[0],))
+                place = np.ndarray((b - a,), f"V{width}", matrix, start, (size,))
+                place[:] = items[m.pick[rows]]  # (fancy indexing: np.take copies V slowly)
             else:
                 into[:] = m[rows, :width]
         items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
-        items[at[rows]] = matrix.view(f"V{size}").reshape(-1)
+        if not compare:
+            items[at[rows]] = matrix.view(f"V{size}").reshape(-1)
+        elif not _same_bytes(matrix, items, at[rows]):
+            return False
+    return True
+
+
+def _same_bytes(matrix: np.ndarray, items: np.ndarray, at: np.ndarray) -> bool:
+    """Whether items[at] (items of a matrix row's size) are the matrix's rows: gathered, and
+    compared 8 bytes at a time."""
+    got = items[at].view(np.uint8)
+    mine = matrix.reshape(-1)
+    whole = matrix.size - matrix.size % 8
+    return np.array_equal(got[:whole].view(np.uint64), mine[:whole].view(np.uint64)) and (
+        np.array_equal(got[whole:], mine[whole:])
+    )
 
 
 def int_attribute(name: str, member: int, values: np.ndarray) -> Parts:
@@ -529,12 +551,49 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
     return files
 
 
+@dataclass
+class Piece:
+    """Some whole ranks' files, not yet spelled: each file's metadata, then its nodes as parts
+    (row i of the parts goes at byte at[i]), the files one after the other from file_start."""
+
+    metadata: list[bytes]
+    parts: list[Segment]
+    at: np.ndarray
+    file_start: list[int]
+
+    def write(self, out: np.ndarray, scratch: Scratch) -> None:
+        """Spell the piece's files into out[:file_start[-1]]."""
+        for start, data in zip(self.file_start, self.metadata, strict=False):
+            out[start : start + len(data)] = np.frombuffer(data, np.uint8)
+        write_rows(self.parts, out, self.at, scratch)
+
+    def matches(self, files: np.ndarray, scratch: Scratch) -> bool:
+        """Whether `files` (at least file_start[-1] bytes) is the piece's files, byte for byte:
+        every byte lies in a file's metadata or in exactly one row (the rows follow each other
+        from the end of their file's metadata to the end of the file), each compared in place
+        (no bytes spelled into a copy of the files)."""
+        for start, data in zip(self.file_start, self.metadata, strict=False):
+            if files[start : start + len(data)].tobytes() != data:
+                return False
+        return write_rows(self.parts, files, self.at, scratch, compare=True)
+
+
 def encoded_pieces(
     alg: Algorithm, size: int, local_mem_bw: float
 ) -> Iterator[tuple[np.ndarray, list[int]]]:
     """The trace set of `alg` (verified first), whole ranks at a time: the bytes of about
     STEPS_PER_PIECE steps' files one after the other, and where each file starts and ends in
-    them (the next piece reuses the buffer: copy what is kept).
+    them (the next piece reuses the buffer: copy what is kept)."""
+    scratch = Scratch()
+    for piece in pieces(alg, size, local_mem_bw):
+        out = scratch.get("piece", piece.file_start[-1])
+        piece.write(out, scratch)
+        yield out, piece.file_start
+
+
+def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
+    """The trace set of `alg` (verified first), about STEPS_PER_PIECE steps' whole ranks at a
+    time.
 
     A piece's nodes are encoded at once, byte for byte as protobuf serializes a Node (fields
     in number order, defaults left out): the nodes whose fields all have the same lengths (a
@@ -546,7 +605,6 @@ def encoded_pieces(
     steps = step_nodes(sched)
     micros = comp_micros(flat.col[TYPE], flat.col[CNT] * chunk, local_mem_bw)
     rank_start = np.searchsorted(flat.rank, np.arange(alg.ranks + 1)).tolist()
-    scratch = Scratch()
     lo = 0
     while lo < alg.ranks:
         hi = lo + 1
@@ -568,11 +626,7 @@ def encoded_pieces(
         local = rank - lo
         before = np.concatenate([[0], ends])[node_bounds[local]]  # the rank's nodes before
         at = file_start[local] + meta[local] + (ends - length - before)
-        out = scratch.get("piece", int(file_start[-1]))
-        for start, data in zip(file_start.tolist(), metadata, strict=False):
-            out[start : start + len(data)] = np.frombuffer(data, np.uint8)
-        write_rows(parts, out, at, scratch)
-        yield out, file_start.tolist()
+        yield Piece(metadata, parts, at, file_start.tolist())
         lo = hi
 
 
@@ -1144,12 +1198,13 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
 def _exports_to(alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles) -> bool:
     """Whether exporting `alg` gives `files`: the same bytes, cut into the same files (read
     again, a piece's files at a time). This is what proves an import (and verifies it)."""
-    rank, starts = 0, files.starts
-    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+    rank, starts, scratch = 0, files.starts, Scratch()
+    for piece in pieces(alg, size, local_mem_bw):
+        bounds = piece.file_start
         last = rank + len(bounds) - 1
         if last >= len(starts) or [starts[rank] + b for b in bounds] != starts[rank : last + 1]:
             return False
-        if not np.array_equal(piece, files.read(rank, last)[: bounds[-1]]):
+        if not piece.matches(files.read(rank, last)[: bounds[-1]], scratch):
             return False
         rank = last
     return rank == len(starts) - 1
