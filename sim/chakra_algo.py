@@ -1210,6 +1210,77 @@ def _exports_to(alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFil
     return rank == len(starts) - 1
 
 
+_WINDOW = 32
+"""Bytes read at once from where a step's packed fields start (eight varints: 8 to 32 bytes
+as ccopt writes them, two of ten for a -1)."""
+
+
+def _step_fields(a: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The FIELDS varints one after the other from each of `at`, a row each: the _WINDOW bytes
+    from each position read at once, the rows grouped by which of those bytes go on (their
+    continuation bits), which puts each field of a group's rows at one place and width (a few
+    groups, a column at a time each); a row whose fields do not end within the window is read a
+    varint at a time."""
+    n = len(at)
+    row = np.empty((n, FIELDS), np.int64)
+    if len(a) < _WINDOW:  # (nothing to read: every varint, and so the row, is past the end)
+        for k in range(FIELDS):
+            row[:, k], at = _read_varints(a, at)
+        return row
+    items = np.ndarray((len(a) - _WINDOW + 1,), f"V{_WINDOW}", a, 0, (1,))
+    window = items[np.minimum(at, len(items) - 1)].view(np.uint8).reshape(n, _WINDOW)
+    key = np.packbits(window >= 0x80, axis=1, bitorder="little").view("<u4")[:, 0]
+    key[at >= len(items)] = 0xFFFFFFFF  # (too near the end: a varint at a time)
+    patterns, group = np.unique(key, return_inverse=True)
+    order = np.argsort(group.reshape(-1), kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group.reshape(-1)))]).tolist()
+    window = window[order]  # (a group's rows one after the other)
+    fields = np.empty((FIELDS, n), np.int64)  # (in that order)
+    for pattern, lo, hi in zip(patterns.tolist(), bounds[:-1], bounds[1:], strict=True):
+        layout = _layout(pattern)
+        if layout is None:
+            where = at[order[lo:hi]]
+            for k in range(FIELDS):
+                fields[k, lo:hi], where = _read_varints(a, where)
+            continue
+        for k, (start, width) in enumerate(layout):
+            fields[k, lo:hi] = _column_varint(window[lo:hi], start, width)
+    row[order] = fields.T
+    return row
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _layout(pattern: int) -> tuple[tuple[int, int], ...] | None:
+    """Where the FIELDS varints start and how long each is, from the continuation bits of the
+    bytes of a window (bit i: byte i goes on); None if they do not all end in the window."""
+    fields, start = [], 0
+    for _ in range(FIELDS):
+        end = start
+        while end < _WINDOW and pattern >> end & 1:
+            end += 1
+        if end >= _WINDOW or end - start >= 10:
+            return None
+        fields.append((start, end + 1 - start))
+        start = end + 1
+    return tuple(fields)
+
+
+def _column_varint(window: np.ndarray, start: int, width: int) -> np.ndarray:
+    """The varints of `width` bytes from column `start` of every row (as int64; ten bytes, a
+    negative number's, read as the -1 ccopt writes there: the proof refuses any other)."""
+    if width == 1:
+        return window[:, start]
+    if width == 2:
+        return (window[:, start] & 0x7F) | window[:, start + 1].astype(np.int64) << 7
+    if width == 10:  # (what ccopt writes ten bytes for: -1; another is refused by the proof)
+        return np.broadcast_to(np.int64(-1), (len(window),))
+    value = np.zeros(len(window), np.uint64)
+    for k in range(width):
+        byte = (window[:, start + k] & (0x7F if k < 9 else 1)).astype(np.uint64)
+        value |= byte << np.uint64(7 * k)
+    return value.view(np.int64)
+
+
 def _read_varints(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`_varints_at`, the varints of one or two bytes (most of a trace's) read as bytes."""
     byte = a[at]
@@ -1295,10 +1366,7 @@ def _read_steps(
     first = np.ones(len(frame), bool)
     first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
-    row = np.empty((len(head), FIELDS), np.int64)  # the steps' fields
-    at = packed[head]
-    for k in range(FIELDS):
-        row[:, k], at = _read_varints(a, at)
+    row = _step_fields(a, packed[head])
     index = row[:, 1]
     other = _cross_deps(a, frame[head], head - rank_start[head], index)
     owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)
