@@ -245,9 +245,10 @@ class Varints:
     """The varints of many integers, not yet spelled: spelled only once a row's shape (and so
     each varint's width) is known, a shape at a time."""
 
-    def __init__(self, values: np.ndarray, by_shape: bool = False):
+    def __init__(self, values: np.ndarray, by_shape: bool = False, one: bool = False):
         self.values = values if isinstance(values, np.ndarray) else np.asarray(values, np.int64)
         self.by_shape = by_shape  # a length of other parts: the same in every row of a shape
+        self.one = one  # one value in every row (spelled once per shape, where its length is)
 
     @staticmethod
     def spell(value: np.ndarray, width: int, into: np.ndarray) -> None:
@@ -277,18 +278,27 @@ class Varints:
 class Rows:
     """Bytes of many rows picked from a table: row i is table[pick[i]] (its first `length`
     bytes count), gathered only when a shape's rows are written (a part that is the same for
-    all the nodes of a step is spelled once per step, then picked for each node)."""
+    all the nodes of a step is spelled once per step, then picked for each node). `by_shape`:
+    the same row wherever the other parts have the same lengths (a node's kind, which the
+    attributes it has tell); `one`: the same row everywhere (both: spelled once per shape)."""
 
-    def __init__(self, table: np.ndarray, pick: np.ndarray):
-        self.table, self.pick = table, pick
+    def __init__(self, table: np.ndarray, pick: np.ndarray, by_shape: bool = False):
+        self.table, self.pick, self.by_shape = table, pick, by_shape
+        self.one = bool(len(pick)) and int(pick.min()) == int(pick.max())
 
 
 def _same_in_every_row(m: Any) -> bool:
     """Whether a part's bytes are the same in every row (where it is there): a constant, or a
     varint of one value or of lengths of other parts (which a row's shape fixes)."""
-    if isinstance(m, Varints):
-        return m.by_shape or _fixed(m.values)
-    return not isinstance(m, Rows) and _fixed(m)
+    if isinstance(m, Varints | Rows):
+        return m.by_shape or isinstance(m, Varints) and _fixed(m.values)
+    return _fixed(m)
+
+
+def _spelled_per_shape(m: Any) -> bool:
+    """Whether a part's bytes in a shape's rows are one row's (spelled in the shape's template,
+    no column written): the same in every row of a shape, or one value everywhere."""
+    return _same_in_every_row(m) or isinstance(m, Varints | Rows) and m.one
 
 
 _PAIRS = (np.arange(1 << 14) & 0x7F | 0x80 | (np.arange(1 << 14) >> 7) << 8).astype("<u2")
@@ -310,7 +320,10 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
     if len(v) and _fixed(v):  # (one value: one length)
         size = len(varint(int(v[0]) & _WORD))
         return Varints(v, by_shape), np.broadcast_to(np.int64(size), (len(v),))
-    top, low = int(v.max(initial=0)), int(v.min(initial=0))
+    top, low = (int(v.max()), int(v.min())) if len(v) else (0, 0)
+    if len(v) and top == low:  # (one value, where it is there)
+        size = len(varint(top & _WORD))
+        return Varints(v, by_shape, one=True), np.broadcast_to(np.int64(size), (len(v),))
     if low >= 0:  # (kept in the narrowest type: the values are reordered and read again)
         v = v.astype(next(t for t in _NARROW if top <= np.iinfo(t).max))
     if top < 128 and low >= 0:  # (a byte each: no array of lengths)
@@ -472,9 +485,9 @@ def write_rows(
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
     # what varies from row to row (read a shape's rows at a time: no reordered copy)
-    ordered = [not _same_in_every_row(m) for m, _ in parts]
+    ordered = [not _spelled_per_shape(m) for m, _ in parts]
     fixed = [
-        None if isinstance(m, Varints) or varying else m[0].tobytes()
+        None if isinstance(m, Varints | Rows) or varying else m[0].tobytes()
         for (m, _), varying in zip(parts, ordered, strict=True)
     ]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
@@ -488,8 +501,12 @@ def write_rows(
             if varying:
                 fills.append((len(template), width, m))
                 template += bytes(width)
+            elif same is not None:
+                template += same[:width]
+            elif isinstance(m, Rows):
+                template += m.table[m.pick[one], :width].tobytes()
             else:
-                template += varint(int(m.values[one]) & _WORD) if same is None else same[:width]
+                template += varint(int(m.values[one]) & _WORD)
         size = len(template)
         matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)
@@ -658,11 +675,14 @@ def _nodes(
     ]
     block = flat.tb[step]
     tb = flat.tb_local[block]
+    ones = np.broadcast_to(np.int64(1), (n,))
+    # a node's kind (its name's first word, its type) is the same in every row of a shape:
+    # which of comm_src (a RECV) and comm_dst (a SEND) it has, neither for a COMP, tells it
     name = field(
         b"\x12",
         [
             (
-                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which),
+                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which, True),
                 np.broadcast_to(np.int64(5), (n,)),
             ),
             constant(b"tb", n),
@@ -687,7 +707,10 @@ def _nodes(
     node = concat(
         only(varint_field(b"\x08", node_id), node_id > 0),
         name,
-        varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
+        [
+            constant(b"\x18", n),
+            (Varints(np.array([RECV, COMP, SEND], np.uint8)[which], True), ones),
+        ],
         only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
         only(varint_field(b"\x38", node_micros), node_micros > 0),
         only(int_attribute("comm_size", INT64, flat.col[CNT, step] * chunk), ~comp),
