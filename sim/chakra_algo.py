@@ -261,8 +261,14 @@ class Varints:
         if width > 3 and value.min() == value.max():  # (a wide column is often one value)
             into[:] = np.frombuffer(varint(int(value[0]) & _WORD), np.uint8)
             return
-        if width == 2:  # (most varints: a pair from a table of the 16384 pairs of 14 bits)
-            into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
+        if width == 2:  # (most varints: 14 bits, the low 7 and the high 7 a byte each)
+            low = value.astype(np.uint16)
+            pair = low << np.uint16(1)
+            pair &= np.uint16(0x7F00)
+            low &= np.uint16(0x7F)
+            pair |= low
+            pair |= np.uint16(0x80)
+            into[:, :2].view("<u2")[:, 0] = pair
             return
         # two bytes at a time, from that table
         rest = value.view(np.uint64) if value.dtype == np.int64 else value.astype(np.uint64)
@@ -429,7 +435,7 @@ def shapes(parts: list[Segment]) -> np.ndarray:
     values, spelled numbers) are looked at: the others follow from them (a constant is there
     when the values it goes with are, a length is the sum of lengths)."""
     n = len(parts[0][1])
-    key, span = np.zeros(n, np.int64), 1
+    key, span = np.zeros(n, np.int32), 1  # (in place, 32 bits: below 2^20 x a length's range)
     for m, length in parts:
         if _same_in_every_row(m) or not length.strides[0]:
             continue
@@ -438,7 +444,10 @@ def shapes(parts: list[Segment]) -> np.ndarray:
             continue
         if span * (high - low + 1) > 1 << 20:  # renumber the shapes seen so far (counting)
             key, span = _renumbered(key, span)
-        key = key * (high - low + 1) + (length - low)
+        key *= np.int32(high - low + 1)
+        np.add(key, length, out=key, casting="unsafe")
+        if low:
+            key -= np.int32(low)
         span *= high - low + 1
     return _renumbered(key, span)[0]
 
@@ -448,9 +457,9 @@ def _renumbered(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     distinct values it has (by counting where the span allows: no sort)."""
     if span > 1 << 24:
         _, key = np.unique(key, return_inverse=True)
-        return key.reshape(-1), int(key.max(initial=-1)) + 1
+        return key.reshape(-1).astype(np.int32), int(key.max(initial=-1)) + 1
     present = np.bincount(key, minlength=span) > 0
-    return (np.cumsum(present) - 1)[key], int(present.sum())
+    return (np.cumsum(present, dtype=np.int32) - 1)[key], int(present.sum())
 
 
 class Scratch:
