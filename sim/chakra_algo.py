@@ -533,20 +533,9 @@ def write_rows(
         items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
         if not compare:
             items[at[rows]] = matrix.view(f"V{size}").reshape(-1)
-        elif not _same_bytes(matrix, items, at[rows]):
+        elif not _same_bytes(matrix.reshape(-1), items[at[rows]].view(np.uint8)):
             return False
     return True
-
-
-def _same_bytes(matrix: np.ndarray, items: np.ndarray, at: np.ndarray) -> bool:
-    """Whether items[at] (items of a matrix row's size) are the matrix's rows: gathered, and
-    compared 8 bytes at a time."""
-    got = items[at].view(np.uint8)
-    mine = matrix.reshape(-1)
-    whole = matrix.size - matrix.size % 8
-    return np.array_equal(got[:whole].view(np.uint64), mine[:whole].view(np.uint64)) and (
-        np.array_equal(got[whole:], mine[whole:])
-    )
 
 
 def int_attribute(name: str, member: int, values: np.ndarray) -> Parts:
@@ -602,6 +591,14 @@ class Piece:
             if files[start : start + len(data)].tobytes() != data:
                 return False
         return write_rows(self.parts, files, self.at, scratch, compare=True)
+
+
+def _same_bytes(mine: np.ndarray, got: np.ndarray) -> bool:
+    """Whether two byte arrays are equal, compared 8 bytes at a time."""
+    whole = len(mine) - len(mine) % 8
+    return np.array_equal(got[:whole].view(np.uint64), mine[:whole].view(np.uint64)) and (
+        np.array_equal(got[whole:], mine[whole:])
+    )
 
 
 def encoded_pieces(
@@ -998,10 +995,13 @@ def read_algorithm_traces(prefix: str | Path) -> Algorithm:
 # of files with numpy (protobuf objects cost microseconds per attribute read), into the
 # algorithm they would be if ccopt wrote them: only each step's fields and its cross-block
 # dependency are read, assuming the rest is as ccopt writes it. What proves it is that
-# exporting that algorithm gives the same files byte for byte (which also verifies it),
-# compared a piece of the export at a time with the files read again; anything else is left
-# to the checked reader. The export is the expensive half: reading what the export will check
-# anyway would only cost more.
+# exporting that algorithm gives the same files byte for byte (which also verifies it, once:
+# the decoding verifies nothing), compared with the files read again a piece at a time, each
+# shape's byte matrix against the same rows gathered from the files (the export's bytes are
+# never put together); anything else is left to the checked reader. Every byte of the files
+# lies in a file's metadata or in exactly one node row, and every one is compared, the bytes
+# the decoding skips as much as those it reads. The export is the expensive half: reading what
+# it will check anyway would only cost more.
 
 _STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
 
