@@ -74,6 +74,14 @@ def _table(kinds: tuple[Step, ...]) -> np.ndarray:
 
 IS_REDUCE = _table(REDUCTIONS)
 IS_COMP = _table((*REDUCTIONS, Step.COPY, Step.NOP, Step.APPLY))
+NODES_PER_STEP = IS_RECV.astype(np.int64) + IS_COMP + IS_SEND
+NODE_KINDS = np.array(
+    [
+        ([k for k, has in enumerate((IS_RECV[t], IS_COMP[t], IS_SEND[t])) if has] + [0] * 3)[:3]
+        for t in range(len(Step))
+    ]
+)
+"""A step type's nodes in order, 0 a RECV, 1 a COMP, 2 a SEND (row: the step type)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -660,12 +668,12 @@ def _nodes(
     each."""
     kind = flat.col[TYPE, lo:hi]
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
-    has = np.stack([IS_RECV[kind], IS_COMP[kind], IS_SEND[kind]], axis=1)
-    step, which = np.nonzero(has)
-    step = step + lo
-    n = len(step)
-    per_step = has.sum(axis=1)
-    within = np.arange(n) - np.repeat(np.cumsum(per_step) - per_step, per_step)
+    per_step = NODES_PER_STEP[kind]
+    n = int(per_step.sum())
+    step_start = np.cumsum(per_step) - per_step
+    step = np.repeat(np.arange(lo, hi), per_step)
+    within = np.arange(n) - np.repeat(step_start, per_step)
+    which = NODE_KINDS[kind[step - lo], within]
     node_id = steps.first[step] + within
     first, recv, comp = within == 0, which == 0, which == 1
     # parents: the node before in its step; for a step's first node, the last node of the
