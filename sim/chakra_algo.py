@@ -165,18 +165,23 @@ _NOT_CPU = _int_attr("is_cpu_op", BOOL, 0)
 _STEP_NAME = _field(1, STEP_ATTRIBUTE.encode())
 
 
-def encode_metadata(fields: dict[str, str]) -> bytes:
+def encode_metadata(fields: dict[str, str], head: bytes = b"") -> bytes:
     """A GlobalMetadata with string attributes, length-prefixed (as `metadata_message` builds
-    it and protobuf serializes it)."""
-    attrs = [
+    it and protobuf serializes it); `head`: the encoded attributes that come first (the same
+    in every file of a set, encoded once)."""
+    body = b"".join([_field(1, METADATA_VERSION.encode()), head, _string_attrs(fields)])
+    return varint(len(body)) + body
+
+
+def _string_attrs(fields: dict[str, str]) -> bytes:
+    """GlobalMetadata attr fields (2) holding strings."""
+    return b"".join(
         _field(
             2,
             _field(1, k.encode()) + varint(STRING << 3 | 2) + varint(len(v.encode())) + v.encode(),
         )
         for k, v in fields.items()
-    ]
-    body = b"".join([_field(1, METADATA_VERSION.encode()), *attrs])
-    return varint(len(body)) + body
+    )
 
 
 @dataclass
@@ -239,14 +244,15 @@ def header(alg: Algorithm, chunk: int, local_mem_bw: float) -> dict[str, str]:
     }
 
 
-def rank_metadata(alg: Algorithm, rank: int, chunk: int, local_mem_bw: float) -> dict[str, str]:
-    """A rank's metadata: the header, its buffers and its thread blocks."""
+def rank_fields(alg: Algorithm, rank: int) -> dict[str, str]:
+    """What a rank's metadata adds to the header (which comes first): the rank, its buffers
+    and its thread blocks."""
     g = alg.gpus[rank]
-    fields = header(alg, chunk, local_mem_bw)
-    fields["rank"] = str(rank)
-    fields["buffers"] = f"{g.in_chunks} {g.out_chunks} {g.scratch_chunks}"
-    fields["thread_blocks"] = ";".join(f"{tb.send} {tb.recv} {tb.chan}" for tb in g.tbs)
-    return fields
+    return {
+        "rank": str(rank),
+        "buffers": f"{g.in_chunks} {g.out_chunks} {g.scratch_chunks}",
+        "thread_blocks": ";".join(f"{tb.send} {tb.recv} {tb.chan}" for tb in g.tbs),
+    }
 
 
 class Varints:
@@ -636,6 +642,7 @@ def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
     steps = step_nodes(sched)
     micros = comp_micros(flat.col[TYPE], flat.col[CNT] * chunk, local_mem_bw)
     rank_start = np.searchsorted(flat.rank, np.arange(alg.ranks + 1)).tolist()
+    head = _string_attrs(header(alg, chunk, local_mem_bw))  # (every file's first fields)
     lo = 0
     while lo < alg.ranks:
         hi = lo + 1
@@ -645,9 +652,7 @@ def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
             parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
         else:  # (ranks without steps: their metadata only)
             parts, rank = [constant(b"", 0)], np.zeros(0, np.int64)
-        metadata = [
-            encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw)) for r in range(lo, hi)
-        ]
+        metadata = [encode_metadata(rank_fields(alg, r), head) for r in range(lo, hi)]
         meta = np.array([len(m) for m in metadata], np.int64)
         length = total(parts)
         ends = np.cumsum(length)
