@@ -491,12 +491,65 @@ def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
     return sends, recvs
 
 
-def levels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Kahn's algorithm, a whole frontier at a time: each node's level (the length of the longest
-    chain of edges before it), -1 for nodes on or behind a cycle. Linear in nodes and edges."""
+MAX_PADDED_DEGREE = 8
+"""Up to this many other successors a step, `levels` keeps them in padded rows (one gather each a
+level); beyond it, in compressed rows."""
+
+
+def levels(n: int, has_next: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Kahn's algorithm, a whole frontier at a time: each step's level (the length of the longest
+    chain of edges before it), -1 for steps on or behind a cycle. Linear in steps and edges.
+
+    The edges are i -> i + 1 where `has_next[i]` (a thread block's order, not stored) and
+    `src -> dst`. A ring's levels are thousands of frontiers of a thousand steps, so the cost is
+    a level's numpy calls and the gathers they make: the other successors sit in D rows padded
+    with a step n that never becomes ready (D is a step's most, 1 or 2 for the library's
+    algorithms), a gather each."""
+    src, dst = np.asarray(src, np.intp), np.asarray(dst, np.intp)
+    out_count = np.bincount(src, minlength=n)
+    degree = int(out_count.max(initial=0))
+    if degree > MAX_PADDED_DEGREE:
+        return _levels_csr(n, has_next, src, dst, out_count)
+    rows = np.full((degree, n + 1), n, dtype=np.intp)
+    if degree == 1:
+        rows[0, src] = dst
+    elif degree:
+        order = np.argsort(src, kind="stable")
+        sorted_src = src[order]
+        slot = np.arange(len(src)) - (np.cumsum(out_count) - out_count)[sorted_src]
+        rows[slot, sorted_src] = dst[order]
+    indeg = np.bincount(dst, minlength=n + 1)
+    indeg[1:n] += has_next[: n - 1]
+    indeg[n] = np.iinfo(np.intp).max // 2  # the padding step: never ready
+    next_ok = np.append(has_next, False)
+    level = np.full(n, -1, dtype=np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    depth = 0
+    while frontier.size:
+        level[frontier] = depth
+        chained = frontier[next_ok.take(frontier)] + 1
+        reached = np.concatenate([chained, *(r.take(frontier) for r in rows)])
+        np.subtract.at(indeg, reached, 1)
+        frontier = reached[indeg.take(reached) == 0]
+        if frontier.size > 1:  # a step reached twice in one level (np.unique hashes: slower)
+            frontier.sort()
+            keep = np.empty(frontier.size, dtype=bool)
+            keep[0] = True
+            np.not_equal(frontier[1:], frontier[:-1], out=keep[1:])
+            frontier = frontier[keep]
+        depth += 1
+    return level
+
+
+def _levels_csr(
+    n: int, has_next: np.ndarray, src: np.ndarray, dst: np.ndarray, out_count: np.ndarray
+) -> np.ndarray:
+    """`levels` with the other successors in compressed rows, for a step of many successors."""
+    after = np.flatnonzero(has_next)
+    src, dst = np.concatenate([after, src]), np.concatenate([after + 1, dst])
+    out_count = out_count + has_next
     order = np.argsort(src, kind="stable")
     targets = dst[order]
-    out_count = np.bincount(src, minlength=n)
     out_start = np.cumsum(out_count) - out_count
     indeg = np.bincount(dst, minlength=n)
     level = np.full(n, -1, dtype=np.int64)
@@ -509,7 +562,7 @@ def levels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         reached = targets[np.repeat(first, counts) + np.arange(int(counts.sum()))]
         np.subtract.at(indeg, reached, 1)
         frontier = reached[indeg[reached] == 0]
-        if frontier.size > 1:  # a step reached twice in one level (np.unique hashes: slower)
+        if frontier.size > 1:
             frontier.sort()
             frontier = frontier[np.concatenate([[True], frontier[1:] != frontier[:-1]])]
         depth += 1
@@ -527,16 +580,28 @@ class Schedule:
     level: np.ndarray
 
 
-def order_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
-    """Thread-block order and cross-block dependencies as edges (before, after)."""
-    n = len(flat.tb)
-    after = np.flatnonzero(flat.tb[1:] == flat.tb[:-1]) + 1 if n else np.zeros(0, np.int64)
+def chained(flat: Flat) -> np.ndarray:
+    """Per step, whether the next step is of its thread block (the edge i -> i + 1)."""
+    has_next = np.zeros(len(flat.tb), dtype=bool)
+    np.equal(flat.tb[1:], flat.tb[:-1], out=has_next[:-1])
+    return has_next
+
+
+def dependency_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-block dependencies as edges (before, after)."""
     dep = np.flatnonzero(flat.col[DEPID] >= 0)
     dep_src = (
         flat.tb_start[flat.gpu_tb_start[flat.rank[dep]] + flat.col[DEPID, dep]]
         + flat.col[DEPS, dep]
     )
-    return np.concatenate([after - 1, dep_src]), np.concatenate([after, dep])
+    return dep_src, dep
+
+
+def order_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
+    """Thread-block order and cross-block dependencies as edges (before, after)."""
+    after = np.flatnonzero(chained(flat))
+    dep_src, dep = dependency_edges(flat)
+    return np.concatenate([after, dep_src]), np.concatenate([after + 1, dep])
 
 
 def stuck_chain(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> list[int]:
@@ -566,11 +631,13 @@ def schedule(alg: Algorithm) -> Schedule:
     flat = flatten(alg)
     check_steps(alg, flat)
     n = len(flat.tb)
-    src, dst = order_edges(flat)
+    has_next = chained(flat)
+    dep_src, dep = dependency_edges(flat)
     sends, recvs = match_messages(alg, flat)
-    level = levels(n, np.concatenate([src, sends]), np.concatenate([dst, recvs]))
+    level = levels(n, has_next, np.concatenate([dep_src, sends]), np.concatenate([dep, recvs]))
     if (level < 0).any():
-        order_level = levels(n, src, dst)
+        order_level = levels(n, has_next, dep_src, dep)
+        src, dst = order_edges(flat)
         if (order_level < 0).any():
             chain = stuck_chain(order_level, src, dst)
             what = "dependencies form a cycle: it waits for"
