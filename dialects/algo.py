@@ -440,6 +440,47 @@ def body_steps(alg: Algorithm, flat: Flat) -> np.ndarray:
     return owner
 
 
+def _unmatched(
+    alg: Algorithm,
+    flat: Flat,
+    send_i: np.ndarray,
+    recv_i: np.ndarray,
+    tb_send_key: np.ndarray,
+    tb_recv_key: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Name the first send without its receive or receive without its send (connections in key
+    order); the orders of sends and receives by connection if every message has both."""
+    n, c = alg.ranks, alg.nchannels
+    send_key, recv_key = tb_send_key[flat.tb[send_i]], tb_recv_key[flat.tb[recv_i]]
+    so = np.argsort(send_key, kind="stable")
+    ro = np.argsort(recv_key, kind="stable")
+    sk, rk = send_key[so], recv_key[ro]
+    if np.array_equal(sk, rk):
+        return so, ro
+    keys = np.union1d(sk, rk)
+    ns = np.searchsorted(sk, keys, "right") - np.searchsorted(sk, keys, "left")
+    nr = np.searchsorted(rk, keys, "right") - np.searchsorted(rk, keys, "left")
+    j = int(np.flatnonzero(ns != nr)[0])
+    k, got_s, got_r = int(keys[j]), int(ns[j]), int(nr[j])
+    chan, pair = k % c, k // c
+    src, dst = pair // n, pair % n
+    if got_s > got_r:  # name the first send without a receive
+        i = int(send_i[so][sk == k][got_r])
+        raise step_error(
+            flat,
+            i,
+            f"sends to rank {dst} on channel {chan}, but rank {dst} receives only {got_r} of "
+            f"the {got_s} messages rank {src} sends it there",
+        )
+    i = int(recv_i[ro][rk == k][got_s])
+    raise step_error(
+        flat,
+        i,
+        f"receives from rank {src} on channel {chan}, but rank {src} sends only {got_s} of "
+        f"the {got_r} messages rank {dst} receives there",
+    )
+
+
 def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
     """Pair every sending step with its receiving step: the k-th send on a connection (sender,
     receiver, channel) with the k-th receive there, and check that they carry as many chunks.
@@ -451,33 +492,10 @@ def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
     # a connection is served by one thread block on each side: key its steps by thread block
     tb_send_key = (flat.tb_rank * n + flat.tb_send) * c + flat.tb_chan
     tb_recv_key = (flat.tb_recv * n + flat.tb_rank) * c + flat.tb_chan
-    send_key, recv_key = tb_send_key[flat.tb[send_i]], tb_recv_key[flat.tb[recv_i]]
-    so = np.argsort(send_key, kind="stable")
-    ro = np.argsort(recv_key, kind="stable")
-    sk, rk = send_key[so], recv_key[ro]
-    if not np.array_equal(sk, rk):
-        keys = np.union1d(sk, rk)
-        ns = np.searchsorted(sk, keys, "right") - np.searchsorted(sk, keys, "left")
-        nr = np.searchsorted(rk, keys, "right") - np.searchsorted(rk, keys, "left")
-        j = int(np.flatnonzero(ns != nr)[0])
-        k, got_s, got_r = int(keys[j]), int(ns[j]), int(nr[j])
-        chan, pair = k % c, k // c
-        src, dst = pair // n, pair % n
-        if got_s > got_r:  # name the first send without a receive
-            i = int(send_i[so][sk == k][got_r])
-            raise step_error(
-                flat,
-                i,
-                f"sends to rank {dst} on channel {chan}, but rank {dst} receives only {got_r} of "
-                f"the {got_s} messages rank {src} sends it there",
-            )
-        i = int(recv_i[ro][rk == k][got_s])
-        raise step_error(
-            flat,
-            i,
-            f"receives from rank {src} on channel {chan}, but rank {src} sends only {got_s} of "
-            f"the {got_r} messages rank {dst} receives there",
-        )
+    so, s_keys, s_counts = _grouped_order(flat.tb[send_i], tb_send_key)
+    ro, r_keys, r_counts = _grouped_order(flat.tb[recv_i], tb_recv_key)
+    if not (np.array_equal(s_keys, r_keys) and np.array_equal(s_counts, r_counts)):
+        so, ro = _unmatched(alg, flat, send_i, recv_i, tb_send_key, tb_recv_key)
     sends, recvs = send_i[so], recv_i[ro]
     cnt = flat.col[CNT]
     if (j := _first(cnt[sends] != cnt[recvs])) is not None:
@@ -494,6 +512,22 @@ def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
 MAX_PADDED_DEGREE = 8
 """Up to this many other successors a step, `levels` keeps them in padded rows (one gather each a
 level); beyond it, in compressed rows."""
+
+
+def _grouped_order(
+    step_tb: np.ndarray, tb_key: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stable sort of steps (given by their thread blocks, in thread-block order) by their
+    thread block's key, without sorting the steps: the thread blocks sorted, each one's steps
+    kept together in order. Also the keys of the thread blocks that have steps, in that order,
+    and how many steps each has."""
+    per_tb = np.bincount(step_tb, minlength=len(tb_key))
+    tb_order = np.argsort(tb_key, kind="stable")
+    tb_order = tb_order[per_tb[tb_order] > 0]
+    counts = per_tb[tb_order]
+    first = (np.cumsum(per_tb) - per_tb)[tb_order] - (np.cumsum(counts) - counts)
+    order = np.repeat(first, counts) + np.arange(len(step_tb))
+    return order, tb_key[tb_order], counts
 
 
 def levels(n: int, has_next: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
