@@ -237,7 +237,7 @@ def where(
 class Flat:
     """Every step of an algorithm in one table (thread blocks in rank order, steps in order)."""
 
-    col: np.ndarray  # (8, N): every step's fields, by column
+    col: np.ndarray  # (8, N): every step's fields, by column (C order: each column contiguous)
     rank: np.ndarray  # (N,) rank of each step
     tb: np.ndarray  # (N,) global thread-block index of each step
     index: np.ndarray  # (N,) position in its thread block
@@ -251,35 +251,52 @@ class Flat:
     gpu_tb_start: np.ndarray  # global index of each rank's thread block 0
 
 
+COPY_PIECE = 1 << 15
+"""Steps transposed at a time by `_columns` (a piece's rows and columns stay in cache)."""
+
+
+def _columns(blocks: list[np.ndarray], n: int) -> np.ndarray:
+    """The step tables one after another, as one contiguous row per field: every check reads a
+    column, and a strided column (a transpose's own layout) costs as much to read as the whole
+    table. Transposed a piece at a time: one transpose of the whole is 3-5x slower."""
+    out = np.empty((FIELDS, n), np.int64)
+    at, piece, size = 0, [], 0
+    for block in [*blocks, None]:
+        if block is not None:
+            piece.append(block)
+            size += len(block)
+        if size and (size >= COPY_PIECE or block is None):
+            out[:, at : at + size] = (piece[0] if len(piece) == 1 else np.concatenate(piece)).T
+            at, piece, size = at + size, [], 0
+    return out
+
+
 def flatten(alg: Algorithm) -> Flat:
-    tbs = [(r, t, tb) for r, g in enumerate(alg.gpus) for t, tb in enumerate(g.tbs)]
-    lens = np.array([len(tb.steps) for _, _, tb in tbs], dtype=np.int64)
-    starts = (
-        np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-        if tbs
-        else np.zeros(0, np.int64)
-    )
-    tb_rank = np.array([r for r, _, _ in tbs], dtype=np.int64)
-    steps = (
-        np.concatenate([tb.steps for _, _, tb in tbs]) if tbs else np.zeros((0, FIELDS), np.int32)
-    )
-    columns = steps.T.astype(np.int64)
-    n = len(steps)
-    tb_index = np.repeat(np.arange(len(tbs), dtype=np.int64), lens)
+    tbs = [tb for g in alg.gpus for tb in g.tbs]
     counts = np.array([len(g.tbs) for g in alg.gpus], dtype=np.int64)
+    info = np.array(
+        [(tb.send, tb.recv, tb.chan, len(tb.steps)) for tb in tbs], dtype=np.int64
+    ).reshape(-1, 4)
+    lens = info[:, 3].copy()
+    starts = np.cumsum(lens) - lens
+    gpu_tb_start = np.cumsum(counts) - counts
+    tb_rank = np.repeat(np.arange(len(alg.gpus), dtype=np.int64), counts)
+    columns = _columns([tb.steps for tb in tbs], int(lens.sum()))
+    n = columns.shape[1]
+    tb_index = np.repeat(np.arange(len(tbs), dtype=np.int64), lens)
     return Flat(
         col=columns,
-        rank=tb_rank[tb_index] if n else np.zeros(0, np.int64),
+        rank=tb_rank[tb_index],
         tb=tb_index,
         index=np.arange(n, dtype=np.int64) - np.repeat(starts, lens),
         tb_rank=tb_rank,
-        tb_local=np.array([t for _, t, _ in tbs], dtype=np.int64),
-        tb_send=np.array([tb.send for _, _, tb in tbs], dtype=np.int64),
-        tb_recv=np.array([tb.recv for _, _, tb in tbs], dtype=np.int64),
-        tb_chan=np.array([tb.chan for _, _, tb in tbs], dtype=np.int64),
+        tb_local=np.arange(len(tbs), dtype=np.int64) - gpu_tb_start[tb_rank],
+        tb_send=info[:, 0].copy(),
+        tb_recv=info[:, 1].copy(),
+        tb_chan=info[:, 2].copy(),
         tb_start=starts,
         tb_len=lens,
-        gpu_tb_start=np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64),
+        gpu_tb_start=gpu_tb_start,
     )
 
 
@@ -350,6 +367,24 @@ def check_thread_blocks(alg: Algorithm) -> None:
                 )
 
 
+def thread_blocks_plausible(alg: Algorithm, flat: Flat) -> bool:
+    """Whether `check_thread_blocks` finds nothing, tested over all thread blocks at once (a
+    halving-doubling algorithm has ten thousand: the exact check's loop is then most of the
+    verifier's time). It runs only when this says no, so refusals stay the same."""
+    sizes = np.array([[g.in_chunks, g.out_chunks, g.scratch_chunks] for g in alg.gpus], np.int64)
+    chan, rank, n = flat.tb_chan, flat.tb_rank, alg.ranks
+    if sizes.min(initial=0) < 0 or ((chan < 0) | (chan >= alg.nchannels)).any():
+        return False
+    for peer in (flat.tb_send, flat.tb_recv):
+        has = peer != -1
+        if (has & ((peer < 0) | (peer >= n) | (peer == rank))).any():
+            return False
+        keys = ((rank * n + peer) * alg.nchannels + chan)[has]
+        if len(np.unique(keys)) != len(keys):
+            return False
+    return True
+
+
 def _table(kinds: Sequence[Step]) -> np.ndarray:
     """A lookup table: step type -> whether it is one of `kinds`."""
     t = np.zeros(len(STEP_NAMES), dtype=bool)
@@ -366,47 +401,76 @@ def _first(mask: np.ndarray) -> int | None:
     return int(hit[0]) if hit.size else None
 
 
+def _unsigned(a: np.ndarray) -> np.ndarray:
+    """An int64 column as uint64, so that one `max` finds negative values too (they wrap)."""
+    return a.view(np.uint64)
+
+
 def check_steps(alg: Algorithm, flat: Flat) -> None:
-    """Types, buffers, bounds and dependency targets of every step (vectorized)."""
+    """Types, buffers, bounds and dependency targets of every step (vectorized). Each check is
+    first a cheap test over the whole table (a reduction, no index list); only when it fails
+    does the exact one find the first faulty step, so refusals name the same step."""
     c = flat.col
     if not c.shape[1]:
         return
     kind, cnt = c[TYPE], c[CNT]
-    if (i := _first((kind < 0) | (kind >= len(STEP_NAMES)))) is not None:
+    if _unsigned(kind).max() >= len(STEP_NAMES):
+        i = int(np.flatnonzero((kind < 0) | (kind >= len(STEP_NAMES)))[0])
         raise step_error(flat, i, f"unknown step type {int(kind[i])}")
-    if (i := _first(cnt < 0)) is not None:
+    if cnt.min() < 0:
+        i = int(np.flatnonzero(cnt < 0)[0])
         raise step_error(flat, i, "count must be >= 0")
     sizes = np.array([[g.in_chunks, g.out_chunks, g.scratch_chunks] for g in alg.gpus], np.int64)
+    uniform = bool((sizes == sizes[0]).all())
     for used, buf, off, what in (
         (USES_SRC[kind], c[SRCBUF], c[SRCOFF], "source"),
         (USES_DST[kind], c[DSTBUF], c[DSTOFF], "destination"),
     ):
-        if (i := _first(used & ((buf < 0) | (buf > 2) | (off < 0)))) is not None:
+        if (used & ((_unsigned(buf) > 2) | (off < 0))).any():
+            i = int(np.flatnonzero(used & ((buf < 0) | (buf > 2) | (off < 0)))[0])
             raise step_error(flat, i, f"needs a {what} buffer and offset")
-        limit = sizes[flat.rank, np.clip(buf, 0, 2)]
-        if (i := _first(used & (off + cnt > limit))) is not None:
+        # the used steps' buffers are 0..2 now; the others' limits do not matter
+        if uniform:
+            limit = sizes[0].take(buf, mode="clip")
+        else:
+            limit = sizes[flat.rank, np.clip(buf, 0, 2)]
+        if (used & (off + cnt > limit)).any():
+            i = int(np.flatnonzero(used & (off + cnt > limit))[0])
             raise step_error(
                 flat,
                 i,
                 f"{what} {BUFFERS[int(buf[i])]}[{int(off[i])}] x{int(cnt[i])} is outside the "
                 f"buffer of {int(limit[i])} chunks",
             )
-    if (i := _first(IS_SEND[kind] & (flat.tb_send[flat.tb] < 0))) is not None:
-        raise step_error(flat, i, "sends, but its thread block has no send peer")
-    if (i := _first(IS_RECV[kind] & (flat.tb_recv[flat.tb] < 0))) is not None:
-        raise step_error(flat, i, "receives, but its thread block has no recv peer")
-    depid, deps = c[DEPID], c[DEPS]
-    has = depid >= 0
-    ntbs = np.array([len(g.tbs) for g in alg.gpus], np.int64)[flat.rank]
-    target = flat.gpu_tb_start[flat.rank] + np.where(has & (depid < ntbs), depid, 0)
-    bad = (depid < -1) | (has & (depid >= ntbs)) | ((depid == -1) & (deps != -1))
-    bad |= has & ((deps < 0) | (deps >= flat.tb_len[target]))
-    if (i := _first(bad)) is not None:
-        raise step_error(
-            flat, i, f"depends on tb {int(depid[i])} step {int(deps[i])}, which does not exist"
-        )
+    for peers, kinds, message in (
+        (flat.tb_send, IS_SEND, "sends, but its thread block has no send peer"),
+        (flat.tb_recv, IS_RECV, "receives, but its thread block has no recv peer"),
+    ):
+        if (peers < 0).any() and (i := _first(kinds[kind] & (peers[flat.tb] < 0))) is not None:
+            raise step_error(flat, i, message)
+    check_dependencies(alg, flat)
     if (kind == Step.APPLY).any():
         body_steps(alg, flat)
+
+
+def check_dependencies(alg: Algorithm, flat: Flat) -> None:
+    """Every `after tb.step` names a step of the rank; a step without one has -1 in both
+    fields. Only the steps with something there are looked at (most have nothing)."""
+    depid, deps = flat.col[DEPID], flat.col[DEPS]
+    named = np.flatnonzero((depid != -1) | (deps != -1))
+    if not named.size:
+        return
+    depid, deps, rank = depid[named], deps[named], flat.rank[named]
+    has = depid >= 0
+    ntbs = np.array([len(g.tbs) for g in alg.gpus], np.int64)[rank]
+    target = flat.gpu_tb_start[rank] + np.where(has & (depid < ntbs), depid, 0)
+    bad = (depid < -1) | (has & (depid >= ntbs)) | ((depid == -1) & (deps != -1))
+    bad |= has & ((deps < 0) | (deps >= flat.tb_len[target]))
+    if (j := _first(bad)) is not None:
+        i = int(named[j])
+        raise step_error(
+            flat, i, f"depends on tb {int(depid[j])} step {int(deps[j])}, which does not exist"
+        )
 
 
 def body_steps(alg: Algorithm, flat: Flat) -> np.ndarray:
@@ -440,6 +504,47 @@ def body_steps(alg: Algorithm, flat: Flat) -> np.ndarray:
     return owner
 
 
+def _unmatched(
+    alg: Algorithm,
+    flat: Flat,
+    send_i: np.ndarray,
+    recv_i: np.ndarray,
+    tb_send_key: np.ndarray,
+    tb_recv_key: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Name the first send without its receive or receive without its send (connections in key
+    order); the orders of sends and receives by connection if every message has both."""
+    n, c = alg.ranks, alg.nchannels
+    send_key, recv_key = tb_send_key[flat.tb[send_i]], tb_recv_key[flat.tb[recv_i]]
+    so = np.argsort(send_key, kind="stable")
+    ro = np.argsort(recv_key, kind="stable")
+    sk, rk = send_key[so], recv_key[ro]
+    if np.array_equal(sk, rk):
+        return so, ro
+    keys = np.union1d(sk, rk)
+    ns = np.searchsorted(sk, keys, "right") - np.searchsorted(sk, keys, "left")
+    nr = np.searchsorted(rk, keys, "right") - np.searchsorted(rk, keys, "left")
+    j = int(np.flatnonzero(ns != nr)[0])
+    k, got_s, got_r = int(keys[j]), int(ns[j]), int(nr[j])
+    chan, pair = k % c, k // c
+    src, dst = pair // n, pair % n
+    if got_s > got_r:  # name the first send without a receive
+        i = int(send_i[so][sk == k][got_r])
+        raise step_error(
+            flat,
+            i,
+            f"sends to rank {dst} on channel {chan}, but rank {dst} receives only {got_r} of "
+            f"the {got_s} messages rank {src} sends it there",
+        )
+    i = int(recv_i[ro][rk == k][got_s])
+    raise step_error(
+        flat,
+        i,
+        f"receives from rank {src} on channel {chan}, but rank {src} sends only {got_s} of "
+        f"the {got_r} messages rank {dst} receives there",
+    )
+
+
 def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
     """Pair every sending step with its receiving step: the k-th send on a connection (sender,
     receiver, channel) with the k-th receive there, and check that they carry as many chunks.
@@ -451,33 +556,10 @@ def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
     # a connection is served by one thread block on each side: key its steps by thread block
     tb_send_key = (flat.tb_rank * n + flat.tb_send) * c + flat.tb_chan
     tb_recv_key = (flat.tb_recv * n + flat.tb_rank) * c + flat.tb_chan
-    send_key, recv_key = tb_send_key[flat.tb[send_i]], tb_recv_key[flat.tb[recv_i]]
-    so = np.argsort(send_key, kind="stable")
-    ro = np.argsort(recv_key, kind="stable")
-    sk, rk = send_key[so], recv_key[ro]
-    if not np.array_equal(sk, rk):
-        keys = np.union1d(sk, rk)
-        ns = np.searchsorted(sk, keys, "right") - np.searchsorted(sk, keys, "left")
-        nr = np.searchsorted(rk, keys, "right") - np.searchsorted(rk, keys, "left")
-        j = int(np.flatnonzero(ns != nr)[0])
-        k, got_s, got_r = int(keys[j]), int(ns[j]), int(nr[j])
-        chan, pair = k % c, k // c
-        src, dst = pair // n, pair % n
-        if got_s > got_r:  # name the first send without a receive
-            i = int(send_i[so][sk == k][got_r])
-            raise step_error(
-                flat,
-                i,
-                f"sends to rank {dst} on channel {chan}, but rank {dst} receives only {got_r} of "
-                f"the {got_s} messages rank {src} sends it there",
-            )
-        i = int(recv_i[ro][rk == k][got_s])
-        raise step_error(
-            flat,
-            i,
-            f"receives from rank {src} on channel {chan}, but rank {src} sends only {got_s} of "
-            f"the {got_r} messages rank {dst} receives there",
-        )
+    so, s_keys, s_counts = _grouped_order(flat.tb[send_i], tb_send_key)
+    ro, r_keys, r_counts = _grouped_order(flat.tb[recv_i], tb_recv_key)
+    if not (np.array_equal(s_keys, r_keys) and np.array_equal(s_counts, r_counts)):
+        so, ro = _unmatched(alg, flat, send_i, recv_i, tb_send_key, tb_recv_key)
     sends, recvs = send_i[so], recv_i[ro]
     cnt = flat.col[CNT]
     if (j := _first(cnt[sends] != cnt[recvs])) is not None:
@@ -491,12 +573,81 @@ def match_messages(alg: Algorithm, flat: Flat) -> tuple[np.ndarray, np.ndarray]:
     return sends, recvs
 
 
-def levels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Kahn's algorithm, a whole frontier at a time: each node's level (the length of the longest
-    chain of edges before it), -1 for nodes on or behind a cycle. Linear in nodes and edges."""
+MAX_PADDED_DEGREE = 8
+"""Up to this many other successors a step, `levels` keeps them in padded rows (one gather each a
+level); beyond it, in compressed rows."""
+
+
+def _grouped_order(
+    step_tb: np.ndarray, tb_key: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stable sort of steps (given by their thread blocks, in thread-block order) by their
+    thread block's key, without sorting the steps: the thread blocks sorted, each one's steps
+    kept together in order. Also the keys of the thread blocks that have steps, in that order,
+    and how many steps each has."""
+    per_tb = np.bincount(step_tb, minlength=len(tb_key))
+    tb_order = np.argsort(tb_key, kind="stable")
+    tb_order = tb_order[per_tb[tb_order] > 0]
+    counts = per_tb[tb_order]
+    first = (np.cumsum(per_tb) - per_tb)[tb_order] - (np.cumsum(counts) - counts)
+    order = np.repeat(first, counts) + np.arange(len(step_tb))
+    return order, tb_key[tb_order], counts
+
+
+def levels(n: int, has_next: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Kahn's algorithm, a whole frontier at a time: each step's level (the length of the longest
+    chain of edges before it), -1 for steps on or behind a cycle. Linear in steps and edges.
+
+    The edges are i -> i + 1 where `has_next[i]` (a thread block's order, not stored) and
+    `src -> dst`. A ring's levels are thousands of frontiers of a thousand steps, so the cost is
+    a level's numpy calls and the gathers they make: the other successors sit in D rows padded
+    with a step n that never becomes ready (D is a step's most, 1 or 2 for the library's
+    algorithms), a gather each."""
+    src, dst = np.asarray(src, np.intp), np.asarray(dst, np.intp)
+    out_count = np.bincount(src, minlength=n)
+    degree = int(out_count.max(initial=0))
+    if degree > MAX_PADDED_DEGREE:
+        return _levels_csr(n, has_next, src, dst, out_count)
+    rows = np.full((degree, n + 1), n, dtype=np.intp)
+    if degree == 1:
+        rows[0, src] = dst
+    elif degree:
+        order = np.argsort(src, kind="stable")
+        sorted_src = src[order]
+        slot = np.arange(len(src)) - (np.cumsum(out_count) - out_count)[sorted_src]
+        rows[slot, sorted_src] = dst[order]
+    indeg = np.bincount(dst, minlength=n + 1)
+    indeg[1:n] += has_next[: n - 1]
+    indeg[n] = np.iinfo(np.intp).max // 2  # the padding step: never ready
+    next_ok = np.append(has_next, False)
+    level = np.full(n, -1, dtype=np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    depth = 0
+    while frontier.size:
+        level[frontier] = depth
+        chained = frontier[next_ok.take(frontier)] + 1
+        reached = np.concatenate([chained, *(r.take(frontier) for r in rows)])
+        np.subtract.at(indeg, reached, 1)
+        frontier = reached[indeg.take(reached) == 0]
+        if frontier.size > 1:  # a step reached twice in one level (np.unique hashes: slower)
+            frontier.sort()
+            keep = np.empty(frontier.size, dtype=bool)
+            keep[0] = True
+            np.not_equal(frontier[1:], frontier[:-1], out=keep[1:])
+            frontier = frontier[keep]
+        depth += 1
+    return level
+
+
+def _levels_csr(
+    n: int, has_next: np.ndarray, src: np.ndarray, dst: np.ndarray, out_count: np.ndarray
+) -> np.ndarray:
+    """`levels` with the other successors in compressed rows, for a step of many successors."""
+    after = np.flatnonzero(has_next)
+    src, dst = np.concatenate([after, src]), np.concatenate([after + 1, dst])
+    out_count = out_count + has_next
     order = np.argsort(src, kind="stable")
     targets = dst[order]
-    out_count = np.bincount(src, minlength=n)
     out_start = np.cumsum(out_count) - out_count
     indeg = np.bincount(dst, minlength=n)
     level = np.full(n, -1, dtype=np.int64)
@@ -509,7 +660,7 @@ def levels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         reached = targets[np.repeat(first, counts) + np.arange(int(counts.sum()))]
         np.subtract.at(indeg, reached, 1)
         frontier = reached[indeg[reached] == 0]
-        if frontier.size > 1:  # a step reached twice in one level (np.unique hashes: slower)
+        if frontier.size > 1:
             frontier.sort()
             frontier = frontier[np.concatenate([[True], frontier[1:] != frontier[:-1]])]
         depth += 1
@@ -527,16 +678,28 @@ class Schedule:
     level: np.ndarray
 
 
-def order_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
-    """Thread-block order and cross-block dependencies as edges (before, after)."""
-    n = len(flat.tb)
-    after = np.flatnonzero(flat.tb[1:] == flat.tb[:-1]) + 1 if n else np.zeros(0, np.int64)
+def chained(flat: Flat) -> np.ndarray:
+    """Per step, whether the next step is of its thread block (the edge i -> i + 1)."""
+    has_next = np.zeros(len(flat.tb), dtype=bool)
+    np.equal(flat.tb[1:], flat.tb[:-1], out=has_next[:-1])
+    return has_next
+
+
+def dependency_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-block dependencies as edges (before, after)."""
     dep = np.flatnonzero(flat.col[DEPID] >= 0)
     dep_src = (
         flat.tb_start[flat.gpu_tb_start[flat.rank[dep]] + flat.col[DEPID, dep]]
         + flat.col[DEPS, dep]
     )
-    return np.concatenate([after - 1, dep_src]), np.concatenate([after, dep])
+    return dep_src, dep
+
+
+def order_edges(flat: Flat) -> tuple[np.ndarray, np.ndarray]:
+    """Thread-block order and cross-block dependencies as edges (before, after)."""
+    after = np.flatnonzero(chained(flat))
+    dep_src, dep = dependency_edges(flat)
+    return np.concatenate([after, dep_src]), np.concatenate([after + 1, dep])
 
 
 def stuck_chain(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> list[int]:
@@ -562,15 +725,18 @@ def stuck_chain(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> list[int
 def schedule(alg: Algorithm) -> Schedule:
     """Verify an algorithm and return its schedule; raise AlgorithmError naming the step."""
     check_header(alg)
-    check_thread_blocks(alg)
     flat = flatten(alg)
+    if not thread_blocks_plausible(alg, flat):
+        check_thread_blocks(alg)
     check_steps(alg, flat)
     n = len(flat.tb)
-    src, dst = order_edges(flat)
+    has_next = chained(flat)
+    dep_src, dep = dependency_edges(flat)
     sends, recvs = match_messages(alg, flat)
-    level = levels(n, np.concatenate([src, sends]), np.concatenate([dst, recvs]))
+    level = levels(n, has_next, np.concatenate([dep_src, sends]), np.concatenate([dep, recvs]))
     if (level < 0).any():
-        order_level = levels(n, src, dst)
+        order_level = levels(n, has_next, dep_src, dep)
+        src, dst = order_edges(flat)
         if (order_level < 0).any():
             chain = stuck_chain(order_level, src, dst)
             what = "dependencies form a cycle: it waits for"

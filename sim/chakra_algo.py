@@ -74,6 +74,14 @@ def _table(kinds: tuple[Step, ...]) -> np.ndarray:
 
 IS_REDUCE = _table(REDUCTIONS)
 IS_COMP = _table((*REDUCTIONS, Step.COPY, Step.NOP, Step.APPLY))
+NODES_PER_STEP = IS_RECV.astype(np.int64) + IS_COMP + IS_SEND
+NODE_KINDS = np.array(
+    [
+        ([k for k, has in enumerate((IS_RECV[t], IS_COMP[t], IS_SEND[t])) if has] + [0] * 3)[:3]
+        for t in range(len(Step))
+    ]
+)
+"""A step type's nodes in order, 0 a RECV, 1 a COMP, 2 a SEND (row: the step type)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,18 +165,23 @@ _NOT_CPU = _int_attr("is_cpu_op", BOOL, 0)
 _STEP_NAME = _field(1, STEP_ATTRIBUTE.encode())
 
 
-def encode_metadata(fields: dict[str, str]) -> bytes:
+def encode_metadata(fields: dict[str, str], head: bytes = b"") -> bytes:
     """A GlobalMetadata with string attributes, length-prefixed (as `metadata_message` builds
-    it and protobuf serializes it)."""
-    attrs = [
+    it and protobuf serializes it); `head`: the encoded attributes that come first (the same
+    in every file of a set, encoded once)."""
+    body = b"".join([_field(1, METADATA_VERSION.encode()), head, _string_attrs(fields)])
+    return varint(len(body)) + body
+
+
+def _string_attrs(fields: dict[str, str]) -> bytes:
+    """GlobalMetadata attr fields (2) holding strings."""
+    return b"".join(
         _field(
             2,
             _field(1, k.encode()) + varint(STRING << 3 | 2) + varint(len(v.encode())) + v.encode(),
         )
         for k, v in fields.items()
-    ]
-    body = b"".join([_field(1, METADATA_VERSION.encode()), *attrs])
-    return varint(len(body)) + body
+    )
 
 
 @dataclass
@@ -231,23 +244,25 @@ def header(alg: Algorithm, chunk: int, local_mem_bw: float) -> dict[str, str]:
     }
 
 
-def rank_metadata(alg: Algorithm, rank: int, chunk: int, local_mem_bw: float) -> dict[str, str]:
-    """A rank's metadata: the header, its buffers and its thread blocks."""
+def rank_fields(alg: Algorithm, rank: int) -> dict[str, str]:
+    """What a rank's metadata adds to the header (which comes first): the rank, its buffers
+    and its thread blocks."""
     g = alg.gpus[rank]
-    fields = header(alg, chunk, local_mem_bw)
-    fields["rank"] = str(rank)
-    fields["buffers"] = f"{g.in_chunks} {g.out_chunks} {g.scratch_chunks}"
-    fields["thread_blocks"] = ";".join(f"{tb.send} {tb.recv} {tb.chan}" for tb in g.tbs)
-    return fields
+    return {
+        "rank": str(rank),
+        "buffers": f"{g.in_chunks} {g.out_chunks} {g.scratch_chunks}",
+        "thread_blocks": ";".join(f"{tb.send} {tb.recv} {tb.chan}" for tb in g.tbs),
+    }
 
 
 class Varints:
     """The varints of many integers, not yet spelled: spelled only once a row's shape (and so
     each varint's width) is known, a shape at a time."""
 
-    def __init__(self, values: np.ndarray, by_shape: bool = False):
+    def __init__(self, values: np.ndarray, by_shape: bool = False, one: bool = False):
         self.values = values if isinstance(values, np.ndarray) else np.asarray(values, np.int64)
         self.by_shape = by_shape  # a length of other parts: the same in every row of a shape
+        self.one = one  # one value in every row (spelled once per shape, where its length is)
 
     @staticmethod
     def spell(value: np.ndarray, width: int, into: np.ndarray) -> None:
@@ -260,8 +275,14 @@ class Varints:
         if width > 3 and value.min() == value.max():  # (a wide column is often one value)
             into[:] = np.frombuffer(varint(int(value[0]) & _WORD), np.uint8)
             return
-        if width == 2:  # (most varints: a pair from a table of the 16384 pairs of 14 bits)
-            into[:, :2].view("<u2")[:, 0] = _PAIRS[value]
+        if width == 2:  # (most varints: 14 bits, the low 7 and the high 7 a byte each)
+            low = value.astype(np.uint16)
+            pair = low << np.uint16(1)
+            pair &= np.uint16(0x7F00)
+            low &= np.uint16(0x7F)
+            pair |= low
+            pair |= np.uint16(0x80)
+            into[:, :2].view("<u2")[:, 0] = pair
             return
         # two bytes at a time, from that table
         rest = value.view(np.uint64) if value.dtype == np.int64 else value.astype(np.uint64)
@@ -277,18 +298,27 @@ class Varints:
 class Rows:
     """Bytes of many rows picked from a table: row i is table[pick[i]] (its first `length`
     bytes count), gathered only when a shape's rows are written (a part that is the same for
-    all the nodes of a step is spelled once per step, then picked for each node)."""
+    all the nodes of a step is spelled once per step, then picked for each node). `by_shape`:
+    the same row wherever the other parts have the same lengths (a node's kind, which the
+    attributes it has tell); `one`: the same row everywhere (both: spelled once per shape)."""
 
-    def __init__(self, table: np.ndarray, pick: np.ndarray):
-        self.table, self.pick = table, pick
+    def __init__(self, table: np.ndarray, pick: np.ndarray, by_shape: bool = False):
+        self.table, self.pick, self.by_shape = table, pick, by_shape
+        self.one = bool(len(pick)) and int(pick.min()) == int(pick.max())
 
 
 def _same_in_every_row(m: Any) -> bool:
     """Whether a part's bytes are the same in every row (where it is there): a constant, or a
     varint of one value or of lengths of other parts (which a row's shape fixes)."""
-    if isinstance(m, Varints):
-        return m.by_shape or _fixed(m.values)
-    return not isinstance(m, Rows) and _fixed(m)
+    if isinstance(m, Varints | Rows):
+        return m.by_shape or isinstance(m, Varints) and _fixed(m.values)
+    return _fixed(m)
+
+
+def _spelled_per_shape(m: Any) -> bool:
+    """Whether a part's bytes in a shape's rows are one row's (spelled in the shape's template,
+    no column written): the same in every row of a shape, or one value everywhere."""
+    return _same_in_every_row(m) or isinstance(m, Varints | Rows) and m.one
 
 
 _PAIRS = (np.arange(1 << 14) & 0x7F | 0x80 | (np.arange(1 << 14) >> 7) << 8).astype("<u2")
@@ -310,7 +340,10 @@ def varints(values: np.ndarray, by_shape: bool = False) -> Segment:
     if len(v) and _fixed(v):  # (one value: one length)
         size = len(varint(int(v[0]) & _WORD))
         return Varints(v, by_shape), np.broadcast_to(np.int64(size), (len(v),))
-    top, low = int(v.max(initial=0)), int(v.min(initial=0))
+    top, low = (int(v.max()), int(v.min())) if len(v) else (0, 0)
+    if len(v) and top == low:  # (one value, where it is there)
+        size = len(varint(top & _WORD))
+        return Varints(v, by_shape, one=True), np.broadcast_to(np.int64(size), (len(v),))
     if low >= 0:  # (kept in the narrowest type: the values are reordered and read again)
         v = v.astype(next(t for t in _NARROW if top <= np.iinfo(t).max))
     if top < 128 and low >= 0:  # (a byte each: no array of lengths)
@@ -416,7 +449,7 @@ def shapes(parts: list[Segment]) -> np.ndarray:
     values, spelled numbers) are looked at: the others follow from them (a constant is there
     when the values it goes with are, a length is the sum of lengths)."""
     n = len(parts[0][1])
-    key, span = np.zeros(n, np.int64), 1
+    key, span = np.zeros(n, np.int32), 1  # (in place, 32 bits: below 2^20 x a length's range)
     for m, length in parts:
         if _same_in_every_row(m) or not length.strides[0]:
             continue
@@ -425,7 +458,10 @@ def shapes(parts: list[Segment]) -> np.ndarray:
             continue
         if span * (high - low + 1) > 1 << 20:  # renumber the shapes seen so far (counting)
             key, span = _renumbered(key, span)
-        key = key * (high - low + 1) + (length - low)
+        key *= np.int32(high - low + 1)
+        np.add(key, length, out=key, casting="unsafe")
+        if low:
+            key -= np.int32(low)
         span *= high - low + 1
     return _renumbered(key, span)[0]
 
@@ -435,9 +471,9 @@ def _renumbered(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     distinct values it has (by counting where the span allows: no sort)."""
     if span > 1 << 24:
         _, key = np.unique(key, return_inverse=True)
-        return key.reshape(-1), int(key.max(initial=-1)) + 1
+        return key.reshape(-1).astype(np.int32), int(key.max(initial=-1)) + 1
     present = np.bincount(key, minlength=span) > 0
-    return (np.cumsum(present) - 1)[key], int(present.sum())
+    return (np.cumsum(present, dtype=np.int32) - 1)[key], int(present.sum())
 
 
 class Scratch:
@@ -457,20 +493,24 @@ class Scratch:
         return buf[:size]
 
 
-def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: Scratch) -> None:
+def write_rows(
+    parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: Scratch, compare: bool = False
+) -> bool:
     """Write every row's bytes into `out`, row i from out[at[i]]: the rows of one shape are one
     matrix (the parts side by side, the bytes they share written once), which goes into `out`
-    a row at a time as one fixed-size item each (no Python object per row)."""
+    a row at a time as one fixed-size item each (no Python object per row). `compare`: write
+    nothing, but say whether `out` holds those bytes there (the matrix against the same rows
+    gathered from `out`)."""
     n = len(parts[0][1])
     if not n:
-        return
+        return True
     group = shapes(parts)
     order = np.argsort(group.astype(np.uint16) if group.max() < 1 << 16 else group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group))]).tolist()
     # what varies from row to row (read a shape's rows at a time: no reordered copy)
-    ordered = [not _same_in_every_row(m) for m, _ in parts]
+    ordered = [not _spelled_per_shape(m) for m, _ in parts]
     fixed = [
-        None if isinstance(m, Varints) or varying else m[0].tobytes()
+        None if isinstance(m, Varints | Rows) or varying else m[0].tobytes()
         for (m, _), varying in zip(parts, ordered, strict=True)
     ]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
@@ -484,8 +524,12 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
             if varying:
                 fills.append((len(template), width, m))
                 template += bytes(width)
+            elif same is not None:
+                template += same[:width]
+            elif isinstance(m, Rows):
+                template += m.table[m.pick[one], :width].tobytes()
             else:
-                template += varint(int(m.values[one]) & _WORD) if same is None else same[:width]
+                template += varint(int(m.values[one]) & _WORD)
         size = len(template)
         matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)
@@ -493,12 +537,19 @@ def write_rows(parts: list[Segment], out: np.ndarray, at: np.ndarray, scratch: S
             into = matrix[:, start : start + width]
             if isinstance(m, Varints):
                 Varints.spell(m.values[rows], width, into)
-            elif isinstance(m, Rows):
-                into[:] = np.take(m.table, m.pick[rows], axis=0)[:, :width]
+            elif isinstance(m, Rows):  # (a row's first bytes as one item: no copy between)
+                table = np.ascontiguousarray(m.table)
+                items = np.ndarray((len(table),), f"V{width}", table, 0, (table.strides[0],))
+                place = np.ndarray((b - a,), f"V{width}", matrix, start, (size,))
+                place[:] = items[m.pick[rows]]  # (fancy indexing: np.take copies V slowly)
             else:
                 into[:] = m[rows, :width]
         items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
-        items[at[rows]] = matrix.view(f"V{size}").reshape(-1)
+        if not compare:
+            items[at[rows]] = matrix.view(f"V{size}").reshape(-1)
+        elif not _same_bytes(matrix.reshape(-1), items[at[rows]].view(np.uint8)):
+            return False
+    return True
 
 
 def int_attribute(name: str, member: int, values: np.ndarray) -> Parts:
@@ -529,12 +580,57 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
     return files
 
 
+@dataclass
+class Piece:
+    """Some whole ranks' files, not yet spelled: each file's metadata, then its nodes as parts
+    (row i of the parts goes at byte at[i]), the files one after the other from file_start."""
+
+    metadata: list[bytes]
+    parts: list[Segment]
+    at: np.ndarray
+    file_start: list[int]
+
+    def write(self, out: np.ndarray, scratch: Scratch) -> None:
+        """Spell the piece's files into out[:file_start[-1]]."""
+        for start, data in zip(self.file_start, self.metadata, strict=False):
+            out[start : start + len(data)] = np.frombuffer(data, np.uint8)
+        write_rows(self.parts, out, self.at, scratch)
+
+    def matches(self, files: np.ndarray, scratch: Scratch) -> bool:
+        """Whether `files` (at least file_start[-1] bytes) is the piece's files, byte for byte:
+        every byte lies in a file's metadata or in exactly one row (the rows follow each other
+        from the end of their file's metadata to the end of the file), each compared in place
+        (no bytes spelled into a copy of the files)."""
+        for start, data in zip(self.file_start, self.metadata, strict=False):
+            if files[start : start + len(data)].tobytes() != data:
+                return False
+        return write_rows(self.parts, files, self.at, scratch, compare=True)
+
+
+def _same_bytes(mine: np.ndarray, got: np.ndarray) -> bool:
+    """Whether two byte arrays are equal, compared 8 bytes at a time."""
+    whole = len(mine) - len(mine) % 8
+    return np.array_equal(got[:whole].view(np.uint64), mine[:whole].view(np.uint64)) and (
+        np.array_equal(got[whole:], mine[whole:])
+    )
+
+
 def encoded_pieces(
     alg: Algorithm, size: int, local_mem_bw: float
 ) -> Iterator[tuple[np.ndarray, list[int]]]:
     """The trace set of `alg` (verified first), whole ranks at a time: the bytes of about
     STEPS_PER_PIECE steps' files one after the other, and where each file starts and ends in
-    them (the next piece reuses the buffer: copy what is kept).
+    them (the next piece reuses the buffer: copy what is kept)."""
+    scratch = Scratch()
+    for piece in pieces(alg, size, local_mem_bw):
+        out = scratch.get("piece", piece.file_start[-1])
+        piece.write(out, scratch)
+        yield out, piece.file_start
+
+
+def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
+    """The trace set of `alg` (verified first), about STEPS_PER_PIECE steps' whole ranks at a
+    time.
 
     A piece's nodes are encoded at once, byte for byte as protobuf serializes a Node (fields
     in number order, defaults left out): the nodes whose fields all have the same lengths (a
@@ -546,7 +642,7 @@ def encoded_pieces(
     steps = step_nodes(sched)
     micros = comp_micros(flat.col[TYPE], flat.col[CNT] * chunk, local_mem_bw)
     rank_start = np.searchsorted(flat.rank, np.arange(alg.ranks + 1)).tolist()
-    scratch = Scratch()
+    head = _string_attrs(header(alg, chunk, local_mem_bw))  # (every file's first fields)
     lo = 0
     while lo < alg.ranks:
         hi = lo + 1
@@ -556,9 +652,7 @@ def encoded_pieces(
             parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
         else:  # (ranks without steps: their metadata only)
             parts, rank = [constant(b"", 0)], np.zeros(0, np.int64)
-        metadata = [
-            encode_metadata(rank_metadata(alg, r, chunk, local_mem_bw)) for r in range(lo, hi)
-        ]
+        metadata = [encode_metadata(rank_fields(alg, r), head) for r in range(lo, hi)]
         meta = np.array([len(m) for m in metadata], np.int64)
         length = total(parts)
         ends = np.cumsum(length)
@@ -568,11 +662,7 @@ def encoded_pieces(
         local = rank - lo
         before = np.concatenate([[0], ends])[node_bounds[local]]  # the rank's nodes before
         at = file_start[local] + meta[local] + (ends - length - before)
-        out = scratch.get("piece", int(file_start[-1]))
-        for start, data in zip(file_start.tolist(), metadata, strict=False):
-            out[start : start + len(data)] = np.frombuffer(data, np.uint8)
-        write_rows(parts, out, at, scratch)
-        yield out, file_start.tolist()
+        yield Piece(metadata, parts, at, file_start.tolist())
         lo = hi
 
 
@@ -583,12 +673,12 @@ def _nodes(
     each."""
     kind = flat.col[TYPE, lo:hi]
     # the nodes in file order: each step's RECV, COMP and SEND (those it has)
-    has = np.stack([IS_RECV[kind], IS_COMP[kind], IS_SEND[kind]], axis=1)
-    step, which = np.nonzero(has)
-    step = step + lo
-    n = len(step)
-    per_step = has.sum(axis=1)
-    within = np.arange(n) - np.repeat(np.cumsum(per_step) - per_step, per_step)
+    per_step = NODES_PER_STEP[kind]
+    n = int(per_step.sum())
+    step_start = np.cumsum(per_step) - per_step
+    step = np.repeat(np.arange(lo, hi), per_step)
+    within = np.arange(n) - np.repeat(step_start, per_step)
+    which = NODE_KINDS[kind[step - lo], within]
     node_id = steps.first[step] + within
     first, recv, comp = within == 0, which == 0, which == 1
     # parents: the node before in its step; for a step's first node, the last node of the
@@ -604,11 +694,14 @@ def _nodes(
     ]
     block = flat.tb[step]
     tb = flat.tb_local[block]
+    ones = np.broadcast_to(np.int64(1), (n,))
+    # a node's kind (its name's first word, its type) is the same in every row of a shape:
+    # which of comm_src (a RECV) and comm_dst (a SEND) it has, neither for a COMP, tells it
     name = field(
         b"\x12",
         [
             (
-                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which),
+                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which, True),
                 np.broadcast_to(np.int64(5), (n,)),
             ),
             constant(b"tb", n),
@@ -633,7 +726,10 @@ def _nodes(
     node = concat(
         only(varint_field(b"\x08", node_id), node_id > 0),
         name,
-        varint_field(b"\x18", np.array([RECV, COMP, SEND])[which]),
+        [
+            constant(b"\x18", n),
+            (Varints(np.array([RECV, COMP, SEND], np.uint8)[which], True), ones),
+        ],
         only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
         only(varint_field(b"\x38", node_micros), node_micros > 0),
         only(int_attribute("comm_size", INT64, flat.col[CNT, step] * chunk), ~comp),
@@ -912,10 +1008,13 @@ def read_algorithm_traces(prefix: str | Path) -> Algorithm:
 # of files with numpy (protobuf objects cost microseconds per attribute read), into the
 # algorithm they would be if ccopt wrote them: only each step's fields and its cross-block
 # dependency are read, assuming the rest is as ccopt writes it. What proves it is that
-# exporting that algorithm gives the same files byte for byte (which also verifies it),
-# compared a piece of the export at a time with the files read again; anything else is left
-# to the checked reader. The export is the expensive half: reading what the export will check
-# anyway would only cost more.
+# exporting that algorithm gives the same files byte for byte (which also verifies it, once:
+# the decoding verifies nothing), compared with the files read again a piece at a time, each
+# shape's byte matrix against the same rows gathered from the files (the export's bytes are
+# never put together); anything else is left to the checked reader. Every byte of the files
+# lies in a file's metadata or in exactly one node row, and every one is compared, the bytes
+# the decoding skips as much as those it reads. The export is the expensive half: reading what
+# it will check anyway would only cost more.
 
 _STEP_MARK = b"\x0a\x0a" + STEP_ATTRIBUTE.encode() + b"\x42"
 
@@ -1144,15 +1243,87 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
 def _exports_to(alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles) -> bool:
     """Whether exporting `alg` gives `files`: the same bytes, cut into the same files (read
     again, a piece's files at a time). This is what proves an import (and verifies it)."""
-    rank, starts = 0, files.starts
-    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+    rank, starts, scratch = 0, files.starts, Scratch()
+    for piece in pieces(alg, size, local_mem_bw):
+        bounds = piece.file_start
         last = rank + len(bounds) - 1
         if last >= len(starts) or [starts[rank] + b for b in bounds] != starts[rank : last + 1]:
             return False
-        if not np.array_equal(piece, files.read(rank, last)[: bounds[-1]]):
+        if not piece.matches(files.read(rank, last)[: bounds[-1]], scratch):
             return False
         rank = last
     return rank == len(starts) - 1
+
+
+_WINDOW = 32
+"""Bytes read at once from where a step's packed fields start (eight varints: 8 to 32 bytes
+as ccopt writes them, two of ten for a -1)."""
+
+
+def _step_fields(a: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The FIELDS varints one after the other from each of `at`, a row each: the _WINDOW bytes
+    from each position read at once, the rows grouped by which of those bytes go on (their
+    continuation bits), which puts each field of a group's rows at one place and width (a few
+    groups, a column at a time each); a row whose fields do not end within the window is read a
+    varint at a time."""
+    n = len(at)
+    row = np.empty((n, FIELDS), np.int64)
+    if len(a) < _WINDOW:  # (nothing to read: every varint, and so the row, is past the end)
+        for k in range(FIELDS):
+            row[:, k], at = _read_varints(a, at)
+        return row
+    items = np.ndarray((len(a) - _WINDOW + 1,), f"V{_WINDOW}", a, 0, (1,))
+    window = items[np.minimum(at, len(items) - 1)].view(np.uint8).reshape(n, _WINDOW)
+    key = np.packbits(window >= 0x80, axis=1, bitorder="little").view("<u4")[:, 0]
+    key[at >= len(items)] = 0xFFFFFFFF  # (too near the end: a varint at a time)
+    patterns, group = np.unique(key, return_inverse=True)
+    order = np.argsort(group.reshape(-1), kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group.reshape(-1)))]).tolist()
+    window = window[order]  # (a group's rows one after the other)
+    fields = np.empty((FIELDS, n), np.int64)  # (in that order)
+    for pattern, lo, hi in zip(patterns.tolist(), bounds[:-1], bounds[1:], strict=True):
+        layout = _layout(pattern)
+        if layout is None:
+            where = at[order[lo:hi]]
+            for k in range(FIELDS):
+                fields[k, lo:hi], where = _read_varints(a, where)
+            continue
+        for k, (start, width) in enumerate(layout):
+            fields[k, lo:hi] = _column_varint(window[lo:hi], start, width)
+    row[order] = fields.T
+    return row
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _layout(pattern: int) -> tuple[tuple[int, int], ...] | None:
+    """Where the FIELDS varints start and how long each is, from the continuation bits of the
+    bytes of a window (bit i: byte i goes on); None if they do not all end in the window."""
+    fields, start = [], 0
+    for _ in range(FIELDS):
+        end = start
+        while end < _WINDOW and pattern >> end & 1:
+            end += 1
+        if end >= _WINDOW or end - start >= 10:
+            return None
+        fields.append((start, end + 1 - start))
+        start = end + 1
+    return tuple(fields)
+
+
+def _column_varint(window: np.ndarray, start: int, width: int) -> np.ndarray:
+    """The varints of `width` bytes from column `start` of every row (as int64; ten bytes, a
+    negative number's, read as the -1 ccopt writes there: the proof refuses any other)."""
+    if width == 1:
+        return window[:, start]
+    if width == 2:
+        return (window[:, start] & 0x7F) | window[:, start + 1].astype(np.int64) << 7
+    if width == 10:  # (what ccopt writes ten bytes for: -1; another is refused by the proof)
+        return np.broadcast_to(np.int64(-1), (len(window),))
+    value = np.zeros(len(window), np.uint64)
+    for k in range(width):
+        byte = (window[:, start + k] & (0x7F if k < 9 else 1)).astype(np.uint64)
+        value |= byte << np.uint64(7 * k)
+    return value.view(np.int64)
 
 
 def _read_varints(a: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1240,10 +1411,7 @@ def _read_steps(
     first = np.ones(len(frame), bool)
     first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
-    row = np.empty((len(head), FIELDS), np.int64)  # the steps' fields
-    at = packed[head]
-    for k in range(FIELDS):
-        row[:, k], at = _read_varints(a, at)
+    row = _step_fields(a, packed[head])
     index = row[:, 1]
     other = _cross_deps(a, frame[head], head - rank_start[head], index)
     owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)

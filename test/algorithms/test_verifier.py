@@ -3,11 +3,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from ccopt.algorithms import generate
 from ccopt.algorithms.builder import Builder
-from ccopt.dialects.algo import AlgorithmError, schedule
+from ccopt.dialects.algo import (
+    CNT,
+    DEPID,
+    DEPS,
+    SRCBUF,
+    SRCOFF,
+    TYPE,
+    Algorithm,
+    AlgorithmError,
+    ThreadBlock,
+    schedule,
+)
 from ccopt.interpreters.algo import check
 
 
@@ -74,3 +87,61 @@ def test_fingerprints_stand_in_for_exact_tracking_at_scale(monkeypatch: pytest.M
     local[2] = local[1]
     with pytest.raises(AlgorithmError, match="rank 0 output chunk 0 .* fingerprint differs"):
         check(alg)
+
+
+def _ring_with(fault: Callable[[Algorithm], None]) -> Algorithm:
+    alg = generate("allreduce", "ring", 4)
+    for g in alg.gpus:
+        for tb in g.tbs:
+            tb.steps = tb.steps.copy()
+    fault(alg)
+    return alg
+
+
+def _set_step(rank: int, index: int, column: int, value: int) -> Callable[[Algorithm], None]:
+    def fault(alg: Algorithm) -> None:
+        alg.gpus[rank].tbs[0].steps[index, column] = value
+
+    return fault
+
+
+# The verifier tests the whole table at once and searches for the faulty step only when that
+# test fails: each fault must still be named where the step-by-step check names it, the first
+# one in rank, thread block and step order.
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        (lambda a: setattr(a.gpus[2], "scratch_chunks", -1), "rank 2: buffer sizes must be >= 0"),
+        (lambda a: setattr(a.gpus[1].tbs[0], "send", 1), "rank 1 tb 0: send peer 1 is not"),
+        (lambda a: setattr(a.gpus[3].tbs[0], "recv", 4), "rank 3 tb 0: recv peer 4 is not"),
+        (lambda a: setattr(a.gpus[2].tbs[0], "chan", 1), "rank 2 tb 0: channel 1 is not below"),
+        (
+            lambda a: a.gpus[1].tbs.append(ThreadBlock(a.gpus[1].tbs[0].send, -1, 0)),
+            "rank 1 tb 1: tb 0 already has send peer 2 on channel 0",
+        ),
+        (_set_step(2, 3, TYPE, -4), r"rank 2 tb 0 step 3: unknown step type -4"),
+        (_set_step(1, 2, TYPE, 12), r"rank 1 tb 0 step 2: unknown step type 12"),
+        (_set_step(3, 1, CNT, -1), r"rank 3 tb 0 step 1 \(rrs\): count must be >= 0"),
+        (_set_step(0, 2, SRCBUF, 3), r"rank 0 tb 0 step 2 \(rrs\): needs a source buffer"),
+        (_set_step(0, 1, SRCOFF, -2), r"rank 0 tb 0 step 1 \(rrs\): needs a source buffer"),
+        (_set_step(2, 1, SRCOFF, 4), r"rank 2 tb 0 step 1 \(rrs\): source i\[4\] x1 is outside"),
+        (_set_step(1, 5, DEPID, 1), r"rank 1 tb 0 step 5 \(\w+\): depends on tb 1 step -1, "),
+        (_set_step(1, 4, DEPS, 0), r"rank 1 tb 0 step 4 \(\w+\): depends on tb -1 step 0, "),
+        (_set_step(2, 0, DEPID, -3), r"rank 2 tb 0 step 0 \(s\): depends on tb -3 step -1, "),
+    ],
+)
+def test_faults_are_named_at_the_first_faulty_place(
+    fault: Callable[[Algorithm], None], message: str
+) -> None:
+    with pytest.raises(AlgorithmError, match=message):
+        schedule(_ring_with(fault))
+
+
+def test_nonuniform_buffer_sizes_bound_each_rank() -> None:
+    """Ranks of different buffer sizes: each step is bounded by its own rank's buffers."""
+    alg = generate("allreduce", "ring", 4)
+    alg.gpus[3].scratch_chunks = 2  # unused: still verifies
+    schedule(alg)
+    alg.gpus[2].in_chunks = alg.gpus[2].out_chunks = 3
+    with pytest.raises(AlgorithmError, match=r"rank 2 tb 0 step \d+ \(\w+\): \w+ [io]\[3\] x1 is"):
+        schedule(alg)

@@ -285,6 +285,42 @@ def test_fast_import_refuses_a_byte_it_does_not_read(tmp_path) -> None:
     assert fast_algorithm_traces(tmp_path / "r") is None
 
 
+@pytest.mark.parametrize("flip", [0x01, 0x80])
+def test_fast_import_refuses_every_changed_byte(tmp_path, flip) -> None:
+    """Every byte of a file changed (its low bit: a value; its top bit: where a varint ends),
+    the fast reader gives no algorithm (the set then goes to the checked reader), or one that
+    the checked reader also reads there and that exports to exactly the changed files (a
+    step's offset changed to another valid one): the bytes it skips (names, parents,
+    attributes, lengths, metadata) are proven as much as those it reads."""
+    from ccopt.sim.chakra_algo import (
+        _metadata,
+        algorithm_from_traces,
+        algorithm_traces,
+        fast_algorithm_traces,
+    )
+
+    alg = generate("allreduce", "ring", 2)
+    write_algorithm_traces(tmp_path / "r", alg, MiB, 1.0)
+    files = [(tmp_path / f"r.{r}.et").read_bytes() for r in range(2)]
+    path, data = tmp_path / "r.1.et", files[1]
+    accepted = 0
+    for at in range(len(data)):
+        changed = data[:at] + bytes([data[at] ^ flip]) + data[at + 1 :]
+        path.write_bytes(changed)
+        fast = fast_algorithm_traces(tmp_path / "r")
+        if fast is None:
+            continue
+        accepted += 1
+        traces = read_trace_set(tmp_path / "r")
+        assert same(fast, algorithm_from_traces(traces, tmp_path / "r"))
+        head = _metadata(traces[0], "r.0.et")
+        size = int(head["chunk_bytes"]) * max(g.in_chunks for g in fast.gpus)
+        assert algorithm_traces(fast, size, float(head["local_mem_bw"])) == [files[0], changed]
+    assert accepted < len(data) // 50
+    path.write_bytes(data)
+    assert same(fast_algorithm_traces(tmp_path / "r"), alg)
+
+
 def test_varints_read_a_word_at_a_time_as_byte_by_byte() -> None:
     """The word-at-a-time varint reader agrees with the byte-by-byte one on every length from
     one byte to ten (negative numbers), also where a varint ends the array."""
