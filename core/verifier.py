@@ -318,9 +318,21 @@ def structural_key(op: Operation, key: Key) -> Key | None:
 def region_structure(op: Operation) -> Key:
     """The regions of `op` up to renaming: every nested op with its kind, types, properties,
     attributes, and which value (by position) each operand is; a value from outside the op
-    stands for its type."""
+    stands for its type and the order it was first seen in (two uses of one outside value
+    differ from uses of two). Each block's and region's end is marked, so an op at the end of
+    a nested block and the same op after it in the outer block differ."""
     numbers: dict[SSAValue, int] = {}
+    outside: dict[SSAValue, tuple[int, Attribute]] = {}
     out: list[object] = []
+
+    def number(v: SSAValue) -> object:
+        n = numbers.get(v)
+        if n is not None:
+            return n
+        seen = outside.get(v)
+        if seen is None:
+            seen = outside[v] = (len(outside), v.type)
+        return seen
 
     def visit(o: Operation) -> None:
         for region in o.regions:
@@ -332,7 +344,7 @@ def region_structure(op: Operation) -> Key:
                     out.append(
                         (
                             type(inner),
-                            tuple([numbers.get(v, v.type) for v in inner._operands]),  # pyright: ignore[reportPrivateUsage]
+                            tuple([number(v) for v in inner._operands]),  # pyright: ignore[reportPrivateUsage]
                             tuple([r.type for r in inner.results]),
                             tuple(inner.properties.items()),
                             tuple(inner.attributes.items()),
@@ -341,6 +353,8 @@ def region_structure(op: Operation) -> Key:
                     )
                     numbers.update((r, len(numbers)) for r in inner.results)
                     visit(inner)
+                out.append(None)  # the block ends
+            out.append(None)  # the region ends
 
     visit(op)
     return tuple(out)

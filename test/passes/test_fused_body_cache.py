@@ -57,3 +57,26 @@ def test_a_different_seed_gets_its_own_body() -> None:
         for f in (first, second, third)
     ]
     assert seeds[0] == seeds[2] != seeds[1]
+
+
+def test_structure_tells_where_a_block_ends_and_which_outside_values_repeat() -> None:
+    """Two ops whose nested ops read alike but sit differently - the last op inside the nested
+    block, or after it in the outer one - or read one outside value twice rather than two of
+    the same type, get different structures (an equal structure skips the verifier)."""
+    from xdsl.dialects.builtin import i32
+    from xdsl.dialects.test import TestOp
+    from xdsl.ir import Block, Region
+
+    def nested(inside: int, outside: int) -> TestOp:
+        inner = TestOp(regions=[Region(Block([TestOp() for _ in range(inside)]))])
+        return TestOp(regions=[Region(Block([inner, *[TestOp() for _ in range(outside)]]))])
+
+    assert region_structure(nested(2, 0)) == region_structure(nested(2, 0))
+    assert region_structure(nested(2, 0)) != region_structure(nested(1, 1))
+    a, b = TestOp(result_types=[i32]), TestOp(result_types=[i32])
+
+    def reading(x: TestOp, y: TestOp) -> TestOp:
+        return TestOp(regions=[Region(Block([TestOp((x.results[0], y.results[0]))]))])
+
+    assert region_structure(reading(a, b)) == region_structure(reading(b, a))
+    assert region_structure(reading(a, a)) != region_structure(reading(a, b))
