@@ -336,6 +336,25 @@ class SubviewOp(IRDLOperation):
                 )
 
 
+def _print_subview(op: SubviewOp, printer: Printer) -> None:
+    """SubviewOp's assembly format, printed as xDSL's declarative printer prints it, without
+    re-resolving the offsets' array constraint on every op (a lowered model has a subview per
+    weight chunk and activation: that check was a tenth of printing it)."""
+    printer.print_string(" ")
+    printer.print_operand(op.source)
+    printer.print_string(" offsets [")
+    printer.print_list(op.offsets.get_values(), printer.print_int)
+    printer.print_string("]")
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.source.type)
+    printer.print_string(" -> ")
+    printer.print_attribute(op.result.type)
+
+
+SubviewOp.print = _print_subview  # type: ignore[method-assign]  # (the format still parses)
+
+
 @irdl_op_definition
 class EventRecordOp(DeviceOp):
     """A new event marking everything issued so far on `stream`."""

@@ -79,17 +79,19 @@ func.func @block_view(%x: !kernel.buffer<16x8xf32, @m[R, R]>) {
 }
 
 // A box read in place: a column chunk of a row-split weight, the rank's column block of a
-// replicated value (offsets 0, a split result type), and a chunk of that block.
+// replicated value (offsets 0, a split result type), a chunk of that block, one with attributes.
 // CHECK-LABEL: func.func @subview(
 // CHECK-SAME:  %[[W:.*]]: !kernel.buffer<16x24xf32, @m[R, S(0)]>, %[[X:.*]]: !kernel.buffer<6x8xf32, @m[S(0), R]>) {
 // CHECK-NEXT:  %{{.*}} = kernel.subview %[[W]] offsets [0, 8] : !kernel.buffer<16x24xf32, @m[R, S(0)]> -> !kernel.buffer<16x8xf32, @m[R, S(0)]>
 // CHECK-NEXT:  %[[B:.*]] = kernel.subview %[[X]] offsets [0, 0] : !kernel.buffer<6x8xf32, @m[S(0), R]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  %{{.*}} = kernel.subview %[[B]] offsets [0, 0] : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
+// CHECK-NEXT:  %{{.*}} = kernel.subview %[[B]] offsets [0, 0] {tag = 1 : i64} : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  func.return
 func.func @subview(%w: !kernel.buffer<16x24xf32, @m[R, S(0)]>, %x: !kernel.buffer<6x8xf32, @m[S(0), R]>) {
   %c = kernel.subview %w offsets [0, 8] : !kernel.buffer<16x24xf32, @m[R, S(0)]> -> !kernel.buffer<16x8xf32, @m[R, S(0)]>
   %b = kernel.subview %x offsets [0, 0] : !kernel.buffer<6x8xf32, @m[S(0), R]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
   %d = kernel.subview %b offsets [0, 0] : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
+  %e = kernel.subview %b offsets [0, 0] {tag = 1 : i64} : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
   func.return
 }
 
