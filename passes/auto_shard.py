@@ -10,7 +10,10 @@ objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step
 (`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
 roofline; `overlap=C` credits the reduction of a matmul's result with what the `overlap{chunks=C}`
 pass saves on it as the program simulator predicts - `ccopt.passes.overlap_credit` simulates the
-pair's minimal program before and after the pass, once per distinct pair); `memory=GiB` bounds
+pair's minimal program before and after the pass, once per distinct pair - and an all-gather
+converting a matmul's operand with what the pass saves chunking the two (AxoNN's OAG);
+`overlap-pipeline=fused` simulates CoCoNeT's fused pipeline instead, the reduction's elementwise
+consumer fused into it by `fuse-collective` and pipelined too); `memory=GiB` bounds
 the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
 used there or after, arguments throughout, and the outputs of the conversions the op there reads,

@@ -35,8 +35,10 @@ result at the signature's), so `fuse-collective` puts its body on the reduced sl
 collective and `overlap` chunks the fused collective with the matmul; the credit is again the
 simulated difference, and holds the elementwise work the fused body no longer does on the whole
 value. Elsewhere (a written collective, whose own consumer is not part of the pair; a
-conversion of several steps; a consumer that is not elementwise) the pipeline makes of the pair
-what `overlap` alone makes of it, and the credit is the plain one.
+conversion of several steps, whose last step the consumer reads; a consumer that is not
+elementwise) the pair is the one without a consumer, and the fused pipeline runs on it as on
+the program: `split-all-reduce` splits a lone all-reduce too, so the credit is that of its
+reduce-scatter pipelined with the matmul and its all-gather after the concat.
 
 The other direction, AxoNN's OAG (`gather_credit`): an all-gather that is the last step of the
 conversion into a matmul operand is chunked with the matmul by the same `overlap` pass, so the
