@@ -44,6 +44,9 @@ The other direction, AxoNN's OAG (`gather_credit`): an all-gather that is the la
 conversion into a matmul operand is chunked with the matmul by the same `overlap` pass, so the
 edge into the matmul is credited with the simulated difference of the all-gather and the matmul
 before and after `overlap{chunks=C}` (the steps before the gather run before it either way).
+The pass pipelines one gathered operand per matmul (the first); a search whose matmul has both
+operands gathered is credited on both edges (each edge sees one operand), the one
+over-statement left.
 """
 
 from __future__ import annotations
