@@ -206,13 +206,20 @@ class Cost:
 
             self.machine = load_machine(machine_name).fit(math.prod(mesh.axis_sizes))
 
-    def overlap_credit(self, chunks: int, pipeline: str = "overlap") -> OverlapCredit:
+    def overlap_credit(
+        self, chunks: int, pipeline: str = "overlap", tries: tuple[int, ...] = ()
+    ) -> OverlapCredit:
         """The simulated overlap credits on this machine and mesh, remembered per pair."""
         from ccopt.passes.overlap_credit import OverlapCredit
 
         assert self.machine is not None
-        if self.credit is None or (self.credit.chunks, self.credit.pipeline) != (chunks, pipeline):
-            self.credit = OverlapCredit(self.machine, self.mesh, chunks, pipeline)
+        c = self.credit
+        if c is None or (c.chunks, c.pipeline, c.counts) != (
+            chunks,
+            pipeline,
+            tuple(dict.fromkeys((chunks, *tries))),
+        ):
+            self.credit = OverlapCredit(self.machine, self.mesh, chunks, pipeline, tries)
         return self.credit
 
     def conversion(self, t: DTensorType, start: Placements, goal: Placements) -> float:
@@ -617,6 +624,12 @@ class AutoShard(ModulePass):
         "reorder-elementwise, fuse-elementwise, fuse-collective, overlap{chunks=C}: a "
         "reduction's elementwise consumer fused into it and pipelined too).",
     )
+    overlap_tries: tuple[int, ...] = option(
+        (),
+        "Chunk counts tried per pair besides overlap's C (overlap-pipeline=overlap): each pair "
+        "is credited with the best simulated count, written as the `chunks` of the collective "
+        "the overlap pass pipelines (which it follows).",
+    )
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -631,6 +644,14 @@ class AutoShard(ModulePass):
             raise ValueError(
                 "auto-shard: overlap-pipeline must be overlap or fused, "
                 f"got '{self.overlap_pipeline}'"
+            )
+        if self.overlap_tries and (
+            self.overlap == 0 or self.overlap_pipeline != "overlap" or min(self.overlap_tries) < 1
+        ):
+            raise ValueError(
+                "auto-shard: overlap-tries needs overlap=C > 0, overlap-pipeline=overlap (the "
+                "fused collective carries no chunk count) and counts >= 1, got "
+                f"{','.join(map(str, self.overlap_tries))}"
             )
         if self.memory < 0:
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
@@ -663,6 +684,12 @@ class AutoShard(ModulePass):
             self.finish(f, nodes, solution, tables, memo.credited.get(f))
         if tables:
             settle_variants(op, tables)
+        if self.overlap_tries and self.objective == "time":
+            from ccopt.passes.overlap_credit import annotate_chunks
+
+            for cost in memo.costs.values():
+                if cost.credit is not None:
+                    annotate_chunks(op, cost.credit)
 
     def transfer_table(
         self, f: func.FuncOp, memo: Memo, tables: dict[str, list[Variant]]
@@ -1173,9 +1200,9 @@ class AutoShard(ModulePass):
         needed = np.zeros((len(starts), len(sigs)), dtype=bool)
         a, b = np.nonzero(np.isfinite(allowed))
         needed[rows[a], cols[b]] = True
-        small = cost.overlap_credit(self.overlap, self.overlap_pipeline).gather_table(
-            mm, k, list(starts), list(sigs), needed
-        )
+        small = cost.overlap_credit(
+            self.overlap, self.overlap_pipeline, self.overlap_tries
+        ).gather_table(mm, k, list(starts), list(sigs), needed)
         return np.where(np.isfinite(allowed), small[np.ix_(rows, cols)], 0.0)
 
     def credits(
@@ -1228,7 +1255,7 @@ class AutoShard(ModulePass):
         needed = np.zeros((len(starts), len(goals)), dtype=bool)
         a, b = np.nonzero(np.isfinite(allowed) & have[:, None])
         needed[rows[a], cols[b]] = True  # forbidden pairs (inf) are never simulated
-        small = cost.overlap_credit(self.overlap, self.overlap_pipeline).table(
+        small = cost.overlap_credit(self.overlap, self.overlap_pipeline, self.overlap_tries).table(
             mm,
             [([p for p in ops if p is not None], result) for ops, result in starts],
             [goal for goal, _ in goals],

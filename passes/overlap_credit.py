@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -256,6 +256,22 @@ def simulated_times(
     return before, simulate_module(after, machine).step_time_ns * 1e-9
 
 
+def best_times(
+    module: ModuleOp, machine: Machine, counts: Sequence[int], pipeline: str = "overlap"
+) -> tuple[float, float, int]:
+    """(before, after, count): `module`'s step time, and the least step time after the passes
+    with one of `counts` chunks, with that count (the first on a tie; where no count changes
+    anything, the first count and `before`)."""
+    before = after = -1.0
+    best = counts[0]
+    for c in counts:
+        b, a = simulated_times(module, machine, c, pipeline)
+        before = b
+        if after < 0 or a < after:
+            after, best = a, c
+    return before, after, best
+
+
 KNOWN: dict[tuple, dict[tuple, tuple[float, float]]] = {}
 """Simulated (before, after) times per (machine, mesh, chunks) and pair, for the process: a
 search of a forward and a backward step, or a second strategy, asks for the same pairs."""
@@ -332,10 +348,19 @@ class OverlapCredit:
     (`PIPELINES`), remembered per distinct pipelined step (`pipelined_step`, `gather_step`) of
     a matmul signature (in `KNOWN`)."""
 
-    def __init__(self, machine: Machine, mesh: Mesh, chunks: int, pipeline: str = "overlap"):
+    def __init__(
+        self,
+        machine: Machine,
+        mesh: Mesh,
+        chunks: int,
+        pipeline: str = "overlap",
+        tries: Sequence[int] = (),
+    ):
         assert pipeline in PIPELINES
         self.machine, self.mesh, self.chunks, self.pipeline = machine, mesh, chunks, pipeline
-        self.known = KNOWN.setdefault((repr(machine), mesh, chunks, pipeline), {})
+        self.counts = tuple(dict.fromkeys((chunks, *tries)))
+        """The chunk counts tried per pair (C first): each pair is credited with the best."""
+        self.known = KNOWN.setdefault((repr(machine), mesh, self.counts, pipeline), {})
         self.simulated = 0
         """How many distinct pairs were simulated (each: the passes and one or two simulations)."""
 
@@ -398,12 +423,17 @@ class OverlapCredit:
                         )
                     except PlacementConflict:
                         continue
-                    known = per_matmul[key] = simulated_times(
-                        program, self.machine, self.chunks, self.pipeline
-                    )
+                    known = per_matmul[key] = self.times(program, self.pipeline)
                     self.simulated += 1
                 out[a, b] = known[0] - known[1]
         return out
+
+    def times(self, program: ModuleOp, pipeline: str = "overlap") -> tuple[float, float]:
+        """(before, after) of a pair's program, after with the best of the counts tried."""
+        if len(self.counts) == 1:
+            return simulated_times(program, self.machine, self.chunks, pipeline)
+        before, after, _ = best_times(program, self.machine, self.counts, pipeline)
+        return before, after
 
     def gather_table(
         self,
@@ -442,7 +472,7 @@ class OverlapCredit:
                         program = gather_program(mm, k, step[0], operands, result, self.mesh)
                     except PlacementConflict:
                         continue
-                    known = per_matmul[key] = simulated_times(program, self.machine, self.chunks)
+                    known = per_matmul[key] = self.times(program)
                     self.simulated += 1
                 out[a, b] = known[0] - known[1]
         return out
@@ -471,3 +501,62 @@ class OverlapCredit:
             None if reader is None else [reader],
         )
         return float(table[0, 0])
+
+
+def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
+    """Write on each collective of `credit`'s mesh that the `overlap` pass will pipeline with a
+    matmul - a reduction of a matmul's result, an all-gather feeding one (the pass takes it
+    first) - the chunk count of `credit.counts` the simulator finds best for the pair, as its
+    `chunks` (which the pass follows); a collective that has one keeps it. The pairs are those
+    the search credited, rebuilt from the program (`pair_program`, `gather_program`), so a pair
+    the search simulated is simulated again only for the counts. Returns how many were set."""
+    from ccopt.passes.overlap import Overlap
+
+    written = 0
+    for op in list(module.walk()):
+        if isinstance(op, coll.AllGatherOp) and Overlap._gathers_into_matmul(op):
+            (use,) = op.result.uses
+            mm, k = use.operation, use.index
+            assert isinstance(mm, MatmulOp)
+            ops = [placements_of(v) for v in mm.operands]
+            program = gather_program(
+                mm, k, placements_of(op.input), ops, placements_of(mm.result), credit.mesh
+            )
+        elif isinstance(op, coll.AllReduceOp | coll.ReduceScatterOp) and isinstance(
+            op.input.owner, MatmulOp
+        ):
+            mm = op.input.owner
+            if mm.result.uses.get_length() != 1 or any(
+                isinstance(v.owner, coll.AllGatherOp) for v in mm.operands
+            ):
+                continue
+            result = placements_of(mm.result)
+            program = pair_program(
+                mm,
+                [placements_of(v) for v in mm.operands],
+                result,
+                result,
+                credit.mesh,
+                op,
+                placements_of(op.results[0]),
+            )
+        else:
+            continue
+        if op.chunks is not None or mesh_name(op) != credit.mesh.name:
+            continue
+        _, _, best = best_times(program, credit.machine, credit.counts)
+        op.properties["chunks"] = IntegerAttr(best, i64)
+        written += 1
+    return written
+
+
+def placements_of(value: SSAValue) -> Placements:
+    t = value.type
+    assert isinstance(t, DTensorType)
+    return tuple(t.placement_list)
+
+
+def mesh_name(op: Operation) -> str:
+    t = op.results[0].type
+    assert isinstance(t, DTensorType)
+    return t.mesh.data
