@@ -13,7 +13,9 @@ pass saves on it as the program simulator predicts - `ccopt.passes.overlap_credi
 pair's minimal program before and after the pass, once per distinct pair - and an all-gather
 converting a matmul's operand with what the pass saves chunking the two (AxoNN's OAG);
 `overlap-pipeline=fused` simulates CoCoNeT's fused pipeline instead, the reduction's elementwise
-consumer fused into it by `fuse-collective` and pipelined too); `memory=GiB` bounds
+consumer fused into it by `fuse-collective` and pipelined too; `overlap-tries=N,...` credits
+each pair with the best of C and those chunk counts and writes it as the `chunks` of the
+collective the pass pipelines, `annotate_chunks`); `memory=GiB` bounds
 the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
 used there or after, arguments throughout, and the outputs of the conversions the op there reads,

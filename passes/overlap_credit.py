@@ -44,6 +44,12 @@ The other direction, AxoNN's OAG (`gather_credit`): an all-gather that is the la
 conversion into a matmul operand is chunked with the matmul by the same `overlap` pass, so the
 edge into the matmul is credited with the simulated difference of the all-gather and the matmul
 before and after `overlap{chunks=C}` (the steps before the gather run before it either way).
+With `tries` (`auto-shard`'s `overlap-tries`) each pair is simulated for C and every count
+tried and credited with the best (`best_times`); `annotate_chunks` writes that count on the
+collective the pass pipelines in the searched program, as its `chunks`, which the pass follows
+(the fused pipeline is left out: `coll.fused_all_reduce` carries no chunk count, and
+`fuse-collective` drops the reduce-scatter's).
+
 The pass pipelines one gathered operand per matmul (the first); a search whose matmul has both
 operands gathered is credited on both edges (each edge sees one operand), the one
 over-statement left.
