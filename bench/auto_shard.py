@@ -25,7 +25,9 @@ and of the step take, counted.
 
 With `--overlap C` the GPT rows are searched with `objective=time` as well, without and with the
 overlap credit (`overlap=C`: each distinct matmul-reduction pair simulated before and after
-`overlap{chunks=C}`, from nothing remembered), `--time-strategies` naming which strategies
+`overlap{chunks=C}`, from nothing remembered; an all-gather into a matmul likewise) and with the
+fused pipeline's credit (`overlap-pipeline=fused`: a reduction's elementwise consumer fused into
+it and pipelined too), `--time-strategies` naming which strategies
 (default: cd); the credit row's note gives the pairs simulated and the credit the step takes.
 
 Nothing here asserts on time.
@@ -239,8 +241,8 @@ def gpt_rows(
 def overlap_rows(
     model: str, layer_counts: list[int], mesh: str, chunks: int, strategies: list[str]
 ) -> None:
-    """objective=time searches without and with the simulated overlap credit (`overlap=C`),
-    the credit's memory of simulated pairs cleared before each."""
+    """objective=time searches without and with the simulated overlap credit (`overlap=C`, and
+    `overlap-pipeline=fused`), the credit's memory of simulated pairs cleared before each."""
     from ccopt.diagnostics import CcoptError
     from ccopt.passes import overlap_credit
     from ccopt.passes.pipeline import apply_pipeline
@@ -252,9 +254,14 @@ def overlap_rows(
         text = gpt_stack(model, layers, mesh)
         for strategy in strategies:
             base = f"strategy={strategy} objective=time"
-            for options in (base, f"{base} overlap={chunks}"):
+            for options in (
+                base,
+                f"{base} overlap={chunks}",
+                f"{base} overlap={chunks} overlap-pipeline=fused",
+            ):
                 overlap_credit.forget()
-                row = f"{strategy} " + ("overlap" if "overlap=" in options else "time")
+                kind = "fused" if "fused" in options else "overlap" if "overlap=" in options else ""
+                row = f"{strategy} {kind or 'time'}"
                 try:
                     seconds, found = best_of(
                         1,

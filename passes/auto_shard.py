@@ -10,7 +10,12 @@ objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step
 (`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
 roofline; `overlap=C` credits the reduction of a matmul's result with what the `overlap{chunks=C}`
 pass saves on it as the program simulator predicts - `ccopt.passes.overlap_credit` simulates the
-pair's minimal program before and after the pass, once per distinct pair); `memory=GiB` bounds
+pair's minimal program before and after the pass, once per distinct pair - and an all-gather
+converting a matmul's operand with what the pass saves chunking the two (AxoNN's OAG);
+`overlap-pipeline=fused` simulates CoCoNeT's fused pipeline instead, the reduction's elementwise
+consumer fused into it by `fuse-collective` and pipelined too; `overlap-tries=N,...` credits
+each pair with the best of C and those chunk counts and writes it as the `chunks` of the
+collective the pass pipelines, `annotate_chunks`); `memory=GiB` bounds
 the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
 used there or after, arguments throughout, and the outputs of the conversions the op there reads,
@@ -203,13 +208,20 @@ class Cost:
 
             self.machine = load_machine(machine_name).fit(math.prod(mesh.axis_sizes))
 
-    def overlap_credit(self, chunks: int) -> OverlapCredit:
+    def overlap_credit(
+        self, chunks: int, pipeline: str = "overlap", tries: tuple[int, ...] = ()
+    ) -> OverlapCredit:
         """The simulated overlap credits on this machine and mesh, remembered per pair."""
         from ccopt.passes.overlap_credit import OverlapCredit
 
         assert self.machine is not None
-        if self.credit is None or self.credit.chunks != chunks:
-            self.credit = OverlapCredit(self.machine, self.mesh, chunks)
+        c = self.credit
+        if c is None or (c.chunks, c.pipeline, c.counts) != (
+            chunks,
+            pipeline,
+            tuple(dict.fromkeys((chunks, *tries))),
+        ):
+            self.credit = OverlapCredit(self.machine, self.mesh, chunks, pipeline, tries)
         return self.credit
 
     def conversion(self, t: DTensorType, start: Placements, goal: Placements) -> float:
@@ -607,6 +619,19 @@ class AutoShard(ModulePass):
         "result (objective=time): such traffic is credited with the step time the simulator "
         "predicts overlap{chunks=C} saves on the pair; 0 charges it in full.",
     )
+    overlap_pipeline: str = option(
+        "overlap",
+        "What runs after the search, for overlap=C's credit: overlap (overlap{chunks=C} alone: "
+        "reductions after matmuls, all-gathers into them) or fused (split-all-reduce, "
+        "reorder-elementwise, fuse-elementwise, fuse-collective, overlap{chunks=C}: a "
+        "reduction's elementwise consumer fused into it and pipelined too).",
+    )
+    overlap_tries: tuple[int, ...] = option(
+        (),
+        "Chunk counts tried per pair besides overlap's C (overlap-pipeline=overlap): each pair "
+        "is credited with the best simulated count, written as the `chunks` of the collective "
+        "the overlap pass pipelines (which it follows).",
+    )
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -617,6 +642,19 @@ class AutoShard(ModulePass):
             raise ValueError(f"auto-shard: objective must be bytes or time, got '{self.objective}'")
         if self.overlap < 0:
             raise ValueError(f"auto-shard: overlap must be >= 0 chunks, got {self.overlap}")
+        if self.overlap_pipeline not in ("overlap", "fused"):
+            raise ValueError(
+                "auto-shard: overlap-pipeline must be overlap or fused, "
+                f"got '{self.overlap_pipeline}'"
+            )
+        if self.overlap_tries and (
+            self.overlap == 0 or self.overlap_pipeline != "overlap" or min(self.overlap_tries) < 1
+        ):
+            raise ValueError(
+                "auto-shard: overlap-tries needs overlap=C > 0, overlap-pipeline=overlap (the "
+                "fused collective carries no chunk count) and counts >= 1, got "
+                f"{','.join(map(str, self.overlap_tries))}"
+            )
         if self.memory < 0:
             raise ValueError(f"auto-shard: memory must be >= 0 GiB, got {self.memory}")
         if self.time_limit <= 0:
@@ -648,6 +686,12 @@ class AutoShard(ModulePass):
             self.finish(f, nodes, solution, tables, memo.credited.get(f))
         if tables:
             settle_variants(op, tables)
+        if self.overlap_tries and self.objective == "time":
+            from ccopt.passes.overlap_credit import annotate_chunks
+
+            for cost in memo.costs.values():
+                if cost.credit is not None:
+                    annotate_chunks(op, cost.credit)
 
     def transfer_table(
         self, f: func.FuncOp, memo: Memo, tables: dict[str, list[Variant]]
@@ -1050,11 +1094,13 @@ class AutoShard(ModulePass):
                     moved = moved + np.array(
                         [collective_cost(node.op, sv, cost) for sv in node.signatures]
                     )
-                if self.overlaps(nodes[u]):
+                if self.overlaps(nodes[u]) or self.gathers(node):
                     ckey = ("credit", *key, v in pipelined)
                     if ckey not in moves:  # for every pair a conversion allows, in place or not
                         moves[ckey] = (
-                            self.credits(nodes[u], node, k, v in pipelined, moves[key][0], cost),
+                            self.edge_credits(
+                                nodes[u], node, k, v in pipelined, moves[key][0], cost
+                            ),
                             None,
                             None,
                             (nodes[u].signatures, node.signatures),
@@ -1105,6 +1151,62 @@ class AutoShard(ModulePass):
             and producer.value.uses.get_length() == 1
         )
 
+    def gathers(self, consumer: Node) -> bool:
+        """Whether the `overlap` pass may pipeline an all-gather converting an operand with
+        this matmul (AxoNN's OAG): overlap is on and the consumer is a matmul."""
+        return self.overlap > 0 and self.objective == "time" and isinstance(consumer.op, MatmulOp)
+
+    def edge_credits(
+        self,
+        producer: Node,
+        consumer: Node,
+        k: int,
+        pipelined: bool,
+        allowed: np.ndarray,
+        cost: Cost,
+    ) -> np.ndarray:
+        """The simulated credit per pair of signatures on one edge: the reduction of a matmul's
+        result pipelined with it (`credits`) and an all-gather into a matmul's operand
+        pipelined with it (`gather_credits`); a pair has at most one (the overlap pass chunks
+        a matmul with one collective, and `gather_table` credits no partial result)."""
+        import numpy as np
+
+        out = np.zeros(allowed.shape)
+        if self.overlaps(producer):
+            out = out + self.credits(producer, consumer, k, pipelined, allowed, cost)
+        if self.gathers(consumer):
+            out = out + self.gather_credits(producer, consumer, k, allowed, cost)
+        return out
+
+    def gather_credits(
+        self, producer: Node, consumer: Node, k: int, allowed: np.ndarray, cost: Cost
+    ) -> np.ndarray:
+        """The simulated OAG credit (`OverlapCredit.gather_table`) per pair of the producer's
+        and the matmul's signatures, each distinct pair simulated once; 0 where the conversion
+        table has none (inf)."""
+        import numpy as np
+
+        mm = consumer.op
+        assert isinstance(mm, MatmulOp)
+        starts: dict[Placements, int] = {}
+        rows = np.array([starts.setdefault(su.result, len(starts)) for su in producer.signatures])
+        sigs: dict[tuple, int] = {}
+        cols = np.array(
+            [
+                sigs.setdefault(
+                    (tuple(p for p in sv.operands if p is not None), sv.result), len(sigs)
+                )
+                for sv in consumer.signatures
+            ]
+        )
+        needed = np.zeros((len(starts), len(sigs)), dtype=bool)
+        a, b = np.nonzero(np.isfinite(allowed))
+        needed[rows[a], cols[b]] = True
+        small = cost.overlap_credit(
+            self.overlap, self.overlap_pipeline, self.overlap_tries
+        ).gather_table(mm, k, list(starts), list(sigs), needed)
+        return np.where(np.isfinite(allowed), small[np.ix_(rows, cols)], 0.0)
+
     def credits(
         self,
         producer: Node,
@@ -1136,10 +1238,18 @@ class AutoShard(ModulePass):
         credit = np.zeros(allowed.shape)
         if not starts:
             return credit
+        from ccopt.passes.overlap_credit import Reader, fusable_reader
+
+        fused = self.overlap_pipeline == "fused" and not pipelined and fusable_reader(consumer.op)
         goals: dict[tuple, int] = {}
         cols = np.array(
             [
-                goals.setdefault((sv.operands[k], sv.result if pipelined else None), len(goals))
+                goals.setdefault(
+                    (sv.operands[k], sv.result if pipelined else None)
+                    if not fused
+                    else (sv.operands[k], (sv.operands, sv.result)),
+                    len(goals),
+                )
                 for sv in consumer.signatures
             ]
         )
@@ -1147,13 +1257,14 @@ class AutoShard(ModulePass):
         needed = np.zeros((len(starts), len(goals)), dtype=bool)
         a, b = np.nonzero(np.isfinite(allowed) & have[:, None])
         needed[rows[a], cols[b]] = True  # forbidden pairs (inf) are never simulated
-        small = cost.overlap_credit(self.overlap).table(
+        small = cost.overlap_credit(self.overlap, self.overlap_pipeline, self.overlap_tries).table(
             mm,
             [([p for p in ops if p is not None], result) for ops, result in starts],
             [goal for goal, _ in goals],
             consumer.op if pipelined else None,
             [final for _, final in goals] if pipelined else None,
             needed,
+            [Reader(consumer.op, k, *read) for _, read in goals] if fused else None,  # type: ignore[arg-type]
         )
         credit[have] = small[np.ix_(rows[have], cols)]
         return np.where(np.isfinite(allowed), credit, 0.0)

@@ -43,6 +43,8 @@ CATALOG: dict[str, PassInfo] = {
             OptionInfo(name='machine', kind='str', default='dgx-a100', meaning='Machine preset or file for objective=time.'),
             OptionInfo(name='time_limit', kind='float', default='60.0', meaning="Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every function and transfer table entry) may take together, each at least a twentieth of it; past it each keeps the best program it found, with HiGHS's lower bound and the gap reported."),
             OptionInfo(name='overlap', kind='int', default='0', meaning='Chunks in which the overlap pass will pipeline each matmul with the reduction of its result (objective=time): such traffic is credited with the step time the simulator predicts overlap{chunks=C} saves on the pair; 0 charges it in full.'),
+            OptionInfo(name='overlap_pipeline', kind='str', default='overlap', meaning="What runs after the search, for overlap=C's credit: overlap (overlap{chunks=C} alone: reductions after matmuls, all-gathers into them) or fused (split-all-reduce, reorder-elementwise, fuse-elementwise, fuse-collective, overlap{chunks=C}: a reduction's elementwise consumer fused into it and pipelined too)."),
+            OptionInfo(name='overlap_tries', kind='int,...', default='', meaning="Chunk counts tried per pair besides overlap's C (overlap-pipeline=overlap): each pair is credited with the best simulated count, written as the `chunks` of the collective the overlap pass pipelines (which it follows)."),
         ),
     ),
     'reorder-elementwise': PassInfo(

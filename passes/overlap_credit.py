@@ -26,25 +26,57 @@ Credits are remembered for the process per distinct pair (`KNOWN`: the machine, 
 the matmul's operand and result types - shapes, dtype - and transposes, the written collective;
 the operand placements as the simulator sees them - `operand_key` -, the result's, the
 pipelined step's), so a stack of 96 layers, or a second search, simulates each pair once.
-`fuse-collective`'s fused bodies are not part of a pair (the search costs no elementwise body
-on the communication stream), so the credit is that of the plain reduction.
+
+With `pipeline="fused"` (`auto-shard`'s `overlap-pipeline=fused`) the scheduled program is the
+one the CoCoNeT pipeline `FUSED_PIPELINE` makes: where the pipelined reduction is the whole
+conversion and the consumer reading its result is elementwise (`reader`), the pair program
+includes that consumer (its other operands as arguments at its signature's placements, its
+result at the signature's), so `fuse-collective` puts its body on the reduced slice inside the
+collective and `overlap` chunks the fused collective with the matmul; the credit is again the
+simulated difference, and holds the elementwise work the fused body no longer does on the whole
+value. Elsewhere (a written collective, whose own consumer is not part of the pair; a
+conversion of several steps, whose last step the consumer reads; a consumer that is not
+elementwise) the pair is the one without a consumer, and the fused pipeline runs on it as on
+the program: `split-all-reduce` splits a lone all-reduce too, so the credit is that of its
+reduce-scatter pipelined with the matmul and its all-gather after the concat.
+
+The other direction, AxoNN's OAG (`gather_credit`): an all-gather that is the last step of the
+conversion into a matmul operand is chunked with the matmul by the same `overlap` pass, so the
+edge into the matmul is credited with the simulated difference of the all-gather and the matmul
+before and after `overlap{chunks=C}` (the steps before the gather run before it either way).
+With `tries` (`auto-shard`'s `overlap-tries`) each pair is simulated for C and every count
+tried and credited with the best (`best_times`); `annotate_chunks` writes that count on the
+collective the pass pipelines in the searched program, as its `chunks`, which the pass follows
+(the fused pipeline is left out: `coll.fused_all_reduce` carries no chunk count, and
+`fuse-collective` drops the reduce-scatter's).
+
+The pass pipelines one gathered operand per matmul (the first); a search whose matmul has both
+operands gathered is credited on both edges (each edge sees one operand), the one
+over-statement left.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, i64
+from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import coll, sched
 from ccopt.dialects.dtensor import MatmulOp, MeshOp
-from ccopt.dialects.dtensor_type import DTensorType, PartialAttr, Placement, R
+from ccopt.dialects.dtensor_type import (
+    DTensorType,
+    PartialAttr,
+    Placement,
+    R,
+    ReplicatedAttr,
+    SplitAttr,
+)
 from ccopt.mesh import Mesh
 from ccopt.passes.propagate_placements import PlacementConflict, conversion_order, convert
 
@@ -64,10 +96,12 @@ def pair_program(
     mesh: Mesh,
     collective: Operation | None = None,
     final: Placements | None = None,
+    reader: Reader | None = None,
 ) -> ModuleOp:
     """The minimal program of one pair: `mm`'s shapes and transposes on arguments placed at
     `operands`, giving `result`, converted to `goal`; then, for a written collective, that
-    collective's kind and properties from `goal` (its result at `final`)."""
+    collective's kind and properties from `goal` (its result at `final`); then, with a
+    `reader`, the elementwise consumer reading it (`Reader.build`)."""
     lhs, rhs, out = mm.lhs.type, mm.rhs.type, mm.result.type
     assert isinstance(lhs, DTensorType) and isinstance(rhs, DTensorType)
     assert isinstance(out, DTensorType)
@@ -96,9 +130,66 @@ def pair_program(
         )
         Rewriter.insert_op(written, InsertPoint.before(ret))
         value = written.results[0]
+    if reader is not None:
+        value = reader.build(value, f, InsertPoint.before(ret))
+        inputs = [a.type for a in f.body.block.args]
     ret.operands = [value]
     f.function_type = FunctionType.from_lists(inputs, [value.type])
     return module
+
+
+class Reader(NamedTuple):
+    """An elementwise consumer of the pair's reduction under one of its signatures: `op`
+    reads the reduced value at operand `k`; `operands` and `result` are the signature's
+    placements (None: an operand that is not a distributed tensor)."""
+
+    op: Operation
+    k: int
+    operands: tuple[Placements | None, ...]
+    result: Placements
+
+    def build(self, value: SSAValue, f: func.FuncOp, where: InsertPoint) -> SSAValue:
+        """A copy of `op` reading `value` at operand k and new arguments of `f` (at the
+        signature's placements) elsewhere, its result at the signature's placements."""
+        block = f.body.block
+        operands: list[SSAValue] = []
+        for i, (v, placed) in enumerate(zip(self.op.operands, self.operands, strict=True)):
+            t = v.type
+            if i == self.k:
+                operands.append(value)
+                continue
+            if isinstance(t, DTensorType) and placed is not None:
+                t = t.with_placements(placed)
+            operands.append(block.insert_arg(t, len(block.args)))
+        (r,) = self.op.results
+        t = r.type
+        assert isinstance(t, DTensorType)
+        copy = type(self.op).create(
+            operands=operands,
+            result_types=[t.with_placements(self.result)],
+            properties=dict(self.op.properties),
+            regions=[region.clone() for region in self.op.regions],
+        )
+        Rewriter.insert_op(copy, where)
+        return copy.results[0]
+
+    def key(self) -> tuple:
+        """What of the consumer the simulation sees, besides the placements."""
+        return (
+            self.op.name,
+            self.k,
+            tuple(sorted(self.op.properties.items())),
+            tuple(v.type for v in self.op.operands),
+            tuple(r.type for r in self.op.results),
+        )
+
+
+def fusable_reader(op: Operation | None) -> bool:
+    """Whether `fuse-collective` can put `op` in the body of the reduction it reads: an
+    elementwise op (or an already fused one) with one result."""
+    from ccopt.passes.fusion_groups import is_fusable
+
+    return op is not None and is_fusable(op) and len(op.results) == 1 and not op.regions[1:]
 
 
 def pipelined_step(
@@ -124,21 +215,67 @@ def pipelined_step(
     return step, None, None
 
 
-def simulated_times(module: ModuleOp, machine: Machine, chunks: int) -> tuple[float, float]:
-    """(before, after) step times in seconds of `module` and of `module` after
-    `overlap{chunks=chunks}` (`module` is left as it is). Where the pass refuses (no dimension
-    can be chunked, or no collective it pipelines) one simulation gives both."""
-    from ccopt.passes.overlap import Overlap
-    from ccopt.sim.program import simulate_module
+PIPELINES = ("overlap", "fused")
+"""What the credit assumes runs after the search: `overlap{chunks=C}` alone, or CoCoNeT's
+fused pipeline (`FUSED_PIPELINE`)."""
 
-    chunked = module.clone()
+FUSED_PIPELINE = "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,overlap"
+"""The passes `pipeline="fused"` runs on a pair (overlap with the search's C chunks): the
+all-reduce split, the consumer moved onto the reduced slice and fused into the collective,
+the fused collective chunked with the matmul - as README's CoCoNeT pipelines write them."""
+
+
+def scheduled(module: ModuleOp, chunks: int, pipeline: str = "overlap") -> ModuleOp:
+    """A copy of `module` after the passes `pipeline` names (`PIPELINES`) with C = `chunks`."""
+    from ccopt.ir import inherit_locations
+    from ccopt.passes.fuse_collective import FuseCollective
+    from ccopt.passes.fuse_elementwise import FuseElementwise
+    from ccopt.passes.overlap import Overlap
+    from ccopt.passes.reorder_elementwise import ReorderElementwise
+    from ccopt.passes.split_all_reduce import SplitAllReduce
+
+    passes: list = [Overlap(chunks=chunks)]
+    if pipeline == "fused":
+        passes = [SplitAllReduce(), ReorderElementwise(), FuseElementwise(), FuseCollective()]
+        passes.append(Overlap(chunks=chunks))
+    out = module.clone()
     with warnings.catch_warnings():  # fewer chunks than asked on a short dimension: as the pass
         warnings.simplefilter("ignore")
-        Overlap(chunks=chunks).apply(Context(), chunked)
+        for p in passes:
+            p.apply(Context(), out)
+            inherit_locations(out)  # as every pipeline does after each pass
+    return out
+
+
+def simulated_times(
+    module: ModuleOp, machine: Machine, chunks: int, pipeline: str = "overlap"
+) -> tuple[float, float]:
+    """(before, after) step times in seconds of `module` and of `module` after the passes
+    `pipeline` names (`scheduled`; `module` is left as it is). Where they change nothing (no
+    dimension can be chunked, nothing to fuse) one simulation gives both."""
+    from ccopt.sim.program import simulate_module
+
+    after = scheduled(module, chunks, pipeline)
     before = simulate_module(module, machine).step_time_ns * 1e-9
-    if not any(isinstance(op, sched.ExecuteOp) for op in chunked.walk()):
+    if not any(isinstance(op, sched.ExecuteOp | coll.FusedAllReduceOp) for op in after.walk()):
         return before, before
-    return before, simulate_module(chunked, machine).step_time_ns * 1e-9
+    return before, simulate_module(after, machine).step_time_ns * 1e-9
+
+
+def best_times(
+    module: ModuleOp, machine: Machine, counts: Sequence[int], pipeline: str = "overlap"
+) -> tuple[float, float, int]:
+    """(before, after, count): `module`'s step time, and the least step time after the passes
+    with one of `counts` chunks, with that count (the first on a tie; where no count changes
+    anything, the first count and `before`)."""
+    before = after = -1.0
+    best = counts[0]
+    for c in counts:
+        b, a = simulated_times(module, machine, c, pipeline)
+        before = b
+        if after < 0 or a < after:
+            after, best = a, c
+    return before, after, best
 
 
 KNOWN: dict[tuple, dict[tuple, tuple[float, float]]] = {}
@@ -164,15 +301,74 @@ def operand_key(operands: Sequence[Placements]) -> tuple[Placements, ...]:
     return tuple(tuple(R if isinstance(p, PartialAttr) else p for p in o) for o in operands)
 
 
-class OverlapCredit:
-    """Simulated overlap credits on one machine and mesh for one chunk count, remembered per
-    distinct pipelined step (`pipelined_step`) of a matmul signature (in `KNOWN`)."""
+def gather_step(start: Placements, goal: Placements) -> tuple[Placements, int] | None:
+    """Where the conversion from `start` to `goal` ends with an all-gather (the last axis
+    `convert` changes goes from split to replicated): the placements that gather reads and its
+    axis. The overlap pass chunks such a gather with the matmul it feeds (OAG); the steps
+    before it run before it either way and drop out of the credit. None: no such gather."""
+    order = conversion_order(start, goal)
+    if not order:
+        return None
+    axis = order[-1]
+    if not (isinstance(start[axis], SplitAttr) and isinstance(goal[axis], ReplicatedAttr)):
+        return None
+    return tuple(start[a] if a == axis else p for a, p in enumerate(goal)), axis
 
-    def __init__(self, machine: Machine, mesh: Mesh, chunks: int):
-        self.machine, self.mesh, self.chunks = machine, mesh, chunks
-        self.known = KNOWN.setdefault((repr(machine), mesh, chunks), {})
+
+def gather_program(
+    mm: MatmulOp,
+    k: int,
+    gathered: Placements,
+    operands: Sequence[Placements],
+    result: Placements,
+    mesh: Mesh,
+) -> ModuleOp:
+    """The minimal program of an OAG pair: operand `k` of `mm` an argument at `gathered`,
+    converted (one all-gather) to `operands[k]`, the other an argument at its placements, then
+    the matmul giving `result`."""
+    lhs, rhs, out = mm.lhs.type, mm.rhs.type, mm.result.type
+    assert isinstance(lhs, DTensorType) and isinstance(rhs, DTensorType)
+    assert isinstance(out, DTensorType)
+    placed = [list(operands[0]), list(operands[1])]
+    placed[k] = list(gathered)
+    inputs = [lhs.with_placements(placed[0]), rhs.with_placements(placed[1])]
+    product_type = out.with_placements(result)
+    f = func.FuncOp("pair", FunctionType.from_lists(inputs, [product_type]))
+    module = ModuleOp(
+        [MeshOp(mesh.name, list(zip(mesh.axis_names, mesh.axis_sizes, strict=True))), f]
+    )
+    args = list(f.body.block.args)
+    ret = func.ReturnOp()
+    f.body.block.add_op(ret)
+    args[k] = convert(args[k], operands[k], mesh, Rewriter(), InsertPoint.before(ret), mm)
+    product = MatmulOp.create(
+        operands=args, result_types=[product_type], properties=dict(mm.properties)
+    )
+    Rewriter.insert_op(product, InsertPoint.before(ret))
+    ret.operands = [product.result]
+    return module
+
+
+class OverlapCredit:
+    """Simulated overlap credits on one machine and mesh for one chunk count and pipeline
+    (`PIPELINES`), remembered per distinct pipelined step (`pipelined_step`, `gather_step`) of
+    a matmul signature (in `KNOWN`)."""
+
+    def __init__(
+        self,
+        machine: Machine,
+        mesh: Mesh,
+        chunks: int,
+        pipeline: str = "overlap",
+        tries: Sequence[int] = (),
+    ):
+        assert pipeline in PIPELINES
+        self.machine, self.mesh, self.chunks, self.pipeline = machine, mesh, chunks, pipeline
+        self.counts = tuple(dict.fromkeys((chunks, *tries)))
+        """The chunk counts tried per pair (C first): each pair is credited with the best."""
+        self.known = KNOWN.setdefault((repr(machine), mesh, self.counts, pipeline), {})
         self.simulated = 0
-        """How many distinct pairs were simulated (each: the pass and one or two simulations)."""
+        """How many distinct pairs were simulated (each: the passes and one or two simulations)."""
 
     def table(
         self,
@@ -182,11 +378,15 @@ class OverlapCredit:
         collective: Operation | None = None,
         finals: Sequence[Placements | None] | None = None,
         needed: np.ndarray | None = None,
+        readers: Sequence[Reader | None] | None = None,
     ) -> np.ndarray:
         """`credit` for each producer (operand placements, result placements) of `mm` and
         each goal (with a written `collective`: and its result at `finals`, goal by goal) where
         `needed` says so (None: everywhere), the matmul's own key hashed once (xDSL types hash
-        slowly). A goal no collectives reach from the result gets 0 (the search forbids it)."""
+        slowly). A goal no collectives reach from the result gets 0 (the search forbids it).
+        With the fused pipeline, `readers` gives per goal the elementwise consumer reading the
+        reduction (`Reader`; None: none), which joins the pair where the reduction is the whole
+        conversion."""
         import numpy as np
 
         per_matmul = self.known.setdefault(
@@ -201,6 +401,12 @@ class OverlapCredit:
             ),
             {},
         )
+        fused = self.pipeline == "fused" and collective is None and readers is not None
+        reader_key = None
+        if fused:
+            first = next((r for r in readers if r is not None), None)  # type: ignore[union-attr]
+            fused = first is not None and fusable_reader(first.op)
+            reader_key = first.key() if fused else None  # type: ignore[union-attr]
         out = np.zeros((len(producers), len(goals)))
         for a, (operands, result) in enumerate(producers):
             operands_key = operand_key(operands)
@@ -211,16 +417,68 @@ class OverlapCredit:
                 step = pipelined_step(result, goal, collective, final)
                 if step is None:
                     continue
+                reader = readers[b] if fused and step[0] == goal else None  # type: ignore[index]
                 key = (operands_key, result, step[0], step[2])
+                if reader is not None:
+                    key = (*key, reader_key, reader.operands, reader.result)
                 known = per_matmul.get(key)
                 if known is None:
                     try:
                         program = pair_program(
-                            mm, operands, result, step[0], self.mesh, step[1], step[2]
+                            mm, operands, result, step[0], self.mesh, step[1], step[2], reader
                         )
                     except PlacementConflict:
                         continue
-                    known = per_matmul[key] = simulated_times(program, self.machine, self.chunks)
+                    known = per_matmul[key] = self.times(program, self.pipeline)
+                    self.simulated += 1
+                out[a, b] = known[0] - known[1]
+        return out
+
+    def times(self, program: ModuleOp, pipeline: str = "overlap") -> tuple[float, float]:
+        """(before, after) of a pair's program, after with the best of the counts tried."""
+        if len(self.counts) == 1:
+            return simulated_times(program, self.machine, self.chunks, pipeline)
+        before, after, _ = best_times(program, self.machine, self.counts, pipeline)
+        return before, after
+
+    def gather_table(
+        self,
+        mm: MatmulOp,
+        k: int,
+        starts: Sequence[Placements],
+        signatures: Sequence[tuple[Sequence[Placements], Placements]],
+        needed: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The OAG credit for each placement operand `k` of `mm` comes in at (`starts`) and
+        each signature (operand placements, result placements) of `mm` where `needed` says so:
+        where the conversion ends with an all-gather (`gather_step`) and the matmul's result is
+        not partial (the overlap pass pipelines a matmul with one collective; a gathered
+        operand comes first in program order), the simulated step time of that gather and the
+        matmul before minus after `overlap{chunks=C}`; 0 elsewhere."""
+        import numpy as np
+
+        per_matmul = self.known.setdefault(
+            ("gather", k, mm.lhs.type, mm.rhs.type, mm.result.type, tuple(sorted(mm.properties))),
+            {},
+        )
+        out = np.zeros((len(starts), len(signatures)))
+        for a, start in enumerate(starts):
+            for b, (operands, result) in enumerate(signatures):
+                if needed is not None and not needed[a, b]:
+                    continue
+                if any(isinstance(p, PartialAttr) for p in result):
+                    continue
+                step = gather_step(start, operands[k])
+                if step is None:
+                    continue
+                key = (step[0], operand_key(operands), result)
+                known = per_matmul.get(key)
+                if known is None:
+                    try:
+                        program = gather_program(mm, k, step[0], operands, result, self.mesh)
+                    except PlacementConflict:
+                        continue
+                    known = per_matmul[key] = self.times(program)
                     self.simulated += 1
                 out[a, b] = known[0] - known[1]
         return out
@@ -233,9 +491,78 @@ class OverlapCredit:
         goal: Placements,
         collective: Operation | None = None,
         final: Placements | None = None,
+        reader: Reader | None = None,
     ) -> float:
-        """The seconds `overlap{chunks=C}` saves (negative: loses) on the pair's pipelined step
+        """The seconds the pipeline saves (negative: loses) on the pair's pipelined step
         (`pipelined_step`: the matmul under `operands` and `result` and the collective after
-        it): its simulated step time before minus after; 0 where nothing is pipelined."""
-        table = self.table(mm, [(operands, result)], [goal], collective, [final])
+        it, with the fused pipeline and an elementwise `reader`: and that consumer): its
+        simulated step time before minus after; 0 where nothing is pipelined."""
+        table = self.table(
+            mm,
+            [(operands, result)],
+            [goal],
+            collective,
+            [final],
+            None,
+            None if reader is None else [reader],
+        )
         return float(table[0, 0])
+
+
+def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
+    """Write on each collective of `credit`'s mesh that the `overlap` pass will pipeline with a
+    matmul - a reduction of a matmul's result, an all-gather feeding one (the pass takes it
+    first) - the chunk count of `credit.counts` the simulator finds best for the pair, as its
+    `chunks` (which the pass follows); a collective that has one keeps it. The pairs are those
+    the search credited, rebuilt from the program (`pair_program`, `gather_program`), so a pair
+    the search simulated is simulated again only for the counts. Returns how many were set."""
+    from ccopt.passes.overlap import Overlap
+
+    written = 0
+    for op in list(module.walk()):
+        if isinstance(op, coll.AllGatherOp) and Overlap._gathers_into_matmul(op):
+            (use,) = op.result.uses
+            mm, k = use.operation, use.index
+            assert isinstance(mm, MatmulOp)
+            ops = [placements_of(v) for v in mm.operands]
+            program = gather_program(
+                mm, k, placements_of(op.input), ops, placements_of(mm.result), credit.mesh
+            )
+        elif isinstance(op, coll.AllReduceOp | coll.ReduceScatterOp) and isinstance(
+            op.input.owner, MatmulOp
+        ):
+            mm = op.input.owner
+            if mm.result.uses.get_length() != 1 or any(
+                isinstance(v.owner, coll.AllGatherOp) for v in mm.operands
+            ):
+                continue
+            result = placements_of(mm.result)
+            program = pair_program(
+                mm,
+                [placements_of(v) for v in mm.operands],
+                result,
+                result,
+                credit.mesh,
+                op,
+                placements_of(op.results[0]),
+            )
+        else:
+            continue
+        if op.chunks is not None or mesh_name(op) != credit.mesh.name:
+            continue
+        _, _, best = best_times(program, credit.machine, credit.counts)
+        op.properties["chunks"] = IntegerAttr(best, i64)
+        written += 1
+    return written
+
+
+def placements_of(value: SSAValue) -> Placements:
+    t = value.type
+    assert isinstance(t, DTensorType)
+    return tuple(t.placement_list)
+
+
+def mesh_name(op: Operation) -> str:
+    t = op.results[0].type
+    assert isinstance(t, DTensorType)
+    return t.mesh.data

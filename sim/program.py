@@ -34,6 +34,7 @@ from ccopt.sim.work import (
     collective_axes,
     collective_bytes,
     fused_body_work,
+    fused_gathers,
     op_work,
 )
 
@@ -325,16 +326,18 @@ class Engine:
             1 for _, sp in active if any(a > 1 and b > 1 for a, b in zip(sp, span, strict=True))
         )
         body_ns = 0.0
+        gathers = True
         if _kind_of(task) == "fused_all_reduce":
             body_ns = self._roofline(fused_body_work(task.op, self.blocks, coords))  # type: ignore[arg-type]
             body_ns /= body_lanes(task.op)  # inside its algorithm: the lanes share it
+            gathers = fused_gathers(task.op, self.mesh)  # type: ignore[arg-type]
         stepped = self._algorithm_ns(task, axes, n)
         if stepped is not None:
             ns = stepped + body_ns
         else:
             dims = cost.links(self.machine, span, collective_algorithm(task.op), sharing)
             ns = cost.collective_ns(
-                _kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns
+                _kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns, gathers
             )
         self.comm_active[c] = [*active, (now + ns, span)]
         self.work[(c, task.index)] = (0.0, float(n), ns)

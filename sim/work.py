@@ -214,6 +214,14 @@ def fused_body_work(
     return Work(float(elements * body_flops(op)), float(moved), blocks.element(iteration))
 
 
+def fused_gathers(op: coll.FusedAllReduceOp | kernel.FusedAllReduceKernelOp, mesh: Mesh) -> bool:
+    """Whether a fused all-reduce gathers some result (its type is not the reduced slice's):
+    fuse-collective leaves a reduce-scatter's results on the slice, and then the collective has
+    no gather phase to time. A kernel-level op (other result types) is taken to gather."""
+    iteration = op.iteration_type(mesh)
+    return any(r.type != iteration for r in op.results)
+
+
 def body_lanes(op: Operation) -> int:
     """How many thread blocks of a rank run a fused all-reduce's body side by side: 1 when the
     body runs after the reduce-scatter, else the fewest thread blocks with `fn` steps on any rank

@@ -106,11 +106,11 @@ def test_readme_commands_work_as_written(tmp_path: Path):
 
 
 def test_placement_readme_commands_work_as_written():
-    """The section's three blocks: the overlap credit turning a matmul row-parallel, the open
-    MLP example, then the open GPT stack (built with `python -m ccopt.frontend.gpt`) searched
+    """The section's three blocks: the overlap credit turning a matmul row-parallel (and the
+    fused pipeline's credit another one), the open MLP example, then the open GPT stack (built with `python -m ccopt.frontend.gpt`) searched
     and proven equal."""
     commands = readme_commands("Choosing placements automatically")
-    assert len(commands) == 6
+    assert len(commands) == 7
     outputs = []
     for tool, *args in commands:
         if tool == "python":
@@ -120,9 +120,10 @@ def test_placement_readme_commands_work_as_written():
             r = run_tool(TOOLS[tool], *args)
         assert r.returncode == 0, (tool, args, r.stderr)
         outputs.append(r.stdout)
-    credited, *outputs = outputs
+    credited, fused, *outputs = outputs
     assert "%w2: !dtensor.tensor<12288x8192xbf16, @t[S(0)]>" in credited
     assert "coll.all_reduce sum" in credited and "overlap_credit" in credited
+    assert "%w2: !dtensor.tensor<8192x8192xbf16, @t[S(0)]>" in fused
     assert "?" not in outputs[0]
     assert "%w1: !dtensor.tensor<4x16xf32, @m[R, S(1)]>" in outputs[1]
     for checked in (outputs[2], outputs[4]):

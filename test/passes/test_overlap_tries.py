@@ -1,0 +1,148 @@
+"""auto-shard's `overlap-tries`: each pair is credited with the best of the chunk counts tried,
+as the simulator says (checked against programs written out by hand), and that count is written
+as the `chunks` of the collective the overlap pass pipelines, which the pass follows."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.dialects import func
+
+import ccopt
+from ccopt.diagnostics import CcoptError
+from ccopt.dialects import coll
+from ccopt.dialects.dtensor import MatmulOp
+from ccopt.dialects.dtensor_type import PartialAttr, R, SplitAttr
+from ccopt.mesh import Mesh
+from ccopt.passes.overlap_credit import OverlapCredit, best_times, pair_program
+from ccopt.passes.pipeline import apply_pipeline, run_pipeline
+from ccopt.program import load_program
+from ccopt.sim.machine import load_machine
+from ccopt.sim.program import predicted_step_time_ns
+
+P = PartialAttr("sum")
+S0, S1 = SplitAttr(0), SplitAttr(1)
+TP = Mesh("t", ("tp",), (8,))
+
+
+def t(shape: str, placement: str) -> str:
+    return f"!dtensor.tensor<{shape}xbf16, @t[{placement}]>"
+
+
+# The row-parallel second matmul of auto-shard-overlap.mlir and its all-reduce.
+ROW = f"""
+dtensor.mesh @t [tp=8]
+func.func @f(%h: {t("8192x12288", "S(1)")}, %w2: {t("12288x8192", "S(0)")}) -> {t("8192x8192", "R")} {{
+  %y = dtensor.matmul %h, %w2 : ({t("8192x12288", "S(1)")}, {t("12288x8192", "S(0)")}) -> {t("8192x8192", "P(sum)")}
+  %r = coll.all_reduce sum %y over [tp] : {t("8192x8192", "P(sum)")} -> {t("8192x8192", "R")}
+  func.return %r : {t("8192x8192", "R")}
+}}
+"""
+
+
+def saved(chunks: int) -> float:
+    before = predicted_step_time_ns(load_program(ROW), "dgx-a100")
+    after = load_program(ROW)
+    run_pipeline(after, f"overlap{{chunks={chunks}}}")
+    return (before - predicted_step_time_ns(after, "dgx-a100")) * 1e-9
+
+
+def test_the_credit_is_the_best_count_the_simulator_finds():
+    """224, 383, 430 and 344 us for 2, 4, 8 and 16 chunks: the credit with C=4 and tries 2, 8,
+    16 is the 8 chunks' saving, and `best_times` names 8."""
+    savings = {c: saved(c) for c in (2, 4, 8, 16)}
+    assert max(savings, key=savings.__getitem__) == 8
+    assert savings[8] == pytest.approx(430.428e-6, abs=1e-9)
+    mm = next(op for op in load_program(ROW).walk() if isinstance(op, MatmulOp))
+    machine = load_machine("dgx-a100").fit(8)
+    credit = OverlapCredit(machine, TP, 4, tries=(2, 8, 16))
+    assert credit.counts == (4, 2, 8, 16)
+    got = credit.credit(mm, [(S1,), (S0,)], (P,), (R,))
+    assert got == pytest.approx(savings[8], abs=1e-12)
+    program = pair_program(mm, [(S1,), (S0,)], (P,), (R,), TP)
+    assert best_times(program, machine, (2, 4, 8, 16))[2] == 8
+
+
+FLIP = open(  # noqa: SIM115
+    __file__.replace(
+        "test/passes/test_overlap_tries.py", "test/filecheck/passes/auto-shard-overlap-tries.mlir"
+    )
+).read()
+
+
+def reductions(module) -> list[coll.AllReduceOp]:  # noqa: ANN001
+    return [op for op in module.walk() if isinstance(op, coll.AllReduceOp)]
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "dp", "cd"])
+def test_the_best_count_is_written_on_the_pipelined_collective(strategy):
+    module = apply_pipeline(
+        load_program(FLIP),
+        f"auto-shard{{strategy={strategy} objective=time overlap=4 overlap-tries=2,8,16}}",
+    )
+    (ar,) = reductions(module)
+    assert ar.chunks is not None and ar.chunks.value.data == 8
+    plain = apply_pipeline(
+        load_program(FLIP), f"auto-shard{{strategy={strategy} objective=time overlap=4}}"
+    )
+    assert all(op.chunks is None for op in reductions(plain))
+
+
+def test_a_collective_with_its_own_count_keeps_it():
+    text = FLIP.replace(
+        "%z = dtensor.add %y, %b",
+        "%r = coll.all_reduce sum %y over [tp] chunks 2 : "
+        "!dtensor.tensor<8192x8192xbf16, @t[?]> -> !dtensor.tensor<8192x8192xbf16, @t[R]>\n"
+        "  %z = dtensor.add %r, %b",
+    ).replace(
+        "(!dtensor.tensor<8192x8192xbf16, @t[?]>, !dtensor.tensor<8192x8192xbf16, @t[R]>)",
+        "(!dtensor.tensor<8192x8192xbf16, @t[R]>, !dtensor.tensor<8192x8192xbf16, @t[R]>)",
+    )
+    module = apply_pipeline(
+        load_program(text), "auto-shard{strategy=dp objective=time overlap=4 overlap-tries=8}"
+    )
+    assert [op.chunks.value.data for op in reductions(module) if op.chunks is not None] == [2]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        "overlap=0 overlap-tries=2",
+        "overlap=4 overlap-tries=2 overlap-pipeline=fused",
+        "overlap=4 overlap-tries=0",
+    ],
+)
+def test_unusable_tries_are_refused(options):
+    with pytest.raises(CcoptError, match="overlap-tries needs overlap=C > 0"):
+        apply_pipeline(load_program(FLIP), f"auto-shard{{objective=time {options}}}")
+
+
+SMALL = """
+dtensor.mesh @m [dp=2, tp=2]
+func.func @f(%x: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, %w: !dtensor.tensor<16x8xf32, @m[?, ?]>) -> !dtensor.tensor<8x8xf32, @m[S(0), R]> {
+  %y = dtensor.matmul %x, %w : (!dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, !dtensor.tensor<16x8xf32, @m[?, ?]>) -> !dtensor.tensor<8x8xf32, @m[S(0), ?]>
+  %r = coll.all_reduce sum %y over [tp] : !dtensor.tensor<8x8xf32, @m[S(0), ?]> -> !dtensor.tensor<8x8xf32, @m[S(0), R]>
+  func.return %r : !dtensor.tensor<8x8xf32, @m[S(0), R]>
+}
+"""
+
+
+@pytest.mark.parametrize("strategy", ["dp", "cd"])
+def test_a_search_with_tries_then_overlap_is_proven_equal(strategy):
+    """The counts written on the collectives, then the overlap pass following them, on the
+    simulated ranks (the interpreter agrees before and after)."""
+    pipeline = (
+        f"auto-shard{{strategy={strategy} objective=time overlap=2 overlap-tries=1,4}},"
+        "overlap{chunks=2}"
+    )
+    report = ccopt.check_pipeline(SMALL, pipeline, seed=1)
+    assert report.comparisons and all(c.ok for c in report.comparisons)
+    searched = apply_pipeline(
+        load_program(SMALL),
+        f"auto-shard{{strategy={strategy} objective=time overlap=2 overlap-tries=1,4}}",
+    )
+    f = next(op for op in searched.walk() if isinstance(op, func.FuncOp))
+    assert any(
+        getattr(op, "chunks", None) is not None
+        for op in f.walk()
+        if isinstance(op, coll.CollectiveOp)
+    )
