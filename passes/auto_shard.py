@@ -135,6 +135,8 @@ class Signature:
     """For a call: that entry's cost, the callee's optimum for these boundary placements."""
     callee_peak: float = 0.0
     """For a call: that entry's own memory peak per device (its arguments included)."""
+    callee_bound: float = 0.0
+    """For a call: that entry's lower bound (its cost where its search was exact)."""
 
 
 @dataclass
@@ -148,6 +150,13 @@ class Variant:
     cost: float
     peak: float = 0.0
     """The entry's memory peak per device (bytes; 0 when no limit is set)."""
+    bound: float | None = None
+    """A lower bound on the entry's cost (`cost` where its search was exact; None: `cost`).
+    Entry 0's (the open boundary's) bounds the function's cost at every boundary."""
+
+    @property
+    def floor(self) -> float:
+        return self.cost if self.bound is None else self.bound
 
 
 @dataclass
@@ -179,6 +188,9 @@ class Memo:
     """Boundaries a callee was already solved for at a caller's wish."""
     credited: dict[func.FuncOp, float] = field(default_factory=dict)
     """The simulated overlap credit (seconds) each function's solution takes (overlap=C)."""
+    problems: dict[int, tuple[Problem, Solution]] = field(default_factory=dict)
+    """Each solution's search problem, by the solution's id (`relaxed_bound` relaxes it at
+    its calls; the solution is kept alive beside it)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
@@ -635,17 +647,19 @@ class AutoShard(ModulePass):
             if f.body.blocks and f.sym_name.data in targets:
                 tables[f.sym_name.data] = self.transfer_table(f, memo, tables)
         roots = [f for f in order if f.body.blocks and f.sym_name.data not in targets]
-        found = {f: self.search(f, memo, tables) for f in roots}
+        found = latest = {f: self.search(f, memo, tables) for f in roots}
         for _ in range(REFINE_ROUNDS if tables else 0):
-            if not self.refine(found, tables, memo):
+            # the wishes of the latest solution, better or not: an entry may pay only once a
+            # later round adds its neighbour's (a backward entry matching a forward one), and
+            # stopping at the first round that gains nothing made the tables depend on how
+            # the strategy broke ties (dp and ilp stopped at different rounds)
+            if not self.refine(latest, tables, memo):
                 break
-            again = {f: self.search(f, memo, tables) for f in roots}
-            if total(again) < total(found) - 1e-12 * max(1.0, abs(total(found))):
-                found = again  # more entries: never dearer for the exact strategies
-            else:
-                break
+            latest = {f: self.search(f, memo, tables) for f in roots}
+            if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
+                found = latest  # more entries: never dearer for the exact strategies
         for f, (nodes, solution) in found.items():
-            self.finish(f, nodes, solution, tables, memo.credited.get(f))
+            self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
         if tables:
             settle_variants(op, tables)
 
@@ -753,10 +767,10 @@ class AutoShard(ModulePass):
             copy.detach()
             copy.erase()
             raise
-        self.finish(copy, nodes, solution, tables, memo.credited.get(copy))
+        bound = self.finish(copy, nodes, solution, tables, memo.credited.get(copy), memo)
         if solution is None:
             return Variant(name, copy.function_type, 0.0)
-        return Variant(name, copy.function_type, solution.cost, solution.peak)
+        return Variant(name, copy.function_type, solution.cost, solution.peak, bound)
 
     def search(
         self,
@@ -792,6 +806,7 @@ class AutoShard(ModulePass):
             )
         if problem.memory_limit is not None:
             solution.peak = problem.peak(solution.choice)
+        memo.problems[id(solution)] = (problem, solution)
         return nodes, solution
 
     def no_solution(
@@ -841,28 +856,37 @@ class AutoShard(ModulePass):
         solution: Solution | None,
         tables: dict[str, list[Variant]],
         credit: float | None = None,
-    ) -> None:
+        memo: Memo | None = None,
+    ) -> float:
         """Rewrite `f` as solved and report: its cost and bound leave out what its calls'
-        entries cost (each callee reports its own), so a step's total is every function's cost
-        once per run of it; the gap is the whole search's. With overlap=C the report says C
-        and the simulated overlap credit (seconds) the solution took (`credit`)."""
+        entries cost and bound (each callee reports its own), so a step's total is every
+        function's cost once per run of it, and its total bound is `f`'s whole bound
+        (`relaxed_bound`: over every boundary its calls could have, not only the tables'); the
+        gap is the whole search's. With overlap=C the report says C and the simulated overlap
+        credit (seconds) the solution took (`credit`). Returns the whole lower bound."""
         if solution is None:
-            return
+            return 0.0
+        searched = memo.problems.get(id(solution)) if memo is not None else None
+        problem = searched[0] if searched is not None else None
+        bound, note = solution.lower_bound, solution.note
+        if problem is not None and tables:
+            relaxed = self.relaxed_bound(nodes, problem, solution, tables, memo)  # type: ignore[arg-type]
+            if relaxed is not None:
+                bound, why = relaxed
+                note = f"{note}; {why}" if note else why
         self.rewrite(f, nodes, solution.choice, tables)
-        callees = sum(
-            n.signatures[c].callee_cost
-            for n, c in zip(nodes, solution.choice, strict=True)
-            if n.primary
-        )
+        chosen = [n.signatures[c] for n, c in zip(nodes, solution.choice, strict=True) if n.primary]
+        callees = sum(s.callee_cost for s in chosen)
+        floors = sum(s.callee_bound for s in chosen)
         f.attributes["auto_shard"] = DictionaryAttr(
             {
                 "strategy": StringAttr(solution.strategy),
                 "objective": StringAttr(self.objective),
                 "cost": FloatAttr(solution.cost - callees, f64),
-                "bound": FloatAttr(solution.lower_bound - callees, f64),
-                "gap": FloatAttr(solution.gap, f64),
+                "bound": FloatAttr(bound - floors, f64),
+                "gap": FloatAttr(solution.cost - bound, f64),
                 **({"peak": FloatAttr(solution.peak, f64)} if self.memory > 0 else {}),
-                **({"note": StringAttr(solution.note)} if solution.note else {}),
+                **({"note": StringAttr(note)} if note else {}),
                 **(
                     {
                         "overlap_chunks": IntegerAttr(self.overlap, i64),
@@ -873,6 +897,92 @@ class AutoShard(ModulePass):
                 ),
             }
         )
+        return bound
+
+    def relaxed_bound(
+        self,
+        nodes: list[Node],
+        problem: Problem,
+        solution: Solution,
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> tuple[float, str] | None:
+        """A lower bound on `f`'s cost over every boundary its calls could have, not only its
+        callees' table entries (None where `f` calls no function with a table), and a note.
+
+        The table solution's own bound is the optimum over the entries only: a boundary no
+        entry has might be cheaper. Derivation: a call at boundary b costs the callee's
+        optimum at b, opt(b), plus the conversions of its operands to b's argument placements
+        and of b's results to what their readers read. opt(b) >= L, the callee's lower bound
+        at its open boundary (entry 0: its search is over every boundary, under a memory limit
+        over every program whose own peak fits - a call holds more, so fewer fit), and every
+        conversion costs >= 0 (an overlap credit never pays an edge back). So each call node
+        gets one more candidate, "any boundary": L on its own, 0 on every edge (tied to the
+        same candidate at the call's other results), and the entries keep their candidates at
+        their own lower bounds. Every program of `f` over all boundaries costs at least one of
+        this problem's choices (a call at a table boundary: that entry's candidate; elsewhere:
+        the new one), and the memory limit is dropped (a relaxation too), so its optimum (dp;
+        with cd, its forest bound) bounds them all. The candidate is tight where it matters
+        least: a producer's non-partial placement is a legal argument boundary, so a call free
+        to take any boundary converts nothing. Where the relaxed optimum takes no new
+        candidate it equals the table optimum: the tables proved it optimal (gap 0)."""
+        import numpy as np
+
+        from ccopt.passes.placement_search import dynamic_programming, lower_bound
+
+        calls = [
+            i
+            for i, n in enumerate(nodes)
+            if isinstance(n.op, func.CallOp) and n.signatures[0].variant is not None
+        ]
+        if not calls:
+            return None
+        wild = set(calls)
+        node_cost = []
+        for i, (n, costs) in enumerate(zip(nodes, problem.node_cost, strict=True)):
+            if i not in wild:
+                node_cost.append(list(costs))
+                continue
+            if not n.primary:
+                node_cost.append([*costs, 0.0])
+                continue
+            entries = tables[n.op.callee.root_reference.data]  # type: ignore[union-attr]
+            lowered = [
+                c - s.callee_cost + s.callee_bound for c, s in zip(costs, n.signatures, strict=True)
+            ]
+            node_cost.append([*lowered, entries[0].floor])
+        tied_pairs = set(tied(nodes))
+        edges = []
+        for u, v, table in problem.edges:
+            t = np.asarray(table, dtype=float)
+            if (u, v) in tied_pairs:
+                k = t.shape[0] + 1
+                edges.append((u, v, np.where(np.eye(k, dtype=bool), 0.0, math.inf)))
+                continue
+            if u in wild:
+                t = np.vstack([t, np.zeros((1, t.shape[1]))])
+            if v in wild:
+                t = np.hstack([t, np.zeros((t.shape[0], 1))])
+            edges.append((u, v, t))
+        relaxed = Problem(node_cost, edges)
+        if solution.strategy == "cd":
+            found, choice = lower_bound(relaxed), None
+        else:
+            exact = dynamic_programming(relaxed, memo.seconds(self.time_limit))
+            found, choice = exact.lower_bound, exact.choice
+        sizes = [len(n.signatures) for n in nodes]
+        primary = [i for i in calls if nodes[i].primary]
+        free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
+        bound = min(found, solution.lower_bound)
+        if solution.cost - bound <= 1e-9 * max(1.0, abs(solution.cost)):
+            return solution.cost, (
+                "bound over every boundary of the calls: the transfer tables meet it (optimal)"
+            )
+        why = "bound over every boundary of the calls (each callee at least its open optimum, "
+        why += "conversions at calls free)"
+        if choice is not None:
+            why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
+        return bound, why
 
     def refine(
         self,
@@ -1365,6 +1475,7 @@ def call_nodes(
                     variant=k if name in tables else None,
                     callee_cost=v.cost,
                     callee_peak=v.peak,
+                    callee_bound=v.floor,
                 )
                 for k, v in enumerate(variants)
             ]
