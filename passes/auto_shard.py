@@ -191,12 +191,54 @@ class Memo:
     problems: dict[int, tuple[Problem, Solution]] = field(default_factory=dict)
     """Each solution's search problem, by the solution's id (`relaxed_bound` relaxes it at
     its calls; the solution is kept alive beside it)."""
+    opened: dict[str, Boundary | None] = field(default_factory=dict)
+    """Each called function's open search problem and its boundary nodes (`open_boundary`),
+    for the bound over every boundary (`separable_relaxation`)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
         """What is left of the run's `budget` of seconds for the next integer program, and at
         least a `SLICES`th of it (a layer's exact program takes a second at most)."""
         return max(budget - (time.monotonic() - self.began), budget / SLICES)
+
+
+@dataclass
+class Boundary:
+    """A called function's search problem at its open boundary (transfer table entry 0) and
+    which of its nodes give each boundary placement: per tensor argument its node, per tensor
+    result the node whose value it returns (None where that node is priced already: an
+    argument returned, a value returned twice). `terms` caches `separable_bound`'s answer."""
+
+    problem: Problem
+    nodes: list[Node]
+    arguments: list[int | None]
+    """Per function argument: its node (None: not a tensor)."""
+    results: list[int | None]
+    """Per function result: the node returning it (None: not a tensor, or priced already)."""
+    terms: tuple[float, list[dict[Placements, float]], list[dict[Placements, float]]] | None = None
+    solved: bool = False
+
+
+def open_boundary(
+    f: func.FuncOp, nodes: list[Node], memo: Memo, solution: Solution
+) -> Boundary | None:
+    """`f`'s open problem and boundary nodes (before its rewrite); None where its costs are
+    no lower bound (it calls functions with tables: entries' costs, not bounds)."""
+    searched = memo.problems.get(id(solution))
+    if searched is None or any(s.variant is not None for n in nodes for s in n.signatures):
+        return None
+    index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+    arguments = [index.get(a) for a in f.body.block.args]
+    ret = f.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    seen = {a for a in arguments if a is not None}
+    results: list[int | None] = []
+    for v in ret.operands:
+        n = index.get(v)
+        results.append(None if n is None or n in seen else n)
+        if n is not None:
+            seen.add(n)
+    return Boundary(searched[0], nodes, arguments, results)
 
 
 class Cost:
@@ -767,6 +809,8 @@ class AutoShard(ModulePass):
             copy.detach()
             copy.erase()
             raise
+        if k == 0 and solution is not None:  # the IR still as searched: its boundary nodes
+            memo.opened[f.sym_name.data] = open_boundary(copy, nodes, memo, solution)
         bound = self.finish(copy, nodes, solution, tables, memo.credited.get(copy), memo)
         if solution is None:
             return Variant(name, copy.function_type, 0.0)
@@ -870,9 +914,17 @@ class AutoShard(ModulePass):
         problem = searched[0] if searched is not None else None
         bound, note = solution.lower_bound, solution.note
         if problem is not None and tables:
-            relaxed = self.relaxed_bound(nodes, problem, solution, tables, memo)  # type: ignore[arg-type]
+            relaxed = self.relaxed_bound(f, nodes, problem, solution, tables, memo)  # type: ignore[arg-type]
             if relaxed is not None:
                 bound, why = relaxed
+                if bound < solution.cost:
+                    split = self.separable_relaxation(f, nodes, problem, memo, solution.strategy)  # type: ignore[arg-type]
+                    if split is not None and split > bound:
+                        bound = min(split, solution.cost)
+                        why += "; tighter: each call's boundary priced by its callee's LP duals"
+                        if solution.cost - bound <= 1e-9 * max(1.0, abs(solution.cost)):
+                            bound = solution.cost
+                            why += ", which the tables meet (optimal)"
                 note = f"{note}; {why}" if note else why
         self.rewrite(f, nodes, solution.choice, tables)
         chosen = [n.signatures[c] for n, c in zip(nodes, solution.choice, strict=True) if n.primary]
@@ -901,6 +953,7 @@ class AutoShard(ModulePass):
 
     def relaxed_bound(
         self,
+        f: func.FuncOp,
         nodes: list[Node],
         problem: Problem,
         solution: Solution,
@@ -962,7 +1015,7 @@ class AutoShard(ModulePass):
             if u in wild:
                 t = np.vstack([t, np.zeros((1, t.shape[1]))])
             if v in wild:
-                t = np.hstack([t, np.zeros((t.shape[0], 1))])
+                t = np.hstack([t, self.entering(f, nodes, u, v, memo, rows=t.shape[0])[:, None]])
             edges.append((u, v, t))
         relaxed = Problem(node_cost, edges)
         if solution.strategy == "cd":
@@ -983,6 +1036,161 @@ class AutoShard(ModulePass):
         if choice is not None:
             why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
         return bound, why
+
+    def entering(
+        self, f: func.FuncOp, nodes: list[Node], u: int, v: int, memo: Memo, rows: int
+    ) -> np.ndarray:
+        """What reaching call `v`'s operands from `u` costs at least, per candidate of `u`
+        (`rows` of them: a wild call's own "any boundary" last, at 0), when the call may take
+        any boundary: per operand `u` gives, the cheapest conversion to a placement the
+        callee's argument may have (none partial: a partial sum is reduced at least once; in
+        place, only no conversion: 0 where `u`'s placement is such a placement, else no
+        program)."""
+        import numpy as np
+
+        call = nodes[v].op
+        out = np.zeros(rows)
+        if not nodes[v].primary or not isinstance(call, func.CallOp):
+            return out
+        index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+        callee = SymbolTable.lookup_symbol(call, call.callee)
+        assert isinstance(callee, func.FuncOp)
+        cost = memo.costs[self.mesh_of_nodes(f, nodes)]
+        mesh = cost.mesh
+        in_place = updated_arguments(call)
+        starts = [s.result for s in nodes[u].signatures]
+        for k, operand in enumerate(call.operands):
+            t = callee.function_type.inputs.data[k]
+            if index.get(operand) != u or not isinstance(t, DTensorType):
+                continue
+            goals = [s.result for s in argument_signatures(t, mesh)]
+            table = self.moves(cost, nodes[u], operand, starts, goals, k in in_place)
+            out[: len(starts)] += table.min(axis=1)
+        return out
+
+    def separable_relaxation(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        problem: Problem,
+        memo: Memo,
+        strategy: str,
+    ) -> float | None:
+        """A second lower bound over every boundary of `f`'s calls, tighter than the "any
+        boundary" candidate of `relaxed_bound` where the callees' boundaries disagree: each
+        call split into one node per tensor argument and result, whose candidates are every
+        placement the callee's open problem allows there, priced by `separable_bound` (the
+        callee costs at least its constant plus a term per boundary placement, from its LP's
+        duals) and joined to the caller's producers and readers by the real conversion costs
+        (0 from a matmul whose reduction the overlap credit may hide). Any program of `f`,
+        whatever its calls' boundaries, costs at least this problem's choice at the same
+        placements, so its optimum (dp; with cd its forest bound) is a bound. None where a
+        callee's open costs bound nothing (it calls tables itself) or HiGHS fails."""
+
+        from ccopt.passes.placement_search import dynamic_programming, lower_bound
+
+        mesh = self.mesh_of_nodes(f, nodes)
+        cost = memo.costs[mesh]
+        index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+        called = {
+            i: n.op
+            for i, n in enumerate(nodes)
+            if isinstance(n.op, func.CallOp) and n.signatures[0].variant is not None
+        }
+        calls = [n.op for i, n in enumerate(nodes) if i in called and n.primary]
+        terms = {}
+        for op in calls:
+            b = memo.opened.get(op.callee.root_reference.data)  # type: ignore[union-attr]
+            got = boundary_terms(b) if b is not None else None
+            if got is None:
+                return None
+            terms[op] = got
+        places: list[list[Placements]] = [[s.result for s in n.signatures] for n in nodes]
+        node_cost = [list(c) for c in problem.node_cost]
+        for i, op in called.items():
+            constant, _, results = terms[op]
+            value = nodes[i].value
+            extra = constant if nodes[i].primary else 0.0
+            if value is None:  # a call without tensor results
+                places[i], node_cost[i] = [()], [extra]
+                continue
+            assert isinstance(value.type, DTensorType)
+            table = results[list(op.results).index(value)] or dict.fromkeys(
+                all_layouts(value.type), 0.0
+            )
+            places[i] = list(table)
+            node_cost[i] = [table[p] + extra for p in places[i]]
+        ret = f.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        for v, t in zip(ret.operands, f.function_type.outputs.data, strict=True):
+            u = index.get(v)
+            if u in called and isinstance(t, DTensorType) and not t.is_open:
+                node_cost[u] = [  # type: ignore[index]
+                    c + cost.conversion(t, p, t.placement_list)
+                    for c, p in zip(node_cost[u], places[u], strict=True)  # type: ignore[index]
+                ]
+        edges = [(u, v, t) for u, v, t in problem.edges if u not in called and v not in called]
+        for op in calls:
+            _, arguments, _ = terms[op]
+            in_place = updated_arguments(op)
+            for k, operand in enumerate(op.operands):
+                u = index.get(operand)
+                if u is None or not arguments[k]:
+                    continue
+                goals = list(arguments[k])
+                edges.append(
+                    (
+                        u,
+                        len(node_cost),
+                        self.moves(cost, nodes[u], operand, places[u], goals, k in in_place),
+                    )
+                )
+                node_cost.append([arguments[k][p] for p in goals])
+                places.append(goals)
+        for v, n in enumerate(nodes):
+            if v in called or n.op is None or not n.primary:
+                continue
+            for k, operand in enumerate(n.op.operands):
+                u = index.get(operand)
+                if u in called:
+                    goals = [s.operands[k] for s in n.signatures]
+                    edges.append((u, v, self.moves(cost, nodes[u], operand, places[u], goals)))  # type: ignore[arg-type]
+        for op in f.body.block.ops:
+            if isinstance(op, UpdateOp):
+                u, v = index.get(op.value), index.get(op.target)
+                if u is not None and v is not None and (u in called or v in called):
+                    edges.append((u, v, self.moves(cost, nodes[u], op.value, places[u], places[v])))
+        relaxed = Problem(node_cost, edges)
+        if strategy == "cd":
+            return lower_bound(relaxed)
+        return dynamic_programming(relaxed, memo.seconds(self.time_limit)).lower_bound
+
+    def moves(
+        self,
+        cost: Cost,
+        producer: Node,
+        value: SSAValue,
+        starts: list[Placements],
+        goals: list[Placements],
+        in_place: bool = False,
+    ) -> np.ndarray:
+        """Converting `value` from each of `starts` to each of `goals` (each distinct pair
+        costed once); in place, only no conversion; 0 where the overlap credit may hide it."""
+        import numpy as np
+
+        if self.overlaps(producer):
+            return np.zeros((len(starts), len(goals)))
+        t = value.type
+        assert isinstance(t, DTensorType)
+        a: dict[Placements, int] = {}
+        b: dict[Placements, int] = {}
+        rows = np.array([a.setdefault(p, len(a)) for p in starts])
+        cols = np.array([b.setdefault(p, len(b)) for p in goals])
+        table = cost.matrix(t, tuple(a), tuple(b))[np.ix_(rows, cols)]
+        if in_place:
+            same = np.array([[p == q for q in goals] for p in starts]).reshape(table.shape)
+            table = np.where(same, table, math.inf)
+        return table
 
     def refine(
         self,
@@ -1635,3 +1843,38 @@ def call_counts(order: Sequence[func.FuncOp]) -> dict[str, int]:
                 if callee in counts:
                     counts[callee] += counts[name]
     return counts
+
+
+def boundary_terms(
+    b: Boundary,
+) -> tuple[float, list[dict[Placements, float]], list[dict[Placements, float]]] | None:
+    """`separable_bound` of a callee's open problem at its boundary nodes, per boundary
+    placement (the least over the node's candidates giving it), computed once."""
+    from ccopt.passes.placement_search import separable_bound
+
+    if b.solved:
+        return b.terms
+    b.solved = True
+    boundary = [n for n in (*b.arguments, *b.results) if n is not None]
+    got = separable_bound(b.problem, boundary)
+    if got is None:
+        return None
+    constant, terms = got
+    by_node = dict(zip(boundary, terms, strict=True))
+
+    def layouts(n: int | None) -> dict[Placements, float]:
+        out: dict[Placements, float] = {}
+        if n is None:
+            return out
+        for s, value in zip(b.nodes[n].signatures, by_node[n], strict=True):
+            out[s.result] = min(out.get(s.result, math.inf), float(value))
+        return out
+
+    b.terms = (constant, [layouts(n) for n in b.arguments], [layouts(n) for n in b.results])
+    return b.terms
+
+
+def all_layouts(t: DTensorType) -> list[Placements]:
+    """Every placement `t` may take: its open axes at any candidate (partial sums too)."""
+    per_axis = [candidates(t) if isinstance(p, OpenAttr) else [p] for p in t.placement_list]
+    return [tuple(c) for c in product(*per_axis)]

@@ -289,7 +289,9 @@ def dynamic_programming(problem: Problem, time_limit: float = TIME_LIMIT) -> Sol
         return solution
     folded = fold_fixed(problem)
     reduced, keep = prune(folded)
-    eliminated = eliminate(reduced)
+    # pruning leaves nodes of one candidate: folded too, or a hub of many is eliminated into
+    # a table over all its neighbours (past numpy's 64 dimensions)
+    eliminated = eliminate(fold_fixed(reduced))
     if eliminated is None:
         solution = integer_program(problem, time_limit)
         solution.note = _joined(
@@ -311,6 +313,9 @@ def _joined(*notes: str) -> str:
 
 HINTED = 1000
 """Nodes up to which coordinate descent's program starts HiGHS's branching."""
+
+MAX_SCOPE = 32
+"""Nodes a table of variable elimination may span (numpy allows 64 axes)."""
 
 MAX_TABLE = 1 << 21
 """Entries of the largest table variable elimination may build before it hands over to ilp."""
@@ -494,6 +499,8 @@ def eliminate(problem: Problem) -> tuple[list[int], int] | None:
     for x in order:
         scope = tuple(sorted({y for key in mentions[x] for y in tables[key][0]}))
         width = max(width, len(scope) - 1)
+        if len(scope) > MAX_SCOPE:  # nodes of one candidate widen no table, but numpy's axes
+            return None
         total = np.zeros([sizes[y] for y in scope])
         for key in list(mentions[x]):
             s, table = tables.pop(key)
@@ -1287,3 +1294,73 @@ def _finite_min(values: np.ndarray) -> float:
 
     finite = values[np.isfinite(values)]
     return float(finite.min()) if finite.size else math.inf
+
+
+def separable_bound(
+    problem: Problem, boundary: Sequence[int]
+) -> tuple[float, list[np.ndarray]] | None:
+    """A lower bound on every choice's cost that is a sum over the `boundary` nodes: any
+    choice x costs at least `constant + sum(terms[k][x[n]] for k, n in enumerate(boundary))`
+    (the memory limit relaxed). None where HiGHS does not solve the relaxation.
+
+    Lagrangian duality on the local-polytope LP (`_Model`, every row an equality `A x = b`,
+    columns in [0, u]): for any row multipliers y, c.x = y.b + r.x with r = c - A^T y, so every
+    x of the polytope - every integral choice among them - costs at least y.b plus, per
+    column, r_j x_j at its least over [0, u_j] (min(0, r_j u_j)); a boundary node's candidate
+    columns are one-hot in a choice, so they give r at the chosen candidate instead. With y
+    the LP's optimal duals the bound at the LP's own boundary is the LP optimum, and every
+    other boundary adds what forcing it costs at the margin (the reduced costs). Valid for
+    any y, so HiGHS's tolerances only loosen it. The nodes are not pruned (a pruned
+    candidate has no column to price)."""
+    import highspy
+    import numpy as np
+
+    model = _Model(fold_fixed(problem))
+    objective = np.asarray(model.objective, dtype=float)
+    forbidden = np.isinf(objective)
+    objective = np.where(forbidden, 0.0, objective)
+    upper = np.where(forbidden, 0.0, 1.0)
+    rows = model.rows
+    with _quiet_stdout():
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("presolve", "off")
+        h.addCols(
+            model.ncol,
+            objective,
+            np.zeros(model.ncol),
+            upper,
+            0,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0),
+        )
+        starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
+        h.addRows(
+            len(rows),
+            np.array([r[0] for r in rows]),
+            np.array([r[1] for r in rows]),
+            int(sum(len(r[2]) for r in rows)),
+            starts,
+            np.concatenate([r[2] for r in rows]).astype(np.int32),
+            np.concatenate([r[3] for r in rows]).astype(float),
+        )
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        y = np.asarray(h.getSolution().row_dual, dtype=float)
+    reduced = objective.copy()
+    for k, (_, _, index, values) in enumerate(rows):
+        np.subtract.at(reduced, index, y[k] * values)
+    rhs = np.array([r[0] for r in rows])
+    priced = np.zeros(model.ncol, dtype=bool)
+    terms = []
+    for n in boundary:
+        columns = np.arange(model.start[n], model.start[n + 1])
+        priced[columns] = True
+        terms.append(np.where(forbidden[columns], math.inf, reduced[columns]))
+    rest = np.minimum(0.0, reduced * upper)[~priced]
+    constant = float(y @ rhs + rest.sum())
+    # rounding in the sums: a hair below, relative to the terms' size
+    size = float(np.abs(y).sum() + np.abs(reduced).sum())
+    return constant - 1e-12 * size, terms
