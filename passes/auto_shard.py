@@ -119,6 +119,9 @@ ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
 SLICES = 20
 """An integer program past the run's time budget still gets this fraction of it."""
+LEAST_ALWAYS = False
+"""Whether tables get the least-memory entry without a memory limit too (its boundary at the
+smallest layouts, solved for cost there)."""
 MAX_SIGNATURES = 256
 """Candidates kept per op (the cheapest-to-reach first) when axes multiply into more."""
 
@@ -191,54 +194,12 @@ class Memo:
     problems: dict[int, tuple[Problem, Solution]] = field(default_factory=dict)
     """Each solution's search problem, by the solution's id (`relaxed_bound` relaxes it at
     its calls; the solution is kept alive beside it)."""
-    opened: dict[str, Boundary | None] = field(default_factory=dict)
-    """Each called function's open search problem and its boundary nodes (`open_boundary`),
-    for the bound over every boundary (`separable_relaxation`)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
         """What is left of the run's `budget` of seconds for the next integer program, and at
         least a `SLICES`th of it (a layer's exact program takes a second at most)."""
         return max(budget - (time.monotonic() - self.began), budget / SLICES)
-
-
-@dataclass
-class Boundary:
-    """A called function's search problem at its open boundary (transfer table entry 0) and
-    which of its nodes give each boundary placement: per tensor argument its node, per tensor
-    result the node whose value it returns (None where that node is priced already: an
-    argument returned, a value returned twice). `terms` caches `separable_bound`'s answer."""
-
-    problem: Problem
-    nodes: list[Node]
-    arguments: list[int | None]
-    """Per function argument: its node (None: not a tensor)."""
-    results: list[int | None]
-    """Per function result: the node returning it (None: not a tensor, or priced already)."""
-    terms: tuple[float, list[dict[Placements, float]], list[dict[Placements, float]]] | None = None
-    solved: bool = False
-
-
-def open_boundary(
-    f: func.FuncOp, nodes: list[Node], memo: Memo, solution: Solution
-) -> Boundary | None:
-    """`f`'s open problem and boundary nodes (before its rewrite); None where its costs are
-    no lower bound (it calls functions with tables: entries' costs, not bounds)."""
-    searched = memo.problems.get(id(solution))
-    if searched is None or any(s.variant is not None for n in nodes for s in n.signatures):
-        return None
-    index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
-    arguments = [index.get(a) for a in f.body.block.args]
-    ret = f.body.block.last_op
-    assert isinstance(ret, func.ReturnOp)
-    seen = {a for a in arguments if a is not None}
-    results: list[int | None] = []
-    for v in ret.operands:
-        n = index.get(v)
-        results.append(None if n is None or n in seen else n)
-        if n is not None:
-            seen.add(n)
-    return Boundary(searched[0], nodes, arguments, results)
 
 
 class Cost:
@@ -727,7 +688,7 @@ class AutoShard(ModulePass):
                 entries.append(self.variant(f, 1, *replicated, memo, tables))
             except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
                 pass
-        if self.memory > 0:
+        if self.memory > 0 or LEAST_ALWAYS:
             smallest = (
                 [self.smallest(t, f) for t in inputs],
                 [self.smallest(t, f) for t in outputs],
@@ -809,8 +770,6 @@ class AutoShard(ModulePass):
             copy.detach()
             copy.erase()
             raise
-        if k == 0 and solution is not None:  # the IR still as searched: its boundary nodes
-            memo.opened[f.sym_name.data] = open_boundary(copy, nodes, memo, solution)
         bound = self.finish(copy, nodes, solution, tables, memo.credited.get(copy), memo)
         if solution is None:
             return Variant(name, copy.function_type, 0.0)
@@ -917,14 +876,6 @@ class AutoShard(ModulePass):
             relaxed = self.relaxed_bound(f, nodes, problem, solution, tables, memo)  # type: ignore[arg-type]
             if relaxed is not None:
                 bound, why = relaxed
-                if bound < solution.cost:
-                    split = self.separable_relaxation(f, nodes, problem, memo, solution.strategy)  # type: ignore[arg-type]
-                    if split is not None and split > bound:
-                        bound = min(split, solution.cost)
-                        why += "; tighter: each call's boundary priced by its callee's LP duals"
-                        if solution.cost - bound <= 1e-9 * max(1.0, abs(solution.cost)):
-                            bound = solution.cost
-                            why += ", which the tables meet (optimal)"
                 note = f"{note}; {why}" if note else why
         self.rewrite(f, nodes, solution.choice, tables)
         chosen = [n.signatures[c] for n, c in zip(nodes, solution.choice, strict=True) if n.primary]
@@ -970,15 +921,24 @@ class AutoShard(ModulePass):
         at its open boundary (entry 0: its search is over every boundary, under a memory limit
         over every program whose own peak fits - a call holds more, so fewer fit), and every
         conversion costs >= 0 (an overlap credit never pays an edge back). So each call node
-        gets one more candidate, "any boundary": L on its own, 0 on every edge (tied to the
-        same candidate at the call's other results), and the entries keep their candidates at
-        their own lower bounds. Every program of `f` over all boundaries costs at least one of
+        gets one more candidate, "any boundary": L on its own, on an edge into the call the
+        cheapest conversion of what the producer gives to any placement the callee's argument
+        may take (`entering`: a partial sum is reduced at least once), 0 on an edge out of it
+        (its results may take any placement) - tied to the same candidate at the call's other
+        results - and the entries keep their candidates at their own lower bounds. Every program of `f` over all boundaries costs at least one of
         this problem's choices (a call at a table boundary: that entry's candidate; elsewhere:
         the new one), and the memory limit is dropped (a relaxation too), so its optimum (dp;
         with cd, its forest bound) bounds them all. The candidate is tight where it matters
         least: a producer's non-partial placement is a legal argument boundary, so a call free
         to take any boundary converts nothing. Where the relaxed optimum takes no new
-        candidate it equals the table optimum: the tables proved it optimal (gap 0)."""
+        candidate it equals the table optimum: the tables proved it optimal (gap 0).
+
+        Tried and left out: a bound separable over each call's boundary placements, priced by
+        the reduced costs of the callee's open LP (Lagrangian duality, valid for any
+        multipliers). On the 2-layer GPT-3 step it gained nothing over this one (each
+        placement forced alone is free at the margin: the interactions are what costs) and
+        took 2.5 s, the backward layer's LP unpruned. That step's true optimum (inlined, ilp)
+        is 0.53196 s against this bound's 0.51001 s and the tables' 0.53851 s."""
         import numpy as np
 
         from ccopt.passes.placement_search import dynamic_programming, lower_bound
@@ -991,6 +951,7 @@ class AutoShard(ModulePass):
         if not calls:
             return None
         wild = set(calls)
+        primary = [i for i in calls if nodes[i].primary]
         node_cost = []
         for i, (n, costs) in enumerate(zip(nodes, problem.node_cost, strict=True)):
             if i not in wild:
@@ -1024,18 +985,22 @@ class AutoShard(ModulePass):
             exact = dynamic_programming(relaxed, memo.seconds(self.time_limit))
             found, choice = exact.lower_bound, exact.choice
         sizes = [len(n.signatures) for n in nodes]
-        primary = [i for i in calls if nodes[i].primary]
         free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
         bound = min(found, solution.lower_bound)
+        names = sorted({nodes[i].op.callee.root_reference.data for i in primary})  # type: ignore[union-attr]
+        entries = "transfer table entries: " + ", ".join(
+            f"@{name} {len(tables[name])}" for name in names
+        )
         if solution.cost - bound <= 1e-9 * max(1.0, abs(solution.cost)):
             return solution.cost, (
-                "bound over every boundary of the calls: the transfer tables meet it (optimal)"
+                "bound over every boundary of the calls: the transfer tables meet it (optimal); "
+                + entries
             )
         why = "bound over every boundary of the calls (each callee at least its open optimum, "
-        why += "conversions at calls free)"
+        why += "conversions at calls at their least)"
         if choice is not None:
             why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
-        return bound, why
+        return bound, f"{why}; {entries}"
 
     def entering(
         self, f: func.FuncOp, nodes: list[Node], u: int, v: int, memo: Memo, rows: int
@@ -1067,103 +1032,6 @@ class AutoShard(ModulePass):
             table = self.moves(cost, nodes[u], operand, starts, goals, k in in_place)
             out[: len(starts)] += table.min(axis=1)
         return out
-
-    def separable_relaxation(
-        self,
-        f: func.FuncOp,
-        nodes: list[Node],
-        problem: Problem,
-        memo: Memo,
-        strategy: str,
-    ) -> float | None:
-        """A second lower bound over every boundary of `f`'s calls, tighter than the "any
-        boundary" candidate of `relaxed_bound` where the callees' boundaries disagree: each
-        call split into one node per tensor argument and result, whose candidates are every
-        placement the callee's open problem allows there, priced by `separable_bound` (the
-        callee costs at least its constant plus a term per boundary placement, from its LP's
-        duals) and joined to the caller's producers and readers by the real conversion costs
-        (0 from a matmul whose reduction the overlap credit may hide). Any program of `f`,
-        whatever its calls' boundaries, costs at least this problem's choice at the same
-        placements, so its optimum (dp; with cd its forest bound) is a bound. None where a
-        callee's open costs bound nothing (it calls tables itself) or HiGHS fails."""
-
-        from ccopt.passes.placement_search import dynamic_programming, lower_bound
-
-        mesh = self.mesh_of_nodes(f, nodes)
-        cost = memo.costs[mesh]
-        index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
-        called = {
-            i: n.op
-            for i, n in enumerate(nodes)
-            if isinstance(n.op, func.CallOp) and n.signatures[0].variant is not None
-        }
-        calls = [n.op for i, n in enumerate(nodes) if i in called and n.primary]
-        terms = {}
-        for op in calls:
-            b = memo.opened.get(op.callee.root_reference.data)  # type: ignore[union-attr]
-            got = boundary_terms(b) if b is not None else None
-            if got is None:
-                return None
-            terms[op] = got
-        places: list[list[Placements]] = [[s.result for s in n.signatures] for n in nodes]
-        node_cost = [list(c) for c in problem.node_cost]
-        for i, op in called.items():
-            constant, _, results = terms[op]
-            value = nodes[i].value
-            extra = constant if nodes[i].primary else 0.0
-            if value is None:  # a call without tensor results
-                places[i], node_cost[i] = [()], [extra]
-                continue
-            assert isinstance(value.type, DTensorType)
-            table = results[list(op.results).index(value)] or dict.fromkeys(
-                all_layouts(value.type), 0.0
-            )
-            places[i] = list(table)
-            node_cost[i] = [table[p] + extra for p in places[i]]
-        ret = f.body.block.last_op
-        assert isinstance(ret, func.ReturnOp)
-        for v, t in zip(ret.operands, f.function_type.outputs.data, strict=True):
-            u = index.get(v)
-            if u in called and isinstance(t, DTensorType) and not t.is_open:
-                node_cost[u] = [  # type: ignore[index]
-                    c + cost.conversion(t, p, t.placement_list)
-                    for c, p in zip(node_cost[u], places[u], strict=True)  # type: ignore[index]
-                ]
-        edges = [(u, v, t) for u, v, t in problem.edges if u not in called and v not in called]
-        for op in calls:
-            _, arguments, _ = terms[op]
-            in_place = updated_arguments(op)
-            for k, operand in enumerate(op.operands):
-                u = index.get(operand)
-                if u is None or not arguments[k]:
-                    continue
-                goals = list(arguments[k])
-                edges.append(
-                    (
-                        u,
-                        len(node_cost),
-                        self.moves(cost, nodes[u], operand, places[u], goals, k in in_place),
-                    )
-                )
-                node_cost.append([arguments[k][p] for p in goals])
-                places.append(goals)
-        for v, n in enumerate(nodes):
-            if v in called or n.op is None or not n.primary:
-                continue
-            for k, operand in enumerate(n.op.operands):
-                u = index.get(operand)
-                if u in called:
-                    goals = [s.operands[k] for s in n.signatures]
-                    edges.append((u, v, self.moves(cost, nodes[u], operand, places[u], goals)))  # type: ignore[arg-type]
-        for op in f.body.block.ops:
-            if isinstance(op, UpdateOp):
-                u, v = index.get(op.value), index.get(op.target)
-                if u is not None and v is not None and (u in called or v in called):
-                    edges.append((u, v, self.moves(cost, nodes[u], op.value, places[u], places[v])))
-        relaxed = Problem(node_cost, edges)
-        if strategy == "cd":
-            return lower_bound(relaxed)
-        return dynamic_programming(relaxed, memo.seconds(self.time_limit)).lower_bound
 
     def moves(
         self,
@@ -1843,38 +1711,3 @@ def call_counts(order: Sequence[func.FuncOp]) -> dict[str, int]:
                 if callee in counts:
                     counts[callee] += counts[name]
     return counts
-
-
-def boundary_terms(
-    b: Boundary,
-) -> tuple[float, list[dict[Placements, float]], list[dict[Placements, float]]] | None:
-    """`separable_bound` of a callee's open problem at its boundary nodes, per boundary
-    placement (the least over the node's candidates giving it), computed once."""
-    from ccopt.passes.placement_search import separable_bound
-
-    if b.solved:
-        return b.terms
-    b.solved = True
-    boundary = [n for n in (*b.arguments, *b.results) if n is not None]
-    got = separable_bound(b.problem, boundary)
-    if got is None:
-        return None
-    constant, terms = got
-    by_node = dict(zip(boundary, terms, strict=True))
-
-    def layouts(n: int | None) -> dict[Placements, float]:
-        out: dict[Placements, float] = {}
-        if n is None:
-            return out
-        for s, value in zip(b.nodes[n].signatures, by_node[n], strict=True):
-            out[s.result] = min(out.get(s.result, math.inf), float(value))
-        return out
-
-    b.terms = (constant, [layouts(n) for n in b.arguments], [layouts(n) for n in b.results])
-    return b.terms
-
-
-def all_layouts(t: DTensorType) -> list[Placements]:
-    """Every placement `t` may take: its open axes at any candidate (partial sums too)."""
-    per_axis = [candidates(t) if isinstance(p, OpenAttr) else [p] for p in t.placement_list]
-    return [tuple(c) for c in product(*per_axis)]
