@@ -194,6 +194,10 @@ class Memo:
     problems: dict[int, tuple[Problem, Solution]] = field(default_factory=dict)
     """Each solution's search problem, by the solution's id (`relaxed_bound` relaxes it at
     its calls; the solution is kept alive beside it)."""
+    entering: dict[tuple, tuple[np.ndarray, list[Signature]]] = field(default_factory=dict)
+    """`AutoShard.entering`'s least conversions per producer signature list and operand."""
+    callees: dict[str, tuple[FunctionType, set[int]]] = field(default_factory=dict)
+    """Each called function's type and the arguments it updates in place (`entering`)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
@@ -966,6 +970,9 @@ class AutoShard(ModulePass):
             ]
             node_cost.append([*lowered, entries[0].floor])
         tied_pairs = set(tied(nodes))
+        index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+        entered: dict[int, dict[int, np.ndarray]] = {}
+        cost = memo.costs[self.mesh_of_nodes(f, nodes)]
         edges = []
         for u, v, table in problem.edges:
             t = np.asarray(table, dtype=float)
@@ -976,7 +983,13 @@ class AutoShard(ModulePass):
             if u in wild:
                 t = np.vstack([t, np.zeros((1, t.shape[1]))])
             if v in wild:
-                t = np.hstack([t, self.entering(f, nodes, u, v, memo, rows=t.shape[0])[:, None]])
+                if v not in entered and nodes[v].primary:
+                    entered[v] = self.entering(nodes, index, v, memo, cost)
+                column = np.zeros(t.shape[0])
+                least = entered.get(v, {}).get(u)
+                if least is not None:
+                    column[: len(least)] = least  # a wild producer's own candidate: 0
+                t = np.hstack([t, column[:, None]])
             edges.append((u, v, t))
         relaxed = Problem(node_cost, edges)
         if solution.strategy == "cd":
@@ -1003,34 +1016,39 @@ class AutoShard(ModulePass):
         return bound, f"{why}; {entries}"
 
     def entering(
-        self, f: func.FuncOp, nodes: list[Node], u: int, v: int, memo: Memo, rows: int
-    ) -> np.ndarray:
-        """What reaching call `v`'s operands from `u` costs at least, per candidate of `u`
-        (`rows` of them: a wild call's own "any boundary" last, at 0), when the call may take
-        any boundary: per operand `u` gives, the cheapest conversion to a placement the
-        callee's argument may have (none partial: a partial sum is reduced at least once; in
-        place, only no conversion: 0 where `u`'s placement is such a placement, else no
-        program)."""
-        import numpy as np
-
+        self, nodes: list[Node], index: dict[SSAValue, int], v: int, memo: Memo, cost: Cost
+    ) -> dict[int, np.ndarray]:
+        """What reaching call `v`'s operands costs at least when the call may take any
+        boundary, per producer node and candidate of it: per operand, the cheapest conversion
+        of what the producer gives to a placement the callee's argument may have (none
+        partial: a partial sum is reduced at least once; in place, only no conversion: 0
+        where the producer's placement is such a placement, else no program)."""
         call = nodes[v].op
-        out = np.zeros(rows)
-        if not nodes[v].primary or not isinstance(call, func.CallOp):
-            return out
-        index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
-        callee = SymbolTable.lookup_symbol(call, call.callee)
-        assert isinstance(callee, func.FuncOp)
-        cost = memo.costs[self.mesh_of_nodes(f, nodes)]
-        mesh = cost.mesh
-        in_place = updated_arguments(call)
-        starts = [s.result for s in nodes[u].signatures]
+        assert isinstance(call, func.CallOp)
+        name = call.callee.root_reference.data
+        if name not in memo.callees:  # once per callee: a 96-layer step has 288 calls
+            callee = SymbolTable.lookup_symbol(call, call.callee)
+            assert isinstance(callee, func.FuncOp)
+            memo.callees[name] = (callee.function_type, updated_arguments(call))
+        function_type, in_place = memo.callees[name]
+        out: dict[int, np.ndarray] = {}
         for k, operand in enumerate(call.operands):
-            t = callee.function_type.inputs.data[k]
-            if index.get(operand) != u or not isinstance(t, DTensorType):
+            t = function_type.inputs.data[k]
+            u = index.get(operand)
+            if u is None or not isinstance(t, DTensorType):
                 continue
-            goals = [s.result for s in argument_signatures(t, mesh)]
-            table = self.moves(cost, nodes[u], operand, starts, goals, k in in_place)
-            out[: len(starts)] += table.min(axis=1)
+            signatures = nodes[u].signatures
+            known = (id(signatures), t, k in in_place, self.overlaps(nodes[u]))
+            if known not in memo.entering:  # every layer's call: the same few pairs
+                key = ("argument", t, cost.mesh)
+                if key not in memo.signatures:
+                    memo.signatures[key] = argument_signatures(t, cost.mesh)
+                goals = [s.result for s in memo.signatures[key]]
+                starts = [s.result for s in signatures]
+                moved = self.moves(cost, nodes[u], operand, starts, goals, k in in_place)
+                memo.entering[known] = (moved.min(axis=1), signatures)  # alive: its id is key
+            least = memo.entering[known][0]
+            out[u] = out[u] + least if u in out else least
         return out
 
     def moves(
