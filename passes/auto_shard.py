@@ -119,9 +119,6 @@ ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
 SLICES = 20
 """An integer program past the run's time budget still gets this fraction of it."""
-LEAST_ALWAYS = False
-"""Whether tables get the least-memory entry without a memory limit too (its boundary at the
-smallest layouts, solved for cost there)."""
 MAX_SIGNATURES = 256
 """Candidates kept per op (the cheapest-to-reach first) when axes multiply into more."""
 
@@ -678,7 +675,9 @@ class AutoShard(ModulePass):
         wants), and under a memory limit a least-memory program (`least_memory`, its open
         boundary at the smallest layouts, `smallest`: a caller holding much across its calls
         can fit where the others' peaks break the limit).
-        `refine` adds entries its callers ask for."""
+        `refine` adds entries its callers ask for. The least-memory entry without a memory
+        limit was measured and left out: on GPT-3's step (2 and 96 layers, bytes and time,
+        dp and cd) no total got cheaper, and the 96-layer search took 1.5x to 1.9x as long."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
         inputs = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
@@ -692,7 +691,7 @@ class AutoShard(ModulePass):
                 entries.append(self.variant(f, 1, *replicated, memo, tables))
             except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
                 pass
-        if self.memory > 0 or LEAST_ALWAYS:
+        if self.memory > 0:  # without a limit: measured, no cheaper program (docstring)
             smallest = (
                 [self.smallest(t, f) for t in inputs],
                 [self.smallest(t, f) for t in outputs],
@@ -931,21 +930,23 @@ class AutoShard(ModulePass):
         (its results may take any placement) - tied to the same candidate at the call's other
         results - and the entries keep their candidates at their own lower bounds. Every program of `f` over all boundaries costs at least one of
         this problem's choices (a call at a table boundary: that entry's candidate; elsewhere:
-        the new one), and the memory limit is dropped (a relaxation too), so its optimum (dp;
-        with cd, its forest bound) bounds them all. The candidate is tight where it matters
+        the new one), and the memory limit is dropped (a relaxation too), so its optimum (dp,
+        whatever the strategy) bounds them all. The candidate is tight where it matters
         least: a producer's non-partial placement is a legal argument boundary, so a call free
         to take any boundary converts nothing. Where the relaxed optimum takes no new
         candidate it equals the table optimum: the tables proved it optimal (gap 0).
 
         Tried and left out: a bound separable over each call's boundary placements, priced by
         the reduced costs of the callee's open LP (Lagrangian duality, valid for any
-        multipliers). On the 2-layer GPT-3 step it gained nothing over this one (each
-        placement forced alone is free at the margin: the interactions are what costs) and
-        took 2.5 s, the backward layer's LP unpruned. That step's true optimum (inlined, ilp)
-        is 0.53196 s against this bound's 0.51001 s and the tables' 0.53851 s."""
+        multipliers). On the 2-layer GPT-3 step (dp=2 x tp=2, objective=time) it gained nothing
+        over this one (each placement forced alone is free at the margin: the interactions are
+        what costs) and took 2.5 s, the backward layer's LP unpruned. That step's true optimum
+        (inlined, ilp) is 0.53196 s against this bound's 0.51001 s and the tables' 0.53851 s;
+        on dp=8 x tp=8 0.1209 s against 0.0597 s and 0.1469 s: the tables, not only the
+        bound, are far from it there."""
         import numpy as np
 
-        from ccopt.passes.placement_search import dynamic_programming, lower_bound
+        from ccopt.passes.placement_search import dynamic_programming
 
         calls = [
             i
@@ -992,11 +993,10 @@ class AutoShard(ModulePass):
                 t = np.hstack([t, column[:, None]])
             edges.append((u, v, t))
         relaxed = Problem(node_cost, edges)
-        if solution.strategy == "cd":
-            found, choice = lower_bound(relaxed), None
-        else:
-            exact = dynamic_programming(relaxed, memo.seconds(self.time_limit))
-            found, choice = exact.lower_bound, exact.choice
+        # solved exactly whatever the strategy (cd too): the calls make the relaxation a chain
+        # of few candidates, a fraction of the search's own time
+        exact = dynamic_programming(relaxed, memo.seconds(self.time_limit))
+        found, choice = exact.lower_bound, exact.choice
         sizes = [len(n.signatures) for n in nodes]
         free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
         bound = min(found, solution.lower_bound)

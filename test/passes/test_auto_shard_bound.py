@@ -125,32 +125,43 @@ def programs(draw: st.DrawFn) -> str:
     )
 
 
-def truth(text: str) -> float:
+def truth(text: str, memory: float = 0.0) -> float:
     """The optimum over every boundary of the calls: exhaustive over complete tables."""
     with pytest.MonkeyPatch.context() as patch:
         complete_tables(patch)
-        module = apply_pipeline(load_program(text), "auto-shard{strategy=exhaustive}")
+        module = apply_pipeline(
+            load_program(text), f"auto-shard{{strategy=exhaustive memory={memory}}}"
+        )
     return total(module, "cost")
 
 
 @settings(
-    max_examples=12,
+    max_examples=20,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(programs())
-def test_bound_is_below_the_optimum_over_every_boundary(text: str) -> None:
+@given(programs(), st.sampled_from([0.0, 1.15e-6, 1.1e-6, 1.05e-6]))
+def test_bound_is_below_the_optimum_over_every_boundary(text: str, memory: float) -> None:
     """Every strategy's total bound is at most the true optimum, its cost at least it (the
     exact ones: on their tables, which may lack the optimum's boundaries), and its gap is
-    the difference."""
+    the difference - without a memory limit and under limits of 1.05 to 1.15 * 2^30 / 10^6
+    bytes (1127 to 1235) per device, which bind on some of these programs and leave others
+    no program (a callee's open optimum under the limit bounds it at every boundary)."""
     try:
-        best = truth(text)
+        best = truth(text, memory)
     except CcoptError:  # a drawn program no placement runs (e.g. a matmul of partials)
         return
     slack = 1e-9 * max(1.0, abs(best))
     for strategy in ("dp", "ilp", "cd", "exhaustive"):
-        module = apply_pipeline(load_program(text), f"auto-shard{{strategy={strategy}}}")
+        try:
+            module = apply_pipeline(
+                load_program(text), f"auto-shard{{strategy={strategy} memory={memory}}}"
+            )
+        except CcoptError:  # no program of the tables fits: the limit binds (cd: none found)
+            if not memory:
+                raise
+            continue
         bound, cost = total(module, "bound"), total(module, "cost")
         assert bound <= best + slack, (strategy, bound, best)
         assert cost >= best - slack, (strategy, cost, best)
