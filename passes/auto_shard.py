@@ -31,7 +31,12 @@ The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-s
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
 cost, the lower bound (the optimum when exact, else e.g. HiGHS's dual bound when the time
 limit stopped it, which the note says) and the gap (with `overlap=C`: also C as
-`overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`):
+`overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`). A
+function calling transfer tables is bounded over every boundary its calls could have, not
+only the tables' (`AutoShard.relaxed_bound`): its gap is what the tables may miss too, 0 only
+where they provably miss nothing (the note says so, and how many entries each callee had).
+A function's cost and bound leave out its calls' entries' (each reports its own), so the
+step's totals are every function's once per run of it:
 
 ```mlir
 func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes", cost = 0.0, bound = 0.0, gap = 0.0}}
