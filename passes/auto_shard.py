@@ -1009,7 +1009,7 @@ class AutoShard(ModulePass):
         entries = "transfer table entries: " + ", ".join(
             f"@{name} {len(tables[name])}" for name in names
         )
-        if solution.cost - bound <= 1e-9 * max(1.0, abs(solution.cost)):
+        if solution.cost - bound <= 1e-9 * abs(solution.cost):  # relative: 1e-9 s is a lot
             return solution.cost, (
                 "bound over every boundary of the calls: the transfer tables meet it (optimal); "
                 + entries
