@@ -36,7 +36,12 @@ The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-s
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
 cost, the lower bound (the optimum when exact, else e.g. HiGHS's dual bound when the time
 limit stopped it, which the note says) and the gap (with `overlap=C`: also C as
-`overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`):
+`overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`). A
+function calling transfer tables is bounded over every boundary its calls could have, not
+only the tables' (`AutoShard.relaxed_bound`): its gap is what the tables may miss too, 0 only
+where they provably miss nothing (the note says so, and how many entries each callee had).
+A function's cost and bound leave out its calls' entries' (each reports its own), so the
+step's totals are every function's once per run of it:
 
 ```mlir
 func.func @f(...) attributes {auto_shard = {strategy = "ilp", objective = "bytes", cost = 0.0, bound = 0.0, gap = 0.0}}
@@ -140,6 +145,8 @@ class Signature:
     """For a call: that entry's cost, the callee's optimum for these boundary placements."""
     callee_peak: float = 0.0
     """For a call: that entry's own memory peak per device (its arguments included)."""
+    callee_bound: float = 0.0
+    """For a call: that entry's lower bound (its cost where its search was exact)."""
 
 
 @dataclass
@@ -153,6 +160,13 @@ class Variant:
     cost: float
     peak: float = 0.0
     """The entry's memory peak per device (bytes; 0 when no limit is set)."""
+    bound: float | None = None
+    """A lower bound on the entry's cost (`cost` where its search was exact; None: `cost`).
+    Entry 0's (the open boundary's) bounds the function's cost at every boundary."""
+
+    @property
+    def floor(self) -> float:
+        return self.cost if self.bound is None else self.bound
 
 
 @dataclass
@@ -184,6 +198,13 @@ class Memo:
     """Boundaries a callee was already solved for at a caller's wish."""
     credited: dict[func.FuncOp, float] = field(default_factory=dict)
     """The simulated overlap credit (seconds) each function's solution takes (overlap=C)."""
+    problems: dict[int, tuple[Problem, Solution]] = field(default_factory=dict)
+    """Each solution's search problem, by the solution's id (`relaxed_bound` relaxes it at
+    its calls; the solution is kept alive beside it)."""
+    entering: dict[tuple, tuple[np.ndarray, list[Signature]]] = field(default_factory=dict)
+    """`AutoShard.entering`'s least conversions per producer signature list and operand."""
+    callees: dict[str, tuple[FunctionType, set[int]]] = field(default_factory=dict)
+    """Each called function's type and the arguments it updates in place (`entering`)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
@@ -673,17 +694,19 @@ class AutoShard(ModulePass):
             if f.body.blocks and f.sym_name.data in targets:
                 tables[f.sym_name.data] = self.transfer_table(f, memo, tables)
         roots = [f for f in order if f.body.blocks and f.sym_name.data not in targets]
-        found = {f: self.search(f, memo, tables) for f in roots}
+        found = latest = {f: self.search(f, memo, tables) for f in roots}
         for _ in range(REFINE_ROUNDS if tables else 0):
-            if not self.refine(found, tables, memo):
+            # the wishes of the latest solution, better or not: an entry may pay only once a
+            # later round adds its neighbour's (a backward entry matching a forward one), and
+            # stopping at the first round that gains nothing made the tables depend on how
+            # the strategy broke ties (dp and ilp stopped at different rounds)
+            if not self.refine(latest, tables, memo):
                 break
-            again = {f: self.search(f, memo, tables) for f in roots}
-            if total(again) < total(found) - 1e-12 * max(1.0, abs(total(found))):
-                found = again  # more entries: never dearer for the exact strategies
-            else:
-                break
+            latest = {f: self.search(f, memo, tables) for f in roots}
+            if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
+                found = latest  # more entries: never dearer for the exact strategies
         for f, (nodes, solution) in found.items():
-            self.finish(f, nodes, solution, tables, memo.credited.get(f))
+            self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
         if tables:
             settle_variants(op, tables)
         if self.overlap_tries and self.objective == "time":
@@ -701,7 +724,9 @@ class AutoShard(ModulePass):
         wants), and under a memory limit a least-memory program (`least_memory`, its open
         boundary at the smallest layouts, `smallest`: a caller holding much across its calls
         can fit where the others' peaks break the limit).
-        `refine` adds entries its callers ask for."""
+        `refine` adds entries its callers ask for. The least-memory entry without a memory
+        limit was measured and left out: on GPT-3's step (2 and 96 layers, bytes and time,
+        dp and cd) no total got cheaper, and the 96-layer search took 1.5x to 1.9x as long."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
         inputs = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
@@ -715,7 +740,7 @@ class AutoShard(ModulePass):
                 entries.append(self.variant(f, 1, *replicated, memo, tables))
             except CcoptError:  # e.g. whole tensors break the memory limit: not an entry
                 pass
-        if self.memory > 0:
+        if self.memory > 0:  # without a limit: measured, no cheaper program (docstring)
             smallest = (
                 [self.smallest(t, f) for t in inputs],
                 [self.smallest(t, f) for t in outputs],
@@ -797,10 +822,10 @@ class AutoShard(ModulePass):
             copy.detach()
             copy.erase()
             raise
-        self.finish(copy, nodes, solution, tables, memo.credited.get(copy))
+        bound = self.finish(copy, nodes, solution, tables, memo.credited.get(copy), memo)
         if solution is None:
             return Variant(name, copy.function_type, 0.0)
-        return Variant(name, copy.function_type, solution.cost, solution.peak)
+        return Variant(name, copy.function_type, solution.cost, solution.peak, bound)
 
     def search(
         self,
@@ -836,6 +861,7 @@ class AutoShard(ModulePass):
             )
         if problem.memory_limit is not None:
             solution.peak = problem.peak(solution.choice)
+        memo.problems[id(solution)] = (problem, solution)
         return nodes, solution
 
     def no_solution(
@@ -885,28 +911,37 @@ class AutoShard(ModulePass):
         solution: Solution | None,
         tables: dict[str, list[Variant]],
         credit: float | None = None,
-    ) -> None:
+        memo: Memo | None = None,
+    ) -> float:
         """Rewrite `f` as solved and report: its cost and bound leave out what its calls'
-        entries cost (each callee reports its own), so a step's total is every function's cost
-        once per run of it; the gap is the whole search's. With overlap=C the report says C
-        and the simulated overlap credit (seconds) the solution took (`credit`)."""
+        entries cost and bound (each callee reports its own), so a step's total is every
+        function's cost once per run of it, and its total bound is `f`'s whole bound
+        (`relaxed_bound`: over every boundary its calls could have, not only the tables'); the
+        gap is the whole search's. With overlap=C the report says C and the simulated overlap
+        credit (seconds) the solution took (`credit`). Returns the whole lower bound."""
         if solution is None:
-            return
+            return 0.0
+        searched = memo.problems.get(id(solution)) if memo is not None else None
+        problem = searched[0] if searched is not None else None
+        bound, note = solution.lower_bound, solution.note
+        if problem is not None and tables:
+            relaxed = self.relaxed_bound(f, nodes, problem, solution, tables, memo)  # type: ignore[arg-type]
+            if relaxed is not None:
+                bound, why = relaxed
+                note = f"{note}; {why}" if note else why
         self.rewrite(f, nodes, solution.choice, tables)
-        callees = sum(
-            n.signatures[c].callee_cost
-            for n, c in zip(nodes, solution.choice, strict=True)
-            if n.primary
-        )
+        chosen = [n.signatures[c] for n, c in zip(nodes, solution.choice, strict=True) if n.primary]
+        callees = sum(s.callee_cost for s in chosen)
+        floors = sum(s.callee_bound for s in chosen)
         f.attributes["auto_shard"] = DictionaryAttr(
             {
                 "strategy": StringAttr(solution.strategy),
                 "objective": StringAttr(self.objective),
                 "cost": FloatAttr(solution.cost - callees, f64),
-                "bound": FloatAttr(solution.lower_bound - callees, f64),
-                "gap": FloatAttr(solution.gap, f64),
+                "bound": FloatAttr(bound - floors, f64),
+                "gap": FloatAttr(solution.cost - bound, f64),
                 **({"peak": FloatAttr(solution.peak, f64)} if self.memory > 0 else {}),
-                **({"note": StringAttr(solution.note)} if solution.note else {}),
+                **({"note": StringAttr(note)} if note else {}),
                 **(
                     {
                         "overlap_chunks": IntegerAttr(self.overlap, i64),
@@ -917,6 +952,180 @@ class AutoShard(ModulePass):
                 ),
             }
         )
+        return bound
+
+    def relaxed_bound(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        problem: Problem,
+        solution: Solution,
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> tuple[float, str] | None:
+        """A lower bound on `f`'s cost over every boundary its calls could have, not only its
+        callees' table entries (None where `f` calls no function with a table), and a note.
+
+        The table solution's own bound is the optimum over the entries only: a boundary no
+        entry has might be cheaper. Derivation: a call at boundary b costs the callee's
+        optimum at b, opt(b), plus the conversions of its operands to b's argument placements
+        and of b's results to what their readers read. opt(b) >= L, the callee's lower bound
+        at its open boundary (entry 0: its search is over every boundary, under a memory limit
+        over every program whose own peak fits - a call holds more, so fewer fit), and every
+        conversion costs >= 0 (an overlap credit never pays an edge back). So each call node
+        gets one more candidate, "any boundary": L on its own, on an edge into the call the
+        cheapest conversion of what the producer gives to any placement the callee's argument
+        may take (`entering`: a partial sum is reduced at least once), 0 on an edge out of it
+        (its results may take any placement) - tied to the same candidate at the call's other
+        results - and the entries keep their candidates at their own lower bounds. Every program of `f` over all boundaries costs at least one of
+        this problem's choices (a call at a table boundary: that entry's candidate; elsewhere:
+        the new one), and the memory limit is dropped (a relaxation too), so its optimum (dp,
+        whatever the strategy) bounds them all. The candidate is tight where it matters
+        least: a producer's non-partial placement is a legal argument boundary, so a call free
+        to take any boundary converts nothing. Where the relaxed optimum takes no new
+        candidate it equals the table optimum: the tables proved it optimal (gap 0).
+
+        Tried and left out: a bound separable over each call's boundary placements, priced by
+        the reduced costs of the callee's open LP (Lagrangian duality, valid for any
+        multipliers). On the 2-layer GPT-3 step (dp=2 x tp=2, objective=time) it gained nothing
+        over this one (each placement forced alone is free at the margin: the interactions are
+        what costs) and took 2.5 s, the backward layer's LP unpruned. That step's true optimum
+        (inlined, ilp) is 0.53196 s against this bound's 0.51001 s and the tables' 0.53851 s;
+        on dp=8 x tp=8 0.1209 s against 0.0597 s and 0.1469 s: the tables, not only the
+        bound, are far from it there."""
+        import numpy as np
+
+        from ccopt.passes.placement_search import dynamic_programming
+
+        calls = [
+            i
+            for i, n in enumerate(nodes)
+            if isinstance(n.op, func.CallOp) and n.signatures[0].variant is not None
+        ]
+        if not calls:
+            return None
+        wild = set(calls)
+        primary = [i for i in calls if nodes[i].primary]
+        node_cost = []
+        for i, (n, costs) in enumerate(zip(nodes, problem.node_cost, strict=True)):
+            if i not in wild:
+                node_cost.append(list(costs))
+                continue
+            if not n.primary:
+                node_cost.append([*costs, 0.0])
+                continue
+            entries = tables[n.op.callee.root_reference.data]  # type: ignore[union-attr]
+            lowered = [
+                c - s.callee_cost + s.callee_bound for c, s in zip(costs, n.signatures, strict=True)
+            ]
+            node_cost.append([*lowered, entries[0].floor])
+        tied_pairs = set(tied(nodes))
+        index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+        entered: dict[int, dict[int, np.ndarray]] = {}
+        cost = memo.costs[self.mesh_of_nodes(f, nodes)]
+        edges = []
+        for u, v, table in problem.edges:
+            t = np.asarray(table, dtype=float)
+            if (u, v) in tied_pairs:
+                k = t.shape[0] + 1
+                edges.append((u, v, np.where(np.eye(k, dtype=bool), 0.0, math.inf)))
+                continue
+            if u in wild:
+                t = np.vstack([t, np.zeros((1, t.shape[1]))])
+            if v in wild:
+                if v not in entered and nodes[v].primary:
+                    entered[v] = self.entering(nodes, index, v, memo, cost)
+                column = np.zeros(t.shape[0])
+                least = entered.get(v, {}).get(u)
+                if least is not None:
+                    column[: len(least)] = least  # a wild producer's own candidate: 0
+                t = np.hstack([t, column[:, None]])
+            edges.append((u, v, t))
+        relaxed = Problem(node_cost, edges)
+        # solved exactly whatever the strategy (cd too): the calls make the relaxation a chain
+        # of few candidates, a fraction of the search's own time
+        exact = dynamic_programming(relaxed, memo.seconds(self.time_limit))
+        found, choice = exact.lower_bound, exact.choice
+        sizes = [len(n.signatures) for n in nodes]
+        free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
+        bound = min(found, solution.lower_bound)
+        names = sorted({nodes[i].op.callee.root_reference.data for i in primary})  # type: ignore[union-attr]
+        entries = "transfer table entries: " + ", ".join(
+            f"@{name} {len(tables[name])}" for name in names
+        )
+        if solution.cost - bound <= 1e-9 * abs(solution.cost):  # relative: 1e-9 s is a lot
+            return solution.cost, (
+                "bound over every boundary of the calls: the transfer tables meet it (optimal); "
+                + entries
+            )
+        why = "bound over every boundary of the calls (each callee at least its open optimum, "
+        why += "conversions at calls at their least)"
+        if choice is not None:
+            why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
+        return bound, f"{why}; {entries}"
+
+    def entering(
+        self, nodes: list[Node], index: dict[SSAValue, int], v: int, memo: Memo, cost: Cost
+    ) -> dict[int, np.ndarray]:
+        """What reaching call `v`'s operands costs at least when the call may take any
+        boundary, per producer node and candidate of it: per operand, the cheapest conversion
+        of what the producer gives to a placement the callee's argument may have (none
+        partial: a partial sum is reduced at least once; in place, only no conversion: 0
+        where the producer's placement is such a placement, else no program)."""
+        call = nodes[v].op
+        assert isinstance(call, func.CallOp)
+        name = call.callee.root_reference.data
+        if name not in memo.callees:  # once per callee: a 96-layer step has 288 calls
+            callee = SymbolTable.lookup_symbol(call, call.callee)
+            assert isinstance(callee, func.FuncOp)
+            memo.callees[name] = (callee.function_type, updated_arguments(call))
+        function_type, in_place = memo.callees[name]
+        out: dict[int, np.ndarray] = {}
+        for k, operand in enumerate(call.operands):
+            t = function_type.inputs.data[k]
+            u = index.get(operand)
+            if u is None or not isinstance(t, DTensorType):
+                continue
+            signatures = nodes[u].signatures
+            known = (id(signatures), t, k in in_place, self.overlaps(nodes[u]))
+            if known not in memo.entering:  # every layer's call: the same few pairs
+                key = ("argument", t, cost.mesh)
+                if key not in memo.signatures:
+                    memo.signatures[key] = argument_signatures(t, cost.mesh)
+                goals = [s.result for s in memo.signatures[key]]
+                starts = [s.result for s in signatures]
+                moved = self.moves(cost, nodes[u], operand, starts, goals, k in in_place)
+                memo.entering[known] = (moved.min(axis=1), signatures)  # alive: its id is key
+            least = memo.entering[known][0]
+            out[u] = out[u] + least if u in out else least
+        return out
+
+    def moves(
+        self,
+        cost: Cost,
+        producer: Node,
+        value: SSAValue,
+        starts: list[Placements],
+        goals: list[Placements],
+        in_place: bool = False,
+    ) -> np.ndarray:
+        """Converting `value` from each of `starts` to each of `goals` (each distinct pair
+        costed once); in place, only no conversion; 0 where the overlap credit may hide it."""
+        import numpy as np
+
+        if self.overlaps(producer):
+            return np.zeros((len(starts), len(goals)))
+        t = value.type
+        assert isinstance(t, DTensorType)
+        a: dict[Placements, int] = {}
+        b: dict[Placements, int] = {}
+        rows = np.array([a.setdefault(p, len(a)) for p in starts])
+        cols = np.array([b.setdefault(p, len(b)) for p in goals])
+        table = cost.matrix(t, tuple(a), tuple(b))[np.ix_(rows, cols)]
+        if in_place:
+            same = np.array([[p == q for q in goals] for p in starts]).reshape(table.shape)
+            table = np.where(same, table, math.inf)
+        return table
 
     def refine(
         self,
@@ -1476,6 +1685,7 @@ def call_nodes(
                     variant=k if name in tables else None,
                     callee_cost=v.cost,
                     callee_peak=v.peak,
+                    callee_bound=v.floor,
                 )
                 for k, v in enumerate(variants)
             ]

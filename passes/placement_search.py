@@ -289,7 +289,9 @@ def dynamic_programming(problem: Problem, time_limit: float = TIME_LIMIT) -> Sol
         return solution
     folded = fold_fixed(problem)
     reduced, keep = prune(folded)
-    eliminated = eliminate(reduced)
+    # pruning leaves nodes of one candidate: folded too, or a hub of many is eliminated into
+    # a table over all its neighbours (past numpy's 64 dimensions)
+    eliminated = eliminate(fold_fixed(reduced))
     if eliminated is None:
         solution = integer_program(problem, time_limit)
         solution.note = _joined(
@@ -311,6 +313,9 @@ def _joined(*notes: str) -> str:
 
 HINTED = 1000
 """Nodes up to which coordinate descent's program starts HiGHS's branching."""
+
+MAX_SCOPE = 32
+"""Nodes a table of variable elimination may span (numpy allows 64 axes)."""
 
 MAX_TABLE = 1 << 21
 """Entries of the largest table variable elimination may build before it hands over to ilp."""
@@ -494,6 +499,8 @@ def eliminate(problem: Problem) -> tuple[list[int], int] | None:
     for x in order:
         scope = tuple(sorted({y for key in mentions[x] for y in tables[key][0]}))
         width = max(width, len(scope) - 1)
+        if len(scope) > MAX_SCOPE:  # nodes of one candidate widen no table, but numpy's axes
+            return None
         total = np.zeros([sizes[y] for y in scope])
         for key in list(mentions[x]):
             s, table = tables.pop(key)

@@ -61,7 +61,9 @@ def test_callees_are_solved_once_and_every_call_reuses_them(open_stack):
     The optimum, by hand: with every placement open each rank may compute the whole step, so
     no value needs a conversion; bytes are never negative, so every function's optimum is 0
     (plus the tie-break of under a byte that prefers split arguments) and dp's bound equals
-    it."""
+    it - the step's within that tie-break: its bound lets every call take any boundary
+    (`relaxed_bound`), each layer at its open optimum, whose arguments are split where the
+    chosen entries, agreeing between the layers, keep some whole."""
     module = apply_pipeline(load_program(open_stack), "auto-shard{strategy=dp}")
     names = [f.sym_name.data for f in module.walk() if isinstance(f, func.FuncOp)]
     assert sorted(names) == ["gpt_step", "layer_adam", "layer_backward", "layer_forward"]
@@ -69,7 +71,10 @@ def test_callees_are_solved_once_and_every_call_reuses_them(open_stack):
     assert got["gpt_step"]["strategy"] == "dp"
     for name, r in got.items():
         assert 0 <= r["cost"] < 1, name
-        assert r["gap"] == pytest.approx(0, abs=1e-9), name
+        if name == "gpt_step":
+            assert 0 <= r["gap"] < 1e-3  # bytes: the tie-break only
+        else:
+            assert r["gap"] == pytest.approx(0, abs=1e-9), name
     assert "coll." not in str(module)
     for op in module.walk():
         for v in (*op.operands, *op.results):
