@@ -628,15 +628,18 @@ def encoded_pieces(
         yield out, piece.file_start
 
 
-def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
+def pieces(
+    alg: Algorithm, size: int, local_mem_bw: float, columns: np.ndarray | None = None
+) -> Iterator[Piece]:
     """The trace set of `alg` (verified first), about STEPS_PER_PIECE steps' whole ranks at a
     time.
 
     A piece's nodes are encoded at once, byte for byte as protobuf serializes a Node (fields
     in number order, defaults left out): the nodes whose fields all have the same lengths (a
     shape: a ring has about a hundred) are one byte matrix, the bytes they share written once
-    and each varying field a column at a time, then put in their place in the files."""
-    sched = schedule(alg)
+    and each varying field a column at a time, then put in their place in the files.
+    `columns`: the steps by column, where the caller has them (`schedule`'s)."""
+    sched = schedule(alg, columns)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
     steps = step_nodes(sched)
@@ -1228,8 +1231,8 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
         if not paths:
             return None
         files = _TraceFiles(paths)
-        alg, size, local_mem_bw = _decoded(files, str(prefix))
-        if not _exports_to(alg, size, local_mem_bw, files):
+        alg, size, local_mem_bw, columns = _decoded(files, str(prefix))
+        if not _exports_to(alg, size, local_mem_bw, files, columns):
             return None
     except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
         return None
@@ -1240,11 +1243,14 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     return alg
 
 
-def _exports_to(alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles) -> bool:
+def _exports_to(
+    alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles, columns: np.ndarray
+) -> bool:
     """Whether exporting `alg` gives `files`: the same bytes, cut into the same files (read
-    again, a piece's files at a time). This is what proves an import (and verifies it)."""
+    again, a piece's files at a time). This is what proves an import (and verifies it).
+    `columns`: the steps by column, of which the thread blocks' tables are views."""
     rank, starts, scratch = 0, files.starts, Scratch()
-    for piece in pieces(alg, size, local_mem_bw):
+    for piece in pieces(alg, size, local_mem_bw, columns):
         bounds = piece.file_start
         last = rank + len(bounds) - 1
         if last >= len(starts) or [starts[rank] + b for b in bounds] != starts[rank : last + 1]:
@@ -1261,24 +1267,26 @@ as ccopt writes them, two of ten for a -1)."""
 
 
 def _step_fields(a: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The FIELDS varints one after the other from each of `at`, a row each: the _WINDOW bytes
+    """The FIELDS varints one after the other from each of `at`, a column each: the _WINDOW bytes
     from each position read at once, the rows grouped by which of those bytes go on (their
     continuation bits), which puts each field of a group's rows at one place and width (a few
     groups, a column at a time each); a row whose fields do not end within the window is read a
     varint at a time."""
     n = len(at)
-    row = np.empty((n, FIELDS), np.int64)
-    if len(a) < _WINDOW:  # (nothing to read: every varint, and so the row, is past the end)
+    column = np.empty((FIELDS, n), np.int64)
+    if len(a) < _WINDOW or not n:  # (nothing to read: every varint is past the end)
         for k in range(FIELDS):
-            row[:, k], at = _read_varints(a, at)
-        return row
+            column[k], at = _read_varints(a, at)
+        return column
     items = np.ndarray((len(a) - _WINDOW + 1,), f"V{_WINDOW}", a, 0, (1,))
     window = items[np.minimum(at, len(items) - 1)].view(np.uint8).reshape(n, _WINDOW)
     key = np.packbits(window >= 0x80, axis=1, bitorder="little").view("<u4")[:, 0]
     key[at >= len(items)] = 0xFFFFFFFF  # (too near the end: a varint at a time)
-    patterns, group = np.unique(key, return_inverse=True)
-    order = np.argsort(group.reshape(-1), kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(group.reshape(-1)))]).tolist()
+    order = np.argsort(key, kind="stable")  # (one sort: the groups and their patterns)
+    ordered = key[order]
+    cuts = (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist()
+    bounds = [0, *cuts, n]
+    patterns = ordered[bounds[:-1]]
     window = window[order]  # (a group's rows one after the other)
     fields = np.empty((FIELDS, n), np.int64)  # (in that order)
     for pattern, lo, hi in zip(patterns.tolist(), bounds[:-1], bounds[1:], strict=True):
@@ -1290,8 +1298,8 @@ def _step_fields(a: np.ndarray, at: np.ndarray) -> np.ndarray:
             continue
         for k, (start, width) in enumerate(layout):
             fields[k, lo:hi] = _column_varint(window[lo:hi], start, width)
-    row[order] = fields.T
-    return row
+    column[:, order] = fields
+    return column
 
 
 @functools.lru_cache(maxsize=1 << 10)
@@ -1374,10 +1382,11 @@ DECODE_BYTES = 1 << 24
 reused, where arrays of a whole trace set's nodes would be fresh memory each."""
 
 
-def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float]:
+def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float, np.ndarray]:
     """The algorithm, size and local memory bandwidth the files would have been written for,
-    some files at a time."""
-    gpus, head_fields = [], None
+    some files at a time, and the algorithm's steps by column (as `flatten` makes them of the
+    thread blocks' tables, which are views of them)."""
+    gpus, head_fields, columns = [], None, []
     for lo, hi in files.groups():
         a = files.read(lo, hi)
         regions, metadata = _file_metadata(
@@ -1385,7 +1394,7 @@ def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float]:
         )
         mine = [_rank_gpu(fields, f"{prefix}.{lo + r}.et") for r, fields in enumerate(metadata)]
         frame, marks, per_file = _node_frames(a, regions)
-        _read_steps(a, frame, marks, per_file, mine)
+        columns.append(_read_steps(a, frame, marks, per_file, mine))
         gpus += mine
         head_fields = head_fields or metadata[0]
     if head_fields is None:
@@ -1393,13 +1402,19 @@ def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float]:
     alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
     chunk = _number(head_fields, "chunk_bytes", prefix)
     size = chunk * max(g.in_chunks for g in gpus)
-    return alg, size, float(head_fields["local_mem_bw"])
+    return (
+        alg,
+        size,
+        float(head_fields["local_mem_bw"]),
+        np.concatenate(columns, 1).astype(np.int64),
+    )
 
 
 def _read_steps(
     a: np.ndarray, frame: np.ndarray, marks: np.ndarray, per_file: np.ndarray, gpus: list[Gpu]
-) -> None:
-    """Set the steps of the thread blocks of `gpus` from their files' nodes."""
+) -> np.ndarray:
+    """Set the steps of the thread blocks of `gpus` from their files' nodes: views of the
+    steps by column (int32, each a row of the table returned)."""
     # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last);
     # only what makes the algorithm is read (the re-export proves the rest)
     packed = marks + len(_STEP_MARK) + 3
@@ -1411,19 +1426,16 @@ def _read_steps(
     first = np.ones(len(frame), bool)
     first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
-    row = _step_fields(a, packed[head])
-    index = row[:, 1]
+    column = _step_fields(a, packed[head])
+    step_tb, index = column[0], column[1]
     other = _cross_deps(a, frame[head], head - rank_start[head], index)
     owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)
     owner = (np.cumsum(first) - 1)[owner]  # (its step)
-    steps = np.column_stack(
-        [
-            row[:, 2:8],
-            np.where(other >= 0, row[owner, 0], -1),
-            np.where(other >= 0, row[owner, 1], -1),
-        ]
-    ).astype(np.int32)
-    step_rank, step_tb = rank[head], row[:, 0]
+    steps = np.empty((FIELDS, len(head)), np.int32)  # (by column: flatten's, as they are)
+    steps[:6] = column[2:8]
+    steps[6] = np.where(other >= 0, step_tb[owner], -1)
+    steps[7] = np.where(other >= 0, index[owner], -1)
+    step_rank = rank[head]
     most = max(len(g.tbs) for g in gpus)
     if len(head) and (step_tb.min() < 0 or step_tb.max() >= most):
         raise ValueError("a thread block number no rank has")  # (before counting them)
@@ -1431,9 +1443,10 @@ def _read_steps(
     for r, gpu in enumerate(gpus):
         mine = slice(bounds[r], bounds[r + 1])
         counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
-        tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
+        tables = np.split(steps.T[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
         for tb, table in zip(gpu.tbs, tables, strict=True):
-            tb.steps = table
+            tb.steps = table  # (a view of the columns: the rows of a transposed table)
+    return steps
 
 
 # ---------------------------------------------------------------------------------------------
