@@ -74,14 +74,6 @@ def _table(kinds: tuple[Step, ...]) -> np.ndarray:
 
 IS_REDUCE = _table(REDUCTIONS)
 IS_COMP = _table((*REDUCTIONS, Step.COPY, Step.NOP, Step.APPLY))
-NODES_PER_STEP = IS_RECV.astype(np.int64) + IS_COMP + IS_SEND
-NODE_KINDS = np.array(
-    [
-        ([k for k, has in enumerate((IS_RECV[t], IS_COMP[t], IS_SEND[t])) if has] + [0] * 3)[:3]
-        for t in range(len(Step))
-    ]
-)
-"""A step type's nodes in order, 0 a RECV, 1 a COMP, 2 a SEND (row: the step type)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -669,80 +661,81 @@ def pieces(
         lo = hi
 
 
+_KIND_NAME = (b"RECV_", b"COMP_", b"SEND_")
+_KIND_TYPE = (RECV, COMP, SEND)
+
+
 def _nodes(
     flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
 ) -> tuple[list[Segment], np.ndarray]:
-    """The framed nodes of steps [lo, hi) (whole ranks), in order, as parts, and the rank of
-    each."""
+    """The framed nodes of steps [lo, hi) (whole ranks) as parts, a row per step: its RECV,
+    COMP and SEND nodes (those it has), which follow each other in the file; and the rank of
+    each row. A row per step, not per node: what a step's nodes share (their name's numbers,
+    comm_size, the packed msccl_step) is a column once, a node's kind is the part it is in
+    (nothing chosen per node), and consecutive steps of one shape lie one after the other."""
     kind = flat.col[TYPE, lo:hi]
-    # the nodes in file order: each step's RECV, COMP and SEND (those it has)
-    per_step = NODES_PER_STEP[kind]
-    n = int(per_step.sum())
-    step_start = np.cumsum(per_step) - per_step
-    step = np.repeat(np.arange(lo, hi), per_step)
-    within = np.arange(n) - np.repeat(step_start, per_step)
-    which = NODE_KINDS[kind[step - lo], within]
-    node_id = steps.first[step] + within
-    first, recv, comp = within == 0, which == 0, which == 1
-    # parents: the node before in its step; for a step's first node, the last node of the
-    # step before in its thread block and of the step it waits for
-    index = flat.index[step]
-    before = np.where(
-        first, np.where(index > 0, steps.last[np.maximum(step - 1, 0)], -1), node_id - 1
-    )
-    dep = steps.dep[step]
-    other = np.where(first & (dep >= 0), steps.last[np.maximum(dep, 0)], -1)
-    parents = [
-        (m, np.where(p >= 0, k, 0)) for p in (before, other) for m, k in [varints(np.maximum(p, 0))]
+    n = hi - lo
+    step = np.arange(lo, hi)
+    index = flat.index[lo:hi]
+    block = flat.tb[lo:hi]
+    # a step's first node's parents: the last node of the step before in its thread block
+    # and of the step it waits for across blocks; a later node's, the node before it
+    before = np.where(index > 0, steps.last[np.maximum(step - 1, 0)], -1)
+    dep = steps.dep[lo:hi]
+    other = np.where(dep >= 0, steps.last[np.maximum(dep, 0)], -1)
+    numbers = [
+        constant(b"tb", n),
+        decimal(flat.tb_local[block]),
+        constant(b"_step", n),
+        decimal(index),
     ]
-    block = flat.tb[step]
-    tb = flat.tb_local[block]
-    ones = np.broadcast_to(np.int64(1), (n,))
-    # a node's kind (its name's first word, its type) is the same in every row of a shape:
-    # which of comm_src (a RECV) and comm_dst (a SEND) it has, neither for a COMP, tells it
-    name = field(
-        b"\x12",
-        [
-            (
-                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which, True),
-                np.broadcast_to(np.int64(5), (n,)),
-            ),
-            constant(b"tb", n),
-            decimal(tb),
-            constant(b"_step", n),
-            decimal(index),
-        ],
-    )
-    node_micros = np.where(comp, micros[step], 0)
-    peer = np.where(recv, flat.tb_recv[block], flat.tb_send[block])
-    peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
-    tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
-    tag = np.where(comp, 0, tag)
     row, length = _step_rows(flat, lo, hi)
     step_attr = field(
         b"\x52",
         concat(
             [constant(_STEP_NAME, n)],
-            field(b"\x42", field(b"\x0a", [(Rows(row, step - lo), length[step - lo])])),
+            field(b"\x42", field(b"\x0a", [(Rows(row, np.arange(n)), length)])),
         ),
     )
-    node = concat(
-        only(varint_field(b"\x08", node_id), node_id > 0),
-        name,
-        [
-            constant(b"\x18", n),
-            (Varints(np.array([RECV, COMP, SEND], np.uint8)[which], True), ones),
-        ],
-        only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
-        only(varint_field(b"\x38", node_micros), node_micros > 0),
-        only(int_attribute("comm_size", INT64, flat.col[CNT, step] * chunk), ~comp),
-        only(int_attribute("comm_src", INT32, peer), recv),
-        only(int_attribute("comm_dst", INT32, peer), which == 2),
-        only(int_attribute("comm_tag", INT32, tag), ~comp),
-        [constant(_NOT_CPU, n)],
-        step_attr,
-    )
-    return concat([varints(total(node), True)], node), flat.rank[step]
+    size = int_attribute("comm_size", INT64, flat.col[CNT, lo:hi] * chunk)
+    message = {
+        0: ("comm_src", flat.tb_recv[block], steps.recv_tag[lo:hi]),
+        2: ("comm_dst", flat.tb_send[block], steps.send_tag[lo:hi]),
+    }
+    node_id = steps.first[lo:hi]
+    nodes = []
+    for which, present in enumerate((IS_RECV[kind], IS_COMP[kind], IS_SEND[kind])):
+        if not present.any():
+            continue
+        if which == 1:
+            middle = [only(varint_field(b"\x38", micros[lo:hi]), micros[lo:hi] > 0)]
+        else:  # (where the step has no such node, 0s: a -1 would widen a column)
+            peer_key, peer, tag = message[which]
+            middle = [
+                size,
+                int_attribute(peer_key, INT32, np.where(present, peer, 0)),
+                int_attribute("comm_tag", INT32, np.where(present, tag, 0)),
+            ]
+        parents = [
+            (m, np.where(p >= 0, k, 0))
+            for p in (before, other)
+            for m, k in [varints(np.maximum(p, 0))]
+        ]
+        node = concat(
+            only(varint_field(b"\x08", node_id), node_id > 0),
+            field(b"\x12", [constant(_KIND_NAME[which], n), *numbers]),
+            [constant(b"\x18" + varint(_KIND_TYPE[which]), n)],
+            only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
+            *middle,
+            [constant(_NOT_CPU, n)],
+            step_attr,
+        )
+        nodes.append(only(concat([varints(total(node), True)], node), present))
+        # the step's next node: after this one where it has it
+        before = np.where(present, node_id, before)
+        other = np.where(present, -1, other)
+        node_id = node_id + present
+    return concat(*nodes), flat.rank[lo:hi]
 
 
 def _step_rows(flat: Flat, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
