@@ -1129,12 +1129,14 @@ def _split(data: bytes, offset: int, most: int = -1) -> tuple[list[int], list[in
     return starts, lengths
 
 
-def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _node_frames(
+    a: np.ndarray, regions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Where the nodes of every file's node region (data[start:end]) are framed (their length
-    prefix), where their msccl_step attribute is, and how many each file has: found from the
-    attribute, which ends every node ccopt writes (its length says where the node ends, and
-    the next node's length prefix follows), with no loop over nodes. Nothing here proves that
-    the nodes are framed so: exporting what they decode to does."""
+    prefix), where their msccl_step attribute is, how many each file has and where each node
+    ends: found from the attribute, which ends every node ccopt writes (its length says where
+    the node ends, and the next node's length prefix follows), with no loop over nodes.
+    Nothing here proves that the nodes are framed so: exporting what they decode to does."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
     marks = _find_byte(a, ord("l"), int(regions[0, 0]), int(regions[-1, 1])) - letter
     marks = marks[(marks >= 0) & (marks + 16 <= len(a))]
@@ -1152,7 +1154,7 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     last = np.cumsum(per_file)[per_file > 0] - 1
     if not np.array_equal(end[last], regions[per_file > 0, 1]):
         raise ValueError("a file goes on after its last node")
-    return frame, marks, per_file
+    return frame, marks, per_file, end
 
 
 class _TraceFiles:
@@ -1353,13 +1355,15 @@ def _varint_sizes(values: np.ndarray) -> np.ndarray:
 
 
 def _cross_deps(
-    a: np.ndarray, frame: np.ndarray, node: np.ndarray, index: np.ndarray
+    a: np.ndarray, frame: np.ndarray, end: np.ndarray, node: np.ndarray, index: np.ndarray
 ) -> np.ndarray:
     """The cross-block dependency (a node id, -1 where none) of steps' first nodes, framed at
-    `frame`, each node `node` of its file and starting step `index` of its thread block. As
-    ccopt writes them, a node's id is its place in its file, and the first dependency of a
-    step past its block's first is the node before; read as if so (the re-export proves it)."""
-    _, at = _read_varints(a, frame)
+    `frame` and ending at `end`, each node `node` of its file and starting step `index` of its
+    thread block. As ccopt writes them, a node's id is its place in its file, its length
+    prefix as long as its length needs, and the first dependency of a step past its block's
+    first is the node before; read as if so (the re-export proves it)."""
+    framed = end - frame  # (the prefix and the node: 1 byte of prefix up to 128, then 2)
+    at = frame + 1 + (framed > 128) + (framed > 16385)
     at = at + np.where(node > 0, 1 + _varint_sizes(node), 0)  # [1 id]
     at = at + 2 + a[at + 1]  # 2 name
     at = at + 2  # 3 type
@@ -1386,8 +1390,8 @@ def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float, np
             a, [s - files.starts[lo] for s in files.starts[lo : hi + 1]]
         )
         mine = [_rank_gpu(fields, f"{prefix}.{lo + r}.et") for r, fields in enumerate(metadata)]
-        frame, marks, per_file = _node_frames(a, regions)
-        columns.append(_read_steps(a, frame, marks, per_file, mine))
+        frame, marks, per_file, end = _node_frames(a, regions)
+        columns.append(_read_steps(a, frame, end, marks, per_file, mine))
         gpus += mine
         head_fields = head_fields or metadata[0]
     if head_fields is None:
@@ -1404,7 +1408,12 @@ def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float, np
 
 
 def _read_steps(
-    a: np.ndarray, frame: np.ndarray, marks: np.ndarray, per_file: np.ndarray, gpus: list[Gpu]
+    a: np.ndarray,
+    frame: np.ndarray,
+    end: np.ndarray,
+    marks: np.ndarray,
+    per_file: np.ndarray,
+    gpus: list[Gpu],
 ) -> np.ndarray:
     """Set the steps of the thread blocks of `gpus` from their files' nodes: views of the
     steps by column (int32, each a row of the table returned)."""
@@ -1421,7 +1430,7 @@ def _read_steps(
     head = np.flatnonzero(first)
     column = _step_fields(a, packed[head])
     step_tb, index = column[0], column[1]
-    other = _cross_deps(a, frame[head], head - rank_start[head], index)
+    other = _cross_deps(a, frame[head], end[head], head - rank_start[head], index)
     owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)
     owner = (np.cumsum(first) - 1)[owner]  # (its step)
     steps = np.empty((FIELDS, len(head)), np.int32)  # (by column: flatten's, as they are)
