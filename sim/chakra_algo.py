@@ -574,11 +574,12 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
 
 @dataclass
 class Piece:
-    """Some whole ranks' files, not yet spelled: each file's metadata, then its nodes as parts
-    (row i of the parts goes at byte at[i]), the files one after the other from file_start."""
+    """Some whole ranks' files, not yet spelled: each file's metadata, then its steps' nodes as
+    rows of parts, a family of steps at a time (row i of a family's parts is its step rows[i],
+    which goes at byte at[rows[i]]), the files one after the other from file_start."""
 
     metadata: list[bytes]
-    parts: list[Segment]
+    families: list[tuple[list[Segment], np.ndarray]]
     at: np.ndarray
     file_start: list[int]
 
@@ -586,7 +587,8 @@ class Piece:
         """Spell the piece's files into out[:file_start[-1]]."""
         for start, data in zip(self.file_start, self.metadata, strict=False):
             out[start : start + len(data)] = np.frombuffer(data, np.uint8)
-        write_rows(self.parts, out, self.at, scratch)
+        for parts, rows in self.families:
+            write_rows(parts, out, self.at[rows], scratch)
 
     def matches(self, files: np.ndarray, scratch: Scratch) -> bool:
         """Whether `files` (at least file_start[-1] bytes) is the piece's files, byte for byte:
@@ -596,7 +598,10 @@ class Piece:
         for start, data in zip(self.file_start, self.metadata, strict=False):
             if files[start : start + len(data)].tobytes() != data:
                 return False
-        return write_rows(self.parts, files, self.at, scratch, compare=True)
+        return all(
+            write_rows(parts, files, self.at[rows], scratch, compare=True)
+            for parts, rows in self.families
+        )
 
 
 def _same_bytes(mine: np.ndarray, got: np.ndarray) -> bool:
@@ -643,13 +648,13 @@ def pieces(
         hi = lo + 1
         while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
             hi += 1
-        if rank_start[hi] > rank_start[lo]:
-            parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
-        else:  # (ranks without steps: their metadata only)
-            parts, rank = [constant(b"", 0)], np.zeros(0, np.int64)
+        families = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        rank = flat.rank[rank_start[lo] : rank_start[hi]]
         metadata = [encode_metadata(rank_fields(alg, r), head) for r in range(lo, hi)]
         meta = np.array([len(m) for m in metadata], np.int64)
-        length = total(parts)
+        length = np.zeros(len(rank), np.int64)
+        for parts, rows in families:
+            length[rows] = total(parts)
         ends = np.cumsum(length)
         node_bounds = np.searchsorted(rank, np.arange(lo, hi + 1))
         node_bytes = np.diff(np.concatenate([[0], ends])[node_bounds])
@@ -657,7 +662,7 @@ def pieces(
         local = rank - lo
         before = np.concatenate([[0], ends])[node_bounds[local]]  # the rank's nodes before
         at = file_start[local] + meta[local] + (ends - length - before)
-        yield Piece(metadata, parts, at, file_start.tolist())
+        yield Piece(metadata, families, at, file_start.tolist())
         lo = hi
 
 
@@ -667,21 +672,44 @@ _KIND_TYPE = (RECV, COMP, SEND)
 
 def _nodes(
     flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
-) -> tuple[list[Segment], np.ndarray]:
-    """The framed nodes of steps [lo, hi) (whole ranks) as parts, a row per step: its RECV,
-    COMP and SEND nodes (those it has), which follow each other in the file; and the rank of
-    each row. A row per step, not per node: what a step's nodes share (their name's numbers,
-    comm_size, the packed msccl_step) is a column once, a node's kind is the part it is in
-    (nothing chosen per node), and consecutive steps of one shape lie one after the other."""
+) -> list[tuple[list[Segment], np.ndarray]]:
+    """The framed nodes of steps [lo, hi) (whole ranks), a row per step: its RECV, COMP and
+    SEND nodes (those it has), which follow each other in the file. A row per step, not per
+    node: what a step's nodes share (their name's numbers, comm_size, the packed msccl_step)
+    is a column once. The steps come in families, those with the same kinds of nodes (a send,
+    a receive and reduce, ...): a family's parts are its rows' nodes, none left out of some
+    rows. Each family's parts, and its steps (from lo) in order."""
     kind = flat.col[TYPE, lo:hi]
-    n = hi - lo
-    step = np.arange(lo, hi)
-    index = flat.index[lo:hi]
-    block = flat.tb[lo:hi]
+    kinds = IS_RECV[kind] * np.int8(1) | IS_COMP[kind] * np.int8(2) | IS_SEND[kind] * np.int8(4)
+    row, length = _step_rows(flat, lo, hi)
+    families = []
+    for family in np.flatnonzero(np.bincount(kinds, minlength=8)).tolist():
+        rows = np.flatnonzero(kinds == family)
+        has = [bool(family >> which & 1) for which in range(3)]
+        parts = _family_nodes(flat, steps, micros, chunk, lo + rows, has, (row, length, rows))
+        families.append((parts, rows))
+    return families
+
+
+def _family_nodes(
+    flat: Flat,
+    steps: StepNodes,
+    micros: np.ndarray,
+    chunk: int,
+    step: np.ndarray,
+    has: list[bool],
+    packed: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> list[Segment]:
+    """The nodes of `step`s that all have the nodes `has` (a RECV, a COMP, a SEND) as parts,
+    a row per step; `packed`: the piece's msccl_step rows, their lengths, and these steps'
+    rows among them."""
+    n = len(step)
+    index = flat.index[step]
+    block = flat.tb[step]
     # a step's first node's parents: the last node of the step before in its thread block
     # and of the step it waits for across blocks; a later node's, the node before it
     before = np.where(index > 0, steps.last[np.maximum(step - 1, 0)], -1)
-    dep = steps.dep[lo:hi]
+    dep = steps.dep[step]
     other = np.where(dep >= 0, steps.last[np.maximum(dep, 0)], -1)
     numbers = [
         constant(b"tb", n),
@@ -689,32 +717,34 @@ def _nodes(
         constant(b"_step", n),
         decimal(index),
     ]
-    row, length = _step_rows(flat, lo, hi)
+    row, length, mine = packed
     step_attr = field(
         b"\x52",
         concat(
             [constant(_STEP_NAME, n)],
-            field(b"\x42", field(b"\x0a", [(Rows(row, np.arange(n)), length)])),
+            field(b"\x42", field(b"\x0a", [(Rows(row, mine), length[mine])])),
         ),
     )
-    size = int_attribute("comm_size", INT64, flat.col[CNT, lo:hi] * chunk)
+    sizes = flat.col[CNT, step] * chunk
+    size = int_attribute("comm_size", INT64, sizes) if has[0] or has[2] else None
     message = {
-        0: ("comm_src", flat.tb_recv[block], steps.recv_tag[lo:hi]),
-        2: ("comm_dst", flat.tb_send[block], steps.send_tag[lo:hi]),
+        0: ("comm_src", flat.tb_recv, steps.recv_tag),
+        2: ("comm_dst", flat.tb_send, steps.send_tag),
     }
-    node_id = steps.first[lo:hi]
+    node_id = steps.first[step]
     nodes = []
-    for which, present in enumerate((IS_RECV[kind], IS_COMP[kind], IS_SEND[kind])):
-        if not present.any():
+    for which in range(3):
+        if not has[which]:
             continue
         if which == 1:
-            middle = [only(varint_field(b"\x38", micros[lo:hi]), micros[lo:hi] > 0)]
-        else:  # (where the step has no such node, 0s: a -1 would widen a column)
+            mic = micros[step]
+            middle = [only(varint_field(b"\x38", mic), mic > 0)]
+        else:
             peer_key, peer, tag = message[which]
             middle = [
                 size,
-                int_attribute(peer_key, INT32, np.where(present, peer, 0)),
-                int_attribute("comm_tag", INT32, np.where(present, tag, 0)),
+                int_attribute(peer_key, INT32, peer[block]),
+                int_attribute("comm_tag", INT32, tag[step]),
             ]
         parents = [
             (m, np.where(p >= 0, k, 0))
@@ -730,12 +760,11 @@ def _nodes(
             [constant(_NOT_CPU, n)],
             step_attr,
         )
-        nodes.append(only(concat([varints(total(node), True)], node), present))
-        # the step's next node: after this one where it has it
-        before = np.where(present, node_id, before)
-        other = np.where(present, -1, other)
-        node_id = node_id + present
-    return concat(*nodes), flat.rank[lo:hi]
+        nodes.append(concat([varints(total(node), True)], node))
+        # the step's next node: after this one
+        before, other = node_id, np.full(n, -1, np.int64)
+        node_id = node_id + 1
+    return concat(*nodes)
 
 
 def _step_rows(flat: Flat, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
