@@ -441,14 +441,15 @@ def shapes(parts: list[Segment]) -> np.ndarray:
     values, spelled numbers) are looked at: the others follow from them (a constant is there
     when the values it goes with are, a length is the sum of lengths)."""
     n = len(parts[0][1])
-    key, span = np.zeros(n, np.int32), 1  # (in place, 32 bits: below 2^20 x a length's range)
+    key, span = np.zeros(n, np.int32), 1  # (in place, 32 bits: below 2^16 x a length's range)
     for m, length in parts:
         if _same_in_every_row(m) or not length.strides[0]:
             continue
         low, high = int(length.min(initial=0)), int(length.max(initial=0))
         if low == high:
             continue
-        if span * (high - low + 1) > 1 << 20:  # renumber the shapes seen so far (counting)
+        if span * (high - low + 1) > 1 << 16:  # renumber the shapes seen so far (counting:
+            # a span of a few shapes' numbers, not of millions, where counting costs the span)
             key, span = _renumbered(key, span)
         key *= np.int32(high - low + 1)
         np.add(key, length, out=key, casting="unsafe")
