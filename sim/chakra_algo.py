@@ -526,15 +526,21 @@ def write_rows(
         size = len(template)
         matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)
+        gathered: dict[tuple[int, int], np.ndarray] = {}  # (a part that recurs in a row)
         for start, width, m in fills:
             into = matrix[:, start : start + width]
             if isinstance(m, Varints):
                 Varints.spell(m.values[rows], width, into)
             elif isinstance(m, Rows):  # (a row's first bytes as one item: no copy between)
+                place = np.ndarray((b - a,), f"V{width}", matrix, start, (size,))
+                again = gathered.get((id(m), width))
+                if again is not None:  # (the same bytes as where it is first: copied)
+                    place[:] = again
+                    continue
                 table = np.ascontiguousarray(m.table)
                 items = np.ndarray((len(table),), f"V{width}", table, 0, (table.strides[0],))
-                place = np.ndarray((b - a,), f"V{width}", matrix, start, (size,))
                 place[:] = items[m.pick[rows]]  # (fancy indexing: np.take copies V slowly)
+                gathered[id(m), width] = place
             else:
                 into[:] = m[rows, :width]
         items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
