@@ -639,9 +639,10 @@ def pieces(
     time.
 
     A piece's nodes are encoded at once, byte for byte as protobuf serializes a Node (fields
-    in number order, defaults left out): the nodes whose fields all have the same lengths (a
-    shape: a ring has about a hundred) are one byte matrix, the bytes they share written once
-    and each varying field a column at a time, then put in their place in the files.
+    in number order, defaults left out), a row per step (its nodes one after the other): the
+    steps of one family (kinds of nodes) whose fields all have the same lengths (a shape: a
+    ring has about sixty a piece) are one byte matrix, the bytes they share written once and
+    each varying field a column at a time, then put in their place in the files.
     `columns`: the steps by column, where the caller has them (`schedule`'s)."""
     sched = schedule(alg, columns)
     chunk = chunk_bytes(alg, size)
