@@ -271,7 +271,9 @@ def _columns(blocks: list[np.ndarray], n: int) -> np.ndarray:
     return out
 
 
-def flatten(alg: Algorithm) -> Flat:
+def flatten(alg: Algorithm, columns: np.ndarray | None = None) -> Flat:
+    """The algorithm's steps as columns. `columns`: what `_columns` makes of the thread blocks'
+    tables, where the caller has it already (a reader that made the tables as views of it)."""
     tbs = [tb for g in alg.gpus for tb in g.tbs]
     counts = np.array([len(g.tbs) for g in alg.gpus], dtype=np.int64)
     info = np.array(
@@ -281,7 +283,10 @@ def flatten(alg: Algorithm) -> Flat:
     starts = np.cumsum(lens) - lens
     gpu_tb_start = np.cumsum(counts) - counts
     tb_rank = np.repeat(np.arange(len(alg.gpus), dtype=np.int64), counts)
-    columns = _columns([tb.steps for tb in tbs], int(lens.sum()))
+    if columns is None:
+        columns = _columns([tb.steps for tb in tbs], int(lens.sum()))
+    elif columns.shape != (FIELDS, int(lens.sum())):
+        raise ValueError("the columns given are not the thread blocks' steps")
     n = columns.shape[1]
     tb_index = np.repeat(np.arange(len(tbs), dtype=np.int64), lens)
     return Flat(
@@ -722,10 +727,11 @@ def stuck_chain(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> list[int
     return chain
 
 
-def schedule(alg: Algorithm) -> Schedule:
-    """Verify an algorithm and return its schedule; raise AlgorithmError naming the step."""
+def schedule(alg: Algorithm, columns: np.ndarray | None = None) -> Schedule:
+    """Verify an algorithm and return its schedule; raise AlgorithmError naming the step.
+    `columns`: its steps as `flatten` takes them, where the caller has them already."""
     check_header(alg)
-    flat = flatten(alg)
+    flat = flatten(alg, columns)
     if not thread_blocks_plausible(alg, flat):
         check_thread_blocks(alg)
     check_steps(alg, flat)

@@ -74,14 +74,6 @@ def _table(kinds: tuple[Step, ...]) -> np.ndarray:
 
 IS_REDUCE = _table(REDUCTIONS)
 IS_COMP = _table((*REDUCTIONS, Step.COPY, Step.NOP, Step.APPLY))
-NODES_PER_STEP = IS_RECV.astype(np.int64) + IS_COMP + IS_SEND
-NODE_KINDS = np.array(
-    [
-        ([k for k, has in enumerate((IS_RECV[t], IS_COMP[t], IS_SEND[t])) if has] + [0] * 3)[:3]
-        for t in range(len(Step))
-    ]
-)
-"""A step type's nodes in order, 0 a RECV, 1 a COMP, 2 a SEND (row: the step type)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,14 +441,15 @@ def shapes(parts: list[Segment]) -> np.ndarray:
     values, spelled numbers) are looked at: the others follow from them (a constant is there
     when the values it goes with are, a length is the sum of lengths)."""
     n = len(parts[0][1])
-    key, span = np.zeros(n, np.int32), 1  # (in place, 32 bits: below 2^20 x a length's range)
+    key, span = np.zeros(n, np.int32), 1  # (in place, 32 bits: below 2^16 x a length's range)
     for m, length in parts:
         if _same_in_every_row(m) or not length.strides[0]:
             continue
         low, high = int(length.min(initial=0)), int(length.max(initial=0))
         if low == high:
             continue
-        if span * (high - low + 1) > 1 << 20:  # renumber the shapes seen so far (counting)
+        if span * (high - low + 1) > 1 << 16:  # renumber the shapes seen so far (counting:
+            # a span of a few shapes' numbers, not of millions, where counting costs the span)
             key, span = _renumbered(key, span)
         key *= np.int32(high - low + 1)
         np.add(key, length, out=key, casting="unsafe")
@@ -533,15 +526,21 @@ def write_rows(
         size = len(template)
         matrix = scratch.get("rows", (b - a) * size).reshape(b - a, size)
         matrix[:] = np.frombuffer(template, np.uint8)
+        gathered: dict[tuple[int, int], np.ndarray] = {}  # (a part that recurs in a row)
         for start, width, m in fills:
             into = matrix[:, start : start + width]
             if isinstance(m, Varints):
                 Varints.spell(m.values[rows], width, into)
             elif isinstance(m, Rows):  # (a row's first bytes as one item: no copy between)
+                place = np.ndarray((b - a,), f"V{width}", matrix, start, (size,))
+                again = gathered.get((id(m), width))
+                if again is not None:  # (the same bytes as where it is first: copied)
+                    place[:] = again
+                    continue
                 table = np.ascontiguousarray(m.table)
                 items = np.ndarray((len(table),), f"V{width}", table, 0, (table.strides[0],))
-                place = np.ndarray((b - a,), f"V{width}", matrix, start, (size,))
                 place[:] = items[m.pick[rows]]  # (fancy indexing: np.take copies V slowly)
+                gathered[id(m), width] = place
             else:
                 into[:] = m[rows, :width]
         items = np.ndarray((len(out) - size + 1,), f"V{size}", out, 0, (1,))
@@ -582,11 +581,12 @@ def algorithm_traces(alg: Algorithm, size: int, local_mem_bw: float) -> list[byt
 
 @dataclass
 class Piece:
-    """Some whole ranks' files, not yet spelled: each file's metadata, then its nodes as parts
-    (row i of the parts goes at byte at[i]), the files one after the other from file_start."""
+    """Some whole ranks' files, not yet spelled: each file's metadata, then its steps' nodes as
+    rows of parts, a family of steps at a time (row i of a family's parts is its step rows[i],
+    which goes at byte at[rows[i]]), the files one after the other from file_start."""
 
     metadata: list[bytes]
-    parts: list[Segment]
+    families: list[tuple[list[Segment], np.ndarray]]
     at: np.ndarray
     file_start: list[int]
 
@@ -594,7 +594,8 @@ class Piece:
         """Spell the piece's files into out[:file_start[-1]]."""
         for start, data in zip(self.file_start, self.metadata, strict=False):
             out[start : start + len(data)] = np.frombuffer(data, np.uint8)
-        write_rows(self.parts, out, self.at, scratch)
+        for parts, rows in self.families:
+            write_rows(parts, out, self.at[rows], scratch)
 
     def matches(self, files: np.ndarray, scratch: Scratch) -> bool:
         """Whether `files` (at least file_start[-1] bytes) is the piece's files, byte for byte:
@@ -604,7 +605,10 @@ class Piece:
         for start, data in zip(self.file_start, self.metadata, strict=False):
             if files[start : start + len(data)].tobytes() != data:
                 return False
-        return write_rows(self.parts, files, self.at, scratch, compare=True)
+        return all(
+            write_rows(parts, files, self.at[rows], scratch, compare=True)
+            for parts, rows in self.families
+        )
 
 
 def _same_bytes(mine: np.ndarray, got: np.ndarray) -> bool:
@@ -628,15 +632,19 @@ def encoded_pieces(
         yield out, piece.file_start
 
 
-def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
+def pieces(
+    alg: Algorithm, size: int, local_mem_bw: float, columns: np.ndarray | None = None
+) -> Iterator[Piece]:
     """The trace set of `alg` (verified first), about STEPS_PER_PIECE steps' whole ranks at a
     time.
 
     A piece's nodes are encoded at once, byte for byte as protobuf serializes a Node (fields
-    in number order, defaults left out): the nodes whose fields all have the same lengths (a
-    shape: a ring has about a hundred) are one byte matrix, the bytes they share written once
-    and each varying field a column at a time, then put in their place in the files."""
-    sched = schedule(alg)
+    in number order, defaults left out), a row per step (its nodes one after the other): the
+    steps of one family (kinds of nodes) whose fields all have the same lengths (a shape: a
+    ring has about sixty a piece) are one byte matrix, the bytes they share written once and
+    each varying field a column at a time, then put in their place in the files.
+    `columns`: the steps by column, where the caller has them (`schedule`'s)."""
+    sched = schedule(alg, columns)
     chunk = chunk_bytes(alg, size)
     flat = sched.flat
     steps = step_nodes(sched)
@@ -648,13 +656,13 @@ def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
         hi = lo + 1
         while hi < alg.ranks and rank_start[hi + 1] - rank_start[lo] <= STEPS_PER_PIECE:
             hi += 1
-        if rank_start[hi] > rank_start[lo]:
-            parts, rank = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
-        else:  # (ranks without steps: their metadata only)
-            parts, rank = [constant(b"", 0)], np.zeros(0, np.int64)
+        families = _nodes(flat, steps, micros, chunk, rank_start[lo], rank_start[hi])
+        rank = flat.rank[rank_start[lo] : rank_start[hi]]
         metadata = [encode_metadata(rank_fields(alg, r), head) for r in range(lo, hi)]
         meta = np.array([len(m) for m in metadata], np.int64)
-        length = total(parts)
+        length = np.zeros(len(rank), np.int64)
+        for parts, rows in families:
+            length[rows] = total(parts)
         ends = np.cumsum(length)
         node_bounds = np.searchsorted(rank, np.arange(lo, hi + 1))
         node_bytes = np.diff(np.concatenate([[0], ends])[node_bounds])
@@ -662,84 +670,109 @@ def pieces(alg: Algorithm, size: int, local_mem_bw: float) -> Iterator[Piece]:
         local = rank - lo
         before = np.concatenate([[0], ends])[node_bounds[local]]  # the rank's nodes before
         at = file_start[local] + meta[local] + (ends - length - before)
-        yield Piece(metadata, parts, at, file_start.tolist())
+        yield Piece(metadata, families, at, file_start.tolist())
         lo = hi
+
+
+_KIND_NAME = (b"RECV_", b"COMP_", b"SEND_")
+_KIND_TYPE = (RECV, COMP, SEND)
 
 
 def _nodes(
     flat: Flat, steps: StepNodes, micros: np.ndarray, chunk: int, lo: int, hi: int
-) -> tuple[list[Segment], np.ndarray]:
-    """The framed nodes of steps [lo, hi) (whole ranks), in order, as parts, and the rank of
-    each."""
+) -> list[tuple[list[Segment], np.ndarray]]:
+    """The framed nodes of steps [lo, hi) (whole ranks), a row per step: its RECV, COMP and
+    SEND nodes (those it has), which follow each other in the file. A row per step, not per
+    node: what a step's nodes share (their name's numbers, comm_size, the packed msccl_step)
+    is a column once. The steps come in families, those with the same kinds of nodes (a send,
+    a receive and reduce, ...): a family's parts are its rows' nodes, none left out of some
+    rows. Each family's parts, and its steps (from lo) in order."""
     kind = flat.col[TYPE, lo:hi]
-    # the nodes in file order: each step's RECV, COMP and SEND (those it has)
-    per_step = NODES_PER_STEP[kind]
-    n = int(per_step.sum())
-    step_start = np.cumsum(per_step) - per_step
-    step = np.repeat(np.arange(lo, hi), per_step)
-    within = np.arange(n) - np.repeat(step_start, per_step)
-    which = NODE_KINDS[kind[step - lo], within]
-    node_id = steps.first[step] + within
-    first, recv, comp = within == 0, which == 0, which == 1
-    # parents: the node before in its step; for a step's first node, the last node of the
-    # step before in its thread block and of the step it waits for
-    index = flat.index[step]
-    before = np.where(
-        first, np.where(index > 0, steps.last[np.maximum(step - 1, 0)], -1), node_id - 1
-    )
-    dep = steps.dep[step]
-    other = np.where(first & (dep >= 0), steps.last[np.maximum(dep, 0)], -1)
-    parents = [
-        (m, np.where(p >= 0, k, 0)) for p in (before, other) for m, k in [varints(np.maximum(p, 0))]
-    ]
-    block = flat.tb[step]
-    tb = flat.tb_local[block]
-    ones = np.broadcast_to(np.int64(1), (n,))
-    # a node's kind (its name's first word, its type) is the same in every row of a shape:
-    # which of comm_src (a RECV) and comm_dst (a SEND) it has, neither for a COMP, tells it
-    name = field(
-        b"\x12",
-        [
-            (
-                Rows(np.frombuffer(b"RECV_COMP_SEND_", np.uint8).reshape(3, 5), which, True),
-                np.broadcast_to(np.int64(5), (n,)),
-            ),
-            constant(b"tb", n),
-            decimal(tb),
-            constant(b"_step", n),
-            decimal(index),
-        ],
-    )
-    node_micros = np.where(comp, micros[step], 0)
-    peer = np.where(recv, flat.tb_recv[block], flat.tb_send[block])
-    peer = np.where(comp, 0, peer)  # (a COMP's -1 would widen the column to ten bytes)
-    tag = np.where(recv, steps.recv_tag[step], steps.send_tag[step])
-    tag = np.where(comp, 0, tag)
+    kinds = IS_RECV[kind] * np.int8(1) | IS_COMP[kind] * np.int8(2) | IS_SEND[kind] * np.int8(4)
     row, length = _step_rows(flat, lo, hi)
+    families = []
+    for family in np.flatnonzero(np.bincount(kinds, minlength=8)).tolist():
+        rows = np.flatnonzero(kinds == family)
+        has = [bool(family >> which & 1) for which in range(3)]
+        parts = _family_nodes(flat, steps, micros, chunk, lo + rows, has, (row, length, rows))
+        families.append((parts, rows))
+    return families
+
+
+def _family_nodes(
+    flat: Flat,
+    steps: StepNodes,
+    micros: np.ndarray,
+    chunk: int,
+    step: np.ndarray,
+    has: list[bool],
+    packed: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> list[Segment]:
+    """The nodes of `step`s that all have the nodes `has` (a RECV, a COMP, a SEND) as parts,
+    a row per step; `packed`: the piece's msccl_step rows, their lengths, and these steps'
+    rows among them."""
+    n = len(step)
+    index = flat.index[step]
+    block = flat.tb[step]
+    # a step's first node's parents: the last node of the step before in its thread block
+    # and of the step it waits for across blocks; a later node's, the node before it
+    before = np.where(index > 0, steps.last[np.maximum(step - 1, 0)], -1)
+    dep = steps.dep[step]
+    other = np.where(dep >= 0, steps.last[np.maximum(dep, 0)], -1)
+    numbers = [
+        constant(b"tb", n),
+        decimal(flat.tb_local[block]),
+        constant(b"_step", n),
+        decimal(index),
+    ]
+    row, length, mine = packed
     step_attr = field(
         b"\x52",
         concat(
             [constant(_STEP_NAME, n)],
-            field(b"\x42", field(b"\x0a", [(Rows(row, step - lo), length[step - lo])])),
+            field(b"\x42", field(b"\x0a", [(Rows(row, mine), length[mine])])),
         ),
     )
-    node = concat(
-        only(varint_field(b"\x08", node_id), node_id > 0),
-        name,
-        [
-            constant(b"\x18", n),
-            (Varints(np.array([RECV, COMP, SEND], np.uint8)[which], True), ones),
-        ],
-        only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
-        only(varint_field(b"\x38", node_micros), node_micros > 0),
-        only(int_attribute("comm_size", INT64, flat.col[CNT, step] * chunk), ~comp),
-        only(int_attribute("comm_src", INT32, peer), recv),
-        only(int_attribute("comm_dst", INT32, peer), which == 2),
-        only(int_attribute("comm_tag", INT32, tag), ~comp),
-        [constant(_NOT_CPU, n)],
-        step_attr,
-    )
-    return concat([varints(total(node), True)], node), flat.rank[step]
+    sizes = flat.col[CNT, step] * chunk
+    size = int_attribute("comm_size", INT64, sizes) if has[0] or has[2] else None
+    message = {
+        0: ("comm_src", flat.tb_recv, steps.recv_tag),
+        2: ("comm_dst", flat.tb_send, steps.send_tag),
+    }
+    node_id = steps.first[step]
+    nodes = []
+    for which in range(3):
+        if not has[which]:
+            continue
+        if which == 1:
+            mic = micros[step]
+            middle = [only(varint_field(b"\x38", mic), mic > 0)]
+        else:
+            peer_key, peer, tag = message[which]
+            middle = [
+                size,
+                int_attribute(peer_key, INT32, peer[block]),
+                int_attribute("comm_tag", INT32, tag[step]),
+            ]
+        parents = [
+            (m, np.where(p >= 0, k, 0))
+            for p in (before, other)
+            for m, k in [varints(np.maximum(p, 0))]
+        ]
+        node = concat(
+            only(varint_field(b"\x08", node_id), node_id > 0),
+            field(b"\x12", [constant(_KIND_NAME[which], n), *numbers]),
+            [constant(b"\x18" + varint(_KIND_TYPE[which]), n)],
+            only(field(b"\x2a", parents), (before >= 0) | (other >= 0)),
+            *middle,
+            [constant(_NOT_CPU, n)],
+            step_attr,
+        )
+        nodes.append(concat([varints(total(node), True)], node))
+        # the step's next node: after this one
+        before, other = node_id, np.full(n, -1, np.int64)
+        node_id = node_id + 1
+    return concat(*nodes)
 
 
 def _step_rows(flat: Flat, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1133,12 +1166,14 @@ def _split(data: bytes, offset: int, most: int = -1) -> tuple[list[int], list[in
     return starts, lengths
 
 
-def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _node_frames(
+    a: np.ndarray, regions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Where the nodes of every file's node region (data[start:end]) are framed (their length
-    prefix), where their msccl_step attribute is, and how many each file has: found from the
-    attribute, which ends every node ccopt writes (its length says where the node ends, and
-    the next node's length prefix follows), with no loop over nodes. Nothing here proves that
-    the nodes are framed so: exporting what they decode to does."""
+    prefix), where their msccl_step attribute is, how many each file has and where each node
+    ends: found from the attribute, which ends every node ccopt writes (its length says where
+    the node ends, and the next node's length prefix follows), with no loop over nodes.
+    Nothing here proves that the nodes are framed so: exporting what they decode to does."""
     letter = _STEP_MARK.index(b"l")  # a byte found once per node: the l of msccl
     marks = _find_byte(a, ord("l"), int(regions[0, 0]), int(regions[-1, 1])) - letter
     marks = marks[(marks >= 0) & (marks + 16 <= len(a))]
@@ -1156,7 +1191,7 @@ def _node_frames(a: np.ndarray, regions: np.ndarray) -> tuple[np.ndarray, np.nda
     last = np.cumsum(per_file)[per_file > 0] - 1
     if not np.array_equal(end[last], regions[per_file > 0, 1]):
         raise ValueError("a file goes on after its last node")
-    return frame, marks, per_file
+    return frame, marks, per_file, end
 
 
 class _TraceFiles:
@@ -1228,8 +1263,8 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
         if not paths:
             return None
         files = _TraceFiles(paths)
-        alg, size, local_mem_bw = _decoded(files, str(prefix))
-        if not _exports_to(alg, size, local_mem_bw, files):
+        alg, size, local_mem_bw, columns = _decoded(files, str(prefix))
+        if not _exports_to(alg, size, local_mem_bw, files, columns):
             return None
     except (ValueError, IndexError, KeyError, TypeError, AlgorithmError, TraceError):
         return None
@@ -1240,11 +1275,14 @@ def fast_algorithm_traces(prefix: str | Path) -> Algorithm | None:
     return alg
 
 
-def _exports_to(alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles) -> bool:
+def _exports_to(
+    alg: Algorithm, size: int, local_mem_bw: float, files: _TraceFiles, columns: np.ndarray
+) -> bool:
     """Whether exporting `alg` gives `files`: the same bytes, cut into the same files (read
-    again, a piece's files at a time). This is what proves an import (and verifies it)."""
+    again, a piece's files at a time). This is what proves an import (and verifies it).
+    `columns`: the steps by column, of which the thread blocks' tables are views."""
     rank, starts, scratch = 0, files.starts, Scratch()
-    for piece in pieces(alg, size, local_mem_bw):
+    for piece in pieces(alg, size, local_mem_bw, columns):
         bounds = piece.file_start
         last = rank + len(bounds) - 1
         if last >= len(starts) or [starts[rank] + b for b in bounds] != starts[rank : last + 1]:
@@ -1261,24 +1299,26 @@ as ccopt writes them, two of ten for a -1)."""
 
 
 def _step_fields(a: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The FIELDS varints one after the other from each of `at`, a row each: the _WINDOW bytes
+    """The FIELDS varints one after the other from each of `at`, a column each: the _WINDOW bytes
     from each position read at once, the rows grouped by which of those bytes go on (their
     continuation bits), which puts each field of a group's rows at one place and width (a few
     groups, a column at a time each); a row whose fields do not end within the window is read a
     varint at a time."""
     n = len(at)
-    row = np.empty((n, FIELDS), np.int64)
-    if len(a) < _WINDOW:  # (nothing to read: every varint, and so the row, is past the end)
+    column = np.empty((FIELDS, n), np.int64)
+    if len(a) < _WINDOW or not n:  # (nothing to read: every varint is past the end)
         for k in range(FIELDS):
-            row[:, k], at = _read_varints(a, at)
-        return row
+            column[k], at = _read_varints(a, at)
+        return column
     items = np.ndarray((len(a) - _WINDOW + 1,), f"V{_WINDOW}", a, 0, (1,))
     window = items[np.minimum(at, len(items) - 1)].view(np.uint8).reshape(n, _WINDOW)
     key = np.packbits(window >= 0x80, axis=1, bitorder="little").view("<u4")[:, 0]
     key[at >= len(items)] = 0xFFFFFFFF  # (too near the end: a varint at a time)
-    patterns, group = np.unique(key, return_inverse=True)
-    order = np.argsort(group.reshape(-1), kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(group.reshape(-1)))]).tolist()
+    order = np.argsort(key, kind="stable")  # (one sort: the groups and their patterns)
+    ordered = key[order]
+    cuts = (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist()
+    bounds = [0, *cuts, n]
+    patterns = ordered[bounds[:-1]]
     window = window[order]  # (a group's rows one after the other)
     fields = np.empty((FIELDS, n), np.int64)  # (in that order)
     for pattern, lo, hi in zip(patterns.tolist(), bounds[:-1], bounds[1:], strict=True):
@@ -1290,8 +1330,8 @@ def _step_fields(a: np.ndarray, at: np.ndarray) -> np.ndarray:
             continue
         for k, (start, width) in enumerate(layout):
             fields[k, lo:hi] = _column_varint(window[lo:hi], start, width)
-    row[order] = fields.T
-    return row
+    column[:, order] = fields
+    return column
 
 
 @functools.lru_cache(maxsize=1 << 10)
@@ -1352,13 +1392,15 @@ def _varint_sizes(values: np.ndarray) -> np.ndarray:
 
 
 def _cross_deps(
-    a: np.ndarray, frame: np.ndarray, node: np.ndarray, index: np.ndarray
+    a: np.ndarray, frame: np.ndarray, end: np.ndarray, node: np.ndarray, index: np.ndarray
 ) -> np.ndarray:
     """The cross-block dependency (a node id, -1 where none) of steps' first nodes, framed at
-    `frame`, each node `node` of its file and starting step `index` of its thread block. As
-    ccopt writes them, a node's id is its place in its file, and the first dependency of a
-    step past its block's first is the node before; read as if so (the re-export proves it)."""
-    _, at = _read_varints(a, frame)
+    `frame` and ending at `end`, each node `node` of its file and starting step `index` of its
+    thread block. As ccopt writes them, a node's id is its place in its file, its length
+    prefix as long as its length needs, and the first dependency of a step past its block's
+    first is the node before; read as if so (the re-export proves it)."""
+    framed = end - frame  # (the prefix and the node: 1 byte of prefix up to 128, then 2)
+    at = frame + 1 + (framed > 128) + (framed > 16385)
     at = at + np.where(node > 0, 1 + _varint_sizes(node), 0)  # [1 id]
     at = at + 2 + a[at + 1]  # 2 name
     at = at + 2  # 3 type
@@ -1374,18 +1416,19 @@ DECODE_BYTES = 1 << 24
 reused, where arrays of a whole trace set's nodes would be fresh memory each."""
 
 
-def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float]:
+def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float, np.ndarray]:
     """The algorithm, size and local memory bandwidth the files would have been written for,
-    some files at a time."""
-    gpus, head_fields = [], None
+    some files at a time, and the algorithm's steps by column (as `flatten` makes them of the
+    thread blocks' tables, which are views of them)."""
+    gpus, head_fields, columns = [], None, []
     for lo, hi in files.groups():
         a = files.read(lo, hi)
         regions, metadata = _file_metadata(
             a, [s - files.starts[lo] for s in files.starts[lo : hi + 1]]
         )
         mine = [_rank_gpu(fields, f"{prefix}.{lo + r}.et") for r, fields in enumerate(metadata)]
-        frame, marks, per_file = _node_frames(a, regions)
-        _read_steps(a, frame, marks, per_file, mine)
+        frame, marks, per_file, end = _node_frames(a, regions)
+        columns.append(_read_steps(a, frame, end, marks, per_file, mine))
         gpus += mine
         head_fields = head_fields or metadata[0]
     if head_fields is None:
@@ -1393,13 +1436,24 @@ def _decoded(files: _TraceFiles, prefix: str) -> tuple[Algorithm, int, float]:
     alg = _header_algorithm(head_fields, gpus, f"{prefix}.0.et")
     chunk = _number(head_fields, "chunk_bytes", prefix)
     size = chunk * max(g.in_chunks for g in gpus)
-    return alg, size, float(head_fields["local_mem_bw"])
+    return (
+        alg,
+        size,
+        float(head_fields["local_mem_bw"]),
+        np.concatenate(columns, 1).astype(np.int64),
+    )
 
 
 def _read_steps(
-    a: np.ndarray, frame: np.ndarray, marks: np.ndarray, per_file: np.ndarray, gpus: list[Gpu]
-) -> None:
-    """Set the steps of the thread blocks of `gpus` from their files' nodes."""
+    a: np.ndarray,
+    frame: np.ndarray,
+    end: np.ndarray,
+    marks: np.ndarray,
+    per_file: np.ndarray,
+    gpus: list[Gpu],
+) -> np.ndarray:
+    """Set the steps of the thread blocks of `gpus` from their files' nodes: views of the
+    steps by column (int32, each a row of the table returned)."""
     # Node: [1 id], 2 name, 3 type, [5 data_deps], [7 duration], 10 attrs (msccl_step last);
     # only what makes the algorithm is read (the re-export proves the rest)
     packed = marks + len(_STEP_MARK) + 3
@@ -1411,19 +1465,16 @@ def _read_steps(
     first = np.ones(len(frame), bool)
     first[1:] = (np.diff(rank) != 0) | (word[1:] != word[:-1])
     head = np.flatnonzero(first)
-    row = _step_fields(a, packed[head])
-    index = row[:, 1]
-    other = _cross_deps(a, frame[head], head - rank_start[head], index)
+    column = _step_fields(a, packed[head])
+    step_tb, index = column[0], column[1]
+    other = _cross_deps(a, frame[head], end[head], head - rank_start[head], index)
     owner = np.clip(rank_start[head] + other, 0, len(frame) - 1)
     owner = (np.cumsum(first) - 1)[owner]  # (its step)
-    steps = np.column_stack(
-        [
-            row[:, 2:8],
-            np.where(other >= 0, row[owner, 0], -1),
-            np.where(other >= 0, row[owner, 1], -1),
-        ]
-    ).astype(np.int32)
-    step_rank, step_tb = rank[head], row[:, 0]
+    steps = np.empty((FIELDS, len(head)), np.int32)  # (by column: flatten's, as they are)
+    steps[:6] = column[2:8]
+    steps[6] = np.where(other >= 0, step_tb[owner], -1)
+    steps[7] = np.where(other >= 0, index[owner], -1)
+    step_rank = rank[head]
     most = max(len(g.tbs) for g in gpus)
     if len(head) and (step_tb.min() < 0 or step_tb.max() >= most):
         raise ValueError("a thread block number no rank has")  # (before counting them)
@@ -1431,9 +1482,10 @@ def _read_steps(
     for r, gpu in enumerate(gpus):
         mine = slice(bounds[r], bounds[r + 1])
         counts = np.bincount(step_tb[mine], minlength=len(gpu.tbs))
-        tables = np.split(steps[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
+        tables = np.split(steps.T[mine], np.cumsum(counts)[:-1]) if gpu.tbs else []
         for tb, table in zip(gpu.tbs, tables, strict=True):
-            tb.steps = table
+            tb.steps = table  # (a view of the columns: the rows of a transposed table)
+    return steps
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ on ring, direct and halving-doubling algorithms and several rank counts, and a b
 alone on a tree (whose roots run the body on runs of several members' slices) over a 2-D mesh,
 5 elements on 7 ranks (empty slices and chunks), and two fused all-reduces on a 2x3 mesh (over
 both axes, and over one axis of blocks the other splits).
-One g++ build per case; the default run builds three."""
+In f16 and bf16 too (the examples' f32 spelled so): the bodies then run on half-precision chunks,
+each operation rounded to the type as the interpreter rounds it; what is exact in f32 is exact
+there, the rest within a few units in the last place of the type, NaNs at the same places.
+One g++ build per case; the default run builds five."""
 
 from __future__ import annotations
 
@@ -84,8 +87,14 @@ splits (each node's group its own layout)."""
 SOURCES = {"scaled": SCALED, "tiny": TINY, "two_axes": TWO_AXES}
 
 
-def lowered(example: str, options: str, mesh: str | None):
-    module = load_program(SOURCES.get(example) or EXAMPLES / example)
+def source(example: str, dtype: str) -> str:
+    """The example's text with its element type spelled `dtype` (f32 as written)."""
+    text = SOURCES.get(example) or (EXAMPLES / example).read_text()
+    return text if dtype == "f32" else text.replace("f32", dtype)
+
+
+def lowered(example: str, options: str, mesh: str | None, dtype: str = "f32"):
+    module = load_program(source(example, dtype))
     if mesh is not None:
         bind_mesh(module, mesh)
     run_pipeline(
@@ -104,16 +113,28 @@ EXACT = {
 }
 
 
-def check_on_host(example: str, options: str, mesh: str | None) -> None:
-    module = lowered(example, options, mesh)
+RTOL = {"f32": 1e-5, "f16": 4 * 2.0**-11, "bf16": 4 * 2.0**-8}
+"""Four units in the last place of each type (a unit of roundoff is 2^-11 for f16's 11-bit
+significand, 2^-8 for bf16's 8): libm and numpy may differ by one in powf or exp, and a result
+that is computed from another inherits its rounding."""
+
+NUMPY_TYPE = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+def check_on_host(example: str, options: str, mesh: str | None, dtype: str = "f32") -> None:
+    module = lowered(example, options, mesh, dtype)
     stepped = ccopt.run(module, seed=3)  # the interpreter, chunk by chunk through the algorithm
     run_pipeline(module, "convert-to-kernel,plan-memory")
     host = run_on_host(module, stepped.inputs)
     assert host.keys() == stepped.shards.keys()
+    for name, shards in host.items():
+        for rank, (got, want) in enumerate(zip(shards, stepped.shards[name], strict=True)):
+            assert got.dtype == want.dtype, (name, rank, got.dtype, want.dtype)
+            assert str(got.dtype) == NUMPY_TYPE[dtype], (name, rank, got.dtype)
     for name in EXACT[example]:
         for rank, (got, want) in enumerate(zip(host[name], stepped.shards[name], strict=True)):
             np.testing.assert_array_equal(got, want, err_msg=f"{name} on rank {rank}")
-    assert_same_shards(host, stepped.shards, rtol=1e-5)
+    assert_same_shards(host, stepped.shards, rtol=RTOL[dtype])
 
 
 @pytest.mark.parametrize(
@@ -151,6 +172,42 @@ def test_fused_body_inside_the_algorithm_on_the_cpu_harness(
 )
 def test_more_algorithms_and_rank_counts(example: str, options: str, mesh: str | None) -> None:
     check_on_host(example, options, mesh)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "example", "options", "mesh"),
+    [
+        ("f16", "adam.mlir", "chunk_factor=2", "dp=4"),
+        ("bf16", "tiny", "channels=2", None),
+    ],
+)
+def test_half_precision_bodies_inside_the_algorithm_on_the_cpu_harness(
+    dtype: str, example: str, options: str, mesh: str | None
+) -> None:
+    """f16 and bf16 fused bodies (half-precision chunks summed, the body's operations on them,
+    results gathered in the chunks' slots) give what the interpreter gives."""
+    check_on_host(example, options, mesh, dtype)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("dtype", "example", "options", "mesh"),
+    [
+        ("bf16", "adam.mlir", "algorithm=halving_doubling chunk_factor=2", "dp=8"),
+        ("f16", "lamb.mlir", "algorithm=direct", "dp=2"),
+        ("bf16", "lamb.mlir", "algorithm=halving_doubling", "dp=4"),
+        ("f16", "sgd.mlir", "channels=3 chunk_factor=2", "dp=3"),
+        ("f16", "scaled", "algorithm=tree", None),
+        ("bf16", "scaled", "algorithm=ring chunk_factor=3", None),
+        ("f16", "tiny", "algorithm=direct chunk_factor=2", None),
+        ("bf16", "two_axes", "algorithm=hierarchical chunk_factor=2", None),
+        ("f16", "two_axes", "channels=2", None),
+    ],
+)
+def test_more_half_precision_algorithms(
+    dtype: str, example: str, options: str, mesh: str | None
+) -> None:
+    check_on_host(example, options, mesh, dtype)
 
 
 def test_the_kernel_level_interpreter_agrees() -> None:
