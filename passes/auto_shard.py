@@ -205,6 +205,9 @@ class Memo:
     """`AutoShard.entering`'s least conversions per producer signature list and operand."""
     callees: dict[str, tuple[FunctionType, set[int]]] = field(default_factory=dict)
     """Each called function's type and the arguments it updates in place (`entering`)."""
+    joint: dict[str, int] = field(default_factory=dict)
+    """Per callee, the index of its first joint entry (`AutoShard.joint_entries`): where
+    coordinate descent starts its calls once more (`AutoShard.joint_start`)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
@@ -860,6 +863,8 @@ class AutoShard(ModulePass):
             if least:  # a least-memory entry is left out, not diagnosed
                 raise OpError(f, f"auto-shard: {e}") from None
             raise self.no_solution(f, nodes, problem, str(e)) from None
+        if (strategy or self.strategy) == "cd" and memo.joint:
+            solution = self.joint_start(nodes, problem, solution, memo)
         if self.overlap > 0 and self.objective == "time":
             memo.credited[f] = sum(
                 float(c[solution.choice[u], solution.choice[v]]) for u, v, c in credited
@@ -1175,10 +1180,42 @@ class AutoShard(ModulePass):
                     ft = callee.function_type
                     inputs = placed_types(placed, operands, ft.inputs.data)
                     outputs = placed_types(placed, results, ft.outputs.data)
-                    self.add_entry(callee, inputs, outputs, tables, memo)
+                    k = self.add_entry(callee, inputs, outputs, tables, memo)
+                    if k is not None:
+                        memo.joint.setdefault(name, k)
             memo.problems = {k: v for k, v in memo.problems.items() if v[1] is not solution}
             piece.detach()
             piece.erase()
+
+    @staticmethod
+    def joint_start(
+        nodes: list[Node], problem: Problem, solution: Solution, memo: Memo
+    ) -> Solution:
+        """Coordinate descent once more, from `solution` with every call of a callee that has
+        a joint entry at that entry, all at once (the sweep then moves the arguments to what
+        those entries read): cd changes one node at a time, and moving one call of a
+        repetition alone to its joint entry costs the conversions the others' entries
+        avoid. The cheaper of the two, at the first's bound."""
+        from ccopt.passes.placement_search import coordinate_descent
+
+        start = list(solution.choice)
+        moved = False
+        for i, n in enumerate(nodes):
+            if isinstance(n.op, func.CallOp) and n.signatures[0].variant is not None:
+                k = memo.joint.get(n.op.callee.root_reference.data)
+                if k is not None and k < len(n.signatures) and start[i] != k:
+                    start[i], moved = k, True
+        if not moved:
+            return solution
+        try:
+            other = coordinate_descent(problem, start=start)
+        except NoSolution:
+            return solution
+        if other.cost >= solution.cost - 1e-12 * abs(solution.cost):
+            return solution
+        other.lower_bound = min(solution.lower_bound, other.cost)
+        other.note = solution.note
+        return other
 
     def add_entry(
         self,
@@ -1187,22 +1224,23 @@ class AutoShard(ModulePass):
         outputs: tuple[Attribute, ...],
         tables: dict[str, list[Variant]],
         memo: Memo,
-    ) -> bool:
-        """Solve `f` at this boundary and add it to its table, unless tried already, no
-        program has it, or it ends at a boundary the table has; whether it was added."""
+    ) -> int | None:
+        """Solve `f` at this boundary and add it to its table unless the table has the
+        boundary it ends at; that entry's index (None: tried already, or no program has it)."""
         name = f.sym_name.data
         if (name, inputs, outputs) in memo.tried:
-            return False
+            return None
         memo.tried.add((name, inputs, outputs))
         try:
             entry = self.variant(f, len(tables[name]), inputs, outputs, memo, tables)
         except CcoptError:  # no program has this boundary
-            return False
-        if entry.function_type in {v.function_type for v in tables[name]}:
+            return None
+        known = [v.function_type for v in tables[name]]
+        if entry.function_type in known:
             self.drop(f, entry.name)
-            return False
+            return known.index(entry.function_type)
         tables[name].append(entry)
-        return True
+        return len(known)
 
     @staticmethod
     def slice_function(
