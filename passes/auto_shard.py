@@ -697,19 +697,17 @@ class AutoShard(ModulePass):
             if f.body.blocks and f.sym_name.data in targets:
                 tables[f.sym_name.data] = self.transfer_table(f, memo, tables)
         roots = [f for f in order if f.body.blocks and f.sym_name.data not in targets]
-        for f in roots if tables else ():
-            self.joint_entries(f, tables, memo)
         found = latest = {f: self.search(f, memo, tables) for f in roots}
-        for _ in range(REFINE_ROUNDS if tables else 0):
-            # the wishes of the latest solution, better or not: an entry may pay only once a
-            # later round adds its neighbour's (a backward entry matching a forward one), and
-            # stopping at the first round that gains nothing made the tables depend on how
-            # the strategy broke ties (dp and ilp stopped at different rounds)
-            if not self.refine(latest, tables, memo):
-                break
+        found, latest = self.grow(roots, found, latest, tables, memo)
+        # the joint entries after the single-call refinement, which then goes on from their
+        # program: added first, they changed the wishes refinement followed, and on a small
+        # forward/backward/update step dp then ended dearer than without them
+        added = sum(self.joint_entries(f, tables, memo) for f in roots) if tables else 0
+        if added or (self.strategy == "cd" and memo.joint):  # cd: also starts from them
             latest = {f: self.search(f, memo, tables) for f in roots}
             if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
-                found = latest  # more entries: never dearer for the exact strategies
+                found = latest
+            found, latest = self.grow(roots, found, latest, tables, memo)
         for f, (nodes, solution) in found.items():
             self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
         if tables:
@@ -720,6 +718,31 @@ class AutoShard(ModulePass):
             for cost in memo.costs.values():
                 if cost.credit is not None:
                     annotate_chunks(op, cost.credit)
+
+    def grow(
+        self,
+        roots: list[func.FuncOp],
+        found: dict[func.FuncOp, tuple[list[Node], Solution | None]],
+        latest: dict[func.FuncOp, tuple[list[Node], Solution | None]],
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> tuple[
+        dict[func.FuncOp, tuple[list[Node], Solution | None]],
+        dict[func.FuncOp, tuple[list[Node], Solution | None]],
+    ]:
+        """Up to `REFINE_ROUNDS` rounds of `refine` from `latest`, each searching the roots
+        again; the cheapest solutions seen (`found` among them) and the latest."""
+        for _ in range(REFINE_ROUNDS if tables else 0):
+            # the wishes of the latest solution, better or not: an entry may pay only once a
+            # later round adds its neighbour's (a backward entry matching a forward one), and
+            # stopping at the first round that gains nothing made the tables depend on how
+            # the strategy broke ties (dp and ilp stopped at different rounds)
+            if not self.refine(latest, tables, memo):
+                break
+            latest = {f: self.search(f, memo, tables) for f in roots}
+            if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
+                found = latest  # more entries: never dearer for the exact strategies
+        return found, latest
 
     def transfer_table(
         self, f: func.FuncOp, memo: Memo, tables: dict[str, list[Variant]]
@@ -1137,7 +1160,7 @@ class AutoShard(ModulePass):
             table = np.where(same, table, math.inf)
         return table
 
-    def joint_entries(self, f: func.FuncOp, tables: dict[str, list[Variant]], memo: Memo) -> None:
+    def joint_entries(self, f: func.FuncOp, tables: dict[str, list[Variant]], memo: Memo) -> int:
         """Add to the tables the boundaries of `f`'s calls that a program of one repetition of
         them (`repetitions`: the calls sharing arguments of `f`, a layer's forward, backward
         and optimizer calls sharing its weights) takes jointly.
@@ -1153,7 +1176,9 @@ class AutoShard(ModulePass):
         an argument at the placement its producer gives, a result at the placement its
         returned value has (a partial sum left open). Each such boundary is then solved as
         every entry is (`variant`). One repetition per distinct sequence of callees (the
-        middle one: it reads what other repetitions give, not the step's inputs)."""
+        middle one: it reads what other repetitions give, not the step's inputs). How many
+        entries were added."""
+        added = 0
         for group in repetitions(f, tables):
             try:
                 made = self.slice_function(f, group)
@@ -1180,12 +1205,15 @@ class AutoShard(ModulePass):
                     ft = callee.function_type
                     inputs = placed_types(placed, operands, ft.inputs.data)
                     outputs = placed_types(placed, results, ft.outputs.data)
+                    before = len(tables[name])
                     k = self.add_entry(callee, inputs, outputs, tables, memo)
                     if k is not None:
                         memo.joint.setdefault(name, k)
+                    added += len(tables[name]) - before
             memo.problems = {k: v for k, v in memo.problems.items() if v[1] is not solution}
             piece.detach()
             piece.erase()
+        return added
 
     @staticmethod
     def joint_start(
