@@ -703,7 +703,7 @@ class AutoShard(ModulePass):
         # program: added first, they changed the wishes refinement followed, and on a small
         # forward/backward/update step dp then ended dearer than without them
         added = sum(self.joint_entries(f, tables, memo) for f in roots) if tables else 0
-        if added or (self.strategy == "cd" and memo.joint):  # cd: also starts from them
+        if added or (self.strategy == "cd" and self.joint_pays(found, memo)):
             latest = {f: self.search(f, memo, tables) for f in roots}
             if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
                 found = latest
@@ -1214,6 +1214,20 @@ class AutoShard(ModulePass):
             piece.detach()
             piece.erase()
         return added
+
+    def joint_pays(
+        self, found: dict[func.FuncOp, tuple[list[Node], Solution | None]], memo: Memo
+    ) -> bool:
+        """Whether coordinate descent from the joint entries (`joint_start`) improves a
+        root's program where no joint entry is new (their boundaries were in the tables):
+        only then are the roots searched again (a 96-layer step's search costs a second)."""
+        for nodes, solution in found.values():
+            if solution is None or id(solution) not in memo.problems:
+                continue
+            problem = memo.problems[id(solution)][0]
+            if self.joint_start(nodes, problem, solution, memo) is not solution:
+                return True
+        return False
 
     @staticmethod
     def joint_start(
