@@ -128,6 +128,8 @@ below any collective's latency. At `TIE_BREAK` (1 s per GB) the arguments' bytes
 every communication time of a GPT-3 step."""
 REFINE_ROUNDS = 3
 """Rounds of growing the callees' transfer tables with the boundaries their callers wish."""
+JOINT_ROUNDS = 1
+"""Rounds of refinement from the program the joint entries give."""
 ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
 SLICES = 20
@@ -710,7 +712,7 @@ class AutoShard(ModulePass):
             latest = {f: self.search(f, memo, tables) for f in roots}
             if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
                 found = latest
-            found, latest = self.grow(roots, found, latest, tables, memo)
+            found, latest = self.grow(roots, found, latest, tables, memo, JOINT_ROUNDS)
         for f, (nodes, solution) in found.items():
             self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
         if tables:
@@ -729,13 +731,14 @@ class AutoShard(ModulePass):
         latest: dict[func.FuncOp, tuple[list[Node], Solution | None]],
         tables: dict[str, list[Variant]],
         memo: Memo,
+        rounds: int | None = None,
     ) -> tuple[
         dict[func.FuncOp, tuple[list[Node], Solution | None]],
         dict[func.FuncOp, tuple[list[Node], Solution | None]],
     ]:
-        """Up to `REFINE_ROUNDS` rounds of `refine` from `latest`, each searching the roots
-        again; the cheapest solutions seen (`found` among them) and the latest."""
-        for _ in range(REFINE_ROUNDS if tables else 0):
+        """Up to `rounds` (`REFINE_ROUNDS`) rounds of `refine` from `latest`, each searching
+        the roots again; the cheapest solutions seen (`found` among them) and the latest."""
+        for _ in range(REFINE_ROUNDS if rounds is None else rounds):
             # the wishes of the latest solution, better or not: an entry may pay only once a
             # later round adds its neighbour's (a backward entry matching a forward one), and
             # stopping at the first round that gains nothing made the tables depend on how
@@ -1175,8 +1178,9 @@ class AutoShard(ModulePass):
         against the tables' 0.1469 s, every entry's weights replicated), changing one call
         alone costs conversions at the others, so no single wish pays. Here the repetition's
         calls are inlined into a small function of their own (`slice_function`, what they
-        read from outside its arguments, their results returned), searched exactly (dp; ilp,
-        exhaustive as the run's strategy is) and each call's boundary read off its solution:
+        read from outside its arguments, their results returned), searched exactly (ilp where
+        the run's strategy is, else dp: cd is not exact, exhaustive would not scale to three
+        layers' ops) and each call's boundary read off its solution:
         an argument at the placement its producer gives, a result at the placement its
         returned value has (a partial sum left open). Each such boundary is then solved as
         every entry is (`variant`). One repetition per distinct sequence of callees (the
@@ -1192,7 +1196,7 @@ class AutoShard(ModulePass):
                 continue
             piece, boundaries = made
             try:
-                strategy = "dp" if self.strategy == "cd" else self.strategy
+                strategy = "ilp" if self.strategy == "ilp" else "dp"  # exact, and scales
                 nodes, solution = self.search(piece, memo, tables, strategy=strategy)
             except CcoptError:  # e.g. one repetition alone breaks the memory limit
                 solution = None
@@ -1215,6 +1219,7 @@ class AutoShard(ModulePass):
                         memo.joint.setdefault(name, k)
                     added += len(tables[name]) - before
             memo.problems = {k: v for k, v in memo.problems.items() if v[1] is not solution}
+            memo.credited.pop(piece, None)
             piece.detach()
             piece.erase()
         return added
