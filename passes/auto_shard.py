@@ -129,7 +129,8 @@ every communication time of a GPT-3 step."""
 REFINE_ROUNDS = 3
 """Rounds of growing the callees' transfer tables with the boundaries their callers wish."""
 JOINT_ROUNDS = 1
-"""Rounds of refinement from the program the joint entries give."""
+"""Rounds of refinement from the program the joint entries give (GPT-3's 2-layer step at
+dp=8 x tp=8, objective=time: 0.12376 s after none, 0.12339 s after one, and after three)."""
 ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
 SLICES = 20
@@ -1179,8 +1180,8 @@ class AutoShard(ModulePass):
         alone costs conversions at the others, so no single wish pays. Here the repetition's
         calls are inlined into a small function of their own (`slice_function`, what they
         read from outside its arguments, their results returned), searched exactly (ilp where
-        the run's strategy is, else dp: cd is not exact, exhaustive would not scale to three
-        layers' ops) and each call's boundary read off its solution:
+        the run's strategy is, else dp: exhaustive would not scale to three layers' ops, and cd
+        on GPT-3's repetition keeps every weight replicated, as the tables do) and each call's boundary read off its solution:
         an argument at the placement its producer gives, a result at the placement its
         returned value has (a partial sum left open). Each such boundary is then solved as
         every entry is (`variant`). One repetition per distinct sequence of callees (the
