@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
     UnitAttr,
     i64,
 )
@@ -57,6 +58,7 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
+from ccopt.dialects.body import body_key
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_elementwise
@@ -701,6 +703,43 @@ def allow_tf32(f: func.FuncOp) -> None:
             op.tf32 = UnitAttr()
 
 
+def outline_bodies(module: ModuleOp) -> None:
+    """Give every kernel's scalar body a name: identical bodies (same ops, types and attributes,
+    dropout seeds included; `body_key`, one pass per body) become one module-level
+    `kernel.body`, placed after the function that first uses it, and the kernels name it. The
+    kernel level of a model otherwise repeats the same few bodies in every layer - most of its
+    ops - and everything reading it (printing, verifying, the CUDA backend) paid for each copy.
+    Bodies already named in the module are reused."""
+    shared: dict[object, k.BodyOp] = {}
+    names: set[str] = set()
+    for o in module.ops:
+        sym = dt.symbol_name(o)
+        if sym is not None:
+            names.add(sym)
+        if isinstance(o, k.BodyOp):
+            key = body_key(o.body_block())
+            if key is not None:
+                shared.setdefault(key, o)
+    counter = 0
+    for f in [o for o in module.ops if isinstance(o, func.FuncOp)]:
+        after: Operation = f
+        users = [o for o in f.walk() if isinstance(o, k.NamedBodyOp) and o.regions]
+        for op in users:
+            key = body_key(op.body_block())
+            if key is None:
+                continue
+            named = shared.get(key)
+            region = op.detach_region(op.regions[0])
+            if named is None:
+                while f"body{counter}" in names:
+                    counter += 1
+                names.add(f"body{counter}")
+                named = shared[key] = k.BodyOp(f"body{counter}", region)
+                Rewriter.insert_op(named, InsertPoint.after(after))
+                after = named
+            op.properties["body_ref"] = SymbolRefAttr(named.sym_name)
+
+
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
@@ -738,3 +777,4 @@ class ConvertToKernel(ModulePass):
                 allow_tf32(lowered)
             Rewriter.insert_op(lowered, InsertPoint.after(f))
             Rewriter.erase_op(f)
+        outline_bodies(op)
