@@ -11,8 +11,10 @@ with one template per op (backends/cuda).
 ```mlir
 %g_s = kernel.alloc : !kernel.buffer<1030xf32, @dp[S(0)]>
 kernel.nccl_reduce_scatter sum %g -> %g_s over [dp] dim 0 stream 0 : ...
-kernel.elementwise ins(%lr, %g_s, %w_blk) outs(%w_blk) stream 0 : ... { ...scalar body... }
+kernel.elementwise ins(%lr, %g_s, %w_blk) outs(%w_blk) body @sgd stream 0 : ...
 kernel.nccl_all_gather %w_blk -> %w over [dp] stream 0 : ...     // in place: %w_blk is %w's block
+...
+kernel.body @sgd { ...scalar body... }     // at module level, shared by every kernel naming it
 ```
 """
 

@@ -8,6 +8,9 @@ writes into its destination:
   argument's buffer when no later op reads the old value (`kernel.updated` lists those
   arguments), else copies it there at the end;
 * elementwise ops and `dtensor.fused` become `kernel.elementwise` (one kernel, scalar body);
+  every kernel's body is then outlined: identical bodies become one module-level `kernel.body`
+  that the kernels name (`body @name`, `outline_bodies`), so a model's repeated layers share
+  them;
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
