@@ -446,6 +446,11 @@ class NamedBodyOp(ScalarBodyOp):
     written by hand may carry it inline. Everything reading the body goes through
     `body_block()`, which resolves the name through the module's cached symbol index."""
 
+    def body_name(self) -> str | None:
+        """The name of the `kernel.body` this kernel runs; None for an inline body."""
+        ref = self.properties.get("body_ref")
+        return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
+
     def named_body(self) -> BodyOp | None:
         """The `kernel.body` named, None for an inline body; VerifyException if the name is not a
         body of the enclosing module."""

@@ -712,7 +712,7 @@ def outline_bodies(module: ModuleOp) -> None:
     `kernel.body`, placed after the function that first uses it, and the kernels name it. The
     kernel level of a model otherwise repeats the same few bodies in every layer - most of its
     ops - and everything reading it (printing, verifying, the CUDA backend) paid for each copy.
-    Bodies already named in the module are reused."""
+    Bodies already named in the module are reused; those no kernel names any more are dropped."""
     shared: dict[object, k.BodyOp] = {}
     names: set[str] = set()
     for o in module.ops:
@@ -724,10 +724,12 @@ def outline_bodies(module: ModuleOp) -> None:
             if key is not None:
                 shared.setdefault(key, o)
     counter = 0
+    used: set[str] = set()
     for f in [o for o in module.ops if isinstance(o, func.FuncOp)]:
         after: Operation = f
-        users = [o for o in f.walk() if isinstance(o, k.NamedBodyOp) and o.regions]
-        for op in users:
+        kernels = [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]
+        used.update(name for o in kernels if (name := o.body_name()) is not None)
+        for op in [o for o in kernels if o.regions]:
             key = body_key(op.body_block())
             if key is None:
                 continue
@@ -741,6 +743,10 @@ def outline_bodies(module: ModuleOp) -> None:
                 Rewriter.insert_op(named, InsertPoint.after(after))
                 after = named
             op.properties["body_ref"] = SymbolRefAttr(named.sym_name)
+            used.add(named.sym_name.data)
+    for o in [o for o in module.ops if isinstance(o, k.BodyOp)]:
+        if o.sym_name.data not in used:  # its kernels now carry a body of their own
+            Rewriter.erase_op(o)
 
 
 @dataclass(frozen=True)

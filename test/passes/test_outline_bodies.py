@@ -77,3 +77,29 @@ def test_the_kernel_level_computes_what_the_program_computes() -> None:
     got = run(module, seed=1)
     for name, value in want.outputs.items():
         np.testing.assert_allclose(got.outputs[name], value, rtol=1e-5, atol=1e-6)
+
+
+def test_a_fill_folded_into_a_named_body_copies_it_and_the_unused_body_goes() -> None:
+    """fold_fills on a kernel that names a shared body changes a copy; outlining again names
+    the copy and drops the body no kernel names any more."""
+    from xdsl.dialects import func
+
+    from ccopt.passes.kernel_views import fold_fills
+
+    r = "!dtensor.tensor<8xf32, @t[R]>"
+    module = load_program(
+        f"dtensor.mesh @t [tp=4]\nfunc.func @f(%x: {r}) -> {r} {{\n"
+        f"  %f = dtensor.fill 1.5 : {r}\n"
+        f"  %y = dtensor.add %x, %f : ({r}, {r}) -> {r}\n"
+        f"  func.return %y : {r}\n}}\n"
+    )
+    want = run(module.clone(), seed=2)
+    run_pipeline(module, "convert-to-kernel{views=false}")
+    (shared,) = bodies(module)
+    (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    assert fold_fills(f.body.blocks[0]) == 1
+    outline_bodies(module)
+    (copy,) = bodies(module)
+    assert copy is not shared and named(module) == [copy.sym_name.data]
+    module.verify()
+    np.testing.assert_allclose(run(module, seed=2).outputs["result0"], want.outputs["result0"])
