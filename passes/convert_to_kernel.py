@@ -714,6 +714,7 @@ def outline_bodies(module: ModuleOp) -> None:
     ops - and everything reading it (printing, verifying, the CUDA backend) paid for each copy.
     Bodies already named in the module are reused; those no kernel names any more are dropped."""
     shared: dict[object, k.BodyOp] = {}
+    refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body, shared by its kernels
     names: set[str] = set()
     for o in module.ops:
         sym = dt.symbol_name(o)
@@ -742,7 +743,10 @@ def outline_bodies(module: ModuleOp) -> None:
                 named = shared[key] = k.BodyOp(f"body{counter}", region)
                 Rewriter.insert_op(named, InsertPoint.after(after))
                 after = named
-            op.properties["body_ref"] = SymbolRefAttr(named.sym_name)
+            ref = refs.get(named)
+            if ref is None:
+                ref = refs[named] = SymbolRefAttr(named.sym_name)
+            op.properties["body_ref"] = ref
             used.add(named.sym_name.data)
     for o in [o for o in module.ops if isinstance(o, k.BodyOp)]:
         if o.sym_name.data not in used:  # its kernels now carry a body of their own
