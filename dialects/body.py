@@ -319,8 +319,8 @@ def body_key(block: Block) -> tuple | None:
                 op.name,
                 tuple(numbers[v] for v in op.operands),
                 tuple(r.type for r in op.results),
-                tuple(sorted(op.properties.items(), key=lambda item: item[0])),
-                tuple(sorted(op.attributes.items(), key=lambda item: item[0])),
+                tuple(op.properties.items()),  # in insertion order: two orders of one set
+                tuple(op.attributes.items()),  # only miss a sharing, never make a wrong one
             )
         )
         for r in op.results:
