@@ -259,7 +259,9 @@ def verification_key(op: Operation) -> Key:
         op._successors,  # pyright: ignore[reportPrivateUsage]
         region_key(op) if op.regions else (),
         None if around is None else tuple(around.properties.items()),
-        callee_signature(op) if op.name == "func.call" else None,
+        callee_signature(op)
+        if op.name == "func.call"
+        else (named_body(op) if "body_ref" in op.properties else None),
     )
 
 
@@ -284,6 +286,20 @@ def callee_signature(call: Operation) -> Key | object:
     if found is None:
         return object()
     return (found, found.properties.get("function_type"))
+
+
+def named_body(op: Operation) -> Key | object:
+    """What a kernel that names its scalar body (`body @name`, a `kernel.body`) checks against:
+    the body op, its block and ops (a fresh object, so never equal, when the name finds none)."""
+    from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of
+
+    anchor = symbol_table_of(op)
+    ref = op.properties["body_ref"]
+    found = lookup_symbol(anchor, ref.root_reference.data) if anchor is not None else None  # type: ignore[attr-defined]
+    block = found.regions[0].blocks.first if found is not None and found.regions else None
+    if block is None:
+        return object()
+    return (found, block, tuple(block.ops))
 
 
 def structural_key(op: Operation, key: Key) -> Key | None:
@@ -312,6 +328,7 @@ def structural_key(op: Operation, key: Key) -> Key | None:
         properties,
         attributes,
         region_structure(op) if op.regions else (),
+        key[11],  # a named body (the body op and its ops) or a callee
     )
 
 

@@ -301,3 +301,28 @@ def clone_body(body: Region) -> Region:
     for op in block.ops:
         copy.add_op(op.clone_without_regions(mapping))
     return Region(copy)
+
+
+def body_key(block: Block) -> tuple | None:
+    """The structure of a scalar body as a hashable value, in one pass over its ops: argument
+    types, then per op its name, operands (numbered in definition order), result types,
+    properties and attributes. Bodies with equal keys compute the same thing (value names aside),
+    so kernels may share one (`kernel.body`). None for a body that reads an outside value or
+    nests regions: it is not a self-contained straight-line body."""
+    numbers: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
+    parts: list[object] = [tuple(block.arg_types)]
+    for op in block.ops:
+        if op.regions or op.successors or any(v not in numbers for v in op.operands):
+            return None
+        parts.append(
+            (
+                op.name,
+                tuple(numbers[v] for v in op.operands),
+                tuple(r.type for r in op.results),
+                tuple(op.properties.items()),  # in insertion order: two orders of one set
+                tuple(op.attributes.items()),  # only miss a sharing, never make a wrong one
+            )
+        )
+        for r in op.results:
+            numbers[r] = len(numbers)
+    return tuple(parts)

@@ -11,8 +11,10 @@ with one template per op (backends/cuda).
 ```mlir
 %g_s = kernel.alloc : !kernel.buffer<1030xf32, @dp[S(0)]>
 kernel.nccl_reduce_scatter sum %g -> %g_s over [dp] dim 0 stream 0 : ...
-kernel.elementwise ins(%lr, %g_s, %w_blk) outs(%w_blk) stream 0 : ... { ...scalar body... }
+kernel.elementwise ins(%lr, %g_s, %w_blk) outs(%w_blk) body @sgd stream 0 : ...
 kernel.nccl_all_gather %w_blk -> %w over [dp] stream 0 : ...     // in place: %w_blk is %w's block
+...
+kernel.body @sgd { ...scalar body... }     // at module level, shared by every kernel naming it
 ```
 """
 
@@ -23,6 +25,7 @@ from functools import cache
 from math import prod
 from typing import ClassVar
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
@@ -32,12 +35,16 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
     TensorType,
     UnitAttr,
     i64,
 )
 from xdsl.ir import (
     Attribute,
+    Block,
     Dialect,
     Operation,
     ParametrizedAttribute,
@@ -55,18 +62,22 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     opt_prop_def,
+    opt_region_def,
     prop_def,
     region_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
-from ccopt.dialects.body import ScalarBodyOp
+from ccopt.dialects.body import BODY_KINDS, ScalarBodyOp, YieldOp
+from ccopt.dialects.body import UniformOp as BodyUniformOp
 from ccopt.dialects.coll import (
     AllGatherOp,
     AllReduceOp,
@@ -80,7 +91,12 @@ from ccopt.dialects.coll import (
     group_axes,
 )
 from ccopt.dialects.construct import init_op
-from ccopt.dialects.dtensor import ReduceKindAttr, verify_one_mesh
+from ccopt.dialects.dtensor import (
+    ReduceKindAttr,
+    lookup_symbol,
+    symbol_table_of,
+    verify_one_mesh,
+)
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -383,24 +399,114 @@ class EventWaitOp(DeviceOp):
 
 
 @irdl_op_definition
-class ElementwiseOp(DeviceOp, ScalarBodyOp):
+class BodyOp(ScalarBodyOp):
+    """A scalar body kept once, at module level, under a name: the kernels that compute the
+    same element (`kernel.elementwise`, `kernel.fused_all_reduce`) name it (`body @name`)
+    instead of each carrying a copy, as MLIR's gpu-kernel-outlining moves launch bodies into
+    functions. A model repeats its layers, so most kernels share a handful of bodies; carrying
+    them inline made the kernel level mostly copies. Its arguments are those of every scalar
+    body (the element index, one scalar per input); placements are checked at each user, on
+    that user's buffers.
+
+    ```mlir
+    kernel.body @body0 {
+    ^bb0(%i: i64, %x: f32):
+      %y = math.tanh %x : f32
+      dtensor.yield %y : f32
+    }
+    ```
+    """
+
+    name = "kernel.body"
+    sym_name = prop_def(SymbolNameConstraint())
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
+    assembly_format = "$sym_name attr-dict-with-keyword $body"
+
+    def __init__(self, name: str, body: Region):
+        super().__init__(properties={"sym_name": StringAttr(name)}, regions=[body])
+
+    def verify_(self) -> None:
+        """What a body is whatever its users: the index first, scalar ops, a yield at the end."""
+        block = self.body_block()
+        if not block.args or block.args[0].type != i64:
+            raise VerifyException("a body's first argument is the element index (i64)")
+        if not isinstance(block.last_op, YieldOp):
+            raise VerifyException("the body must end with dtensor.yield")
+        for op in block.ops:
+            if not isinstance(op, YieldOp | BodyUniformOp | arith.ConstantOp) and (
+                type(op) not in BODY_KINDS
+            ):
+                raise VerifyException(f"'{op.name}' may not appear in a fused body")
+
+
+class NamedBodyOp(ScalarBodyOp):
+    """A kernel whose scalar body is its own region or the `kernel.body` it names (`body_ref`,
+    printed `body @name`): the pipeline names one (convert-to-kernel outlines bodies), IR
+    written by hand may carry it inline. Everything reading the body goes through
+    `body_block()`, which resolves the name through the module's cached symbol index."""
+
+    def body_name(self) -> str | None:
+        """The name of the `kernel.body` this kernel runs; None for an inline body."""
+        ref = self.properties.get("body_ref")
+        return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
+
+    def named_body(self) -> BodyOp | None:
+        """The `kernel.body` named, None for an inline body; VerifyException if the name is not a
+        body of the enclosing module."""
+        ref = self.properties.get("body_ref")
+        if ref is None:
+            return None
+        assert isinstance(ref, SymbolRefAttr)
+        name = ref.root_reference.data
+        anchor = symbol_table_of(self)
+        found = lookup_symbol(anchor, name) if anchor is not None else None
+        if not isinstance(found, BodyOp):
+            raise VerifyException(f"body @{name} is not a kernel.body of the module")
+        return found
+
+    def body_block(self) -> Block:
+        named = self.named_body()
+        return super().body_block() if named is None else named.body_block()
+
+    def check_one_body(self) -> None:
+        if ("body_ref" in self.properties) == bool(self.regions):
+            raise VerifyException(
+                "needs one body: a region, or the name of a kernel.body (`body @name`)"
+            )
+
+
+@irdl_op_definition
+class ElementwiseOp(DeviceOp, NamedBodyOp):
     """One kernel over the iteration space of its outputs; the body computes one element."""
 
     name = "kernel.elementwise"
     inputs = var_operand_def(BufferType)
     outputs = var_operand_def(BufferType)
-    body = region_def("single_block")
+    body_ref = opt_prop_def(SymbolRefAttr)
+    body = opt_region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` `stream` $stream attr-dict `:` "
-        "type($inputs) `->` type($outputs) $body"
+        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` (`body` $body_ref^)? `stream` $stream "
+        "attr-dict `:` type($inputs) `->` type($outputs) $body"
     )
 
     def __init__(
-        self, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue], body: Region, stream: int = 0
+        self,
+        inputs: Sequence[SSAValue],
+        outputs: Sequence[SSAValue],
+        body: Region | str,
+        stream: int = 0,
     ):
+        """`body`: the region, or the name of the `kernel.body` to run."""
+        props = _stream(stream)
+        if isinstance(body, str):
+            props["body_ref"] = SymbolRefAttr(body)
         init_op(
-            self, operands=[list(inputs), list(outputs)], regions=[body], properties=_stream(stream)
+            self,
+            operands=[list(inputs), list(outputs)],
+            regions=[body if isinstance(body, Region) else None],
+            properties=props,
         )
 
     def iteration_type(self) -> DTensorType:
@@ -408,6 +514,7 @@ class ElementwiseOp(DeviceOp, ScalarBodyOp):
 
     def verify_(self) -> None:
         mesh = self.check_device()
+        self.check_one_body()
         if not self.outputs:
             raise VerifyException("an elementwise kernel needs at least one output")
         iteration = self.iteration_type()
@@ -910,7 +1017,7 @@ class LocalBlockOp(NcclOp):
 
 
 @irdl_op_definition
-class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
+class FusedAllReduceKernelOp(DeviceOp, NamedBodyOp):
     """A `coll.fused_all_reduce` run through its algorithm with the body inside (what
     `lower-collectives{fused_body=in-algorithm}` chose): the partial sums are laid into the
     algorithm's chunks, each `fn` step runs the body's kernel on the chunks it names, the
@@ -926,11 +1033,13 @@ class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
     scratch = opt_operand_def(BufferType)
     axes = prop_def(MeshAxesAttr)
     dim = prop_def(IntegerAttr[I64])
-    body = region_def("single_block")
+    body_ref = opt_prop_def(SymbolRefAttr)
+    body = opt_region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$kind $partial `,` `ins` `(` $inputs `)` `outs` `(` $outputs `)` "
-        "(`scratch` $scratch^ `:` type($scratch))? `over` $axes `dim` $dim `stream` $stream "
+        "(`scratch` $scratch^ `:` type($scratch))? `over` $axes `dim` $dim "
+        "(`body` $body_ref^)? `stream` $stream "
         "attr-dict `:` type($partial) `,` `(` type($inputs) `)` `->` `(` type($outputs) `)` $body"
     )
 
@@ -943,19 +1052,23 @@ class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
         axes: Sequence[str],
         dim: int,
         kind: ReductionKind,
-        body: Region,
+        body: Region | str,
         stream: int = 0,
     ):
+        """`body`: the region, or the name of the `kernel.body` to run."""
+        props = {
+            **_stream(stream),
+            "kind": ReductionKindAttr(kind),
+            "axes": MeshAxesAttr(axes),
+            "dim": IntegerAttr(dim, i64),
+        }
+        if isinstance(body, str):
+            props["body_ref"] = SymbolRefAttr(body)
         init_op(
             self,
             operands=[partial, list(inputs), list(outputs), [] if scratch is None else [scratch]],
-            regions=[body],
-            properties={
-                **_stream(stream),
-                "kind": ReductionKindAttr(kind),
-                "axes": MeshAxesAttr(axes),
-                "dim": IntegerAttr(dim, i64),
-            },
+            regions=[body if isinstance(body, Region) else None],
+            properties=props,
         )
 
     def iteration_type(self, mesh: Mesh) -> DTensorType:
@@ -968,6 +1081,7 @@ class FusedAllReduceKernelOp(DeviceOp, ScalarBodyOp):
 
     def verify_(self) -> None:
         mesh = self.check_device()
+        self.check_one_body()
         if mesh is None:
             return
         iteration = self.iteration_type(mesh)
@@ -1021,6 +1135,7 @@ Kernel = Dialect(
         SubviewOp,
         EventRecordOp,
         EventWaitOp,
+        BodyOp,
         ElementwiseOp,
         GemmOp,
         ReduceKernelOp,

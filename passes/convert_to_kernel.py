@@ -8,6 +8,9 @@ writes into its destination:
   argument's buffer when no later op reads the old value (`kernel.updated` lists those
   arguments), else copies it there at the end;
 * elementwise ops and `dtensor.fused` become `kernel.elementwise` (one kernel, scalar body);
+  every kernel's body is then outlined: identical bodies become one module-level `kernel.body`
+  that the kernels name (`body @name`, `outline_bodies`), so a model's repeated layers share
+  them;
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
@@ -43,6 +46,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     ModuleOp,
     StringAttr,
+    SymbolRefAttr,
     UnitAttr,
     i64,
 )
@@ -57,6 +61,7 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
+from ccopt.dialects.body import body_key
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_elementwise
@@ -701,6 +706,53 @@ def allow_tf32(f: func.FuncOp) -> None:
             op.tf32 = UnitAttr()
 
 
+def outline_bodies(module: ModuleOp) -> None:
+    """Give every kernel's scalar body a name: identical bodies (same ops, types and attributes,
+    dropout seeds included; `body_key`, one pass per body) become one module-level
+    `kernel.body`, placed after the function that first uses it, and the kernels name it. The
+    kernel level of a model otherwise repeats the same few bodies in every layer - most of its
+    ops - and everything reading it (printing, verifying, the CUDA backend) paid for each copy.
+    Bodies already named in the module are reused; those no kernel names any more are dropped."""
+    shared: dict[object, k.BodyOp] = {}
+    refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body, shared by its kernels
+    names: set[str] = set()
+    for o in module.ops:
+        sym = dt.symbol_name(o)
+        if sym is not None:
+            names.add(sym)
+        if isinstance(o, k.BodyOp):
+            key = body_key(o.body_block())
+            if key is not None:
+                shared.setdefault(key, o)
+    counter = 0
+    used: set[str] = set()
+    for f in [o for o in module.ops if isinstance(o, func.FuncOp)]:
+        after: Operation = f
+        kernels = [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]
+        used.update(name for o in kernels if (name := o.body_name()) is not None)
+        for op in [o for o in kernels if o.regions]:
+            key = body_key(op.body_block())
+            if key is None:
+                continue
+            named = shared.get(key)
+            region = op.detach_region(op.regions[0])
+            if named is None:
+                while f"body{counter}" in names:
+                    counter += 1
+                names.add(f"body{counter}")
+                named = shared[key] = k.BodyOp(f"body{counter}", region)
+                Rewriter.insert_op(named, InsertPoint.after(after))
+                after = named
+            ref = refs.get(named)
+            if ref is None:
+                ref = refs[named] = SymbolRefAttr(named.sym_name)
+            op.properties["body_ref"] = ref
+            used.add(named.sym_name.data)
+    for o in [o for o in module.ops if isinstance(o, k.BodyOp)]:
+        if o.sym_name.data not in used:  # its kernels now carry a body of their own
+            Rewriter.erase_op(o)
+
+
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
@@ -738,3 +790,4 @@ class ConvertToKernel(ModulePass):
                 allow_tf32(lowered)
             Rewriter.insert_op(lowered, InsertPoint.after(f))
             Rewriter.erase_op(f)
+        outline_bodies(op)

@@ -35,6 +35,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
+from ccopt.dialects.body import clone_body
 
 
 def storage(buffer: SSAValue) -> SSAValue:
@@ -236,8 +237,15 @@ def constant(value: float, t: Attribute) -> arith.ConstantOp:
 
 
 def fold_input(op: k.ElementwiseOp, value: SSAValue, const: arith.ConstantOp) -> None:
-    """The same kernel without `value` among its inputs: its body reads `const` instead."""
-    body = op.detach_region(op.body)
+    """The same kernel without `value` among its inputs: its body reads `const` instead. A
+    kernel that names a shared body (`kernel.body`) gets its own copy to change; outlining
+    (convert-to-kernel's last step) names it again."""
+    if op.body is not None:
+        body = op.detach_region(op.body)
+    else:
+        shared = op.body_block().parent
+        assert shared is not None
+        body = clone_body(shared)
     block = body.blocks.first
     assert block is not None
     block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)

@@ -124,9 +124,13 @@ def tensors(op: Operation) -> list[DTensorType]:
 
 
 def body_flops(op: Operation) -> int:
-    """FLOPs per element of a scalar body: its arithmetic ops (transcendentals count four)."""
+    """FLOPs per element of a scalar body: its arithmetic ops (transcendentals count four). A
+    kernel that names its body (`kernel.body`) counts the named one."""
     count = 0
-    for region in op.regions:
+    regions = op.regions
+    if isinstance(op, kernel.NamedBodyOp) and not regions:
+        regions = [op.body_block().parent]
+    for region in regions:
         for inner in region.walk():
             if inner.name.startswith("math."):
                 count += 4
@@ -154,7 +158,7 @@ def op_work(op: Operation, blocks: Blocks, coords: tuple[int, ...]) -> Work:
     if isinstance(op, ROW_OPS):
         inputs = prod(blocks.shape(types[0], coords))
         return Work(5.0 * inputs, moved, element)
-    if op.regions:
+    if op.regions or isinstance(op, kernel.NamedBodyOp):
         return Work(float(elements * body_flops(op)), moved, element)
     return Work(float(elements * TRANSCENDENTAL.get(op.name, 1)), moved, element)
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import jinja2
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
@@ -188,6 +188,9 @@ class Program:
     setup: list[str] = field(default_factory=list)  # statements create() runs once
     counter: int = 0
     kernel_names: dict[str, str] = field(default_factory=dict)  # text (name elided) -> name
+    body_codes: dict[tuple[Block, tuple[str, ...]], tuple[list[str], list[str]]] = field(
+        default_factory=dict
+    )  # (scalar body block, inputs) -> its statements and yields: once per named body
     table_names: dict[tuple[str, tuple[tuple[int, ...], ...]], str] = field(default_factory=dict)
     algorithms: dict[str, AlgorithmTables] = field(default_factory=dict)  # by symbol name
 
@@ -259,6 +262,17 @@ class Emitter:
                 f"static const int64_t {name}[{len(rows)}][{width}] = {{\n  {body}}};"
             )
         return f"{name}[0]" if uniform else f"{name}[ctx->rank]"
+
+    def body_code(self, op: k.NamedBodyOp, names: list[str]) -> tuple[list[str], list[str]]:
+        """The C++ of a kernel's scalar body, generated once per body: kernels that name one
+        `kernel.body` (convert-to-kernel outlines identical bodies into one) share its code,
+        and the rendered kernels are then identical unless types or launch shape differ."""
+        block = op.body_block()
+        key = (block, tuple(names))
+        code = self.program.body_codes.get(key)
+        if code is None:
+            code = self.program.body_codes[key] = body_code(block, names, "gindex")
+        return code
 
     def kernel(self, prefix: str, template: str, **context: object) -> str:
         """The name of a `__global__` kernel rendered from `template`; an identical kernel is
@@ -556,7 +570,7 @@ class Emitter:
         outs = [self.buffer(v) for v in op.outputs]
         ndim = max(1, iteration.rank)
         names = [f"x{i}" for i in range(len(ins))]
-        lines, yields = body_code(op.body_block(), names, "gindex")
+        lines, yields = self.body_code(op, names)
         self.record(
             "kernel",
             "elementwise",
@@ -1138,7 +1152,7 @@ class Emitter:
                 stream=stream,
             )
         names = [f"x{i}" for i in range(1 + len(ins))]
-        lines, yields = body_code(op.body_block(), names, "gindex")
+        lines, yields = self.body_code(op, names)
         body_kernel = self.kernel(
             "ccopt_fused_body_",
             "elementwise_kernel.cu.j2",

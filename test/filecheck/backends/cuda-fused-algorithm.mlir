@@ -12,7 +12,9 @@ dtensor.mesh @dp [dp=3]
 // back.
 // KERNEL-LABEL: func.func @sgd
 // KERNEL:         %[[W:.*]] = kernel.alloc offset {{[0-9]+}} : !kernel.buffer<{{[0-9]+}}xf32, @dp[R]>
-// KERNEL:         kernel.fused_all_reduce sum %g, ins(%lr, %{{.*}}) outs(%w) scratch %[[W]] : !kernel.buffer<{{[0-9]+}}xf32, @dp[R]> over [dp] dim 0 stream 0 {algo.algorithm = @allreduce_ring_3_fused}
+// KERNEL:         kernel.fused_all_reduce sum %g, ins(%lr, %{{.*}}) outs(%w) scratch %[[W]] : !kernel.buffer<{{[0-9]+}}xf32, @dp[R]> over [dp] dim 0 body @[[BODY:.*]] stream 0 {algo.algorithm = @allreduce_ring_3_fused}
+// KERNEL:         func.return
+// KERNEL:       kernel.body @[[BODY]] {
 // KERNEL:           arith.mulf
 // KERNEL:           arith.subf
 

@@ -9,7 +9,7 @@ dtensor.mesh @t [tp=2]
 // CHECK-LABEL: func.func @slice_read_in_place(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x6xf32, @t[S(0)]>, %[[OUT:.*]]: !kernel.buffer<8x2xf32, @t[S(0)]>)
 // CHECK-NEXT:  %[[S:.*]] = kernel.subview %[[X]] offsets [0, 1] : !kernel.buffer<8x6xf32, @t[S(0)]> -> !kernel.buffer<8x2xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[S]]) outs(%[[OUT]]) stream 0
+// CHECK-NEXT:  kernel.elementwise ins(%[[S]]) outs(%[[OUT]]) body @{{.*}} stream 0
 // COPY-LABEL:  func.func @slice_read_in_place(
 // COPY:        kernel.slice %{{.*}} -> %{{.*}} offsets [0, 1] stream 0
 // COPY-NOT:    kernel.subview
@@ -33,7 +33,8 @@ func.func @returned_slice_is_copied(%x: !dtensor.tensor<8x6xf32, @t[S(0)]>) -> !
 // CHECK-LABEL: func.func @fill_folded(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8xf32, @t[R]>, %[[OUT:.*]]: !kernel.buffer<8xf32, @t[R]>)
 // CHECK-NOT:   kernel.fill
-// CHECK:       kernel.elementwise ins(%[[X]]) outs(%[[OUT]]) stream 0
+// CHECK:       kernel.elementwise ins(%[[X]]) outs(%[[OUT]]) body @[[BODY:.*]] stream 0
+// CHECK:       kernel.body @[[BODY]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[V:.*]]: f32):
 // CHECK-NEXT:    %[[C:.*]] = arith.constant 1.500000e+00 : f32
 // CHECK-NEXT:    %[[R:.*]] = arith.addf %[[V]], %[[C]] : f32

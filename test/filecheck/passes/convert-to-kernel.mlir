@@ -19,49 +19,58 @@ dtensor.mesh @pipe [pp=4]
 // CHECK-LABEL: func.func @unary(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[OUT:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>) attributes {kernel.results = 1 : i64, kernel.updated = array<i64>} {
 // CHECK-NEXT:  %[[A:.*]] = kernel.alloc : !kernel.buffer<8x4xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[X]]) outs(%[[A]]) stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]> {
+// CHECK-NEXT:  kernel.elementwise ins(%[[X]]) outs(%[[A]]) body @[[BODY1:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]>
+// CHECK-NEXT:  %[[B:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[A]]) outs(%[[B]]) body @[[BODY2:[a-z0-9_]+]]
+// CHECK-NEXT:  %[[C:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[B]]) outs(%[[C]]) body @[[BODY3:[a-z0-9_]+]]
+// CHECK-NEXT:  %[[D:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[C]]) outs(%[[D]]) body @[[BODY4:[a-z0-9_]+]]
+// CHECK:       %[[E:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[D]]) outs(%[[E]]) body @[[BODY5:[a-z0-9_]+]]
+// CHECK:       %[[F:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[E]]) outs(%[[F]]) body @[[BODY6:[a-z0-9_]+]]
+// CHECK:       %[[G:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[D]]) outs(%[[G]]) body @[[BODY7:[a-z0-9_]+]]
+// CHECK:       %[[H:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[G]]) outs(%[[H]]) body @[[BODY8:[a-z0-9_]+]]
+// CHECK:       kernel.elementwise ins(%[[H]]) outs(%[[OUT]]) body @[[TANH2:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]>
+// CHECK-NEXT:  func.return
+// CHECK-NEXT:  }
+// CHECK:       kernel.body @[[BODY1]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[V:.*]]: f32):
 // CHECK-NEXT:    %[[N:.*]] = arith.negf %[[V]] : f32
 // CHECK-NEXT:    dtensor.yield %[[N]] : f32
 // CHECK-NEXT:  }
-// CHECK-NEXT:  %[[B:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[A]]) outs(%[[B]])
+// CHECK:       kernel.body @[[BODY2]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    math.absf
 // CHECK-NEXT:    dtensor.yield
 // CHECK-NEXT:  }
-// CHECK-NEXT:  %[[C:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[B]]) outs(%[[C]])
+// CHECK:       kernel.body @[[BODY3]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[V:.*]]: f32):
 // CHECK-NEXT:    %[[Z:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:    %[[M:.*]] = arith.maximumf %[[V]], %[[Z]] : f32
 // CHECK-NEXT:    dtensor.yield %[[M]] : f32
 // CHECK-NEXT:  }
-// CHECK-NEXT:  %[[D:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[C]]) outs(%[[D]])
+// CHECK:       kernel.body @[[BODY4]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    math.exp
-// CHECK:       %[[E:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[D]]) outs(%[[E]])
+// CHECK:       kernel.body @[[BODY5]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    math.log
-// CHECK:       %[[F:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[E]]) outs(%[[F]])
+// CHECK:       kernel.body @[[BODY6]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    math.sqrt
-// CHECK:       %[[G:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[D]]) outs(%[[G]])
+// CHECK:       kernel.body @[[BODY7]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    math.rsqrt
-// CHECK:       %[[H:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[G]]) outs(%[[H]])
+// CHECK:       kernel.body @[[BODY8]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    math.tanh
-// CHECK:       kernel.elementwise ins(%[[H]]) outs(%[[OUT]]) stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]> {
+// CHECK:       kernel.body @[[TANH2]] {
 // CHECK:         math.tanh
 // CHECK:         dtensor.yield
-// CHECK-NEXT:  }
-// CHECK-NEXT:  func.return
 // CHECK-NEXT:  }
 func.func @unary(%x: !s) -> !s {
   %a = dtensor.neg %x : !s
@@ -81,37 +90,44 @@ func.func @unary(%x: !s) -> !s {
 // CHECK-LABEL: func.func @binary(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[Y:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[B:.*]]: !kernel.buffer<4xf32, @t[R]>, %[[OUT:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>)
 // CHECK-NEXT:  %[[A:.*]] = kernel.alloc : !kernel.buffer<8x4xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[B]]) outs(%[[A]]) stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<4xf32, @t[R]> -> !kernel.buffer<8x4xf32, @t[S(0)]> {
+// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[B]]) outs(%[[A]]) body @[[BODY9:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<4xf32, @t[R]> -> !kernel.buffer<8x4xf32, @t[S(0)]>
+// CHECK-NEXT:  %[[S:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[A]], %[[Y]]) outs(%[[S]]) body @[[BODY10:[a-z0-9_]+]]
+// CHECK:       %[[M:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[S]]) outs(%[[M]]) body @[[BODY11:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]>
+// CHECK:       %[[E:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[M]]) outs(%[[E]])
+// CHECK:       %[[D:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[E]]) outs(%[[D]]) body @[[BODY12:[a-z0-9_]+]]
+// CHECK:       %[[MX:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[D]], %[[Y]]) outs(%[[MX]]) body @[[BODY13:[a-z0-9_]+]]
+// CHECK:       %[[MN:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[MX]], %[[X]]) outs(%[[MN]]) body @[[BODY14:[a-z0-9_]+]]
+// CHECK:       kernel.elementwise ins(%[[E]], %[[MN]]) outs(%[[OUT]]) body @[[BODY15:[a-z0-9_]+]]
+// CHECK:       func.return
+// CHECK:       kernel.body @[[BODY9]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[L:.*]]: f32, %[[R:.*]]: f32):
 // CHECK-NEXT:    %[[SUM:.*]] = arith.addf %[[L]], %[[R]] : f32
 // CHECK-NEXT:    dtensor.yield %[[SUM]] : f32
 // CHECK-NEXT:  }
-// CHECK-NEXT:  %[[S:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[A]], %[[Y]]) outs(%[[S]])
+// CHECK:       kernel.body @[[BODY10]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    arith.subf
-// CHECK:       %[[M:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[S]]) outs(%[[M]]) stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]> {
+// CHECK:       kernel.body @[[BODY11]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[V:.*]]: f32):
 // CHECK-NEXT:    arith.mulf %[[V]], %[[V]] : f32
-// CHECK:       %[[E:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[M]]) outs(%[[E]])
-// CHECK:       %[[D:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[E]]) outs(%[[D]])
+// CHECK:       kernel.body @[[BODY12]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    arith.divf
-// CHECK:       %[[MX:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[D]], %[[Y]]) outs(%[[MX]])
+// CHECK:       kernel.body @[[BODY13]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    arith.maximumf
-// CHECK:       %[[MN:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[MX]], %[[X]]) outs(%[[MN]])
+// CHECK:       kernel.body @[[BODY14]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    arith.minimumf
-// CHECK:       kernel.elementwise ins(%[[E]], %[[MN]]) outs(%[[OUT]])
+// CHECK:       kernel.body @[[BODY15]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    math.powf
-// CHECK:       func.return
 func.func @binary(%x: !s, %y: !s, %b: !row) -> !s {
   %a = dtensor.add %x, %b : (!s, !row) -> !s
   %s = dtensor.sub %a, %y : (!s, !s) -> !s
@@ -129,29 +145,34 @@ func.func @binary(%x: !s, %y: !s, %b: !row) -> !s {
 // CHECK-LABEL: func.func @select_cast_dropout(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[Y:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[R0:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[R1:.*]]: !kernel.buffer<8x4xf16, @t[S(0)]>) attributes {kernel.results = 2 : i64, kernel.updated = array<i64>} {
 // CHECK-NEXT:  %[[C:.*]] = kernel.alloc : !kernel.buffer<8x4xi1, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[Y]]) outs(%[[C]]) stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xi1, @t[S(0)]> {
+// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[Y]]) outs(%[[C]]) body @[[BODY16:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xi1, @t[S(0)]>
+// CHECK-NEXT:  %[[SEL:.*]] = kernel.alloc : !kernel.buffer<8x4xf32, @t[S(0)]>
+// CHECK-NEXT:  kernel.elementwise ins(%[[C]], %[[X]], %[[Y]]) outs(%[[SEL]]) body @[[BODY17:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xi1, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]>
+// CHECK:       %[[SC:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.elementwise ins(%[[SEL]]) outs(%[[SC]]) body @[[BODY18:[a-z0-9_]+]]
+// CHECK:       kernel.elementwise ins(%[[SC]]) outs(%[[R0]]) body @[[BODY19:[a-z0-9_]+]]
+// CHECK:       kernel.elementwise ins(%[[R0]]) outs(%[[R1]]) body @[[BODY20:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf16, @t[S(0)]>
+// CHECK-NEXT:  func.return
+// CHECK:       kernel.body @[[BODY16]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[A:.*]]: f32, %[[B:.*]]: f32):
 // CHECK-NEXT:    %[[GT:.*]] = arith.cmpf ogt, %[[A]], %[[B]] : f32
 // CHECK-NEXT:    dtensor.yield %[[GT]] : i1
 // CHECK-NEXT:  }
-// CHECK-NEXT:  %[[SEL:.*]] = kernel.alloc : !kernel.buffer<8x4xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[C]], %[[X]], %[[Y]]) outs(%[[SEL]]) stream 0 : !kernel.buffer<8x4xi1, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf32, @t[S(0)]> {
+// CHECK:       kernel.body @[[BODY17]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[K:.*]]: i1, %[[A:.*]]: f32, %[[B:.*]]: f32):
 // CHECK-NEXT:    arith.select %[[K]], %[[A]], %[[B]] : f32
-// CHECK:       %[[SC:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[SEL]]) outs(%[[SC]])
+// CHECK:       kernel.body @[[BODY18]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    arith.constant 2.500000e+00 : f32
 // CHECK-NEXT:    arith.mulf
-// CHECK:       kernel.elementwise ins(%[[SC]]) outs(%[[R0]])
+// CHECK:       kernel.body @[[BODY19]] {
 // CHECK-NEXT:  ^bb0(%[[I:.*]]: i64, %{{.*}}: f32):
 // CHECK-NEXT:    dtensor.uniform %[[I]] seed 11
-// CHECK:       kernel.elementwise ins(%[[R0]]) outs(%[[R1]]) stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x4xf16, @t[S(0)]> {
+// CHECK:       kernel.body @[[BODY20]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[V:.*]]: f32):
 // CHECK-NEXT:    %[[H:.*]] = arith.truncf %[[V]] : f32 to f16
 // CHECK-NEXT:    dtensor.yield %[[H]] : f16
 // CHECK-NEXT:  }
-// CHECK-NEXT:  func.return
 func.func @select_cast_dropout(%x: !s, %y: !s) -> (!s, !dtensor.tensor<8x4xf16, @t[S(0)]>) {
   %c = dtensor.cmp gt %x, %y : (!s, !s) -> !dtensor.tensor<8x4xi1, @t[S(0)]>
   %sel = dtensor.select %c, %x, %y : (!dtensor.tensor<8x4xi1, @t[S(0)]>, !s, !s) -> !s
@@ -164,13 +185,14 @@ func.func @select_cast_dropout(%x: !s, %y: !s) -> (!s, !dtensor.tensor<8x4xf16, 
 // A fused group is one kernel with the group's body, writing both results.
 // CHECK-LABEL: func.func @fused(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[B:.*]]: !kernel.buffer<4xf32, @t[R]>, %[[R0:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[R1:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>)
-// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[B]]) outs(%[[R0]], %[[R1]]) stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<4xf32, @t[R]> -> !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]> {
+// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[B]]) outs(%[[R0]], %[[R1]]) body @[[BODY21:[a-z0-9_]+]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<4xf32, @t[R]> -> !kernel.buffer<8x4xf32, @t[S(0)]>, !kernel.buffer<8x4xf32, @t[S(0)]>
+// CHECK-NEXT:  func.return
+// CHECK:       kernel.body @[[BODY21]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[A:.*]]: f32, %[[C:.*]]: f32):
 // CHECK-NEXT:    %[[S:.*]] = arith.addf %[[A]], %[[C]] : f32
 // CHECK-NEXT:    %[[T:.*]] = arith.mulf %[[S]], %[[S]] : f32
 // CHECK-NEXT:    dtensor.yield %[[S]], %[[T]] : f32, f32
 // CHECK-NEXT:  }
-// CHECK-NEXT:  func.return
 func.func @fused(%x: !s, %b: !row) -> (!s, !s) {
   %u, %v = dtensor.fused ins(%x, %b) : (!s, !row) -> (!s, !s) {
   ^bb0(%i: i64, %a: f32, %c: f32):
@@ -225,18 +247,10 @@ func.func @matmul_transposed_batched(%a: !dtensor.tensor<8x6xf32, @t[R]>, %b: !d
 // CHECK-NEXT:  %[[FULL:.*]] = kernel.alloc : !kernel.buffer<8x6x2xf32, @t[R]>
 // CHECK-NEXT:  kernel.nccl_all_gather %[[X]] -> %[[FULL]] over [tp] stream 0
 // CHECK-NEXT:  %[[SQ:.*]] = kernel.alloc : !kernel.buffer<8x6x2xf32, @t[R]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[FULL]]) outs(%[[SQ]]) stream 0 : !kernel.buffer<8x6x2xf32, @t[R]> -> !kernel.buffer<8x6x2xf32, @t[R]> {
-// CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[V:.*]]: f32):
-// CHECK-NEXT:    %[[V2:.*]] = arith.mulf %[[V]], %[[V]] : f32
-// CHECK-NEXT:    dtensor.yield %[[V2]] : f32
-// CHECK-NEXT:  }
+// CHECK-NEXT:  kernel.elementwise ins(%[[FULL]]) outs(%[[SQ]]) body @[[BODY11]] stream 0 : !kernel.buffer<8x6x2xf32, @t[R]> -> !kernel.buffer<8x6x2xf32, @t[R]>
 // CHECK-NEXT:  %[[TOT:.*]] = kernel.alloc : !kernel.buffer<f32, @t[R]>
 // CHECK-NEXT:  kernel.reduce sum %[[SQ]] -> %[[TOT]] dims [0, 1, 2] stream 0 : !kernel.buffer<8x6x2xf32, @t[R]> -> !kernel.buffer<f32, @t[R]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[TOT]]) outs(%[[R2]]) stream 0 : !kernel.buffer<f32, @t[R]> -> !kernel.buffer<f32, @t[R]> {
-// CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[T:.*]]: f32):
-// CHECK-NEXT:    %[[Q:.*]] = math.sqrt %[[T]] : f32
-// CHECK-NEXT:    dtensor.yield %[[Q]] : f32
-// CHECK-NEXT:  }
+// CHECK-NEXT:  kernel.elementwise ins(%[[TOT]]) outs(%[[R2]]) body @[[BODY6]] stream 0 : !kernel.buffer<f32, @t[R]> -> !kernel.buffer<f32, @t[R]>
 // CHECK-NEXT:  func.return
 func.func @reductions(%x: !dtensor.tensor<8x6x2xf32, @t[S(1)]>) -> (!dtensor.tensor<6xf32, @t[S(0)]>, !dtensor.tensor<8x1x2xf32, @t[P(max)]>, !dtensor.tensor<f32, @t[R]>) {
   %s = dtensor.reduce sum %x dims [0, 2] : !dtensor.tensor<8x6x2xf32, @t[S(1)]> -> !dtensor.tensor<6xf32, @t[S(0)]>
@@ -270,9 +284,7 @@ func.func @normalizations(%x: !s, %w: !row, %b: !row) -> (!s, !s, !s) {
 // CHECK-NEXT:  kernel.transpose %[[X]] -> %[[R2]] perm [1, 0] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<4x8xf32, @t[S(1)]>
 // CHECK-NEXT:  %[[V:.*]] = kernel.view %[[X]] : !kernel.buffer<8x4xf32, @t[S(0)]> -> !kernel.buffer<8x2x2xf32, @t[S(0)]>
 // CHECK-NEXT:  kernel.copy %[[V]] -> %[[R3]] stream 0 : !kernel.buffer<8x2x2xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[R3]]) outs(%[[R4]])
-// CHECK-NEXT:  ^bb0
-// CHECK-NEXT:    arith.negf
+// CHECK-NEXT:  kernel.elementwise ins(%[[R3]]) outs(%[[R4]]) body @[[BODY1]]
 func.func @shapes(%x: !s) -> (!dtensor.tensor<8x2xf32, @t[S(0)]>, !dtensor.tensor<8x8xf32, @t[S(0)]>, !dtensor.tensor<4x8xf32, @t[S(1)]>, !dtensor.tensor<8x2x2xf32, @t[S(0)]>, !dtensor.tensor<8x2x2xf32, @t[S(0)]>) {
   %sl = dtensor.slice %x offsets [0, 1] sizes [8, 2] : !s -> !dtensor.tensor<8x2xf32, @t[S(0)]>
   %c = dtensor.concat %x, %x dim 1 : (!s, !s) -> !dtensor.tensor<8x8xf32, @t[S(0)]>
@@ -288,11 +300,7 @@ func.func @shapes(%x: !s) -> (!dtensor.tensor<8x2xf32, @t[S(0)]>, !dtensor.tenso
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[R0:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[R1:.*]]: !kernel.buffer<2x3xf64, @t[R]>, %[[R2:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[R3:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>, %[[R4:.*]]: !kernel.buffer<8x4xf32, @t[S(0)]>) attributes {kernel.results = 5 : i64, kernel.updated = array<i64>} {
 // CHECK-NEXT:  kernel.fill 1.500000e+00 -> %[[R0]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>
 // CHECK-NEXT:  kernel.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf64> -> %[[R1]] stream 0 : !kernel.buffer<2x3xf64, @t[R]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[R0]]) outs(%[[R2]])
-// CHECK-NEXT:  ^bb0
-// CHECK-NEXT:    arith.addf
-// CHECK-NEXT:    dtensor.yield
-// CHECK-NEXT:  }
+// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[R0]]) outs(%[[R2]]) body @[[BODY9]]
 // CHECK-NEXT:  kernel.copy %[[R2]] -> %[[R3]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>
 // CHECK-NEXT:  kernel.copy %[[X]] -> %[[R4]] stream 0 : !kernel.buffer<8x4xf32, @t[S(0)]>
 // CHECK-NEXT:  func.return
@@ -365,14 +373,15 @@ func.func @pipeline(%x: !dtensor.tensor<4x8xf32, @pipe[V]>) -> (!dtensor.tensor<
 // CHECK-NEXT:  %[[RED:.*]] = kernel.alloc : !kernel.buffer<1032xf32, @t[S(0)]>
 // CHECK-NEXT:  kernel.nccl_reduce_scatter sum %[[G]] -> %[[RED]] over [tp] dim 0 stream 0 : !kernel.buffer<1032xf32, @t[P(sum)]> -> !kernel.buffer<1032xf32, @t[S(0)]>
 // CHECK-NEXT:  %[[BLK:.*]] = kernel.block_view %[[W]] over [tp] : !kernel.buffer<1032xf32, @t[R]> -> !kernel.buffer<1032xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[LR]], %[[WS]]) outs(%[[BLK]]) stream 0 : !kernel.buffer<1032xf32, @t[S(0)]>, !kernel.buffer<f32, @t[R]>, !kernel.buffer<1032xf32, @t[S(0)]> -> !kernel.buffer<1032xf32, @t[S(0)]> {
+// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[LR]], %[[WS]]) outs(%[[BLK]]) body @[[BODY26:[a-z0-9_]+]] stream 0 : !kernel.buffer<1032xf32, @t[S(0)]>, !kernel.buffer<f32, @t[R]>, !kernel.buffer<1032xf32, @t[S(0)]> -> !kernel.buffer<1032xf32, @t[S(0)]>
+// CHECK-NEXT:  kernel.nccl_all_gather %[[BLK]] -> %[[W]] over [tp] stream 0 : !kernel.buffer<1032xf32, @t[S(0)]> -> !kernel.buffer<1032xf32, @t[R]>
+// CHECK-NEXT:  func.return
+// CHECK:       kernel.body @[[BODY26]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[GS:.*]]: f32, %[[L:.*]]: f32, %[[WV:.*]]: f32):
 // CHECK-NEXT:    %[[STEP:.*]] = arith.mulf %[[L]], %[[GS]] : f32
 // CHECK-NEXT:    %[[NEW:.*]] = arith.subf %[[WV]], %[[STEP]] : f32
 // CHECK-NEXT:    dtensor.yield %[[NEW]] : f32
 // CHECK-NEXT:  }
-// CHECK-NEXT:  kernel.nccl_all_gather %[[BLK]] -> %[[W]] over [tp] stream 0 : !kernel.buffer<1032xf32, @t[S(0)]> -> !kernel.buffer<1032xf32, @t[R]>
-// CHECK-NEXT:  func.return
 func.func @fused_all_reduce_in_place(%g: !dtensor.tensor<1032xf32, @t[P(sum)]>, %w: !dtensor.tensor<1032xf32, @t[R]>, %lr: !dtensor.tensor<f32, @t[R]>) {
   %w_s = coll.slice %w over [tp] dim 0 : !dtensor.tensor<1032xf32, @t[R]> -> !dtensor.tensor<1032xf32, @t[S(0)]>
   %w1 = coll.fused_all_reduce sum %g, ins(%lr, %w_s) over [tp] dim 0 : (!dtensor.tensor<1032xf32, @t[P(sum)]>, !dtensor.tensor<f32, @t[R]>, !dtensor.tensor<1032xf32, @t[S(0)]>) -> !dtensor.tensor<1032xf32, @t[R]> {
@@ -395,15 +404,16 @@ func.func @fused_all_reduce_in_place(%g: !dtensor.tensor<1032xf32, @t[P(sum)]>, 
 // CHECK-NEXT:  %[[RED:.*]] = kernel.alloc : !kernel.buffer<1030xf32, @t[S(0)]>
 // CHECK-NEXT:  kernel.nccl_reduce_scatter sum %[[G]] -> %[[RED]] over [tp] dim 0 stream 0 {algorithm = #coll<algorithm ring>} : !kernel.buffer<1030xf32, @t[P(sum)]> -> !kernel.buffer<1030xf32, @t[S(0)]>
 // CHECK-NEXT:  %[[STAGE:.*]] = kernel.alloc : !kernel.buffer<1030xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[M]], %[[WS]]) outs(%[[M]], %[[STAGE]]) stream 0 : !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]> {
+// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[M]], %[[WS]]) outs(%[[M]], %[[STAGE]]) body @[[BODY27:[a-z0-9_]+]] stream 0 : !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]>
+// CHECK-NEXT:  kernel.nccl_all_gather %[[STAGE]] -> %[[OUT]] over [tp] stream 0 {algorithm = #coll<algorithm ring>} : !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[R]>
+// CHECK-NEXT:  kernel.copy %[[OUT]] -> %[[W]] stream 0 : !kernel.buffer<1030xf32, @t[R]>
+// CHECK-NEXT:  func.return
+// CHECK:       kernel.body @[[BODY27]] {
 // CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[GS:.*]]: f32, %[[MV:.*]]: f32, %[[WV:.*]]: f32):
 // CHECK-NEXT:    %[[MN:.*]] = arith.addf %[[MV]], %[[GS]] : f32
 // CHECK-NEXT:    %[[WN:.*]] = arith.subf %[[WV]], %[[MN]] : f32
 // CHECK-NEXT:    dtensor.yield %[[MN]], %[[WN]] : f32, f32
 // CHECK-NEXT:  }
-// CHECK-NEXT:  kernel.nccl_all_gather %[[STAGE]] -> %[[OUT]] over [tp] stream 0 {algorithm = #coll<algorithm ring>} : !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[R]>
-// CHECK-NEXT:  kernel.copy %[[OUT]] -> %[[W]] stream 0 : !kernel.buffer<1030xf32, @t[R]>
-// CHECK-NEXT:  func.return
 func.func @fused_all_reduce_staged(%g: !dtensor.tensor<1030xf32, @t[P(sum)]>, %w: !dtensor.tensor<1030xf32, @t[R]>, %m: !dtensor.tensor<1030xf32, @t[S(0)]>) -> !dtensor.tensor<1030xf32, @t[R]> {
   %w_s = coll.slice %w over [tp] dim 0 : !dtensor.tensor<1030xf32, @t[R]> -> !dtensor.tensor<1030xf32, @t[S(0)]>
   %m1, %w1 = coll.fused_all_reduce sum %g, ins(%m, %w_s) over [tp] dim 0 algorithm ring : (!dtensor.tensor<1030xf32, @t[P(sum)]>, !dtensor.tensor<1030xf32, @t[S(0)]>, !dtensor.tensor<1030xf32, @t[S(0)]>) -> (!dtensor.tensor<1030xf32, @t[S(0)]>, !dtensor.tensor<1030xf32, @t[R]>) {
@@ -427,13 +437,14 @@ func.func @fused_all_reduce_staged(%g: !dtensor.tensor<1030xf32, @t[P(sum)]>, %w
 // CHECK-NEXT:  %[[RED:.*]] = kernel.alloc : !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  kernel.nccl_reduce_scatter sum %[[G]] -> %[[RED]] over [tp] dim 1 stream 0 : !kernel.buffer<6x8xf32, @m[S(0), P(sum)]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  %[[STAGE:.*]] = kernel.alloc : !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[WS]]) outs(%[[STAGE]]) stream 0
+// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[WS]]) outs(%[[STAGE]]) body @[[BODY28:[a-z0-9_]+]] stream 0
+// CHECK-NEXT:  kernel.nccl_all_gather %[[STAGE]] -> %[[OUT]] over [tp] stream 0 : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), R]>
+// CHECK-NEXT:  func.return
+// CHECK:       kernel.body @[[BODY28]] {
 // CHECK-NEXT:  ^bb0
 // CHECK-NEXT:    arith.subf
 // CHECK-NEXT:    dtensor.yield
 // CHECK-NEXT:  }
-// CHECK-NEXT:  kernel.nccl_all_gather %[[STAGE]] -> %[[OUT]] over [tp] stream 0 : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), R]>
-// CHECK-NEXT:  func.return
 func.func @fused_all_reduce_columns(%g: !dtensor.tensor<6x8xf32, @m[S(0), P(sum)]>, %w: !dtensor.tensor<6x8xf32, @m[S(0), R]>) -> !dtensor.tensor<6x8xf32, @m[S(0), R]> {
   %w_s = coll.slice %w over [tp] dim 1 : !dtensor.tensor<6x8xf32, @m[S(0), R]> -> !dtensor.tensor<6x8xf32, @m[S(0), S(1)]>
   %w1 = coll.fused_all_reduce sum %g, ins(%w_s) over [tp] dim 1 : (!dtensor.tensor<6x8xf32, @m[S(0), P(sum)]>, !dtensor.tensor<6x8xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<6x8xf32, @m[S(0), R]> {
@@ -451,15 +462,9 @@ func.func @fused_all_reduce_columns(%g: !dtensor.tensor<6x8xf32, @m[S(0), P(sum)
 // new m from there, as %m1 is the new value). A later read of %m1 reads %m's buffer.
 // CHECK-LABEL: func.func @update_in_place(
 // CHECK-SAME:  %[[W:.*]]: !kernel.buffer<8x4xf32, @t[R]>, %[[G:.*]]: !kernel.buffer<8x4xf32, @t[R]>, %[[M:.*]]: !kernel.buffer<8x4xf32, @t[R]>, %[[OUT:.*]]: !kernel.buffer<8x4xf32, @t[R]>) attributes {kernel.results = 1 : i64, kernel.updated = array<i64: 0, 2>} {
-// CHECK-NEXT:  kernel.elementwise ins(%[[M]], %[[G]]) outs(%[[M]])
-// CHECK-NEXT:  ^bb0
-// CHECK-NEXT:    arith.addf
-// CHECK:       kernel.elementwise ins(%[[W]], %[[M]]) outs(%[[W]])
-// CHECK-NEXT:  ^bb0
-// CHECK-NEXT:    arith.subf
-// CHECK:       kernel.elementwise ins(%[[M]]) outs(%[[OUT]])
-// CHECK-NEXT:  ^bb0
-// CHECK-NEXT:    arith.negf
+// CHECK-NEXT:  kernel.elementwise ins(%[[M]], %[[G]]) outs(%[[M]]) body @[[BODY9]]
+// CHECK:       kernel.elementwise ins(%[[W]], %[[M]]) outs(%[[W]]) body @[[BODY10]]
+// CHECK:       kernel.elementwise ins(%[[M]]) outs(%[[OUT]]) body @[[BODY1]]
 // CHECK-NOT:   kernel.copy
 // CHECK:       func.return
 func.func @update_in_place(%w: !r, %g: !r, %m: !r) -> !r {
@@ -579,7 +584,7 @@ func.func @execute_await(%x: !dtensor.tensor<6x8xf32, @t[S(1)]>, %w: !dtensor.te
 // CHECK-NEXT:  %[[DONE1:.*]] = kernel.event_record stream 2
 // CHECK-NEXT:  kernel.event_wait %[[DONE0]] stream 0
 // CHECK-NEXT:  kernel.event_wait %[[DONE1]] stream 0
-// CHECK-NEXT:  kernel.elementwise ins(%[[S0]], %[[S1]]) outs(%[[R0]]) stream 0
+// CHECK-NEXT:  kernel.elementwise ins(%[[S0]], %[[S1]]) outs(%[[R0]]) body @[[BODY9]] stream 0
 // CHECK:       kernel.copy %[[S1]] -> %[[R1]] stream 0
 // CHECK-NEXT:  func.return
 func.func @execute_deps_wait(%x: !p, %y: !p) -> (!r, !r) {
@@ -610,10 +615,10 @@ func.func @execute_deps_wait(%x: !p, %y: !p) -> (!r, !r) {
 // CHECK-NEXT:  %[[S:.*]] = kernel.alloc
 // CHECK-NEXT:  kernel.nccl_all_reduce sum %[[G]] -> %[[S]] over [tp] stream 1
 // CHECK-NEXT:  %[[N:.*]] = kernel.alloc
-// CHECK-NEXT:  kernel.elementwise ins(%[[W]], %[[S]]) outs(%[[N]]) stream 1
+// CHECK-NEXT:  kernel.elementwise ins(%[[W]], %[[S]]) outs(%[[N]]) body @[[BODY10]] stream 1
 // CHECK:       %[[DONE:.*]] = kernel.event_record stream 1
 // CHECK-NEXT:  %[[W1:.*]] = kernel.alloc : !kernel.buffer<8x4xf32, @t[R]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[W]]) outs(%[[W1]]) stream 0
+// CHECK-NEXT:  kernel.elementwise ins(%[[W]]) outs(%[[W1]]) body @{{[a-z0-9_]+}} stream 0
 // CHECK:       kernel.event_wait %[[DONE]] stream 0
 // CHECK-NEXT:  kernel.copy %[[W1]] -> %[[W]] stream 0
 // CHECK-NEXT:  func.return
@@ -650,14 +655,15 @@ func.func @execute_reads_updated(%w: !r, %g: !p) {
 // PIPE-NEXT:   kernel.nccl_reduce_scatter sum %[[G]] -> %[[GS]] over [dp] dim 0 stream 0
 // PIPE-NEXT:   %[[WS:.*]] = kernel.subview %[[W]] offsets [0] : !kernel.buffer<1032xf32, @dp[R]> -> !kernel.buffer<1032xf32, @dp[S(0)]>
 // PIPE-NEXT:   %[[NEW:.*]] = kernel.alloc : !kernel.buffer<1032xf32, @dp[S(0)]>
-// PIPE-NEXT:   kernel.elementwise ins(%[[LR]], %[[GS]], %[[WS]]) outs(%[[NEW]]) stream 0
+// PIPE-NEXT:   kernel.elementwise ins(%[[LR]], %[[GS]], %[[WS]]) outs(%[[NEW]]) body @[[BODY32:[a-z0-9_]+]] stream 0
+// PIPE-NEXT:   kernel.nccl_all_gather %[[NEW]] -> %[[W]] over [dp] stream 0 : !kernel.buffer<1032xf32, @dp[S(0)]> -> !kernel.buffer<1032xf32, @dp[R]>
+// PIPE-NEXT:   func.return
+// PIPE:       kernel.body @[[BODY32]] {
 // PIPE-NEXT:   ^bb0(%{{.*}}: i64, %[[L:.*]]: f32, %[[GV:.*]]: f32, %[[WV:.*]]: f32):
 // PIPE-NEXT:     %[[ST:.*]] = arith.mulf %[[L]], %[[GV]] : f32
 // PIPE-NEXT:     %[[WN:.*]] = arith.subf %[[WV]], %[[ST]] : f32
 // PIPE-NEXT:     dtensor.yield %[[WN]] : f32
 // PIPE-NEXT:   }
-// PIPE-NEXT:   kernel.nccl_all_gather %[[NEW]] -> %[[W]] over [dp] stream 0 : !kernel.buffer<1032xf32, @dp[S(0)]> -> !kernel.buffer<1032xf32, @dp[R]>
-// PIPE-NEXT:   func.return
 func.func @sgd(%g: !dtensor.tensor<1032xf32, @dp[P(sum)]>, %w: !dtensor.tensor<1032xf32, @dp[R]>, %lr: !dtensor.tensor<f32, @dp[R]>) {
   %g_sum = coll.all_reduce sum %g over [dp] : !dtensor.tensor<1032xf32, @dp[P(sum)]> -> !dtensor.tensor<1032xf32, @dp[R]>
   %step = dtensor.mul %lr, %g_sum : (!dtensor.tensor<f32, @dp[R]>, !dtensor.tensor<1032xf32, @dp[R]>) -> !dtensor.tensor<1032xf32, @dp[R]>
@@ -684,8 +690,7 @@ func.func @sgd(%g: !dtensor.tensor<1032xf32, @dp[P(sum)]>, %w: !dtensor.tensor<1
 // PIPE-NEXT:   %[[H0:.*]] = kernel.alloc : !kernel.buffer<6x10x96xf32, @m[S(0), S(2)]>
 // PIPE-NEXT:   kernel.gemm %[[X]], %[[W1]] -> %[[H0]] stream 0
 // PIPE-NEXT:   %[[H2:.*]] = kernel.alloc : !kernel.buffer<6x10x96xf32, @m[S(0), S(2)]>
-// PIPE-NEXT:   kernel.elementwise ins(%[[H0]], %[[B1]]) outs(%[[H2]]) stream 0
-// PIPE:          math.tanh
+// PIPE-NEXT:   kernel.elementwise ins(%[[H0]], %[[B1]]) outs(%[[H2]]) body @[[GELU:[a-z0-9_]+]] stream 0
 // PIPE:        %[[W2A:.*]] = kernel.subview %[[W2]] offsets [0, 0] : !kernel.buffer<96x24xf32, @m[R, S(0)]> -> !kernel.buffer<96x12xf32, @m[R, S(0)]>
 // PIPE-NEXT:   %[[YA:.*]] = kernel.alloc : !kernel.buffer<6x10x12xf32, @m[S(0), P(sum)]>
 // PIPE-NEXT:   kernel.gemm %[[H2]], %[[W2A]] -> %[[YA]] stream 0
@@ -707,14 +712,17 @@ func.func @sgd(%g: !dtensor.tensor<1032xf32, @dp[P(sum)]>, %w: !dtensor.tensor<1
 // PIPE-NEXT:   kernel.event_wait %[[DONEB]] stream 0
 // PIPE-NEXT:   %[[XS:.*]] = kernel.subview %[[X]] offsets [0, 0, 0] : !kernel.buffer<6x10x24xf32, @m[S(0), R]> -> !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   %[[OS:.*]] = kernel.alloc : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
-// PIPE-NEXT:   kernel.elementwise ins(%[[YS]], %[[B2]], %[[XS]]) outs(%[[OS]]) stream 0
+// PIPE-NEXT:   kernel.elementwise ins(%[[YS]], %[[B2]], %[[XS]]) outs(%[[OS]]) body @[[BODY33:[a-z0-9_]+]] stream 0
+// PIPE-NEXT:   kernel.nccl_all_gather %[[OS]] -> %[[OUT]] over [tp] stream 0 : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x10x24xf32, @m[S(0), R]>
+// PIPE-NEXT:   func.return
+// PIPE:       kernel.body @[[GELU]] {
+// PIPE:           math.tanh
+// PIPE:       kernel.body @[[BODY33]] {
 // PIPE-NEXT:   ^bb0(%{{.*}}: i64, %[[YV:.*]]: f32, %[[BV:.*]]: f32, %[[XV:.*]]: f32):
 // PIPE-NEXT:     %[[T:.*]] = arith.addf %[[YV]], %[[BV]] : f32
 // PIPE-NEXT:     %[[U:.*]] = arith.addf %[[T]], %[[XV]] : f32
 // PIPE-NEXT:     dtensor.yield %[[U]] : f32
 // PIPE-NEXT:   }
-// PIPE-NEXT:   kernel.nccl_all_gather %[[OS]] -> %[[OUT]] over [tp] stream 0 : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x10x24xf32, @m[S(0), R]>
-// PIPE-NEXT:   func.return
 func.func @mlp(%x: !dtensor.tensor<6x10x24xf32, @m[S(0), R]>, %w1: !dtensor.tensor<24x96xf32, @m[R, S(1)]>, %b1: !dtensor.tensor<96xf32, @m[R, S(0)]>, %w2: !dtensor.tensor<96x24xf32, @m[R, S(0)]>, %b2: !dtensor.tensor<24xf32, @m[R, R]>) -> !dtensor.tensor<6x10x24xf32, @m[S(0), R]> {
   %h0 = dtensor.matmul %x, %w1 : (!dtensor.tensor<6x10x24xf32, @m[S(0), R]>, !dtensor.tensor<24x96xf32, @m[R, S(1)]>) -> !dtensor.tensor<6x10x96xf32, @m[S(0), S(2)]>
   %h1 = dtensor.add %h0, %b1 : (!dtensor.tensor<6x10x96xf32, @m[S(0), S(2)]>, !dtensor.tensor<96xf32, @m[R, S(0)]>) -> !dtensor.tensor<6x10x96xf32, @m[S(0), S(2)]>

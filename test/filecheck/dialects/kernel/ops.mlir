@@ -182,6 +182,29 @@ func.func @elementwise_outputs(%x: !kernel.buffer<16x8xf16, @t[S(0)]>, %o: !kern
   func.return
 }
 
+// A body kept once at module level (what convert-to-kernel outlines): kernels name it, each
+// checked on its own buffers - here a split and a replicated use of one body.
+// CHECK-LABEL: func.func @named_body(
+// CHECK-SAME:  %[[X:.*]]: !kernel.buffer<16x8xf32, @t[S(0)]>, %[[B:.*]]: !kernel.buffer<8xf32, @t[R]>, %[[O:.*]]: !kernel.buffer<16x8xf32, @t[S(0)]>, %[[Y:.*]]: !kernel.buffer<8xf32, @t[R]>, %[[P:.*]]: !kernel.buffer<8xf32, @t[R]>)
+// CHECK-NEXT:  kernel.elementwise ins(%[[X]], %[[B]]) outs(%[[O]]) body @add_body stream 0 : !kernel.buffer<16x8xf32, @t[S(0)]>, !kernel.buffer<8xf32, @t[R]> -> !kernel.buffer<16x8xf32, @t[S(0)]>
+// CHECK-NEXT:  kernel.elementwise ins(%[[Y]], %[[B]]) outs(%[[P]]) body @add_body stream 1 : !kernel.buffer<8xf32, @t[R]>, !kernel.buffer<8xf32, @t[R]> -> !kernel.buffer<8xf32, @t[R]>
+// CHECK-NEXT:  func.return
+// CHECK:       kernel.body @add_body {
+// CHECK-NEXT:  ^bb0(%{{.*}}: i64, %[[A:.*]]: f32, %[[C:.*]]: f32):
+// CHECK-NEXT:    %[[S:.*]] = arith.addf %[[A]], %[[C]] : f32
+// CHECK-NEXT:    dtensor.yield %[[S]] : f32
+// CHECK-NEXT:  }
+func.func @named_body(%x: !kernel.buffer<16x8xf32, @t[S(0)]>, %b: !kernel.buffer<8xf32, @t[R]>, %o: !kernel.buffer<16x8xf32, @t[S(0)]>, %y: !kernel.buffer<8xf32, @t[R]>, %p: !kernel.buffer<8xf32, @t[R]>) {
+  kernel.elementwise ins(%x, %b) outs(%o) body @add_body stream 0 : !kernel.buffer<16x8xf32, @t[S(0)]>, !kernel.buffer<8xf32, @t[R]> -> !kernel.buffer<16x8xf32, @t[S(0)]>
+  kernel.elementwise ins(%y, %b) outs(%p) body @add_body stream 1 : !kernel.buffer<8xf32, @t[R]>, !kernel.buffer<8xf32, @t[R]> -> !kernel.buffer<8xf32, @t[R]>
+  func.return
+}
+kernel.body @add_body {
+^bb0(%i: i64, %a: f32, %c: f32):
+  %s = arith.addf %a, %c : f32
+  dtensor.yield %s : f32
+}
+
 // An in-place update: the output is the input's own buffer (each element is read, then written).
 // CHECK-LABEL: func.func @elementwise_in_place(
 // CHECK-SAME:  %[[W:.*]]: !kernel.buffer<1030xf32, @t[R]>, %[[G:.*]]: !kernel.buffer<1030xf32, @t[R]>) attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 0>} {

@@ -124,6 +124,68 @@ func.func @block_view_axis(%x: !kernel.buffer<8xf32, @t[R]>) {
 
 // -----
 
+// ===== named bodies (kernel.body) =====
+
+// A kernel names a body of the module.
+dtensor.mesh @t [tp=4]
+func.func @body_unknown(%x: !kernel.buffer<8xf32, @t[R]>, %o: !kernel.buffer<8xf32, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.elementwise' op body @nope is not a kernel.body of the module
+  kernel.elementwise ins(%x) outs(%o) body @nope stream 0 : !kernel.buffer<8xf32, @t[R]> -> !kernel.buffer<8xf32, @t[R]>
+  func.return
+}
+
+// -----
+
+// One body: a region or a name, not both.
+dtensor.mesh @t [tp=4]
+func.func @body_twice(%x: !kernel.buffer<8xf32, @t[R]>, %o: !kernel.buffer<8xf32, @t[R]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.elementwise' op needs one body: a region, or the name of a kernel.body (`body @name`)
+  kernel.elementwise ins(%x) outs(%o) body @neg stream 0 : !kernel.buffer<8xf32, @t[R]> -> !kernel.buffer<8xf32, @t[R]> {
+  ^bb0(%i: i64, %a: f32):
+    dtensor.yield %a : f32
+  }
+  func.return
+}
+kernel.body @neg {
+^bb0(%i: i64, %a: f32):
+  %n = arith.negf %a : f32
+  dtensor.yield %n : f32
+}
+
+// -----
+
+// A named body is checked at each use on that use's buffers: a partial input may not meet exp.
+dtensor.mesh @t [tp=4]
+func.func @body_placements(%x: !kernel.buffer<8xf32, @t[P(sum)]>, %o: !kernel.buffer<8xf32, @t[P(sum)]>) {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.elementwise' op on mesh axis 'tp': in the body, 'math.exp': 'exp' is not linear
+  kernel.elementwise ins(%x) outs(%o) body @exp stream 0 : !kernel.buffer<8xf32, @t[P(sum)]> -> !kernel.buffer<8xf32, @t[P(sum)]>
+  func.return
+}
+kernel.body @exp {
+^bb0(%i: i64, %a: f32):
+  %e = math.exp %a : f32
+  dtensor.yield %e : f32
+}
+
+// -----
+
+// A body starts with the element index and holds only scalar body ops.
+// CHECK: :[[# @LINE + 1]]:1: error: 'kernel.body' op a body's first argument is the element index (i64)
+kernel.body @no_index {
+^bb0(%a: f32):
+  dtensor.yield %a : f32
+}
+
+// -----
+
+// CHECK: :[[# @LINE + 1]]:1: error: 'kernel.body' op the body must end with dtensor.yield
+kernel.body @no_yield {
+^bb0(%i: i64, %a: f32):
+  %n = arith.negf %a : f32
+}
+
+// -----
+
 // ===== elementwise =====
 
 // The iteration space is the outputs': there must be one.
