@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from fuzz.fuzz_tools import MUTATORS, SEMANTIC, crash_signature, fuzz, seeds
+from fuzz.fuzz_tools import MUTATORS, SEMANTIC, crash_signature, fuzz, seeds, unrunnable
 
 
 def test_mutants_never_crash_or_hang_the_tools() -> None:
@@ -23,3 +23,9 @@ def test_every_mutator_changes_some_seed() -> None:
     pool = seeds()
     for mutator in {*MUTATORS, *SEMANTIC}:
         assert any(mutator(text, rng) != text for _, text in pool[:40]), mutator.__name__
+
+
+def test_seeds_too_large_to_interpret_are_known_seeds() -> None:
+    names = {name for name, _ in seeds()}
+    too_large = unrunnable()
+    assert too_large and too_large <= names
