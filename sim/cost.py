@@ -131,14 +131,14 @@ def collective_ns(
     dims: Sequence[Link],
     g: float,
     body_ns: float = 0.0,
-    gathers: bool = True,
+    gathers: Sequence[float] | None = None,
 ) -> float:
     """Time of one collective over the dimensions `dims` (innermost first). `n` is the full
     per-rank buffer: the input of all-reduce, reduce-scatter, all-to-all, broadcast and reduce,
     the *output* of all-gather, the message of a shift. `body_ns` is a fused collective's
-    computation on its slice; `gathers` False: none of its results is gathered (each stays on
-    the reduced slice, as fuse-collective leaves a reduce-scatter's), so it has no gather
-    phase."""
+    computation on its slice; `gathers` the bytes of each all-gather of its gather phase (None:
+    one of `n`; empty when every result stays on the reduced slice, as fuse-collective leaves a
+    reduce-scatter's)."""
     if not dims or n <= 0:
         return body_ns if kind == "fused_all_reduce" else 0.0
     inner, outer = dims[0], list(dims[1:])
@@ -157,7 +157,9 @@ def collective_ns(
     if kind == "all_gather":
         return collective_ns("all_gather", n / inner.p, outer, g) + all_gather_1d(inner, n)
     if kind == "fused_all_reduce":
-        gather = collective_ns("all_gather", n, dims, g) if gathers else 0.0
+        gather = sum(collective_ns("all_gather", b, dims, g) for b in gathers or [])
+        if gathers is None:
+            gather = collective_ns("all_gather", n, dims, g)
         return collective_ns("reduce_scatter", n, dims, g) + body_ns + gather
     if kind == "all_to_all":
         return sum(all_to_all_1d(d, n) for d in dims)

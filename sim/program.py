@@ -326,11 +326,11 @@ class Engine:
             1 for _, sp in active if any(a > 1 and b > 1 for a, b in zip(sp, span, strict=True))
         )
         body_ns = 0.0
-        gathers = True
+        gathers: list[float] | None = None
         if _kind_of(task) == "fused_all_reduce":
             body_ns = self._roofline(fused_body_work(task.op, self.blocks, coords))  # type: ignore[arg-type]
             body_ns /= body_lanes(task.op)  # inside its algorithm: the lanes share it
-            gathers = fused_gathers(task.op, self.mesh)  # type: ignore[arg-type]
+            gathers = fused_gathers(task.op, self.blocks, coords)  # type: ignore[arg-type]
         stepped = self._algorithm_ns(task, axes, n)
         if stepped is not None:
             ns = stepped + body_ns

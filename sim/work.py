@@ -218,12 +218,19 @@ def fused_body_work(
     return Work(float(elements * body_flops(op)), float(moved), blocks.element(iteration))
 
 
-def fused_gathers(op: coll.FusedAllReduceOp | kernel.FusedAllReduceKernelOp, mesh: Mesh) -> bool:
-    """Whether a fused all-reduce gathers some result (its type is not the reduced slice's):
-    fuse-collective leaves a reduce-scatter's results on the slice, and then the collective has
-    no gather phase to time. A kernel-level op (other result types) is taken to gather."""
-    iteration = op.iteration_type(mesh)
-    return any(r.type != iteration for r in op.results)
+def fused_gathers(
+    op: coll.FusedAllReduceOp | kernel.FusedAllReduceKernelOp,
+    blocks: Blocks,
+    coords: tuple[int, ...],
+) -> list[float]:
+    """The bytes of each all-gather a fused all-reduce's gather phase makes: one per result
+    not left on the reduced slice, as convert-to-kernel lowers it (Adam's m, v and w: three).
+    None when fuse-collective left every result on the slice (a reduce-scatter's: no gather
+    phase). Results at L2, output buffers at L3."""
+    iteration = op.iteration_type(blocks.mesh)
+    values = op.results if op.results else op.outputs
+    types = [t for t in (tensor_type(v) for v in values) if t is not None and t != iteration]
+    return [float(blocks.bytes(t, coords)) for t in types]
 
 
 def body_lanes(op: Operation) -> int:

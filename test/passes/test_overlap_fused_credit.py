@@ -272,7 +272,7 @@ def test_a_fused_reduce_scatter_has_no_gather_phase(machine):
 
     link = cost.Link(p=8, alpha=1000.0, beta=0.01)
     rs = cost.collective_ns("reduce_scatter", 1e9, [link], 0.0)
-    fused = cost.collective_ns("fused_all_reduce", 1e9, [link], 0.0, 5.0, gathers=False)
+    fused = cost.collective_ns("fused_all_reduce", 1e9, [link], 0.0, 5.0, gathers=[])
     assert fused == rs + 5.0
     assert cost.collective_ns("fused_all_reduce", 1e9, [link], 0.0, 5.0) > fused
 
