@@ -16,9 +16,8 @@ T = "!dtensor.tensor<8x4xf32, @m[S(0)]>"
 W = "!dtensor.tensor<4x4xf32, @m[R]>"
 
 
-def fused_bodies(seeds: list[int]) -> list[Operation]:
-    """The fused ops of chained blocks - gelu, dropout with `seed`, a residual add, then a
-    matmul that ends the group - after fuse-elementwise."""
+def blocks(seeds: list[int]) -> str:
+    """Chained blocks - gelu, dropout with a seed, a residual add, a matmul - one per seed."""
     lines, x = [], "%x"
     for i, seed in enumerate(seeds):
         lines.append(
@@ -28,11 +27,16 @@ def fused_bodies(seeds: list[int]) -> list[Operation]:
             f"  %m{i} = dtensor.matmul %r{i}, %w : ({T}, {W}) -> {T}\n"
         )
         x = f"%m{i}"
-    program = (
+    return (
         f"dtensor.mesh @m [tp=4]\nfunc.func @f(%x: {T}, %w: {W}) -> {T} {{\n"
         + "".join(lines)
         + f"  func.return {x} : {T}\n}}\n"
     )
+
+
+def fused_bodies(seeds: list[int]) -> list[Operation]:
+    """The fused ops of chained `blocks` (the matmul ends each group) after fuse-elementwise."""
+    program = blocks(seeds)
     module = load_program(program)
     run_pipeline(module, "fuse-elementwise")
     return [op for op in module.walk() if isinstance(op, dt.FusedOp)]

@@ -6,6 +6,7 @@ level computes what the distributed program computes."""
 from __future__ import annotations
 
 import numpy as np
+from test_fused_body_cache import blocks
 from xdsl.dialects.builtin import ModuleOp
 
 from ccopt.dialects import kernel as k
@@ -13,27 +14,6 @@ from ccopt.passes.convert_to_kernel import outline_bodies
 from ccopt.passes.pipeline import run_pipeline
 from ccopt.program import load_program
 from ccopt.runner import run
-
-T = "!dtensor.tensor<8x4xf32, @m[S(0)]>"
-W = "!dtensor.tensor<4x4xf32, @m[R]>"
-
-
-def blocks(seeds: list[int]) -> str:
-    """Chained blocks - gelu, dropout with a seed, a residual add, a matmul - one per seed."""
-    lines, x = [], "%x"
-    for i, seed in enumerate(seeds):
-        lines.append(
-            f"  %g{i} = dtensor.gelu {x} : {T}\n"
-            f"  %d{i} = dtensor.dropout %g{i} seed {seed} prob 0.1 : {T}\n"
-            f"  %r{i} = dtensor.add %d{i}, {x} : ({T}, {T}) -> {T}\n"
-            f"  %m{i} = dtensor.matmul %r{i}, %w : ({T}, {W}) -> {T}\n"
-        )
-        x = f"%m{i}"
-    return (
-        f"dtensor.mesh @m [tp=4]\nfunc.func @f(%x: {T}, %w: {W}) -> {T} {{\n"
-        + "".join(lines)
-        + f"  func.return {x} : {T}\n}}\n"
-    )
 
 
 def lowered(seeds: list[int]) -> ModuleOp:

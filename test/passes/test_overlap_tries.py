@@ -5,6 +5,7 @@ as the `chunks` of the collective the overlap pass pipelines, which the pass fol
 from __future__ import annotations
 
 import pytest
+from test_overlap_credit import SMALL  # the credited pair on a 2x2 mesh
 from xdsl.dialects import func
 
 import ccopt
@@ -114,16 +115,6 @@ def test_a_collective_with_its_own_count_keeps_it():
 def test_unusable_tries_are_refused(options):
     with pytest.raises(CcoptError, match="overlap-tries needs overlap=C > 0"):
         apply_pipeline(load_program(FLIP), f"auto-shard{{objective=time {options}}}")
-
-
-SMALL = """
-dtensor.mesh @m [dp=2, tp=2]
-func.func @f(%x: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, %w: !dtensor.tensor<16x8xf32, @m[?, ?]>) -> !dtensor.tensor<8x8xf32, @m[S(0), R]> {
-  %y = dtensor.matmul %x, %w : (!dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, !dtensor.tensor<16x8xf32, @m[?, ?]>) -> !dtensor.tensor<8x8xf32, @m[S(0), ?]>
-  %r = coll.all_reduce sum %y over [tp] : !dtensor.tensor<8x8xf32, @m[S(0), ?]> -> !dtensor.tensor<8x8xf32, @m[S(0), R]>
-  func.return %r : !dtensor.tensor<8x8xf32, @m[S(0), R]>
-}
-"""
 
 
 @pytest.mark.parametrize("strategy", ["dp", "cd"])
