@@ -58,6 +58,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import product
 from typing import TYPE_CHECKING
 
@@ -391,7 +392,10 @@ def conversion_held(t: DTensorType, start: Placements, goal: Placements, mesh: M
     return max((b + (sizes[i - 1] if i else 0.0) for i, b in enumerate(sizes)), default=0.0)
 
 
+@lru_cache(maxsize=1 << 16)
 def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
+    """Bytes per device of `t` under `placements`, remembered: a 96-layer step's searches ask
+    for the same few (type, placements) pairs a hundred thousand times."""
     shards = math.prod(
         n for n, p in zip(mesh.axis_sizes, placements, strict=True) if isinstance(p, SplitAttr)
     )
@@ -1477,19 +1481,9 @@ class AutoShard(ModulePass):
         # compute where the objective has it, a written collective's own traffic; ties go to
         # the layout holding fewer bytes (an argument's local size, weighted so lightly that it
         # never outweighs a real cost)
-        node_cost = [
-            [
-                cost.tie_break * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
-                if n.op is None
-                else cost.compute(n.op, s)
-                + (0.0 if i in pipelined or not n.primary else collective_cost(n.op, s, cost))
-                + (s.callee_cost if n.primary else 0.0)
-                for s in n.signatures
-            ]
-            for i, n in enumerate(nodes)
-        ]
-        tables: dict[tuple[int, int], np.ndarray] = {}
         moves = {} if moves is None else moves
+        node_cost = [own_costs(n, i in pipelined, cost, mesh, moves) for i, n in enumerate(nodes)]
+        tables: dict[tuple[int, int], np.ndarray] = {}
         held = Held(f) if self.memory > 0 else None
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
@@ -1840,6 +1834,39 @@ def conversion_table(
     held = np.array([[cost.held(t, a, b) for b in goals] for a in starts]).reshape(same.shape)
     pick = np.ix_(given, wanted)
     return small[pick], ~same[pick], held[pick]
+
+
+def own_costs(
+    n: Node,
+    pipelined: bool,
+    cost: Cost,
+    mesh: Mesh,
+    moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]],
+) -> list[float]:
+    """A node's own cost per signature (an argument's tie-break on its local bytes; an op's
+    compute, its written collective's traffic unless pipelined, a call entry's callee cost),
+    remembered in `moves` per signature list: every repetition of an op in a stack of layers
+    shares its list (`nodes` enumerates one per kind), and a 96-layer step is searched again
+    after every refinement. A copy: callers add to their rows."""
+    bytes_of = n.value.type if n.op is None and n.value is not None else None
+    key = ("own", id(n.signatures), n.op is None, pipelined, n.primary, bytes_of)
+    known = moves.get(key)
+    if known is None:
+        if n.op is None:
+            row = [
+                cost.tie_break * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
+                for s in n.signatures
+            ]
+        else:
+            op = n.op
+            row = [
+                cost.compute(op, s)
+                + (0.0 if pipelined or not n.primary else collective_cost(op, s, cost))
+                + (s.callee_cost if n.primary else 0.0)
+                for s in n.signatures
+            ]
+        known = moves[key] = (row, None, None, n.signatures)  # alive: its id is the key
+    return list(known[0])  # type: ignore[arg-type]
 
 
 def callees_first(module: ModuleOp) -> list[func.FuncOp]:
