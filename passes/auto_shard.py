@@ -230,6 +230,7 @@ class Cost:
         self.objective, self.mesh = objective, mesh
         self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.matrices: dict[tuple, np.ndarray] = {}
+        self.held_matrices: dict[tuple, np.ndarray] = {}
         self.holding: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
         self.credit: OverlapCredit | None = None
@@ -275,6 +276,22 @@ class Cost:
         if known is None:
             known = self.matrices[key] = np.array(
                 [[self.conversion(t, a, b) for b in goals] for a in starts]
+            ).reshape(len(starts), len(goals))
+        return known
+
+    def held_matrix(
+        self, t: DTensorType, starts: tuple[Placements, ...], goals: tuple[Placements, ...]
+    ) -> np.ndarray:
+        """`held` from each of `starts` to each of `goals`, remembered as `matrix` is: a
+        call's entries grow with every refinement, and each new table of its edges asks for
+        the same few placements again."""
+        import numpy as np
+
+        key = (t, starts, goals)
+        known = self.held_matrices.get(key)
+        if known is None:
+            known = self.held_matrices[key] = np.array(
+                [[self.held(t, a, b) for b in goals] for a in starts]
             ).reshape(len(starts), len(goals))
         return known
 
@@ -1401,9 +1418,13 @@ class AutoShard(ModulePass):
         block = f.body.block
         out: list[Node] = []
         signatures = {} if signatures is None else signatures
+        meshes: dict[str, Mesh | None] = {}  # a step has thousands of arguments, one mesh
         for i, arg in enumerate(block.args):
             if isinstance(arg.type, DTensorType):
-                mesh = lookup_mesh(f, arg.type.mesh_name)
+                name = arg.type.mesh_name
+                if name not in meshes:
+                    meshes[name] = lookup_mesh(f, name)
+                mesh = meshes[name]
                 if mesh is None:
                     raise OpError(f, f"@{arg.type.mesh_name} is not declared")
                 t = arg.type if inputs is None else inputs[i]
@@ -1485,10 +1506,16 @@ class AutoShard(ModulePass):
         node_cost = [own_costs(n, i in pipelined, cost, mesh, moves) for i, n in enumerate(nodes)]
         tables: dict[tuple[int, int], np.ndarray] = {}
         held = Held(f) if self.memory > 0 else None
+        updates: dict[Attribute, set[int]] = {}  # per callee: a layer is called 96 times
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
                 continue
-            in_place = updated_arguments(node.op)
+            if isinstance(node.op, func.CallOp):
+                in_place = updates.get(node.op.callee)
+                if in_place is None:
+                    in_place = updates[node.op.callee] = updated_arguments(node.op)
+            else:
+                in_place = set()
             for k, operand in enumerate(node.op.operands):
                 u = index.get(operand)
                 if u is None:
@@ -1831,7 +1858,7 @@ def conversion_table(
     )
     small = cost.matrix(t, tuple(starts), tuple(goals))
     same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
-    held = np.array([[cost.held(t, a, b) for b in goals] for a in starts]).reshape(same.shape)
+    held = cost.held_matrix(t, tuple(starts), tuple(goals))
     pick = np.ix_(given, wanted)
     return small[pick], ~same[pick], held[pick]
 
