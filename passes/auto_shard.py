@@ -1525,7 +1525,9 @@ class AutoShard(ModulePass):
                 key = (id(nodes[u].signatures), id(node.signatures), k, t)
                 if key not in moves:  # shared by every repetition of the same op pair
                     moves[key] = (
-                        *conversion_table(t, nodes[u].signatures, node.signatures, k, cost),
+                        *conversion_table(
+                            t, nodes[u].signatures, node.signatures, k, cost, held is not None
+                        ),
                         (nodes[u].signatures, node.signatures),  # alive: their ids are the key
                     )
                 moved, differs, holds, _ = moves[key]
@@ -1842,11 +1844,16 @@ class AutoShard(ModulePass):
 
 
 def conversion_table(
-    t: DTensorType, producers: list[Signature], consumers: list[Signature], k: int, cost: Cost
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t: DTensorType,
+    producers: list[Signature],
+    consumers: list[Signature],
+    k: int,
+    cost: Cost,
+    holding: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """What converting the producer's result to the consumer's operand `k` costs, per pair of
     signatures, where the two placements differ, and the bytes the conversion's outputs hold
-    (`conversion_held`). Many signatures share a placement: each distinct pair of placements
+    (`conversion_held`; None unless `holding`: only a memory limit reads them). Many signatures share a placement: each distinct pair of placements
     is costed once and the table gathered from those."""
     import numpy as np
 
@@ -1858,8 +1865,10 @@ def conversion_table(
     )
     small = cost.matrix(t, tuple(starts), tuple(goals))
     same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
-    held = cost.held_matrix(t, tuple(starts), tuple(goals))
     pick = np.ix_(given, wanted)
+    if not holding:
+        return small[pick], ~same[pick], None
+    held = cost.held_matrix(t, tuple(starts), tuple(goals))
     return small[pick], ~same[pick], held[pick]
 
 

@@ -1163,10 +1163,17 @@ def coordinate_descent(
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
         held = _Held(problem, choice, layout) if layout is not None else None
+        # without a memory limit a node's move depends only on its neighbours' choices: one
+        # none of whose neighbours moved since it was last looked at stays (`stale` says who
+        # may move); under a limit any move changes what the others are allowed
+        stale = [True] * problem.size
         changed = True
         while changed:
             changed = False
             for node in range(problem.size):
+                if not stale[node]:
+                    continue
+                stale[node] = held is not None
                 costs = [local(choice, node, c) for c in range(len(problem.node_cost[node]))]
                 for c in sorted(range(len(costs)), key=costs.__getitem__):
                     if held is None or held.allows(node, choice[node], c):
@@ -1174,6 +1181,9 @@ def coordinate_descent(
                             if held is not None:
                                 held.move(node, choice[node], c)
                             choice[node], changed = c, True
+                            stale[node] = True  # a self-edge reads its own choice
+                            for other, _, _ in neighbours[node]:
+                                stale[other] = True
                         break
         if not problem.fits(choice):
             continue
