@@ -293,7 +293,7 @@ def dynamic_programming(problem: Problem, time_limit: float = TIME_LIMIT) -> Sol
     # a table over all its neighbours (past numpy's 64 dimensions)
     eliminated = eliminate(fold_fixed(reduced))
     if eliminated is None:
-        solution = integer_program(problem, time_limit)
+        solution = integer_program(problem, time_limit, (reduced, keep))
         solution.note = _joined(
             "dp: the graph's tree decomposition is too wide; solved by ilp instead", solution.note
         )
@@ -550,12 +550,17 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def integer_program(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
+def integer_program(
+    problem: Problem,
+    time_limit: float = TIME_LIMIT,
+    pruned: tuple[Problem, list[list[int]]] | None = None,
+) -> Solution:
     """The integer program, on the problem with fixed nodes folded in and dominated
-    candidates dropped (`prune`, an optimum survives): the solution maps back to the input.
+    candidates dropped (`prune`, an optimum survives; `pruned`: what that gave already, as
+    `dynamic_programming` has it): the solution maps back to the input.
     Exact when HiGHS proves its optimum within `time_limit` seconds; otherwise its best
     program, HiGHS's dual bound as the lower bound, and the note says so."""
-    reduced, keep = prune(fold_fixed(problem))
+    reduced, keep = pruned if pruned is not None else prune(fold_fixed(problem))
     found = _Model(reduced).solve(time_limit)
     choice = [keep[n][c] for n, c in enumerate(found.choice)]
     cost = problem.cost(choice)
