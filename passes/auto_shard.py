@@ -1993,12 +1993,15 @@ def call_wishes(
                 if goal is not None and isinstance(operand.owner, func.CallOp):
                     reads.setdefault(operand, goal)
     out = []
+    callees: dict[str, func.FuncOp] = {}  # a layer is called once per layer
     for v, n in enumerate(nodes):
         signature = n.signatures[choice[v]]
         if not (n.primary and isinstance(n.op, func.CallOp) and signature.variant is not None):
             continue
         name = n.op.callee.root_reference.data
-        callee = SymbolTable.lookup_symbol(f, name)
+        callee = callees.get(name)
+        if callee is None:
+            callee = callees[name] = SymbolTable.lookup_symbol(f, name)  # type: ignore[assignment]
         assert isinstance(callee, func.FuncOp)
         given = (tuple(callee.function_type.inputs.data), tuple(callee.function_type.outputs.data))
         entry = tables[name][signature.variant].function_type
@@ -2017,8 +2020,10 @@ def call_wishes(
     return out
 
 
+@lru_cache(maxsize=1 << 12)
 def _unreduced(t: DTensorType, placements: Placements) -> DTensorType:
-    """`t` at `placements`, except where those are partial sums (kept as `t` has them)."""
+    """`t` at `placements`, except where those are partial sums (kept as `t` has them);
+    remembered: every call of a 96-layer step asks for the same few."""
     return t.with_placements(
         old if isinstance(new, PartialAttr) else new
         for old, new in zip(t.placement_list, placements, strict=True)
