@@ -429,15 +429,23 @@ class Held:
     def __init__(self, f: func.FuncOp) -> None:
         self.conversions: list[tuple[int, int | None, object]] = []
         self.at: dict[Operation, list[int]] = {}
+        self.before: dict[Operation, list[int]] = {}
+        """Per call, the conversions of its operands as they are made, before it runs: their
+        outputs beside everything live then, the operands themselves included (an operand
+        that dies at the call is no longer counted at the call's own point)."""
         self.position = {op: i for i, op in enumerate(f.body.block.ops)}
         self.block = f.body.block
 
-    def add(self, op: Operation, u: int, v: int | None, holds: object) -> None:
+    def add(
+        self, op: Operation, u: int, v: int | None, holds: object, before: bool = False
+    ) -> None:
+        """Conversion `holds` counted at `op`'s point, or with `before` at the point just
+        before the call `op`."""
         import numpy as np
 
         if not np.any(np.asarray(holds)):
             return
-        self.at.setdefault(op, []).append(len(self.conversions))
+        (self.before if before else self.at).setdefault(op, []).append(len(self.conversions))
         self.conversions.append((u, v, holds))
 
     def source(
@@ -465,7 +473,11 @@ class Held:
 
 
 def live_points(
-    f: func.FuncOp, nodes: Sequence[Node], held: dict[Operation, list[int]] | None = None
+    f: func.FuncOp,
+    nodes: Sequence[Node],
+    held: dict[Operation, list[int]] | None = None,
+    before: dict[Operation, list[int]] | None = None,
+    positions: list[int] | None = None,
 ) -> list[Point]:
     """The program points of `f`'s body, one per op, with the nodes live there: a value from
     the op that defines it (an argument: throughout) to its last use (a returned value: the
@@ -473,8 +485,12 @@ def live_points(
     storage, counted throughout, holds it). At a call of a function with a transfer table the
     point holds what lives across the call (defined before, used after, not an operand: the
     operands are the callee's arguments) and the callee entry's own peak, as a transient of
-    the call's first node. `held` names the conversions (`Held`) whose outputs each op holds.
-    Linear in the ops plus the uses, times the live set's size."""
+    the call's first node. `held` names the conversions (`Held`) whose outputs each op holds;
+    `before` those a call's operands are converted by, held at a point of their own just before
+    the call with what lives there (the operands too: one that dies at the call is not at the
+    call's point, and was missed while its converted copy was made). `positions` (a list)
+    receives each point's op position. Linear in the ops plus the uses, times the live set's
+    size."""
     block = f.body.block
     ops = list(block.ops)
     position = {op: i for i, op in enumerate(ops)}
@@ -504,7 +520,13 @@ def live_points(
     live: set[int] = set(starting[0])
     points: list[Point] = []
     for k, op in enumerate(ops):
+        if before and op in before:  # the call's operands converted: nothing it defines yet
+            points.append((tuple(sorted(live)), (), tuple(before[op])))
+            if positions is not None:
+                positions.append(k)
         live.update(starting[k + 1])
+        if positions is not None:
+            positions.append(k)
         if k in calls:
             operands = {index[v] for v in op.operands if v in index}
             across = tuple(sorted(i for i in live if first[i] < k < last[i] and i not in operands))
@@ -944,9 +966,16 @@ class AutoShard(ModulePass):
         at: Operation = f
         if choice is not None:
             points: list[Point] = []
+            positions: list[int] = []
             mesh = self.mesh_of_nodes(f, nodes)
             self.problem(
-                f, nodes, Cost(self.objective, self.machine, mesh), mesh, None, points=points
+                f,
+                nodes,
+                Cost(self.objective, self.machine, mesh),
+                mesh,
+                None,
+                points=points,
+                positions=positions,
             )
             full = Problem(
                 problem.node_cost,
@@ -956,7 +985,7 @@ class AutoShard(ModulePass):
                 points=points,
             )
             fullest = max(range(len(points)), key=full.point_memory(choice).__getitem__)
-            at = list(self.original(f).body.block.ops)[fullest]
+            at = list(self.original(f).body.block.ops)[positions[fullest]]
         least = "is" if proven else "is at least"
         return OpError(
             at,
@@ -1490,11 +1519,13 @@ class AutoShard(ModulePass):
         moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]] | None = None,
         credited: list[tuple[int, int, np.ndarray]] | None = None,
         points: list[Point] | None = None,
+        positions: list[int] | None = None,
     ) -> Problem:
         """The search problem of `f`'s nodes: node costs, edge tables (conversions, less the
         simulated overlap credit where a matmul's reduction is pipelined: appended to `credited`
         per edge) and memory rows; `points` (a list) receives every program point of the memory
-        peak, before `maximal_points` drops those another point contains."""
+        peak, before `maximal_points` drops those another point contains, and `positions` the
+        position of each one's op in `f`'s body."""
         import numpy as np
 
         index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
@@ -1535,6 +1566,7 @@ class AutoShard(ModulePass):
                     moved = np.where(differs, math.inf, moved)  # the callee's storage as it is
                 elif held is not None:
                     if isinstance(node.op, func.CallOp):  # the converted copy is the callee's
+                        held.add(node.op, u, v, holds, before=True)
                         holds = held.source(operand, node.op, differs, nodes[u], t, mesh)
                     held.add(node.op, u, v, holds)
                 if v in pipelined:
@@ -1580,7 +1612,7 @@ class AutoShard(ModulePass):
                 [s.callee_peak if n.primary else 0.0 for s in n.signatures] for n in nodes
             ]
             problem.conversions = held.conversions
-            every = live_points(f, nodes, held.at)
+            every = live_points(f, nodes, held.at, held.before, positions)
             if points is not None:
                 points.extend(every)
             problem.points = maximal_points(every)
