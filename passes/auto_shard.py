@@ -19,7 +19,8 @@ collective the pass pipelines, `annotate_chunks`); `memory=GiB` bounds
 the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
 used there or after, arguments throughout, and the outputs of the conversions the op there reads,
-`conversion_held`; a call holds what lives across it plus its callee entry's own peak). When no
+`conversion_held`; a call holds what lives across it plus its callee entry's own peak, and just
+before it, while its operands are converted, what lives there with the conversions' outputs). When no
 program fits, the error is at the op where the least peak any program reaches is held, and says
 how much that is. `strategy` picks the solver (`ccopt.passes.placement_search`): `cd`, `dp`,
 `ilp` or `exhaustive`; `time-limit` bounds the seconds its integer programs take together (past
