@@ -450,8 +450,10 @@ def elimination_order(sizes: Sequence[int], edges: Sequence[tuple[int, int]]) ->
             links[u].add(v)
             links[v].add(u)
 
+    size_of = sizes.__getitem__
+
     def weight(x: int) -> int:
-        return math.prod(sizes[y] for y in links[x]) * sizes[x]
+        return math.prod(map(size_of, links[x])) * sizes[x]
 
     heap = [(weight(x), x) for x in range(len(sizes))]
     heapq.heapify(heap)
