@@ -19,7 +19,8 @@ collective the pass pipelines, `annotate_chunks`); `memory=GiB` bounds
 the per-device peak:
 the most bytes live at any program point (`live_points`: values defined there or before and
 used there or after, arguments throughout, and the outputs of the conversions the op there reads,
-`conversion_held`; a call holds what lives across it plus its callee entry's own peak). When no
+`conversion_held`; a call holds what lives across it plus its callee entry's own peak, and just
+before it, while its operands are converted, what lives there with the conversions' outputs). When no
 program fits, the error is at the op where the least peak any program reaches is held, and says
 how much that is. `strategy` picks the solver (`ccopt.passes.placement_search`): `cd`, `dp`,
 `ilp` or `exhaustive`; `time-limit` bounds the seconds its integer programs take together (past
@@ -58,6 +59,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import product
 from typing import TYPE_CHECKING
 
@@ -229,6 +231,7 @@ class Cost:
         self.objective, self.mesh = objective, mesh
         self.known: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.matrices: dict[tuple, np.ndarray] = {}
+        self.held_matrices: dict[tuple, np.ndarray] = {}
         self.holding: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
         self.credit: OverlapCredit | None = None
@@ -274,6 +277,22 @@ class Cost:
         if known is None:
             known = self.matrices[key] = np.array(
                 [[self.conversion(t, a, b) for b in goals] for a in starts]
+            ).reshape(len(starts), len(goals))
+        return known
+
+    def held_matrix(
+        self, t: DTensorType, starts: tuple[Placements, ...], goals: tuple[Placements, ...]
+    ) -> np.ndarray:
+        """`held` from each of `starts` to each of `goals`, remembered as `matrix` is: a
+        call's entries grow with every refinement, and each new table of its edges asks for
+        the same few placements again."""
+        import numpy as np
+
+        key = (t, starts, goals)
+        known = self.held_matrices.get(key)
+        if known is None:
+            known = self.held_matrices[key] = np.array(
+                [[self.held(t, a, b) for b in goals] for a in starts]
             ).reshape(len(starts), len(goals))
         return known
 
@@ -391,7 +410,10 @@ def conversion_held(t: DTensorType, start: Placements, goal: Placements, mesh: M
     return max((b + (sizes[i - 1] if i else 0.0) for i, b in enumerate(sizes)), default=0.0)
 
 
+@lru_cache(maxsize=1 << 16)
 def local_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> float:
+    """Bytes per device of `t` under `placements`, remembered: a 96-layer step's searches ask
+    for the same few (type, placements) pairs a hundred thousand times."""
     shards = math.prod(
         n for n, p in zip(mesh.axis_sizes, placements, strict=True) if isinstance(p, SplitAttr)
     )
@@ -408,15 +430,23 @@ class Held:
     def __init__(self, f: func.FuncOp) -> None:
         self.conversions: list[tuple[int, int | None, object]] = []
         self.at: dict[Operation, list[int]] = {}
+        self.before: dict[Operation, list[int]] = {}
+        """Per call, the conversions of its operands as they are made, before it runs: their
+        outputs beside everything live then, the operands themselves included (an operand
+        that dies at the call is no longer counted at the call's own point)."""
         self.position = {op: i for i, op in enumerate(f.body.block.ops)}
         self.block = f.body.block
 
-    def add(self, op: Operation, u: int, v: int | None, holds: object) -> None:
+    def add(
+        self, op: Operation, u: int, v: int | None, holds: object, before: bool = False
+    ) -> None:
+        """Conversion `holds` counted at `op`'s point, or with `before` at the point just
+        before the call `op`."""
         import numpy as np
 
         if not np.any(np.asarray(holds)):
             return
-        self.at.setdefault(op, []).append(len(self.conversions))
+        (self.before if before else self.at).setdefault(op, []).append(len(self.conversions))
         self.conversions.append((u, v, holds))
 
     def source(
@@ -444,7 +474,11 @@ class Held:
 
 
 def live_points(
-    f: func.FuncOp, nodes: Sequence[Node], held: dict[Operation, list[int]] | None = None
+    f: func.FuncOp,
+    nodes: Sequence[Node],
+    held: dict[Operation, list[int]] | None = None,
+    before: dict[Operation, list[int]] | None = None,
+    positions: list[int] | None = None,
 ) -> list[Point]:
     """The program points of `f`'s body, one per op, with the nodes live there: a value from
     the op that defines it (an argument: throughout) to its last use (a returned value: the
@@ -452,8 +486,12 @@ def live_points(
     storage, counted throughout, holds it). At a call of a function with a transfer table the
     point holds what lives across the call (defined before, used after, not an operand: the
     operands are the callee's arguments) and the callee entry's own peak, as a transient of
-    the call's first node. `held` names the conversions (`Held`) whose outputs each op holds.
-    Linear in the ops plus the uses, times the live set's size."""
+    the call's first node. `held` names the conversions (`Held`) whose outputs each op holds;
+    `before` those a call's operands are converted by, held at a point of their own just before
+    the call with what lives there (the operands too: one that dies at the call is not at the
+    call's point, and was missed while its converted copy was made). `positions` (a list)
+    receives each point's op position. Linear in the ops plus the uses, times the live set's
+    size."""
     block = f.body.block
     ops = list(block.ops)
     position = {op: i for i, op in enumerate(ops)}
@@ -483,7 +521,13 @@ def live_points(
     live: set[int] = set(starting[0])
     points: list[Point] = []
     for k, op in enumerate(ops):
+        if before and op in before:  # the call's operands converted: nothing it defines yet
+            points.append((tuple(sorted(live)), (), tuple(before[op])))
+            if positions is not None:
+                positions.append(k)
         live.update(starting[k + 1])
+        if positions is not None:
+            positions.append(k)
         if k in calls:
             operands = {index[v] for v in op.operands if v in index}
             across = tuple(sorted(i for i in live if first[i] < k < last[i] and i not in operands))
@@ -923,9 +967,16 @@ class AutoShard(ModulePass):
         at: Operation = f
         if choice is not None:
             points: list[Point] = []
+            positions: list[int] = []
             mesh = self.mesh_of_nodes(f, nodes)
             self.problem(
-                f, nodes, Cost(self.objective, self.machine, mesh), mesh, None, points=points
+                f,
+                nodes,
+                Cost(self.objective, self.machine, mesh),
+                mesh,
+                None,
+                points=points,
+                positions=positions,
             )
             full = Problem(
                 problem.node_cost,
@@ -935,7 +986,7 @@ class AutoShard(ModulePass):
                 points=points,
             )
             fullest = max(range(len(points)), key=full.point_memory(choice).__getitem__)
-            at = list(self.original(f).body.block.ops)[fullest]
+            at = list(self.original(f).body.block.ops)[positions[fullest]]
         least = "is" if proven else "is at least"
         return OpError(
             at,
@@ -1397,9 +1448,13 @@ class AutoShard(ModulePass):
         block = f.body.block
         out: list[Node] = []
         signatures = {} if signatures is None else signatures
+        meshes: dict[str, Mesh | None] = {}  # a step has thousands of arguments, one mesh
         for i, arg in enumerate(block.args):
             if isinstance(arg.type, DTensorType):
-                mesh = lookup_mesh(f, arg.type.mesh_name)
+                name = arg.type.mesh_name
+                if name not in meshes:
+                    meshes[name] = lookup_mesh(f, name)
+                mesh = meshes[name]
                 if mesh is None:
                     raise OpError(f, f"@{arg.type.mesh_name} is not declared")
                 t = arg.type if inputs is None else inputs[i]
@@ -1465,11 +1520,13 @@ class AutoShard(ModulePass):
         moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]] | None = None,
         credited: list[tuple[int, int, np.ndarray]] | None = None,
         points: list[Point] | None = None,
+        positions: list[int] | None = None,
     ) -> Problem:
         """The search problem of `f`'s nodes: node costs, edge tables (conversions, less the
         simulated overlap credit where a matmul's reduction is pipelined: appended to `credited`
         per edge) and memory rows; `points` (a list) receives every program point of the memory
-        peak, before `maximal_points` drops those another point contains."""
+        peak, before `maximal_points` drops those another point contains, and `positions` the
+        position of each one's op in `f`'s body."""
         import numpy as np
 
         index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
@@ -1477,24 +1534,20 @@ class AutoShard(ModulePass):
         # compute where the objective has it, a written collective's own traffic; ties go to
         # the layout holding fewer bytes (an argument's local size, weighted so lightly that it
         # never outweighs a real cost)
-        node_cost = [
-            [
-                cost.tie_break * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
-                if n.op is None
-                else cost.compute(n.op, s)
-                + (0.0 if i in pipelined or not n.primary else collective_cost(n.op, s, cost))
-                + (s.callee_cost if n.primary else 0.0)
-                for s in n.signatures
-            ]
-            for i, n in enumerate(nodes)
-        ]
-        tables: dict[tuple[int, int], np.ndarray] = {}
         moves = {} if moves is None else moves
+        node_cost = [own_costs(n, i in pipelined, cost, mesh, moves) for i, n in enumerate(nodes)]
+        tables: dict[tuple[int, int], np.ndarray] = {}
         held = Held(f) if self.memory > 0 else None
+        updates: dict[Attribute, set[int]] = {}  # per callee: a layer is called 96 times
         for v, node in enumerate(nodes):
             if node.op is None or not node.primary:
                 continue
-            in_place = updated_arguments(node.op)
+            if isinstance(node.op, func.CallOp):
+                in_place = updates.get(node.op.callee)
+                if in_place is None:
+                    in_place = updates[node.op.callee] = updated_arguments(node.op)
+            else:
+                in_place = set()
             for k, operand in enumerate(node.op.operands):
                 u = index.get(operand)
                 if u is None:
@@ -1504,7 +1557,9 @@ class AutoShard(ModulePass):
                 key = (id(nodes[u].signatures), id(node.signatures), k, t)
                 if key not in moves:  # shared by every repetition of the same op pair
                     moves[key] = (
-                        *conversion_table(t, nodes[u].signatures, node.signatures, k, cost),
+                        *conversion_table(
+                            t, nodes[u].signatures, node.signatures, k, cost, held is not None
+                        ),
                         (nodes[u].signatures, node.signatures),  # alive: their ids are the key
                     )
                 moved, differs, holds, _ = moves[key]
@@ -1512,6 +1567,7 @@ class AutoShard(ModulePass):
                     moved = np.where(differs, math.inf, moved)  # the callee's storage as it is
                 elif held is not None:
                     if isinstance(node.op, func.CallOp):  # the converted copy is the callee's
+                        held.add(node.op, u, v, holds, before=True)
                         holds = held.source(operand, node.op, differs, nodes[u], t, mesh)
                     held.add(node.op, u, v, holds)
                 if v in pipelined:
@@ -1557,7 +1613,7 @@ class AutoShard(ModulePass):
                 [s.callee_peak if n.primary else 0.0 for s in n.signatures] for n in nodes
             ]
             problem.conversions = held.conversions
-            every = live_points(f, nodes, held.at)
+            every = live_points(f, nodes, held.at, held.before, positions)
             if points is not None:
                 points.extend(every)
             problem.points = maximal_points(every)
@@ -1821,11 +1877,16 @@ class AutoShard(ModulePass):
 
 
 def conversion_table(
-    t: DTensorType, producers: list[Signature], consumers: list[Signature], k: int, cost: Cost
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t: DTensorType,
+    producers: list[Signature],
+    consumers: list[Signature],
+    k: int,
+    cost: Cost,
+    holding: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """What converting the producer's result to the consumer's operand `k` costs, per pair of
     signatures, where the two placements differ, and the bytes the conversion's outputs hold
-    (`conversion_held`). Many signatures share a placement: each distinct pair of placements
+    (`conversion_held`; None unless `holding`: only a memory limit reads them). Many signatures share a placement: each distinct pair of placements
     is costed once and the table gathered from those."""
     import numpy as np
 
@@ -1837,9 +1898,44 @@ def conversion_table(
     )
     small = cost.matrix(t, tuple(starts), tuple(goals))
     same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
-    held = np.array([[cost.held(t, a, b) for b in goals] for a in starts]).reshape(same.shape)
     pick = np.ix_(given, wanted)
+    if not holding:
+        return small[pick], ~same[pick], None
+    held = cost.held_matrix(t, tuple(starts), tuple(goals))
     return small[pick], ~same[pick], held[pick]
+
+
+def own_costs(
+    n: Node,
+    pipelined: bool,
+    cost: Cost,
+    mesh: Mesh,
+    moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]],
+) -> list[float]:
+    """A node's own cost per signature (an argument's tie-break on its local bytes; an op's
+    compute, its written collective's traffic unless pipelined, a call entry's callee cost),
+    remembered in `moves` per signature list: every repetition of an op in a stack of layers
+    shares its list (`nodes` enumerates one per kind), and a 96-layer step is searched again
+    after every refinement. A copy: callers add to their rows."""
+    bytes_of = n.value.type if n.op is None and n.value is not None else None
+    key = ("own", id(n.signatures), n.op is None, pipelined, n.primary, bytes_of)
+    known = moves.get(key)
+    if known is None:
+        if n.op is None:
+            row = [
+                cost.tie_break * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
+                for s in n.signatures
+            ]
+        else:
+            op = n.op
+            row = [
+                cost.compute(op, s)
+                + (0.0 if pipelined or not n.primary else collective_cost(op, s, cost))
+                + (s.callee_cost if n.primary else 0.0)
+                for s in n.signatures
+            ]
+        known = moves[key] = (row, None, None, n.signatures)  # alive: its id is the key
+    return list(known[0])  # type: ignore[arg-type]
 
 
 def callees_first(module: ModuleOp) -> list[func.FuncOp]:
@@ -1930,12 +2026,15 @@ def call_wishes(
                 if goal is not None and isinstance(operand.owner, func.CallOp):
                     reads.setdefault(operand, goal)
     out = []
+    callees: dict[str, func.FuncOp] = {}  # a layer is called once per layer
     for v, n in enumerate(nodes):
         signature = n.signatures[choice[v]]
         if not (n.primary and isinstance(n.op, func.CallOp) and signature.variant is not None):
             continue
         name = n.op.callee.root_reference.data
-        callee = SymbolTable.lookup_symbol(f, name)
+        callee = callees.get(name)
+        if callee is None:
+            callee = callees[name] = SymbolTable.lookup_symbol(f, name)  # type: ignore[assignment]
         assert isinstance(callee, func.FuncOp)
         given = (tuple(callee.function_type.inputs.data), tuple(callee.function_type.outputs.data))
         entry = tables[name][signature.variant].function_type
@@ -1954,8 +2053,10 @@ def call_wishes(
     return out
 
 
+@lru_cache(maxsize=1 << 12)
 def _unreduced(t: DTensorType, placements: Placements) -> DTensorType:
-    """`t` at `placements`, except where those are partial sums (kept as `t` has them)."""
+    """`t` at `placements`, except where those are partial sums (kept as `t` has them);
+    remembered: every call of a 96-layer step asks for the same few."""
     return t.with_placements(
         old if isinstance(new, PartialAttr) else new
         for old, new in zip(t.placement_list, placements, strict=True)

@@ -293,7 +293,7 @@ def dynamic_programming(problem: Problem, time_limit: float = TIME_LIMIT) -> Sol
     # a table over all its neighbours (past numpy's 64 dimensions)
     eliminated = eliminate(fold_fixed(reduced))
     if eliminated is None:
-        solution = integer_program(problem, time_limit)
+        solution = integer_program(problem, time_limit, (reduced, keep))
         solution.note = _joined(
             "dp: the graph's tree decomposition is too wide; solved by ilp instead", solution.note
         )
@@ -361,6 +361,7 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
         if v != u:
             incident[v].append((e, False))
     pending = set(range(problem.size))
+    seen: dict[tuple, np.ndarray] = {}
     while pending:
         n = pending.pop()
         if len(keep[n]) >= 2:
@@ -376,10 +377,7 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
                 else:
                     columns.append(t if forward else t.T)
             vectors = np.hstack(columns)
-            no_worse = (vectors[None, :, :] <= vectors[:, None, :]).all(axis=2)  # [a, b]: b <= a
-            better = (vectors[None, :, :] < vectors[:, None, :]).any(axis=2)
-            earlier = np.tri(len(keep[n]), k=-1, dtype=bool)  # [a, b]: b < a
-            dominated = (no_worse & (better | earlier)).any(axis=1)
+            dominated = _dominated(vectors, seen)
             if not dominated.any():
                 continue
             kept = np.flatnonzero(~dominated)
@@ -419,6 +417,27 @@ def prune(problem: Problem) -> tuple[Problem, list[list[int]]]:
     return reduced, keep
 
 
+def _dominated(vectors: np.ndarray, seen: dict[tuple, np.ndarray] | None = None) -> np.ndarray:
+    """Which rows (candidates) of `vectors` another row dominates: no worse in every column and
+    better in one, or equal and earlier. Remembered in `seen` by the rows' bytes: the nodes of a
+    stack of layers present the same vectors once per layer (`prune`)."""
+    import numpy as np
+
+    key = None
+    if seen is not None:
+        key = (vectors.shape, vectors.tobytes())
+        known = seen.get(key)
+        if known is not None:
+            return known
+    no_worse = (vectors[None, :, :] <= vectors[:, None, :]).all(axis=2)  # [a, b]: b <= a
+    better = (vectors[None, :, :] < vectors[:, None, :]).any(axis=2)
+    earlier = np.tri(len(vectors), k=-1, dtype=bool)  # [a, b]: b < a
+    dominated = (no_worse & (better | earlier)).any(axis=1)
+    if key is not None:
+        seen[key] = dominated
+    return dominated
+
+
 def elimination_order(sizes: Sequence[int], edges: Sequence[tuple[int, int]]) -> list[int] | None:
     """The order variable elimination takes, worked out on the graph alone: each time the node
     whose table (its candidates times its neighbours') is smallest, its neighbours then joined
@@ -431,8 +450,10 @@ def elimination_order(sizes: Sequence[int], edges: Sequence[tuple[int, int]]) ->
             links[u].add(v)
             links[v].add(u)
 
+    size_of = sizes.__getitem__
+
     def weight(x: int) -> int:
-        return math.prod(sizes[y] for y in links[x]) * sizes[x]
+        return math.prod(map(size_of, links[x])) * sizes[x]
 
     heap = [(weight(x), x) for x in range(len(sizes))]
     heapq.heapify(heap)
@@ -531,12 +552,17 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def integer_program(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
+def integer_program(
+    problem: Problem,
+    time_limit: float = TIME_LIMIT,
+    pruned: tuple[Problem, list[list[int]]] | None = None,
+) -> Solution:
     """The integer program, on the problem with fixed nodes folded in and dominated
-    candidates dropped (`prune`, an optimum survives): the solution maps back to the input.
+    candidates dropped (`prune`, an optimum survives; `pruned`: what that gave already, as
+    `dynamic_programming` has it): the solution maps back to the input.
     Exact when HiGHS proves its optimum within `time_limit` seconds; otherwise its best
     program, HiGHS's dual bound as the lower bound, and the note says so."""
-    reduced, keep = prune(fold_fixed(problem))
+    reduced, keep = pruned if pruned is not None else prune(fold_fixed(problem))
     found = _Model(reduced).solve(time_limit)
     choice = [keep[n][c] for n, c in enumerate(found.choice)]
     cost = problem.cost(choice)
@@ -708,6 +734,61 @@ def _floor(problem: Problem) -> float:
     )
 
 
+_CLASSES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+"""The candidate classes of an edge's table (with its conversions), by their bytes: the
+transfer-table entries of a layer are models of the same tables, one per boundary (`_Model`).
+"""
+
+MAX_CLASSES = 1 << 12
+"""Tables `_CLASSES` holds before it starts again."""
+
+
+@dataclass
+class _Rows:
+    """A block of constraint rows `lower <= sum(values * x[index]) <= upper`, each row's
+    entries `lengths[r]` long, one after the other in `index` and `values` (`_Model` builds
+    tens of thousands of rows: as arrays per block, not a tuple per row)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    lengths: np.ndarray
+    index: np.ndarray
+    values: np.ndarray
+
+
+def _ties(ids: np.ndarray, first: int, class_of: np.ndarray) -> _Rows:
+    """Per class `i` of one end's candidates (`class_of`, the candidate at column `first +
+    c` in class `class_of[c]`), the row `sum(joints of row i of ids) - sum(class i's
+    candidates) = 0` (ids: joint columns per pair of classes, -1 where forbidden). Each row
+    holds its joints in order, then its candidates in ascending order."""
+    import numpy as np
+
+    n = ids.shape[0]
+    valid = ids >= 0
+    joined = ids[valid]  # row-major: row i's joints, in order
+    members = np.argsort(class_of, kind="stable")  # class i's candidates, ascending
+    # sort by (class, joints before candidates); stable keeps each part's order
+    key = np.concatenate([2 * np.nonzero(valid)[0], 2 * class_of[members] + 1])
+    order = np.argsort(key, kind="stable")
+    index = np.concatenate([joined, first + members])[order]
+    values = np.concatenate([np.ones(len(joined)), -np.ones(len(members))])[order]
+    lengths = valid.sum(axis=1) + np.bincount(class_of, minlength=n)
+    return _Rows(np.zeros(n), np.zeros(n), lengths, index, values)
+
+
+def _row_block(rows: list[tuple[float, float, np.ndarray, np.ndarray]]) -> _Rows:
+    """One-row tuples (lower, upper, index, values) as a block."""
+    import numpy as np
+
+    return _Rows(
+        np.array([r[0] for r in rows], dtype=float),
+        np.array([r[1] for r in rows], dtype=float),
+        np.array([len(r[2]) for r in rows], dtype=np.int64),
+        np.concatenate([np.asarray(r[2]) for r in rows] or [np.zeros(0, dtype=np.int64)]),
+        np.concatenate([np.asarray(r[3], dtype=float) for r in rows] or [np.zeros(0)]),
+    )
+
+
 @dataclass
 class _Found:
     choice: list[int]
@@ -737,15 +818,24 @@ class _Model:
         self.start = start = np.cumsum([0] + [len(c) for c in node_cost])
         cost = list(node_cost)
         self.binary = ncol = int(start[-1])
-        self.rows: list[tuple[float, float, np.ndarray, np.ndarray]] = [
-            (1.0, 1.0, np.arange(start[n], start[n + 1]), np.ones(len(c)))
-            for n, c in enumerate(node_cost)
+        sizes = np.diff(start)
+        self.rows: list[_Rows] = [  # one candidate per node
+            _Rows(
+                np.ones(len(node_cost)),
+                np.ones(len(node_cost)),
+                sizes,
+                np.arange(ncol),
+                np.ones(ncol),
+            )
         ]
+        """The constraints, in blocks of rows (`_Rows`): HiGHS gets their concatenation."""
         self.joints: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
         """(u, v, row class per u candidate, column class per v candidate, joint ids)."""
         self.converted: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         """Per conversion: the columns and coefficients whose sum is its bytes."""
-        classes: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        classes = _CLASSES
+        if len(classes) > MAX_CLASSES:
+            classes.clear()
         for u, v, table, attached in self._pairs():
             if u == v:
                 cost[u] = cost[u] + np.diagonal(table)
@@ -772,27 +862,14 @@ class _Model:
                 held = np.zeros((nr, nc))
                 held[row_of[:, None], col_of[None, :]] = t
                 self.converted[c] = (ids[finite], held[finite])
-            for i in range(nr):  # a row class's joint mass is its indicator
-                self._tie(ids[i][ids[i] >= 0], start[u] + np.flatnonzero(row_of == i))
-            for j in range(nc):
-                self._tie(ids[:, j][ids[:, j] >= 0], start[v] + np.flatnonzero(col_of == j))
+            # a row (column) class's joint mass is its indicator
+            self.rows.append(_ties(ids, start[u], row_of))
+            self.rows.append(_ties(ids.T, start[v], col_of))
         for c, (u, v, t) in enumerate(problem.conversions or []):
             if v is None:
                 self.converted[c] = (start[u] + np.arange(len(node_cost[u])), np.asarray(t))
         self.ncol = ncol
         self.objective = np.concatenate(cost)
-
-    def _tie(self, joined: np.ndarray, members: np.ndarray) -> None:
-        import numpy as np
-
-        self.rows.append(
-            (
-                0.0,
-                0.0,
-                np.concatenate([joined, members]),
-                np.concatenate([np.ones(len(joined)), -np.ones(len(members))]),
-            )
-        )
 
     def _pairs(self) -> list[tuple[int, int, np.ndarray, list[tuple[int, np.ndarray]]]]:
         """Each edge with the conversions between its two nodes, and a cost-free pair for
@@ -873,7 +950,7 @@ class _Model:
         import numpy as np
 
         problem = self.problem
-        rows = list(self.rows)
+        rows: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # memory rows
         objective, ncol = self.objective, self.ncol
         bounded = problem.memory_limit is not None and (
             problem.memory is not None or problem.conversions is not None
@@ -925,18 +1002,20 @@ class _Model:
                 np.zeros(0, np.int32),
                 np.zeros(0),
             )
-            starts = np.cumsum([0] + [len(r[2]) for r in rows[:-1]]).astype(np.int32)
+            blocks = self.rows + ([_row_block(rows)] if rows else [])
+            lengths = np.concatenate([b.lengths for b in blocks])
+            starts = np.cumsum(np.concatenate([[0], lengths[:-1]])).astype(np.int32)
             h.addRows(
-                len(rows),
-                np.array([r[0] for r in rows]),
-                np.array([r[1] for r in rows]),
-                int(sum(len(r[2]) for r in rows)),
+                len(lengths),
+                np.concatenate([b.lower for b in blocks]),
+                np.concatenate([b.upper for b in blocks]),
+                int(lengths.sum()),
                 starts,
-                np.concatenate([r[2] for r in rows]).astype(np.int32),
-                np.concatenate([r[3] for r in rows]).astype(float),
+                np.concatenate([b.index for b in blocks]).astype(np.int32),
+                np.concatenate([b.values for b in blocks]).astype(float),
             )
             values, proven, bound, infeasible = None, False, -math.inf, False
-            if len(rows) == len(self.rows):
+            if not rows:
                 # without memory rows the relaxation first, without presolve (its simplex
                 # alone is fast): on the layers its optimum is integral, hence the integer
                 # optimum; else branch on it (memory rows make it fractional: branch at once)
@@ -1062,12 +1141,6 @@ def coordinate_descent(
         neighbours[u].append((v, table, True))
         neighbours[v].append((u, table, False))
 
-    def local(choice: list[int], node: int, c: int) -> float:
-        total = problem.node_cost[node][c]
-        for other, table, forward in neighbours[node]:
-            total += table[c][choice[other]] if forward else table[choice[other]][c]
-        return total
-
     bounded = problem.memory is not None and problem.memory_limit is not None
     layout = _Layout(problem) if bounded else None
     if start is None:
@@ -1091,18 +1164,7 @@ def coordinate_descent(
         else:
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
         held = _Held(problem, choice, layout) if layout is not None else None
-        changed = True
-        while changed:
-            changed = False
-            for node in range(problem.size):
-                costs = [local(choice, node, c) for c in range(len(problem.node_cost[node]))]
-                for c in sorted(range(len(costs)), key=costs.__getitem__):
-                    if held is None or held.allows(node, choice[node], c):
-                        if costs[c] < costs[choice[node]] - 1e-12:
-                            if held is not None:
-                                held.move(node, choice[node], c)
-                            choice[node], changed = c, True
-                        break
+        _descend(problem, neighbours, choice, held)
         if not problem.fits(choice):
             continue
         cost = problem.cost(choice)
@@ -1112,6 +1174,49 @@ def coordinate_descent(
         raise NoSolution("coordinate descent found no combination within the memory limit")
     best.lower_bound = min(bound, best.cost)
     return best
+
+
+def _descend(
+    problem: Problem,
+    neighbours: dict[int, list[tuple[int, list[list[float]], bool]]],
+    choice: list[int],
+    held: _Held | None,
+    track: bool = True,
+) -> None:
+    """Coordinate descent's sweeps from `choice` (changed in place): each node in turn moves
+    to its cheapest candidate given its neighbours (among those `held` allows), until a sweep
+    moves nothing. With `track` and no memory limit a node none of whose neighbours moved
+    since it was last looked at is skipped (`stale`): its costs are the same, so it would stay;
+    the moves, and the answer, are those of the full sweeps (`track=False`), in less time on a
+    96-layer step. Under a limit any move changes what the others are allowed: every node is
+    looked at."""
+
+    def local(node: int, c: int) -> float:
+        total = problem.node_cost[node][c]
+        for other, table, forward in neighbours[node]:
+            total += table[c][choice[other]] if forward else table[choice[other]][c]
+        return total
+
+    every = held is not None or not track
+    stale = [True] * problem.size
+    changed = True
+    while changed:
+        changed = False
+        for node in range(problem.size):
+            if not stale[node]:
+                continue
+            stale[node] = every
+            costs = [local(node, c) for c in range(len(problem.node_cost[node]))]
+            for c in sorted(range(len(costs)), key=costs.__getitem__):
+                if held is None or held.allows(node, choice[node], c):
+                    if costs[c] < costs[choice[node]] - 1e-12:
+                        if held is not None:
+                            held.move(node, choice[node], c)
+                        choice[node], changed = c, True
+                        stale[node] = True  # a self-edge reads its own choice
+                        for other, _, _ in neighbours[node]:
+                            stale[other] = True
+                    break
 
 
 def _smallest(problem: Problem) -> list[int]:

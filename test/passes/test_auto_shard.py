@@ -313,3 +313,38 @@ def test_conversions_that_break_split_nesting_cost_infinity():
     assert math.isinf(cost.conversion(t, (s0, s0), (R, s0)))
     # an all-gather over tp of the dp shard (16x4 f32 / 2 = 128 bytes): a ring of 2 moves 64
     assert cost.conversion(t, (s0, s0), (s0, R)) == pytest.approx(65)
+
+
+def test_a_conversion_before_a_call_holds_its_operand_beside_its_output():
+    """@main calls @layer's split entry (S(0) in and out) with y replicated: y is sliced for
+    the call and dies there. While the slice is made, x, y and u (replicated, 16 KiB each) and
+    the slice (4 KiB) are all there: 53248 bytes at a point of its own before the call. The
+    call's own point holds x and u across it and the callee's peak (the slice is its
+    argument), not y, so before that point y's bytes were counted nowhere at that moment."""
+    from ccopt.passes.auto_shard import AutoShard, Cost, Memo
+
+    module = load_program(CALL)
+    functions = {f.sym_name.data: f for f in module.walk() if isinstance(f, func.FuncOp)}
+    search, memo, tables = AutoShard(memory=1), Memo(), {}
+    tables["layer"] = search.transfer_table(functions["layer"], memo, tables)
+    main = functions["main"]
+    nodes = search.nodes(main, None, memo.signatures, tables)
+    mesh = search.mesh_of_nodes(main, nodes)
+    problem = search.problem(main, nodes, Cost("bytes", search.machine, mesh), mesh, memo.moves)
+
+    def at(node: int, placement: str) -> int:
+        return next(
+            c
+            for c, s in enumerate(nodes[node].signatures)
+            if [p.short for p in s.result] == [placement]
+        )
+
+    x, y, u, call, w = range(5)
+    assert isinstance(nodes[call].op, func.CallOp)
+    sliced = [at(x, "R"), at(y, "R"), at(u, "R"), at(call, "S(0)"), at(w, "R")]
+    into_call = [c for c, (_, v, _) in enumerate(problem.conversions) if v == call]
+    before = next(p for p in problem.points if p[0] == (x, y, u) and set(p[2]) & set(into_call))
+    memory = problem.point_memory(sliced)
+    assert memory[problem.points.index(before)] == 3 * 16384 + 4096
+    straight = [at(x, "R"), at(y, "S(0)"), at(u, "R"), at(call, "S(0)"), at(w, "R")]
+    assert problem.point_memory(straight)[problem.points.index(before)] == 2 * 16384 + 4096
