@@ -50,15 +50,25 @@ collective the pass pipelines in the searched program, as its `chunks`, which th
 (the fused pipeline is left out: `coll.fused_all_reduce` carries no chunk count, and
 `fuse-collective` drops the reduce-scatter's).
 
-The pass pipelines one gathered operand per matmul (the first); a search whose matmul has both
-operands gathered is credited on both edges (each edge sees one operand), the one
-over-statement left.
+The pass pipelines one gathered operand per matmul: of those it can chunk, the one whose
+gather brings the most bytes (`overlap.gathered_bytes`; a tie: the first operand). An edge sees
+one operand's producer, not the other's, so it cannot know whether the other operand is
+gathered too; crediting both edges would count two pipelines where the pass runs one. So
+operand k's gather is credited only where it wins against any gather the other operand could
+have under the matmul's signature (`gather_wins`): the pass would pipeline it whatever the
+other edge brings, and the two edges never both hold credit. Where the signature leaves the
+other operand nothing to gather (no mesh axis replicated in its placement) this is exact. Where
+it does, the model under-credits: a gather that loses the comparison gets 0 even when the other
+operand is not gathered at all and the pass pipelines it alone (the saving it is denied is the
+simulated one, usually positive; where chunking loses time the 0 over-states it, as for any
+pair the search leaves uncredited).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, NamedTuple
 
 from xdsl.context import Context
@@ -349,6 +359,45 @@ def gather_program(
     return module
 
 
+def gather_bound(t: DTensorType, placed: Placements, mesh: Mesh) -> Fraction | None:
+    """The most bytes an all-gather into `t` at `placed` can bring (`overlap.gathered_bytes`):
+    one replicated axis of `placed` gathered from a split of any dimension. None: no axis is
+    replicated, so no gather ends at `placed`."""
+    from ccopt.passes.overlap import gathered_bytes
+
+    after = t.with_placements(placed)
+    best: Fraction | None = None
+    for axis, p in enumerate(placed):
+        if not isinstance(p, ReplicatedAttr):
+            continue
+        for d in range(t.rank):
+            before = t.with_placements(
+                tuple(SplitAttr(d) if a == axis else q for a, q in enumerate(placed))
+            )
+            moved = gathered_bytes(before, after, mesh)
+            best = moved if best is None or moved > best else best
+    return best
+
+
+def gather_wins(
+    mm: MatmulOp, k: int, gathered: Placements, operands: Sequence[Placements], mesh: Mesh
+) -> bool:
+    """Whether the `overlap` pass pipelines operand `k`'s gather (from `gathered` to
+    `operands[k]`) with `mm` whatever the other operand's edge brings: its bytes beat
+    (operand 1) or equal (operand 0: the pass's tie goes to the first) the largest gather the
+    other operand could have at `operands[1 - k]` (`gather_bound`). Both edges never win at
+    once, and the one that wins is the one the pass picks when both are gathered."""
+    from ccopt.passes.overlap import gathered_bytes
+
+    t, other = mm.operands[k].type, mm.operands[1 - k].type
+    assert isinstance(t, DTensorType) and isinstance(other, DTensorType)
+    bound = gather_bound(other, operands[1 - k], mesh)
+    if bound is None:
+        return True
+    moved = gathered_bytes(t.with_placements(gathered), t.with_placements(operands[k]), mesh)
+    return moved >= bound if k == 0 else moved > bound
+
+
 class OverlapCredit:
     """Simulated overlap credits on one machine and mesh for one chunk count and pipeline
     (`PIPELINES`), remembered per distinct pipelined step (`pipelined_step`, `gather_step`) of
@@ -454,7 +503,8 @@ class OverlapCredit:
         where the conversion ends with an all-gather (`gather_step`) and the matmul's result is
         not partial (the overlap pass pipelines a matmul with one collective; a gathered
         operand comes first in program order), the simulated step time of that gather and the
-        matmul before minus after `overlap{chunks=C}`; 0 elsewhere."""
+        matmul before minus after `overlap{chunks=C}`, where that gather is the one the pass
+        pipelines whatever the other operand brings (`gather_wins`); 0 elsewhere."""
         import numpy as np
 
         per_matmul = self.known.setdefault(
@@ -469,7 +519,7 @@ class OverlapCredit:
                 if any(isinstance(p, PartialAttr) for p in result):
                     continue
                 step = gather_step(start, operands[k])
-                if step is None:
+                if step is None or not gather_wins(mm, k, step[0], operands, self.mesh):
                     continue
                 key = (step[0], operand_key(operands), result)
                 known = per_matmul.get(key)
@@ -511,12 +561,13 @@ class OverlapCredit:
 
 def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
     """Write on each collective of `credit`'s mesh that the `overlap` pass will pipeline with a
-    matmul - a reduction of a matmul's result, an all-gather feeding one (the pass takes it
-    first) - the chunk count of `credit.counts` the simulator finds best for the pair, as its
+    matmul - a reduction of a matmul's result, the all-gather feeding one that the pass
+    pipelines (`gather_to_pipeline`) - the chunk count of `credit.counts` the simulator finds best for the pair, as its
     `chunks` (which the pass follows); a collective that has one keeps it. The pairs are those
     the search credited, rebuilt from the program (`pair_program`, `gather_program`), so a pair
     the search simulated is simulated again only for the counts. Returns how many were set."""
-    from ccopt.passes.overlap import Overlap
+    from ccopt.passes.common import Refusal
+    from ccopt.passes.overlap import Overlap, gather_to_pipeline
 
     written = 0
     for op in list(module.walk()):
@@ -524,6 +575,11 @@ def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
             (use,) = op.result.uses
             mm, k = use.operation, use.index
             assert isinstance(mm, MatmulOp)
+            try:
+                if gather_to_pipeline(mm, lambda _: credit.chunks, lambda _: True)[1] is not op:
+                    continue  # the pass pipelines the matmul's other gathered operand
+            except Refusal:
+                continue
             ops = [placements_of(v) for v in mm.operands]
             program = gather_program(
                 mm, k, placements_of(op.input), ops, placements_of(mm.result), credit.mesh
