@@ -55,13 +55,16 @@ gather brings the most bytes (`overlap.gathered_bytes`; a tie: the first operand
 one operand's producer, not the other's, so it cannot know whether the other operand is
 gathered too; crediting both edges would count two pipelines where the pass runs one. So
 operand k's gather is credited only where it wins against any gather the other operand could
-have under the matmul's signature (`gather_wins`): the pass would pipeline it whatever the
-other edge brings, and the two edges never both hold credit. Where the signature leaves the
-other operand nothing to gather (no mesh axis replicated in its placement) this is exact. Where
-it does, the model under-credits: a gather that loses the comparison gets 0 even when the other
-operand is not gathered at all and the pass pipelines it alone (the saving it is denied is the
-simulated one, usually positive; where chunking loses time the 0 over-states it, as for any
-pair the search leaves uncredited).
+have under the matmul's signature (`gather_wins`), coming in at any placement its producer's
+signatures give (`rivals`; `auto-shard` passes them): the pass would pipeline it whatever the
+other edge brings, and the two edges never both hold credit. This stays pairwise - the rivals
+are a fixed set, not the other edge's choice - and it is exact where no rival placement ends
+in a gather at the signature's placement of the other operand (a weight argument given at R, a
+signature that splits the other operand on every axis): then the other operand is never
+gathered. Elsewhere the model under-credits: a gather that loses the comparison gets 0 even
+when the other operand's producer picks a placement needing no gather and the pass pipelines
+the first gather alone (the saving it is denied is the simulated one, usually positive; where
+chunking loses time the 0 over-states it, as for any pair the search leaves uncredited).
 """
 
 from __future__ import annotations
@@ -359,39 +362,57 @@ def gather_program(
     return module
 
 
-def gather_bound(t: DTensorType, placed: Placements, mesh: Mesh) -> Fraction | None:
+def gather_bound(
+    t: DTensorType, placed: Placements, mesh: Mesh, rivals: Sequence[Placements] | None = None
+) -> Fraction | None:
     """The most bytes an all-gather into `t` at `placed` can bring (`overlap.gathered_bytes`):
-    one replicated axis of `placed` gathered from a split of any dimension. None: no axis is
-    replicated, so no gather ends at `placed`."""
+    from each of `rivals` (the placements the value can come in at) whose conversion to
+    `placed` ends with a gather (`gather_step`); with None, from any placement (one replicated
+    axis of `placed` gathered from a split of any dimension). None: no gather ends at
+    `placed`."""
     from ccopt.passes.overlap import gathered_bytes
 
+    if rivals is None:
+        starts = [
+            tuple(SplitAttr(d) if a == axis else q for a, q in enumerate(placed))
+            for axis, p in enumerate(placed)
+            if isinstance(p, ReplicatedAttr)
+            for d in range(t.rank)
+        ]
+    else:
+        steps = (gather_step(r, placed) for r in rivals)
+        starts = [step[0] for step in steps if step is not None]
     after = t.with_placements(placed)
-    best: Fraction | None = None
-    for axis, p in enumerate(placed):
-        if not isinstance(p, ReplicatedAttr):
-            continue
-        for d in range(t.rank):
-            before = t.with_placements(
-                tuple(SplitAttr(d) if a == axis else q for a, q in enumerate(placed))
-            )
-            moved = gathered_bytes(before, after, mesh)
-            best = moved if best is None or moved > best else best
-    return best
+    return max((gathered_bytes(t.with_placements(s), after, mesh) for s in starts), default=None)
 
 
 def gather_wins(
-    mm: MatmulOp, k: int, gathered: Placements, operands: Sequence[Placements], mesh: Mesh
+    mm: MatmulOp,
+    k: int,
+    gathered: Placements,
+    operands: Sequence[Placements],
+    mesh: Mesh,
+    rivals: Sequence[Placements] | None = None,
+    bounds: dict[Placements, Fraction | None] | None = None,
 ) -> bool:
     """Whether the `overlap` pass pipelines operand `k`'s gather (from `gathered` to
     `operands[k]`) with `mm` whatever the other operand's edge brings: its bytes beat
     (operand 1) or equal (operand 0: the pass's tie goes to the first) the largest gather the
-    other operand could have at `operands[1 - k]` (`gather_bound`). Both edges never win at
-    once, and the one that wins is the one the pass picks when both are gathered."""
+    other operand could have at `operands[1 - k]` coming from one of `rivals` (None: from
+    anywhere; `gather_bound`). Both edges never win at once, and the one that wins is the one
+    the pass picks when both are gathered; where the other operand can have no gather, it
+    wins outright and the credit is exact. `bounds` remembers the bound per placement of the
+    other operand (for one `rivals`)."""
     from ccopt.passes.overlap import gathered_bytes
 
     t, other = mm.operands[k].type, mm.operands[1 - k].type
     assert isinstance(t, DTensorType) and isinstance(other, DTensorType)
-    bound = gather_bound(other, operands[1 - k], mesh)
+    if bounds is None:
+        bounds = {}
+    placed = operands[1 - k]
+    if placed not in bounds:  # a table asks per start and signature, the bound is per signature
+        bounds[placed] = gather_bound(other, placed, mesh, rivals)
+    bound = bounds[placed]
     if bound is None:
         return True
     moved = gathered_bytes(t.with_placements(gathered), t.with_placements(operands[k]), mesh)
@@ -497,6 +518,7 @@ class OverlapCredit:
         starts: Sequence[Placements],
         signatures: Sequence[tuple[Sequence[Placements], Placements]],
         needed: np.ndarray | None = None,
+        rivals: Sequence[Placements] | None = None,
     ) -> np.ndarray:
         """The OAG credit for each placement operand `k` of `mm` comes in at (`starts`) and
         each signature (operand placements, result placements) of `mm` where `needed` says so:
@@ -504,7 +526,8 @@ class OverlapCredit:
         not partial (the overlap pass pipelines a matmul with one collective; a gathered
         operand comes first in program order), the simulated step time of that gather and the
         matmul before minus after `overlap{chunks=C}`, where that gather is the one the pass
-        pipelines whatever the other operand brings (`gather_wins`); 0 elsewhere."""
+        pipelines whatever the other operand brings in at one of `rivals` (None: at any
+        placement; `gather_wins`); 0 elsewhere."""
         import numpy as np
 
         per_matmul = self.known.setdefault(
@@ -512,6 +535,7 @@ class OverlapCredit:
             {},
         )
         out = np.zeros((len(starts), len(signatures)))
+        bounds: dict[Placements, Fraction | None] = {}
         for a, start in enumerate(starts):
             for b, (operands, result) in enumerate(signatures):
                 if needed is not None and not needed[a, b]:
@@ -519,7 +543,9 @@ class OverlapCredit:
                 if any(isinstance(p, PartialAttr) for p in result):
                     continue
                 step = gather_step(start, operands[k])
-                if step is None or not gather_wins(mm, k, step[0], operands, self.mesh):
+                if step is None or not gather_wins(
+                    mm, k, step[0], operands, self.mesh, rivals, bounds
+                ):
                     continue
                 key = (step[0], operand_key(operands), result)
                 known = per_matmul.get(key)
