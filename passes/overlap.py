@@ -413,7 +413,7 @@ def gathered_bytes(before: DTensorType, after: DTensorType, mesh: Mesh) -> Fract
         )
 
     whole = prod(before.get_shape()) * element_bytes(before)
-    return Fraction(whole, shards(before)) - Fraction(whole, shards(after))
+    return Fraction(whole, shards(after)) - Fraction(whole, shards(before))
 
 
 def gather_to_pipeline(
