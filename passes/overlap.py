@@ -28,7 +28,9 @@ elements.
 
 The other direction (AxoNN's overlapped all-gather, async tensor parallelism): an all_gather
 feeding a matmul is chunked along a dimension that is not gathered; all chunk gathers are issued
-on the communication stream and each chunk's matmul waits only for its own gather.
+on the communication stream and each chunk's matmul waits only for its own gather. Where both
+operands are gathered, the larger gather (bytes per device; a tie: the first operand) is
+pipelined and the other runs whole before it (`gather_to_pipeline`).
 
 Chunks are ceil-div blocks (the last may be shorter); each chunk computes exactly the elements of
 the unchunked op, so the result does not depend on the chunk count. A collective's own `chunks`
