@@ -1575,15 +1575,16 @@ class AutoShard(ModulePass):
                         [collective_cost(node.op, sv, cost) for sv in node.signatures]
                     )
                 if self.overlaps(nodes[u]) or self.gathers(node):
-                    ckey = ("credit", *key, v in pipelined)
+                    rival = self.rival(node, k, index, nodes)
+                    ckey = ("credit", *key, v in pipelined, id(rival))
                     if ckey not in moves:  # for every pair a conversion allows, in place or not
                         moves[ckey] = (
                             self.edge_credits(
-                                nodes[u], node, k, v in pipelined, moves[key][0], cost
+                                nodes[u], node, k, v in pipelined, moves[key][0], cost, rival
                             ),
                             None,
                             None,
-                            (nodes[u].signatures, node.signatures),
+                            (nodes[u].signatures, node.signatures, rival),
                         )
                     credit = moves[ckey][0]
                     charged = np.maximum(moved - credit, 0.0)  # an edge never pays back
@@ -1636,6 +1637,18 @@ class AutoShard(ModulePass):
         this matmul (AxoNN's OAG): overlap is on and the consumer is a matmul."""
         return self.overlap > 0 and self.objective == "time" and isinstance(consumer.op, MatmulOp)
 
+    def rival(
+        self, consumer: Node, k: int, index: dict[SSAValue, int], nodes: list[Node]
+    ) -> list[Signature] | None:
+        """For a matmul's operand k, the signatures of the node producing its other operand:
+        the placements that operand can come in at, so operand k's OAG credit is given only
+        where the pass pipelines k's gather whatever the other brings (`gather_wins`). None:
+        not a matmul, or the other operand is no node (any placement is assumed)."""
+        if not isinstance(consumer.op, MatmulOp):
+            return None
+        u = index.get(consumer.op.operands[1 - k])
+        return None if u is None else nodes[u].signatures
+
     def edge_credits(
         self,
         producer: Node,
@@ -1644,6 +1657,7 @@ class AutoShard(ModulePass):
         pipelined: bool,
         allowed: np.ndarray,
         cost: Cost,
+        rival: list[Signature] | None = None,
     ) -> np.ndarray:
         """The simulated credit per pair of signatures on one edge: the reduction of a matmul's
         result pipelined with it (`credits`) and an all-gather into a matmul's operand
@@ -1655,11 +1669,17 @@ class AutoShard(ModulePass):
         if self.overlaps(producer):
             out = out + self.credits(producer, consumer, k, pipelined, allowed, cost)
         if self.gathers(consumer):
-            out = out + self.gather_credits(producer, consumer, k, allowed, cost)
+            out = out + self.gather_credits(producer, consumer, k, allowed, cost, rival)
         return out
 
     def gather_credits(
-        self, producer: Node, consumer: Node, k: int, allowed: np.ndarray, cost: Cost
+        self,
+        producer: Node,
+        consumer: Node,
+        k: int,
+        allowed: np.ndarray,
+        cost: Cost,
+        rival: list[Signature] | None = None,
     ) -> np.ndarray:
         """The simulated OAG credit (`OverlapCredit.gather_table`) per pair of the producer's
         and the matmul's signatures, each distinct pair simulated once; 0 where the conversion
@@ -1684,7 +1704,14 @@ class AutoShard(ModulePass):
         needed[rows[a], cols[b]] = True
         small = cost.overlap_credit(
             self.overlap, self.overlap_pipeline, self.overlap_tries
-        ).gather_table(mm, k, list(starts), list(sigs), needed)
+        ).gather_table(
+            mm,
+            k,
+            list(starts),
+            list(sigs),
+            needed,
+            None if rival is None else list(dict.fromkeys(s.result for s in rival)),
+        )
         return np.where(np.isfinite(allowed), small[np.ix_(rows, cols)], 0.0)
 
     def credits(

@@ -28,7 +28,9 @@ elements.
 
 The other direction (AxoNN's overlapped all-gather, async tensor parallelism): an all_gather
 feeding a matmul is chunked along a dimension that is not gathered; all chunk gathers are issued
-on the communication stream and each chunk's matmul waits only for its own gather.
+on the communication stream and each chunk's matmul waits only for its own gather. Where both
+operands are gathered, the larger gather (bytes per device; a tie: the first operand) is
+pipelined and the other runs whole before it (`gather_to_pipeline`).
 
 Chunks are ceil-div blocks (the last may be shorter); each chunk computes exactly the elements of
 the unchunked op, so the result does not depend on the chunk count. A collective's own `chunks`
@@ -42,6 +44,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from math import prod
 
 from xdsl.context import Context
@@ -400,19 +403,61 @@ def plan_gather_then_matmul(
     )
 
 
-def overlap_gather_then_matmul(mm: dt.MatmulOp, chunks: int) -> Plan:
-    gathered = [
-        i
-        for i, v in enumerate(mm.operands)
-        if isinstance(v.owner, coll.AllGatherOp) and v.uses.get_length() == 1
-    ]
-    if not gathered:
-        raise Refusal("no operand is an all_gather used only by this matmul")
-    operand = gathered[0]
-    ag = mm.operands[operand].owner
-    assert isinstance(ag, coll.AllGatherOp)
+def gathered_bytes(before: DTensorType, after: DTensorType, mesh: Mesh) -> Fraction:
+    """Bytes an all-gather from `before` to `after` brings to each device (its output block
+    less its input block, by the byte model: the global bytes over the shards), exactly, so
+    the pass and `auto-shard`'s credit (`ccopt.passes.overlap_credit`) break ties alike."""
+    from ccopt.dialects.kernel import element_bytes
+
+    def shards(t: DTensorType) -> int:
+        return prod(
+            n for n, p in zip(mesh.axis_sizes, t.split_dims(), strict=True) if p is not None
+        )
+
+    whole = prod(before.get_shape()) * element_bytes(before)
+    return Fraction(whole, shards(after)) - Fraction(whole, shards(before))
+
+
+def gather_to_pipeline(
+    mm: dt.MatmulOp,
+    chunks: Callable[[coll.AllGatherOp], int],
+    selected: Callable[[Operation], bool],
+) -> tuple[int, coll.AllGatherOp, int, Plan]:
+    """Which gathered operand of `mm` the pass pipelines: of the operands that are an
+    all_gather used only by `mm` (and `selected`) and can be chunked, the one whose gather
+    brings the most bytes (`gathered_bytes`; a tie: the first operand) - the larger gather
+    has the more to hide, and the pass pipelines one collective per matmul. Returns (operand,
+    gather, chunk count asked for, plan), or Refusal."""
     mesh = mesh_of(mm)
-    plan = plan_gather_then_matmul(mm, ag, operand, chunks)
+    best: tuple[Fraction, int, coll.AllGatherOp, int, Plan] | None = None
+    why = "no operand is an all_gather used only by this matmul"
+    for i, v in enumerate(mm.operands):
+        ag = v.owner
+        if not isinstance(ag, coll.AllGatherOp) or v.uses.get_length() != 1 or not selected(ag):
+            continue
+        requested = chunks(ag)
+        try:
+            plan = plan_gather_then_matmul(mm, ag, i, requested)
+        except Refusal as e:
+            why = str(e)
+            continue
+        moved = gathered_bytes(ag.input.type, ag.result.type, mesh)  # type: ignore[arg-type]
+        if best is None or moved > best[0]:
+            best = (moved, i, ag, requested, plan)
+    if best is None:
+        raise Refusal(why)
+    return best[1:]
+
+
+def overlap_gather_then_matmul(
+    mm: dt.MatmulOp,
+    chunks: Callable[[coll.AllGatherOp], int],
+    selected: Callable[[Operation], bool] = lambda op: True,
+) -> tuple[coll.AllGatherOp, int, Plan]:
+    """Chunk `mm` with the gather of one operand (`gather_to_pipeline`); returns that gather
+    (erased), the chunk count asked for and the plan."""
+    operand, ag, requested, plan = gather_to_pipeline(mm, chunks, selected)
+    mesh = mesh_of(mm)
     carriers = dict(owners(mm)[plan.dim])
     new_ops: list[Operation] = []
     gathers = []
@@ -432,7 +477,7 @@ def overlap_gather_then_matmul(mm: dt.MatmulOp, chunks: int) -> Plan:
         parts.append(part.result)
     concat(mm, new_ops, parts, plan.dim)
     Rewriter.erase_op(ag)
-    return plan
+    return ag, requested, plan
 
 
 def finish(op: Operation, new_ops: list[Operation], futures: Sequence[SSAValue], dim: int) -> None:
@@ -511,8 +556,11 @@ class Overlap(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
+        declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
         for candidate in list(op.walk()):
             if candidate.parent is None or not is_selected(candidate, self.tags):
+                continue
+            if candidate in declined:
                 continue
             requested = chunk_count(candidate, self.chunks)
             try:
@@ -523,8 +571,18 @@ class Overlap(ModulePass):
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):
-                    users = [u.operation for u in candidate.result.uses]
-                    plan = overlap_gather_then_matmul(users[0], requested)  # type: ignore[arg-type]
+                    (use,) = candidate.result.uses
+                    mm = use.operation
+                    assert isinstance(mm, dt.MatmulOp)
+                    gathers = {
+                        v.owner for v in mm.operands if isinstance(v.owner, coll.AllGatherOp)
+                    }
+                    candidate, requested, plan = overlap_gather_then_matmul(
+                        mm,
+                        lambda g: chunk_count(g, self.chunks),
+                        lambda g: is_selected(g, self.tags),
+                    )
+                    declined |= gathers - {candidate}
                 elif self.tags:
                     raise Refusal(
                         "only all_reduce, reduce_scatter or fused_all_reduce after a matmul, or "

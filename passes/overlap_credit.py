@@ -50,15 +50,28 @@ collective the pass pipelines in the searched program, as its `chunks`, which th
 (the fused pipeline is left out: `coll.fused_all_reduce` carries no chunk count, and
 `fuse-collective` drops the reduce-scatter's).
 
-The pass pipelines one gathered operand per matmul (the first); a search whose matmul has both
-operands gathered is credited on both edges (each edge sees one operand), the one
-over-statement left.
+The pass pipelines one gathered operand per matmul: of those it can chunk, the one whose
+gather brings the most bytes (`overlap.gathered_bytes`; a tie: the first operand). An edge sees
+one operand's producer, not the other's, so it cannot know whether the other operand is
+gathered too; crediting both edges would count two pipelines where the pass runs one. So
+operand k's gather is credited only where it wins against any gather the other operand could
+have under the matmul's signature (`gather_wins`), coming in at any placement its producer's
+signatures give (`rivals`; `auto-shard` passes them): the pass would pipeline it whatever the
+other edge brings, and the two edges never both hold credit. This stays pairwise - the rivals
+are a fixed set, not the other edge's choice - and it is exact where no rival placement ends
+in a gather at the signature's placement of the other operand (a weight argument given at R, a
+signature that splits the other operand on every axis): then the other operand is never
+gathered. Elsewhere the model under-credits: a gather that loses the comparison gets 0 even
+when the other operand's producer picks a placement needing no gather and the pass pipelines
+the first gather alone (the saving it is denied is the simulated one, usually positive; where
+chunking loses time the 0 over-states it, as for any pair the search leaves uncredited).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, NamedTuple
 
 from xdsl.context import Context
@@ -349,6 +362,63 @@ def gather_program(
     return module
 
 
+def gather_bound(
+    t: DTensorType, placed: Placements, mesh: Mesh, rivals: Sequence[Placements] | None = None
+) -> Fraction | None:
+    """The most bytes an all-gather into `t` at `placed` can bring (`overlap.gathered_bytes`):
+    from each of `rivals` (the placements the value can come in at) whose conversion to
+    `placed` ends with a gather (`gather_step`); with None, from any placement (one replicated
+    axis of `placed` gathered from a split of any dimension). None: no gather ends at
+    `placed`."""
+    from ccopt.passes.overlap import gathered_bytes
+
+    if rivals is None:
+        starts = [
+            tuple(SplitAttr(d) if a == axis else q for a, q in enumerate(placed))
+            for axis, p in enumerate(placed)
+            if isinstance(p, ReplicatedAttr)
+            for d in range(t.rank)
+        ]
+    else:
+        steps = (gather_step(r, placed) for r in rivals)
+        starts = [step[0] for step in steps if step is not None]
+    after = t.with_placements(placed)
+    return max((gathered_bytes(t.with_placements(s), after, mesh) for s in starts), default=None)
+
+
+def gather_wins(
+    mm: MatmulOp,
+    k: int,
+    gathered: Placements,
+    operands: Sequence[Placements],
+    mesh: Mesh,
+    rivals: Sequence[Placements] | None = None,
+    bounds: dict[Placements, Fraction | None] | None = None,
+) -> bool:
+    """Whether the `overlap` pass pipelines operand `k`'s gather (from `gathered` to
+    `operands[k]`) with `mm` whatever the other operand's edge brings: its bytes beat
+    (operand 1) or equal (operand 0: the pass's tie goes to the first) the largest gather the
+    other operand could have at `operands[1 - k]` coming from one of `rivals` (None: from
+    anywhere; `gather_bound`). Both edges never win at once, and the one that wins is the one
+    the pass picks when both are gathered; where the other operand can have no gather, it
+    wins outright and the credit is exact. `bounds` remembers the bound per placement of the
+    other operand (for one `rivals`)."""
+    from ccopt.passes.overlap import gathered_bytes
+
+    t, other = mm.operands[k].type, mm.operands[1 - k].type
+    assert isinstance(t, DTensorType) and isinstance(other, DTensorType)
+    if bounds is None:
+        bounds = {}
+    placed = operands[1 - k]
+    if placed not in bounds:  # a table asks per start and signature, the bound is per signature
+        bounds[placed] = gather_bound(other, placed, mesh, rivals)
+    bound = bounds[placed]
+    if bound is None:
+        return True
+    moved = gathered_bytes(t.with_placements(gathered), t.with_placements(operands[k]), mesh)
+    return moved >= bound if k == 0 else moved > bound
+
+
 class OverlapCredit:
     """Simulated overlap credits on one machine and mesh for one chunk count and pipeline
     (`PIPELINES`), remembered per distinct pipelined step (`pipelined_step`, `gather_step`) of
@@ -448,13 +518,16 @@ class OverlapCredit:
         starts: Sequence[Placements],
         signatures: Sequence[tuple[Sequence[Placements], Placements]],
         needed: np.ndarray | None = None,
+        rivals: Sequence[Placements] | None = None,
     ) -> np.ndarray:
         """The OAG credit for each placement operand `k` of `mm` comes in at (`starts`) and
         each signature (operand placements, result placements) of `mm` where `needed` says so:
         where the conversion ends with an all-gather (`gather_step`) and the matmul's result is
         not partial (the overlap pass pipelines a matmul with one collective; a gathered
         operand comes first in program order), the simulated step time of that gather and the
-        matmul before minus after `overlap{chunks=C}`; 0 elsewhere."""
+        matmul before minus after `overlap{chunks=C}`, where that gather is the one the pass
+        pipelines whatever the other operand brings in at one of `rivals` (None: at any
+        placement; `gather_wins`); 0 elsewhere."""
         import numpy as np
 
         per_matmul = self.known.setdefault(
@@ -462,6 +535,7 @@ class OverlapCredit:
             {},
         )
         out = np.zeros((len(starts), len(signatures)))
+        bounds: dict[Placements, Fraction | None] = {}
         for a, start in enumerate(starts):
             for b, (operands, result) in enumerate(signatures):
                 if needed is not None and not needed[a, b]:
@@ -469,7 +543,9 @@ class OverlapCredit:
                 if any(isinstance(p, PartialAttr) for p in result):
                     continue
                 step = gather_step(start, operands[k])
-                if step is None:
+                if step is None or not gather_wins(
+                    mm, k, step[0], operands, self.mesh, rivals, bounds
+                ):
                     continue
                 key = (step[0], operand_key(operands), result)
                 known = per_matmul.get(key)
@@ -511,12 +587,13 @@ class OverlapCredit:
 
 def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
     """Write on each collective of `credit`'s mesh that the `overlap` pass will pipeline with a
-    matmul - a reduction of a matmul's result, an all-gather feeding one (the pass takes it
-    first) - the chunk count of `credit.counts` the simulator finds best for the pair, as its
+    matmul - a reduction of a matmul's result, the all-gather feeding one that the pass
+    pipelines (`gather_to_pipeline`) - the chunk count of `credit.counts` the simulator finds best for the pair, as its
     `chunks` (which the pass follows); a collective that has one keeps it. The pairs are those
     the search credited, rebuilt from the program (`pair_program`, `gather_program`), so a pair
     the search simulated is simulated again only for the counts. Returns how many were set."""
-    from ccopt.passes.overlap import Overlap
+    from ccopt.passes.common import Refusal
+    from ccopt.passes.overlap import Overlap, gather_to_pipeline
 
     written = 0
     for op in list(module.walk()):
@@ -524,6 +601,11 @@ def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
             (use,) = op.result.uses
             mm, k = use.operation, use.index
             assert isinstance(mm, MatmulOp)
+            try:
+                if gather_to_pipeline(mm, lambda _: credit.chunks, lambda _: True)[1] is not op:
+                    continue  # the pass pipelines the matmul's other gathered operand
+            except Refusal:
+                continue
             ops = [placements_of(v) for v in mm.operands]
             program = gather_program(
                 mm, k, placements_of(op.input), ops, placements_of(mm.result), credit.mesh

@@ -178,7 +178,9 @@ def test_gather_credit_is_the_simulated_oag_saving(machine):
     module = load_program(GATHERED)
     mm = next(op for op in module.walk() if isinstance(op, MatmulOp))
     credit = OverlapCredit(machine, TP, 4)
-    got = credit.gather_table(mm, 1, [(S0,), (R,)], [([(R,), (R,)], (R,)), ([(S1,), (R,)], (P,))])
+    signatures = [([(R,), (R,)], (R,)), ([(S1,), (R,)], (P,))]
+    # x is an argument given at R: never gathered, so w's gather is the one the pass pipelines
+    got = credit.gather_table(mm, 1, [(S0,), (R,)], signatures, rivals=[(R,)])
     assert got[0, 0] == pytest.approx(saved(GATHERED, "overlap{chunks=4}"), abs=1e-12)
     assert got[0, 0] != 0.0
     assert got[1].tolist() == [0.0, 0.0]  # already replicated: nothing gathered
