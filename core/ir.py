@@ -76,6 +76,10 @@ _PUNCTUATION = {
 }
 
 
+_CACHED_TYPES = frozenset({"!dtensor.tensor", "!kernel.buffer"})
+"""Types whose spelling has no nested `<`: `LocatingParser` parses each distinct one once."""
+
+
 class LinearTimeLexer(MLIRLexer):
     """xDSL 0.74's string-literal pattern (`"(?:[^"...]+|escape)*"`) backtracks exponentially on
     an unterminated string followed by a long line; this one consumes each character once.
@@ -111,9 +115,10 @@ class LocatingParser(Parser):
         self._columns: dict[int, IntAttr] = {}
 
     def parse_optional_type(self) -> TypeAttribute | None:
-        """Distributed tensor types repeat on almost every line: parse each spelling once."""
+        """Distributed tensor and buffer types repeat on almost every line: parse each spelling
+        once (a lowered module spells a few dozen buffer types on thousands of lines)."""
         token = self._current_token
-        if token.kind is not MLIRTokenKind.EXCLAMATION_IDENT or token.text != "!dtensor.tensor":
+        if token.kind is not MLIRTokenKind.EXCLAMATION_IDENT or token.text not in _CACHED_TYPES:
             return super().parse_optional_type()
         text = self.source.text
         end = text.find(">", token.span.end)
