@@ -19,9 +19,10 @@ order, then tensor types, dominance, in-place updates through calls, memory plan
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError, first_line
@@ -58,14 +59,15 @@ def verify_module(module: Operation) -> None:
     an OpError. Ops unchanged since the last verification are not verified again."""
     previous = module.__dict__.get(_MODULE_STATE)
     walk = VerificationWalk(module, KeySharing() if previous is None else previous[2])
-    walk.visit(module, None)
+    walk.visit(module, None, module.parent, around_properties(module))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing)
         walk.changed = [(op, walk.compact(verification_key(op))) for op in walk.visited]
         walk.dirty_functions.update(op for op in walk.visited if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
-    verify_ops(walk.changed, previous[1])
+    with isolation_checked_by_dominance():
+        verify_ops(walk.changed, previous[1])
     check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -88,6 +90,26 @@ def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
             if shape is not None:
                 shapes.add(shape)
         op.__dict__[_VERIFIED] = key
+
+
+@contextmanager
+def isolation_checked_by_dominance() -> Iterator[None]:
+    """Op verifiers without xDSL's IsolatedFromAbove check: it walks every op of a function (or
+    of the module) each time the function's own key changes, and the walk's dominance check,
+    with a fresh scope per isolated op, already rejects every value it rejects (a value from
+    outside, or the isolated op's own result) in the one walk of the module."""
+    from xdsl.traits import IsolatedFromAbove
+
+    check = IsolatedFromAbove.verify
+    IsolatedFromAbove.verify = _no_check  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        IsolatedFromAbove.verify = check  # type: ignore[method-assign]
+
+
+def _no_check(_trait: object, _op: Operation) -> None:
+    """(`isolation_checked_by_dominance`)"""
 
 
 class KeySharing:
@@ -150,11 +172,13 @@ class VerificationWalk:
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         return self.sharing.compact(key, previous)
 
-    def visit(self, op: Operation, function: Operation | None) -> bool:
-        """Visit `op` and its regions; True when it or anything in it changed. A changed op's
-        key is compacted at once: a lowered module's keys, all new, were most of the memory
-        its verification took."""
-        key = verification_key(op)
+    def visit(
+        self, op: Operation, function: Operation | None, block: Block | None, around: Key | None
+    ) -> bool:
+        """Visit `op` (in `block`, whose op holds properties `around`) and its regions; True
+        when it or anything in it changed. A changed op's key is compacted at once: a lowered
+        module's keys, all new, were most of the memory its verification took."""
+        key = op_key(op, block, around)
         self.visited.append(op)
         at = len(self.changed)
         previous = op.__dict__.get(_VERIFIED)
@@ -207,6 +231,7 @@ class VerificationWalk:
         check does (no CFG analysis: a multi-block region sees all its values); nothing from
         outside an isolated op is visible in it."""
         changed = False
+        around = tuple(op.properties.items())  # (the same for every op inside)
         outside = self.visible
         visible = self.visible = set() if isolated else outside
         for r, region in enumerate(op.regions):
@@ -227,7 +252,7 @@ class VerificationWalk:
             for block in blocks:
                 inner = block.first_op
                 while inner is not None:
-                    if self.visit(inner, function):
+                    if self.visit(inner, function, block, around):
                         changed = True
                     if single:
                         scoped.extend(inner.results)
@@ -244,23 +269,36 @@ def verification_key(op: Operation) -> Key:
     (its block, whether it ends it, the properties of the op around it), and what a call's
     callee declares. Compared element by element (`is` first), so an unchanged op costs a few
     tuple builds and no hashing."""
+    return op_key(op, op.parent, around_properties(op))
+
+
+def around_properties(op: Operation) -> Key | None:
+    """The properties of the op that holds `op`, if any."""
     block = op.parent
     around = block.parent_op() if block is not None else None
+    return None if around is None else tuple(around.properties.items())
+
+
+def op_key(op: Operation, block: Block | None, around: Key | None) -> Key:
+    """`verification_key` of `op` in `block`, whose op has the properties `around` (the walk
+    knows both: one tuple per block instead of one per op)."""
     operands = op._operands  # pyright: ignore[reportPrivateUsage]
+    results = op.results
+    name = op.name
     return (
         type(op),
         block,
         op._next_op is None,  # pyright: ignore[reportPrivateUsage]
         operands,
-        tuple([v.type for v in operands]),
-        tuple([r.type for r in op.results]),
+        tuple([v.type for v in operands]) if operands else (),
+        tuple([r.type for r in results]) if results else (),
         tuple(op.properties.items()),
         tuple(op.attributes.items()),
         op._successors,  # pyright: ignore[reportPrivateUsage]
         region_key(op) if op.regions else (),
-        None if around is None else tuple(around.properties.items()),
+        around,
         callee_signature(op)
-        if op.name == "func.call"
+        if name == "func.call"
         else (named_body(op) if "body_ref" in op.properties else None),
     )
 

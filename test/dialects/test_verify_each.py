@@ -99,6 +99,19 @@ def test_a_moved_op_is_checked_for_dominance() -> None:
     expect_error(module, "does not dominate")
 
 
+def test_a_value_from_outside_a_function_is_rejected() -> None:
+    """A verified function's op starts using another function's value: xDSL's IsolatedFromAbove
+    check is left to the walk's dominance check (a fresh scope per function), which must see
+    it although only the user changed."""
+    module, (a, _, c) = verified()
+    other = module.ops.last.clone()  # type: ignore[attr-defined]
+    other.properties["sym_name"] = StringAttr("g")
+    module.body.block.add_op(other)  # type: ignore[attr-defined]
+    verify_module(module)
+    c.operands[0] = next(op for op in other.walk() if op.name == "dtensor.add").results[0]
+    expect_error(module, "operand #0 does not dominate this use")
+
+
 def test_an_erased_terminator_is_noticed() -> None:
     module, (_, _, c) = verified()
     f = module.ops.last  # type: ignore[attr-defined]
