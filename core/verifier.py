@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import chain
 
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -52,6 +53,8 @@ Key = tuple[object, ...]
 _SHARED_PARTS = (4, 5, 6, 7, 10)
 """The parts of a verification key that ops share (`KeySharing`): operand types, result types,
 properties, attributes, the properties of the op around."""
+_TYPE_PARTS = frozenset({4, 5})
+_IDENTITY_LIMIT = 50_000
 
 
 def verify_module(module: Operation) -> None:
@@ -67,7 +70,7 @@ def verify_module(module: Operation) -> None:
         walk.dirty_functions.update(op for op in walk.visited if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
-        verify_ops(walk.changed, previous[1])
+        verify_ops(walk.changed, previous[1], walk.sharing.kept)
     check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -76,11 +79,14 @@ def verify_module(module: Operation) -> None:
     check_memory_plans(module, walk, meshes)
 
 
-def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
+def verify_ops(
+    changed: list[tuple[Operation, Key]], shapes: set[Key], kept: set[int] | None = None
+) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
-    Each op keeps its (compacted) key."""
+    Each op keeps its (compacted) key; `kept`: the identities of the kept parts of keys
+    (`KeySharing.kept`)."""
     for op, key in changed:
-        shape = structural_key(op, key)
+        shape = structural_key(op, key, kept)
         if shape is None or shape not in shapes:
             try:
                 op.verify(verify_nested_ops=False)
@@ -118,11 +124,19 @@ class KeySharing:
     a pipeline's memory. The part each index last had is tried first - ops in program order
     mostly repeat their neighbour's (always the properties of the op around), and comparing
     the same attribute objects costs no hashing, where hashing a function's properties costs
-    its signature's length."""
+    its signature's length. Then the objects the part is made of, by identity (`by_identity`:
+    types are uniqued and passes reuse attribute objects, so a new op's part is mostly made of
+    objects already seen), and only then its value (hashing every attribute in it)."""
 
     def __init__(self) -> None:
         self.shared: dict[Key, Key] = {}
         self.last: dict[int, Key] = {}
+        self.by_identity: dict[Key, tuple[Key, Key]] = {}
+        """The kept part for the identities of a part's objects, with that part (it keeps the
+        objects alive, so their identities are not reused)."""
+        self.kept: set[int] = {id(())}
+        """The identities of the kept parts (alive in `shared`): a structural key made of
+        them hashes integers (`structural_key`)."""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         """`key` with its tuples of operand types, result types, properties, attributes and
@@ -140,13 +154,30 @@ class KeySharing:
                 continue
             kept = last.get(i)
             if kept is None or kept != part:
-                try:
-                    kept = self.shared.setdefault(part, part)
-                except TypeError:  # an attribute that does not hash (kept as it is)
+                kept = self.keep(part, i in _TYPE_PARTS)
+                if kept is None:  # an attribute that does not hash (kept as it is)
                     continue
                 last[i] = kept
             parts[i] = kept
         return tuple(parts)
+
+    def keep(self, part: Key, of_types: bool) -> Key | None:
+        """The kept part equal to `part` (a tuple of types, or of (name, attribute) pairs), or
+        None when it does not hash."""
+        objects = part if of_types else chain.from_iterable(part)  # type: ignore[arg-type]
+        identity = tuple(map(id, objects))
+        found = self.by_identity.get(identity)
+        if found is not None:
+            return found[0]
+        try:
+            kept = self.shared.setdefault(part, part)
+        except TypeError:
+            return None
+        if len(self.by_identity) >= _IDENTITY_LIMIT:  # (attributes made per op: do not hoard)
+            self.by_identity.clear()
+        self.by_identity[identity] = (kept, part)
+        self.kept.add(id(kept))
+        return kept
 
 
 class VerificationWalk:
@@ -340,12 +371,14 @@ def named_body(op: Operation) -> Key | object:
     return (found, block, tuple(block.ops))
 
 
-def structural_key(op: Operation, key: Key) -> Key | None:
+def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key | None:
     """What an op's verifier reads when it reads nothing but the op itself - its kind, operand
     and result types, properties, attributes, the structure of its regions - and the kind of op
     it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike. None
     for ops whose verifier may look further (symbol tables, uses, plugins' ops). `key` is the
-    op's verification key, whose tuples of types and attributes this shares."""
+    op's verification key, whose tuples of types and attributes this shares - by identity
+    where they are parts `KeySharing` keeps (their identities are in `kept`): equal parts are
+    one object there, and hashing identities costs no attribute hashing."""
     name = op.name
     if (
         name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op._successors  # pyright: ignore[reportPrivateUsage]
@@ -354,17 +387,16 @@ def structural_key(op: Operation, key: Key) -> Key | None:
     block = op.parent
     region = block.parent if block is not None else None
     around = region.parent if region is not None else None
-    _, _, is_last, operands, operand_types, result_types, properties, attributes, *_ = key
+    operands = key[3]
+    typed = key[4:8]  # operand types, result types, properties, attributes
+    identities = tuple(map(id, typed))
     return (
         type(op),
         tuple([operands.index(v) for v in operands]),  # which operands are the same value
         type(around),
-        is_last,
+        key[2],  # whether it ends its block
         region is not None and region.first_block is not region.last_block,
-        operand_types,
-        result_types,
-        properties,
-        attributes,
+        identities if kept is not None and kept.issuperset(identities) else typed,
         region_structure(op) if op.regions else (),
         key[11],  # a named body (the body op and its ops) or a callee
     )
