@@ -576,15 +576,16 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
     meshes = () if module is None else tuple(module_meshes(module))
     state = None if module is None else module.__dict__.get(_MODULE_STATE)
     sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
+    around = tuple(f.properties.items())  # (the same for every op of the function)
 
     def planned_key(op: Operation) -> Key:
         """The op's key now; the very key it last verified with when that is still it (the
         ops the plan did not touch: they cost no memory)."""
-        key = verification_key(op)
+        key = op_key(op, block, around)
         previous = op.__dict__.get(_VERIFIED)
         return previous if previous == key else sharing.compact(key, previous)
 
-    ops = () if block is None else tuple((op, planned_key(op)) for op in block.ops)
+    ops = () if block is None else tuple([(op, planned_key(op)) for op in block.ops])
     f.__dict__[_PLANNED] = (block, workspace, meshes, ops)
 
 
