@@ -54,6 +54,8 @@ _SHARED_PARTS = (4, 5, 6, 7, 10)
 """The parts of a verification key that ops share (`KeySharing`): operand types, result types,
 properties, attributes, the properties of the op around."""
 _TYPE_PARTS = frozenset({4, 5})
+_NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
+"""The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
 _IDENTITY_LIMIT = 50_000
 
 
@@ -66,8 +68,9 @@ def verify_module(module: Operation) -> None:
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing)
-        walk.changed = [(op, walk.compact(verification_key(op))) for op in walk.visited]
-        walk.dirty_functions.update(op for op in walk.visited if op.name == "func.func")
+        everything = list(module.walk())
+        walk.changed = [(op, walk.compact(verification_key(op))) for op in everything]
+        walk.dirty_functions.update(op for op in everything if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
         verify_ops(walk.changed, previous[1], walk.sharing.kept)
@@ -186,19 +189,22 @@ class VerificationWalk:
     per function the first buffer placed without a planned workspace."""
 
     def __init__(self, module: Operation, sharing: KeySharing):
-        from xdsl.traits import IsolatedFromAbove, NoTerminator
+        from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolTable
+
+        from ccopt.dialects.dtensor import symbol_table_of
 
         self.sharing = sharing
+        self.symbol_table = SymbolTable
+        self.scope = SymbolScope(symbol_table_of(module))
         self.no_terminator = NoTerminator
         self.isolated = IsolatedFromAbove
-        self.visited: list[Operation] = []
         self.changed: list[tuple[Operation, Key]] = []
         self.meshes: list[Operation] = []
         self.has_calls = False
         self.dominance_error: OpError | None = None
         self.unplanned: dict[Operation, OpError] = {}
         self.dirty_functions: set[Operation] = set()
-        self.visible: set[SSAValue] = set()
+        self.visible: set[int] = set()  # the identities of the values in scope
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         return self.sharing.compact(key, previous)
@@ -209,46 +215,58 @@ class VerificationWalk:
         """Visit `op` (in `block`, whose op holds properties `around`) and its regions; True
         when it or anything in it changed. A changed op's key is compacted at once: a lowered
         module's keys, all new, were most of the memory its verification took."""
-        key = op_key(op, block, around)
-        self.visited.append(op)
-        at = len(self.changed)
+        outer = self.scope
+        if op.regions and op.has_trait(self.symbol_table):
+            self.scope = SymbolScope(op)
+        key = op_key(op, block, around, self.scope)
         previous = op.__dict__.get(_VERIFIED)
         changed = previous != key
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        if operands and self.dominance_error is None:
+            if not self.visible.issuperset(map(id, operands)):
+                self.dominance_failure(op)
+        if op.name in _NOTED:
+            self.note(op, function)
+        if not op.regions:
+            if changed:
+                self.changed.append((op, self.compact(key, previous)))
+            return changed
+        at = len(self.changed)
         self.changed.append((op, self.compact(key, previous) if changed else key))
-        self.note(op, function)
-        if op.regions:
-            inner_function = op if op.name == "func.func" else function
-            isolated = op.has_trait(self.isolated)
-            inside = self.visit_regions(op, inner_function, isolated)
-            if (inside or changed) and op is inner_function:  # its body or its workspace
-                self.dirty_functions.add(op)
-            # An op that holds a changed op is verified again (its verifier may read its
-            # regions), except an isolated one (a function, the module): its verifier reads
-            # its blocks' arguments and ops (in its key) and that no value comes from outside,
-            # which the dominance check (a fresh scope per isolated op) sees.
-            if inside and not isolated and not changed:
-                changed = True
-                self.changed[at] = (op, self.compact(key, previous))
+        inner_function = op if op.name == "func.func" else function
+        isolated = op.has_trait(self.isolated)
+        inside = self.visit_regions(op, inner_function, isolated)
+        if (inside or changed) and op is inner_function:  # its body or its workspace
+            self.dirty_functions.add(op)
+        # An op that holds a changed op is verified again (its verifier may read its regions),
+        # except an isolated one (a function, the module): its verifier reads its blocks'
+        # arguments and ops (in its key) and that no value comes from outside, which the
+        # dominance check (a fresh scope per isolated op) sees.
+        if inside and not isolated and not changed:
+            changed = True
+            self.changed[at] = (op, self.compact(key, previous))
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
+        self.scope = outer
         return changed
 
+    def dominance_failure(self, op: Operation) -> None:
+        """The first operand of `op` that is not visible where it is used."""
+        for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
+            if id(v) not in self.visible:
+                self.dominance_error = OpError(op, f"operand #{i} does not dominate this use")
+                return
+
     def note(self, op: Operation, function: Operation | None) -> None:
-        """The per-op facts of the module-wide checks: dominance of its operands, meshes,
+        """The per-op facts of the module-wide checks (for the ops named in `_NOTED`): meshes,
         calls, buffers placed outside a planned workspace."""
-        if self.dominance_error is None:
-            for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
-                if v not in self.visible:
-                    self.dominance_error = OpError(op, f"operand #{i} does not dominate this use")
-                    break
         name = op.name
         if name == "dtensor.mesh":
             self.meshes.append(op)
         elif name == "func.call":
             self.has_calls = True
         elif (
-            name == "kernel.alloc"
-            and op.properties.get("offset") is not None
+            op.properties.get("offset") is not None
             and function is not None
             and "kernel.workspace" not in function.attributes
             and function not in self.unplanned
@@ -258,9 +276,10 @@ class VerificationWalk:
             )
 
     def visit_regions(self, op: Operation, function: Operation | None, isolated: bool) -> bool:
-        """Visit the ops of `op`'s regions with a scope of visible values, as MLIR's dominance
-        check does (no CFG analysis: a multi-block region sees all its values); nothing from
-        outside an isolated op is visible in it."""
+        """Visit the ops of `op`'s regions with a scope of visible values (by identity: values
+        hash in Python, their identities do not), as MLIR's dominance check does (no CFG
+        analysis: a multi-block region sees all its values); nothing from outside an isolated
+        op is visible in it."""
         changed = False
         around = tuple(op.properties.items())  # (the same for every op inside)
         outside = self.visible
@@ -275,19 +294,20 @@ class VerificationWalk:
                 self.dominance_error = OpError(
                     op, f"region #{r} has an empty block: a block needs a terminator"
                 )
-            scoped = [v for b in blocks for v in b.args]
+            scoped = [id(v) for b in blocks for v in b.args]
             single = len(blocks) == 1
             if not single:
-                scoped += [r for b in blocks for o in b.ops for r in o.results]
+                scoped += [id(r) for b in blocks for o in b.ops for r in o.results]
             visible.update(scoped)
             for block in blocks:
                 inner = block.first_op
                 while inner is not None:
                     if self.visit(inner, function, block, around):
                         changed = True
-                    if single:
-                        scoped.extend(inner.results)
-                        visible.update(inner.results)
+                    if single and inner.results:
+                        results = list(map(id, inner.results))
+                        scoped += results
+                        visible.update(results)
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
             visible.difference_update(scoped)
         self.visible = outside
@@ -310,12 +330,16 @@ def around_properties(op: Operation) -> Key | None:
     return None if around is None else tuple(around.properties.items())
 
 
-def op_key(op: Operation, block: Block | None, around: Key | None) -> Key:
-    """`verification_key` of `op` in `block`, whose op has the properties `around` (the walk
-    knows both: one tuple per block instead of one per op)."""
+def op_key(
+    op: Operation, block: Block | None, around: Key | None, scope: SymbolScope | None = None
+) -> Key:
+    """`verification_key` of `op` in `block`, whose op has the properties `around`, in the
+    symbol table `scope` (the walk knows all three: one tuple per block instead of one per op,
+    one lookup per named body and walk instead of one per op)."""
     operands = op._operands  # pyright: ignore[reportPrivateUsage]
     results = op.results
-    name = op.name
+    properties = op.properties
+    attributes = op.attributes
     return (
         type(op),
         block,
@@ -323,15 +347,24 @@ def op_key(op: Operation, block: Block | None, around: Key | None) -> Key:
         operands,
         tuple([v.type for v in operands]) if operands else (),
         tuple([r.type for r in results]) if results else (),
-        tuple(op.properties.items()),
-        tuple(op.attributes.items()),
+        tuple(properties.items()) if properties else (),
+        tuple(attributes.items()) if attributes else (),
         op._successors,  # pyright: ignore[reportPrivateUsage]
         region_key(op) if op.regions else (),
         around,
-        callee_signature(op)
-        if name == "func.call"
-        else (named_body(op) if "body_ref" in op.properties else None),
+        callee_signature(op, scope)
+        if op.name == "func.call"
+        else (named_body(op, scope) if "body_ref" in properties else None),
     )
+
+
+class SymbolScope:
+    """The symbol table a walk is in and the named bodies it looked up there (`named_body`):
+    a lowered model's kernels name a few dozen bodies thousands of times."""
+
+    def __init__(self, table: Operation | None):
+        self.table = table
+        self.bodies: dict[str, Key | object] = {}
 
 
 def region_key(op: Operation) -> Key:
@@ -339,15 +372,15 @@ def region_key(op: Operation) -> Key:
     verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
     if op.name == "func.func":
         return tuple([(b, b.arg_types) for r in op.regions for b in r.blocks])
-    return tuple([(b, b.arg_types, tuple(b.ops)) for r in op.regions for b in r.blocks])
+    return tuple([(b, b.arg_types, ops_of(b)) for r in op.regions for b in r.blocks])
 
 
-def callee_signature(call: Operation) -> Key | object:
+def callee_signature(call: Operation, scope: SymbolScope | None = None) -> Key | object:
     """What a call's verifier compares it against: its callee and the callee's function type
     (a fresh object, so never equal, when there is no callee to look at)."""
     from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of
 
-    anchor = symbol_table_of(call)
+    anchor = symbol_table_of(call) if scope is None else scope.table
     callee = call.properties.get("callee")
     if anchor is None or callee is None:
         return object()
@@ -357,18 +390,33 @@ def callee_signature(call: Operation) -> Key | object:
     return (found, found.properties.get("function_type"))
 
 
-def named_body(op: Operation) -> Key | object:
+def named_body(op: Operation, scope: SymbolScope | None = None) -> Key | object:
     """What a kernel that names its scalar body (`body @name`, a `kernel.body`) checks against:
-    the body op, its block and ops (a fresh object, so never equal, when the name finds none)."""
+    the body op, its block and ops (a fresh object, so never equal, when the name finds none);
+    looked up once per `scope` (a walk, in which no body changes)."""
     from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of
 
-    anchor = symbol_table_of(op)
-    ref = op.properties["body_ref"]
-    found = lookup_symbol(anchor, ref.root_reference.data) if anchor is not None else None  # type: ignore[attr-defined]
+    name = op.properties["body_ref"].root_reference.data  # type: ignore[attr-defined]
+    if scope is not None and name in scope.bodies:
+        return scope.bodies[name]
+    anchor = symbol_table_of(op) if scope is None else scope.table
+    found = lookup_symbol(anchor, name) if anchor is not None else None
     block = found.regions[0].blocks.first if found is not None and found.regions else None
-    if block is None:
-        return object()
-    return (found, block, tuple(block.ops))
+    key = object() if block is None else (found, block, ops_of(block))
+    if scope is not None:
+        scope.bodies[name] = key
+    return key
+
+
+def ops_of(block: Block) -> tuple[Operation, ...]:
+    """The ops of `block` in order, in one pass (`tuple(block.ops)` walks the block twice: once
+    for the length hint)."""
+    ops = []
+    op = block.first_op
+    while op is not None:
+        ops.append(op)
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return tuple(ops)
 
 
 def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key | None:
@@ -553,7 +601,7 @@ def check_memory_plans(module: Operation, walk: VerificationWalk, meshes: Key) -
         # An op moved within the function keeps its verification key, but not its place in
         # stream order: the order the plan was last checked in is kept too.
         block = f.regions[0].blocks.first
-        order = (block, tuple(block.ops) if block is not None else ())
+        order = (block, ops_of(block) if block is not None else ())
         if (f in walk.dirty_functions or f.__dict__.get(_CHECKED_ORDER) != order) and (
             not plan_unchanged(planned, f, workspace, meshes)
         ):
