@@ -145,7 +145,9 @@ class KeySharing:
         """`key` with its tuples of operand types, result types, properties, attributes and
         the properties of the op around replaced by equal ones already kept: those of the op's
         `previous` key where they did not change (the common case: a pass changed one thing of
-        an op), else the last ones kept for that part, else any equal one kept."""
+        an op), else the last ones kept for that part (not for types: comparing unequal
+        types calls their `__eq__`, looking their identities up does not), else any equal one
+        kept."""
         parts = list(key)
         last = self.last
         for i in _SHARED_PARTS:
@@ -155,7 +157,7 @@ class KeySharing:
             if previous is not None and previous[i] == part:
                 parts[i] = previous[i]
                 continue
-            kept = last.get(i)
+            kept = None if i in _TYPE_PARTS else last.get(i)
             if kept is None or kept != part:
                 kept = self.keep(part, i in _TYPE_PARTS)
                 if kept is None:  # an attribute that does not hash (kept as it is)
@@ -440,7 +442,7 @@ def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key
     identities = tuple(map(id, typed))
     return (
         type(op),
-        tuple([operands.index(v) for v in operands]),  # which operands are the same value
+        same_values(operands),
         type(around),
         key[2],  # whether it ends its block
         region is not None and region.first_block is not region.last_block,
@@ -448,6 +450,15 @@ def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key
         region_structure(op) if op.regions else (),
         key[11],  # a named body (the body op and its ops) or a callee
     )
+
+
+def same_values(operands: Key) -> Key:
+    """Which operands are the same value: each one's first position (by identity: comparing
+    values calls their `__eq__`)."""
+    if len(operands) < 2:
+        return (0,) if operands else ()
+    ids = list(map(id, operands))
+    return tuple(map(ids.index, ids))
 
 
 def region_structure(op: Operation) -> Key:
@@ -499,18 +510,24 @@ def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, M
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
     Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
-    declaration). Only changed ops can hold a new type; each distinct type is checked once."""
-    verdicts: dict[Attribute, str | None] = {}
+    declaration). Only changed ops can hold a new type; each distinct type is checked once, and
+    each tuple of result types (shared between keys: `KeySharing`) once. Both by identity: all
+    of them are alive while this runs."""
+    verdicts: dict[int, str | None] = {}
+    fine_results: set[int] = set()
 
     def problem(t: Attribute) -> str | None:
-        if t not in verdicts:
-            verdicts[t] = tensor_type_problem(t, meshes)
-        return verdicts[t]
+        if id(t) not in verdicts:
+            verdicts[id(t)] = tensor_type_problem(t, meshes)
+        return verdicts[id(t)]
 
     for op, key in changed:
-        for r, t in enumerate(key[5]):  # the result types
-            if problem(t) is not None:
-                raise OpError(op, f"result #{r}: {problem(t)}")
+        results = key[5]
+        if results and id(results) not in fine_results:
+            for r, t in enumerate(results):
+                if problem(t) is not None:
+                    raise OpError(op, f"result #{r}: {problem(t)}")
+            fine_results.add(id(results))
         for region in op.regions:
             for block in region.blocks:
                 for a, t in enumerate(block.arg_types):
