@@ -347,8 +347,8 @@ def op_key(
         block,
         op._next_op is None,  # pyright: ignore[reportPrivateUsage]
         operands,
-        tuple([v.type for v in operands]) if operands else (),
-        tuple([r.type for r in results]) if results else (),
+        tuple([v._type for v in operands]) if operands else (),  # pyright: ignore[reportPrivateUsage]
+        tuple([r._type for r in results]) if results else (),  # pyright: ignore[reportPrivateUsage]
         tuple(properties.items()) if properties else (),
         tuple(attributes.items()) if attributes else (),
         op._successors,  # pyright: ignore[reportPrivateUsage]
@@ -636,17 +636,20 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
     size the buffers - so the next verification skips the check when none of it changed; any
     edit in between (an op added, moved, retyped, re-placed, a mesh resized) fails the
     comparison and the plan is checked in full."""
+    from ccopt.dialects.dtensor import symbol_table_of
+
     block = f.regions[0].blocks.first
     module = f.parent_op()
     meshes = () if module is None else tuple(module_meshes(module))
     state = None if module is None else module.__dict__.get(_MODULE_STATE)
     sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
     around = tuple(f.properties.items())  # (the same for every op of the function)
+    scope = SymbolScope(symbol_table_of(f))
 
     def planned_key(op: Operation) -> Key:
         """The op's key now; the very key it last verified with when that is still it (the
         ops the plan did not touch: they cost no memory)."""
-        key = op_key(op, block, around)
+        key = op_key(op, block, around, scope)
         previous = op.__dict__.get(_VERIFIED)
         return previous if previous == key else sharing.compact(key, previous)
 
