@@ -56,7 +56,9 @@ properties, attributes, the properties of the op around."""
 _TYPE_PARTS = frozenset({4, 5})
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
-_IDENTITY_LIMIT = 50_000
+_IDENTITY_LIMIT = 4096
+"""At most this many identity entries (`KeySharing.by_identity`): parts of attributes made per op
+never hit again and would keep dead ops' attributes alive."""
 
 
 def verify_module(module: Operation) -> None:
