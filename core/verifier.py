@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
+from operator import attrgetter
 
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -54,6 +55,8 @@ _SHARED_PARTS = (4, 5, 6, 7, 10)
 """The parts of a verification key that ops share (`KeySharing`): operand types, result types,
 properties, attributes, the properties of the op around."""
 _TYPE_PARTS = frozenset({4, 5})
+_TYPE = attrgetter("_type")
+"""A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
 _IDENTITY_LIMIT = 4096
@@ -349,8 +352,8 @@ def op_key(
         block,
         op._next_op is None,  # pyright: ignore[reportPrivateUsage]
         operands,
-        tuple([v._type for v in operands]) if operands else (),  # pyright: ignore[reportPrivateUsage]
-        tuple([r._type for r in results]) if results else (),  # pyright: ignore[reportPrivateUsage]
+        tuple(map(_TYPE, operands)) if operands else (),
+        tuple(map(_TYPE, results)) if results else (),
         tuple(properties.items()) if properties else (),
         tuple(attributes.items()) if attributes else (),
         op._successors,  # pyright: ignore[reportPrivateUsage]
