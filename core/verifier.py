@@ -198,11 +198,12 @@ class VerificationWalk:
     def __init__(self, module: Operation, sharing: KeySharing):
         from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolTable
 
-        from ccopt.dialects.dtensor import symbol_table_of
-
         self.sharing = sharing
         self.symbol_table = SymbolTable
-        self.scope = SymbolScope(symbol_table_of(module))
+        table = module.parent_op()  # (the module itself is visited first: a table, mostly)
+        while table is not None and not table.has_trait(SymbolTable):
+            table = table.parent_op()
+        self.scope = SymbolScope(table)
         self.no_terminator = NoTerminator
         self.isolated = IsolatedFromAbove
         self.changed: list[tuple[Operation, Key]] = []
