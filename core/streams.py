@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ccopt.dialects import kernel as k
 
@@ -25,10 +25,19 @@ CALL = "func.call"
 start after an event recorded on it and join it before the callee returns (convert-to-kernel)."""
 
 
+_DEVICE_KINDS: dict[type, bool] = {}
+"""Whether ops of a class are device ops: `isinstance` against the op classes' metaclass cost
+more than the rest of a stream-order walk."""
+
+
 def stream_of(op: Operation) -> int | None:
     """The stream a device op (or a call) runs on; None for host-side ops (allocs, views)."""
-    if isinstance(op, k.DeviceOp):
-        return op.stream_index()
+    kind = type(op)
+    device = _DEVICE_KINDS.get(kind)
+    if device is None:
+        device = _DEVICE_KINDS[kind] = issubclass(kind, k.DeviceOp)
+    if device:
+        return op.stream_index()  # type: ignore[attr-defined]
     if op.name == CALL:
         return 0  # sched.COMPUTE_STREAM
     return None
@@ -73,13 +82,22 @@ class BufferLife:
     last_on: dict[int, int] = field(default_factory=dict)  # stream -> index of its last op there
     escapes: Operation | None = None  # a non-device op using it: its bytes are never shared
 
-    def bytes(self) -> int:
+    def bytes(self, sizes: dict[Attribute, int] | None = None) -> int:
+        """The buffer's workspace bytes; `sizes`: the bytes of buffer types already sized in
+        the same function (a model has a few dozen buffer types and thousands of buffers; each
+        size is a mesh lookup and a local shape)."""
         from ccopt.dialects.dtensor import lookup_mesh
 
+        buffer_type = self.alloc.result.type
+        if sizes is not None and (known := sizes.get(buffer_type)) is not None:
+            return known
         t = k.tensor_of(self.alloc.result)
         mesh = lookup_mesh(self.alloc, t.mesh_name)
         assert mesh is not None, "a verified alloc sits on a declared mesh"
-        return k.buffer_bytes(t, mesh)
+        size = k.buffer_bytes(t, mesh)
+        if sizes is not None:
+            sizes[buffer_type] = size
+        return size
 
     def dead_before(self, op: Operation, order: StreamOrder, position: int) -> bool:
         """Every op touching this buffer has completed before `op` (at `position`) starts."""
@@ -175,11 +193,12 @@ def check_memory_plan(f: Operation, workspace: int) -> None:
     if found is None:
         return
     lives, live = found
+    sizes: dict[Attribute, int] = {}
     for life in lives:
         offset = life.alloc.byte_offset()
         if offset is None:
             raise OpError(life.alloc, "has no offset, but the function's memory is planned")
-        end = offset + life.bytes()
+        end = offset + life.bytes(sizes)
         if end > workspace:
             raise OpError(life.alloc, f"bytes [{offset}, {end}) exceed the workspace ({workspace})")
         if life.first is None:
@@ -232,13 +251,14 @@ def storage_regions(block: Block) -> dict[SSAValue, tuple[object, int, float]]:
     regions: dict[SSAValue, tuple[object, int, float]] = {
         arg: (arg, 0, float("inf")) for arg in block.args
     }
+    sizes: dict[Attribute, int] = {}
     for op in block.ops:
         if isinstance(op, k.AllocOp):
             offset = op.byte_offset()
             if offset is None:
                 regions[op.result] = (op.result, 0, float("inf"))
             else:
-                end = offset + BufferLife(op).bytes()
+                end = offset + BufferLife(op).bytes(sizes)
                 regions[op.result] = ("workspace", offset, end)
         elif isinstance(op, k.ViewOp | k.BlockViewOp) and op.source in regions:
             regions[op.result] = regions[op.source]

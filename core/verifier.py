@@ -19,9 +19,12 @@ order, then tensor types, dominance, in-place updates through calls, memory plan
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from itertools import chain
+from operator import attrgetter
 
-from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError, first_line
@@ -51,6 +54,14 @@ Key = tuple[object, ...]
 _SHARED_PARTS = (4, 5, 6, 7, 10)
 """The parts of a verification key that ops share (`KeySharing`): operand types, result types,
 properties, attributes, the properties of the op around."""
+_TYPE_PARTS = frozenset({4, 5})
+_TYPE = attrgetter("_type")
+"""A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
+_NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
+"""The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
+_IDENTITY_LIMIT = 4096
+"""At most this many identity entries (`KeySharing.by_identity`): parts of attributes made per op
+never hit again and would keep dead ops' attributes alive."""
 
 
 def verify_module(module: Operation) -> None:
@@ -58,14 +69,16 @@ def verify_module(module: Operation) -> None:
     an OpError. Ops unchanged since the last verification are not verified again."""
     previous = module.__dict__.get(_MODULE_STATE)
     walk = VerificationWalk(module, KeySharing() if previous is None else previous[2])
-    walk.visit(module, None)
+    walk.visit(module, None, module.parent, around_properties(module))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing)
-        walk.changed = [(op, walk.compact(verification_key(op))) for op in walk.visited]
-        walk.dirty_functions.update(op for op in walk.visited if op.name == "func.func")
+        everything = list(module.walk())
+        walk.changed = [(op, walk.compact(verification_key(op))) for op in everything]
+        walk.dirty_functions.update(op for op in everything if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
-    verify_ops(walk.changed, previous[1])
+    with isolation_checked_by_dominance():
+        verify_ops(walk.changed, previous[1], walk.sharing.kept)
     check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -74,11 +87,14 @@ def verify_module(module: Operation) -> None:
     check_memory_plans(module, walk, meshes)
 
 
-def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
+def verify_ops(
+    changed: list[tuple[Operation, Key]], shapes: set[Key], kept: set[int] | None = None
+) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
-    Each op keeps its (compacted) key."""
+    Each op keeps its (compacted) key; `kept`: the identities of the kept parts of keys
+    (`KeySharing.kept`)."""
     for op, key in changed:
-        shape = structural_key(op, key)
+        shape = structural_key(op, key, kept)
         if shape is None or shape not in shapes:
             try:
                 op.verify(verify_nested_ops=False)
@@ -90,23 +106,53 @@ def verify_ops(changed: list[tuple[Operation, Key]], shapes: set[Key]) -> None:
         op.__dict__[_VERIFIED] = key
 
 
+@contextmanager
+def isolation_checked_by_dominance() -> Iterator[None]:
+    """Op verifiers without xDSL's IsolatedFromAbove check: it walks every op of a function (or
+    of the module) each time the function's own key changes, and the walk's dominance check,
+    with a fresh scope per isolated op, already rejects every value it rejects (a value from
+    outside, or the isolated op's own result) in the one walk of the module."""
+    from xdsl.traits import IsolatedFromAbove
+
+    check = IsolatedFromAbove.verify
+    IsolatedFromAbove.verify = _no_check  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        IsolatedFromAbove.verify = check  # type: ignore[method-assign]
+
+
+def _no_check(_trait: object, _op: Operation) -> None:
+    """(`isolation_checked_by_dominance`)"""
+
+
 class KeySharing:
     """Equal parts of verification keys kept once (`compact`): a lowered model has a few dozen
     distinct tuples of types and attributes and thousands of ops, and the keys were a third of
     a pipeline's memory. The part each index last had is tried first - ops in program order
     mostly repeat their neighbour's (always the properties of the op around), and comparing
     the same attribute objects costs no hashing, where hashing a function's properties costs
-    its signature's length."""
+    its signature's length. Then the objects the part is made of, by identity (`by_identity`:
+    types are uniqued and passes reuse attribute objects, so a new op's part is mostly made of
+    objects already seen), and only then its value (hashing every attribute in it)."""
 
     def __init__(self) -> None:
         self.shared: dict[Key, Key] = {}
         self.last: dict[int, Key] = {}
+        self.by_identity: dict[Key, tuple[Key, Key]] = {}
+        """The kept part for the identities of a part's objects, with that part (it keeps the
+        objects alive, so their identities are not reused)."""
+        self.kept: set[int] = {id(())}
+        """The identities of the kept parts (alive in `shared`): a structural key made of
+        them hashes integers (`structural_key`)."""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         """`key` with its tuples of operand types, result types, properties, attributes and
         the properties of the op around replaced by equal ones already kept: those of the op's
         `previous` key where they did not change (the common case: a pass changed one thing of
-        an op), else the last ones kept for that part, else any equal one kept."""
+        an op), else the last ones kept for that part (not for types: comparing unequal
+        types calls their `__eq__`, looking their identities up does not), else any equal one
+        kept."""
         parts = list(key)
         last = self.last
         for i in _SHARED_PARTS:
@@ -116,15 +162,32 @@ class KeySharing:
             if previous is not None and previous[i] == part:
                 parts[i] = previous[i]
                 continue
-            kept = last.get(i)
+            kept = None if i in _TYPE_PARTS else last.get(i)
             if kept is None or kept != part:
-                try:
-                    kept = self.shared.setdefault(part, part)
-                except TypeError:  # an attribute that does not hash (kept as it is)
+                kept = self.keep(part, i in _TYPE_PARTS)
+                if kept is None:  # an attribute that does not hash (kept as it is)
                     continue
                 last[i] = kept
             parts[i] = kept
         return tuple(parts)
+
+    def keep(self, part: Key, of_types: bool) -> Key | None:
+        """The kept part equal to `part` (a tuple of types, or of (name, attribute) pairs), or
+        None when it does not hash."""
+        objects = part if of_types else chain.from_iterable(part)  # type: ignore[arg-type]
+        identity = tuple(map(id, objects))
+        found = self.by_identity.get(identity)
+        if found is not None:
+            return found[0]
+        try:
+            kept = self.shared.setdefault(part, part)
+        except TypeError:
+            return None
+        if len(self.by_identity) >= _IDENTITY_LIMIT:  # (attributes made per op: do not hoard)
+            self.by_identity.clear()
+        self.by_identity[identity] = (kept, part)
+        self.kept.add(id(kept))
+        return kept
 
 
 class VerificationWalk:
@@ -133,67 +196,85 @@ class VerificationWalk:
     per function the first buffer placed without a planned workspace."""
 
     def __init__(self, module: Operation, sharing: KeySharing):
-        from xdsl.traits import IsolatedFromAbove, NoTerminator
+        from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolTable
 
         self.sharing = sharing
+        self.symbol_table = SymbolTable
+        table = module.parent_op()  # (the module itself is visited first: a table, mostly)
+        while table is not None and not table.has_trait(SymbolTable):
+            table = table.parent_op()
+        self.scope = SymbolScope(table)
         self.no_terminator = NoTerminator
         self.isolated = IsolatedFromAbove
-        self.visited: list[Operation] = []
         self.changed: list[tuple[Operation, Key]] = []
         self.meshes: list[Operation] = []
         self.has_calls = False
         self.dominance_error: OpError | None = None
         self.unplanned: dict[Operation, OpError] = {}
         self.dirty_functions: set[Operation] = set()
-        self.visible: set[SSAValue] = set()
+        self.visible: set[int] = set()  # the identities of the values in scope
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         return self.sharing.compact(key, previous)
 
-    def visit(self, op: Operation, function: Operation | None) -> bool:
-        """Visit `op` and its regions; True when it or anything in it changed. A changed op's
-        key is compacted at once: a lowered module's keys, all new, were most of the memory
-        its verification took."""
-        key = verification_key(op)
-        self.visited.append(op)
-        at = len(self.changed)
+    def visit(
+        self, op: Operation, function: Operation | None, block: Block | None, around: Key | None
+    ) -> bool:
+        """Visit `op` (in `block`, whose op holds properties `around`) and its regions; True
+        when it or anything in it changed. A changed op's key is compacted at once: a lowered
+        module's keys, all new, were most of the memory its verification took."""
+        outer = self.scope
+        if op.regions and op.has_trait(self.symbol_table):
+            self.scope = SymbolScope(op)
+        key = op_key(op, block, around, self.scope)
         previous = op.__dict__.get(_VERIFIED)
         changed = previous != key
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        if operands and self.dominance_error is None:
+            if not self.visible.issuperset(map(id, operands)):
+                self.dominance_failure(op)
+        if op.name in _NOTED:
+            self.note(op, function)
+        if not op.regions:
+            if changed:
+                self.changed.append((op, self.compact(key, previous)))
+            return changed
+        at = len(self.changed)
         self.changed.append((op, self.compact(key, previous) if changed else key))
-        self.note(op, function)
-        if op.regions:
-            inner_function = op if op.name == "func.func" else function
-            isolated = op.has_trait(self.isolated)
-            inside = self.visit_regions(op, inner_function, isolated)
-            if (inside or changed) and op is inner_function:  # its body or its workspace
-                self.dirty_functions.add(op)
-            # An op that holds a changed op is verified again (its verifier may read its
-            # regions), except an isolated one (a function, the module): its verifier reads
-            # its blocks' arguments and ops (in its key) and that no value comes from outside,
-            # which the dominance check (a fresh scope per isolated op) sees.
-            if inside and not isolated and not changed:
-                changed = True
-                self.changed[at] = (op, self.compact(key, previous))
+        inner_function = op if op.name == "func.func" else function
+        isolated = op.has_trait(self.isolated)
+        inside = self.visit_regions(op, inner_function, isolated)
+        if (inside or changed) and op is inner_function:  # its body or its workspace
+            self.dirty_functions.add(op)
+        # An op that holds a changed op is verified again (its verifier may read its regions),
+        # except an isolated one (a function, the module): its verifier reads its blocks'
+        # arguments and ops (in its key) and that no value comes from outside, which the
+        # dominance check (a fresh scope per isolated op) sees.
+        if inside and not isolated and not changed:
+            changed = True
+            self.changed[at] = (op, self.compact(key, previous))
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
+        self.scope = outer
         return changed
 
+    def dominance_failure(self, op: Operation) -> None:
+        """The first operand of `op` that is not visible where it is used."""
+        for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
+            if id(v) not in self.visible:
+                self.dominance_error = OpError(op, f"operand #{i} does not dominate this use")
+                return
+
     def note(self, op: Operation, function: Operation | None) -> None:
-        """The per-op facts of the module-wide checks: dominance of its operands, meshes,
+        """The per-op facts of the module-wide checks (for the ops named in `_NOTED`): meshes,
         calls, buffers placed outside a planned workspace."""
-        if self.dominance_error is None:
-            for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
-                if v not in self.visible:
-                    self.dominance_error = OpError(op, f"operand #{i} does not dominate this use")
-                    break
         name = op.name
         if name == "dtensor.mesh":
             self.meshes.append(op)
         elif name == "func.call":
             self.has_calls = True
         elif (
-            name == "kernel.alloc"
-            and op.properties.get("offset") is not None
+            op.properties.get("offset") is not None
             and function is not None
             and "kernel.workspace" not in function.attributes
             and function not in self.unplanned
@@ -203,10 +284,12 @@ class VerificationWalk:
             )
 
     def visit_regions(self, op: Operation, function: Operation | None, isolated: bool) -> bool:
-        """Visit the ops of `op`'s regions with a scope of visible values, as MLIR's dominance
-        check does (no CFG analysis: a multi-block region sees all its values); nothing from
-        outside an isolated op is visible in it."""
+        """Visit the ops of `op`'s regions with a scope of visible values (by identity: values
+        hash in Python, their identities do not), as MLIR's dominance check does (no CFG
+        analysis: a multi-block region sees all its values); nothing from outside an isolated
+        op is visible in it."""
         changed = False
+        around = tuple(op.properties.items())  # (the same for every op inside)
         outside = self.visible
         visible = self.visible = set() if isolated else outside
         for r, region in enumerate(op.regions):
@@ -219,19 +302,20 @@ class VerificationWalk:
                 self.dominance_error = OpError(
                     op, f"region #{r} has an empty block: a block needs a terminator"
                 )
-            scoped = [v for b in blocks for v in b.args]
+            scoped = [id(v) for b in blocks for v in b.args]
             single = len(blocks) == 1
             if not single:
-                scoped += [r for b in blocks for o in b.ops for r in o.results]
+                scoped += [id(r) for b in blocks for o in b.ops for r in o.results]
             visible.update(scoped)
             for block in blocks:
                 inner = block.first_op
                 while inner is not None:
-                    if self.visit(inner, function):
+                    if self.visit(inner, function, block, around):
                         changed = True
-                    if single:
-                        scoped.extend(inner.results)
-                        visible.update(inner.results)
+                    if single and inner.results:
+                        results = list(map(id, inner.results))
+                        scoped += results
+                        visible.update(results)
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
             visible.difference_update(scoped)
         self.visible = outside
@@ -244,25 +328,51 @@ def verification_key(op: Operation) -> Key:
     (its block, whether it ends it, the properties of the op around it), and what a call's
     callee declares. Compared element by element (`is` first), so an unchanged op costs a few
     tuple builds and no hashing."""
+    return op_key(op, op.parent, around_properties(op))
+
+
+def around_properties(op: Operation) -> Key | None:
+    """The properties of the op that holds `op`, if any."""
     block = op.parent
     around = block.parent_op() if block is not None else None
+    return None if around is None else tuple(around.properties.items())
+
+
+def op_key(
+    op: Operation, block: Block | None, around: Key | None, scope: SymbolScope | None = None
+) -> Key:
+    """`verification_key` of `op` in `block`, whose op has the properties `around`, in the
+    symbol table `scope` (the walk knows all three: one tuple per block instead of one per op,
+    one lookup per named body and walk instead of one per op)."""
     operands = op._operands  # pyright: ignore[reportPrivateUsage]
+    results = op.results
+    properties = op.properties
+    attributes = op.attributes
     return (
         type(op),
         block,
         op._next_op is None,  # pyright: ignore[reportPrivateUsage]
         operands,
-        tuple([v.type for v in operands]),
-        tuple([r.type for r in op.results]),
-        tuple(op.properties.items()),
-        tuple(op.attributes.items()),
+        tuple(map(_TYPE, operands)) if operands else (),
+        tuple(map(_TYPE, results)) if results else (),
+        tuple(properties.items()) if properties else (),
+        tuple(attributes.items()) if attributes else (),
         op._successors,  # pyright: ignore[reportPrivateUsage]
         region_key(op) if op.regions else (),
-        None if around is None else tuple(around.properties.items()),
-        callee_signature(op)
+        around,
+        callee_signature(op, scope)
         if op.name == "func.call"
-        else (named_body(op) if "body_ref" in op.properties else None),
+        else (named_body(op, scope) if "body_ref" in properties else None),
     )
+
+
+class SymbolScope:
+    """The symbol table a walk is in and the named bodies it looked up there (`named_body`):
+    a lowered model's kernels name a few dozen bodies thousands of times."""
+
+    def __init__(self, table: Operation | None):
+        self.table = table
+        self.bodies: dict[str, Key | object] = {}
 
 
 def region_key(op: Operation) -> Key:
@@ -270,15 +380,15 @@ def region_key(op: Operation) -> Key:
     verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
     if op.name == "func.func":
         return tuple([(b, b.arg_types) for r in op.regions for b in r.blocks])
-    return tuple([(b, b.arg_types, tuple(b.ops)) for r in op.regions for b in r.blocks])
+    return tuple([(b, b.arg_types, ops_of(b)) for r in op.regions for b in r.blocks])
 
 
-def callee_signature(call: Operation) -> Key | object:
+def callee_signature(call: Operation, scope: SymbolScope | None = None) -> Key | object:
     """What a call's verifier compares it against: its callee and the callee's function type
     (a fresh object, so never equal, when there is no callee to look at)."""
     from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of
 
-    anchor = symbol_table_of(call)
+    anchor = symbol_table_of(call) if scope is None else scope.table
     callee = call.properties.get("callee")
     if anchor is None or callee is None:
         return object()
@@ -288,26 +398,43 @@ def callee_signature(call: Operation) -> Key | object:
     return (found, found.properties.get("function_type"))
 
 
-def named_body(op: Operation) -> Key | object:
+def named_body(op: Operation, scope: SymbolScope | None = None) -> Key | object:
     """What a kernel that names its scalar body (`body @name`, a `kernel.body`) checks against:
-    the body op, its block and ops (a fresh object, so never equal, when the name finds none)."""
+    the body op, its block and ops (a fresh object, so never equal, when the name finds none);
+    looked up once per `scope` (a walk, in which no body changes)."""
     from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of
 
-    anchor = symbol_table_of(op)
-    ref = op.properties["body_ref"]
-    found = lookup_symbol(anchor, ref.root_reference.data) if anchor is not None else None  # type: ignore[attr-defined]
+    name = op.properties["body_ref"].root_reference.data  # type: ignore[attr-defined]
+    if scope is not None and name in scope.bodies:
+        return scope.bodies[name]
+    anchor = symbol_table_of(op) if scope is None else scope.table
+    found = lookup_symbol(anchor, name) if anchor is not None else None
     block = found.regions[0].blocks.first if found is not None and found.regions else None
-    if block is None:
-        return object()
-    return (found, block, tuple(block.ops))
+    key = object() if block is None else (found, block, ops_of(block))
+    if scope is not None:
+        scope.bodies[name] = key
+    return key
 
 
-def structural_key(op: Operation, key: Key) -> Key | None:
+def ops_of(block: Block) -> tuple[Operation, ...]:
+    """The ops of `block` in order, in one pass (`tuple(block.ops)` walks the block twice: once
+    for the length hint)."""
+    ops = []
+    op = block.first_op
+    while op is not None:
+        ops.append(op)
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return tuple(ops)
+
+
+def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key | None:
     """What an op's verifier reads when it reads nothing but the op itself - its kind, operand
     and result types, properties, attributes, the structure of its regions - and the kind of op
     it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike. None
     for ops whose verifier may look further (symbol tables, uses, plugins' ops). `key` is the
-    op's verification key, whose tuples of types and attributes this shares."""
+    op's verification key, whose tuples of types and attributes this shares - by identity
+    where they are parts `KeySharing` keeps (their identities are in `kept`): equal parts are
+    one object there, and hashing identities costs no attribute hashing."""
     name = op.name
     if (
         name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op._successors  # pyright: ignore[reportPrivateUsage]
@@ -316,20 +443,28 @@ def structural_key(op: Operation, key: Key) -> Key | None:
     block = op.parent
     region = block.parent if block is not None else None
     around = region.parent if region is not None else None
-    _, _, is_last, operands, operand_types, result_types, properties, attributes, *_ = key
+    operands = key[3]
+    typed = key[4:8]  # operand types, result types, properties, attributes
+    identities = tuple(map(id, typed))
     return (
         type(op),
-        tuple([operands.index(v) for v in operands]),  # which operands are the same value
+        same_values(operands),
         type(around),
-        is_last,
+        key[2],  # whether it ends its block
         region is not None and region.first_block is not region.last_block,
-        operand_types,
-        result_types,
-        properties,
-        attributes,
+        identities if kept is not None and kept.issuperset(identities) else typed,
         region_structure(op) if op.regions else (),
         key[11],  # a named body (the body op and its ops) or a callee
     )
+
+
+def same_values(operands: Key) -> Key:
+    """Which operands are the same value: each one's first position (by identity: comparing
+    values calls their `__eq__`)."""
+    if len(operands) < 2:
+        return (0,) if operands else ()
+    ids = list(map(id, operands))
+    return tuple(map(ids.index, ids))
 
 
 def region_structure(op: Operation) -> Key:
@@ -381,18 +516,24 @@ def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, M
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
     Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
-    declaration). Only changed ops can hold a new type; each distinct type is checked once."""
-    verdicts: dict[Attribute, str | None] = {}
+    declaration). Only changed ops can hold a new type; each distinct type is checked once, and
+    each tuple of result types (shared between keys: `KeySharing`) once. Both by identity: all
+    of them are alive while this runs."""
+    verdicts: dict[int, str | None] = {}
+    fine_results: set[int] = set()
 
     def problem(t: Attribute) -> str | None:
-        if t not in verdicts:
-            verdicts[t] = tensor_type_problem(t, meshes)
-        return verdicts[t]
+        if id(t) not in verdicts:
+            verdicts[id(t)] = tensor_type_problem(t, meshes)
+        return verdicts[id(t)]
 
     for op, key in changed:
-        for r, t in enumerate(key[5]):  # the result types
-            if problem(t) is not None:
-                raise OpError(op, f"result #{r}: {problem(t)}")
+        results = key[5]
+        if results and id(results) not in fine_results:
+            for r, t in enumerate(results):
+                if problem(t) is not None:
+                    raise OpError(op, f"result #{r}: {problem(t)}")
+            fine_results.add(id(results))
         for region in op.regions:
             for block in region.blocks:
                 for a, t in enumerate(block.arg_types):
@@ -483,7 +624,7 @@ def check_memory_plans(module: Operation, walk: VerificationWalk, meshes: Key) -
         # An op moved within the function keeps its verification key, but not its place in
         # stream order: the order the plan was last checked in is kept too.
         block = f.regions[0].blocks.first
-        order = (block, tuple(block.ops) if block is not None else ())
+        order = (block, ops_of(block) if block is not None else ())
         if (f in walk.dirty_functions or f.__dict__.get(_CHECKED_ORDER) != order) and (
             not plan_unchanged(planned, f, workspace, meshes)
         ):
@@ -501,20 +642,24 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
     size the buffers - so the next verification skips the check when none of it changed; any
     edit in between (an op added, moved, retyped, re-placed, a mesh resized) fails the
     comparison and the plan is checked in full."""
+    from ccopt.dialects.dtensor import symbol_table_of
+
     block = f.regions[0].blocks.first
     module = f.parent_op()
     meshes = () if module is None else tuple(module_meshes(module))
     state = None if module is None else module.__dict__.get(_MODULE_STATE)
     sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
+    around = tuple(f.properties.items())  # (the same for every op of the function)
+    scope = SymbolScope(symbol_table_of(f))
 
     def planned_key(op: Operation) -> Key:
         """The op's key now; the very key it last verified with when that is still it (the
         ops the plan did not touch: they cost no memory)."""
-        key = verification_key(op)
+        key = op_key(op, block, around, scope)
         previous = op.__dict__.get(_VERIFIED)
         return previous if previous == key else sharing.compact(key, previous)
 
-    ops = () if block is None else tuple((op, planned_key(op)) for op in block.ops)
+    ops = () if block is None else tuple([(op, planned_key(op)) for op in block.ops])
     f.__dict__[_PLANNED] = (block, workspace, meshes, ops)
 
 

@@ -117,16 +117,23 @@ def async_region(
     return sched.ExecuteOp(stream, inputs, [r.type for r in inner.results], Region(block))
 
 
-def rebuild_collective(op: coll.CollectiveOp, value: SSAValue, mesh: Mesh) -> coll.CollectiveOp:
+def rebuild_collective(
+    op: coll.CollectiveOp,
+    value: SSAValue,
+    mesh: Mesh,
+    inferred: dict[DTensorType, DTensorType] | None = None,
+) -> coll.CollectiveOp:
     """The same collective (kind, axes, algorithm) on another operand; the `chunks` request is
-    consumed by chunking."""
+    consumed by chunking. `inferred`: result types planning already inferred, by operand type."""
     props = {k: v for k, v in op.properties.items() if k != "chunks"}
     t = value.type
     assert isinstance(t, DTensorType)
-    try:
-        result = type(op).infer(t, props, mesh)
-    except InferenceError as e:
-        raise VerifyException(e.located(mesh.axis_names)) from None
+    result = None if inferred is None else inferred.get(t)
+    if result is None:
+        try:
+            result = type(op).infer(t, props, mesh)
+        except InferenceError as e:
+            raise VerifyException(e.located(mesh.axis_names)) from None
     return type(op).create(
         operands=[value], result_types=[result], properties=props, attributes=dict(op.attributes)
     )
@@ -174,11 +181,23 @@ def plan_matmul_chunks(
 
 
 def plan_matmul_then_collective(
-    mm: dt.MatmulOp, op: coll.CollectiveOp, chunks: int, mesh: Mesh
+    mm: dt.MatmulOp,
+    op: coll.CollectiveOp,
+    chunks: int,
+    mesh: Mesh,
+    inferred: dict[DTensorType, DTensorType] | None = None,
 ) -> Plan:
+    """The chunks of a matmul that feeds collective `op`; the collective's result type on
+    each chunk tried goes into `inferred` (the rewrite builds those collectives)."""
     scatter = op.dim.value.data if isinstance(op, coll.ReduceScatterOp) else None
     props = {k: v for k, v in op.properties.items() if k != "chunks"}
-    return plan_matmul_chunks(mm, scatter, chunks, mesh, lambda t: type(op).infer(t, props, mesh))
+    known = {} if inferred is None else inferred
+
+    def fits(t: DTensorType) -> DTensorType:
+        result = known[t] = type(op).infer(t, props, mesh)
+        return result
+
+    return plan_matmul_chunks(mm, scatter, chunks, mesh, fits)
 
 
 def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
@@ -194,14 +213,17 @@ def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
 def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
     mm = producing_matmul(op, op.input, "its operand")
     mesh = mesh_of(op)
-    plan = plan_matmul_then_collective(mm, op, chunks, mesh)
+    inferred: dict[DTensorType, DTensorType] = {}
+    plan = plan_matmul_then_collective(mm, op, chunks, mesh, inferred)
     carriers = owners(mm)[plan.dim]
     new_ops: list[Operation] = []
     futures = []
     for c, (a, b) in enumerate(plan.ranges):
         part = chunk_matmul(mm, carriers, a, b, new_ops)
         task = async_region(
-            COMM_STREAM, [part.result], lambda args: rebuild_collective(op, args[0], mesh)
+            COMM_STREAM,
+            [part.result],
+            lambda args: rebuild_collective(op, args[0], mesh, inferred),
         )
         derive(task, op, f"chunk{c}")
         new_ops.append(task)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import CcoptError
@@ -55,8 +56,9 @@ def plan_function(f: func.FuncOp, reuse: bool) -> int:
         return 0
     lives, live = found
     top = 0
+    sizes: dict[Attribute, int] = {}
     for life in lives:
-        size = life.bytes()
+        size = life.bytes(sizes)
         if life.first is None:
             offset = 0  # never touched: any bytes will do
         elif reuse:

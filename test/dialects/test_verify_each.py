@@ -99,6 +99,19 @@ def test_a_moved_op_is_checked_for_dominance() -> None:
     expect_error(module, "does not dominate")
 
 
+def test_a_value_from_outside_a_function_is_rejected() -> None:
+    """A verified function's op starts using another function's value: xDSL's IsolatedFromAbove
+    check is left to the walk's dominance check (a fresh scope per function), which must see
+    it although only the user changed."""
+    module, (a, _, c) = verified()
+    other = module.ops.last.clone()  # type: ignore[attr-defined]
+    other.properties["sym_name"] = StringAttr("g")
+    module.body.block.add_op(other)  # type: ignore[attr-defined]
+    verify_module(module)
+    c.operands[0] = next(op for op in other.walk() if op.name == "dtensor.add").results[0]
+    expect_error(module, "operand #0 does not dominate this use")
+
+
 def test_an_erased_terminator_is_noticed() -> None:
     module, (_, _, c) = verified()
     f = module.ops.last  # type: ignore[attr-defined]
@@ -195,3 +208,56 @@ def test_a_mesh_resized_after_plan_memory_is_checked() -> None:
     mesh = next(op for op in module.walk() if isinstance(op, dt.MeshOp))
     mesh.properties["axis_sizes"] = type(mesh.axis_sizes).from_list(mesh.axis_sizes.elt_type, [1])
     verify_module(module)  # R placements: the same bytes per rank, the plan still holds
+
+
+P = "!kernel.buffer<8xf32, @t[P(sum)]>"
+NAMED_BODY = f"""
+dtensor.mesh @t [tp=4]
+func.func @twice(%x: {P}, %o: {P}, %p: {P}) {{
+  kernel.elementwise ins(%x) outs(%o) body @neg stream 0 : {P} -> {P}
+  kernel.elementwise ins(%o) outs(%p) body @neg stream 0 : {P} -> {P}
+  func.return
+}}
+kernel.body @neg {{
+^bb0(%i: i64, %a: f32):
+  %n = arith.negf %a : f32
+  dtensor.yield %n : f32
+}}
+"""
+
+
+def test_a_named_body_changed_in_place_reverifies_its_kernels() -> None:
+    """The walk looks each named body up once: a body edited after a verification (negf
+    becomes exp, which a partial sum may not meet) is seen by the kernels that name it."""
+    from xdsl.dialects import math
+
+    module = load_program(NAMED_BODY)
+    verify_module(module)
+    negf = next(op for op in module.walk() if op.name == "arith.negf")
+    exp = math.ExpOp(negf.operands[0])
+    negf.parent.insert_op_before(exp, negf)  # type: ignore[union-attr]
+    negf.results[0].replace_all_uses_with(exp.results[0])
+    negf.detach()
+    negf.erase()
+    expect_error(module, "'exp' is not linear")
+
+
+def test_kept_key_parts_keep_their_objects_alive() -> None:
+    """Key parts are found by the identities of their objects: the table that maps them holds
+    the objects, so an identity is never reused by an unequal object while it is in use."""
+    import gc
+    import weakref
+
+    from ccopt.verifier import KeySharing
+
+    sharing = KeySharing()
+    attr = IntAttr(7)
+    part = (("n", attr),)
+    kept = sharing.keep(part, of_types=False)
+    assert kept == part
+    alive = weakref.ref(attr)
+    del attr, part
+    gc.collect()
+    assert alive() is not None
+    assert sharing.keep((("n", IntAttr(7)),), of_types=False) is kept
+    assert sharing.keep((("n", IntAttr(8)),), of_types=False) != kept
