@@ -64,8 +64,8 @@ from ccopt.dialects.attrs import i64_array, i64_attr
 from ccopt.dialects.body import body_key
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import ProgramOrder, is_elementwise
-from ccopt.passes.fusion_groups import BodyCache, build_body
+from ccopt.passes.common import ProgramOrder, is_elementwise, release
+from ccopt.passes.fusion_groups import BodyCache, build_body, release_bodies
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
@@ -688,6 +688,7 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
             lower_op(low, op)
     finish(low, returned, outputs, join=called)
     low.move_bodies()
+    release_bodies(low.bodies)
     block.add_op(func.ReturnOp())
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
@@ -736,7 +737,10 @@ def outline_bodies(module: ModuleOp) -> None:
                 continue
             named = shared.get(key)
             region = op.detach_region(op.regions[0])
-            if named is None:
+            if named is not None:
+                region.drop_all_references()
+                release(region)
+            else:
                 while f"body{counter}" in names:
                     counter += 1
                 names.add(f"body{counter}")
@@ -751,6 +755,7 @@ def outline_bodies(module: ModuleOp) -> None:
     for o in [o for o in module.ops if isinstance(o, k.BodyOp)]:
         if o.sym_name.data not in used:  # its kernels now carry a body of their own
             Rewriter.erase_op(o)
+            release(o)
 
 
 @dataclass(frozen=True)
@@ -790,4 +795,5 @@ class ConvertToKernel(ModulePass):
                 allow_tf32(lowered)
             Rewriter.insert_op(lowered, InsertPoint.after(f))
             Rewriter.erase_op(f)
+            release(f)
         outline_bodies(op)
