@@ -671,8 +671,8 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
     old = f.body.blocks[0]
     returned = old.last_op
     assert isinstance(returned, func.ReturnOp)
-    arg_types = [k.BufferType(tensor(a)) for a in old.args]
-    out_types = [k.BufferType(tensor(v)) for v in returned.arguments]
+    arg_types = [k.buffer_type(tensor(a)) for a in old.args]
+    out_types = [k.buffer_type(tensor(v)) for v in returned.arguments]
     block = Block(arg_types=[*arg_types, *out_types])
     for new, a in zip(block.args, old.args, strict=False):
         new.name_hint = a.name_hint
