@@ -61,11 +61,11 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.body import body_key
+from ccopt.dialects.body import body_key, clone_body
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_elementwise, release
-from ccopt.passes.fusion_groups import BodyCache, build_body, release_bodies
+from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
@@ -82,6 +82,22 @@ def tensor(value: SSAValue) -> DTensorType:
     t = value.type
     assert isinstance(t, DTensorType)
     return t
+
+
+class BodyNames:
+    """Fresh `body<N>` names for the module's `kernel.body` ops (`outline_bodies` names the
+    same way)."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.taken = {name for o in module.ops if (name := dt.symbol_name(o)) is not None}
+        self.counter = 0
+
+    def fresh(self) -> str:
+        while f"body{self.counter}" in self.taken:
+            self.counter += 1
+        name = f"body{self.counter}"
+        self.taken.add(name)
+        return name
 
 
 @dataclass
@@ -102,20 +118,75 @@ class Lowering:
     algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
     bodies: BodyCache = field(default_factory=dict)  # scalar bodies of lone elementwise ops
     moved_bodies: list[tuple[Region, Region]] = field(default_factory=list)
+    names: BodyNames | None = None  # given: kernels computing alike share a body right away
+    alike: dict[object, Region] = field(default_factory=dict)  # body -> its first kernel's region
+    shared: dict[object, str] = field(default_factory=dict)  # body -> the name its kernels use
+    originals: dict[object, Region] = field(default_factory=dict)  # their L1 regions, until moved
+    dropped: list[tuple[Operation, Region]] = field(default_factory=list)  # for `restore`
 
-    def body_of(self, op: Operation) -> Region:
+    def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body: empty until the function is lowered
         (`move_bodies`), then holding `op`'s blocks. The L1 function is erased after lowering,
         so its bodies move instead of being copied (copying them was a fifth of the pass); a
-        lowering that fails leaves the L1 function whole."""
-        region = Region()
-        self.moved_bodies.append((op.regions[0], region))
-        return region
+        lowering that fails leaves the L1 function whole (`restore`).
 
-    def move_bodies(self) -> None:
+        A `shareable` body (its kernel may name a `kernel.body`) that an earlier op of the
+        function computes alike (`body_key`) is not kept: its kernel gets the name that the
+        first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
+        bodies are most of a model's L1 form (every layer, every overlap chunk repeats them),
+        and while the function is lowered its L1 and kernel forms coexist: the peak memory of
+        the pipeline."""
+        source = op.regions[0]
+        block = source.blocks.first
+        key = body_key(block) if shareable and self.names and block is not None else None
+        if key is None:
+            region = Region()
+            self.moved_bodies.append((source, region))
+            return region
+        first = self.alike.get(key)
+        if first is None:
+            region = self.alike[key] = Region()
+            self.moved_bodies.append((source, region))
+            self.originals[key] = source
+            return region
+        released = Region()
+        source.move_blocks(released)
+        released.drop_all_references()
+        release(released)
+        self.dropped.append((op, self.originals[key]))
+        return self.name_of(key)
+
+    def name_of(self, key: object) -> str:
+        name = self.shared.get(key)
+        if name is None:
+            assert self.names is not None
+            name = self.shared[key] = self.names.fresh()
+        return name
+
+    def move_bodies(self) -> list[k.BodyOp]:
+        """Move the L1 bodies into their kernels; the bodies other kernels name become
+        `kernel.body` ops (returned, in the order named), their first kernel naming them too."""
         for source, target in self.moved_bodies:
             source.move_blocks(target)
         self.moved_bodies.clear()
+        self.dropped.clear()
+        self.originals.clear()
+        named = []
+        for key, name in self.shared.items():
+            region = self.alike[key]
+            kernel = region.parent
+            assert isinstance(kernel, k.NamedBodyOp)
+            kernel.detach_region(region)
+            kernel.properties["body_ref"] = SymbolRefAttr(name)
+            named.append(k.BodyOp(name, region))
+        return named
+
+    def restore(self) -> None:
+        """After a failed lowering: the L1 ops whose bodies were released get copies of the
+        alike bodies they were released for (`body_of`), so the L1 function is whole again."""
+        for op, original in self.dropped:
+            clone_body(original).move_blocks(op.regions[0])
+        self.dropped.clear()
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -225,14 +296,22 @@ def plan_destinations(
 
 def lower_elementwise(low: Lowering, op: Operation) -> None:
     inputs = list(dict.fromkeys(op.operands))
-    body = build_body([op], inputs, [op.results[0]], cache=low.bodies)
+    yields = [op.results[0]]
+    if low.names is None:
+        body: Region | str = build_body([op], inputs, yields, cache=low.bodies)
+    else:
+        key = ("lone", body_signature([op], inputs, yields))
+        if key in low.alike:
+            body = low.name_of(key)
+        else:  # the first kernel computing it: a copy of the body (`build_body`)
+            body = low.alike[key] = build_body([op], inputs, yields, cache=low.bodies)
     out = low.destination(op.results[0])
     low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
 
 
 def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
     outs = [low.destination(r) for r in op.results]
-    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, low.body_of(op)))
+    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, low.body_of(op, True)))
 
 
 def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
@@ -268,7 +347,8 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
             block = low.add(k.AllocOp(iteration)).results[0]
         outs.append(block)
         gathers.append((block, full))
-    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, low.body_of(op)))
+    body = low.body_of(op, True)
+    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, body))
     for block, full in gathers:
         with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
@@ -664,10 +744,16 @@ def check_signature(f: func.FuncOp) -> None:
             )
 
 
-def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) -> func.FuncOp:
-    """The kernel-level form of `f`. A function that is `called` joins its streams into the
-    compute stream before it returns, so that a call is one op of the caller's compute stream
-    (`ccopt.streams`)."""
+def lower_function(
+    f: func.FuncOp,
+    calls: dt.CallUpdates,
+    called: bool = False,
+    names: BodyNames | None = None,
+) -> tuple[func.FuncOp, list[k.BodyOp]]:
+    """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
+    that is `called` joins its streams into the compute stream before it returns, so that a
+    call is one op of the caller's compute stream (`ccopt.streams`). With `names`, kernels
+    that compute alike share their body as they are made (`Lowering.body_of`)."""
     old = f.body.blocks[0]
     returned = old.last_op
     assert isinstance(returned, func.ReturnOp)
@@ -679,15 +765,19 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, calls=calls)
+    low = Lowering(block, calls=calls, names=names)
     low.buffers.update(zip(old.args, block.args, strict=False))
     low.destinations, _ = plan_destinations(f, outputs, low.buffers)
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
-    for op in old.ops:
-        if not isinstance(op, func.ReturnOp):
-            lower_op(low, op)
-    finish(low, returned, outputs, join=called)
-    low.move_bodies()
+    try:
+        for op in old.ops:
+            if not isinstance(op, func.ReturnOp):
+                lower_op(low, op)
+        finish(low, returned, outputs, join=called)
+    except BaseException:
+        low.restore()
+        raise
+    bodies = low.move_bodies()
     release_bodies(low.bodies)
     block.add_op(func.ReturnOp())
     lowered = func.FuncOp(
@@ -697,7 +787,7 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
     lowered.attributes[UPDATED_ATTR] = i64_array(updated)
     if f.sym_visibility is not None:
         lowered.sym_visibility = StringAttr(f.sym_visibility.data)
-    return lowered
+    return lowered, bodies
 
 
 def allow_tf32(f: func.FuncOp) -> None:
@@ -729,6 +819,8 @@ def outline_bodies(module: ModuleOp) -> None:
     used: set[str] = set()
     for f in [o for o in module.ops if isinstance(o, func.FuncOp)]:
         after: Operation = f
+        while isinstance(after.next_op, k.BodyOp):  # named while the function was lowered
+            after = after.next_op
         kernels = [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]
         used.update(name for o in kernels if (name := o.body_name()) is not None)
         for op in [o for o in kernels if o.regions]:
@@ -758,6 +850,18 @@ def outline_bodies(module: ModuleOp) -> None:
             release(o)
 
 
+def collect_garbage() -> None:
+    """One full garbage collection before the kernel level is built. The L1 function and its
+    kernel-level form coexist until the function is lowered - the pipeline's peak - and a
+    compiler run collects rarely (`ccopt.tools.batch_gc`): the cyclic garbage earlier passes
+    and their verifications left (erased ops, closures) was still there on top of both, a
+    third of the peak at 400 Megatron blocks. One collection costs about a tenth of this
+    pass."""
+    import gc
+
+    gc.collect()
+
+
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
@@ -777,6 +881,7 @@ class ConvertToKernel(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        collect_garbage()
         functions = [o for o in op.ops if isinstance(o, func.FuncOp)]
         calls = dt.CallUpdates(op)
         bodies = {f.sym_name.data for f in functions if f.body.blocks}
@@ -785,15 +890,20 @@ class ConvertToKernel(ModulePass):
                 raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
         for f in [f for f in functions if f.body.blocks]:
             check_signature(f)
+        names = BodyNames(op)
         for f in [f for f in functions if f.body.blocks]:
-            lowered = lower_function(f, calls, called=f.sym_name.data in calls.calls)
+            lowered, bodies = lower_function(
+                f, calls, called=f.sym_name.data in calls.calls, names=names
+            )
+            # in the module before the rewrites below (its kernels may name bodies), and the
+            # L1 function freed first: they need transient memory of their own
+            Rewriter.insert_op([lowered, *bodies], InsertPoint.after(f))
+            Rewriter.erase_op(f)
+            release(f)
             if self.views:
                 view_in_place(lowered.body.blocks[0])
                 concat_in_place(lowered.body.blocks[0])
                 fold_fills(lowered.body.blocks[0])
             if self.tf32:
                 allow_tf32(lowered)
-            Rewriter.insert_op(lowered, InsertPoint.after(f))
-            Rewriter.erase_op(f)
-            release(f)
         outline_bodies(op)
