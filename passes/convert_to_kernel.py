@@ -85,17 +85,17 @@ def tensor(value: SSAValue) -> DTensorType:
 
 
 class BodyNames:
-    """Fresh `body<N>` names for the module's `kernel.body` ops (`outline_bodies` names the
-    same way)."""
+    """Fresh names for the bodies shared while lowering; outlining (`Outliner.place`) renames
+    them `body<N>` in the order kernels use them."""
 
     def __init__(self, module: ModuleOp) -> None:
         self.taken = {name for o in module.ops if (name := dt.symbol_name(o)) is not None}
         self.counter = 0
 
     def fresh(self) -> str:
-        while f"body{self.counter}" in self.taken:
+        while f"shared{self.counter}" in self.taken:
             self.counter += 1
-        name = f"body{self.counter}"
+        name = f"shared{self.counter}"
         self.taken.add(name)
         return name
 
@@ -804,50 +804,106 @@ def outline_bodies(module: ModuleOp) -> None:
     kernel level of a model otherwise repeats the same few bodies in every layer - most of its
     ops - and everything reading it (printing, verifying, the CUDA backend) paid for each copy.
     Bodies already named in the module are reused; those no kernel names any more are dropped."""
-    shared: dict[object, k.BodyOp] = {}
-    refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body, shared by its kernels
-    names: set[str] = set()
-    for o in module.ops:
-        sym = dt.symbol_name(o)
-        if sym is not None:
-            names.add(sym)
-        if isinstance(o, k.BodyOp):
-            key = body_key(o.body_block())
-            if key is not None:
-                shared.setdefault(key, o)
-    counter = 0
-    used: set[str] = set()
+    outliner = Outliner(module)
     for f in [o for o in module.ops if isinstance(o, func.FuncOp)]:
+        outliner.function(f)
+    outliner.finish()
+
+
+class Outliner:
+    """`outline_bodies`, one function at a time (convert-to-kernel outlines each function as
+    soon as it is lowered, its `early` bodies - shared while lowering, `Lowering.body_of` -
+    taking the names and places that outlining gives bodies in the order kernels use them)."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.module = module
+        self.shared: dict[object, k.BodyOp] = {}
+        self.refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body
+        self.names: set[str] = set()
+        for o in module.ops:
+            sym = dt.symbol_name(o)
+            if sym is not None:
+                self.names.add(sym)
+            if isinstance(o, k.BodyOp):
+                key = body_key(o.body_block())
+                if key is not None:
+                    self.shared.setdefault(key, o)
+        self.counter = 0
+        self.used: set[str] = set()
+
+    def fresh(self) -> str:
+        while f"body{self.counter}" in self.names:
+            self.counter += 1
+        name = f"body{self.counter}"
+        self.names.add(name)
+        return name
+
+    def ref(self, named: k.BodyOp) -> SymbolRefAttr:
+        ref = self.refs.get(named)
+        if ref is None:
+            ref = self.refs[named] = SymbolRefAttr(named.sym_name)
+        self.used.add(named.sym_name.data)
+        return ref
+
+    def function(self, f: func.FuncOp, early: Sequence[k.BodyOp] = ()) -> None:
         after: Operation = f
-        while isinstance(after.next_op, k.BodyOp):  # named while the function was lowered
-            after = after.next_op
-        kernels = [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]
-        used.update(name for o in kernels if (name := o.body_name()) is not None)
-        for op in [o for o in kernels if o.regions]:
+        pending = {b.sym_name.data: b for b in early}
+        placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
+        for op in [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]:
+            if not op.regions:
+                name = op.body_name()
+                if name is None:
+                    continue
+                if name not in pending:  # named before this pass
+                    self.used.add(name)
+                    continue
+                named = placed.get(name)
+                if named is None:
+                    named = placed[name] = self.place(pending[name], after)
+                    if named is pending[name]:
+                        after = named
+                op.properties["body_ref"] = self.ref(named)
+                continue
             key = body_key(op.body_block())
             if key is None:
                 continue
-            named = shared.get(key)
+            named = self.shared.get(key)
             region = op.detach_region(op.regions[0])
             if named is not None:
                 region.drop_all_references()
                 release(region)
             else:
-                while f"body{counter}" in names:
-                    counter += 1
-                names.add(f"body{counter}")
-                named = shared[key] = k.BodyOp(f"body{counter}", region)
+                named = self.shared[key] = k.BodyOp(self.fresh(), region)
                 Rewriter.insert_op(named, InsertPoint.after(after))
                 after = named
-            ref = refs.get(named)
-            if ref is None:
-                ref = refs[named] = SymbolRefAttr(named.sym_name)
-            op.properties["body_ref"] = ref
-            used.add(named.sym_name.data)
-    for o in [o for o in module.ops if isinstance(o, k.BodyOp)]:
-        if o.sym_name.data not in used:  # its kernels now carry a body of their own
-            Rewriter.erase_op(o)
-            release(o)
+            op.properties["body_ref"] = self.ref(named)
+        for name, body in pending.items():
+            if name not in placed:  # its kernels' bodies were all changed (`fold_fills`)
+                Rewriter.erase_op(body)
+                release(body)
+
+    def place(self, body: k.BodyOp, after: Operation) -> k.BodyOp:
+        """A body shared while lowering, at its first use: the body already named alike, or
+        itself, renamed and moved after `after`."""
+        key = body_key(body.body_block())
+        named = self.shared.get(key) if key is not None else None
+        if named is not None:
+            Rewriter.erase_op(body)
+            release(body)
+            return named
+        body.sym_name = StringAttr(self.fresh())
+        body.detach()
+        Rewriter.insert_op(body, InsertPoint.after(after))
+        if key is not None:
+            self.shared[key] = body
+        return body
+
+    def finish(self) -> None:
+        """Drop the bodies no kernel names any more."""
+        for o in [o for o in self.module.ops if isinstance(o, k.BodyOp)]:
+            if o.sym_name.data not in self.used:  # its kernels now carry a body of their own
+                Rewriter.erase_op(o)
+                release(o)
 
 
 def collect_garbage() -> None:
@@ -891,6 +947,7 @@ class ConvertToKernel(ModulePass):
         for f in [f for f in functions if f.body.blocks]:
             check_signature(f)
         names = BodyNames(op)
+        outliner = Outliner(op)
         for f in [f for f in functions if f.body.blocks]:
             lowered, bodies = lower_function(
                 f, calls, called=f.sym_name.data in calls.calls, names=names
@@ -906,4 +963,5 @@ class ConvertToKernel(ModulePass):
                 fold_fills(lowered.body.blocks[0])
             if self.tf32:
                 allow_tf32(lowered)
-        outline_bodies(op)
+            outliner.function(lowered, bodies)
+        outliner.finish()
