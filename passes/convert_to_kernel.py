@@ -10,7 +10,9 @@ writes into its destination:
 * elementwise ops and `dtensor.fused` become `kernel.elementwise` (one kernel, scalar body);
   every kernel's body is then outlined: identical bodies become one module-level `kernel.body`
   that the kernels name (`body @name`, `outline_bodies`), so a model's repeated layers share
-  them;
+  them (kernels alike share one already while the function is lowered, and the L1 copies of
+  their bodies are freed then: the L1 and kernel forms of a function coexist while it is
+  lowered, the pipeline's peak memory);
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
