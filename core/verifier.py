@@ -19,7 +19,7 @@ order, then tensor types, dominance, in-place updates through calls, memory plan
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from operator import attrgetter
@@ -486,30 +486,36 @@ def region_structure(op: Operation) -> Key:
             seen = outside[v] = (len(outside), v.type)
         return seen
 
-    def visit(o: Operation) -> None:
-        for region in o.regions:
-            out.append(len(out))
-            for block in region.blocks:
-                out.append(block.arg_types)
-                numbers.update((a, len(numbers)) for a in block.args)
-                for inner in block.ops:
-                    out.append(
-                        (
-                            type(inner),
-                            tuple([number(v) for v in inner._operands]),  # pyright: ignore[reportPrivateUsage]
-                            tuple([r.type for r in inner.results]),
-                            tuple(inner.properties.items()),
-                            tuple(inner.attributes.items()),
-                            len(inner.regions),
-                        )
-                    )
-                    numbers.update((r, len(numbers)) for r in inner.results)
-                    visit(inner)
-                out.append(None)  # the block ends
-            out.append(None)  # the region ends
-
-    visit(op)
+    _visit_structure(op, out, numbers, number)
     return tuple(out)
+
+
+def _visit_structure(
+    o: Operation, out: list[object], numbers: dict[SSAValue, int], number: Callable[..., object]
+) -> None:
+    """`region_structure`'s walk: a module-level function, as a closure calling itself would
+    be a reference cycle that kept every key part of every call alive until a full garbage
+    collection (megabytes per verification of a model's fused ops)."""
+    for region in o.regions:
+        out.append(len(out))
+        for block in region.blocks:
+            out.append(block.arg_types)
+            numbers.update((a, len(numbers)) for a in block.args)
+            for inner in block.ops:
+                out.append(
+                    (
+                        type(inner),
+                        tuple([number(v) for v in inner._operands]),  # pyright: ignore[reportPrivateUsage]
+                        tuple([r.type for r in inner.results]),
+                        tuple(inner.properties.items()),
+                        tuple(inner.attributes.items()),
+                        len(inner.regions),
+                    )
+                )
+                numbers.update((r, len(numbers)) for r in inner.results)
+                _visit_structure(inner, out, numbers, number)
+            out.append(None)  # the block ends
+        out.append(None)  # the region ends
 
 
 def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, Mesh]) -> None:

@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.dialects.builtin import UNKNOWN_LOC
+from xdsl.ir import Attribute, Operation, OpResult, Region, SSAValue, SSAValues, Use
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import (
     AttrSizedOperandSegments,
@@ -45,6 +46,12 @@ class OpShape:
     operand_segments: bool | None
     result_segments: bool | None
     region_segments: bool | None
+    defaults: tuple[tuple[str, Attribute], ...] = ()
+    """Properties that take a default value when not given (IRDL's `__post_init__`)."""
+    attribute_defaults: tuple[tuple[str, Attribute], ...] = ()
+    direct: bool = False
+    """Whether the op's fields may be set directly (`_fill`): the class keeps IRDL's
+    `__post_init__`, which only fills the defaults above."""
 
     @property
     def fixed(self) -> bool:
@@ -88,9 +95,55 @@ def op_shape(cls: type[IRDLOperation]) -> OpShape | None:
                     where.get(AttrSizedOperandSegments),
                     where.get(AttrSizedResultSegments),
                     where.get(AttrSizedRegionSegments),
+                    _defaults(d.properties),
+                    _defaults(d.attributes),
+                    cls.__post_init__ is IRDLOperation.__post_init__,
                 )
         _SHAPES[cls] = shape
     return _SHAPES[cls]
+
+
+def _defaults(definitions: Mapping[str, object]) -> tuple[tuple[str, Attribute], ...]:
+    return tuple(
+        (name, d.default_value)  # type: ignore[attr-defined]
+        for name, d in definitions.items()
+        if not isinstance(d, OptionalDef) and getattr(d, "default_value", None) is not None
+    )
+
+
+def _fill(
+    op: Operation,
+    shape: OpShape,
+    operands: list[SSAValue],
+    result_types: list[Attribute],
+    properties: dict[str, Attribute],
+    attributes: dict[str, Attribute],
+    regions: list[Region],
+) -> None:
+    """What `Operation.__init__` and IRDL's `__post_init__` do for these arguments (operand
+    uses, results, defaults, regions attached), set directly: their generic steps (generators,
+    property setters, the definition's lookup) were a third of building an op."""
+    values = SSAValues(operands)
+    uses = tuple([Use(op, i) for i in range(len(values))])
+    for value, use in zip(values, uses, strict=True):
+        value.add_use(use)
+    op._operands = values  # pyright: ignore[reportPrivateUsage]
+    op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
+    op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
+    for name, default in shape.defaults:
+        properties.setdefault(name, default)
+    for name, default in shape.attribute_defaults:
+        attributes.setdefault(name, default)
+    op.properties = properties
+    op.attributes = attributes
+    op.location = UNKNOWN_LOC
+    op._successors = ()  # pyright: ignore[reportPrivateUsage]
+    op._successor_uses = ()  # pyright: ignore[reportPrivateUsage]
+    for region in regions:
+        if region.parent is not None:
+            raise ValueError("Cannot add region that is already attached on an operation.")
+        region.parent = op
+    op.regions = tuple(regions)
 
 
 def fixed_counts(cls: type[IRDLOperation]) -> tuple[int, int, int] | None:
@@ -191,6 +244,9 @@ def init_op(
     ):
         if as_property is not None:
             (props if as_property else attrs)[name] = _segments(sizes)
+    if shape.direct:
+        _fill(op, shape, values, types, props, attrs, bodies)  # type: ignore[arg-type]
+        return
     Operation.__init__(
         op,
         operands=values,  # type: ignore[arg-type]

@@ -125,6 +125,20 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         self.tensor.print_parameters(printer)
 
 
+_BUFFER_TYPES: dict[DTensorType, BufferType] = {}
+
+
+def buffer_type(tensor: DTensorType) -> BufferType:
+    """`BufferType(tensor)`, shared: lowering a model builds one per value (each verifies its
+    parameter), and a model has a few dozen distinct tensor types."""
+    found = _BUFFER_TYPES.get(tensor)
+    if found is None:
+        if len(_BUFFER_TYPES) > 4096:
+            _BUFFER_TYPES.clear()
+        found = _BUFFER_TYPES[tensor] = BufferType(tensor)
+    return found
+
+
 @irdl_attr_definition
 class EventType(ParametrizedAttribute, TypeAttribute):
     """A point in a stream that other streams can wait for (a CUDA event)."""
@@ -227,7 +241,7 @@ class AllocOp(IRDLOperation):
 
     def __init__(self, tensor: DTensorType, offset: int | None = None):
         props = {} if offset is None else {"offset": i64_attr(offset)}
-        init_op(self, result_types=[BufferType(tensor)], properties=props)
+        init_op(self, result_types=[buffer_type(tensor)], properties=props)
 
     def byte_offset(self) -> int | None:
         return None if self.offset is None else self.offset.value.data
@@ -255,7 +269,7 @@ class ViewOp(IRDLOperation):
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
     def __init__(self, source: SSAValue, tensor: DTensorType):
-        init_op(self, operands=[source], result_types=[BufferType(tensor)])
+        init_op(self, operands=[source], result_types=[buffer_type(tensor)])
 
     def verify_(self) -> None:
         mesh = verify_buffers(self)
@@ -279,7 +293,7 @@ class BlockViewOp(IRDLOperation):
         init_op(
             self,
             operands=[source],
-            result_types=[BufferType(tensor)],
+            result_types=[buffer_type(tensor)],
             properties={"axes": MeshAxesAttr(axes)},
         )
 
@@ -327,7 +341,7 @@ class SubviewOp(IRDLOperation):
         init_op(
             self,
             operands=[source],
-            result_types=[BufferType(tensor)],
+            result_types=[buffer_type(tensor)],
             properties={"offsets": i64_array(offsets)},
         )
 

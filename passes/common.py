@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
 from xdsl.dialects.builtin import StringAttr, UnknownLoc
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue, SSAValues
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
@@ -49,8 +49,56 @@ ELEMENTWISE: tuple[type[Operation], ...] = (
 (with broadcasting)."""
 
 
+_ELEMENTWISE_CLASSES: dict[type, bool] = {}
+"""Per concrete op class, whether it is one of ELEMENTWISE: `isinstance` against a tuple of
+IRDL classes runs ABCMeta's Python check for each, and passes ask it of every op."""
+
+
 def is_elementwise(op: Operation) -> bool:
-    return isinstance(op, ELEMENTWISE)
+    found = _ELEMENTWISE_CLASSES.get(type(op))
+    if found is None:
+        found = _ELEMENTWISE_CLASSES[type(op)] = isinstance(op, ELEMENTWISE)
+    return found
+
+
+def release(ir: Operation | Region) -> None:
+    """Break the reference cycles of an erased op or a dropped region and everything nested in
+    it (an op and its results, neighbouring ops, a block and its arguments, a region and its
+    blocks), so that reference counting frees it when the last outside reference goes. Erased
+    IR is otherwise cyclic garbage that only a full collection frees, and a compiler run with
+    batched collections (`ccopt.tools.batch_gc`) kept every erased function, group and body
+    until the end: the lowered function's whole L1 form doubled the pipeline's peak memory.
+    `ir` must be erased or detached with its references dropped (no op outside it uses its
+    values); nothing may use it afterwards."""
+    todo: list[Operation] = []
+    regions: list[Region] = [ir] if isinstance(ir, Region) else []
+    if isinstance(ir, Operation):
+        todo.append(ir)
+    empty = SSAValues()
+    while todo or regions:
+        while regions:
+            region = regions.pop()
+            block = region.first_block
+            while block is not None:
+                inner = block.first_op
+                while inner is not None:
+                    todo.append(inner)
+                    inner = inner.next_op
+                following = block.next_block
+                block._first_op = block._last_op = None
+                block._next_block = block._prev_block = None
+                block._args = ()
+                block.parent = None
+                block = following
+            region._first_block = region._last_block = None
+            region.parent = None
+        if todo:
+            o = todo.pop()
+            regions.extend(o.regions)
+            o.regions = ()
+            o.results = empty
+            o._next_op = o._prev_op = None
+            o.parent = None
 
 
 def tag_of(op: Operation) -> str | None:

@@ -10,7 +10,9 @@ writes into its destination:
 * elementwise ops and `dtensor.fused` become `kernel.elementwise` (one kernel, scalar body);
   every kernel's body is then outlined: identical bodies become one module-level `kernel.body`
   that the kernels name (`body @name`, `outline_bodies`), so a model's repeated layers share
-  them;
+  them (kernels alike share one already while the function is lowered, and the L1 copies of
+  their bodies are freed then: the L1 and kernel forms of a function coexist while it is
+  lowered, the pipeline's peak memory);
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
@@ -61,11 +63,11 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.body import body_key
+from ccopt.dialects.body import body_key, clone_body
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import ProgramOrder, is_elementwise
-from ccopt.passes.fusion_groups import BodyCache, build_body
+from ccopt.passes.common import ProgramOrder, is_elementwise, release
+from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
@@ -82,6 +84,22 @@ def tensor(value: SSAValue) -> DTensorType:
     t = value.type
     assert isinstance(t, DTensorType)
     return t
+
+
+class BodyNames:
+    """Fresh names for the bodies shared while lowering; outlining (`Outliner.place`) renames
+    them `body<N>` in the order kernels use them."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.taken = {name for o in module.ops if (name := dt.symbol_name(o)) is not None}
+        self.counter = 0
+
+    def fresh(self) -> str:
+        while f"shared{self.counter}" in self.taken:
+            self.counter += 1
+        name = f"shared{self.counter}"
+        self.taken.add(name)
+        return name
 
 
 @dataclass
@@ -102,20 +120,75 @@ class Lowering:
     algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
     bodies: BodyCache = field(default_factory=dict)  # scalar bodies of lone elementwise ops
     moved_bodies: list[tuple[Region, Region]] = field(default_factory=list)
+    names: BodyNames | None = None  # given: kernels computing alike share a body right away
+    alike: dict[object, Region] = field(default_factory=dict)  # body -> its first kernel's region
+    shared: dict[object, str] = field(default_factory=dict)  # body -> the name its kernels use
+    originals: dict[object, Region] = field(default_factory=dict)  # their L1 regions, until moved
+    dropped: list[tuple[Operation, Region]] = field(default_factory=list)  # for `restore`
 
-    def body_of(self, op: Operation) -> Region:
+    def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body: empty until the function is lowered
         (`move_bodies`), then holding `op`'s blocks. The L1 function is erased after lowering,
         so its bodies move instead of being copied (copying them was a fifth of the pass); a
-        lowering that fails leaves the L1 function whole."""
-        region = Region()
-        self.moved_bodies.append((op.regions[0], region))
-        return region
+        lowering that fails leaves the L1 function whole (`restore`).
 
-    def move_bodies(self) -> None:
+        A `shareable` body (its kernel may name a `kernel.body`) that an earlier op of the
+        function computes alike (`body_key`) is not kept: its kernel gets the name that the
+        first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
+        bodies are most of a model's L1 form (every layer, every overlap chunk repeats them),
+        and while the function is lowered its L1 and kernel forms coexist: the peak memory of
+        the pipeline."""
+        source = op.regions[0]
+        block = source.blocks.first
+        key = body_key(block) if shareable and self.names and block is not None else None
+        if key is None:
+            region = Region()
+            self.moved_bodies.append((source, region))
+            return region
+        first = self.alike.get(key)
+        if first is None:
+            region = self.alike[key] = Region()
+            self.moved_bodies.append((source, region))
+            self.originals[key] = source
+            return region
+        released = Region()
+        source.move_blocks(released)
+        released.drop_all_references()
+        release(released)
+        self.dropped.append((op, self.originals[key]))
+        return self.name_of(key)
+
+    def name_of(self, key: object) -> str:
+        name = self.shared.get(key)
+        if name is None:
+            assert self.names is not None
+            name = self.shared[key] = self.names.fresh()
+        return name
+
+    def move_bodies(self) -> list[k.BodyOp]:
+        """Move the L1 bodies into their kernels; the bodies other kernels name become
+        `kernel.body` ops (returned, in the order named), their first kernel naming them too."""
         for source, target in self.moved_bodies:
             source.move_blocks(target)
         self.moved_bodies.clear()
+        self.dropped.clear()
+        self.originals.clear()
+        named = []
+        for key, name in self.shared.items():
+            region = self.alike[key]
+            kernel = region.parent
+            assert isinstance(kernel, k.NamedBodyOp)
+            kernel.detach_region(region)
+            kernel.properties["body_ref"] = SymbolRefAttr(name)
+            named.append(k.BodyOp(name, region))
+        return named
+
+    def restore(self) -> None:
+        """After a failed lowering: the L1 ops whose bodies were released get copies of the
+        alike bodies they were released for (`body_of`), so the L1 function is whole again."""
+        for op, original in self.dropped:
+            clone_body(original).move_blocks(op.regions[0])
+        self.dropped.clear()
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -225,14 +298,22 @@ def plan_destinations(
 
 def lower_elementwise(low: Lowering, op: Operation) -> None:
     inputs = list(dict.fromkeys(op.operands))
-    body = build_body([op], inputs, [op.results[0]], cache=low.bodies)
+    yields = [op.results[0]]
+    if low.names is None:
+        body: Region | str = build_body([op], inputs, yields, cache=low.bodies)
+    else:
+        key = ("lone", body_signature([op], inputs, yields))
+        if key in low.alike:
+            body = low.name_of(key)
+        else:  # the first kernel computing it: a copy of the body (`build_body`)
+            body = low.alike[key] = build_body([op], inputs, yields, cache=low.bodies)
     out = low.destination(op.results[0])
     low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
 
 
 def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
     outs = [low.destination(r) for r in op.results]
-    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, low.body_of(op)))
+    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, low.body_of(op, True)))
 
 
 def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
@@ -268,7 +349,8 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
             block = low.add(k.AllocOp(iteration)).results[0]
         outs.append(block)
         gathers.append((block, full))
-    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, low.body_of(op)))
+    body = low.body_of(op, True)
+    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, body))
     for block, full in gathers:
         with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
@@ -664,30 +746,41 @@ def check_signature(f: func.FuncOp) -> None:
             )
 
 
-def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) -> func.FuncOp:
-    """The kernel-level form of `f`. A function that is `called` joins its streams into the
-    compute stream before it returns, so that a call is one op of the caller's compute stream
-    (`ccopt.streams`)."""
+def lower_function(
+    f: func.FuncOp,
+    calls: dt.CallUpdates,
+    called: bool = False,
+    names: BodyNames | None = None,
+) -> tuple[func.FuncOp, list[k.BodyOp]]:
+    """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
+    that is `called` joins its streams into the compute stream before it returns, so that a
+    call is one op of the caller's compute stream (`ccopt.streams`). With `names`, kernels
+    that compute alike share their body as they are made (`Lowering.body_of`)."""
     old = f.body.blocks[0]
     returned = old.last_op
     assert isinstance(returned, func.ReturnOp)
-    arg_types = [k.BufferType(tensor(a)) for a in old.args]
-    out_types = [k.BufferType(tensor(v)) for v in returned.arguments]
+    arg_types = [k.buffer_type(tensor(a)) for a in old.args]
+    out_types = [k.buffer_type(tensor(v)) for v in returned.arguments]
     block = Block(arg_types=[*arg_types, *out_types])
     for new, a in zip(block.args, old.args, strict=False):
         new.name_hint = a.name_hint
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, calls=calls)
+    low = Lowering(block, calls=calls, names=names)
     low.buffers.update(zip(old.args, block.args, strict=False))
     low.destinations, _ = plan_destinations(f, outputs, low.buffers)
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
-    for op in old.ops:
-        if not isinstance(op, func.ReturnOp):
-            lower_op(low, op)
-    finish(low, returned, outputs, join=called)
-    low.move_bodies()
+    try:
+        for op in old.ops:
+            if not isinstance(op, func.ReturnOp):
+                lower_op(low, op)
+        finish(low, returned, outputs, join=called)
+    except BaseException:
+        low.restore()
+        raise
+    bodies = low.move_bodies()
+    release_bodies(low.bodies)
     block.add_op(func.ReturnOp())
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
@@ -696,7 +789,7 @@ def lower_function(f: func.FuncOp, calls: dt.CallUpdates, called: bool = False) 
     lowered.attributes[UPDATED_ATTR] = i64_array(updated)
     if f.sym_visibility is not None:
         lowered.sym_visibility = StringAttr(f.sym_visibility.data)
-    return lowered
+    return lowered, bodies
 
 
 def allow_tf32(f: func.FuncOp) -> None:
@@ -713,44 +806,118 @@ def outline_bodies(module: ModuleOp) -> None:
     kernel level of a model otherwise repeats the same few bodies in every layer - most of its
     ops - and everything reading it (printing, verifying, the CUDA backend) paid for each copy.
     Bodies already named in the module are reused; those no kernel names any more are dropped."""
-    shared: dict[object, k.BodyOp] = {}
-    refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body, shared by its kernels
-    names: set[str] = set()
-    for o in module.ops:
-        sym = dt.symbol_name(o)
-        if sym is not None:
-            names.add(sym)
-        if isinstance(o, k.BodyOp):
-            key = body_key(o.body_block())
-            if key is not None:
-                shared.setdefault(key, o)
-    counter = 0
-    used: set[str] = set()
+    outliner = Outliner(module)
     for f in [o for o in module.ops if isinstance(o, func.FuncOp)]:
+        outliner.function(f)
+    outliner.finish()
+
+
+class Outliner:
+    """`outline_bodies`, one function at a time (convert-to-kernel outlines each function as
+    soon as it is lowered, its `early` bodies - shared while lowering, `Lowering.body_of` -
+    taking the names and places that outlining gives bodies in the order kernels use them)."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.module = module
+        self.shared: dict[object, k.BodyOp] = {}
+        self.refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body
+        self.names: set[str] = set()
+        for o in module.ops:
+            sym = dt.symbol_name(o)
+            if sym is not None:
+                self.names.add(sym)
+            if isinstance(o, k.BodyOp):
+                key = body_key(o.body_block())
+                if key is not None:
+                    self.shared.setdefault(key, o)
+        self.counter = 0
+        self.used: set[str] = set()
+
+    def fresh(self) -> str:
+        while f"body{self.counter}" in self.names:
+            self.counter += 1
+        name = f"body{self.counter}"
+        self.names.add(name)
+        return name
+
+    def ref(self, named: k.BodyOp) -> SymbolRefAttr:
+        ref = self.refs.get(named)
+        if ref is None:
+            ref = self.refs[named] = SymbolRefAttr(named.sym_name)
+        self.used.add(named.sym_name.data)
+        return ref
+
+    def function(self, f: func.FuncOp, early: Sequence[k.BodyOp] = ()) -> None:
         after: Operation = f
-        kernels = [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]
-        used.update(name for o in kernels if (name := o.body_name()) is not None)
-        for op in [o for o in kernels if o.regions]:
+        pending = {b.sym_name.data: b for b in early}
+        placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
+        for op in [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]:
+            if not op.regions:
+                name = op.body_name()
+                if name is None:
+                    continue
+                if name not in pending:  # named before this pass
+                    self.used.add(name)
+                    continue
+                named = placed.get(name)
+                if named is None:
+                    named = placed[name] = self.place(pending[name], after)
+                    if named is pending[name]:
+                        after = named
+                op.properties["body_ref"] = self.ref(named)
+                continue
             key = body_key(op.body_block())
             if key is None:
                 continue
-            named = shared.get(key)
+            named = self.shared.get(key)
             region = op.detach_region(op.regions[0])
-            if named is None:
-                while f"body{counter}" in names:
-                    counter += 1
-                names.add(f"body{counter}")
-                named = shared[key] = k.BodyOp(f"body{counter}", region)
+            if named is not None:
+                region.drop_all_references()
+                release(region)
+            else:
+                named = self.shared[key] = k.BodyOp(self.fresh(), region)
                 Rewriter.insert_op(named, InsertPoint.after(after))
                 after = named
-            ref = refs.get(named)
-            if ref is None:
-                ref = refs[named] = SymbolRefAttr(named.sym_name)
-            op.properties["body_ref"] = ref
-            used.add(named.sym_name.data)
-    for o in [o for o in module.ops if isinstance(o, k.BodyOp)]:
-        if o.sym_name.data not in used:  # its kernels now carry a body of their own
-            Rewriter.erase_op(o)
+            op.properties["body_ref"] = self.ref(named)
+        for name, body in pending.items():
+            if name not in placed:  # its kernels' bodies were all changed (`fold_fills`)
+                Rewriter.erase_op(body)
+                release(body)
+
+    def place(self, body: k.BodyOp, after: Operation) -> k.BodyOp:
+        """A body shared while lowering, at its first use: the body already named alike, or
+        itself, renamed and moved after `after`."""
+        key = body_key(body.body_block())
+        named = self.shared.get(key) if key is not None else None
+        if named is not None:
+            Rewriter.erase_op(body)
+            release(body)
+            return named
+        body.sym_name = StringAttr(self.fresh())
+        body.detach()
+        Rewriter.insert_op(body, InsertPoint.after(after))
+        if key is not None:
+            self.shared[key] = body
+        return body
+
+    def finish(self) -> None:
+        """Drop the bodies no kernel names any more."""
+        for o in [o for o in self.module.ops if isinstance(o, k.BodyOp)]:
+            if o.sym_name.data not in self.used:  # its kernels now carry a body of their own
+                Rewriter.erase_op(o)
+                release(o)
+
+
+def collect_garbage() -> None:
+    """One full garbage collection before the kernel level is built. The L1 function and its
+    kernel-level form coexist until the function is lowered - the pipeline's peak - and a
+    compiler run collects rarely (`ccopt.tools.batch_gc`): the cyclic garbage earlier passes
+    and their verifications left (erased ops, closures) was still there on top of both, a
+    third of the peak at 400 Megatron blocks. One collection costs about a tenth of this
+    pass."""
+    import gc
+
+    gc.collect()
 
 
 @dataclass(frozen=True)
@@ -772,6 +939,7 @@ class ConvertToKernel(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        collect_garbage()
         functions = [o for o in op.ops if isinstance(o, func.FuncOp)]
         calls = dt.CallUpdates(op)
         bodies = {f.sym_name.data for f in functions if f.body.blocks}
@@ -780,14 +948,22 @@ class ConvertToKernel(ModulePass):
                 raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
         for f in [f for f in functions if f.body.blocks]:
             check_signature(f)
+        names = BodyNames(op)
+        outliner = Outliner(op)
         for f in [f for f in functions if f.body.blocks]:
-            lowered = lower_function(f, calls, called=f.sym_name.data in calls.calls)
+            lowered, bodies = lower_function(
+                f, calls, called=f.sym_name.data in calls.calls, names=names
+            )
+            # in the module before the rewrites below (its kernels may name bodies), and the
+            # L1 function freed first: they need transient memory of their own
+            Rewriter.insert_op([lowered, *bodies], InsertPoint.after(f))
+            Rewriter.erase_op(f)
+            release(f)
             if self.views:
                 view_in_place(lowered.body.blocks[0])
                 concat_in_place(lowered.body.blocks[0])
                 fold_fills(lowered.body.blocks[0])
             if self.tf32:
                 allow_tf32(lowered)
-            Rewriter.insert_op(lowered, InsertPoint.after(f))
-            Rewriter.erase_op(f)
-        outline_bodies(op)
+            outliner.function(lowered, bodies)
+        outliner.finish()

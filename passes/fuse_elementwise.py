@@ -52,6 +52,7 @@ from ccopt.passes.fusion_groups import (
     iteration_key,
     joined_tag,
     place_fused,
+    release_bodies,
 )
 from ccopt.passes.options import option
 
@@ -111,6 +112,7 @@ class FuseElementwise(ModulePass):
             for members in find_groups(block):
                 if len(members) > 1 and interface(members)[1]:  # dead groups stay for dce
                     fuse(members, order, bodies)
+        release_bodies(bodies)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         require_tagged(module, self.group, self.name)

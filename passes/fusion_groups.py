@@ -19,7 +19,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.body import clone_body
 from ccopt.dialects.dtensor_type import DTensorType
-from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, tag_of
+from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, release, tag_of
 from ccopt.passes.scalarize import BodyBuilder, emit
 
 
@@ -217,6 +217,15 @@ BodyCache = dict[tuple[object, ...], Region]
 one layer many times, and its groups build the same body (a GELU is 14 scalar ops)."""
 
 
+def release_bodies(cache: BodyCache) -> None:
+    """Free the cache's template bodies (only copies of them went into the IR) at once, not at
+    the next full garbage collection (`release`)."""
+    for region in cache.values():
+        region.drop_all_references()
+        release(region)
+    cache.clear()
+
+
 def build_body(
     ops: Sequence[Operation],
     inputs: Sequence[SSAValue],
@@ -314,12 +323,15 @@ def insert_after_group(
 def replace_group(
     ops: Sequence[Operation], replacements: Sequence[tuple[SSAValue, SSAValue]]
 ) -> None:
-    """Route the group's outputs to the fused op's results and erase the members."""
+    """Route the group's outputs to the fused op's results and erase the members (released:
+    freed as soon as nothing refers to them, `release`)."""
     for old, new in replacements:
         old.replace_all_uses_with(new)
         new.name_hint = new.name_hint or old.name_hint
     for op in reversed(ops):
         Rewriter.erase_op(op)
+    for op in ops:
+        release(op)
 
 
 def place_fused(

@@ -36,6 +36,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
+from ccopt.passes.common import release
 
 
 def storage(buffer: SSAValue) -> SSAValue:
@@ -105,6 +106,7 @@ def view_in_place(block: Block) -> int:
         for v in written(op):
             writers.setdefault(storage(v), []).append(op)
     done = 0
+    erased: list[Operation] = []  # released at the end (`release`): loops still read them
     for op in reversed(ops):
         found = box_of(op)
         if found is None:
@@ -124,8 +126,12 @@ def view_in_place(block: Block) -> int:
         view.result.name_hint = dest.name_hint
         dest.replace_all_uses_with(view.result)
         Rewriter.erase_op(op)
+        erased.append(op)
         Rewriter.erase_op(alloc)
+        erased.append(alloc)
         done += 1
+    for op in erased:
+        release(op)
     return done
 
 
@@ -137,6 +143,7 @@ def concat_in_place(block: Block) -> int:
     """Let the all-gathers (reduce-scatters) whose results are only concatenated write into the concatenation
     (subviews of it) and drop the concat; returns how many concats went."""
     done = 0
+    erased: list[Operation] = []  # released at the end (`release`): loops still read them
     ops = list(block.ops)  # positions taken once: the rewrites below only move allocs up
     position: dict[Operation, float] = {o: i for i, o in enumerate(ops)}
     for op in [o for o in ops if isinstance(o, k.ConcatKernelOp)]:
@@ -171,9 +178,13 @@ def concat_in_place(block: Block) -> int:
                 alloc = v.owner
                 v.replace_all_uses_with(view.result)
                 Rewriter.erase_op(alloc)  # type: ignore[arg-type]
+                erased.append(alloc)
                 start += t.get_shape()[dim]
             Rewriter.erase_op(op)
+            erased.append(op)
             done += 1
+    for op in erased:
+        release(op)
     return done
 
 
@@ -204,6 +215,7 @@ def free_between(
 def fold_fills(block: Block) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
     done = 0
+    erased: list[Operation] = []  # released at the end (`release`): loops still read them
     for fill in [o for o in block.ops if isinstance(o, k.FillKernelOp)]:
         value = fill.out
         alloc = value.owner
@@ -222,8 +234,12 @@ def fold_fills(block: Block) -> int:
                 reader, value, constant(fill.value.value.data, k.tensor_of(value).element_type)
             )
         Rewriter.erase_op(fill)
+        erased.append(fill)
         Rewriter.erase_op(alloc)
+        erased.append(alloc)
         done += 1
+    for op in erased:
+        release(op)
     return done
 
 
