@@ -64,6 +64,14 @@ _IDENTITY_LIMIT = 4096
 never hit again and would keep dead ops' attributes alive."""
 
 
+def forget_verification(op: Operation) -> None:
+    """Drop the key `op` last verified with: it holds `op`'s blocks and nested ops
+    (`region_key`), so a pass that drops an op's body while keeping the op (convert-to-kernel
+    releasing a body that an alike kernel shares) would otherwise keep the body alive. The op
+    is verified afresh next time."""
+    op.__dict__.pop(_VERIFIED, None)
+
+
 def verify_module(module: Operation) -> None:
     """Verify every op, then SSA dominance and the module-wide rules; the first failure becomes
     an OpError. Ops unchanged since the last verification are not verified again."""

@@ -19,6 +19,7 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.verifier import forget_verification
 
 TAG = "tag"
 
@@ -97,6 +98,7 @@ def release(ir: Operation | Region) -> None:
             regions.extend(o.regions)
             o.regions = ()
             o.results = empty
+            forget_verification(o)  # its verification key holds its blocks and nested ops
             o._next_op = o._prev_op = None
             o.parent = None
 

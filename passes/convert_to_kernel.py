@@ -71,6 +71,7 @@ from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, re
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
+from ccopt.verifier import forget_verification
 
 if TYPE_CHECKING:
     from ccopt.algorithms.executor import ExecutorPlan
@@ -155,6 +156,7 @@ class Lowering:
         source.move_blocks(released)
         released.drop_all_references()
         release(released)
+        forget_verification(op)  # its verification key held the released blocks
         self.dropped.append((op, self.originals[key]))
         return self.name_of(key)
 

@@ -69,12 +69,14 @@ from ccopt.passes.common import (
     Refusal,
     derive,
     is_selected,
+    release,
     require_tagged,
     tag_of,
 )
 from ccopt.passes.options import option
 
 COMM_STREAM = 1
+_CANDIDATES = (coll.AllReduceOp, coll.ReduceScatterOp, coll.FusedAllReduceOp, coll.AllGatherOp)
 
 
 def owners(mm: dt.MatmulOp) -> list[list[tuple[int, int]]]:
@@ -230,6 +232,7 @@ def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
         futures.append(task.futures[0])
     finish(op, new_ops, futures, plan.dim)
     Rewriter.erase_op(mm)
+    release(mm)
     return plan
 
 
@@ -345,7 +348,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
                 v = piece.result
             inputs.append(v)
         types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
-        body = clone_body(op.body)
+        body = chunk_body(op, c == len(plan.ranges) - 1)
         renumber_elements(body, y.get_shape(), plan.dim, a, b)
 
         def build(args: Sequence[SSAValue], types=types, body=body) -> Operation:  # noqa: ANN001
@@ -374,7 +377,18 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
             ready[k].append(wait.result)
     join(op, new_ops, ready, plan.dim)
     Rewriter.erase_op(mm)
+    release(mm)
     return plan
+
+
+def chunk_body(op: coll.FusedAllReduceOp, last: bool) -> Region:
+    """The body for one chunk of `op`: a copy, except that the last chunk takes the original
+    (`op` is erased after it), so a body of n chunks is copied n - 1 times, not n."""
+    if not last:
+        return clone_body(op.body)
+    body = Region()
+    op.body.move_blocks(body)
+    return body
 
 
 def chunk_matmul(
@@ -499,6 +513,7 @@ def overlap_gather_then_matmul(
         parts.append(part.result)
     concat(mm, new_ops, parts, plan.dim)
     Rewriter.erase_op(ag)
+    release(ag)  # the caller reads only its name and location (a warning)
     return ag, requested, plan
 
 
@@ -519,7 +534,8 @@ def concat(op: Operation, new_ops: list[Operation], values: Sequence[SSAValue], 
 def join(
     op: Operation, new_ops: list[Operation], chunks: Sequence[Sequence[SSAValue]], dim: int
 ) -> None:
-    """Replace each result of `op` by its chunks concatenated along `dim`, after `new_ops`."""
+    """Replace each result of `op` by its chunks concatenated along `dim`, after `new_ops`;
+    `op` is erased and released (`release`): the caller reads only its name and location."""
     results = []
     for values in chunks:
         if len(values) > 1:
@@ -533,6 +549,7 @@ def join(
         new.name_hint = old.name_hint
         old.replace_all_uses_with(new)
     Rewriter.erase_op(op)
+    release(op)
 
 
 def warn_fewer_chunks(op: Operation, plan: Plan, requested: int) -> None:
@@ -579,8 +596,8 @@ class Overlap(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
         declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
-        for candidate in list(op.walk()):
-            if candidate.parent is None or not is_selected(candidate, self.tags):
+        for candidate in self._candidates(op):
+            if candidate.parent is None:
                 continue
             if candidate in declined:
                 continue
@@ -618,6 +635,16 @@ class Overlap(ModulePass):
                 continue
             if len(plan.ranges) < requested:
                 warn_fewer_chunks(candidate, plan, requested)
+
+    def _candidates(self, module: ModuleOp) -> list[Operation]:
+        """The selected ops the pass may rewrite (any selected op when tags were given: a
+        tagged op it cannot rewrite is an error). Not every op of the module: the list would
+        keep erased ops and bodies alive until the pass ends."""
+        return [
+            o
+            for o in module.walk()
+            if is_selected(o, self.tags) and (bool(self.tags) or isinstance(o, _CANDIDATES))
+        ]
 
     @staticmethod
     def _gathers_into_matmul(ag: coll.AllGatherOp) -> bool:

@@ -45,6 +45,7 @@ from ccopt.passes.common import (
     is_elementwise,
     is_selected,
     rebuild_elementwise,
+    release,
     require_tagged,
     set_tag,
     tag_of,
@@ -229,9 +230,11 @@ def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
         )
     for old, _ in reversed(builder.new_ops):
         Rewriter.erase_op(old)
+        release(old)  # freed at once, not at the next full collection
     for ag in [builder.ag, *builder.other_gathers]:
         if not ag.result.uses:
             Rewriter.erase_op(ag)
+            release(ag)
     return [op for _, new_ops in builder.new_ops for op in new_ops if isinstance(op, coll.SliceOp)]
 
 
@@ -279,7 +282,9 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
     for use in uses:
         use.results[0].replace_all_uses_with(new.results[0])
         Rewriter.erase_op(use)
+        release(use)
     Rewriter.erase_op(producer)
+    release(producer)
     return new_slices
 
 
