@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
@@ -224,6 +224,26 @@ class Memo:
         return max(budget - (time.monotonic() - self.began), budget / SLICES)
 
 
+def _remembered_table(
+    cache: dict[object, np.ndarray],
+    entry: Callable[[DTensorType, Placements, Placements], float],
+    t: DTensorType,
+    starts: tuple[Placements, ...],
+    goals: tuple[Placements, ...],
+) -> np.ndarray:
+    """`entry` from each of `starts` to each of `goals`, kept in `cache`: the op pairs of a
+    layer see the same few sets of placements of the same few types."""
+    import numpy as np
+
+    key = (t, starts, goals)
+    known = cache.get(key)
+    if known is None:
+        known = cache[key] = np.array([[entry(t, a, b) for b in goals] for a in starts]).reshape(
+            len(starts), len(goals)
+        )
+    return known
+
+
 class Cost:
     """Conversion and compute costs in the chosen objective's unit."""
 
@@ -270,15 +290,7 @@ class Cost:
     ) -> np.ndarray:
         """`conversion` from each of `starts` to each of `goals`, remembered: the op pairs of
         a layer see the same few sets of placements of the same few types."""
-        import numpy as np
-
-        key = (t, starts, goals)
-        known = self.matrices.get(key)
-        if known is None:
-            known = self.matrices[key] = np.array(
-                [[self.conversion(t, a, b) for b in goals] for a in starts]
-            ).reshape(len(starts), len(goals))
-        return known
+        return _remembered_table(self.matrices, self.conversion, t, starts, goals)
 
     def held_matrix(
         self, t: DTensorType, starts: tuple[Placements, ...], goals: tuple[Placements, ...]
@@ -286,15 +298,7 @@ class Cost:
         """`held` from each of `starts` to each of `goals`, remembered as `matrix` is: a
         call's entries grow with every refinement, and each new table of its edges asks for
         the same few placements again."""
-        import numpy as np
-
-        key = (t, starts, goals)
-        known = self.held_matrices.get(key)
-        if known is None:
-            known = self.held_matrices[key] = np.array(
-                [[self.held(t, a, b) for b in goals] for a in starts]
-            ).reshape(len(starts), len(goals))
-        return known
+        return _remembered_table(self.held_matrices, self.held, t, starts, goals)
 
     def held(self, t: DTensorType, start: Placements, goal: Placements) -> float:
         """`conversion_held`, remembered."""

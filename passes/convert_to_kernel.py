@@ -88,17 +88,19 @@ def tensor(value: SSAValue) -> DTensorType:
 
 
 class BodyNames:
-    """Fresh names for the bodies shared while lowering; outlining (`Outliner.place`) renames
-    them `body<N>` in the order kernels use them."""
+    """Fresh `<prefix><N>` symbol names, none already taken in the module: `shared<N>` for the
+    bodies shared while lowering, which outlining (`Outliner.place`) renames `body<N>` in the
+    order kernels use them."""
 
-    def __init__(self, module: ModuleOp) -> None:
+    def __init__(self, module: ModuleOp, prefix: str = "shared") -> None:
         self.taken = {name for o in module.ops if (name := dt.symbol_name(o)) is not None}
+        self.prefix = prefix
         self.counter = 0
 
     def fresh(self) -> str:
-        while f"shared{self.counter}" in self.taken:
+        while f"{self.prefix}{self.counter}" in self.taken:
             self.counter += 1
-        name = f"shared{self.counter}"
+        name = f"{self.prefix}{self.counter}"
         self.taken.add(name)
         return name
 
@@ -823,24 +825,16 @@ class Outliner:
         self.module = module
         self.shared: dict[object, k.BodyOp] = {}
         self.refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body
-        self.names: set[str] = set()
+        self.names = BodyNames(module, "body")
         for o in module.ops:
-            sym = dt.symbol_name(o)
-            if sym is not None:
-                self.names.add(sym)
             if isinstance(o, k.BodyOp):
                 key = body_key(o.body_block())
                 if key is not None:
                     self.shared.setdefault(key, o)
-        self.counter = 0
         self.used: set[str] = set()
 
     def fresh(self) -> str:
-        while f"body{self.counter}" in self.names:
-            self.counter += 1
-        name = f"body{self.counter}"
-        self.names.add(name)
-        return name
+        return self.names.fresh()
 
     def ref(self, named: k.BodyOp) -> SymbolRefAttr:
         ref = self.refs.get(named)
