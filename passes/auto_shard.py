@@ -706,9 +706,9 @@ class AutoShard(ModulePass):
     )
     overlap_tries: tuple[int, ...] = option(
         (),
-        "Chunk counts tried per pair besides overlap's C (overlap-pipeline=overlap): each pair "
-        "is credited with the best simulated count, written as the `chunks` of the collective "
-        "the overlap pass pipelines (which it follows).",
+        "Chunk counts tried per pair besides overlap's C: each pair is credited with the best "
+        "simulated count (under overlap-pipeline's passes), written as the `chunks` of the "
+        "collective the overlap pass pipelines (which it, and fuse-collective, follow).",
     )
 
     def __post_init__(self) -> None:
@@ -725,12 +725,9 @@ class AutoShard(ModulePass):
                 "auto-shard: overlap-pipeline must be overlap or fused, "
                 f"got '{self.overlap_pipeline}'"
             )
-        if self.overlap_tries and (
-            self.overlap == 0 or self.overlap_pipeline != "overlap" or min(self.overlap_tries) < 1
-        ):
+        if self.overlap_tries and (self.overlap == 0 or min(self.overlap_tries) < 1):
             raise ValueError(
-                "auto-shard: overlap-tries needs overlap=C > 0, overlap-pipeline=overlap (the "
-                "fused collective carries no chunk count) and counts >= 1, got "
+                "auto-shard: overlap-tries needs overlap=C > 0 and counts >= 1, got "
                 f"{','.join(map(str, self.overlap_tries))}"
             )
         if self.memory < 0:

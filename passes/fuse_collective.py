@@ -162,6 +162,7 @@ def fuse_into_collective(
         result_types,
         body,  # type: ignore[arg-type]
         None if rs.algorithm is None else rs.algorithm.data.value,
+        None if rs.chunks is None else rs.chunks.value.data,  # overlap's count for the pair
     )
     set_tag(derive(fused, rs), joined_tag([rs, *members]))
     ops = [rs, *members]
