@@ -690,7 +690,8 @@ class AutoShard(ModulePass):
         "Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every "
         "function and transfer table entry) may take together, each at least a twentieth of it; "
         "past it each keeps the best program it found, with the largest valid lower bound (HiGHS's, "
-        "the LP relaxation's, the forest relaxations') and the gap reported.",
+        "the LP relaxation's - up to 1 s more each -, the forest relaxations') and the gap "
+        "reported.",
     )
     overlap: int = option(
         0,
