@@ -619,12 +619,15 @@ class FusedAllReduceOp(ScalarBodyOp):
     axes = prop_def(MeshAxesAttr)
     dim = prop_def(IntegerAttr[I64])
     algorithm = opt_prop_def(AlgorithmAttr)
+    chunks = opt_prop_def(IntegerAttr[I64])
+    """Chunks the `overlap` pass pipelines it in with the matmul producing `partial` (its own
+    `chunks` option otherwise); `fuse-collective` carries the reduce-scatter's."""
     outputs = var_result_def(DTensorType)
     body = region_def("single_block")
     traits = traits_def(Pure())
     assembly_format = (
         "$kind $partial `,` `ins` `(` $inputs `)` `over` $axes `dim` $dim (`algorithm` $algorithm^)? "
-        "attr-dict `:` functional-type(operands, $outputs) $body"
+        "(`chunks` $chunks^)? attr-dict `:` functional-type(operands, $outputs) $body"
     )
 
     def __init__(
@@ -637,6 +640,7 @@ class FusedAllReduceOp(ScalarBodyOp):
         result_types: Sequence[DTensorType],
         body: Region,
         algorithm: Algorithm | str | None = None,
+        chunks: int | None = None,
     ):
         props: dict[str, Attribute] = {
             "kind": ReductionKindAttr(ReductionKind(kind)),
@@ -645,6 +649,8 @@ class FusedAllReduceOp(ScalarBodyOp):
         }
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
+        if chunks is not None:
+            props["chunks"] = i64_attr(chunks)
         init_op(
             self,
             operands=[partial, list(inputs)],
@@ -666,6 +672,8 @@ class FusedAllReduceOp(ScalarBodyOp):
         return group_axes(mesh, self.axes.names)
 
     def verify_(self) -> None:
+        if self.chunks is not None and self.chunks.value.data < 1:
+            raise VerifyException(f"chunks must be >= 1, got {self.chunks.value.data}")
         mesh = verify_mesh_types(self)
         if mesh is None:
             return

@@ -24,7 +24,7 @@ before it, while its operands are converted, what lives there with the conversio
 program fits, the error is at the op where the least peak any program reaches is held, and says
 how much that is. `strategy` picks the solver (`ccopt.passes.placement_search`): `cd`, `dp`,
 `ilp` or `exhaustive`; `time-limit` bounds the seconds its integer programs take together (past
-it each keeps its best program, HiGHS's bound and the gap are reported).
+it each keeps its best program, the best valid bound and the gap are reported).
 
 A called function gets a transfer table (`Variant`): copies of it solved per boundary entry
 (its own optimum, its open boundary replicated, under a memory limit a least-memory program at
@@ -38,8 +38,9 @@ the module (one entry keeps the function's name; more are `name`, `name_1`, ...)
 
 The chosen program is an ordinary L1 program (`ccopt-run --check-pipeline auto-shard` proves it
 equal to the input). The function gets an attribute `auto_shard` with the strategy used, the
-cost, the lower bound (the optimum when exact, else e.g. HiGHS's dual bound when the time
-limit stopped it, which the note says) and the gap (with `overlap=C`: also C as
+cost, the lower bound (the optimum when exact, else e.g. the largest valid of HiGHS's dual
+bound, the LP relaxation and the forest relaxations when the time limit stopped it, which the
+note names with the gap relative to the cost) and the gap (with `overlap=C`: also C as
 `overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`). A
 function calling transfer tables is bounded over every boundary its calls could have, not
 only the tables' (`AutoShard.relaxed_bound`): its gap is what the tables may miss too, 0 only
@@ -688,7 +689,8 @@ class AutoShard(ModulePass):
         60.0,
         "Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every "
         "function and transfer table entry) may take together, each at least a twentieth of it; "
-        "past it each keeps the best program it found, with HiGHS's lower bound and the gap "
+        "past it each keeps the best program it found, with the largest valid lower bound (HiGHS's, "
+        "the LP relaxation's - up to 1 s more each -, the forest relaxations') and the gap "
         "reported.",
     )
     overlap: int = option(
@@ -706,9 +708,9 @@ class AutoShard(ModulePass):
     )
     overlap_tries: tuple[int, ...] = option(
         (),
-        "Chunk counts tried per pair besides overlap's C (overlap-pipeline=overlap): each pair "
-        "is credited with the best simulated count, written as the `chunks` of the collective "
-        "the overlap pass pipelines (which it follows).",
+        "Chunk counts tried per pair besides overlap's C: each pair is credited with the best "
+        "simulated count (under overlap-pipeline's passes), written as the `chunks` of the "
+        "collective the overlap pass pipelines (which it, and fuse-collective, follow).",
     )
 
     def __post_init__(self) -> None:
@@ -725,12 +727,9 @@ class AutoShard(ModulePass):
                 "auto-shard: overlap-pipeline must be overlap or fused, "
                 f"got '{self.overlap_pipeline}'"
             )
-        if self.overlap_tries and (
-            self.overlap == 0 or self.overlap_pipeline != "overlap" or min(self.overlap_tries) < 1
-        ):
+        if self.overlap_tries and (self.overlap == 0 or min(self.overlap_tries) < 1):
             raise ValueError(
-                "auto-shard: overlap-tries needs overlap=C > 0, overlap-pipeline=overlap (the "
-                "fused collective carries no chunk count) and counts >= 1, got "
+                "auto-shard: overlap-tries needs overlap=C > 0 and counts >= 1, got "
                 f"{','.join(map(str, self.overlap_tries))}"
             )
         if self.memory < 0:

@@ -15,7 +15,9 @@ and results used in split form (sliced optimizer state) stay split:
 ```
 With `group=t1,t2` it fuses the tagged collective (an all_reduce, or a reduce_scatter) with
 exactly the tagged elementwise ops, and refuses with the reason when the group is not convex or
-the ops do not consume the collective.
+the ops do not consume the collective. The reduce-scatter's `algorithm` hint and `chunks` request
+(the count `overlap` pipelines the fused collective in; auto-shard's `overlap-tries` writes it)
+carry over to the fused collective.
 
 `lower-collectives{fused_body=in-algorithm}` then puts the body inside the all-reduce algorithm,
 at the step where each chunk's reduction completes (`fn` steps), pipelined with the gather of the
@@ -162,6 +164,7 @@ def fuse_into_collective(
         result_types,
         body,  # type: ignore[arg-type]
         None if rs.algorithm is None else rs.algorithm.data.value,
+        None if rs.chunks is None else rs.chunks.value.data,  # overlap's count for the pair
     )
     set_tag(derive(fused, rs), joined_tag([rs, *members]))
     ops = [rs, *members]

@@ -45,10 +45,11 @@ conversion into a matmul operand is chunked with the matmul by the same `overlap
 edge into the matmul is credited with the simulated difference of the all-gather and the matmul
 before and after `overlap{chunks=C}` (the steps before the gather run before it either way).
 With `tries` (`auto-shard`'s `overlap-tries`) each pair is simulated for C and every count
-tried and credited with the best (`best_times`); `annotate_chunks` writes that count on the
-collective the pass pipelines in the searched program, as its `chunks`, which the pass follows
-(the fused pipeline is left out: `coll.fused_all_reduce` carries no chunk count, and
-`fuse-collective` drops the reduce-scatter's).
+tried and credited with the best (`best_times`, under the credit's pipeline); `annotate_chunks`
+writes that count on the collective the pass pipelines in the searched program, as its `chunks`,
+which the pass follows. With the fused pipeline the count goes on the reduction:
+`split-all-reduce` gives it to the reduce-scatter, `fuse-collective` to the fused collective
+(`coll.fused_all_reduce ... chunks N`), which `overlap` chunks in that many.
 
 The pass pipelines one gathered operand per matmul: of those it can chunk, the one whose
 gather brings the most bytes (`overlap.gathered_bytes`; a tie: the first operand). An edge sees
@@ -588,10 +589,13 @@ class OverlapCredit:
 def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
     """Write on each collective of `credit`'s mesh that the `overlap` pass will pipeline with a
     matmul - a reduction of a matmul's result, the all-gather feeding one that the pass
-    pipelines (`gather_to_pipeline`) - the chunk count of `credit.counts` the simulator finds best for the pair, as its
-    `chunks` (which the pass follows); a collective that has one keeps it. The pairs are those
-    the search credited, rebuilt from the program (`pair_program`, `gather_program`), so a pair
-    the search simulated is simulated again only for the counts. Returns how many were set."""
+    pipelines (`gather_to_pipeline`) - the chunk count of `credit.counts` the simulator finds
+    best for the pair, as its `chunks` (which the pass follows); a collective that has one keeps
+    it. The pairs are those the search credited, rebuilt from the program (`pair_program`,
+    `gather_program`) and simulated under the credit's pipeline: with the fused one a
+    reduction's elementwise reader joins its pair (`fused_reader`), as `fuse-collective` fuses
+    it, and the count written on the reduction reaches the fused collective (`split-all-reduce`
+    and `fuse-collective` carry it). Returns how many were set."""
     from ccopt.passes.common import Refusal
     from ccopt.passes.overlap import Overlap, gather_to_pipeline
 
@@ -607,6 +611,7 @@ def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
             except Refusal:
                 continue
             ops = [placements_of(v) for v in mm.operands]
+            pipeline = "overlap"  # as `gather_table` simulates it
             program = gather_program(
                 mm, k, placements_of(op.input), ops, placements_of(mm.result), credit.mesh
             )
@@ -619,6 +624,7 @@ def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
             ):
                 continue
             result = placements_of(mm.result)
+            pipeline = credit.pipeline
             program = pair_program(
                 mm,
                 [placements_of(v) for v in mm.operands],
@@ -627,15 +633,30 @@ def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
                 credit.mesh,
                 op,
                 placements_of(op.results[0]),
+                fused_reader(op) if pipeline == "fused" else None,
             )
         else:
             continue
         if op.chunks is not None or mesh_name(op) != credit.mesh.name:
             continue
-        _, _, best = best_times(program, credit.machine, credit.counts)
+        _, _, best = best_times(program, credit.machine, credit.counts, pipeline)
         op.properties["chunks"] = IntegerAttr(best, i64)
         written += 1
     return written
+
+
+def fused_reader(op: Operation) -> Reader | None:
+    """With the fused pipeline, the consumer `fuse-collective` puts in the body of the
+    reduction `op` (the search's `Reader` for the pair): its one reader where that is
+    elementwise (`fusable_reader`); None: the pair has none and is simulated without."""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1 or not fusable_reader(uses[0].operation):
+        return None
+    reader = uses[0].operation
+    placed = tuple(
+        placements_of(v) if isinstance(v.type, DTensorType) else None for v in reader.operands
+    )
+    return Reader(reader, uses[0].index, placed, placements_of(reader.results[0]))
 
 
 def placements_of(value: SSAValue) -> Placements:

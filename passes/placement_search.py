@@ -21,7 +21,9 @@ cost, the optimum or a lower bound, and the gap:
   relaxation is tried first: integral on the layer bodies, hence optimal), the memory limit as
   one row per program point whose live set no other point's contains (`maximal_points`), the
   conversions' bytes linear in the edges' joint variables; past its time limit it answers with
-  the best program found and HiGHS's dual bound (the note says so);
+  the best program found and the largest valid lower bound of HiGHS's dual bound, its LP
+  relaxation, the forest relaxation and that of the candidates fitting the memory limit (the
+  note names it and the gap relative to the cost);
 * `cd`: AutoDDL's coordinate descent from several starting points (one the optimum of its
   bound's relaxation, one a look-ahead greedy pass), each node re-chosen given its neighbours
   until a full sweep changes nothing; its lower bound (`lower_bound`) is the optimum of a
@@ -561,18 +563,92 @@ def integer_program(
     candidates dropped (`prune`, an optimum survives; `pruned`: what that gave already, as
     `dynamic_programming` has it): the solution maps back to the input.
     Exact when HiGHS proves its optimum within `time_limit` seconds; otherwise its best
-    program, HiGHS's dual bound as the lower bound, and the note says so."""
+    program and the best valid lower bound (`best_bound`) of HiGHS's dual bound, the LP
+    relaxation's optimum (solved after the stop where it was not before, within
+    `RELAXATION_SECONDS`) and the forest relaxation (`lower_bound`,
+    at least the nodes' cheapest own costs summed, known without HiGHS), with the memory limit:
+    of the candidates that fit it (`fitting_bound`); the note names it and the gap relative to
+    the cost."""
     reduced, keep = pruned if pruned is not None else prune(fold_fixed(problem))
     found = _Model(reduced).solve(time_limit)
     choice = [keep[n][c] for n, c in enumerate(found.choice)]
     cost = problem.cost(choice)
     if found.proven:
         return Solution(choice, cost, "ilp", cost)
+    bounds = {
+        **found.bounds,
+        "the forest relaxation": lower_bound(problem),
+        "the forest relaxation of the candidates that fit": fitting_bound(problem),
+    }
+    bound, which = best_bound(bounds, cost)
     note = (
-        f"ilp: stopped at its time limit ({time_limit:.3g} s) with HiGHS's best program and bound"
+        f"ilp: stopped at its time limit ({time_limit:.3g} s) with HiGHS's best program; "
+        f"bound: {which}, gap {relative_gap(cost, bound):.3%} of the cost"
     )
-    bound = max(found.bound, lower_bound(problem))  # HiGHS may not have bounded it yet
-    return Solution(choice, cost, "ilp", min(cost, bound), note)
+    return Solution(choice, cost, "ilp", bound, note)
+
+
+def fitting_bound(problem: Problem) -> float:
+    """A lower bound on the cost of every program that fits the memory limit: the forest
+    relaxation (`lower_bound`) of the problem without the candidates no such program takes -
+    those that break the limit at some program point even with every other value and transient
+    live there at its smallest (`_floor`'s minima; conversions hold at least nothing). Without
+    a limit, the forest relaxation itself. Under a tight limit it is the one of the two that
+    sees the limit: bytes under a memory limit cost nothing where every tensor is replicated,
+    so the plain relaxation is near 0. inf: some node has no candidate that fits."""
+    import numpy as np
+
+    if problem.memory is None or problem.memory_limit is None:
+        return lower_bound(problem)
+    limit = _slack(problem.memory_limit)
+    memory = [np.asarray(m, dtype=float) for m in problem.memory]
+    transient = [
+        np.asarray(t, dtype=float)
+        for t in (problem.transient or [[0.0] * len(c) for c in problem.node_cost])
+    ]
+    least = np.array([m.min() if m.size else 0.0 for m in memory])
+    running = np.array([t.min() if t.size else 0.0 for t in transient])
+    fits = [np.ones(len(c), dtype=bool) for c in problem.node_cost]
+    for point in problem.memory_points():
+        live, run, _ = parts(point)
+        base = float(least[list(live)].sum() + running[list(run)].sum())
+        here: dict[int, np.ndarray] = {}
+        for n in live:
+            here[n] = memory[n] - least[n]
+        for n in run:
+            extra = transient[n] - running[n]
+            here[n] = here[n] + extra if n in here else extra
+        for n, extra in here.items():
+            fits[n] &= base + extra <= limit
+    node_cost = [
+        [c if ok else math.inf for c, ok in zip(cs, fit, strict=True)]
+        for cs, fit in zip(problem.node_cost, fits, strict=True)
+    ]
+    if any(not fit.any() for fit in fits):
+        return math.inf
+    return lower_bound(Problem(node_cost, problem.edges))
+
+
+def best_bound(bounds: dict[str, float], value: float) -> tuple[float, str]:
+    """The largest valid lower bound on `value` (a stopped search's cost or peak) of `bounds`
+    (by name), and its name. A bound is valid when finite and not above `value` beyond
+    rounding (1e-9 relative): one above it contradicts the program that reaches `value` (a
+    solver's numerical slip), and taking it would report a gap of 0 - an optimum nothing
+    proved - so it is left out; one within rounding is `value`. None valid: -inf."""
+    slack = 1e-9 * max(1.0, abs(value))
+    valid = {k: b for k, b in bounds.items() if math.isfinite(b) and b <= value + slack}
+    if not valid:
+        return -math.inf, "none"
+    which = max(valid, key=valid.__getitem__)
+    return min(valid[which], value), which
+
+
+def relative_gap(cost: float, bound: float) -> float:
+    """(cost - bound) / cost: the share of the cost the bound cannot rule out (inf where
+    nothing bounds it, 0 at a cost of 0)."""
+    if cost == 0.0 or math.isinf(cost):
+        return 0.0 if cost == bound else math.inf
+    return (cost - bound) / abs(cost)
 
 
 def least_peak(
@@ -599,7 +675,8 @@ def least_peak(
     choice = [keep[n][c] for n, c in enumerate(found.choice)]
     if found.proven:
         return problem.peak(choice), True, choice
-    return max(found.bound, floor), False, choice
+    bound, _ = best_bound({**found.bounds, "the floor": floor}, problem.peak(choice))
+    return bound, False, choice
 
 
 def least_memory(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
@@ -796,6 +873,22 @@ class _Found:
     """HiGHS's dual bound on the objective (the optimum when proven)."""
     proven: bool
     peak: float = 0.0
+    bounds: dict[str, float] = field(default_factory=dict)
+    """Where HiGHS stopped: the lower bounds it gave, by name (`STOPPED_BOUNDS`; -inf: none)."""
+
+
+STOPPED_BOUNDS = ("HiGHS's dual bound", "the LP relaxation")
+"""The bounds a stopped integer program has from HiGHS: the dual bound its branching reached
+and the optimum of its LP relaxation (solved first without memory rows; after the stop, within
+`RELAXATION_SECONDS`, where it was not)."""
+
+RELAXATION_SECONDS = 1.0
+"""Seconds the LP relaxation of an integer program stopped at its time limit may take after the
+stop, for its bound - a fixed price per stopped program, whatever the limit: under a tight limit
+HiGHS's dual bound is -inf or far below it (a 12 x 12 grid of 4 candidates under a memory
+limit, stopped at 0.5 s: HiGHS 311, the relaxation 702 in 0.4 s, the optimum 706). Where the
+relaxation itself takes longer (a GPT layer inlined, 15,000 candidates under a memory limit:
+over 30 s) the bound stays the others'."""
 
 
 class _Model:
@@ -1015,6 +1108,7 @@ class _Model:
                 np.concatenate([b.values for b in blocks]).astype(float),
             )
             values, proven, bound, infeasible = None, False, -math.inf, False
+            lp = dual = -math.inf
             if not rows:
                 # without memory rows the relaxation first, without presolve (its simplex
                 # alone is fast): on the layers its optimum is integral, hence the integer
@@ -1027,7 +1121,7 @@ class _Model:
                 )
                 # the relaxation's optimum bounds the integer one even when fractional
                 relaxed = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-                bound = h.getInfo().objective_function_value if relaxed else -math.inf
+                bound = lp = h.getInfo().objective_function_value if relaxed else -math.inf
                 infeasible = h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
             if not proven and not infeasible:
                 h.setOptionValue("presolve", "on")
@@ -1045,8 +1139,13 @@ class _Model:
                 values = self._values(h)
                 info = h.getInfo()
                 proven = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-                bound = info.objective_function_value if proven else max(bound, info.mip_dual_bound)
-            status = h.modelStatusToString(h.getModelStatus())
+                dual = info.objective_function_value if proven else info.mip_dual_bound
+                bound = dual if proven else max(bound, dual)
+                status = h.modelStatusToString(h.getModelStatus())
+                if not proven and values is not None and lp == -math.inf:
+                    lp = self._relaxed(h, RELAXATION_SECONDS)
+            else:
+                status = h.modelStatusToString(h.getModelStatus())
         if values is None:
             if status == "Infeasible":
                 raise NoSolution(
@@ -1062,10 +1161,35 @@ class _Model:
             int(np.argmax(values[self.start[n] : self.start[n + 1]]))
             for n in range(len(self.start) - 1)
         ]
-        found = _Found(choice, bound * scale if minimize_peak else bound, proven)
+        unit = scale if minimize_peak else 1.0
+        found = _Found(choice, bound * unit, proven)
+        if not proven:
+            found.bounds = {
+                name: b * unit for name, b in zip(STOPPED_BOUNDS, (dual, lp), strict=True)
+            }
         if minimize_peak:
             found.peak = problem.peak(choice)
         return found
+
+    def _relaxed(self, h: object, time_limit: float) -> float:
+        """The optimum of the LP relaxation of the model `h` holds (its integrality dropped),
+        solved within `time_limit` seconds of its own: after HiGHS stopped branching, a
+        bound its dual bound may not reach yet (-inf where the LP did not finish either)."""
+        import highspy
+        import numpy as np
+
+        # HiGHS's clock runs across the runs of one instance: its own seconds on top
+        spent = h.getRunTime()  # type: ignore[attr-defined]
+        h.setOptionValue("time_limit", spent + float(time_limit))  # type: ignore[attr-defined]
+        h.changeColsIntegrality(  # type: ignore[attr-defined]
+            self.binary,
+            np.arange(self.binary, dtype=np.int32),
+            np.full(self.binary, highspy.HighsVarType.kContinuous.value, np.uint8),
+        )
+        h.run()  # type: ignore[attr-defined]
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
+            return -math.inf
+        return h.getInfo().objective_function_value  # type: ignore[attr-defined]
 
     @staticmethod
     def _stale(h: object, objective: np.ndarray) -> bool:

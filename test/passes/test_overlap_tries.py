@@ -14,7 +14,7 @@ from ccopt.dialects import coll
 from ccopt.dialects.dtensor import MatmulOp
 from ccopt.dialects.dtensor_type import PartialAttr, R, SplitAttr
 from ccopt.mesh import Mesh
-from ccopt.passes.overlap_credit import OverlapCredit, best_times, pair_program
+from ccopt.passes.overlap_credit import FUSED_PIPELINE, OverlapCredit, best_times, pair_program
 from ccopt.passes.pipeline import apply_pipeline, run_pipeline
 from ccopt.program import load_program
 from ccopt.sim.machine import load_machine
@@ -108,7 +108,6 @@ def test_a_collective_with_its_own_count_keeps_it():
     "options",
     [
         "overlap=0 overlap-tries=2",
-        "overlap=4 overlap-tries=2 overlap-pipeline=fused",
         "overlap=4 overlap-tries=0",
     ],
 )
@@ -137,3 +136,92 @@ def test_a_search_with_tries_then_overlap_is_proven_equal(strategy):
         for op in f.walk()
         if isinstance(op, coll.CollectiveOp)
     )
+
+
+# overlap-tries with overlap-pipeline=fused (FileCheck:
+# test/filecheck/passes/auto-shard-overlap-fused-tries.mlir): the fused pipeline simulated per
+# count, the best written on the all-reduce and followed through split-all-reduce,
+# fuse-collective and overlap.
+FUSED_FLIP = open(  # noqa: SIM115
+    __file__.replace(
+        "test/passes/test_overlap_tries.py", "test/filecheck/passes/auto-shard-overlap-fused.mlir"
+    )
+).read()
+FUSED_TRIES = "objective=time overlap=2 overlap-pipeline=fused overlap-tries=4,6,8"
+
+
+def fused_saved(text: str, chunks: int) -> float:
+    """Seconds the fused pipeline with overlap{chunks=...} saves on `text` (DGX A100)."""
+    before = predicted_step_time_ns(load_program(text), "dgx-a100")
+    after = load_program(text)
+    run_pipeline(after, f"{FUSED_PIPELINE}{{chunks={chunks}}}")
+    return (before - predicted_step_time_ns(after, "dgx-a100")) * 1e-9
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "dp", "ilp", "cd"])
+def test_fused_tries_credit_the_best_count_and_the_pipeline_follows_it(strategy):
+    """The row-parallel program the search keeps: the fused pipeline saves 258.6, 368.3, 380.5
+    and 367.6 us with 2, 4, 6 and 8 chunks; the credit taken is the 6 chunks' (C=2 alone
+    takes none: 258.6 us < the 329 us row-parallel costs more), 6 is written on the
+    all-reduce, and the pipeline run with overlap{chunks=2} saves on the whole program exactly
+    the credit the search reported."""
+    module = apply_pipeline(
+        load_program(FUSED_FLIP), f"auto-shard{{strategy={strategy} {FUSED_TRIES}}}"
+    )
+    f = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    assert str(f.body.block.args[2].type).endswith("@t[S(0)]>")
+    credit = f.attributes["auto_shard"].data["overlap_credit"].value.data
+    (ar,) = reductions(module)
+    assert ar.chunks is not None and ar.chunks.value.data == 6
+    chosen = str(module)
+    savings = {c: fused_saved(chosen.replace(" chunks 6", ""), c) for c in (2, 4, 6, 8)}
+    assert max(savings, key=savings.__getitem__) == 6
+    assert savings[6] == pytest.approx(380.463e-6, abs=2e-9)
+    # the pair's and the whole program's step times are each rounded to whole ns
+    assert credit == pytest.approx(savings[6], abs=1.01e-9)
+    assert fused_saved(chosen, 2) == pytest.approx(credit, abs=1.01e-9)  # 6 followed, not 2
+    fused = [
+        op
+        for op in apply_pipeline(load_program(chosen), FUSED_PIPELINE.rsplit(",", 1)[0]).walk()
+        if isinstance(op, coll.FusedAllReduceOp)
+    ]
+    assert [op.chunks.value.data for op in fused if op.chunks is not None] == [6]
+    plain = apply_pipeline(
+        load_program(FUSED_FLIP),
+        f"auto-shard{{strategy={strategy} objective=time overlap=2 overlap-pipeline=fused}}",
+    )
+    assert str(
+        next(op for op in plain.walk() if isinstance(op, func.FuncOp)).body.block.args[2].type
+    ).endswith("@t[R]>")
+
+
+FUSED_SMALL = """
+dtensor.mesh @m [dp=2, tp=2]
+func.func @f(%x: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, %w: !dtensor.tensor<16x8xf32, @m[R, S(0)]>, %b: !dtensor.tensor<8x8xf32, @m[S(0), R]>) -> !dtensor.tensor<8x8xf32, @m[S(0), R]> {
+  %y = dtensor.matmul %x, %w : (!dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, !dtensor.tensor<16x8xf32, @m[R, S(0)]>) -> !dtensor.tensor<8x8xf32, @m[S(0), ?]>
+  %z = dtensor.add %y, %b : (!dtensor.tensor<8x8xf32, @m[S(0), ?]>, !dtensor.tensor<8x8xf32, @m[S(0), R]>) -> !dtensor.tensor<8x8xf32, @m[S(0), R]>
+  func.return %z : !dtensor.tensor<8x8xf32, @m[S(0), R]>
+}
+"""
+
+
+@pytest.mark.parametrize("strategy", ["dp", "cd"])
+def test_a_fused_search_with_tries_then_the_fused_pipeline_is_proven_equal(strategy):
+    """test_overlap_fused_credit's small row-parallel pair (a memory limit keeps the partial
+    product): the counts tried (1 and 4 besides C=2) simulated under the fused pipeline, the
+    best written on the all-reduce, carried to the fused collective and followed by overlap;
+    the interpreter agrees before and after on the 4 simulated ranks."""
+    search = (
+        f"auto-shard{{strategy={strategy} objective=time overlap=2 overlap-pipeline=fused "
+        "overlap-tries=1,4 memory=0.000001}"
+    )
+    searched = apply_pipeline(load_program(FUSED_SMALL), search)
+    (ar,) = reductions(searched)
+    assert ar.chunks is not None
+    count = ar.chunks.value.data
+    assert count in (1, 2, 4)
+    pipeline = f"{search},{FUSED_PIPELINE}{{chunks=2}}"
+    report = ccopt.check_pipeline(FUSED_SMALL, pipeline, seed=1)
+    assert report.comparisons and all(c.ok for c in report.comparisons)
+    module = apply_pipeline(load_program(FUSED_SMALL), pipeline)
+    assert sum(op.name == "coll.fused_all_reduce" for op in module.walk()) == count

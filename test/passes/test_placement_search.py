@@ -341,15 +341,17 @@ def test_integer_program_stops_at_its_time_limit():
     at least one edge (an odd cycle cannot alternate) and the cheapest pays 5 + 0.1 (one node
     at its second candidate). The relaxation (every variable 1/2, cost 0.15) is fractional, so
     HiGHS branches; given no time it answers with coordinate descent's program, cost 5.1,
-    and the bound known without HiGHS - `forest_relaxation`: the path 0-1-2 solved exactly
-    (alternating, one node at 0.1) with the edge 2-0 at its minimum 0, so 0.1 - gap 5.0.
-    Given time it proves 5.1."""
+    and the largest valid bound: the relaxation's 0.15 (solved after the stop, within
+    `RELAXATION_SECONDS`), above the forest relaxation's 0.1 (the path 0-1-2 solved exactly,
+    alternating, one node at 0.1, with the edge 2-0 at its minimum 0) - gap 4.95, 97.059% of
+    the cost. Given time it proves 5.1."""
     agree = [[5.0, 0.0], [0.0, 5.0]]
     problem = Problem([[0.0, 0.1]] * 3, [(i, (i + 1) % 3, agree) for i in range(3)])
     stopped = integer_program(problem, time_limit=0.0)
-    assert stopped.cost == pytest.approx(5.1) and stopped.lower_bound == pytest.approx(0.1)
-    assert stopped.gap == pytest.approx(5.0) and not stopped.optimal
+    assert stopped.cost == pytest.approx(5.1) and stopped.lower_bound == pytest.approx(0.15)
+    assert stopped.gap == pytest.approx(4.95) and not stopped.optimal
     assert "stopped at its time limit (0 s)" in stopped.note
+    assert "bound: the LP relaxation, gap 97.059% of the cost" in stopped.note
     solved = integer_program(problem, time_limit=60.0)
     assert solved.cost == pytest.approx(5.1) and solved.optimal and not solved.note
 

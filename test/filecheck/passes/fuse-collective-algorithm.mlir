@@ -15,3 +15,15 @@ func.func @keeps_algorithm(%g: !p) -> !r {
   %e = coll.all_gather %e_s over [dp] : !s -> !r
   func.return %e : !r
 }
+
+// So does its `chunks` request (split-all-reduce gives an all_reduce's to the reduce_scatter):
+// overlap then chunks the fused collective with its matmul in that many (auto-shard's
+// overlap-tries with overlap-pipeline=fused writes it).
+// CHECK-LABEL: func.func @keeps_chunks(
+// CHECK:       coll.fused_all_reduce sum %{{.*}}, ins() over [dp] dim 0 algorithm ring chunks 3 :
+func.func @keeps_chunks(%g: !p) -> !r {
+  %g_s = coll.reduce_scatter sum %g over [dp] dim 0 algorithm ring chunks 3 : !p -> !s
+  %e_s = dtensor.exp %g_s : !s
+  %e = coll.all_gather %e_s over [dp] : !s -> !r
+  func.return %e : !r
+}

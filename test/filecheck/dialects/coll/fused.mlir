@@ -132,3 +132,14 @@ func.func @other_axis_stays_partial(%g: !dtensor.tensor<8x3xf32, @m[P(sum), P(su
   }
   func.return %r : !dtensor.tensor<8x3xf32, @m[P(sum), S(0)]>
 }
+
+// A `chunks` request (the count `overlap` pipelines it in with the matmul producing %g).
+// CHECK-LABEL: func.func @chunked(
+// CHECK-NEXT:  coll.fused_all_reduce sum %{{.*}}, ins() over [dp] dim 0 algorithm ring chunks 4 {tag = "c"} : (!dtensor.tensor<1030xf32, @dp[P(sum)]>) -> !dtensor.tensor<1030xf32, @dp[R]> {
+func.func @chunked(%g: !grad) -> !rep {
+  %y = coll.fused_all_reduce sum %g, ins() over [dp] dim 0 algorithm ring chunks 4 {tag = "c"} : (!grad) -> !rep {
+  ^bb0(%i: i64, %a: f32):
+    dtensor.yield %a : f32
+  }
+  func.return %y : !rep
+}

@@ -276,3 +276,18 @@ func.func @not_allowed(%g: !p) -> !r {
   }
   func.return %y : !r
 }
+
+// -----
+
+// A chunk count is at least 1.
+!p = !dtensor.tensor<10xf32, @t[P(sum)]>
+!r = !dtensor.tensor<10xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @no_chunks(%g: !p) -> !r {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op chunks must be >= 1, got 0
+  %y = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 chunks 0 : (!p) -> !r {
+  ^bb0(%i: i64, %a: f32):
+    dtensor.yield %a : f32
+  }
+  func.return %y : !r
+}
