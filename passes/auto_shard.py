@@ -133,6 +133,12 @@ REFINE_ROUNDS = 3
 JOINT_ROUNDS = 1
 """Rounds of refinement from the program the joint entries give (GPT-3's 2-layer step at
 dp=8 x tp=8, objective=time: 0.12376 s after none, 0.12339 s after one, and after three)."""
+GAP_ROUNDS = 2
+"""Rounds of column generation (`AutoShard.close_gap`): the boundaries of the per-repetition
+relaxation's optima added to the tables, the roots searched again."""
+COMPLETE_TABLE = 64
+"""Boundaries (argument and result layouts combined) up to which a callee's transfer table
+holds every one (`AutoShard.transfer_table`: dp over it is exact over every boundary)."""
 ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
 SLICES = 20
@@ -216,6 +222,16 @@ class Memo:
     joint: dict[str, int] = field(default_factory=dict)
     """Per callee, the index of its first joint entry (`AutoShard.joint_entries`): where
     coordinate descent starts its calls once more (`AutoShard.joint_start`)."""
+    repetitions: dict[tuple, tuple[float, list[tuple[str, tuple, tuple]]] | None] = field(
+        default_factory=dict
+    )
+    """`AutoShard.repetition_optimum` per shape of repetition (`repetition_key`)."""
+    columns: dict[int, list[tuple[str, tuple, tuple]]] = field(default_factory=dict)
+    """Per solution (by id), the boundaries its per-repetition relaxation's optima take."""
+    bounds: dict[int, tuple[float, str] | None] = field(default_factory=dict)
+    """`AutoShard.relaxed_bound` per solution (by id; the solution kept alive in `problems`)."""
+    complete: set[str] = field(default_factory=set)
+    """The callees whose transfer table holds every boundary (`AutoShard.transfer_table`)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
@@ -762,6 +778,8 @@ class AutoShard(ModulePass):
             if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
                 found = latest
             found, latest = self.grow(roots, found, latest, tables, memo, JOINT_ROUNDS)
+        if tables:
+            found = self.close_gap(roots, found, tables, memo)
         for f, (nodes, solution) in found.items():
             self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
         if tables:
@@ -1089,6 +1107,20 @@ class AutoShard(ModulePass):
         on dp=8 x tp=8 0.1209 s against 0.0597 s and 0.1469 s: the tables, not only the
         bound, were far from it there, until the joint entries (`joint_entries`) brought
         them to 0.1234 s."""
+        if id(solution) not in memo.bounds:  # close_gap bounds the roots before finish does
+            memo.bounds[id(solution)] = self.relax(f, nodes, problem, solution, tables, memo)
+        return memo.bounds[id(solution)]
+
+    def relax(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        problem: Problem,
+        solution: Solution,
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> tuple[float, str] | None:
+        """`relaxed_bound`, not remembered."""
         import numpy as np
 
         from ccopt.passes.placement_search import dynamic_programming
@@ -1137,28 +1169,210 @@ class AutoShard(ModulePass):
                     column[: len(least)] = least  # a wild producer's own candidate: 0
                 t = np.hstack([t, column[:, None]])
             edges.append((u, v, t))
-        relaxed = Problem(node_cost, edges)
-        # solved exactly whatever the strategy (cd too): the calls make the relaxation a chain
-        # of few candidates, a fraction of the search's own time
-        exact = dynamic_programming(relaxed, memo.seconds(self.time_limit))
-        found, choice = exact.lower_bound, exact.choice
-        sizes = [len(n.signatures) for n in nodes]
-        free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
-        bound = min(found, solution.lower_bound)
         names = sorted({nodes[i].op.callee.root_reference.data for i in primary})  # type: ignore[union-attr]
         entries = "transfer table entries: " + ", ".join(
             f"@{name} {len(tables[name])}" for name in names
         )
+        if self.memory <= 0 and all(name in memo.complete for name in names):
+            # every boundary is an entry: the search over the tables is the whole problem
+            return solution.lower_bound, (
+                "every callee's transfer table is complete (each boundary an entry): the "
+                "search over the tables is exact over every boundary; " + entries
+            )
+        repeated = self.repetition_relaxation(f, nodes, node_cost, edges, tied_pairs, tables, memo)
+        kind, choice = "per call", None
+        if repeated is not None:  # the per-call bound left out: far below it on layer stacks
+            memo.columns[id(solution)] = repeated[1]
+            found, kind = repeated[0], f"per repetition ({repeated[2]} repetitions)"
+        else:
+            # solved exactly whatever the strategy (cd too): the calls make the relaxation a
+            # chain of few candidates, a fraction of the search's own time
+            exact = dynamic_programming(Problem(node_cost, edges), memo.seconds(self.time_limit))
+            found, choice = exact.lower_bound, exact.choice
+        sizes = [len(n.signatures) for n in nodes]
+        free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
+        bound = min(found, solution.lower_bound)
         if solution.cost - bound <= 1e-9 * abs(solution.cost):  # relative: 1e-9 s is a lot
             return solution.cost, (
-                "bound over every boundary of the calls: the transfer tables meet it (optimal); "
-                + entries
+                f"bound over every boundary of the calls ({kind}): the transfer tables meet it "
+                "(gap 0: proven optimal); " + entries
             )
-        why = "bound over every boundary of the calls (each callee at least its open optimum, "
-        why += "conversions at calls at their least)"
-        if choice is not None:
-            why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
+        if kind == "per call":
+            why = "bound over every boundary of the calls (per call: each callee at least its "
+            why += "open optimum, conversions at calls at their least)"
+            if choice is not None:
+                why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
+        else:
+            why = f"bound over every boundary of the calls ({kind}: each repetition at its "
+            why += "inlined optimum, conversions between repetitions at their least)"
         return bound, f"{why}; {entries}"
+
+    def repetition_relaxation(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        node_cost: list[list[float]],
+        edges: list[tuple[int, int, np.ndarray]],
+        tied_pairs: set[tuple[int, int]],
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> tuple[float, list[tuple[str, tuple, tuple]], int] | None:
+        """The per-repetition bound of `relaxed_bound`, the boundaries its repetitions' optima
+        take (`repetition_optimum`: columns for the tables) and how many repetitions there
+        are; None where `f` has none (or one cannot be inlined, or overlap=C credits edges by
+        the uses a call boundary changes).
+
+        Derivation: split `f`'s cost at any program x (every call at any boundary, at its
+        callee's optimum there) into I_k(x), per repetition k, what its calls and the
+        arguments only they read cost (the callees' optima at their boundaries, those
+        arguments' own costs, the conversions on edges between these nodes), and the rest
+        E(x): the other nodes and the edges leaving or entering a repetition. J_k, the
+        optimum of repetition k inlined with a boundary node per call argument and result
+        (so a conversion at a call is paid once for all its readers, as in the call) and its
+        inputs from outside free, is <= I_k(x) for every x: x's own choices restricted to the
+        repetition are one of its programs, at exactly I_k(x) but for those free inputs, each
+        the call's own boundary (0 to reach). E(x) is bounded as the per-call relaxation bounds
+        it (the problem `relaxed_bound` builds, with the nodes of each repetition at cost 0 and
+        the edges inside it dropped: a call at a table entry pays exactly the edges leaving the
+        repetition, one at any other boundary at least their least). So
+        sum_k J_k + min E_relaxed <= min_x (sum_k I_k(x) + E(x)), the optimum over every
+        boundary. The repetitions' joint optima couple a layer's forward, backward and update
+        calls over their shared weights, which the per-call relaxation lets each call place
+        alone (GPT-3's 96-layer step, objective=bytes: 1528 B against a cost of 6499 B)."""
+        if self.overlap > 0 and self.objective == "time":
+            return None  # the credits depend on the uses a call boundary gathers
+        groups = repetition_groups(f, tables)
+        if not groups:
+            return None
+        from ccopt.passes.placement_search import dynamic_programming
+
+        at: dict[int, list[int]] = {}
+        for i, n in enumerate(nodes):
+            key = id(n.op) if n.op is not None else id(n.value)
+            at.setdefault(key, []).append(i)
+        where: dict[int, int] = {}
+        whole, columns = 0.0, []
+        for k, group in enumerate(groups):
+            exclusive = exclusive_arguments(f, group)
+            got = self.repetition_optimum(f, group, exclusive, memo)
+            if got is None:
+                return None
+            whole += got[0]
+            columns.extend(got[1])
+            for item in (*group, *exclusive):
+                for i in at.get(id(item), []):
+                    where[i] = k
+        outside = Problem(
+            [[0.0] * len(c) if i in where else c for i, c in enumerate(node_cost)],
+            [
+                (u, v, t)
+                for u, v, t in edges
+                if (u, v) in tied_pairs or u not in where or where.get(v) != where[u]
+            ],
+        )
+        rest = dynamic_programming(outside, memo.seconds(self.time_limit))
+        return whole + rest.lower_bound, list(dict.fromkeys(columns)), len(groups)
+
+    def repetition_optimum(
+        self, f: func.FuncOp, group: list[func.CallOp], exclusive: list[SSAValue], memo: Memo
+    ) -> tuple[float, list[tuple[str, tuple, tuple]]] | None:
+        """J_k of `repetition_relaxation`: the least cost of `group`'s calls inlined, with a
+        boundary node (`boundary_piece`) per call argument and result and the values from
+        outside free, solved exactly (dp; ilp where too wide, its dual bound kept), and each
+        call's boundary in that optimum (callee, argument and result types: a column for the
+        tables). Remembered per shape of repetition (`repetition_key`): a 96-layer step has
+        three (its first, middle and last layers)."""
+        key = repetition_key(group, exclusive)
+        if key in memo.repetitions:
+            return memo.repetitions[key]
+        from dataclasses import replace
+
+        from ccopt.passes.placement_search import dynamic_programming
+
+        memo.repetitions[key] = None
+        made = boundary_piece(f, group, exclusive)
+        if made is None:
+            return None
+        piece, markers, boundaries = made
+        try:
+            plain = replace(self, memory=0.0)  # the relaxation drops the memory limit
+            nodes = plain.nodes(piece, None, memo.signatures, {})
+            mesh = self.mesh_of_nodes(piece, nodes)
+            cost = memo.costs.get(mesh) or memo.costs.setdefault(
+                mesh, Cost(self.objective, self.machine, mesh)
+            )
+            rows: dict[int, list[float]] = {}
+            for i, n in enumerate(nodes):
+                if id(n.op) in markers:
+                    given, t = markers[id(n.op)]
+                    n.signatures = boundary_signatures(t, mesh, given, memo.signatures)
+                    rows[i] = [
+                        math.inf
+                        if given and any(isinstance(p, PartialAttr) for p in s.result)
+                        else cost.tie_break * local_bytes(t, s.result, mesh)
+                        if given
+                        else 0.0
+                        for s in n.signatures
+                    ]
+            problem = plain.problem(piece, nodes, cost, mesh, memo.moves)
+            for i, row in rows.items():
+                problem.node_cost[i] = row
+            solved = dynamic_programming(problem, memo.seconds(self.time_limit))
+        except (CcoptError, NoSolution):
+            return None
+        finally:
+            piece.detach()
+            piece.erase()
+        placed = {
+            n.value: n.signatures[c].result
+            for n, c in zip(nodes, solved.choice, strict=True)
+            if n.value is not None
+        }
+        columns = []
+        for name, ft, operands, results in boundaries:
+            inputs = placed_types(placed, operands, ft.inputs.data)
+            outputs = placed_types(placed, results, ft.outputs.data)
+            columns.append((name, inputs, outputs))
+        memo.repetitions[key] = (solved.lower_bound, columns)
+        return memo.repetitions[key]
+
+    def close_gap(
+        self,
+        roots: list[func.FuncOp],
+        found: dict[func.FuncOp, tuple[list[Node], Solution | None]],
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> dict[func.FuncOp, tuple[list[Node], Solution | None]]:
+        """Column generation: while a root's cost is above its bound (`relaxed_bound`), add to
+        the tables the boundaries the per-repetition relaxation's optima take
+        (`repetition_optimum`), search the roots again and keep the cheaper programs; at most
+        `GAP_ROUNDS` rounds, ending early where the bound is met (gap 0: proven optimal) or
+        no boundary is new. The cheapest solutions seen."""
+        for _ in range(GAP_ROUNDS):
+            columns: list[tuple[str, tuple, tuple]] = []
+            for f, (nodes, solution) in found.items():
+                searched = None if solution is None else memo.problems.get(id(solution))
+                if searched is None:
+                    continue
+                got = self.relaxed_bound(f, nodes, searched[0], searched[1], tables, memo)
+                if got is None or solution.cost - got[0] <= 1e-9 * abs(solution.cost):  # type: ignore[union-attr]
+                    continue
+                columns.extend(memo.columns.get(id(solution), []))
+            added = 0
+            for name, inputs, outputs in dict.fromkeys(columns):
+                callee = SymbolTable.lookup_symbol(roots[0], name)
+                assert isinstance(callee, func.FuncOp)
+                before = len(tables[name])
+                k = self.add_entry(callee, inputs, outputs, tables, memo)
+                if k is not None:
+                    memo.joint.setdefault(name, k)
+                added += len(tables[name]) - before
+            if not added:
+                break
+            latest = {f: self.search(f, memo, tables) for f in roots}
+            if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
+                found = latest
+        return found
 
     def entering(
         self, nodes: list[Node], index: dict[SSAValue, int], v: int, memo: Memo, cost: Cost
@@ -2200,6 +2414,15 @@ def repetitions(f: func.FuncOp, tables: dict[str, list[Variant]]) -> list[list[f
     `f` they share, each argument read by at most one call per callee (a mask every layer's
     forward reads joins no layers; a layer's weights join its forward, backward and update
     calls). Groups of a single call are left out: its table has its own optimum already."""
+    kinds: dict[tuple[str, ...], list[list[func.CallOp]]] = {}
+    for g in repetition_groups(f, tables):
+        kinds.setdefault(tuple(c.callee.root_reference.data for c in g), []).append(g)
+    return [same[len(same) // 2] for same in kinds.values()]
+
+
+def repetition_groups(f: func.FuncOp, tables: dict[str, list[Variant]]) -> list[list[func.CallOp]]:
+    """Every repetition of `f`'s calls (`repetitions`: the calls joined by the arguments of
+    `f` they share), in program order; groups of one call left out."""
     calls = [
         op
         for op in f.body.block.ops
@@ -2224,11 +2447,7 @@ def repetitions(f: func.FuncOp, tables: dict[str, list[Variant]]) -> list[list[f
     groups: dict[int, list[func.CallOp]] = {}
     for i, c in enumerate(calls):
         groups.setdefault(root(i), []).append(c)
-    kinds: dict[tuple[str, ...], list[list[func.CallOp]]] = {}
-    for g in groups.values():
-        if len(g) > 1:
-            kinds.setdefault(tuple(c.callee.root_reference.data for c in g), []).append(g)
-    return [same[len(same) // 2] for same in kinds.values()]
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def placed_types(
@@ -2239,3 +2458,143 @@ def placed_types(
         _unreduced(t, placed[v]) if isinstance(t, DTensorType) and v in placed else t
         for v, t in zip(values, types, strict=True)
     )
+
+
+def exclusive_arguments(f: func.FuncOp, group: list[func.CallOp]) -> list[SSAValue]:
+    """The arguments of `f` only `group`'s calls read (a layer's weights and optimizer
+    state): nodes of the repetition in `AutoShard.repetition_relaxation`."""
+    ids = {id(c) for c in group}
+    return [
+        a
+        for a in f.body.block.args
+        if a.uses.get_length() > 0 and all(id(u.operation) in ids for u in a.uses)
+    ]
+
+
+def repetition_key(group: list[func.CallOp], exclusive: list[SSAValue]) -> tuple:
+    """What a repetition's inlined optimum depends on: its callees and where each operand
+    comes from (an exclusive argument of that type, another call's result, outside)."""
+    position = {id(c): i for i, c in enumerate(group)}
+    slots = {id(a): i for i, a in enumerate(exclusive)}
+    parts = []
+    for c in group:
+        sources: list[tuple] = []
+        for v in c.operands:
+            owner = v.owner
+            if id(v) in slots:
+                sources.append(("argument", slots[id(v)], v.type))
+            elif isinstance(owner, func.CallOp) and id(owner) in position:
+                sources.append(("result", position[id(owner)], list(owner.results).index(v)))
+            else:
+                sources.append(("outside", v.type))
+        parts.append((c.callee.root_reference.data, tuple(sources)))
+    return tuple(parts)
+
+
+def boundary_piece(
+    f: func.FuncOp, group: list[func.CallOp], exclusive: list[SSAValue]
+) -> (
+    tuple[
+        func.FuncOp,
+        dict[int, tuple[bool, DTensorType]],
+        list[tuple[str, FunctionType, list[SSAValue], list[SSAValue]]],
+    ]
+    | None
+):
+    """`group`'s calls inlined into a function inserted after `f`, each call's boundary a node
+    of its own: the exclusive arguments are its arguments, every operand from outside a fresh
+    argument of the callee's type (free: its own boundary), and between a value and the
+    callee ops reading it, or a callee's returned value and its readers, an identity marker
+    (`dtensor.scale` by 1, whose candidates `repetition_optimum` replaces with the boundary's
+    layouts: argument ones for an argument, any for a result). An argument the callee updates
+    in place is read as it is (no conversion at the call). Returns the function, the markers
+    (whether each is an argument boundary, and the callee's type there), and per call its
+    callee, its type, and the values its operands and results became; None where a callee is
+    not one block of dtensor ops or updates a value that is not an argument here."""
+    from xdsl.ir import Block, Region
+
+    from ccopt.dialects.dtensor import ScaleOp
+
+    block = Block(arg_types=[a.type for a in exclusive])
+    mapped: dict[SSAValue, SSAValue] = dict(zip(exclusive, block.args, strict=True))
+    markers: dict[int, tuple[bool, DTensorType]] = {}  # by id: the ops live in the piece
+    boundaries = []
+
+    def marker(value: SSAValue, given: bool, t: DTensorType) -> SSAValue:
+        op = ScaleOp.create(
+            operands=[value], result_types=[value.type], properties={"factor": FloatAttr(1.0, f64)}
+        )
+        block.add_op(op)
+        markers[id(op)] = (given, t)
+        return op.results[0]
+
+    for call in group:
+        callee = SymbolTable.lookup_symbol(f, call.callee)
+        if (
+            not isinstance(callee, func.FuncOp)
+            or len(callee.body.blocks) != 1
+            or any(isinstance(o, func.CallOp) for o in callee.body.block.ops)
+        ):
+            return None
+        ft = callee.function_type
+        in_place = updated_arguments(call)
+        operands: list[SSAValue] = []
+        for k, (v, t) in enumerate(zip(call.operands, ft.inputs.data, strict=True)):
+            source = mapped.get(v)
+            if source is None:  # from outside: its own free boundary
+                operands.append(block.insert_arg(t, len(block.args)))
+            elif k in in_place or not isinstance(t, DTensorType):
+                if k in in_place and source not in block.args:
+                    return None
+                operands.append(source)
+            else:
+                operands.append(marker(source, True, t))
+        inner: dict[SSAValue, SSAValue] = dict(zip(callee.body.block.args, operands, strict=True))
+        results: list[SSAValue] = []
+        for op in callee.body.block.ops:
+            if isinstance(op, func.ReturnOp):
+                results = [inner.get(v, v) for v in op.operands]
+                break
+            if not isinstance(op, DTensorOp | UpdateOp | coll.CollectiveOp):
+                return None
+            block.add_op(op.clone(value_mapper=inner))
+        results = [
+            marker(r, False, t) if isinstance(t, DTensorType) else r
+            for r, t in zip(results, ft.outputs.data, strict=True)
+        ]
+        mapped.update(zip(call.results, results, strict=True))
+        boundaries.append((callee.sym_name.data, ft, operands, results))
+    block.add_op(func.ReturnOp())
+    piece = func.FuncOp(
+        f"{f.sym_name.data}__bound",
+        FunctionType.from_lists([a.type for a in block.args], []),
+        Region(block),
+    )
+    parent = f.parent_block()
+    assert parent is not None
+    parent.insert_op_after(piece, f)
+    return piece, markers, boundaries
+
+
+def boundary_signatures(
+    t: DTensorType, mesh: Mesh, given: bool, known: dict[tuple, list[Signature]]
+) -> list[Signature]:
+    """A call boundary's layouts as identity signatures: an argument's (`argument_signatures`,
+    never partial), or every layout a result may have (partial sums too); kept in `known`."""
+    key = ("boundary", given, t, mesh)
+    if key not in known:
+        if given:
+            layouts = [s.result for s in argument_signatures(t, mesh)]
+        else:
+            per_axis = [
+                list(candidates(t)) if isinstance(p, OpenAttr) else [p] for p in t.placement_list
+            ]
+            layouts = []
+            for combo in product(*per_axis):
+                try:
+                    DTensorType.check_parameters(t.get_shape(), t.element_type, combo)
+                except VerifyException:
+                    continue
+                layouts.append(tuple(combo))
+        known[key] = [Signature((p,), p) for p in layouts]
+    return known[key]
