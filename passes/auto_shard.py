@@ -829,6 +829,8 @@ class AutoShard(ModulePass):
         limit was measured and left out: on GPT-3's step (2 and 96 layers, bytes and time,
         dp and cd) no total got cheaper, and the 96-layer search took 1.5x to 1.9x as long."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
+        if self.complete_table(f, entries, memo, tables):
+            return entries
         inputs = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
         replicated = (
@@ -855,6 +857,54 @@ class AutoShard(ModulePass):
             else:  # the own optimum is already the least peak
                 self.drop(f, least.name)
         return entries
+
+    def complete_table(
+        self,
+        f: func.FuncOp,
+        entries: list[Variant],
+        memo: Memo,
+        tables: dict[str, list[Variant]],
+    ) -> bool:
+        """Fill `entries` (the open optimum first) with every boundary of `f` - each argument
+        at each of its layouts (never partial), each result at each (partial sums too) - where
+        there are at most `COMPLETE_TABLE` and the strategy is exact (dp, ilp, exhaustive) and
+        no memory limit is set (under one, a call holding more than the entry's own peak may
+        need a leaner program at the same boundary): the search over the tables is then the
+        whole problem, exact at every boundary (`relaxed_bound` says so). Whether it did."""
+        if self.memory > 0 or self.strategy == "cd":
+            return False
+        ft = f.function_type
+        mesh = None
+        layouts: list[list[Attribute]] = []
+        for k, t in enumerate((*ft.inputs.data, *ft.outputs.data)):
+            if not isinstance(t, DTensorType):
+                layouts.append([t])
+                continue
+            mesh = mesh or lookup_mesh(f, t.mesh_name)
+            if mesh is None:
+                return False
+            given = k < len(ft.inputs.data)
+            layouts.append(
+                [t.with_placements(s.result) for s in boundary_signatures(t, mesh, given, {})]
+            )
+        if math.prod(map(len, layouts)) > COMPLETE_TABLE:
+            return False
+        name, n = f.sym_name.data, len(ft.inputs.data)
+        known = {entries[0].function_type}
+        for combo in product(*layouts):
+            inputs, outputs = tuple(combo[:n]), tuple(combo[n:])
+            memo.tried.add((name, inputs, outputs))
+            try:
+                entry = self.variant(f, len(entries), inputs, outputs, memo, tables)
+            except CcoptError:  # no program has this boundary
+                continue
+            if entry.function_type in known:
+                self.drop(f, entry.name)
+                continue
+            known.add(entry.function_type)
+            entries.append(entry)
+        memo.complete.add(name)
+        return True
 
     @staticmethod
     def original(f: func.FuncOp) -> func.FuncOp:
@@ -1173,7 +1223,11 @@ class AutoShard(ModulePass):
         entries = "transfer table entries: " + ", ".join(
             f"@{name} {len(tables[name])}" for name in names
         )
-        if self.memory <= 0 and all(name in memo.complete for name in names):
+        if self.memory <= 0 and all(
+            name in memo.complete
+            and all(abs(v.floor - v.cost) <= 1e-9 * abs(v.cost) for v in tables[name])
+            for name in names
+        ):
             # every boundary is an entry: the search over the tables is the whole problem
             return solution.lower_bound, (
                 "every callee's transfer table is complete (each boundary an entry): the "
@@ -1293,7 +1347,7 @@ class AutoShard(ModulePass):
         made = boundary_piece(f, group, exclusive)
         if made is None:
             return None
-        piece, markers, boundaries = made
+        piece, markers, kept, boundaries = made
         try:
             plain = replace(self, memory=0.0)  # the relaxation drops the memory limit
             nodes = plain.nodes(piece, None, memo.signatures, {})
@@ -1314,8 +1368,15 @@ class AutoShard(ModulePass):
                         else 0.0
                         for s in n.signatures
                     ]
+            for arg, t in kept:  # an argument updated in place: the callee's argument too
+                i = next(i for i, n in enumerate(nodes) if n.value is arg)
+                row = rows.setdefault(i, [0.0] * len(nodes[i].signatures))
+                for a, sig in enumerate(nodes[i].signatures):
+                    row[a] += cost.tie_break * local_bytes(t, sig.result, mesh)
             problem = plain.problem(piece, nodes, cost, mesh, memo.moves)
             for i, row in rows.items():
+                if nodes[i].op is None:  # an argument: its own cost and the callees'
+                    row = [a + b for a, b in zip(problem.node_cost[i], row, strict=True)]
                 problem.node_cost[i] = row
             solved = dynamic_programming(problem, memo.seconds(self.time_limit))
         except (CcoptError, NoSolution):
@@ -2497,6 +2558,7 @@ def boundary_piece(
     tuple[
         func.FuncOp,
         dict[int, tuple[bool, DTensorType]],
+        list[tuple[SSAValue, DTensorType]],
         list[tuple[str, FunctionType, list[SSAValue], list[SSAValue]]],
     ]
     | None
@@ -2508,7 +2570,8 @@ def boundary_piece(
     (`dtensor.scale` by 1, whose candidates `repetition_optimum` replaces with the boundary's
     layouts: argument ones for an argument, any for a result). An argument the callee updates
     in place is read as it is (no conversion at the call). Returns the function, the markers
-    (whether each is an argument boundary, and the callee's type there), and per call its
+    (whether each is an argument boundary, and the callee's type there), the arguments updated
+    in place with the callee's type (the callee's argument's tie-break is theirs), and per call its
     callee, its type, and the values its operands and results became; None where a callee is
     not one block of dtensor ops or updates a value that is not an argument here."""
     from xdsl.ir import Block, Region
@@ -2518,6 +2581,7 @@ def boundary_piece(
     block = Block(arg_types=[a.type for a in exclusive])
     mapped: dict[SSAValue, SSAValue] = dict(zip(exclusive, block.args, strict=True))
     markers: dict[int, tuple[bool, DTensorType]] = {}  # by id: the ops live in the piece
+    kept: list[tuple[SSAValue, DTensorType]] = []
     boundaries = []
 
     def marker(value: SSAValue, given: bool, t: DTensorType) -> SSAValue:
@@ -2546,6 +2610,8 @@ def boundary_piece(
             elif k in in_place or not isinstance(t, DTensorType):
                 if k in in_place and source not in block.args:
                     return None
+                if k in in_place:  # the argument is the boundary: its tie-break is the callee's
+                    kept.append((source, t))  # type: ignore[arg-type]
                 operands.append(source)
             else:
                 operands.append(marker(source, True, t))
@@ -2573,7 +2639,7 @@ def boundary_piece(
     parent = f.parent_block()
     assert parent is not None
     parent.insert_op_after(piece, f)
-    return piece, markers, boundaries
+    return piece, markers, kept, boundaries
 
 
 def boundary_signatures(
