@@ -1277,22 +1277,25 @@ class AutoShard(ModulePass):
         the uses a call boundary changes).
 
         Derivation: split `f`'s cost at any program x (every call at any boundary, at its
-        callee's optimum there) into I_k(x), per repetition k, what its calls and the
-        arguments only they read cost (the callees' optima at their boundaries, those
-        arguments' own costs, the conversions on edges between these nodes), and the rest
-        E(x): the other nodes and the edges leaving or entering a repetition. J_k, the
-        optimum of repetition k inlined with a boundary node per call argument and result
-        (so a conversion at a call is paid once for all its readers, as in the call) and its
-        inputs from outside free, is <= I_k(x) for every x: x's own choices restricted to the
-        repetition are one of its programs, at exactly I_k(x) but for those free inputs, each
-        the call's own boundary (0 to reach). E(x) is bounded as the per-call relaxation bounds
-        it (the problem `relaxed_bound` builds, with the nodes of each repetition at cost 0 and
-        the edges inside it dropped: a call at a table entry pays exactly the edges leaving the
-        repetition, one at any other boundary at least their least). So
+        callee's optimum there) into I_k(x), per repetition k, what its nodes (its calls and
+        the arguments only they read) cost - the callees' optima at their boundaries, those
+        arguments' own costs - and the edges into them (from inside or outside the
+        repetition), and the rest E(x): the other nodes, and the edges into them. Every node
+        and edge is in one part. J_k, the optimum of repetition k inlined with a node per call
+        boundary (`boundary_piece`: a conversion at a call is paid once for all its readers,
+        as in the call) and each value from outside a node of any layout costing 0 (its
+        producer's cost is in E), is <= I_k(x) for every x: x's choices restricted to the
+        repetition, the outside values at the layouts their producers give in x, are a
+        program of the piece costing exactly I_k(x). E(x) is bounded as the per-call
+        relaxation bounds it (the problem `relaxed_bound` builds, the nodes of repetitions at
+        cost 0 and the edges into them dropped: an edge out of a call at a table entry costs
+        what it costs, out of one at any other boundary at least 0). So
         sum_k J_k + min E_relaxed <= min_x (sum_k I_k(x) + E(x)), the optimum over every
-        boundary. The repetitions' joint optima couple a layer's forward, backward and update
-        calls over their shared weights, which the per-call relaxation lets each call place
-        alone (GPT-3's 96-layer step, objective=bytes: 1528 B against a cost of 6499 B)."""
+        boundary. Each J_k couples a layer's forward, backward and update calls over their
+        shared weights, and its saved input's readers, which the per-call relaxation lets
+        each call place alone (GPT-3's 96-layer step, objective=bytes: 1528 B against a cost
+        of 6499 B). What it still frees: a value passed between repetitions is at its
+        producer's cheapest layout in one and at the reader's in the other."""
         if self.overlap > 0 and self.objective == "time":
             return None  # the credits depend on the uses a call boundary gathers
         groups = repetition_groups(f, tables)
@@ -1316,16 +1319,12 @@ class AutoShard(ModulePass):
             for item in (*group, *exclusive):
                 for i in at.get(id(item), []):
                     where[i] = k
-        outside = Problem(
+        rest = Problem(
             [[0.0] * len(c) if i in where else c for i, c in enumerate(node_cost)],
-            [
-                (u, v, t)
-                for u, v, t in edges
-                if (u, v) in tied_pairs or u not in where or where.get(v) != where[u]
-            ],
+            [(u, v, t) for u, v, t in edges if (u, v) in tied_pairs or v not in where],
         )
-        rest = dynamic_programming(outside, memo.seconds(self.time_limit))
-        return whole + rest.lower_bound, list(dict.fromkeys(columns)), len(groups)
+        least = dynamic_programming(rest, memo.seconds(self.time_limit))
+        return whole + least.lower_bound, list(dict.fromkeys(columns)), len(groups)
 
     def repetition_optimum(
         self, f: func.FuncOp, group: list[func.CallOp], exclusive: list[SSAValue], memo: Memo
@@ -1347,7 +1346,8 @@ class AutoShard(ModulePass):
         made = boundary_piece(f, group, exclusive)
         if made is None:
             return None
-        piece, markers, kept, boundaries = made
+        piece, markers, kept, sources, boundaries = made
+        outside = {id(v) for v in sources}
         try:
             plain = replace(self, memory=0.0)  # the relaxation drops the memory limit
             nodes = plain.nodes(piece, None, memo.signatures, {})
@@ -1357,7 +1357,15 @@ class AutoShard(ModulePass):
             )
             rows: dict[int, list[float]] = {}
             for i, n in enumerate(nodes):
-                if id(n.op) in markers:
+                if n.op is None and id(n.value) in outside:  # any layout, its cost outside
+                    n.signatures = boundary_signatures(
+                        n.value.type,  # type: ignore[union-attr, arg-type]
+                        mesh,
+                        False,
+                        memo.signatures,
+                    )
+                    rows[i] = [0.0] * len(n.signatures)
+                elif id(n.op) in markers:
                     given, t = markers[id(n.op)]
                     n.signatures = boundary_signatures(t, mesh, given, memo.signatures)
                     rows[i] = [
@@ -1375,7 +1383,7 @@ class AutoShard(ModulePass):
                     row[a] += cost.tie_break * local_bytes(t, sig.result, mesh)
             problem = plain.problem(piece, nodes, cost, mesh, memo.moves)
             for i, row in rows.items():
-                if nodes[i].op is None:  # an argument: its own cost and the callees'
+                if nodes[i].op is None and id(nodes[i].value) not in outside:  # and the callee's
                     row = [a + b for a, b in zip(problem.node_cost[i], row, strict=True)]
                 problem.node_cost[i] = row
             solved = dynamic_programming(problem, memo.seconds(self.time_limit))
@@ -2537,6 +2545,7 @@ def repetition_key(group: list[func.CallOp], exclusive: list[SSAValue]) -> tuple
     comes from (an exclusive argument of that type, another call's result, outside)."""
     position = {id(c): i for i, c in enumerate(group)}
     slots = {id(a): i for i, a in enumerate(exclusive)}
+    outer: dict[int, int] = {}
     parts = []
     for c in group:
         sources: list[tuple] = []
@@ -2547,7 +2556,7 @@ def repetition_key(group: list[func.CallOp], exclusive: list[SSAValue]) -> tuple
             elif isinstance(owner, func.CallOp) and id(owner) in position:
                 sources.append(("result", position[id(owner)], list(owner.results).index(v)))
             else:
-                sources.append(("outside", v.type))
+                sources.append(("outside", outer.setdefault(id(v), len(outer)), v.type))
         parts.append((c.callee.root_reference.data, tuple(sources)))
     return tuple(parts)
 
@@ -2559,19 +2568,22 @@ def boundary_piece(
         func.FuncOp,
         dict[int, tuple[bool, DTensorType]],
         list[tuple[SSAValue, DTensorType]],
+        list[SSAValue],
         list[tuple[str, FunctionType, list[SSAValue], list[SSAValue]]],
     ]
     | None
 ):
     """`group`'s calls inlined into a function inserted after `f`, each call's boundary a node
-    of its own: the exclusive arguments are its arguments, every operand from outside a fresh
-    argument of the callee's type (free: its own boundary), and between a value and the
+    of its own: the exclusive arguments are its arguments, and so is each value from outside
+    (`repetition_optimum` gives it every layout, partial sums too, at cost 0), and between a
+    value and the
     callee ops reading it, or a callee's returned value and its readers, an identity marker
     (`dtensor.scale` by 1, whose candidates `repetition_optimum` replaces with the boundary's
     layouts: argument ones for an argument, any for a result). An argument the callee updates
     in place is read as it is (no conversion at the call). Returns the function, the markers
     (whether each is an argument boundary, and the callee's type there), the arguments updated
-    in place with the callee's type (the callee's argument's tie-break is theirs), and per call its
+    in place with the callee's type (the callee's argument's tie-break is theirs), the
+    arguments standing for values from outside, and per call its
     callee, its type, and the values its operands and results became; None where a callee is
     not one block of dtensor ops or updates a value that is not an argument here."""
     from xdsl.ir import Block, Region
@@ -2582,6 +2594,7 @@ def boundary_piece(
     mapped: dict[SSAValue, SSAValue] = dict(zip(exclusive, block.args, strict=True))
     markers: dict[int, tuple[bool, DTensorType]] = {}  # by id: the ops live in the piece
     kept: list[tuple[SSAValue, DTensorType]] = []
+    sources: list[SSAValue] = []
     boundaries = []
 
     def marker(value: SSAValue, given: bool, t: DTensorType) -> SSAValue:
@@ -2605,9 +2618,10 @@ def boundary_piece(
         operands: list[SSAValue] = []
         for k, (v, t) in enumerate(zip(call.operands, ft.inputs.data, strict=True)):
             source = mapped.get(v)
-            if source is None:  # from outside: its own free boundary
-                operands.append(block.insert_arg(t, len(block.args)))
-            elif k in in_place or not isinstance(t, DTensorType):
+            if source is None:  # from outside: at a layout of its own, free
+                source = mapped[v] = block.insert_arg(v.type, len(block.args))
+                sources.append(source)
+            if k in in_place or not isinstance(t, DTensorType):
                 if k in in_place and source not in block.args:
                     return None
                 if k in in_place:  # the argument is the boundary: its tie-break is the callee's
@@ -2639,7 +2653,7 @@ def boundary_piece(
     parent = f.parent_block()
     assert parent is not None
     parent.insert_op_after(piece, f)
-    return piece, markers, kept, boundaries
+    return piece, markers, kept, sources, boundaries
 
 
 def boundary_signatures(
