@@ -231,6 +231,8 @@ class Memo:
     bounds: dict[int, tuple[float, str] | None] = field(default_factory=dict)
     """`AutoShard.relaxed_bound` per solution (by id; the solution kept alive in `problems`)."""
     complete: set[str] = field(default_factory=set)
+    boundaries: dict[str, int] = field(default_factory=dict)
+    """How many boundaries each callee has (`AutoShard.complete_table`)."""
     """The callees whose transfer table holds every boundary (`AutoShard.transfer_table`)."""
     began: float = field(default_factory=time.monotonic)
 
@@ -871,25 +873,25 @@ class AutoShard(ModulePass):
         no memory limit is set (under one, a call holding more than the entry's own peak may
         need a leaner program at the same boundary): the search over the tables is then the
         whole problem, exact at every boundary (`relaxed_bound` says so). Whether it did."""
-        if self.memory > 0 or self.strategy == "cd":
-            return False
         ft = f.function_type
+        name, n = f.sym_name.data, len(ft.inputs.data)
         mesh = None
-        layouts: list[list[Attribute]] = []
+        each: list[tuple[Attribute, list[Signature] | None]] = []
         for k, t in enumerate((*ft.inputs.data, *ft.outputs.data)):
             if not isinstance(t, DTensorType):
-                layouts.append([t])
+                each.append((t, None))
                 continue
             mesh = mesh or lookup_mesh(f, t.mesh_name)
             if mesh is None:
                 return False
-            given = k < len(ft.inputs.data)
-            layouts.append(
-                [t.with_placements(s.result) for s in boundary_signatures(t, mesh, given, {})]
-            )
-        if math.prod(map(len, layouts)) > COMPLETE_TABLE:
+            each.append((t, boundary_signatures(t, mesh, k < n, memo.signatures)))
+        memo.boundaries[name] = math.prod(len(s) for _, s in each if s is not None)
+        if memo.boundaries[name] > COMPLETE_TABLE or self.memory > 0 or self.strategy == "cd":
             return False
-        name, n = f.sym_name.data, len(ft.inputs.data)
+        layouts = [
+            [t] if s is None else [t.with_placements(g.result) for g in s]  # type: ignore[union-attr]
+            for t, s in each
+        ]
         known = {entries[0].function_type}
         for combo in product(*layouts):
             inputs, outputs = tuple(combo[:n]), tuple(combo[n:])
@@ -1259,6 +1261,13 @@ class AutoShard(ModulePass):
         else:
             why = f"bound over every boundary of the calls ({kind}: each repetition at its "
             why += "inlined optimum, conversions between repetitions at their least)"
+        if self.strategy == "dp":  # the issue's ask: say what dp is exact over
+            counts = ", ".join(f"@{n} {memo.boundaries.get(n, 0):.3g}" for n in names)
+            why += (
+                f"; dp is exact over the transfer tables only (boundaries per callee: {counts}; "
+                f"complete tables up to {COMPLETE_TABLE}), grown by refinement, joint entries "
+                "and column generation"
+            )
         return bound, f"{why}; {entries}"
 
     def repetition_relaxation(
