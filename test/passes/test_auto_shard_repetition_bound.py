@@ -56,21 +56,31 @@ def step_report(module) -> dict:  # noqa: ANN001 - a ModuleOp
     return f.attributes["auto_shard"].data
 
 
-def searched(text: str, strategy: str = "dp", per_call: bool = False, **patches: int):  # noqa: ANN201
+def searched(  # noqa: ANN201
+    text: str,
+    strategy: str = "dp",
+    per_call: bool = False,
+    objective: str = "bytes",
+    **patches: int,
+):
     with pytest.MonkeyPatch.context() as patch:
         for name, value in patches.items():
             patch.setattr(auto_shard, name, value)
         if per_call:
             patch.setattr(AutoShard, "repetition_relaxation", lambda *_: None)
-        return apply_pipeline(load_program(text), f"auto-shard{{strategy={strategy}}}")
+        return apply_pipeline(
+            load_program(text), f"auto-shard{{strategy={strategy} objective={objective}}}"
+        )
 
 
-def truth(text: str) -> float:
+def truth(text: str, objective: str = "bytes") -> float:
     """The optimum over every boundary of the calls: ilp over complete tables."""
     with pytest.MonkeyPatch.context() as patch:
         complete_tables(patch)
         patch.setattr(auto_shard, "GAP_ROUNDS", 0)
-        module = apply_pipeline(load_program(text), "auto-shard{strategy=ilp}")
+        module = apply_pipeline(
+            load_program(text), f"auto-shard{{strategy=ilp objective={objective}}}"
+        )
     return total(module, "cost")
 
 
@@ -189,21 +199,24 @@ def layers(draw: st.DrawFn) -> str:
 
 
 @settings(
-    max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(layers(), st.sampled_from(["dp", "cd"]))
-def test_the_bound_is_below_the_optimum_below_the_cost(text: str, strategy: str) -> None:
+@given(layers(), st.sampled_from(["dp", "cd"]), st.sampled_from(["bytes", "time"]))
+def test_the_bound_is_below_the_optimum_below_the_cost(
+    text: str, strategy: str, objective: str
+) -> None:
     """bound <= the optimum over every boundary <= the cost, with the relaxation and column
-    generation at work (tables not complete) and without (complete: dp meets the optimum)."""
+    generation at work (tables not complete) and without (complete: dp meets the optimum),
+    in bytes and in seconds."""
     try:
-        best = truth(text)
+        best = truth(text, objective)
     except CcoptError:  # a drawn program no placement runs
         return
     slack = 1e-9 * max(1.0, abs(best))
-    module = searched(text, strategy, COMPLETE_TABLE=0)
+    module = searched(text, strategy, objective=objective, COMPLETE_TABLE=0)
     assert total(module, "bound") <= best + slack
     assert total(module, "cost") >= best - slack
     assert "per repetition (2 repetitions)" in step_report(module).get("note").data
     if strategy == "dp":
-        exact = searched(text)
+        exact = searched(text, objective=objective)
         assert total(exact, "cost") == pytest.approx(best, rel=1e-9, abs=1e-12)
