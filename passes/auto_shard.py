@@ -1307,7 +1307,7 @@ class AutoShard(ModulePass):
         producer's cheapest layout in one and at the reader's in the other."""
         if self.overlap > 0 and self.objective == "time":
             return None  # the credits depend on the uses a call boundary gathers
-        groups = repetition_groups(f, tables)
+        groups = repetition_items(f, repetition_groups(f, tables))
         if not groups:
             return None
         from ccopt.passes.placement_search import dynamic_programming
@@ -1337,7 +1337,7 @@ class AutoShard(ModulePass):
         return whole + least.lower_bound, list(dict.fromkeys(columns)), len(groups)
 
     def repetition_optimum(
-        self, f: func.FuncOp, group: list[func.CallOp], exclusive: list[SSAValue], memo: Memo
+        self, f: func.FuncOp, group: list[Operation], exclusive: list[SSAValue], memo: Memo
     ) -> tuple[float, list[tuple[str, tuple, tuple]]] | None:
         """J_k of `repetition_relaxation`: the least cost of `group`'s calls inlined, with a
         boundary node (`boundary_piece`) per call argument and result and the values from
@@ -2552,9 +2552,30 @@ def exclusive_arguments(f: func.FuncOp, groups: list[list[func.CallOp]]) -> list
     return out
 
 
-def repetition_key(group: list[func.CallOp], exclusive: list[SSAValue]) -> tuple:
-    """What a repetition's inlined optimum depends on: its callees and where each operand
-    comes from (an exclusive argument of that type, another call's result, outside)."""
+def repetition_items(f: func.FuncOp, groups: list[list[func.CallOp]]) -> list[list[Operation]]:
+    """Each repetition's calls and the ops of `f` that read its values and no other
+    repetition's (a step's loss reading the last forward layer's output, the gradient it
+    gives the last backward layer), in program order: bounded with the repetition, their
+    conversions are not free on both sides. Any partition of the nodes gives a valid bound
+    (`repetition_relaxation`); this one only makes it tighter."""
+    group_of: dict[int, int] = {id(c): k for k, g in enumerate(groups) for c in g}
+    out: list[list[Operation]] = [[] for _ in groups]
+    owner: dict[int, int] = {}  # value id -> repetition
+    for op in f.body.block.ops:
+        k = group_of.get(id(op))
+        if k is None and isinstance(op, DTensorOp | coll.CollectiveOp) and op.results:
+            readers = {owner[id(v)] for v in op.operands if id(v) in owner}
+            k = readers.pop() if len(readers) == 1 else None
+        if k is not None:
+            out[k].append(op)
+            owner.update((id(r), k) for r in op.results)
+    return out
+
+
+def repetition_key(group: list[Operation], exclusive: list[SSAValue]) -> tuple:
+    """What a repetition's inlined optimum depends on: its callees and ops, and where each
+    operand comes from (an exclusive argument of that type, another item's result,
+    outside)."""
     position = {id(c): i for i, c in enumerate(group)}
     slots = {id(a): i for i, a in enumerate(exclusive)}
     outer: dict[int, int] = {}
@@ -2565,16 +2586,26 @@ def repetition_key(group: list[func.CallOp], exclusive: list[SSAValue]) -> tuple
             owner = v.owner
             if id(v) in slots:
                 sources.append(("argument", slots[id(v)], v.type))
-            elif isinstance(owner, func.CallOp) and id(owner) in position:
+            elif isinstance(owner, Operation) and id(owner) in position:
                 sources.append(("result", position[id(owner)], list(owner.results).index(v)))
             else:
                 sources.append(("outside", outer.setdefault(id(v), len(outer)), v.type))
-        parts.append((c.callee.root_reference.data, tuple(sources)))
+        if isinstance(c, func.CallOp):
+            parts.append((c.callee.root_reference.data, tuple(sources)))
+        else:  # an op of the step: what it is, as `nodes` keys its signatures
+            parts.append(
+                (
+                    c.name,
+                    tuple(sources),
+                    tuple(r.type for r in c.results),
+                    tuple(sorted(c.properties.items())),
+                )
+            )
     return tuple(parts)
 
 
 def boundary_piece(
-    f: func.FuncOp, group: list[func.CallOp], exclusive: list[SSAValue]
+    f: func.FuncOp, group: list[Operation], exclusive: list[SSAValue]
 ) -> (
     tuple[
         func.FuncOp,
@@ -2618,6 +2649,15 @@ def boundary_piece(
         return op.results[0]
 
     for call in group:
+        if not isinstance(call, func.CallOp):  # an op of `f` joining the repetition
+            for v in call.operands:
+                if v not in mapped:
+                    mapped[v] = block.insert_arg(v.type, len(block.args))
+                    sources.append(mapped[v])
+            copy = call.clone(value_mapper=dict(mapped))
+            block.add_op(copy)
+            mapped.update(zip(call.results, copy.results, strict=True))
+            continue
         callee = SymbolTable.lookup_symbol(f, call.callee)
         if (
             not isinstance(callee, func.FuncOp)

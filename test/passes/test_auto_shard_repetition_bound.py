@@ -147,7 +147,8 @@ OPS = st.sampled_from(["gelu", "add", "matmul"])
 def layers(draw: st.DrawFn) -> str:
     """Two repetitions of a layer: @f(a, w) of one or two ops, and @g(w, d) reading the
     weight with f's result (an add or sub, in place or returned), called as f, g per weight
-    from a step whose input is open, replicated or split by columns."""
+    from a step whose input is open, replicated or split by columns, maybe with an op after
+    them (bounded with the last repetition: `repetition_items`)."""
 
     def op(name: str, target: str, a: str, b: str) -> str:
         if name == "gelu":
@@ -160,6 +161,7 @@ def layers(draw: st.DrawFn) -> str:
         body.append(op(name, f"%v{i}", *picks))
         values.append(f"%v{i}")
     in_place = draw(st.booleans())
+    after = draw(st.one_of(st.none(), OPS))  # an op of the step reading the last layer
     kind = draw(st.sampled_from(["add", "sub"]))
     x = {"R": "!dtensor.tensor<8x8xf32, @m[R]>", "S1": "!dtensor.tensor<8x8xf32, @m[S(1)]>"}.get(
         draw(st.sampled_from(["open", "R", "S1"])), OPEN
@@ -192,7 +194,8 @@ def layers(draw: st.DrawFn) -> str:
             g_call("%w0", "%h", "%e0"),
             f"  %k = func.call @f(%h, %w1) : ({OPEN}, {OPEN}) -> {OPEN}",
             g_call("%w1", "%k", "%e1"),
-            f"  func.return %k : {OPEN}",
+            *([op(after, "%z", "%k", "%k")] if after else []),
+            f"  func.return {'%z' if after else '%k'} : {OPEN}",
             "}",
         ]
     )
