@@ -42,8 +42,15 @@ cost, the lower bound (the optimum when exact, else e.g. HiGHS's dual bound when
 limit stopped it, which the note says) and the gap (with `overlap=C`: also C as
 `overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`). A
 function calling transfer tables is bounded over every boundary its calls could have, not
-only the tables' (`AutoShard.relaxed_bound`): its gap is what the tables may miss too, 0 only
-where they provably miss nothing (the note says so, and how many entries each callee had).
+only the tables' (`AutoShard.relaxed_bound`): per repetition of the calls sharing its
+arguments (`repetition_relaxation`: each repetition inlined with a node per call boundary,
+what enters it from outside free), or per call where there are none; its gap is what the
+tables may miss too, 0 only where they provably miss nothing (the note says so - "gap 0:
+proven optimal" - and how many entries each callee had). The boundaries the repetitions'
+optima take are added to the tables and the callers searched again while the gap is open
+(`close_gap`, column generation, `GAP_ROUNDS` rounds). A callee of at most `COMPLETE_TABLE`
+boundaries gets every one as an entry (`complete_table`): dp over the tables is then exact
+over every boundary; elsewhere the note says dp is exact over the tables only.
 A function's cost and bound leave out its calls' entries' (each reports its own), so the
 step's totals are every function's once per run of it:
 
