@@ -206,6 +206,11 @@ def test_a_cheaper_boundary_outside_the_tables_opens_the_gap() -> None:
     report = step.attributes["auto_shard"].data
     assert report["gap"].value.data == pytest.approx(cost - bound, rel=1e-9)
     assert "its optimum leaves the tables at" in report["note"].data
+    # the ask: dp says what it is exact over (the layer's 3 x 4 boundaries, not all
+    # entries here as `COMPLETE_TABLE` is patched to 0)
+    assert "dp is exact over the transfer tables only (boundaries per callee: @layer 12;" in (
+        report["note"].data
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(auto_shard, "COMPLETE_TABLE", 0)
         refined = apply_pipeline(load_program(text), "auto-shard{strategy=dp}")  # S(1) wished
