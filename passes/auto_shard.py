@@ -43,8 +43,15 @@ bound, the LP relaxation and the forest relaxations when the time limit stopped 
 note names with the gap relative to the cost) and the gap (with `overlap=C`: also C as
 `overlap_chunks` and the credit the solution takes, in seconds, as `overlap_credit`). A
 function calling transfer tables is bounded over every boundary its calls could have, not
-only the tables' (`AutoShard.relaxed_bound`): its gap is what the tables may miss too, 0 only
-where they provably miss nothing (the note says so, and how many entries each callee had).
+only the tables' (`AutoShard.relaxed_bound`): per repetition of the calls sharing its
+arguments (`repetition_relaxation`: each repetition inlined with a node per call boundary,
+what enters it from outside free), or per call where there are none; its gap is what the
+tables may miss too, 0 only where they provably miss nothing (the note says so - "gap 0:
+proven optimal" - and how many entries each callee had). The boundaries the repetitions'
+optima take are added to the tables and the callers searched again while the gap is open
+(`close_gap`, column generation, `GAP_ROUNDS` rounds). A callee of at most `COMPLETE_TABLE`
+boundaries gets every one as an entry (`complete_table`): dp over the tables is then exact
+over every boundary; elsewhere the note says dp is exact over the tables only.
 A function's cost and bound leave out its calls' entries' (each reports its own), so the
 step's totals are every function's once per run of it:
 
@@ -134,6 +141,12 @@ REFINE_ROUNDS = 3
 JOINT_ROUNDS = 1
 """Rounds of refinement from the program the joint entries give (GPT-3's 2-layer step at
 dp=8 x tp=8, objective=time: 0.12376 s after none, 0.12339 s after one, and after three)."""
+GAP_ROUNDS = 2
+"""Rounds of column generation (`AutoShard.close_gap`): the boundaries of the per-repetition
+relaxation's optima added to the tables, the roots searched again."""
+COMPLETE_TABLE = 64
+"""Boundaries (argument and result layouts combined) up to which a callee's transfer table
+holds every one (`AutoShard.transfer_table`: dp over it is exact over every boundary)."""
 ENTRIES_PER_ROUND = 2
 """New transfer table entries per callee and round."""
 SLICES = 20
@@ -217,6 +230,18 @@ class Memo:
     joint: dict[str, int] = field(default_factory=dict)
     """Per callee, the index of its first joint entry (`AutoShard.joint_entries`): where
     coordinate descent starts its calls once more (`AutoShard.joint_start`)."""
+    repetitions: dict[tuple, tuple[float, list[tuple[str, tuple, tuple]]] | None] = field(
+        default_factory=dict
+    )
+    """`AutoShard.repetition_optimum` per shape of repetition (`repetition_key`)."""
+    columns: dict[int, list[tuple[str, tuple, tuple]]] = field(default_factory=dict)
+    """Per solution (by id), the boundaries its per-repetition relaxation's optima take."""
+    bounds: dict[int, tuple[float, str] | None] = field(default_factory=dict)
+    """`AutoShard.relaxed_bound` per solution (by id; the solution kept alive in `problems`)."""
+    complete: set[str] = field(default_factory=set)
+    boundaries: dict[str, int] = field(default_factory=dict)
+    """How many boundaries each callee has (`AutoShard.complete_table`)."""
+    """The callees whose transfer table holds every boundary (`AutoShard.transfer_table`)."""
     began: float = field(default_factory=time.monotonic)
 
     def seconds(self, budget: float) -> float:
@@ -761,6 +786,8 @@ class AutoShard(ModulePass):
             if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
                 found = latest
             found, latest = self.grow(roots, found, latest, tables, memo, JOINT_ROUNDS)
+        if tables:
+            found = self.close_gap(roots, found, tables, memo)
         for f, (nodes, solution) in found.items():
             self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
         if tables:
@@ -810,6 +837,8 @@ class AutoShard(ModulePass):
         limit was measured and left out: on GPT-3's step (2 and 96 layers, bytes and time,
         dp and cd) no total got cheaper, and the 96-layer search took 1.5x to 1.9x as long."""
         entries = [self.variant(f, 0, None, None, memo, tables)]
+        if self.complete_table(f, entries, memo, tables):
+            return entries
         inputs = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
         replicated = (
@@ -836,6 +865,54 @@ class AutoShard(ModulePass):
             else:  # the own optimum is already the least peak
                 self.drop(f, least.name)
         return entries
+
+    def complete_table(
+        self,
+        f: func.FuncOp,
+        entries: list[Variant],
+        memo: Memo,
+        tables: dict[str, list[Variant]],
+    ) -> bool:
+        """Fill `entries` (the open optimum first) with every boundary of `f` - each argument
+        at each of its layouts (never partial), each result at each (partial sums too) - where
+        there are at most `COMPLETE_TABLE` and the strategy is exact (dp, ilp, exhaustive) and
+        no memory limit is set (under one, a call holding more than the entry's own peak may
+        need a leaner program at the same boundary): the search over the tables is then the
+        whole problem, exact at every boundary (`relaxed_bound` says so). Whether it did."""
+        ft = f.function_type
+        name, n = f.sym_name.data, len(ft.inputs.data)
+        mesh = None
+        each: list[tuple[Attribute, list[Signature] | None]] = []
+        for k, t in enumerate((*ft.inputs.data, *ft.outputs.data)):
+            if not isinstance(t, DTensorType):
+                each.append((t, None))
+                continue
+            mesh = mesh or lookup_mesh(f, t.mesh_name)
+            if mesh is None:
+                return False
+            each.append((t, boundary_signatures(t, mesh, k < n, memo.signatures)))
+        memo.boundaries[name] = math.prod(len(s) for _, s in each if s is not None)
+        if memo.boundaries[name] > COMPLETE_TABLE or self.memory > 0 or self.strategy == "cd":
+            return False
+        layouts = [
+            [t] if s is None else [t.with_placements(g.result) for g in s]  # type: ignore[union-attr]
+            for t, s in each
+        ]
+        known = {entries[0].function_type}
+        for combo in product(*layouts):
+            inputs, outputs = tuple(combo[:n]), tuple(combo[n:])
+            memo.tried.add((name, inputs, outputs))
+            try:
+                entry = self.variant(f, len(entries), inputs, outputs, memo, tables)
+            except CcoptError:  # no program has this boundary
+                continue
+            if entry.function_type in known:
+                self.drop(f, entry.name)
+                continue
+            known.add(entry.function_type)
+            entries.append(entry)
+        memo.complete.add(name)
+        return True
 
     @staticmethod
     def original(f: func.FuncOp) -> func.FuncOp:
@@ -1088,6 +1165,20 @@ class AutoShard(ModulePass):
         on dp=8 x tp=8 0.1209 s against 0.0597 s and 0.1469 s: the tables, not only the
         bound, were far from it there, until the joint entries (`joint_entries`) brought
         them to 0.1234 s."""
+        if id(solution) not in memo.bounds:  # close_gap bounds the roots before finish does
+            memo.bounds[id(solution)] = self.relax(f, nodes, problem, solution, tables, memo)
+        return memo.bounds[id(solution)]
+
+    def relax(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        problem: Problem,
+        solution: Solution,
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> tuple[float, str] | None:
+        """`relaxed_bound`, not remembered."""
         import numpy as np
 
         from ccopt.passes.placement_search import dynamic_programming
@@ -1136,28 +1227,239 @@ class AutoShard(ModulePass):
                     column[: len(least)] = least  # a wild producer's own candidate: 0
                 t = np.hstack([t, column[:, None]])
             edges.append((u, v, t))
-        relaxed = Problem(node_cost, edges)
-        # solved exactly whatever the strategy (cd too): the calls make the relaxation a chain
-        # of few candidates, a fraction of the search's own time
-        exact = dynamic_programming(relaxed, memo.seconds(self.time_limit))
-        found, choice = exact.lower_bound, exact.choice
-        sizes = [len(n.signatures) for n in nodes]
-        free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
-        bound = min(found, solution.lower_bound)
         names = sorted({nodes[i].op.callee.root_reference.data for i in primary})  # type: ignore[union-attr]
         entries = "transfer table entries: " + ", ".join(
             f"@{name} {len(tables[name])}" for name in names
         )
+        if self.memory <= 0 and all(
+            name in memo.complete
+            and all(abs(v.floor - v.cost) <= 1e-9 * abs(v.cost) for v in tables[name])
+            for name in names
+        ):
+            # every boundary is an entry: the search over the tables is the whole problem
+            return solution.lower_bound, (
+                "every callee's transfer table is complete (each boundary an entry): the "
+                "search over the tables is exact over every boundary; " + entries
+            )
+        repeated = self.repetition_relaxation(f, nodes, node_cost, edges, tied_pairs, tables, memo)
+        kind, choice = "per call", None
+        if repeated is not None:  # the per-call bound left out: far below it on layer stacks
+            memo.columns[id(solution)] = repeated[1]
+            found, kind = repeated[0], f"per repetition ({repeated[2]} repetitions)"
+        else:
+            # solved exactly whatever the strategy (cd too): the calls make the relaxation a
+            # chain of few candidates, a fraction of the search's own time
+            exact = dynamic_programming(Problem(node_cost, edges), memo.seconds(self.time_limit))
+            found, choice = exact.lower_bound, exact.choice
+        sizes = [len(n.signatures) for n in nodes]
+        free = 0 if choice is None else sum(1 for i in primary if choice[i] == sizes[i])
+        # the per-repetition bound holds over every program whatever the search found (cd's
+        # own bound only bounds the tables' optimum, and lies below it)
+        bound = found if repeated is not None else min(found, solution.lower_bound)
         if solution.cost - bound <= 1e-9 * abs(solution.cost):  # relative: 1e-9 s is a lot
             return solution.cost, (
-                "bound over every boundary of the calls: the transfer tables meet it (optimal); "
-                + entries
+                f"bound over every boundary of the calls ({kind}): the transfer tables meet it "
+                "(gap 0: proven optimal); " + entries
             )
-        why = "bound over every boundary of the calls (each callee at least its open optimum, "
-        why += "conversions at calls at their least)"
-        if choice is not None:
-            why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
+        if kind == "per call":
+            why = "bound over every boundary of the calls (per call: each callee at least its "
+            why += "open optimum, conversions at calls at their least)"
+            if choice is not None:
+                why += f"; its optimum leaves the tables at {free} of {len(primary)} calls"
+        else:
+            why = f"bound over every boundary of the calls ({kind}: each repetition at its "
+            why += "inlined optimum, conversions between repetitions at their least)"
+        if self.strategy == "dp":  # the issue's ask: say what dp is exact over
+            counts = ", ".join(f"@{n} {memo.boundaries.get(n, 0):.3g}" for n in names)
+            why += (
+                f"; dp is exact over the transfer tables only (boundaries per callee: {counts}; "
+                f"complete tables up to {COMPLETE_TABLE}), grown by refinement, joint entries "
+                "and column generation"
+            )
         return bound, f"{why}; {entries}"
+
+    def repetition_relaxation(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        node_cost: list[list[float]],
+        edges: list[tuple[int, int, np.ndarray]],
+        tied_pairs: set[tuple[int, int]],
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> tuple[float, list[tuple[str, tuple, tuple]], int] | None:
+        """The per-repetition bound of `relaxed_bound`, the boundaries its repetitions' optima
+        take (`repetition_optimum`: columns for the tables) and how many repetitions there
+        are; None where `f` has none (or one cannot be inlined, or overlap=C credits edges by
+        the uses a call boundary changes).
+
+        Derivation: split `f`'s cost at any program x (every call at any boundary, at its
+        callee's optimum there) into I_k(x), per repetition k, what its nodes (its calls and
+        the arguments only they read) cost - the callees' optima at their boundaries, those
+        arguments' own costs - and the edges into them (from inside or outside the
+        repetition), and the rest E(x): the other nodes, and the edges into them. Every node
+        and edge is in one part. J_k, the optimum of repetition k inlined with a node per call
+        boundary (`boundary_piece`: a conversion at a call is paid once for all its readers,
+        as in the call) and each value from outside a node of any layout costing 0 (its
+        producer's cost is in E), is <= I_k(x) for every x: x's choices restricted to the
+        repetition, the outside values at the layouts their producers give in x, are a
+        program of the piece costing exactly I_k(x). E(x) is bounded as the per-call
+        relaxation bounds it (the problem `relaxed_bound` builds, the nodes of repetitions at
+        cost 0 and the edges into them dropped: an edge out of a call at a table entry costs
+        what it costs, out of one at any other boundary at least 0). So
+        sum_k J_k + min E_relaxed <= min_x (sum_k I_k(x) + E(x)), the optimum over every
+        boundary. Each J_k couples a layer's forward, backward and update calls over their
+        shared weights, and its saved input's readers, which the per-call relaxation lets
+        each call place alone (GPT-3's 96-layer step, objective=bytes: 1528 B against a cost
+        of 6499 B). What it still frees: a value passed between repetitions is at its
+        producer's cheapest layout in one and at the reader's in the other."""
+        if self.overlap > 0 and self.objective == "time":
+            return None  # the credits depend on the uses a call boundary gathers
+        groups = repetition_items(f, repetition_groups(f, tables))
+        if not groups:
+            return None
+        from ccopt.passes.placement_search import dynamic_programming
+
+        at: dict[int, list[int]] = {}
+        for i, n in enumerate(nodes):
+            key = id(n.op) if n.op is not None else id(n.value)
+            at.setdefault(key, []).append(i)
+        where: dict[int, int] = {}
+        whole, columns = 0.0, []
+        for k, (group, exclusive) in enumerate(
+            zip(groups, exclusive_arguments(f, groups), strict=True)
+        ):
+            got = self.repetition_optimum(f, group, exclusive, memo)
+            if got is None:
+                return None
+            whole += got[0]
+            columns.extend(got[1])
+            for item in (*group, *exclusive):
+                for i in at.get(id(item), []):
+                    where[i] = k
+        rest = Problem(
+            [[0.0] * len(c) if i in where else c for i, c in enumerate(node_cost)],
+            [(u, v, t) for u, v, t in edges if (u, v) in tied_pairs or v not in where],
+        )
+        least = dynamic_programming(rest, memo.seconds(self.time_limit))
+        return whole + least.lower_bound, list(dict.fromkeys(columns)), len(groups)
+
+    def repetition_optimum(
+        self, f: func.FuncOp, group: list[Operation], exclusive: list[SSAValue], memo: Memo
+    ) -> tuple[float, list[tuple[str, tuple, tuple]]] | None:
+        """J_k of `repetition_relaxation`: the least cost of `group`'s calls inlined, with a
+        boundary node (`boundary_piece`) per call argument and result and the values from
+        outside free, solved exactly (dp; ilp where too wide, its dual bound kept), and each
+        call's boundary in that optimum (callee, argument and result types: a column for the
+        tables). Remembered per shape of repetition (`repetition_key`): a 96-layer step has
+        three (its first, middle and last layers)."""
+        key = repetition_key(group, exclusive)
+        if key in memo.repetitions:
+            return memo.repetitions[key]
+        from dataclasses import replace
+
+        from ccopt.passes.placement_search import dynamic_programming
+
+        memo.repetitions[key] = None
+        made = boundary_piece(f, group, exclusive)
+        if made is None:
+            return None
+        piece, markers, kept, sources, boundaries = made
+        outside = {id(v) for v in sources}
+        try:
+            plain = replace(self, memory=0.0)  # the relaxation drops the memory limit
+            nodes = plain.nodes(piece, None, memo.signatures, {})
+            mesh = self.mesh_of_nodes(piece, nodes)
+            cost = memo.costs.get(mesh) or memo.costs.setdefault(
+                mesh, Cost(self.objective, self.machine, mesh)
+            )
+            rows: dict[int, list[float]] = {}
+            for i, n in enumerate(nodes):
+                if n.op is None and id(n.value) in outside:  # any layout, its cost outside
+                    n.signatures = boundary_signatures(
+                        n.value.type,  # type: ignore[union-attr, arg-type]
+                        mesh,
+                        False,
+                        memo.signatures,
+                    )
+                    rows[i] = [0.0] * len(n.signatures)
+                elif id(n.op) in markers:
+                    given, t = markers[id(n.op)]
+                    n.signatures = boundary_signatures(t, mesh, given, memo.signatures)
+                    rows[i] = [
+                        math.inf
+                        if given and any(isinstance(p, PartialAttr) for p in s.result)
+                        else cost.tie_break * local_bytes(t, s.result, mesh)
+                        if given
+                        else 0.0
+                        for s in n.signatures
+                    ]
+            for arg, t in kept:  # an argument updated in place: the callee's argument too
+                i = next(i for i, n in enumerate(nodes) if n.value is arg)
+                row = rows.setdefault(i, [0.0] * len(nodes[i].signatures))
+                for a, sig in enumerate(nodes[i].signatures):
+                    row[a] += cost.tie_break * local_bytes(t, sig.result, mesh)
+            problem = plain.problem(piece, nodes, cost, mesh, memo.moves)
+            for i, row in rows.items():
+                if nodes[i].op is None and id(nodes[i].value) not in outside:  # and the callee's
+                    row = [a + b for a, b in zip(problem.node_cost[i], row, strict=True)]
+                problem.node_cost[i] = row
+            solved = dynamic_programming(problem, memo.seconds(self.time_limit))
+        except (CcoptError, NoSolution):
+            return None
+        finally:
+            piece.detach()
+            piece.erase()
+        placed = {
+            n.value: n.signatures[c].result
+            for n, c in zip(nodes, solved.choice, strict=True)
+            if n.value is not None
+        }
+        columns = []
+        for name, ft, operands, results in boundaries:
+            inputs = placed_types(placed, operands, ft.inputs.data)
+            outputs = placed_types(placed, results, ft.outputs.data)
+            columns.append((name, inputs, outputs))
+        memo.repetitions[key] = (solved.lower_bound, columns)
+        return memo.repetitions[key]
+
+    def close_gap(
+        self,
+        roots: list[func.FuncOp],
+        found: dict[func.FuncOp, tuple[list[Node], Solution | None]],
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> dict[func.FuncOp, tuple[list[Node], Solution | None]]:
+        """Column generation: while a root's cost is above its bound (`relaxed_bound`), add to
+        the tables the boundaries the per-repetition relaxation's optima take
+        (`repetition_optimum`), search the roots again and keep the cheaper programs; at most
+        `GAP_ROUNDS` rounds, ending early where the bound is met (gap 0: proven optimal) or
+        no boundary is new. The cheapest solutions seen."""
+        for _ in range(GAP_ROUNDS):
+            columns: list[tuple[str, tuple, tuple]] = []
+            for f, (nodes, solution) in found.items():
+                searched = None if solution is None else memo.problems.get(id(solution))
+                if searched is None:
+                    continue
+                got = self.relaxed_bound(f, nodes, searched[0], searched[1], tables, memo)
+                if got is None or solution.cost - got[0] <= 1e-9 * abs(solution.cost):  # type: ignore[union-attr]
+                    continue
+                columns.extend(memo.columns.get(id(solution), []))
+            added = 0
+            for name, inputs, outputs in dict.fromkeys(columns):
+                callee = SymbolTable.lookup_symbol(roots[0], name)
+                assert isinstance(callee, func.FuncOp)
+                before = len(tables[name])
+                k = self.add_entry(callee, inputs, outputs, tables, memo)
+                if k is not None:
+                    memo.joint.setdefault(name, k)
+                added += len(tables[name]) - before
+            if not added:
+                break
+            latest = {f: self.search(f, memo, tables) for f in roots}
+            if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
+                found = latest
+        return found
 
     def entering(
         self, nodes: list[Node], index: dict[SSAValue, int], v: int, memo: Memo, cost: Cost
@@ -2199,6 +2501,15 @@ def repetitions(f: func.FuncOp, tables: dict[str, list[Variant]]) -> list[list[f
     `f` they share, each argument read by at most one call per callee (a mask every layer's
     forward reads joins no layers; a layer's weights join its forward, backward and update
     calls). Groups of a single call are left out: its table has its own optimum already."""
+    kinds: dict[tuple[str, ...], list[list[func.CallOp]]] = {}
+    for g in repetition_groups(f, tables):
+        kinds.setdefault(tuple(c.callee.root_reference.data for c in g), []).append(g)
+    return [same[len(same) // 2] for same in kinds.values()]
+
+
+def repetition_groups(f: func.FuncOp, tables: dict[str, list[Variant]]) -> list[list[func.CallOp]]:
+    """Every repetition of `f`'s calls (`repetitions`: the calls joined by the arguments of
+    `f` they share), in program order; groups of one call left out."""
     calls = [
         op
         for op in f.body.block.ops
@@ -2223,11 +2534,7 @@ def repetitions(f: func.FuncOp, tables: dict[str, list[Variant]]) -> list[list[f
     groups: dict[int, list[func.CallOp]] = {}
     for i, c in enumerate(calls):
         groups.setdefault(root(i), []).append(c)
-    kinds: dict[tuple[str, ...], list[list[func.CallOp]]] = {}
-    for g in groups.values():
-        if len(g) > 1:
-            kinds.setdefault(tuple(c.callee.root_reference.data for c in g), []).append(g)
-    return [same[len(same) // 2] for same in kinds.values()]
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def placed_types(
@@ -2238,3 +2545,196 @@ def placed_types(
         _unreduced(t, placed[v]) if isinstance(t, DTensorType) and v in placed else t
         for v, t in zip(values, types, strict=True)
     )
+
+
+def exclusive_arguments(f: func.FuncOp, groups: list[list[func.CallOp]]) -> list[list[SSAValue]]:
+    """Per group, the arguments of `f` only its calls read (a layer's weights and optimizer
+    state): nodes of the repetition in `AutoShard.repetition_relaxation`. One pass over the
+    arguments' uses (a 96-layer step has thousands of arguments)."""
+    group_of = {id(c): k for k, g in enumerate(groups) for c in g}
+    out: list[list[SSAValue]] = [[] for _ in groups]
+    for a in f.body.block.args:
+        readers = {group_of.get(id(u.operation), -1) for u in a.uses}
+        if len(readers) == 1 and -1 not in readers:
+            out[readers.pop()].append(a)
+    return out
+
+
+def repetition_items(f: func.FuncOp, groups: list[list[func.CallOp]]) -> list[list[Operation]]:
+    """Each repetition's calls and the ops of `f` that read its values and no other
+    repetition's (a step's loss reading the last forward layer's output, the gradient it
+    gives the last backward layer), in program order: bounded with the repetition, their
+    conversions are not free on both sides. Any partition of the nodes gives a valid bound
+    (`repetition_relaxation`); this one only makes it tighter."""
+    group_of: dict[int, int] = {id(c): k for k, g in enumerate(groups) for c in g}
+    out: list[list[Operation]] = [[] for _ in groups]
+    owner: dict[int, int] = {}  # value id -> repetition
+    for op in f.body.block.ops:
+        k = group_of.get(id(op))
+        if k is None and isinstance(op, DTensorOp | coll.CollectiveOp) and op.results:
+            readers = {owner[id(v)] for v in op.operands if id(v) in owner}
+            k = readers.pop() if len(readers) == 1 else None
+        if k is not None:
+            out[k].append(op)
+            owner.update((id(r), k) for r in op.results)
+    return out
+
+
+def repetition_key(group: list[Operation], exclusive: list[SSAValue]) -> tuple:
+    """What a repetition's inlined optimum depends on: its callees and ops, and where each
+    operand comes from (an exclusive argument of that type, another item's result,
+    outside)."""
+    position = {id(c): i for i, c in enumerate(group)}
+    slots = {id(a): i for i, a in enumerate(exclusive)}
+    outer: dict[int, int] = {}
+    parts = []
+    for c in group:
+        sources: list[tuple] = []
+        for v in c.operands:
+            owner = v.owner
+            if id(v) in slots:
+                sources.append(("argument", slots[id(v)], v.type))
+            elif isinstance(owner, Operation) and id(owner) in position:
+                sources.append(("result", position[id(owner)], list(owner.results).index(v)))
+            else:
+                sources.append(("outside", outer.setdefault(id(v), len(outer)), v.type))
+        if isinstance(c, func.CallOp):
+            parts.append((c.callee.root_reference.data, tuple(sources)))
+        else:  # an op of the step: what it is, as `nodes` keys its signatures
+            parts.append(
+                (
+                    c.name,
+                    tuple(sources),
+                    tuple(r.type for r in c.results),
+                    tuple(sorted(c.properties.items())),
+                )
+            )
+    return tuple(parts)
+
+
+def boundary_piece(
+    f: func.FuncOp, group: list[Operation], exclusive: list[SSAValue]
+) -> (
+    tuple[
+        func.FuncOp,
+        dict[int, tuple[bool, DTensorType]],
+        list[tuple[SSAValue, DTensorType]],
+        list[SSAValue],
+        list[tuple[str, FunctionType, list[SSAValue], list[SSAValue]]],
+    ]
+    | None
+):
+    """`group`'s calls inlined into a function inserted after `f`, each call's boundary a node
+    of its own: the exclusive arguments are its arguments, and so is each value from outside
+    (`repetition_optimum` gives it every layout, partial sums too, at cost 0), and between a
+    value and the
+    callee ops reading it, or a callee's returned value and its readers, an identity marker
+    (`dtensor.scale` by 1, whose candidates `repetition_optimum` replaces with the boundary's
+    layouts: argument ones for an argument, any for a result). An argument the callee updates
+    in place is read as it is (no conversion at the call). Returns the function, the markers
+    (whether each is an argument boundary, and the callee's type there), the arguments updated
+    in place with the callee's type (the callee's argument's tie-break is theirs), the
+    arguments standing for values from outside, and per call its
+    callee, its type, and the values its operands and results became; None where a callee is
+    not one block of dtensor ops or updates a value that is not an argument here."""
+    from xdsl.ir import Block, Region
+
+    from ccopt.dialects.dtensor import ScaleOp
+
+    block = Block(arg_types=[a.type for a in exclusive])
+    mapped: dict[SSAValue, SSAValue] = dict(zip(exclusive, block.args, strict=True))
+    markers: dict[int, tuple[bool, DTensorType]] = {}  # by id: the ops live in the piece
+    kept: list[tuple[SSAValue, DTensorType]] = []
+    sources: list[SSAValue] = []
+    boundaries = []
+
+    def marker(value: SSAValue, given: bool, t: DTensorType) -> SSAValue:
+        op = ScaleOp.create(
+            operands=[value], result_types=[value.type], properties={"factor": FloatAttr(1.0, f64)}
+        )
+        block.add_op(op)
+        markers[id(op)] = (given, t)
+        return op.results[0]
+
+    for call in group:
+        if not isinstance(call, func.CallOp):  # an op of `f` joining the repetition
+            for v in call.operands:
+                if v not in mapped:
+                    mapped[v] = block.insert_arg(v.type, len(block.args))
+                    sources.append(mapped[v])
+            copy = call.clone(value_mapper=dict(mapped))
+            block.add_op(copy)
+            mapped.update(zip(call.results, copy.results, strict=True))
+            continue
+        callee = SymbolTable.lookup_symbol(f, call.callee)
+        if (
+            not isinstance(callee, func.FuncOp)
+            or len(callee.body.blocks) != 1
+            or any(isinstance(o, func.CallOp) for o in callee.body.block.ops)
+        ):
+            return None
+        ft = callee.function_type
+        in_place = updated_arguments(call)
+        operands: list[SSAValue] = []
+        for k, (v, t) in enumerate(zip(call.operands, ft.inputs.data, strict=True)):
+            source = mapped.get(v)
+            if source is None:  # from outside: at a layout of its own, free
+                source = mapped[v] = block.insert_arg(v.type, len(block.args))
+                sources.append(source)
+            if k in in_place or not isinstance(t, DTensorType):
+                if k in in_place and source not in block.args:
+                    return None
+                if k in in_place:  # the argument is the boundary: its tie-break is the callee's
+                    kept.append((source, t))  # type: ignore[arg-type]
+                operands.append(source)
+            else:
+                operands.append(marker(source, True, t))
+        inner: dict[SSAValue, SSAValue] = dict(zip(callee.body.block.args, operands, strict=True))
+        results: list[SSAValue] = []
+        for op in callee.body.block.ops:
+            if isinstance(op, func.ReturnOp):
+                results = [inner.get(v, v) for v in op.operands]
+                break
+            if not isinstance(op, DTensorOp | UpdateOp | coll.CollectiveOp):
+                return None
+            block.add_op(op.clone(value_mapper=inner))
+        results = [
+            marker(r, False, t) if isinstance(t, DTensorType) else r
+            for r, t in zip(results, ft.outputs.data, strict=True)
+        ]
+        mapped.update(zip(call.results, results, strict=True))
+        boundaries.append((callee.sym_name.data, ft, operands, results))
+    block.add_op(func.ReturnOp())
+    piece = func.FuncOp(
+        f"{f.sym_name.data}__bound",
+        FunctionType.from_lists([a.type for a in block.args], []),
+        Region(block),
+    )
+    parent = f.parent_block()
+    assert parent is not None
+    parent.insert_op_after(piece, f)
+    return piece, markers, kept, sources, boundaries
+
+
+def boundary_signatures(
+    t: DTensorType, mesh: Mesh, given: bool, known: dict[tuple, list[Signature]]
+) -> list[Signature]:
+    """A call boundary's layouts as identity signatures: an argument's (`argument_signatures`,
+    never partial), or every layout a result may have (partial sums too); kept in `known`."""
+    key = ("boundary", given, t, mesh)
+    if key not in known:
+        if given:
+            layouts = [s.result for s in argument_signatures(t, mesh)]
+        else:
+            per_axis = [
+                list(candidates(t)) if isinstance(p, OpenAttr) else [p] for p in t.placement_list
+            ]
+            layouts = []
+            for combo in product(*per_axis):
+                try:
+                    DTensorType.check_parameters(t.get_shape(), t.element_type, combo)
+                except VerifyException:
+                    continue
+                layouts.append(tuple(combo))
+        known[key] = [Signature((p,), p) for p in layouts]
+    return known[key]
