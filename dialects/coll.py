@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr
+from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, UnitAttr, i64
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
@@ -49,7 +49,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects.attrs import i64_attr
-from ccopt.dialects.body import ScalarBodyOp
+from ccopt.dialects.body import INDEX_FORMAT, ScalarBodyOp
 from ccopt.dialects.construct import init_op
 from ccopt.dialects.dtensor import verify_mesh_types
 from ccopt.dialects.dtensor_type import (
@@ -619,12 +619,15 @@ class FusedAllReduceOp(ScalarBodyOp):
     axes = prop_def(MeshAxesAttr)
     dim = prop_def(IntegerAttr[I64])
     algorithm = opt_prop_def(AlgorithmAttr)
+    index_offsets = opt_prop_def(DenseArrayBase.constr(i64))
+    index_shape = opt_prop_def(DenseArrayBase.constr(i64))
     outputs = var_result_def(DTensorType)
     body = region_def("single_block")
     traits = traits_def(Pure())
     assembly_format = (
         "$kind $partial `,` `ins` `(` $inputs `)` `over` $axes `dim` $dim (`algorithm` $algorithm^)? "
-        "attr-dict `:` functional-type(operands, $outputs) $body"
+        + INDEX_FORMAT
+        + " attr-dict `:` functional-type(operands, $outputs) $body"
     )
 
     def __init__(
@@ -637,11 +640,14 @@ class FusedAllReduceOp(ScalarBodyOp):
         result_types: Sequence[DTensorType],
         body: Region,
         algorithm: Algorithm | str | None = None,
+        index_box: Mapping[str, Attribute] | None = None,
     ):
+        """`index_box`: the index-box properties (`index_box_props`), if any."""
         props: dict[str, Attribute] = {
             "kind": ReductionKindAttr(ReductionKind(kind)),
             "axes": MeshAxesAttr(axes),
             "dim": i64_attr(dim),
+            **(index_box or {}),
         }
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))

@@ -20,7 +20,7 @@ kernel.body @sgd { ...scalar body... }     // at module level, shared by every k
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from math import prod
 from typing import ClassVar
@@ -76,7 +76,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
-from ccopt.dialects.body import BODY_KINDS, ScalarBodyOp, YieldOp
+from ccopt.dialects.body import BODY_KINDS, INDEX_FORMAT, ScalarBodyOp, YieldOp
 from ccopt.dialects.body import UniformOp as BodyUniformOp
 from ccopt.dialects.coll import (
     AllGatherOp,
@@ -498,11 +498,14 @@ class ElementwiseOp(DeviceOp, NamedBodyOp):
     inputs = var_operand_def(BufferType)
     outputs = var_operand_def(BufferType)
     body_ref = opt_prop_def(SymbolRefAttr)
+    index_offsets = opt_prop_def(DenseArrayBase.constr(i64))
+    index_shape = opt_prop_def(DenseArrayBase.constr(i64))
     body = opt_region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` (`body` $body_ref^)? `stream` $stream "
-        "attr-dict `:` type($inputs) `->` type($outputs) $body"
+        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` (`body` $body_ref^)? "
+        + INDEX_FORMAT
+        + " `stream` $stream attr-dict `:` type($inputs) `->` type($outputs) $body"
     )
 
     def __init__(
@@ -511,9 +514,11 @@ class ElementwiseOp(DeviceOp, NamedBodyOp):
         outputs: Sequence[SSAValue],
         body: Region | str,
         stream: int = 0,
+        index_box: Mapping[str, Attribute] | None = None,
     ):
-        """`body`: the region, or the name of the `kernel.body` to run."""
-        props = _stream(stream)
+        """`body`: the region, or the name of the `kernel.body` to run; `index_box`: the
+        index-box properties of the op it lowers (`ScalarBodyOp.index_box_props`)."""
+        props = {**_stream(stream), **(index_box or {})}
         if isinstance(body, str):
             props["body_ref"] = SymbolRefAttr(body)
         init_op(
@@ -1048,12 +1053,14 @@ class FusedAllReduceKernelOp(DeviceOp, NamedBodyOp):
     axes = prop_def(MeshAxesAttr)
     dim = prop_def(IntegerAttr[I64])
     body_ref = opt_prop_def(SymbolRefAttr)
+    index_offsets = opt_prop_def(DenseArrayBase.constr(i64))
+    index_shape = opt_prop_def(DenseArrayBase.constr(i64))
     body = opt_region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$kind $partial `,` `ins` `(` $inputs `)` `outs` `(` $outputs `)` "
         "(`scratch` $scratch^ `:` type($scratch))? `over` $axes `dim` $dim "
-        "(`body` $body_ref^)? `stream` $stream "
+        "(`body` $body_ref^)? " + INDEX_FORMAT + " `stream` $stream "
         "attr-dict `:` type($partial) `,` `(` type($inputs) `)` `->` `(` type($outputs) `)` $body"
     )
 
@@ -1068,13 +1075,16 @@ class FusedAllReduceKernelOp(DeviceOp, NamedBodyOp):
         kind: ReductionKind,
         body: Region | str,
         stream: int = 0,
+        index_box: Mapping[str, Attribute] | None = None,
     ):
-        """`body`: the region, or the name of the `kernel.body` to run."""
+        """`body`: the region, or the name of the `kernel.body` to run; `index_box`: the
+        coll op's index-box properties."""
         props = {
             **_stream(stream),
             "kind": ReductionKindAttr(kind),
             "axes": MeshAxesAttr(axes),
             "dim": IntegerAttr(dim, i64),
+            **(index_box or {}),
         }
         if isinstance(body, str):
             props["body_ref"] = SymbolRefAttr(body)

@@ -317,7 +317,12 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
 
 def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
     outs = [low.destination(r) for r in op.results]
-    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, low.body_of(op, True)))
+    body = low.body_of(op, True)
+    low.add(
+        k.ElementwiseOp(
+            [low.buffer(v) for v in op.inputs], outs, body, index_box=op.index_box_props()
+        )
+    )
 
 
 def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
@@ -354,7 +359,8 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         outs.append(block)
         gathers.append((block, full))
     body = low.body_of(op, True)
-    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, body))
+    inputs = [reduced, *(low.buffer(v) for v in op.inputs)]
+    low.add(k.ElementwiseOp(inputs, outs, body, index_box=op.index_box_props()))
     for block, full in gathers:
         with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
@@ -392,6 +398,7 @@ def lower_fused_in_algorithm(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         op.dim.value.data,
         op.kind.data,
         low.body_of(op),
+        index_box=op.index_box_props(),
     )
     call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
     low.add(with_hint(call, op))

@@ -23,8 +23,9 @@ A fused collective (`coll.fused_all_reduce`, from fuse-collective) after a matmu
 same way - CoCoNeT's best Megatron schedule: each chunk runs reduce-scatter, the body on its
 slice and all-gather on the communication stream; the body's other inputs are cut along the
 chunk dimension unless they broadcast along it, and a body that draws random numbers (dropout)
-gets the chunk's element indices mapped back to the whole value's, so it drops the same
-elements.
+sees the whole value's element indices (each chunk op carries an index box, `index_offset
+[..] in [..]`: the chunk's place in the whole value), so it drops the same elements and every
+chunk's body is the unchunked op's.
 
 The other direction (AxoNN's overlapped all-gather, async tensor parallelism): an all_gather
 feeding a matmul is chunked along a dimension that is not gathered; all chunk gathers are issued
@@ -48,9 +49,8 @@ from fractions import Fraction
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import ModuleOp, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -58,9 +58,7 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.attrs import i64_attr
-from ccopt.dialects.body import clone_body
-from ccopt.dialects.construct import build_op
+from ccopt.dialects.body import clone_body, index_box_props
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -283,46 +281,17 @@ def chunk_result_types(
     return [iteration if r.type == whole else gathered for r in op.outputs]  # type: ignore[misc]
 
 
-def renumber_elements(body: Region, shape: Sequence[int], dim: int, start: int, stop: int) -> None:
+def chunk_index_box(
+    op: coll.FusedAllReduceOp, shape: Sequence[int], dim: int, start: int
+) -> dict[str, Attribute]:
     """A chunk's body sees element indices of the chunk; dropout keys on the element's index in
-    the whole value, so map chunk index i back: with inner = the elements after `dim`,
-    q = i / (len * inner), global = q * (size * inner) + start * inner + (i - q * len * inner)."""
-    block = body.blocks.first
-    assert block is not None
-    index = block.args[0]
-    if not index.uses:
-        return
-    inner = prod(shape[dim + 1 :])
-    chunk, whole = (stop - start) * inner, shape[dim] * inner
-    ops: list[Operation] = []
-
-    constants: dict[int, SSAValue] = {}
-
-    def const(n: int) -> SSAValue:
-        if n not in constants:
-            op = build_op(arith.ConstantOp, [], [i64], {"value": i64_attr(n)})
-            ops.append(op)
-            constants[n] = op.result
-        return constants[n]
-
-    def emit(
-        kind: type[arith.SignlessIntegerBinaryOperation], a: SSAValue, b: SSAValue
-    ) -> SSAValue:
-        """One i64 op, built without IRDL's generic builder (this ran per chunk of every
-        fused collective of a model)."""
-        op = build_op(kind, [a, b], [i64])
-        ops.append(op)
-        return op.results[0]
-
-    if prod(shape[:dim]) == 1:  # nothing outside the chunk dimension: a plain offset
-        renumbered = emit(arith.AddiOp, index, const(start * inner))
-    else:
-        q = emit(arith.DivSIOp, index, const(chunk))
-        within = emit(arith.SubiOp, index, emit(arith.MuliOp, q, const(chunk)))
-        base = emit(arith.AddiOp, emit(arith.MuliOp, q, const(whole)), const(start * inner))
-        renumbered = emit(arith.AddiOp, base, within)
-    index.replace_uses_with_if(renumbered, lambda use: use.operation not in ops)
-    Rewriter.insert_op(ops, InsertPoint.at_start(block))
+    the whole value, so the chunk op gets an index box: the chunk at `start` along `dim` of the
+    whole value (or of the box the unchunked op already had). Every chunk then runs the
+    unchunked op's body unchanged."""
+    box = op.index_box()
+    offsets, whole = ([0] * len(shape), list(shape)) if box is None else map(list, box)
+    offsets[dim] += start
+    return index_box_props(offsets, whole)
 
 
 def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
@@ -349,9 +318,9 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
             inputs.append(v)
         types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
         body = chunk_body(op, c == len(plan.ranges) - 1)
-        renumber_elements(body, y.get_shape(), plan.dim, a, b)
+        box = chunk_index_box(op, y.get_shape(), plan.dim, a)
 
-        def build(args: Sequence[SSAValue], types=types, body=body) -> Operation:  # noqa: ANN001
+        def build(args: Sequence[SSAValue], types=types, body=body, box=box) -> Operation:  # noqa: ANN001
             fused = coll.FusedAllReduceOp(
                 args[0],
                 args[1:],
@@ -361,6 +330,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
                 types,
                 body,
                 algorithm,
+                box,
             )
             fused.attributes.update(op.attributes)
             return fused
