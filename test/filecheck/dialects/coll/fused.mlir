@@ -132,3 +132,21 @@ func.func @other_axis_stays_partial(%g: !dtensor.tensor<8x3xf32, @m[P(sum), P(su
   }
   func.return %r : !dtensor.tensor<8x3xf32, @m[P(sum), S(0)]>
 }
+
+// An index box (what overlap gives each chunk): the op computes rows 4..7 of a 12x3 value, and
+// the body's index is the element's in that value (dropout draws the unchunked numbers).
+// CHECK-LABEL: func.func @index_box(
+// CHECK-NEXT:  %{{.*}} = coll.fused_all_reduce sum %{{.*}}, ins() over [tp] dim 0 index_offset [4, 0] in [12, 3] : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]> {
+// CHECK-NEXT:  ^bb0(%[[I:.*]]: i64, %[[V:.*]]: f32):
+// CHECK-NEXT:  %[[U:.*]] = dtensor.uniform %[[I]] seed 3
+// CHECK-NEXT:  %[[S:.*]] = arith.mulf %[[V]], %[[U]] : f32
+// CHECK-NEXT:  dtensor.yield %[[S]] : f32
+func.func @index_box(%g: !dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]> {
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 index_offset [4, 0] in [12, 3] : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]> {
+  ^bb0(%i: i64, %v: f32):
+    %u = dtensor.uniform %i seed 3
+    %s = arith.mulf %v, %u : f32
+    dtensor.yield %s : f32
+  }
+  func.return %r : !dtensor.tensor<4x3xf32, @m[R, R]>
+}
