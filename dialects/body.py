@@ -340,6 +340,11 @@ class ScalarBodyOp(IRDLOperation, ABC):
             check_yield(value, result, i)
 
 
+class ModuleBodyOp(ScalarBodyOp, ABC):
+    """A scalar body kept once at module level under a name (`kernel.body`), which ops with a
+    body name instead of carrying a copy (`NamedBodyOp` in ccopt.dialects.coll)."""
+
+
 def clone_body(body: Region) -> Region:
     """A copy of a scalar body. Bodies are one block of straight-line ops, so each op is copied
     with its operands mapped as it comes; xDSL's `Region.clone` copies ops without operands and

@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
-    Block,
     Dialect,
     Operation,
     ParametrizedAttribute,
@@ -76,7 +75,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
-from ccopt.dialects.body import BODY_KINDS, INDEX_FORMAT, ScalarBodyOp, YieldOp
+from ccopt.dialects.body import BODY_KINDS, INDEX_FORMAT, ModuleBodyOp, YieldOp
 from ccopt.dialects.body import UniformOp as BodyUniformOp
 from ccopt.dialects.coll import (
     AllGatherOp,
@@ -84,6 +83,7 @@ from ccopt.dialects.coll import (
     AllToAllOp,
     BroadcastOp,
     CollectiveOp,
+    NamedBodyOp,
     ReduceOp,
     ReduceScatterOp,
     ShiftOp,
@@ -93,8 +93,6 @@ from ccopt.dialects.coll import (
 from ccopt.dialects.construct import init_op
 from ccopt.dialects.dtensor import (
     ReduceKindAttr,
-    lookup_symbol,
-    symbol_table_of,
     verify_one_mesh,
 )
 from ccopt.dialects.dtensor_type import (
@@ -413,7 +411,7 @@ class EventWaitOp(DeviceOp):
 
 
 @irdl_op_definition
-class BodyOp(ScalarBodyOp):
+class BodyOp(ModuleBodyOp):
     """A scalar body kept once, at module level, under a name: the kernels that compute the
     same element (`kernel.elementwise`, `kernel.fused_all_reduce`) name it (`body @name`)
     instead of each carrying a copy, as MLIR's gpu-kernel-outlining moves launch bodies into
@@ -452,42 +450,6 @@ class BodyOp(ScalarBodyOp):
                 type(op) not in BODY_KINDS
             ):
                 raise VerifyException(f"'{op.name}' may not appear in a fused body")
-
-
-class NamedBodyOp(ScalarBodyOp):
-    """A kernel whose scalar body is its own region or the `kernel.body` it names (`body_ref`,
-    printed `body @name`): the pipeline names one (convert-to-kernel outlines bodies), IR
-    written by hand may carry it inline. Everything reading the body goes through
-    `body_block()`, which resolves the name through the module's cached symbol index."""
-
-    def body_name(self) -> str | None:
-        """The name of the `kernel.body` this kernel runs; None for an inline body."""
-        ref = self.properties.get("body_ref")
-        return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
-
-    def named_body(self) -> BodyOp | None:
-        """The `kernel.body` named, None for an inline body; VerifyException if the name is not a
-        body of the enclosing module."""
-        ref = self.properties.get("body_ref")
-        if ref is None:
-            return None
-        assert isinstance(ref, SymbolRefAttr)
-        name = ref.root_reference.data
-        anchor = symbol_table_of(self)
-        found = lookup_symbol(anchor, name) if anchor is not None else None
-        if not isinstance(found, BodyOp):
-            raise VerifyException(f"body @{name} is not a kernel.body of the module")
-        return found
-
-    def body_block(self) -> Block:
-        named = self.named_body()
-        return super().body_block() if named is None else named.body_block()
-
-    def check_one_body(self) -> None:
-        if ("body_ref" in self.properties) == bool(self.regions):
-            raise VerifyException(
-                "needs one body: a region, or the name of a kernel.body (`body @name`)"
-            )
 
 
 @irdl_op_definition

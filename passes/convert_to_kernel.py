@@ -140,7 +140,10 @@ class Lowering:
         first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
         bodies are most of a model's L1 form (every layer, every overlap chunk repeats them),
         and while the function is lowered its L1 and kernel forms coexist: the peak memory of
-        the pipeline."""
+        the pipeline. An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets
+        its kernel to name the same one."""
+        if isinstance(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:
+            return named
         source = op.regions[0]
         block = source.blocks.first
         key = body_key(block) if shareable and self.names and block is not None else None

@@ -58,7 +58,8 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.body import clone_body, index_box_props
+from ccopt.dialects import kernel as k
+from ccopt.dialects.body import ModuleBodyOp, body_key, clone_body, index_box_props
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -294,9 +295,51 @@ def chunk_index_box(
     return index_box_props(offsets, whole)
 
 
-def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
+class ChunkBodies:
+    """The module-level bodies (`kernel.body`) that chunks of fused collectives name: one per
+    distinct body (`body_key`), so the chunks of one op, and of every alike op of the module (a
+    model's layers), share one body instead of each carrying a copy - the copies were most of
+    the overlapped module, the pipeline's peak memory. A body that is not self-contained
+    (`body_key` None) is copied per chunk."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        from ccopt.passes.convert_to_kernel import BodyNames
+
+        self.module = module
+        self.names = BodyNames(module, "chunk_body")
+        self.by_key: dict[object, str] = {}
+        for o in module.ops:
+            if isinstance(o, ModuleBodyOp):
+                key = body_key(o.body_block())
+                if key is not None:
+                    self.by_key.setdefault(key, o.sym_name.data)  # type: ignore[attr-defined]
+
+    def name_of(self, op: coll.FusedAllReduceOp) -> str | None:
+        """The name of the body `op`'s chunks run; `op`'s own body (it is erased after its
+        chunks) becomes that body or is released. None for a body to copy per chunk."""
+        named = op.body_name()
+        if named is not None:
+            return named
+        key = body_key(op.body_block())
+        if key is None:
+            return None
+        name = self.by_key.get(key)
+        region = op.detach_region(op.regions[0])
+        if name is not None:
+            region.drop_all_references()
+            release(region)
+            return name
+        name = self.by_key[key] = self.names.fresh()
+        self.module.body.block.add_op(k.BodyOp(name, region))
+        return name
+
+
+def overlap_matmul_then_fused(
+    op: coll.FusedAllReduceOp, chunks: int, bodies: ChunkBodies | None = None
+) -> Plan:
     """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
-    slice, all-gather) on the communication stream; the outputs are joined chunk by chunk."""
+    slice, all-gather) on the communication stream; the outputs are joined chunk by chunk.
+    With `bodies` the chunks name one shared body (`ChunkBodies`), else each has a copy."""
     mm = producing_matmul(op, op.partial, "its partial operand")
     mesh = mesh_of(op)
     plan = plan_matmul_then_fused(mm, op, chunks, mesh)
@@ -306,6 +349,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
     algorithm = None if op.algorithm is None else op.algorithm.data.value
     new_ops: list[Operation] = []
     futures: list[Sequence[SSAValue]] = []
+    shared = bodies.name_of(op) if bodies is not None else op.body_name()
     for c, (a, b) in enumerate(plan.ranges):
         part = chunk_matmul(mm, carriers, a, b, new_ops)
         inputs = []
@@ -317,7 +361,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
                 v = piece.result
             inputs.append(v)
         types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
-        body = chunk_body(op, c == len(plan.ranges) - 1)
+        body = shared if shared is not None else chunk_body(op, c == len(plan.ranges) - 1)
         box = chunk_index_box(op, y.get_shape(), plan.dim, a)
 
         def build(args: Sequence[SSAValue], types=types, body=body, box=box) -> Operation:  # noqa: ANN001
@@ -341,10 +385,10 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
         futures.append(task.futures)
     ready: list[list[SSAValue]] = [[] for _ in op.outputs]
     for chunk_futures in futures:
-        for k, f in enumerate(chunk_futures):
+        for r, f in enumerate(chunk_futures):
             wait = sched.AwaitOp(f)
             new_ops.append(wait)
-            ready[k].append(wait.result)
+            ready[r].append(wait.result)
     join(op, new_ops, ready, plan.dim)
     Rewriter.erase_op(mm)
     release(mm)
@@ -566,6 +610,7 @@ class Overlap(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
         declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
+        bodies: ChunkBodies | None = None
         for candidate in self._candidates(op):
             if candidate.parent is None:
                 continue
@@ -576,7 +621,9 @@ class Overlap(ModulePass):
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
                     plan = overlap_matmul_then_collective(candidate, requested)
                 elif isinstance(candidate, coll.FusedAllReduceOp):
-                    plan = overlap_matmul_then_fused(candidate, requested)
+                    if bodies is None:
+                        bodies = ChunkBodies(op)
+                    plan = overlap_matmul_then_fused(candidate, requested, bodies)
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):
