@@ -59,21 +59,34 @@ def test_dropout_keeps_the_same_elements_whatever_the_chunk_count(
     np.testing.assert_allclose(got, output(""), rtol=1e-5)
 
 
-def test_chunk_bodies_are_the_unchunked_body_and_share_one_kernel_body() -> None:
+def test_chunks_name_the_unchunked_body_once_down_to_the_kernels() -> None:
     whole = apply_pipeline(ccopt.load_program(EXAMPLE.read_text()), FUSED)
     (original,) = [op for op in whole.walk() if isinstance(op, coll.FusedAllReduceOp)]
     key = body_key(original.body_block())
-    chunked = apply_pipeline(
-        ccopt.load_program(EXAMPLE.read_text()), f"{FUSED},overlap{{chunks=3}}"
-    )
+    chunked = apply_pipeline(whole, "overlap{chunks=3}")
     ops = [op for op in chunked.walk() if isinstance(op, coll.FusedAllReduceOp)]
     assert [op.index_box() for op in ops] == [
         ((0, 0, 0), (6, 10, 24)),
         ((0, 0, 8), (6, 10, 24)),
         ((0, 0, 16), (6, 10, 24)),
     ]
-    assert all(body_key(op.body_block()) == key for op in ops)
+    (name,) = {op.body_name() for op in ops}  # one body, no copies
+    assert not any(op.regions for op in ops)
+    (body,) = [o for o in chunked.ops if isinstance(o, k.BodyOp)]
+    assert body.sym_name.data == name and body_key(body.body_block()) == key
     lowered = apply_pipeline(chunked, LOWER)
     kernels = [op for op in lowered.walk() if isinstance(op, k.ElementwiseOp) and op.index_box()]
     assert [op.index_box() for op in kernels] == [op.index_box() for op in ops]
-    assert len({op.body_name() for op in kernels}) == 1
+    assert {op.body_name() for op in kernels} == {name}
+
+
+def test_alike_fused_collectives_of_a_module_share_one_chunk_body() -> None:
+    """Two blocks of a model: the chunks of both fused collectives name one body."""
+    text = EXAMPLE.read_text()
+    block = text[text.index("func.func") :]
+    second = block.replace("@mlp", "@mlp2")
+    module = apply_pipeline(ccopt.load_program(text + second), f"{FUSED},overlap{{chunks=2}}")
+    ops = [op for op in module.walk() if isinstance(op, coll.FusedAllReduceOp)]
+    assert len(ops) == 4
+    assert len({op.body_name() for op in ops}) == 1
+    assert len([o for o in module.ops if isinstance(o, k.BodyOp)]) == 1

@@ -302,3 +302,30 @@ func.func @index_box_rank(%g: !dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.
   }
   func.return %r : !dtensor.tensor<4x3xf32, @t[R]>
 }
+
+// -----
+
+// A named body must be a kernel.body of the module.
+dtensor.mesh @t [tp=4]
+func.func @missing_body(%g: !dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op body @nowhere is not a kernel.body of the module
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 body @nowhere : (!dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]>
+  func.return %r : !dtensor.tensor<4x3xf32, @t[R]>
+}
+
+// -----
+
+// One body: its own region or a name, not both.
+dtensor.mesh @t [tp=4]
+func.func @two_bodies(%g: !dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op needs one body: a region, or the name of a kernel.body (`body @name`)
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 body @b : (!dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  ^bb0(%i: i64, %v: f32):
+    dtensor.yield %v : f32
+  }
+  func.return %r : !dtensor.tensor<4x3xf32, @t[R]>
+}
+kernel.body @b {
+^bb0(%i: i64, %v: f32):
+  dtensor.yield %v : f32
+}
