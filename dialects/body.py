@@ -264,7 +264,7 @@ class ScalarBodyOp(IRDLOperation, ABC):
     `o` of a tensor of shape `s`, and the index is the element's in that tensor. `overlap` cuts
     a fused collective into chunks this way: every chunk's body is the unchunked op's, and
     dropout (keyed by the index) draws the numbers of the unchunked program, so the chunks'
-    bodies are equal and lowering outlines them into one kernel body."""
+    bodies are equal: they name one module-level body (`kernel.body`)."""
 
     def body_block(self) -> Block:
         block = self.regions[0].blocks.first

@@ -655,6 +655,9 @@ class FusedAllReduceOp(NamedBodyOp):
       dtensor.yield %w_new, %m_new : f32, f32
     }
     ```
+    A chunk of a larger op (overlap) carries an index box and names a module-level body:
+    `coll.fused_all_reduce sum %g0, ins(...) over [tp] dim 1 index_offset [0, 8] in [6, 24]
+    body @chunk_body0 : ...` (see `ScalarBodyOp`, `NamedBodyOp`).
     """
 
     name = "coll.fused_all_reduce"

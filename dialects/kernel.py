@@ -416,9 +416,10 @@ class BodyOp(ModuleBodyOp):
     same element (`kernel.elementwise`, `kernel.fused_all_reduce`) name it (`body @name`)
     instead of each carrying a copy, as MLIR's gpu-kernel-outlining moves launch bodies into
     functions. A model repeats its layers, so most kernels share a handful of bodies; carrying
-    them inline made the kernel level mostly copies. Its arguments are those of every scalar
-    body (the element index, one scalar per input); placements are checked at each user, on
-    that user's buffers.
+    them inline made the kernel level mostly copies. `overlap` already names one at L1 for
+    the chunks of fused collectives (`coll.fused_all_reduce ... body @chunk_body0`). Its
+    arguments are those of every scalar body (the element index, one scalar per input);
+    placements are checked at each user, on that user's buffers.
 
     ```mlir
     kernel.body @body0 {

@@ -25,7 +25,9 @@ slice and all-gather on the communication stream; the body's other inputs are cu
 chunk dimension unless they broadcast along it, and a body that draws random numbers (dropout)
 sees the whole value's element indices (each chunk op carries an index box, `index_offset
 [..] in [..]`: the chunk's place in the whole value), so it drops the same elements and every
-chunk's body is the unchunked op's.
+chunk's body is the unchunked op's. The chunks name that body (`body @chunk_body0`), kept once
+at module level as a `kernel.body` for all alike fused collectives of the module
+(`ChunkBodies`), instead of each carrying a copy; convert-to-kernel's kernels name it too.
 
 The other direction (AxoNN's overlapped all-gather, async tensor parallelism): an all_gather
 feeding a matmul is chunked along a dimension that is not gathered; all chunk gathers are issued
