@@ -17,8 +17,8 @@ from abc import ABC
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import I64, Float32Type, FloatAttr, IntegerAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntegerAttr, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -31,7 +31,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from ccopt.dialects.attrs import i64_attr
+from ccopt.dialects.attrs import i64_array, i64_attr
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
@@ -238,14 +238,72 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[list(values)])
 
 
+IndexBox = tuple[tuple[int, ...], tuple[int, ...]]
+"""An op's index box: (offsets, shape); see `ScalarBodyOp`."""
+
+INDEX_FORMAT = "(`index_offset` $index_offsets^ `in` $index_shape)?"
+"""The assembly of an op's index box (`index_offsets`, `index_shape`; see `ScalarBodyOp`)."""
+
+
+def index_box_props(
+    offsets: Sequence[int] | None, shape: Sequence[int] | None
+) -> dict[str, Attribute]:
+    """The properties of an index box; none without one."""
+    if offsets is None or shape is None:
+        return {}
+    return {"index_offsets": i64_array(offsets), "index_shape": i64_array(shape)}
+
+
 class ScalarBodyOp(IRDLOperation, ABC):
     """An op whose region computes one element (a scalar body); results share an iteration
-    space."""
+    space.
+
+    The body's first argument is the element's index. Without an index box it is the element's
+    global row-major index in the iteration space; with one (`index_offset [o...] in [s...]`,
+    the properties `index_offsets`, `index_shape`) the iteration space is the box at offsets
+    `o` of a tensor of shape `s`, and the index is the element's in that tensor. `overlap` cuts
+    a fused collective into chunks this way: every chunk's body is the unchunked op's, and
+    dropout (keyed by the index) draws the numbers of the unchunked program, so the chunks'
+    bodies are equal: they name one module-level body (`kernel.body`)."""
 
     def body_block(self) -> Block:
         block = self.regions[0].blocks.first
         assert block is not None
         return block
+
+    def index_box(self) -> IndexBox | None:
+        """(offsets, shape) of the index box; None when the index is the iteration space's."""
+        offsets = self.properties.get("index_offsets")
+        shape = self.properties.get("index_shape")
+        if not isinstance(offsets, DenseArrayBase) or not isinstance(shape, DenseArrayBase):
+            return None
+        return tuple(offsets.get_values()), tuple(shape.get_values())  # type: ignore[arg-type]
+
+    def index_box_props(self) -> dict[str, Attribute]:
+        """The op's index-box properties, to carry over to an op built from it."""
+        return {
+            n: self.properties[n] for n in ("index_offsets", "index_shape") if n in self.properties
+        }
+
+    def check_index_box(self, iteration: DTensorType) -> None:
+        """Both box properties or neither; the box holds the iteration space."""
+        if ("index_offsets" in self.properties) != ("index_shape" in self.properties):
+            raise InferenceError("an index box needs both its offsets and its shape")
+        box = self.index_box()
+        if box is None:
+            return
+        offsets, shape = box
+        size = iteration.get_shape()
+        if len(offsets) != len(size) or len(shape) != len(size):
+            raise InferenceError(
+                f"index box offsets {list(offsets)} in {list(shape)} must have the iteration "
+                f"space's rank {len(size)}"
+            )
+        if any(o < 0 or o + n > s for o, n, s in zip(offsets, size, shape, strict=True)):
+            raise InferenceError(
+                f"the iteration space {list(size)} at offsets {list(offsets)} does not fit in "
+                f"the index box's shape {list(shape)}"
+            )
 
     def check_body_against(
         self,
@@ -256,6 +314,7 @@ class ScalarBodyOp(IRDLOperation, ABC):
     ) -> None:
         """Check the body on `inputs` (the first `implicit` of which the op provides itself, like
         a reduced operand) over the iteration space, yielding `results`."""
+        self.check_index_box(iteration)
         for i, t in enumerate(inputs[implicit:]):
             if not broadcasts_to(t.get_shape(), iteration.get_shape()):
                 raise InferenceError(
@@ -279,6 +338,11 @@ class ScalarBodyOp(IRDLOperation, ABC):
                     f"yielded value #{i} is {scalar.type} but result #{i} is {result}"
                 )
             check_yield(value, result, i)
+
+
+class ModuleBodyOp(ScalarBodyOp, ABC):
+    """A scalar body kept once at module level under a name (`kernel.body`), which ops with a
+    body name instead of carrying a copy (`NamedBodyOp` in ccopt.dialects.coll)."""
 
 
 def clone_body(body: Region) -> Region:

@@ -27,9 +27,17 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr
+from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, SymbolRefAttr, UnitAttr, i64
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -37,8 +45,8 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    opt_region_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -49,9 +57,9 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects.attrs import i64_attr
-from ccopt.dialects.body import ScalarBodyOp
+from ccopt.dialects.body import INDEX_FORMAT, ModuleBodyOp, ScalarBodyOp
 from ccopt.dialects.construct import init_op
-from ccopt.dialects.dtensor import verify_mesh_types
+from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of, verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -594,8 +602,45 @@ class ShiftOp(CollectiveOp):
             )
 
 
+class NamedBodyOp(ScalarBodyOp):
+    """An op whose scalar body is its own region or the module-level body it names (`body_ref`,
+    printed `body @name`; a `kernel.body`): overlap's chunks of one fused collective and the
+    kernels of alike bodies name one (convert-to-kernel outlines bodies), IR written by hand
+    may carry it inline. Everything reading the body goes through `body_block()`, which
+    resolves the name through the module's cached symbol index."""
+
+    def body_name(self) -> str | None:
+        """The name of the body this op runs; None for an inline body."""
+        ref = self.properties.get("body_ref")
+        return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
+
+    def named_body(self) -> ModuleBodyOp | None:
+        """The body named, None for an inline body; VerifyException if the name is not a
+        `kernel.body` of the enclosing module."""
+        ref = self.properties.get("body_ref")
+        if ref is None:
+            return None
+        assert isinstance(ref, SymbolRefAttr)
+        name = ref.root_reference.data
+        anchor = symbol_table_of(self)
+        found = lookup_symbol(anchor, name) if anchor is not None else None
+        if not isinstance(found, ModuleBodyOp):
+            raise VerifyException(f"body @{name} is not a kernel.body of the module")
+        return found
+
+    def body_block(self) -> Block:
+        named = self.named_body()
+        return super().body_block() if named is None else named.body_block()
+
+    def check_one_body(self) -> None:
+        if ("body_ref" in self.properties) == bool(self.regions):
+            raise VerifyException(
+                "needs one body: a region, or the name of a kernel.body (`body @name`)"
+            )
+
+
 @irdl_op_definition
-class FusedAllReduceOp(ScalarBodyOp):
+class FusedAllReduceOp(NamedBodyOp):
     """CoCoNeT's fused collective: reduce-scatter `partial` along `dim`, run the scalar body on
     each rank's slice (with the other inputs, already split or broadcast), all-gather the results
     whose type is replicated on the axes and keep the others split.
@@ -610,6 +655,9 @@ class FusedAllReduceOp(ScalarBodyOp):
       dtensor.yield %w_new, %m_new : f32, f32
     }
     ```
+    A chunk of a larger op (overlap) carries an index box and names a module-level body:
+    `coll.fused_all_reduce sum %g0, ins(...) over [tp] dim 1 index_offset [0, 8] in [6, 24]
+    body @chunk_body0 : ...` (see `ScalarBodyOp`, `NamedBodyOp`).
     """
 
     name = "coll.fused_all_reduce"
@@ -622,12 +670,17 @@ class FusedAllReduceOp(ScalarBodyOp):
     chunks = opt_prop_def(IntegerAttr[I64])
     """Chunks the `overlap` pass pipelines it in with the matmul producing `partial` (its own
     `chunks` option otherwise); `fuse-collective` carries the reduce-scatter's."""
+    index_offsets = opt_prop_def(DenseArrayBase.constr(i64))
+    index_shape = opt_prop_def(DenseArrayBase.constr(i64))
+    body_ref = opt_prop_def(SymbolRefAttr)
     outputs = var_result_def(DTensorType)
-    body = region_def("single_block")
+    body = opt_region_def("single_block")
     traits = traits_def(Pure())
     assembly_format = (
         "$kind $partial `,` `ins` `(` $inputs `)` `over` $axes `dim` $dim (`algorithm` $algorithm^)? "
-        "(`chunks` $chunks^)? attr-dict `:` functional-type(operands, $outputs) $body"
+        "(`chunks` $chunks^)? "
+        + INDEX_FORMAT
+        + " (`body` $body_ref^)? attr-dict `:` functional-type(operands, $outputs) $body"
     )
 
     def __init__(
@@ -638,25 +691,31 @@ class FusedAllReduceOp(ScalarBodyOp):
         dim: int,
         kind: ReductionKind | str,
         result_types: Sequence[DTensorType],
-        body: Region,
+        body: Region | str,
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
+        index_box: Mapping[str, Attribute] | None = None,
     ):
+        """`body`: the region, or the name of the `kernel.body` to run; `index_box`: the
+        index-box properties (`index_box_props`), if any."""
         props: dict[str, Attribute] = {
             "kind": ReductionKindAttr(ReductionKind(kind)),
             "axes": MeshAxesAttr(axes),
             "dim": i64_attr(dim),
+            **(index_box or {}),
         }
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
         if chunks is not None:
             props["chunks"] = i64_attr(chunks)
+        if isinstance(body, str):
+            props["body_ref"] = SymbolRefAttr(body)
         init_op(
             self,
             operands=[partial, list(inputs)],
             result_types=[list(result_types)],
             properties=props,
-            regions=[body],
+            regions=[body if isinstance(body, Region) else None],
         )
 
     def iteration_type(self, mesh: Mesh) -> DTensorType:
@@ -674,6 +733,7 @@ class FusedAllReduceOp(ScalarBodyOp):
     def verify_(self) -> None:
         if self.chunks is not None and self.chunks.value.data < 1:
             raise VerifyException(f"chunks must be >= 1, got {self.chunks.value.data}")
+        self.check_one_body()
         mesh = verify_mesh_types(self)
         if mesh is None:
             return

@@ -20,7 +20,7 @@ kernel.body @sgd { ...scalar body... }     // at module level, shared by every k
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from math import prod
 from typing import ClassVar
@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import (
     Attribute,
-    Block,
     Dialect,
     Operation,
     ParametrizedAttribute,
@@ -76,7 +75,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
-from ccopt.dialects.body import BODY_KINDS, ScalarBodyOp, YieldOp
+from ccopt.dialects.body import BODY_KINDS, INDEX_FORMAT, ModuleBodyOp, YieldOp
 from ccopt.dialects.body import UniformOp as BodyUniformOp
 from ccopt.dialects.coll import (
     AllGatherOp,
@@ -84,6 +83,7 @@ from ccopt.dialects.coll import (
     AllToAllOp,
     BroadcastOp,
     CollectiveOp,
+    NamedBodyOp,
     ReduceOp,
     ReduceScatterOp,
     ShiftOp,
@@ -93,8 +93,6 @@ from ccopt.dialects.coll import (
 from ccopt.dialects.construct import init_op
 from ccopt.dialects.dtensor import (
     ReduceKindAttr,
-    lookup_symbol,
-    symbol_table_of,
     verify_one_mesh,
 )
 from ccopt.dialects.dtensor_type import (
@@ -413,14 +411,15 @@ class EventWaitOp(DeviceOp):
 
 
 @irdl_op_definition
-class BodyOp(ScalarBodyOp):
+class BodyOp(ModuleBodyOp):
     """A scalar body kept once, at module level, under a name: the kernels that compute the
     same element (`kernel.elementwise`, `kernel.fused_all_reduce`) name it (`body @name`)
     instead of each carrying a copy, as MLIR's gpu-kernel-outlining moves launch bodies into
     functions. A model repeats its layers, so most kernels share a handful of bodies; carrying
-    them inline made the kernel level mostly copies. Its arguments are those of every scalar
-    body (the element index, one scalar per input); placements are checked at each user, on
-    that user's buffers.
+    them inline made the kernel level mostly copies. `overlap` already names one at L1 for
+    the chunks of fused collectives (`coll.fused_all_reduce ... body @chunk_body0`). Its
+    arguments are those of every scalar body (the element index, one scalar per input);
+    placements are checked at each user, on that user's buffers.
 
     ```mlir
     kernel.body @body0 {
@@ -454,42 +453,6 @@ class BodyOp(ScalarBodyOp):
                 raise VerifyException(f"'{op.name}' may not appear in a fused body")
 
 
-class NamedBodyOp(ScalarBodyOp):
-    """A kernel whose scalar body is its own region or the `kernel.body` it names (`body_ref`,
-    printed `body @name`): the pipeline names one (convert-to-kernel outlines bodies), IR
-    written by hand may carry it inline. Everything reading the body goes through
-    `body_block()`, which resolves the name through the module's cached symbol index."""
-
-    def body_name(self) -> str | None:
-        """The name of the `kernel.body` this kernel runs; None for an inline body."""
-        ref = self.properties.get("body_ref")
-        return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
-
-    def named_body(self) -> BodyOp | None:
-        """The `kernel.body` named, None for an inline body; VerifyException if the name is not a
-        body of the enclosing module."""
-        ref = self.properties.get("body_ref")
-        if ref is None:
-            return None
-        assert isinstance(ref, SymbolRefAttr)
-        name = ref.root_reference.data
-        anchor = symbol_table_of(self)
-        found = lookup_symbol(anchor, name) if anchor is not None else None
-        if not isinstance(found, BodyOp):
-            raise VerifyException(f"body @{name} is not a kernel.body of the module")
-        return found
-
-    def body_block(self) -> Block:
-        named = self.named_body()
-        return super().body_block() if named is None else named.body_block()
-
-    def check_one_body(self) -> None:
-        if ("body_ref" in self.properties) == bool(self.regions):
-            raise VerifyException(
-                "needs one body: a region, or the name of a kernel.body (`body @name`)"
-            )
-
-
 @irdl_op_definition
 class ElementwiseOp(DeviceOp, NamedBodyOp):
     """One kernel over the iteration space of its outputs; the body computes one element."""
@@ -498,11 +461,14 @@ class ElementwiseOp(DeviceOp, NamedBodyOp):
     inputs = var_operand_def(BufferType)
     outputs = var_operand_def(BufferType)
     body_ref = opt_prop_def(SymbolRefAttr)
+    index_offsets = opt_prop_def(DenseArrayBase.constr(i64))
+    index_shape = opt_prop_def(DenseArrayBase.constr(i64))
     body = opt_region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` (`body` $body_ref^)? `stream` $stream "
-        "attr-dict `:` type($inputs) `->` type($outputs) $body"
+        "`ins` `(` $inputs `)` `outs` `(` $outputs `)` (`body` $body_ref^)? "
+        + INDEX_FORMAT
+        + " `stream` $stream attr-dict `:` type($inputs) `->` type($outputs) $body"
     )
 
     def __init__(
@@ -511,9 +477,11 @@ class ElementwiseOp(DeviceOp, NamedBodyOp):
         outputs: Sequence[SSAValue],
         body: Region | str,
         stream: int = 0,
+        index_box: Mapping[str, Attribute] | None = None,
     ):
-        """`body`: the region, or the name of the `kernel.body` to run."""
-        props = _stream(stream)
+        """`body`: the region, or the name of the `kernel.body` to run; `index_box`: the
+        index-box properties of the op it lowers (`ScalarBodyOp.index_box_props`)."""
+        props = {**_stream(stream), **(index_box or {})}
         if isinstance(body, str):
             props["body_ref"] = SymbolRefAttr(body)
         init_op(
@@ -1048,12 +1016,14 @@ class FusedAllReduceKernelOp(DeviceOp, NamedBodyOp):
     axes = prop_def(MeshAxesAttr)
     dim = prop_def(IntegerAttr[I64])
     body_ref = opt_prop_def(SymbolRefAttr)
+    index_offsets = opt_prop_def(DenseArrayBase.constr(i64))
+    index_shape = opt_prop_def(DenseArrayBase.constr(i64))
     body = opt_region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$kind $partial `,` `ins` `(` $inputs `)` `outs` `(` $outputs `)` "
         "(`scratch` $scratch^ `:` type($scratch))? `over` $axes `dim` $dim "
-        "(`body` $body_ref^)? `stream` $stream "
+        "(`body` $body_ref^)? " + INDEX_FORMAT + " `stream` $stream "
         "attr-dict `:` type($partial) `,` `(` type($inputs) `)` `->` `(` type($outputs) `)` $body"
     )
 
@@ -1068,13 +1038,16 @@ class FusedAllReduceKernelOp(DeviceOp, NamedBodyOp):
         kind: ReductionKind,
         body: Region | str,
         stream: int = 0,
+        index_box: Mapping[str, Attribute] | None = None,
     ):
-        """`body`: the region, or the name of the `kernel.body` to run."""
+        """`body`: the region, or the name of the `kernel.body` to run; `index_box`: the
+        coll op's index-box properties."""
         props = {
             **_stream(stream),
             "kind": ReductionKindAttr(kind),
             "axes": MeshAxesAttr(axes),
             "dim": IntegerAttr(dim, i64),
+            **(index_box or {}),
         }
         if isinstance(body, str):
             props["body_ref"] = SymbolRefAttr(body)

@@ -293,7 +293,9 @@ class FusedGroup:
             for j in np.unique(block[block >= 0]).tolist():
                 cols = np.flatnonzero(block == j)
                 at, r = pos[cols], self.ranks[j]
-                index = global_indices(self.iteration, self.targets[j]).ravel()[at]
+                index = global_indices(
+                    self.iteration, self.targets[j], self.op.index_box()
+                ).ravel()[at]
                 args = [
                     np.broadcast_to(x.shards[r], self.shapes[j]).ravel()[at] for x in self.inputs
                 ]
@@ -376,7 +378,7 @@ class CollFunctions(InterpreterFunctions):
         group = op.group(mesh)
         iteration = op.iteration_type(mesh)
         reduced = run_groups(partial, iteration, group, reduce_scatter(op.kind.data))
-        outputs = run_body(op.body_block(), iteration, mesh, [reduced, *inputs])
+        outputs = run_body(op.body_block(), iteration, mesh, [reduced, *inputs], op.index_box())
         results = []
         for result, shards in zip(op.outputs, outputs, strict=True):
             sliced = DistTensor(iteration, mesh, shards)

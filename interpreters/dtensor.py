@@ -20,6 +20,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Block, SSAValue
 
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import IndexBox
 from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
 from ccopt.interpreters.arithmetic import int_div, power
 from ccopt.interpreters.body import evaluate_body
@@ -124,13 +125,18 @@ COMPARE: dict[dt.ComparePredicate, Callable[[np.ndarray, np.ndarray], np.ndarray
 }
 
 
-def global_indices(t: DTensorType, region: tuple[slice, ...]) -> np.ndarray:
-    """Row-major global linear index of every element of a block."""
-    shape = t.get_shape()
+def global_indices(
+    t: DTensorType, region: tuple[slice, ...], box: IndexBox | None = None
+) -> np.ndarray:
+    """Row-major global linear index of every element of a block; with an index box (offsets,
+    shape: see `ScalarBodyOp`), the index of the element in the box's tensor."""
+    shape, offsets = t.get_shape(), [0] * t.rank
+    if box is not None:
+        offsets, shape = box
     strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
     index = np.zeros([s.stop - s.start for s in region], dtype=np.int64)
-    for d, (s, stride) in enumerate(zip(region, strides, strict=True)):
-        axis = np.arange(s.start, s.stop, dtype=np.int64) * stride
+    for d, (s, o, stride) in enumerate(zip(region, offsets, strides, strict=True)):
+        axis = np.arange(s.start + o, s.stop + o, dtype=np.int64) * stride
         index += axis.reshape([-1 if e == d else 1 for e in range(len(shape))])
     return index
 
@@ -166,13 +172,18 @@ def reduce_local(
 
 
 def run_body(
-    block: Block, iteration: DTensorType, mesh: Mesh, args: Sequence[DistTensor]
+    block: Block,
+    iteration: DTensorType,
+    mesh: Mesh,
+    args: Sequence[DistTensor],
+    box: IndexBox | None = None,
 ) -> list[list[np.ndarray]]:
     """Per result, the shard of every rank: the scalar body evaluated on the rank's block of the
-    iteration space (inputs broadcast to it, the index argument the elements' global indices)."""
+    iteration space (inputs broadcast to it, the index argument the elements' global indices,
+    or their indices in the op's index box)."""
     outputs: list[list[np.ndarray]] = []
     for r in range(mesh.rank_count):
-        index = global_indices(iteration, iteration.local_slices(mesh, mesh.coords(r)))
+        index = global_indices(iteration, iteration.local_slices(mesh, mesh.coords(r)), box)
         values = evaluate_body(block, index, [a.shards[r] for a in args])
         for i, v in enumerate(values):
             if r == 0:
@@ -393,7 +404,7 @@ class DtensorFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: dt.FusedOp, args: PythonValues
     ) -> PythonValues:
         iteration = op.iteration_type()
-        outputs = run_body(op.body_block(), iteration, self.mesh(iteration), args)
+        outputs = run_body(op.body_block(), iteration, self.mesh(iteration), args, op.index_box())
         return tuple(
             DistTensor(r.type, self.mesh(iteration), shards)  # type: ignore[arg-type]
             for r, shards in zip(op.outputs, outputs, strict=True)

@@ -129,7 +129,9 @@ class KernelFunctions(InterpreterFunctions):
     ) -> PythonValues:
         inputs, outputs = args[: len(op.inputs)], args[len(op.inputs) :]
         iteration = op.iteration_type()
-        results = dt_impl.run_body(op.body_block(), iteration, self.mesh(iteration), inputs)
+        results = dt_impl.run_body(
+            op.body_block(), iteration, self.mesh(iteration), inputs, op.index_box()
+        )
         for out, shards in zip(outputs, results, strict=True):
             write(out, shards)
         return ()

@@ -140,7 +140,10 @@ class Lowering:
         first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
         bodies are most of a model's L1 form (every layer, every overlap chunk repeats them),
         and while the function is lowered its L1 and kernel forms coexist: the peak memory of
-        the pipeline."""
+        the pipeline. An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets
+        its kernel to name the same one."""
+        if isinstance(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:
+            return named
         source = op.regions[0]
         block = source.blocks.first
         key = body_key(block) if shareable and self.names and block is not None else None
@@ -317,7 +320,12 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
 
 def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
     outs = [low.destination(r) for r in op.results]
-    low.add(k.ElementwiseOp([low.buffer(v) for v in op.inputs], outs, low.body_of(op, True)))
+    body = low.body_of(op, True)
+    low.add(
+        k.ElementwiseOp(
+            [low.buffer(v) for v in op.inputs], outs, body, index_box=op.index_box_props()
+        )
+    )
 
 
 def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
@@ -354,7 +362,8 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         outs.append(block)
         gathers.append((block, full))
     body = low.body_of(op, True)
-    low.add(k.ElementwiseOp([reduced, *(low.buffer(v) for v in op.inputs)], outs, body))
+    inputs = [reduced, *(low.buffer(v) for v in op.inputs)]
+    low.add(k.ElementwiseOp(inputs, outs, body, index_box=op.index_box_props()))
     for block, full in gathers:
         with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
@@ -392,6 +401,7 @@ def lower_fused_in_algorithm(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         op.dim.value.data,
         op.kind.data,
         low.body_of(op),
+        index_box=op.index_box_props(),
     )
     call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
     low.add(with_hint(call, op))

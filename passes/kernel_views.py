@@ -271,7 +271,11 @@ def fold_input(op: k.ElementwiseOp, value: SSAValue, const: arith.ConstantOp) ->
         arg.replace_all_uses_with(const.result)
         block.erase_arg(arg)
     folded = k.ElementwiseOp(
-        [v for v in op.inputs if v is not value], list(op.outputs), body, op.stream_index()
+        [v for v in op.inputs if v is not value],
+        list(op.outputs),
+        body,
+        op.stream_index(),
+        op.index_box_props(),
     )
     folded.attributes.update(op.attributes)
     Rewriter.replace_op(op, folded)

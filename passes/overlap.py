@@ -23,8 +23,11 @@ A fused collective (`coll.fused_all_reduce`, from fuse-collective) after a matmu
 same way - CoCoNeT's best Megatron schedule: each chunk runs reduce-scatter, the body on its
 slice and all-gather on the communication stream; the body's other inputs are cut along the
 chunk dimension unless they broadcast along it, and a body that draws random numbers (dropout)
-gets the chunk's element indices mapped back to the whole value's, so it drops the same
-elements.
+sees the whole value's element indices (each chunk op carries an index box, `index_offset
+[..] in [..]`: the chunk's place in the whole value), so it drops the same elements and every
+chunk's body is the unchunked op's. The chunks name that body (`body @chunk_body0`), kept once
+at module level as a `kernel.body` for all alike fused collectives of the module
+(`ChunkBodies`), instead of each carrying a copy; convert-to-kernel's kernels name it too.
 
 The other direction (AxoNN's overlapped all-gather, async tensor parallelism): an all_gather
 feeding a matmul is chunked along a dimension that is not gathered; all chunk gathers are issued
@@ -48,9 +51,8 @@ from fractions import Fraction
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import ModuleOp, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -58,9 +60,8 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.attrs import i64_attr
-from ccopt.dialects.body import clone_body
-from ccopt.dialects.construct import build_op
+from ccopt.dialects import kernel as k
+from ccopt.dialects.body import ModuleBodyOp, body_key, clone_body, index_box_props
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -283,51 +284,64 @@ def chunk_result_types(
     return [iteration if r.type == whole else gathered for r in op.outputs]  # type: ignore[misc]
 
 
-def renumber_elements(body: Region, shape: Sequence[int], dim: int, start: int, stop: int) -> None:
+def chunk_index_box(
+    op: coll.FusedAllReduceOp, shape: Sequence[int], dim: int, start: int
+) -> dict[str, Attribute]:
     """A chunk's body sees element indices of the chunk; dropout keys on the element's index in
-    the whole value, so map chunk index i back: with inner = the elements after `dim`,
-    q = i / (len * inner), global = q * (size * inner) + start * inner + (i - q * len * inner)."""
-    block = body.blocks.first
-    assert block is not None
-    index = block.args[0]
-    if not index.uses:
-        return
-    inner = prod(shape[dim + 1 :])
-    chunk, whole = (stop - start) * inner, shape[dim] * inner
-    ops: list[Operation] = []
-
-    constants: dict[int, SSAValue] = {}
-
-    def const(n: int) -> SSAValue:
-        if n not in constants:
-            op = build_op(arith.ConstantOp, [], [i64], {"value": i64_attr(n)})
-            ops.append(op)
-            constants[n] = op.result
-        return constants[n]
-
-    def emit(
-        kind: type[arith.SignlessIntegerBinaryOperation], a: SSAValue, b: SSAValue
-    ) -> SSAValue:
-        """One i64 op, built without IRDL's generic builder (this ran per chunk of every
-        fused collective of a model)."""
-        op = build_op(kind, [a, b], [i64])
-        ops.append(op)
-        return op.results[0]
-
-    if prod(shape[:dim]) == 1:  # nothing outside the chunk dimension: a plain offset
-        renumbered = emit(arith.AddiOp, index, const(start * inner))
-    else:
-        q = emit(arith.DivSIOp, index, const(chunk))
-        within = emit(arith.SubiOp, index, emit(arith.MuliOp, q, const(chunk)))
-        base = emit(arith.AddiOp, emit(arith.MuliOp, q, const(whole)), const(start * inner))
-        renumbered = emit(arith.AddiOp, base, within)
-    index.replace_uses_with_if(renumbered, lambda use: use.operation not in ops)
-    Rewriter.insert_op(ops, InsertPoint.at_start(block))
+    the whole value, so the chunk op gets an index box: the chunk at `start` along `dim` of the
+    whole value (or of the box the unchunked op already had). Every chunk then runs the
+    unchunked op's body unchanged."""
+    box = op.index_box()
+    offsets, whole = ([0] * len(shape), list(shape)) if box is None else map(list, box)
+    offsets[dim] += start
+    return index_box_props(offsets, whole)
 
 
-def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
+class ChunkBodies:
+    """The module-level bodies (`kernel.body`) that chunks of fused collectives name: one per
+    distinct body (`body_key`), so the chunks of one op, and of every alike op of the module (a
+    model's layers), share one body instead of each carrying a copy - the copies were most of
+    the overlapped module, the pipeline's peak memory. A body that is not self-contained
+    (`body_key` None) is copied per chunk."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        from ccopt.passes.convert_to_kernel import BodyNames
+
+        self.module = module
+        self.names = BodyNames(module, "chunk_body")
+        self.by_key: dict[object, str] = {}
+        for o in module.ops:
+            if isinstance(o, ModuleBodyOp):
+                key = body_key(o.body_block())
+                if key is not None:
+                    self.by_key.setdefault(key, o.sym_name.data)  # type: ignore[attr-defined]
+
+    def name_of(self, op: coll.FusedAllReduceOp) -> str | None:
+        """The name of the body `op`'s chunks run; `op`'s own body (it is erased after its
+        chunks) becomes that body or is released. None for a body to copy per chunk."""
+        named = op.body_name()
+        if named is not None:
+            return named
+        key = body_key(op.body_block())
+        if key is None:
+            return None
+        name = self.by_key.get(key)
+        region = op.detach_region(op.regions[0])
+        if name is not None:
+            region.drop_all_references()
+            release(region)
+            return name
+        name = self.by_key[key] = self.names.fresh()
+        self.module.body.block.add_op(k.BodyOp(name, region))
+        return name
+
+
+def overlap_matmul_then_fused(
+    op: coll.FusedAllReduceOp, chunks: int, bodies: ChunkBodies | None = None
+) -> Plan:
     """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
-    slice, all-gather) on the communication stream; the outputs are joined chunk by chunk."""
+    slice, all-gather) on the communication stream; the outputs are joined chunk by chunk.
+    With `bodies` the chunks name one shared body (`ChunkBodies`), else each has a copy."""
     mm = producing_matmul(op, op.partial, "its partial operand")
     mesh = mesh_of(op)
     plan = plan_matmul_then_fused(mm, op, chunks, mesh)
@@ -337,6 +351,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
     algorithm = None if op.algorithm is None else op.algorithm.data.value
     new_ops: list[Operation] = []
     futures: list[Sequence[SSAValue]] = []
+    shared = bodies.name_of(op) if bodies is not None else op.body_name()
     for c, (a, b) in enumerate(plan.ranges):
         part = chunk_matmul(mm, carriers, a, b, new_ops)
         inputs = []
@@ -348,10 +363,10 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
                 v = piece.result
             inputs.append(v)
         types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
-        body = chunk_body(op, c == len(plan.ranges) - 1)
-        renumber_elements(body, y.get_shape(), plan.dim, a, b)
+        body = shared if shared is not None else chunk_body(op, c == len(plan.ranges) - 1)
+        box = chunk_index_box(op, y.get_shape(), plan.dim, a)
 
-        def build(args: Sequence[SSAValue], types=types, body=body) -> Operation:  # noqa: ANN001
+        def build(args: Sequence[SSAValue], types=types, body=body, box=box) -> Operation:  # noqa: ANN001
             fused = coll.FusedAllReduceOp(
                 args[0],
                 args[1:],
@@ -361,6 +376,7 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
                 types,
                 body,
                 algorithm,
+                index_box=box,
             )
             fused.attributes.update(op.attributes)
             return fused
@@ -371,10 +387,10 @@ def overlap_matmul_then_fused(op: coll.FusedAllReduceOp, chunks: int) -> Plan:
         futures.append(task.futures)
     ready: list[list[SSAValue]] = [[] for _ in op.outputs]
     for chunk_futures in futures:
-        for k, f in enumerate(chunk_futures):
+        for r, f in enumerate(chunk_futures):
             wait = sched.AwaitOp(f)
             new_ops.append(wait)
-            ready[k].append(wait.result)
+            ready[r].append(wait.result)
     join(op, new_ops, ready, plan.dim)
     Rewriter.erase_op(mm)
     release(mm)
@@ -596,6 +612,7 @@ class Overlap(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
         declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
+        bodies: ChunkBodies | None = None
         for candidate in self._candidates(op):
             if candidate.parent is None:
                 continue
@@ -606,7 +623,9 @@ class Overlap(ModulePass):
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
                     plan = overlap_matmul_then_collective(candidate, requested)
                 elif isinstance(candidate, coll.FusedAllReduceOp):
-                    plan = overlap_matmul_then_fused(candidate, requested)
+                    if bodies is None:
+                        bodies = ChunkBodies(op)
+                    plan = overlap_matmul_then_fused(candidate, requested, bodies)
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):

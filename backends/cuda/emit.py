@@ -578,10 +578,17 @@ class Emitter:
             sum(self.bytes0(b.tensor) for b in outs),
         )
         shape = [s or [1] for s in self.per_rank(lambda c: iteration.local_shape(self.mesh, c))]
+        shift, whole = index_space(op, iteration)
         offsets = self.per_rank(
-            lambda c: [s.start for s in iteration.local_slices(self.mesh, c)] or [0]
+            lambda c: (
+                [
+                    s.start + o
+                    for s, o in zip(iteration.local_slices(self.mesh, c), shift, strict=True)
+                ]
+                or [0]
+            )
         )
-        gstrides = contiguous_strides(iteration.get_shape()) or [0]
+        gstrides = contiguous_strides(whole) or [0]
         extents = [pad(s, ndim, 1) for s in shape]
         in_rows = [
             self.per_rank(
@@ -1123,12 +1130,14 @@ class Emitter:
         group = self.group(op.axes.names, op.stream_index())
         self.program.comm_streams.add(op.stream_index())
 
+        shift, whole = index_space(op, iteration)
+
         def members(c: Sequence[int]) -> list[int]:
             row: list[int] = []
             for m in mesh.group(c, axes):
                 box = iteration.local_slices(mesh, m)
                 row += pad([b.stop - b.start for b in box], ndim, 1)
-                row += pad([b.start for b in box], ndim, 0)
+                row += pad([b.start + o for b, o in zip(box, shift, strict=True)], ndim, 0)
                 row.append(self.box_at(partial, box, c))
                 row += [self.box_at(outs[i], box, c) for i in gathered]
             return row
@@ -1189,7 +1198,7 @@ class Emitter:
             )
 
         slot = {i: s for s, i in enumerate(gathered)}  # the first replaces the sum it needs no more
-        gstride = dims(pad(contiguous_strides(iteration.get_shape()) or [0], ndim, 0))
+        gstride = dims(pad(contiguous_strides(whole) or [0], ndim, 0))
 
         def strides(b: Buffer, broadcast: bool) -> str:
             return self.table(
@@ -1742,6 +1751,16 @@ def storage_root(value: SSAValue) -> SSAValue:
     while isinstance(value.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
         value = value.owner.source
     return value
+
+
+def index_space(
+    op: k.ElementwiseOp | k.FusedAllReduceKernelOp, iteration: DTensorType
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Where the body's element index counts from: (offsets added to the iteration space's
+    coordinates, the shape whose row-major strides make the index) - the op's index box, or
+    none (zeros and the iteration space's own shape)."""
+    box = op.index_box()
+    return box if box is not None else ((0,) * iteration.rank, tuple(iteration.get_shape()))
 
 
 def restrict_qualifiers(op: k.ElementwiseOp) -> tuple[list[str], list[str]]:

@@ -18,6 +18,7 @@ from xdsl.dialects import func
 import ccopt
 from ccopt.backends.cuda.cpu import run_on_host
 from ccopt.backends.cuda.emit import emit_binding, emit_cuda, host_statements
+from ccopt.dialects import kernel as k
 from ccopt.frontend.workloads import PIPELINES
 from ccopt.passes.pipeline import run_pipeline
 from ccopt.program import bind_mesh, load_program
@@ -322,6 +323,37 @@ def test_dropout_matches_the_interpreter_bit_for_bit() -> None:
     residual = reference.inputs["r"]
     for got, want in zip(host["result0"], reference.shards["result0"], strict=True):
         np.testing.assert_array_equal(got == residual, want == residual)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["after-reduce-scatter", "in-algorithm"])
+def test_chunked_fused_collective_drops_what_the_unchunked_program_drops(inside: bool) -> None:
+    """Overlap's chunks of a fused collective carry index boxes (`index_offset`): the kernels'
+    element index must count in the whole value, so dropout keeps the unchunked elements."""
+    fused = "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective"
+    if inside:
+        fused += ",lower-collectives{fused_body=in-algorithm}"
+    whole = load_program(ROOT / "examples" / "megatron_mlp.mlir")
+    bind_mesh(whole, "dp=2,tp=3")
+    run_pipeline(whole, fused)
+    reference = ccopt.run(whole, seed=4)
+    module = load_program(ROOT / "examples" / "megatron_mlp.mlir")
+    bind_mesh(module, "dp=2,tp=3")
+    run_pipeline(module, f"{fused},overlap{{chunks=3}},convert-to-kernel,plan-memory")
+    boxed = [o for o in module.walk() if isinstance(o, k.NamedBodyOp) and o.index_box()]
+    assert len(boxed) == 3
+    host = run_on_host(module, reference.inputs)
+    x = reference.inputs["x"]
+    (f,) = [o for o in whole.ops if isinstance(o, func.FuncOp)]
+    (t,) = f.function_type.outputs.data
+    mesh = next(iter(reference.meshes.values()))
+    dropped = 0
+    for rank, (got, want) in enumerate(
+        zip(host["result0"], reference.shards["result0"], strict=True)
+    ):
+        residual = x[t.local_slices(mesh, mesh.coords(rank))]  # dropped: exactly the residual
+        np.testing.assert_array_equal(got == residual, want == residual, err_msg=f"rank {rank}")
+        dropped += int((want == residual).sum())
+    assert dropped
 
 
 # --- nvcc: every example under every schedule compiles, links and imports ---------------------

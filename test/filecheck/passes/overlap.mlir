@@ -231,24 +231,20 @@ func.func @tags_option(%x: !x, %w: !w, %v: !w) -> (!r, !r) {
 // A fused collective (reduce-scatter, body on the slice, all-gather) after a matmul: each
 // chunk's matmul feeds its own fused collective on stream 1, with the body's other inputs cut
 // the same way (a bias broadcast along the chunk dimension is passed whole). Dropout keys on the
-// element's index in the whole value: chunks along the leading dimension add their offset
-// (chunk 1 starts at row 2 of 10 columns: + 20).
+// element's index in the whole value: each chunk carries an index box (its offsets in the whole
+// 7x10 value) and names the unchunked body, kept once at module level (checked below).
 // CHECK-LABEL: func.func @matmul_fused_all_reduce(
 // CHECK-SAME:    %[[X:[^:]*]]: !dtensor.tensor<7x40xf32, @tp[S(1)]>, %[[W:[^:]*]]: !dtensor.tensor<40x10xf32, @tp[S(0)]>, %[[B:[^:]*]]: !dtensor.tensor<10xf32, @tp[S(0)]>, %[[RES:[^:]*]]: !dtensor.tensor<7x10xf32, @tp[S(1)]>)
 // CHECK-NEXT:    %[[X0:.*]] = dtensor.slice %[[X]] offsets [0, 0] sizes [2, 40]
 // CHECK-NEXT:    %[[Y0:.*]] = dtensor.matmul %[[X0]], %[[W]]
 // CHECK-NEXT:    %[[R0:.*]] = dtensor.slice %[[RES]] offsets [0, 0] sizes [2, 10]
 // CHECK-NEXT:    %{{.*}}, %[[F0:.*]] = sched.execute stream 1 ins(%[[Y0]], %[[B]], %[[R0]])
-// CHECK:           coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [tp] dim 1 {tag = "far"} : (!dtensor.tensor<2x10xf32, @tp[P(sum)]>, !dtensor.tensor<10xf32, @tp[S(0)]>, !dtensor.tensor<2x10xf32, @tp[S(1)]>) -> !dtensor.tensor<2x10xf32, @tp[R]>
-// CHECK-NEXT:      ^bb0(%[[I0:.*]]: i64,
-// CHECK-NEXT:        %[[OFF0:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:        %[[G0:.*]] = arith.addi %[[I0]], %[[OFF0]] : i64
-// CHECK:             dtensor.uniform %[[G0]] seed 5
+// CHECK:           coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [tp] dim 1 index_offset [0, 0] in [7, 10] body @[[FAR:chunk_body[0-9]+]] {tag = "far"} : (!dtensor.tensor<2x10xf32, @tp[P(sum)]>, !dtensor.tensor<10xf32, @tp[S(0)]>, !dtensor.tensor<2x10xf32, @tp[S(1)]>) -> !dtensor.tensor<2x10xf32, @tp[R]>
+// CHECK-NEXT:      sched.yield
 // CHECK:         %[[X1:.*]] = dtensor.slice %[[X]] offsets [2, 0] sizes [2, 40]
-// CHECK:           ^bb0(%[[I1:.*]]: i64,
-// CHECK-NEXT:        %[[OFF1:.*]] = arith.constant 20 : i64
-// CHECK-NEXT:        %[[G1:.*]] = arith.addi %[[I1]], %[[OFF1]] : i64
-// CHECK:             dtensor.uniform %[[G1]] seed 5
+// CHECK:           coll.fused_all_reduce {{.*}} index_offset [2, 0] in [7, 10] body @[[FAR]] {tag = "far"}
+// CHECK:           coll.fused_all_reduce {{.*}} index_offset [4, 0] in [7, 10] body @[[FAR]] {tag = "far"}
+// CHECK:           coll.fused_all_reduce {{.*}} index_offset [6, 0] in [7, 10] body @[[FAR]] {{.*}} -> !dtensor.tensor<1x10xf32, @tp[R]>
 // CHECK:         %[[A0:.*]] = sched.await %[[F0]]
 // CHECK:         %[[OUT:.*]] = dtensor.concat %[[A0]], %{{.*}}, %{{.*}}, %{{.*}} dim 0
 // CHECK-NEXT:    func.return %[[OUT]]
@@ -272,21 +268,21 @@ func.func @matmul_fused_all_reduce(%x: !x, %w: !w, %b: !dtensor.tensor<10xf32, @
   func.return %o : !r
 }
 
-// Chunks along an inner dimension (the leading one is scattered): the chunk's element index
-// i maps back through q = i / (2 * 10) to q * 50 + offset * 10 + (i - q * 20).
+// Chunks along an inner dimension (the leading one is scattered): the index box places each
+// chunk at its offset along dimension 1 of the whole 3x5x10 value. The bodies the chunks name
+// are the unchunked ones, once each, after the functions.
 // CHECK-LABEL: func.func @fused_inner_chunks(
-// CHECK:         coll.fused_all_reduce sum %{{.*}} over [tp] dim 0 : (!dtensor.tensor<3x2x10xf32, @tp[P(sum)]>) -> !dtensor.tensor<3x2x10xf32, @tp[S(0)]>
-// CHECK-NEXT:      ^bb0(%[[I:.*]]: i64, %{{.*}}: f32):
-// CHECK-NEXT:        %[[CHUNK:.*]] = arith.constant 20 : i64
-// CHECK-NEXT:        %[[Q:.*]] = arith.divsi %[[I]], %[[CHUNK]] : i64
-// CHECK-NEXT:        %[[QC:.*]] = arith.muli %[[Q]], %[[CHUNK]] : i64
-// CHECK-NEXT:        %[[WITHIN:.*]] = arith.subi %[[I]], %[[QC]] : i64
-// CHECK-NEXT:        %[[WHOLE:.*]] = arith.constant 50 : i64
-// CHECK-NEXT:        %[[QW:.*]] = arith.muli %[[Q]], %[[WHOLE]] : i64
-// CHECK-NEXT:        %[[START:.*]] = arith.constant 0 : i64
-// CHECK-NEXT:        %[[BASE:.*]] = arith.addi %[[QW]], %[[START]] : i64
-// CHECK-NEXT:        %[[G:.*]] = arith.addi %[[BASE]], %[[WITHIN]] : i64
-// CHECK-NEXT:        dtensor.uniform %[[G]] seed 9
+// CHECK:         coll.fused_all_reduce sum %{{.*}} over [tp] dim 0 index_offset [0, 0, 0] in [3, 5, 10] body @[[INNER:chunk_body[0-9]+]] : (!dtensor.tensor<3x2x10xf32, @tp[P(sum)]>) -> !dtensor.tensor<3x2x10xf32, @tp[S(0)]>
+// CHECK:         coll.fused_all_reduce sum %{{.*}} over [tp] dim 0 index_offset [0, 2, 0] in [3, 5, 10] body @[[INNER]]
+// CHECK:         coll.fused_all_reduce sum %{{.*}} over [tp] dim 0 index_offset [0, 4, 0] in [3, 5, 10] body @[[INNER]] : (!dtensor.tensor<3x1x10xf32, @tp[P(sum)]>)
+// CHECK:       kernel.body @[[FAR]] {
+// CHECK-NEXT:  ^bb0(%[[I0:.*]]: i64, %{{.*}}: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT:    arith.addf
+// CHECK-NEXT:    dtensor.uniform %[[I0]] seed 5
+// CHECK:       kernel.body @[[INNER]] {
+// CHECK-NEXT:  ^bb0(%[[I:.*]]: i64, %{{.*}}: f32):
+// CHECK-NEXT:    dtensor.uniform %[[I]] seed 9
+// CHECK-NOT:   kernel.body
 func.func @fused_inner_chunks(%x: !dtensor.tensor<3x5x40xf32, @tp[S(2)]>, %w: !w) -> !dtensor.tensor<3x5x10xf32, @tp[S(0)]> {
   %y = dtensor.matmul %x, %w : (!dtensor.tensor<3x5x40xf32, @tp[S(2)]>, !w) -> !dtensor.tensor<3x5x10xf32, @tp[P(sum)]>
   %o = coll.fused_all_reduce sum %y, ins() over [tp] dim 0 : (!dtensor.tensor<3x5x10xf32, @tp[P(sum)]>) -> !dtensor.tensor<3x5x10xf32, @tp[S(0)]> {

@@ -143,3 +143,42 @@ func.func @chunked(%g: !grad) -> !rep {
   }
   func.return %y : !rep
 }
+
+// An index box (what overlap gives each chunk): the op computes rows 4..7 of a 12x3 value, and
+// the body's index is the element's in that value (dropout draws the unchunked numbers).
+// CHECK-LABEL: func.func @index_box(
+// CHECK-NEXT:  %{{.*}} = coll.fused_all_reduce sum %{{.*}}, ins() over [tp] dim 0 index_offset [4, 0] in [12, 3] : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]> {
+// CHECK-NEXT:  ^bb0(%[[I:.*]]: i64, %[[V:.*]]: f32):
+// CHECK-NEXT:  %[[U:.*]] = dtensor.uniform %[[I]] seed 3
+// CHECK-NEXT:  %[[S:.*]] = arith.mulf %[[V]], %[[U]] : f32
+// CHECK-NEXT:  dtensor.yield %[[S]] : f32
+func.func @index_box(%g: !dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]> {
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 index_offset [4, 0] in [12, 3] : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]> {
+  ^bb0(%i: i64, %v: f32):
+    %u = dtensor.uniform %i seed 3
+    %s = arith.mulf %v, %u : f32
+    dtensor.yield %s : f32
+  }
+  func.return %r : !dtensor.tensor<4x3xf32, @m[R, R]>
+}
+
+// Chunks of one fused collective name one module-level body (what overlap makes) instead of
+// each carrying a copy; each chunk's index box places it in the whole value.
+// CHECK-LABEL: func.func @named_body(
+// CHECK-NEXT:  %{{.*}} = coll.fused_all_reduce sum %{{.*}}, ins() over [tp] dim 0 index_offset [0, 0] in [8, 3] body @dropped : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]>
+// CHECK-NEXT:  %{{.*}} = coll.fused_all_reduce sum %{{.*}}, ins() over [tp] dim 0 index_offset [4, 0] in [8, 3] body @dropped : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]>
+// CHECK-NEXT:  func.return
+// CHECK:       kernel.body @dropped {
+// CHECK-NEXT:  ^bb0(%[[I:.*]]: i64, %[[V:.*]]: f32):
+// CHECK-NEXT:    %[[U:.*]] = dtensor.uniform %[[I]] seed 3
+func.func @named_body(%g: !dtensor.tensor<4x3xf32, @m[R, P(sum)]>, %h: !dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> (!dtensor.tensor<4x3xf32, @m[R, R]>, !dtensor.tensor<4x3xf32, @m[R, R]>) {
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 index_offset [0, 0] in [8, 3] body @dropped : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]>
+  %s = coll.fused_all_reduce sum %h, ins() over [tp] dim 0 index_offset [4, 0] in [8, 3] body @dropped : (!dtensor.tensor<4x3xf32, @m[R, P(sum)]>) -> !dtensor.tensor<4x3xf32, @m[R, R]>
+  func.return %r, %s : !dtensor.tensor<4x3xf32, @m[R, R]>, !dtensor.tensor<4x3xf32, @m[R, R]>
+}
+kernel.body @dropped {
+^bb0(%i: i64, %v: f32):
+  %u = dtensor.uniform %i seed 3
+  %s = arith.mulf %v, %u : f32
+  dtensor.yield %s : f32
+}

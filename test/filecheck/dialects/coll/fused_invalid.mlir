@@ -291,3 +291,56 @@ func.func @no_chunks(%g: !p) -> !r {
   }
   func.return %y : !r
 }
+
+// -----
+
+// An index box must hold the iteration space: rows 10..13 do not fit in 12 rows.
+dtensor.mesh @t [tp=4]
+func.func @index_box_too_small(%g: !dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op the iteration space [4, 3] at offsets [10, 0] does not fit in the index box's shape [12, 3]
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 index_offset [10, 0] in [12, 3] : (!dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  ^bb0(%i: i64, %v: f32):
+    dtensor.yield %v : f32
+  }
+  func.return %r : !dtensor.tensor<4x3xf32, @t[R]>
+}
+
+// -----
+
+// An index box has the iteration space's rank.
+dtensor.mesh @t [tp=4]
+func.func @index_box_rank(%g: !dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op index box offsets [4] in [12] must have the iteration space's rank 2
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 index_offset [4] in [12] : (!dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  ^bb0(%i: i64, %v: f32):
+    dtensor.yield %v : f32
+  }
+  func.return %r : !dtensor.tensor<4x3xf32, @t[R]>
+}
+
+// -----
+
+// A named body must be a kernel.body of the module.
+dtensor.mesh @t [tp=4]
+func.func @missing_body(%g: !dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op body @nowhere is not a kernel.body of the module
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 body @nowhere : (!dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]>
+  func.return %r : !dtensor.tensor<4x3xf32, @t[R]>
+}
+
+// -----
+
+// One body: its own region or a name, not both.
+dtensor.mesh @t [tp=4]
+func.func @two_bodies(%g: !dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.fused_all_reduce' op needs one body: a region, or the name of a kernel.body (`body @name`)
+  %r = coll.fused_all_reduce sum %g, ins() over [tp] dim 0 body @b : (!dtensor.tensor<4x3xf32, @t[P(sum)]>) -> !dtensor.tensor<4x3xf32, @t[R]> {
+  ^bb0(%i: i64, %v: f32):
+    dtensor.yield %v : f32
+  }
+  func.return %r : !dtensor.tensor<4x3xf32, @t[R]>
+}
+kernel.body @b {
+^bb0(%i: i64, %v: f32):
+  dtensor.yield %v : f32
+}

@@ -466,3 +466,22 @@ algo.algorithm @allreduce_ring_2_fused allreduce ranks 2 channels 1 chunksperloo
     }
   }
 }
+
+// A kernel with an index box (a chunk of a fused collective, lowered): rows 8..15 of a 32x8
+// value; the body's index counts in that value.
+// CHECK-LABEL: func.func @index_box(
+// CHECK-NEXT:  kernel.elementwise ins(%{{.*}}) outs(%{{.*}}) index_offset [8, 0] in [32, 8] stream 0 : !kernel.buffer<16x8xf32, @t[S(0)]> -> !kernel.buffer<16x8xf32, @t[S(0)]> {
+// CHECK-NEXT:  ^bb0(%[[I:.*]]: i64, %[[A:.*]]: f32):
+// CHECK-NEXT:    %[[U:.*]] = dtensor.uniform %[[I]] seed 1
+// CHECK-NEXT:    %[[S:.*]] = arith.mulf %[[A]], %[[U]] : f32
+// CHECK-NEXT:    dtensor.yield %[[S]] : f32
+func.func @index_box(%x: !kernel.buffer<16x8xf32, @t[S(0)]>, %o: !kernel.buffer<16x8xf32, @t[S(0)]>) {
+  kernel.elementwise ins(%x) outs(%o) index_offset [8, 0] in [32, 8] stream 0 : !kernel.buffer<16x8xf32, @t[S(0)]> -> !kernel.buffer<16x8xf32, @t[S(0)]> {
+  ^bb0(%i: i64, %a: f32):
+    %u = dtensor.uniform %i seed 1
+    %s = arith.mulf %a, %u : f32
+    dtensor.yield %s : f32
+  }
+  func.return
+}
+
