@@ -1,5 +1,5 @@
 """What auto-shard and its searches remember to go faster gives the same answer as working it
-out afresh: prune's dominance per vector bytes, the integer program's tie rows (built as
+out afresh: prune's dominance per vector bytes (within a call and across calls), the integer program's tie rows (built as
 blocks) and candidate classes remembered across models, coordinate descent's skip of nodes
 no neighbour's move touched, and the node costs, local bytes and conversion tables a pass
 run keeps across its searches."""
@@ -49,6 +49,42 @@ def test_prune_with_remembered_dominance_is_prune_without(problem, copies):
     placement_search._dominated = forgetting
     try:
         afresh = prune(problem)
+    finally:
+        placement_search._dominated = fresh
+    assert remembered[1] == afresh[1]
+    assert remembered[0].node_cost == afresh[0].node_cost
+    for (u, v, a), (x, y, b) in zip(remembered[0].edges, afresh[0].edges, strict=True):
+        assert (u, v) == (x, y) and np.array_equal(a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(), st.integers(0, 6), st.floats(0.0, 30.0))
+def test_prune_remembering_dominance_across_calls_is_prune_afresh(problem, node, shift):
+    """`prune` keeps what `_dominated` found across calls (`_DOMINANCE`: a layer's transfer
+    table entries are the same function at other boundaries). Pruning a problem after one
+    that differs in one node's own costs (a boundary placement forced), with every vector
+    of the first remembered, gives what pruning it afresh gives."""
+    node %= problem.size
+    other = Problem(
+        [
+            [c + shift for c in cs] if n == node else list(cs)
+            for n, cs in enumerate(problem.node_cost)
+        ],
+        problem.edges,
+    )
+    fresh = placement_search._dominated
+
+    def forgetting(vectors, seen=None):  # noqa: ANN001, ANN202 - _dominated's signature
+        return fresh(vectors, None)
+
+    placement_search._DOMINANCE.clear()
+    prune(problem)  # its vectors remembered
+    remembered = prune(other)
+    if any(len(cs) > 1 for cs in problem.node_cost):  # a node was looked at
+        assert placement_search._DOMINANCE
+    placement_search._dominated = forgetting
+    try:
+        afresh = prune(other)
     finally:
         placement_search._dominated = fresh
     assert remembered[1] == afresh[1]
