@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Data, ParametrizedAttribute
 
-__all__ = ["float_attr", "i64_array", "i64_attr", "int_attr", "uniqued"]
+__all__ = ["float_attr", "i64_array", "i64_attr", "int_attr", "mark_canonical", "uniqued"]
 
 _SIZE = 1 << 12
 
@@ -92,7 +92,7 @@ def uniqued(cls: type[_A]) -> type[_A]:
     for both; a build that fails is not remembered. Arguments that are not plain values (a
     generator), subclasses and `cls.__new__(cls)` without arguments (pickle's and copy's
     path, for a class with parameters) build a fresh object as before."""
-    by_args: dict[object, _A] = {}
+    by_args: dict[object, tuple[_A, object, object]] = {}
     by_params: dict[object, _A] = {}
     init = cls.__init__
     is_data = issubclass(cls, Data)
@@ -118,17 +118,17 @@ def uniqued(cls: type[_A]) -> type[_A]:
             return object.__new__(c)
         try:
             key = (_arg_key(args), _arg_key(tuple(kwargs.items())))
-            found = by_args.get(key)
+            entry = by_args.get(key)
         except TypeError:
             return object.__new__(c)
-        if found is None:
+        if entry is None:
             fresh = object.__new__(c)
             init(fresh, *args, **kwargs)
-            found = canonical(fresh)
             if len(by_args) >= _UNIQUE_LIMIT:
                 by_args.clear()
-            by_args[key] = found
-        return found
+            # (with the arguments: a key names canonical attributes by identity)
+            entry = by_args[key] = (canonical(fresh), args, kwargs)
+        return entry[0]
 
     def __init__(self: _A, *args: object, **kwargs: object) -> None:  # noqa: N807
         if _CANONICAL not in self.__dict__:  # (a fresh object of a subclass or generic path)
@@ -177,10 +177,19 @@ def _arg_key(value: object) -> object:
     raise TypeError(f"not a value: {t.__name__}")
 
 
+def mark_canonical(attr: Attribute) -> None:
+    """Mark `attr` as the one object of its value (a table's, as `uniqued` keeps): keys of
+    attributes built from it name it by identity instead of walking its value (a tensor type
+    inside a buffer or future type cost 20 µs per build). Whoever keys by it keeps it alive."""
+    object.__setattr__(attr, _CANONICAL, True)
+
+
 def _value_key(attr: Attribute) -> object:
     """A key for an attribute's value that tells apart what `==` merges but prints
     differently (`IntAttr(True) == IntAttr(1)`, `0.0 == -0.0`): the types of the attribute
     and of its data, all the way down."""
+    if _CANONICAL in attr.__dict__:  # (one object per value: its identity is its value)
+        return (type(attr), id(attr))
     if isinstance(attr, Data):
         data = attr.data
         if type(data) is tuple:

@@ -42,7 +42,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from ccopt.dialects.attrs import uniqued
+from ccopt.dialects.attrs import mark_canonical, uniqued
 from ccopt.mesh import Mesh, local_slices
 
 
@@ -301,6 +301,7 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
             )
             if len(_UNIQUE) >= _UNIQUE_LIMIT:
                 _UNIQUE.clear()
+            mark_canonical(found)
             _UNIQUE[key] = found
         return found
 
@@ -338,6 +339,7 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
                     found = super().new(params)  # (verifies the parameters)
                     if len(_UNIQUE) >= _UNIQUE_LIMIT:
                         _UNIQUE.clear()
+                    mark_canonical(found)
                     _UNIQUE[key] = found
                 return found
         return super().new(params)

@@ -115,3 +115,18 @@ def test_copies_and_pickles_leave_the_table_alone() -> None:
         assert clone == axes
     assert MeshAxesAttr(["dp"]) is axes and axes.names == ("dp",)
     assert pickle.loads(pickle.dumps(ReplicatedAttr())) == ReplicatedAttr()
+
+
+def test_types_inside_are_keyed_by_identity_and_kept_alive() -> None:
+    """A buffer or future of a tensor type names the (uniqued) tensor type by identity; the
+    tables keep the arguments they are keyed by alive, so an identity is never reused."""
+    import gc
+
+    tensor = DTensorType([5, 7], f32, "m_alive", [SplitAttr(1)])
+    buffer = BufferType(tensor)
+    assert BufferType(DTensorType.new(tensor.parameters)) is buffer
+    assert FutureType.new((tensor,)) is FutureType(tensor)
+    del tensor
+    gc.collect()
+    other = DTensorType([7, 5], f32, "m_alive", [SplitAttr(0)])
+    assert BufferType(other) is not buffer and BufferType(other).tensor is other
