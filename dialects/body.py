@@ -32,6 +32,7 @@ from xdsl.traits import IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.attrs import i64_array, i64_attr
+from ccopt.dialects.construct import clone_op
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
@@ -363,7 +364,7 @@ def clone_body(body: Region) -> Region:
         mapping[old] = new
         new.name_hint = old.name_hint
     for op in block.ops:
-        copy.add_op(op.clone_without_regions(mapping))
+        copy.add_op(clone_op(op, mapping))
     return Region(copy)
 
 

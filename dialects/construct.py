@@ -275,3 +275,32 @@ def build_op(
     op = cls.__new__(cls)
     init_op(op, operands=operands, result_types=result_types, properties=properties)
     return op
+
+
+def clone_op(op: Operation, value_mapper: dict[SSAValue, SSAValue]) -> Operation:
+    """`op.clone(value_mapper=value_mapper)` - operands mapped, results recorded in the
+    mapper, name hints, properties, attributes and location copied - set directly (`_fill`)
+    for an IRDL op without regions or successors: xDSL's clone goes through the generic
+    `Operation.__init__` and IRDL's `__post_init__` (the definition's lookup, property
+    setters), which was most of copying the scalar bodies fused ops carry. Any other op is
+    cloned by xDSL."""
+    cls = type(op)
+    shape = op_shape(cls) if isinstance(op, IRDLOperation) else None
+    if shape is None or not shape.direct or op.regions or op._successors:  # pyright: ignore[reportPrivateUsage]
+        return op.clone(value_mapper=value_mapper)
+    copy = cls.__new__(cls)
+    get = value_mapper.get
+    _fill(
+        copy,
+        shape,
+        [get(v, v) for v in op._operands],  # pyright: ignore[reportPrivateUsage]
+        [r.type for r in op.results],
+        dict(op.properties),
+        dict(op.attributes),
+        [],
+    )
+    copy.location = op.location
+    for old, new in zip(op.results, copy.results, strict=True):
+        value_mapper[old] = new
+        new.name_hint = old.name_hint  # (through the setter, as xDSL's clone)
+    return copy

@@ -42,6 +42,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from ccopt.dialects.attrs import mark_canonical, uniqued
 from ccopt.mesh import Mesh, local_slices
 
 
@@ -54,6 +55,7 @@ class ReductionKind(StrEnum):
     PROD = "prod"
 
 
+@uniqued
 @irdl_attr_definition
 class ReductionKindAttr(EnumAttribute[ReductionKind], SpacedOpaqueSyntaxAttribute):
     name = "dtensor.reduction"
@@ -76,6 +78,7 @@ class Placement(ParametrizedAttribute, ABC):
         return None
 
 
+@uniqued
 @irdl_attr_definition
 class SplitAttr(Placement):
     """`S(d)`: the axis splits tensor dimension `d` into ceil-div blocks."""
@@ -103,6 +106,7 @@ class SplitAttr(Placement):
         printer.print_string(f"<{self.dim.data}>")
 
 
+@uniqued
 @irdl_attr_definition
 class ReplicatedAttr(Placement):
     """`R`: every rank along the axis holds the whole value."""
@@ -114,6 +118,7 @@ class ReplicatedAttr(Placement):
         return "R"
 
 
+@uniqued
 @irdl_attr_definition
 class PartialAttr(Placement):
     """`P(op)`: the logical value is the `op`-reduction of the ranks' full-shaped values."""
@@ -143,6 +148,7 @@ class PartialAttr(Placement):
         printer.print_string(f"<{self.kind.data.value}>")
 
 
+@uniqued
 @irdl_attr_definition
 class VaryingAttr(Placement):
     """`V`: each rank along the axis holds its own value (pipeline stages)."""
@@ -154,6 +160,7 @@ class VaryingAttr(Placement):
         return "V"
 
 
+@uniqued
 @irdl_attr_definition
 class OpenAttr(Placement):
     """`?`: not chosen yet. `propagate-placements` and `auto-shard` choose it; until then the
@@ -226,6 +233,7 @@ def is_bool(element_type: Attribute) -> bool:
     return element_type == i1
 
 
+@uniqued
 @irdl_attr_definition
 class MeshAxesAttr(ParametrizedAttribute):
     """An ordered set of mesh axes, by name: `[dp, tp]`."""
@@ -271,7 +279,7 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
         """Uniqued, as MLIR uniques types: verifiers and passes build the same few types again
         and again (each build verifies its parameters), and equal types that are the same
         object compare and hash at once. `DTensorType.new(parameters)` (the parser's and
-        xDSL's generic path) builds without the table."""
+        xDSL's generic path) uses the same table."""
         if not args:
             return super().__new__(cls)
         shape, element_type, mesh, placements = args
@@ -293,6 +301,7 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
             )
             if len(_UNIQUE) >= _UNIQUE_LIMIT:
                 _UNIQUE.clear()
+            mark_canonical(found)
             _UNIQUE[key] = found
         return found
 
@@ -304,6 +313,36 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
         placements: Iterable[Placement],
     ):
         """Built (or found) by `__new__`."""
+
+    @classmethod
+    def new(cls, params: Sequence[Attribute]) -> DTensorType:  # type: ignore[override]
+        """The parser's and xDSL's generic build, uniqued with `__new__`'s table: a parsed type
+        and an equal built one are one object (each verification compares an op's types with
+        the ones it last verified with, by identity first). Parameters of other kinds than
+        the parser's are built and verified afresh, not remembered."""
+        if cls is DTensorType and len(params) == 4:
+            shape, element_type, mesh, placements = params
+            if (
+                type(shape) is ArrayAttr
+                and type(mesh) is StringAttr
+                and type(placements) is ArrayAttr
+                and all(type(d) is IntAttr for d in shape.data)
+            ):
+                key = (
+                    tuple([d.data for d in shape.data]),
+                    element_type,
+                    mesh.data,
+                    placements.data,
+                )
+                found = _UNIQUE.get(key)
+                if found is None:
+                    found = super().new(params)  # (verifies the parameters)
+                    if len(_UNIQUE) >= _UNIQUE_LIMIT:
+                        _UNIQUE.clear()
+                    mark_canonical(found)
+                    _UNIQUE[key] = found
+                return found
+        return super().new(params)
 
     def __hash__(self) -> int:
         """Computed once: types are hashed on every dictionary lookup of passes and verifiers."""

@@ -74,7 +74,7 @@ from xdsl.traits import IsolatedFromAbove, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
-from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
+from ccopt.dialects.attrs import float_attr, i64_array, i64_attr, uniqued
 from ccopt.dialects.body import BODY_KINDS, INDEX_FORMAT, ModuleBodyOp, YieldOp
 from ccopt.dialects.body import UniformOp as BodyUniformOp
 from ccopt.dialects.coll import (
@@ -105,6 +105,7 @@ from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
 
 
+@uniqued
 @irdl_attr_definition
 class BufferType(ParametrizedAttribute, TypeAttribute):
     """A rank's storage for its block of a distributed tensor: `!kernel.buffer<8x16xf32, @m[S(0)]>`."""
@@ -137,6 +138,7 @@ def buffer_type(tensor: DTensorType) -> BufferType:
     return found
 
 
+@uniqued
 @irdl_attr_definition
 class EventType(ParametrizedAttribute, TypeAttribute):
     """A point in a stream that other streams can wait for (a CUDA event)."""

@@ -51,13 +51,14 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from ccopt.dialects.attrs import i64_attr
+from ccopt.dialects.attrs import i64_attr, uniqued
 from ccopt.dialects.construct import init_op
 
 COMPUTE_STREAM = 0
 """The stream a function body runs on."""
 
 
+@uniqued
 @irdl_attr_definition
 class TokenType(ParametrizedAttribute, TypeAttribute):
     """Completion of an asynchronous region (an event, on the GPU)."""
@@ -65,6 +66,7 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     name = "sched.token"
 
 
+@uniqued
 @irdl_attr_definition
 class FutureType(ParametrizedAttribute, TypeAttribute):
     """A value an asynchronous region will produce; read it with sched.await."""

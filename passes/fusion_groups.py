@@ -18,6 +18,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.body import clone_body
+from ccopt.dialects.construct import clone_op
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, release, tag_of
 from ccopt.passes.scalarize import BodyBuilder, emit
@@ -206,7 +207,7 @@ def emit_member(
     for inner in body.ops:
         if isinstance(inner, dt.YieldOp):
             return [mapping[v] for v in inner.values]
-        copy = inner.clone(value_mapper=mapping)
+        copy = clone_op(inner, mapping)
         builder.add(copy)
         mapping.update(zip(inner.results, copy.results, strict=True))
     raise Refusal("a fused body without dtensor.yield")

@@ -92,3 +92,44 @@ def test_a_module_with_fast_built_ops_prints_and_verifies() -> None:
         "  func.return\n}\n"
     )
     module.verify()
+
+
+def test_clone_op_copies_as_xdsl_clones() -> None:
+    """`clone_op` gives what `op.clone(value_mapper=...)` gives - mapped operands, types,
+    properties, attributes, location, name hints (through xDSL's setter: `h_0_1` becomes
+    `h_0` on every copy) - and records the results in the mapper; an op with regions is cloned
+    by xDSL."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import f32
+
+    from ccopt.dialects.construct import clone_op
+
+    outer = Block(arg_types=[f32, f32])
+    add = arith.AddfOp(outer.args[0], outer.args[1])
+    add.attributes["test.tag"] = IntegerAttr(3, i64)
+    add.result.name_hint = "h_0_1"
+    outer.add_op(add)
+    other = Block(arg_types=[f32])
+    fast_map = {outer.args[0]: other.args[0]}
+    slow_map = dict(fast_map)
+    fast, slow = clone_op(add, fast_map), add.clone(value_mapper=slow_map)
+    assert type(fast) is type(slow) and fast is not add
+    assert tuple(fast.operands) == (other.args[0], outer.args[1]) == tuple(slow.operands)
+    assert fast.result_types == slow.result_types
+    assert fast.properties == slow.properties and fast.properties is not add.properties
+    assert fast.attributes == slow.attributes and fast.location == slow.location
+    assert fast.result.name_hint == slow.result.name_hint
+    assert fast_map[add.result] is fast.result and fast.parent is None
+    assert {id(u.operation) for u in other.args[0].uses} == {id(fast), id(slow)}
+
+    module = load_program(
+        """
+        dtensor.mesh @m [tp=2]
+        func.func @f(%x: !dtensor.tensor<8xf32, @m[R]>) -> !dtensor.tensor<8xf32, @m[R]> {
+          func.return %x : !dtensor.tensor<8xf32, @m[R]>
+        }
+        """
+    )
+    f = module.ops.last
+    copy = clone_op(f, {})
+    assert copy is not f and str(copy) == str(f)  # (regions: xDSL's clone)
