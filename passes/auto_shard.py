@@ -1576,6 +1576,8 @@ class AutoShard(ModulePass):
                         memo.joint.setdefault(name, k)
                     added += len(tables[name]) - before
             memo.problems = {k: v for k, v in memo.problems.items() if v[1] is not solution}
+            memo.bounds.pop(id(solution), None)  # its id may be reused once it is freed
+            memo.columns.pop(id(solution), None)
             memo.credited.pop(piece, None)
             piece.detach()
             piece.erase()

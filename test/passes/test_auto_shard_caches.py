@@ -40,21 +40,7 @@ def _layered(problem: Problem, copies: int) -> Problem:
 @given(problems(), st.integers(1, 3))
 def test_prune_with_remembered_dominance_is_prune_without(problem, copies):
     problem = _layered(problem, copies)
-    fresh = placement_search._dominated
-
-    def forgetting(vectors, seen=None):  # noqa: ANN001, ANN202 - _dominated's signature
-        return fresh(vectors, None)
-
-    remembered = prune(problem)
-    placement_search._dominated = forgetting
-    try:
-        afresh = prune(problem)
-    finally:
-        placement_search._dominated = fresh
-    assert remembered[1] == afresh[1]
-    assert remembered[0].node_cost == afresh[0].node_cost
-    for (u, v, a), (x, y, b) in zip(remembered[0].edges, afresh[0].edges, strict=True):
-        assert (u, v) == (x, y) and np.array_equal(a, b)
+    assert_prunes_alike(prune(problem), prune_forgetting(problem))
 
 
 @settings(max_examples=60, deadline=None)
@@ -72,21 +58,29 @@ def test_prune_remembering_dominance_across_calls_is_prune_afresh(problem, node,
         ],
         problem.edges,
     )
-    fresh = placement_search._dominated
-
-    def forgetting(vectors, seen=None):  # noqa: ANN001, ANN202 - _dominated's signature
-        return fresh(vectors, None)
-
     placement_search._DOMINANCE.clear()
     prune(problem)  # its vectors remembered
     remembered = prune(other)
     if any(len(cs) > 1 for cs in problem.node_cost):  # a node was looked at
         assert placement_search._DOMINANCE
+    assert_prunes_alike(remembered, prune_forgetting(other))
+
+
+def prune_forgetting(problem: Problem) -> tuple:
+    """`prune` with `_dominated` remembering nothing: the answer worked out afresh."""
+    fresh = placement_search._dominated
+
+    def forgetting(vectors, seen=None):  # noqa: ANN001, ANN202 - _dominated's signature
+        return fresh(vectors, None)
+
     placement_search._dominated = forgetting
     try:
-        afresh = prune(other)
+        return prune(problem)
     finally:
         placement_search._dominated = fresh
+
+
+def assert_prunes_alike(remembered: tuple, afresh: tuple) -> None:
     assert remembered[1] == afresh[1]
     assert remembered[0].node_cost == afresh[0].node_cost
     for (u, v, a), (x, y, b) in zip(remembered[0].edges, afresh[0].edges, strict=True):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from test_overlap_credit import SMALL  # the credited pair on a 2x2 mesh
+from test_overlap_fused_credit import SMALL as FUSED_SMALL  # its fused row-parallel pair
 from xdsl.dialects import func
 
 import ccopt
@@ -193,16 +194,6 @@ def test_fused_tries_credit_the_best_count_and_the_pipeline_follows_it(strategy)
     assert str(
         next(op for op in plain.walk() if isinstance(op, func.FuncOp)).body.block.args[2].type
     ).endswith("@t[R]>")
-
-
-FUSED_SMALL = """
-dtensor.mesh @m [dp=2, tp=2]
-func.func @f(%x: !dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, %w: !dtensor.tensor<16x8xf32, @m[R, S(0)]>, %b: !dtensor.tensor<8x8xf32, @m[S(0), R]>) -> !dtensor.tensor<8x8xf32, @m[S(0), R]> {
-  %y = dtensor.matmul %x, %w : (!dtensor.tensor<8x16xf32, @m[S(0), S(1)]>, !dtensor.tensor<16x8xf32, @m[R, S(0)]>) -> !dtensor.tensor<8x8xf32, @m[S(0), ?]>
-  %z = dtensor.add %y, %b : (!dtensor.tensor<8x8xf32, @m[S(0), ?]>, !dtensor.tensor<8x8xf32, @m[S(0), R]>) -> !dtensor.tensor<8x8xf32, @m[S(0), R]>
-  func.return %z : !dtensor.tensor<8x8xf32, @m[S(0), R]>
-}
-"""
 
 
 @pytest.mark.parametrize("strategy", ["dp", "cd"])
