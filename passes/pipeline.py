@@ -4,6 +4,8 @@ are CcoptErrors."""
 
 from __future__ import annotations
 
+from time import perf_counter
+
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException
@@ -21,12 +23,48 @@ def after_each_pass(module: ModuleOp, verify: bool = True) -> None:
         verify_module(module)
 
 
-def checked_pipeline(pipeline: str, verify: bool = True) -> PassPipeline:
-    """The parsed pipeline, with `after_each_pass` after every pass."""
+class StepTimes:
+    """Wall seconds of each step of a run, in order (parsing, every pass and the checks after
+    it, printing), for `ccopt --time-passes`; a step's clock starts where the last one stopped."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, float]] = []
+        self.start = perf_counter()
+
+    def restart(self) -> None:
+        self.start = perf_counter()
+
+    def stop(self, name: str) -> None:
+        now = perf_counter()
+        self.steps.append((name, now - self.start))
+        self.start = now
+
+    def report(self) -> str:
+        """A table in the spirit of mlir-opt's `-mlir-timing` report."""
+        total = sum(seconds for _, seconds in self.steps) or 1.0
+        lines = ["===- ccopt execution time report (wall seconds) -===", "   seconds  share  step"]
+        for name, seconds in self.steps:
+            lines.append(f"{seconds:10.4f} {100 * seconds / total:5.1f}%  {name}")
+        lines.append(f"{total:10.4f} 100.0%  total")
+        return "\n".join(lines)
+
+
+def checked_pipeline(
+    pipeline: str, verify: bool = True, times: StepTimes | None = None
+) -> PassPipeline:
+    """The parsed pipeline, with `after_each_pass` after every pass; `times`, when given,
+    gets each pass's time and its checks' time as separate steps."""
 
     def after(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
-        if previous is not None:
-            after_each_pass(module, verify)
+        if previous is None:
+            if times is not None:
+                times.restart()
+            return
+        if times is not None:
+            times.stop(previous.name)
+        after_each_pass(module, verify)
+        if times is not None:
+            times.stop(f"  {'verify' if verify else 'locations'} after {previous.name}")
 
     return parse_pipeline(pipeline, after)
 

@@ -153,9 +153,16 @@ class CcoptMain(xDSLOptMain):
         self.available_targets.update(TARGETS)
 
     def setup_pipeline(self) -> None:
-        from ccopt.passes.pipeline import checked_pipeline
+        from ccopt.passes.pipeline import StepTimes, checked_pipeline
 
-        self.pipeline = checked_pipeline(self.args.passes, verify=not self.args.disable_verify)
+        self.times = StepTimes() if self.args.time_passes else None
+        self.pipeline = checked_pipeline(
+            self.args.passes, verify=not self.args.disable_verify, times=self.times
+        )
+
+    def time_step(self, name: str) -> None:
+        if self.times is not None:
+            self.times.stop(name)
 
     def read_sources(self) -> list[SourceText]:
         name = self.args.input_file or "<stdin>"
@@ -199,14 +206,18 @@ class CcoptMain(xDSLOptMain):
         return super().output_resulting_program(prog)
 
     def process(self, source: SourceText) -> str:
+        if self.times is not None:
+            self.times.restart()
         if self.reads_chakra():
             module = read_chakra(source)
         elif self.reads_xml():
             module = read_msccl_xml(source)
         else:
             module = parse_module(self.ctx, source)
+        self.time_step("parse")
         if not self.args.disable_verify:
             verify_module(module)
+            self.time_step("  verify input")
         try:
             with printing_op_warnings(source):
                 self.pipeline.apply(self.ctx, module)
@@ -218,8 +229,11 @@ class CcoptMain(xDSLOptMain):
             from ccopt.backends.cuda.build import DEFAULT_ARCHS, build
 
             built = build(module, archs=tuple(self.args.arch or DEFAULT_ARCHS))
+            self.time_step("build")
             return f"{built.__file__}\n"
-        return self.output_resulting_program(module)
+        output = self.output_resulting_program(module)
+        self.time_step(f"output ({self.args.target})")
+        return output
 
     def run(self) -> int:  # type: ignore[override]
         outputs: list[str] = []
@@ -232,6 +246,8 @@ class CcoptMain(xDSLOptMain):
                     return 1
                 outputs.append(e.render(source) + "\n")
         text = f"{SPLIT_MARKER}\n".join(outputs)
+        if self.times is not None:
+            print(self.times.report(), file=sys.stderr)
         if self.args.output_file and not self.chakra_output():  # (it wrote its files)
             write_atomic(self.args.output_file, text)
         else:

@@ -236,3 +236,25 @@ def test_start_up_stays_lazy(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().endswith("[]"), result.stderr
+
+
+def test_time_passes_reports_every_pass_and_its_verification_on_stderr() -> None:
+    """`--time-passes` (as mlir-opt's -mlir-timing) times parsing, each pass, the checks after
+    it and the output, in pipeline order, without touching the program on stdout."""
+    plain = ccopt("-p", "split-all-reduce,fuse-elementwise", SGD)
+    timed = ccopt("-p", "split-all-reduce,fuse-elementwise", "--time-passes", SGD)
+    assert timed.returncode == 0, timed.stderr
+    assert timed.stdout == plain.stdout
+    steps = [line.split("%  ", 1)[1] for line in timed.stderr.splitlines() if "%  " in line]
+    assert steps == [
+        "parse",
+        "  verify input",
+        "split-all-reduce",
+        "  verify after split-all-reduce",
+        "fuse-elementwise",
+        "  verify after fuse-elementwise",
+        "output (mlir)",
+        "total",
+    ]
+    shares = [float(line.split()[1].rstrip("%")) for line in timed.stderr.splitlines()[2:-1]]
+    assert abs(sum(shares) - 100) < 1
