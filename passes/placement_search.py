@@ -16,9 +16,9 @@ cost, the optimum or a lower bound, and the gap:
   gives its width); under a memory limit its unconstrained optimum is the answer when its peak
   fits (no cheaper choice exists at all), else the peak couples the nodes and `ilp` solves it,
   as it does a decomposition too wide to tabulate - the solution says so;
-* `ilp`: an exact integer program solved by HiGHS (`highspy`), on what is left once the nodes of
-  at most two neighbours are eliminated (`Series`, without a memory limit): one binary per candidate, the
-  local-polytope formulation of each edge's pairwise cost (without a memory limit its LP
+* `ilp`: an exact integer program solved by HiGHS (`highspy`), on what is left once the nodes
+  of at most two neighbours are eliminated (`Series`, without a memory limit): one binary per
+  candidate, the local-polytope formulation of each edge's pairwise cost (without a memory limit its LP
   relaxation is tried first: integral on the layer bodies, hence optimal), the memory limit as
   one row per program point whose live set no other point's contains (`maximal_points`), the
   conversions' bytes linear in the edges' joint variables; past its time limit it answers with
