@@ -18,9 +18,9 @@ cost, the optimum or a lower bound, and the gap:
   as it does a decomposition too wide to tabulate - the solution says so;
 * `ilp`: an exact integer program solved by HiGHS (`highspy`), on what is left once the nodes
   of at most two neighbours are eliminated (`Series`, without a memory limit): one binary per
-  candidate, the local-polytope formulation of each edge's pairwise cost (without a memory limit its LP
-  relaxation is tried first: integral on the layer bodies, hence optimal), the memory limit as
-  one row per program point whose live set no other point's contains (`maximal_points`), the
+  candidate, the local-polytope formulation of each edge's pairwise cost (without a memory
+  limit its LP relaxation is tried first: integral on the layer bodies, hence optimal), the
+  memory limit as one row per program point whose live set no other point's contains (`maximal_points`), the
   conversions' bytes linear in the edges' joint variables; past its time limit it answers with
   the best program found and the largest valid lower bound of HiGHS's dual bound, its LP
   relaxation, the forest relaxation and that of the candidates fitting the memory limit (the
