@@ -20,11 +20,11 @@ cost, the optimum or a lower bound, and the gap:
   of at most two neighbours are eliminated (`Series`, without a memory limit): one binary per
   candidate, the local-polytope formulation of each edge's pairwise cost (without a memory
   limit its LP relaxation is tried first: integral on the layer bodies, hence optimal), the
-  memory limit as one row per program point whose live set no other point's contains (`maximal_points`), the
-  conversions' bytes linear in the edges' joint variables; past its time limit it answers with
-  the best program found and the largest valid lower bound of HiGHS's dual bound, its LP
-  relaxation, the forest relaxation and that of the candidates fitting the memory limit (the
-  note names it and the gap relative to the cost);
+  memory limit as one row per program point whose live set no other point's contains
+  (`maximal_points`), the conversions' bytes linear in the edges' joint variables; past its
+  time limit it answers with the best program found and the largest valid lower bound of
+  HiGHS's dual bound, its LP relaxation, the forest relaxation and that of the candidates
+  fitting the memory limit (the note names it and the gap relative to the cost);
 * `cd`: AutoDDL's coordinate descent from several starting points (one the optimum of its
   bound's relaxation, one a look-ahead greedy pass), each node re-chosen given its neighbours
   until a full sweep changes nothing; its lower bound (`lower_bound`) is the optimum of a
