@@ -106,6 +106,7 @@ from ccopt.dialects.open_placements import candidates
 from ccopt.mesh import Mesh
 from ccopt.passes.options import option
 from ccopt.passes.placement_search import (
+    NODE_LIMIT,
     STRATEGIES,
     NoSolution,
     Point,
@@ -723,7 +724,9 @@ class AutoShard(ModulePass):
         "function and transfer table entry) may take together, each at least a twentieth of it; "
         "past it each keeps the best program it found, with the largest valid lower bound (HiGHS's, "
         "the LP relaxation's - up to 1 s more each -, the forest relaxations') and the gap "
-        "reported.",
+        "reported. A safety net: each stops first after "
+        f"{NODE_LIMIT:,} branch-and-bound nodes, a budget of work that answers alike however "
+        "busy the machine is.",
     )
     overlap: int = option(
         0,

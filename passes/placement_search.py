@@ -55,7 +55,14 @@ if TYPE_CHECKING:
 
 STRATEGIES = ("cd", "dp", "ilp", "exhaustive")
 TIME_LIMIT = 60.0
-"""Seconds an integer program may search before it answers with its best program and bound."""
+"""Seconds an integer program may search before it answers with its best program and bound: a
+safety net behind `NODE_LIMIT`, the budget that binds first wherever branching is slow."""
+
+NODE_LIMIT = 10_000
+"""Branch-and-bound nodes an integer program may explore before it answers with its best
+program and bound: a budget of work, not of seconds, so that where it stops a search its
+answer is the same on a busy machine as on an idle one (HiGHS branches deterministically).
+The layers' programs close at the root node; their runs never reach it."""
 
 Point = tuple[tuple[int, ...], ...]
 """A program point: the nodes whose values are live there (`Problem.memory`), the nodes whose
@@ -609,8 +616,11 @@ def integer_program(
         "the forest relaxation of the candidates that fit": fitting_bound(problem),
     }
     bound, which = best_bound(bounds, cost)
+    limit = (
+        f"node limit ({NODE_LIMIT} nodes)" if found.nodes else f"time limit ({time_limit:.3g} s)"
+    )
     note = (
-        f"ilp: stopped at its time limit ({time_limit:.3g} s) with HiGHS's best program; "
+        f"ilp: stopped at its {limit} with HiGHS's best program; "
         f"bound: {which}, gap {relative_gap(cost, bound):.3%} of the cost"
     )
     return Solution(choice, cost, "ilp", bound, note)
@@ -1004,6 +1014,8 @@ class _Found:
     peak: float = 0.0
     bounds: dict[str, float] = field(default_factory=dict)
     """Where HiGHS stopped: the lower bounds it gave, by name (`STOPPED_BOUNDS`; -inf: none)."""
+    nodes: bool = False
+    """Whether `NODE_LIMIT` stopped it (else, where not proven, the time limit)."""
 
 
 STOPPED_BOUNDS = ("HiGHS's dual bound", "the LP relaxation")
@@ -1254,6 +1266,7 @@ class _Model:
                 infeasible = h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
             if not proven and not infeasible:
                 h.setOptionValue("presolve", "on")
+                h.setOptionValue("mip_max_nodes", NODE_LIMIT)
                 h.setOptionValue("time_limit", max(0.0, time_limit - (time.perf_counter() - began)))
                 h.changeColsIntegrality(
                     self.binary,
@@ -1282,9 +1295,13 @@ class _Model:
                     if problem.memory_limit is not None
                     else "every combination uses a forbidden pair"
                 )
+            within = (
+                f"{NODE_LIMIT} branch-and-bound nodes"
+                if status == "Solution limit reached"
+                else f"time-limit={time_limit:g}s"
+            )
             raise NoSolution(
-                f"the integer program found no program within time-limit={time_limit:g}s "
-                f"(HiGHS: {status})"
+                f"the integer program found no program within {within} (HiGHS: {status})"
             )
         choice = [
             int(np.argmax(values[self.start[n] : self.start[n + 1]]))
@@ -1292,6 +1309,7 @@ class _Model:
         ]
         unit = scale if minimize_peak else 1.0
         found = _Found(choice, bound * unit, proven)
+        found.nodes = not proven and status == "Solution limit reached"
         if not proven:
             found.bounds = {
                 name: b * unit for name, b in zip(STOPPED_BOUNDS, (dual, lp), strict=True)

@@ -374,6 +374,47 @@ def test_integer_program_stops_at_its_time_limit():
     assert solved.cost == pytest.approx(10.2) and solved.optimal and not solved.note
 
 
+def _dense(seed: int) -> Problem:
+    """Ten nodes of three candidates, each pair joined with probability 0.6 by an edge dearer
+    where the ends agree: its LP is fractional and HiGHS branches."""
+    import random
+
+    rng = random.Random(seed)
+
+    def agree() -> list[list[float]]:
+        return [
+            [float(rng.randint(3, 9) if a == b else rng.randint(0, 2)) for b in range(3)]
+            for a in range(3)
+        ]
+
+    edges = [(i, j, agree()) for i in range(10) for j in range(i + 1, 10) if rng.random() < 0.6]
+    return Problem([[float(rng.randint(0, 3)) for _ in range(3)] for _ in range(10)], edges)
+
+
+def test_integer_program_stops_at_its_node_limit_alike_every_run(monkeypatch):
+    """`NODE_LIMIT` is a budget of work, not of seconds: an integer program it stops answers
+    with the same program, bound and note every time, however busy the machine (the time
+    limit, here a minute, is the safety net behind it). One node: HiGHS's best program at the
+    root, its dual bound below it."""
+    monkeypatch.setattr(placement_search, "NODE_LIMIT", 1)
+    problem = _dense(1)  # seed 0's LP is integral: no branching
+    best = exhaustive(problem).cost
+    runs = [integer_program(problem, time_limit=60.0) for _ in range(3)]
+    first = runs[0]
+    assert not first.optimal and "stopped at its node limit (1 nodes)" in first.note
+    assert first.lower_bound <= best <= first.cost
+    for other in runs[1:]:
+        assert (other.choice, other.cost, other.lower_bound, other.note) == (
+            first.choice,
+            first.cost,
+            first.lower_bound,
+            first.note,
+        )
+    monkeypatch.setattr(placement_search, "NODE_LIMIT", 10_000)
+    solved = integer_program(problem, time_limit=60.0)
+    assert solved.optimal and solved.cost == pytest.approx(best)
+
+
 def test_integer_program_eliminates_chains_first():
     """The three-node odd cycle of 5-where-the-ends-agree edges (cost 5 + 0.1 at best: one
     edge always agrees) has no node of more than two neighbours: `Series` eliminates it
