@@ -106,6 +106,7 @@ from ccopt.dialects.open_placements import candidates
 from ccopt.mesh import Mesh
 from ccopt.passes.options import option
 from ccopt.passes.placement_search import (
+    NODE_LIMIT,
     STRATEGIES,
     NoSolution,
     Point,
@@ -280,6 +281,8 @@ class Cost:
         self.held_matrices: dict[tuple, np.ndarray] = {}
         self.holding: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
+        self.links: dict[int, list] = {}
+        """The network dimensions each mesh axis's groups span (`seconds`)."""
         self.credit: OverlapCredit | None = None
         self.tie_break = TIME_TIE_BREAK if objective == "time" else TIE_BREAK
         if objective == "time":
@@ -362,8 +365,10 @@ class Cost:
 
         assert self.machine is not None
         p = self.mesh.axis_sizes[axis]
-        stride = math.prod(self.mesh.axis_sizes[axis + 1 :])
-        dims = links(self.machine, group_span(stride, p, self.machine))
+        dims = self.links.get(axis)
+        if dims is None:  # the network dimensions an axis spans: one look-up per axis
+            stride = math.prod(self.mesh.axis_sizes[axis + 1 :])
+            dims = self.links[axis] = links(self.machine, group_span(stride, p, self.machine))
         return sum((p - 1) * d.alpha + ring_bytes * d.beta for d in dims) * 1e-9
 
     def compute(self, op: Operation, signature: Signature) -> float:
@@ -404,7 +409,10 @@ def nests(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bo
         dims = {p.split_dim for p in (current[axis], goal[axis])} - {None}
         try:
             for dim in dims:
-                coll.check_split_nesting(t.with_placements(current), dim, [axis], mesh)
+                # no other axis splitting `dim`: nested whatever the type (the check's own
+                # first test), without building the type - a step costs 11,000 conversions
+                if any(a != axis and p.split_dim == dim for a, p in enumerate(current)):
+                    coll.check_split_nesting(t.with_placements(current), dim, [axis], mesh)
         except InferenceError:
             return False
         current[axis] = goal[axis]
@@ -716,7 +724,9 @@ class AutoShard(ModulePass):
         "function and transfer table entry) may take together, each at least a twentieth of it; "
         "past it each keeps the best program it found, with the largest valid lower bound (HiGHS's, "
         "the LP relaxation's - up to 1 s more each -, the forest relaxations') and the gap "
-        "reported.",
+        "reported. A safety net: each stops first after "
+        f"{NODE_LIMIT:,} branch-and-bound nodes, a budget of work that answers alike however "
+        "busy the machine is.",
     )
     overlap: int = option(
         0,

@@ -86,8 +86,10 @@ def tables_cost(text: str, strategy: str, joint: bool = True) -> float:
 def test_joint_entries_reach_the_inlined_optimum():
     """On 256x8192 activations and 8192x8192 weights, objective=time, the inlined step's
     optimum splits each weight (w0 by columns, w1 by rows). Without joint entries the tables
-    miss it by a third: every single-call wish is dearer than replication, as the other two
-    calls sharing the weight would convert it. With them dp and ilp reach it, or less: a
+    miss it - dp's by a third: every single-call wish is dearer than replication, as the other
+    two calls sharing the weight would convert it; ilp's by 5%, where the optimum its entries
+    take among equal ones leads refinement to other wishes. With them dp and ilp reach it, or
+    less: a
     call boundary lets two readers of a value share one conversion, which the inlined search
     pays per reader."""
     text = training_step(256, 8192)
@@ -99,8 +101,8 @@ def test_joint_entries_reach_the_inlined_optimum():
     assert total(inlined["ilp"]) == pytest.approx(best, rel=1e-9)
     step = next(f for f in inlined["ilp"].walk() if isinstance(f, func.FuncOp))
     assert step.attributes["auto_shard"].data["gap"].value.data == 0.0
-    for strategy in ("dp", "ilp"):
-        assert tables_cost(text, strategy, joint=False) > best * 1.3
+    for strategy, missed in (("dp", 1.3), ("ilp", 1.03)):
+        assert tables_cost(text, strategy, joint=False) > best * missed
         assert tables_cost(text, strategy) <= best * (1 + 1e-9)
 
 

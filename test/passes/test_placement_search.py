@@ -111,6 +111,22 @@ def test_ilp_equals_exhaustive_on_graphs_with_memory_limits(problem):
     assert solution.gap == 0
 
 
+@settings(max_examples=60, deadline=None)
+@given(problems(), st.integers(0, 3))
+def test_ilp_equals_exhaustive_on_graphs_after_eliminating_chains(problem, forbidden):
+    """Without a memory limit the integer program runs on what `Series` leaves (nodes of at
+    most two neighbours eliminated) and expands its optimum back: still the optimum, at the
+    cost it reports, forbidden pairs (inf) included."""
+    for k, (_, _, table) in enumerate(problem.edges[:forbidden]):
+        table[0][0] = math.inf if k % 2 == 0 else table[0][0]
+    best = optimum(problem)
+    if best is None or math.isinf(best):
+        return
+    solution = integer_program(problem)
+    assert solution.cost == pytest.approx(best) and solution.gap == 0
+    assert problem.cost(solution.choice) == pytest.approx(solution.cost)
+
+
 @settings(max_examples=40, deadline=None)
 @given(problems())
 def test_cd_is_a_local_optimum_within_its_bound(problem):
@@ -337,23 +353,86 @@ def test_a_conversion_held_at_a_point_can_break_the_limit():
 
 
 def test_integer_program_stops_at_its_time_limit():
-    """Three nodes in a cycle whose edges charge 5 where the ends agree: every program pays
-    at least one edge (an odd cycle cannot alternate) and the cheapest pays 5 + 0.1 (one node
-    at its second candidate). The relaxation (every variable 1/2, cost 0.15) is fractional, so
-    HiGHS branches; given no time it answers with coordinate descent's program, cost 5.1,
-    and the largest valid bound: the relaxation's 0.15 (solved after the stop, within
-    `RELAXATION_SECONDS`), above the forest relaxation's 0.1 (the path 0-1-2 solved exactly,
-    alternating, one node at 0.1, with the edge 2-0 at its minimum 0) - gap 4.95, 97.059% of
-    the cost. Given time it proves 5.1."""
+    """Four nodes, each joined to every other (K4: no node has fewer than three neighbours,
+    so `Series` eliminates none), by edges charging 5 where the ends agree: every program
+    pays at least two edges (two colours split four nodes at best two and two) and the
+    cheapest pays 10 + 0.2 (two nodes at their second candidate). The relaxation (every
+    variable 1/2, cost 0.2) is fractional, so HiGHS branches; given no time it answers with
+    coordinate descent's program, cost 10.2, and the largest valid bound: the relaxation's 0.2
+    (solved after the stop, within `RELAXATION_SECONDS`), above the forest relaxation's 0.1 (a
+    spanning tree solved exactly, the other edges at their minimum 0) - gap 10, 98.039% of the
+    cost. Given time it proves 10.2."""
     agree = [[5.0, 0.0], [0.0, 5.0]]
-    problem = Problem([[0.0, 0.1]] * 3, [(i, (i + 1) % 3, agree) for i in range(3)])
+    problem = Problem([[0.0, 0.1]] * 4, [(i, j, agree) for i in range(4) for j in range(i + 1, 4)])
+    assert placement_search.lower_bound(problem) == pytest.approx(0.1)
     stopped = integer_program(problem, time_limit=0.0)
-    assert stopped.cost == pytest.approx(5.1) and stopped.lower_bound == pytest.approx(0.15)
-    assert stopped.gap == pytest.approx(4.95) and not stopped.optimal
+    assert stopped.cost == pytest.approx(10.2) and stopped.lower_bound == pytest.approx(0.2)
+    assert stopped.gap == pytest.approx(10.0) and not stopped.optimal
     assert "stopped at its time limit (0 s)" in stopped.note
-    assert "bound: the LP relaxation, gap 97.059% of the cost" in stopped.note
+    assert "bound: the LP relaxation, gap 98.039% of the cost" in stopped.note
     solved = integer_program(problem, time_limit=60.0)
+    assert solved.cost == pytest.approx(10.2) and solved.optimal and not solved.note
+
+
+def _dense(seed: int) -> Problem:
+    """Ten nodes of three candidates, each pair joined with probability 0.6 by an edge dearer
+    where the ends agree: its LP is fractional and HiGHS branches."""
+    import random
+
+    rng = random.Random(seed)
+
+    def agree() -> list[list[float]]:
+        return [
+            [float(rng.randint(3, 9) if a == b else rng.randint(0, 2)) for b in range(3)]
+            for a in range(3)
+        ]
+
+    edges = [(i, j, agree()) for i in range(10) for j in range(i + 1, 10) if rng.random() < 0.6]
+    return Problem([[float(rng.randint(0, 3)) for _ in range(3)] for _ in range(10)], edges)
+
+
+def test_integer_program_stops_at_its_node_limit_alike_every_run(monkeypatch):
+    """`NODE_LIMIT` is a budget of work, not of seconds: an integer program it stops answers
+    with the same program, bound and note every time, however busy the machine (the time
+    limit, here a minute, is the safety net behind it). One node: HiGHS's best program at the
+    root, its dual bound below it."""
+    monkeypatch.setattr(placement_search, "NODE_LIMIT", 1)
+    problem = _dense(1)  # seed 0's LP is integral: no branching
+    best = exhaustive(problem).cost
+    runs = [integer_program(problem, time_limit=60.0) for _ in range(3)]
+    first = runs[0]
+    assert not first.optimal and "stopped at its node limit (1 nodes)" in first.note
+    assert first.lower_bound <= best <= first.cost
+    for other in runs[1:]:
+        assert (other.choice, other.cost, other.lower_bound, other.note) == (
+            first.choice,
+            first.cost,
+            first.lower_bound,
+            first.note,
+        )
+    monkeypatch.setattr(placement_search, "NODE_LIMIT", 10_000)
+    solved = integer_program(problem, time_limit=60.0)
+    assert solved.optimal and solved.cost == pytest.approx(best)
+
+
+def test_integer_program_eliminates_chains_first():
+    """The three-node odd cycle of 5-where-the-ends-agree edges (cost 5 + 0.1 at best: one
+    edge always agrees) has no node of more than two neighbours: `Series` eliminates it
+    whole, so the integer program is exact without HiGHS, even given no time. On a longer
+    chain hanging off K4, only the chain's nodes go, and the expanded choice costs in the
+    input what HiGHS's optimum of what is left costs."""
+    agree = [[5.0, 0.0], [0.0, 5.0]]
+    cycle = Problem([[0.0, 0.1]] * 3, [(i, (i + 1) % 3, agree) for i in range(3)])
+    series = placement_search.Series.of(cycle)
+    assert series.problem.size == 0
+    solved = integer_program(cycle, time_limit=0.0)
     assert solved.cost == pytest.approx(5.1) and solved.optimal and not solved.note
+    edges = [(i, j, agree) for i in range(4) for j in range(i + 1, 4)]
+    edges += [(3, 4, agree), (4, 5, agree), (5, 6, agree), (6, 0, agree)]
+    hung = Problem([[0.0, 0.1]] * 7, edges)
+    series = placement_search.Series.of(hung)
+    assert series.kept == [0, 1, 2, 3] and series.problem.size == 4
+    assert integer_program(hung).cost == pytest.approx(exhaustive(hung).cost)
 
 
 @settings(max_examples=60, deadline=None)
