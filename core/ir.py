@@ -80,6 +80,15 @@ _CACHED_TYPES = frozenset({"!dtensor.tensor", "!kernel.buffer"})
 """Types whose spelling has no nested `<`: `LocatingParser` parses each distinct one once."""
 
 
+class TextToken(Token[MLIRTokenKind, str]):
+    """A token that keeps its text (`text`, set by `LinearTimeLexer`): xDSL's `Token.text` slices
+    the input through three properties on every read, and the parser reads a token's text
+    several times (each keyword or punctuation it tries) - a tenth of parsing a lowered
+    module."""
+
+    text: str = ""  # (a plain class attribute: the instance's own value shadows it)
+
+
 class LinearTimeLexer(MLIRLexer):
     """xDSL 0.74's string-literal pattern (`"(?:[^"...]+|escape)*"`) backtracks exponentially on
     an unterminated string followed by a long line; this one consumes each character once.
@@ -99,8 +108,13 @@ class LinearTimeLexer(MLIRLexer):
         if group is None:
             return super().lex()
         start, self.pos = m.span(group)
-        kind = _GROUP_KINDS[group] if group < 8 else _PUNCTUATION[m.group(group)]
-        return Token(kind, Span(start, self.pos, self.input))
+        text = m.group(group)
+        token = TextToken(
+            _GROUP_KINDS[group] if group < 8 else _PUNCTUATION[text],
+            Span(start, self.pos, self.input),
+        )
+        token.text = text
+        return token
 
 
 class LocatingParser(Parser):

@@ -102,6 +102,7 @@ from ccopt.dialects.dtensor_type import (
     ReductionKindAttr,
 )
 from ccopt.dialects.inference import InferenceError
+from ccopt.dialects.syntax import fast_syntax
 from ccopt.mesh import Mesh
 
 
@@ -1141,3 +1142,4 @@ Kernel = Dialect(
     ],
     [BufferType, EventType],
 )
+fast_syntax(Kernel)  # (cheaper parsing of its ops: ccopt.dialects.syntax)

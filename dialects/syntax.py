@@ -1,0 +1,195 @@
+"""Cheaper parsing of ccopt's ops, inside xDSL's declarative assembly format.
+
+xDSL parses an op written in its custom format by running the op's format program and then
+building the op with IRDL's generic builder; a lowered model is thousands of small ops with the
+same few stream numbers, offsets and dimensions, and three things of that were a third of
+reading it:
+
+- every `stream 0`, `offset 1024` or `dim 1` built and verified a new `IntegerAttr` (about as
+  long as lexing the op); here equal ones are one shared attribute (`ccopt.dialects.attrs`), as
+  passes already build them;
+- every `offsets [0, 8]` built and verified a new dense array, likewise shared;
+- the parsed op went through IRDL's builder (`irdl_op_init`: a dozen generic steps per op);
+  here through `init_op`, which does the same work directly and hands any other form back to
+  IRDL's builder.
+
+The format, its grammar and its error messages stay xDSL's: only how an attribute variable of
+those kinds makes its attribute, and how the parsed parts become an op, change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, IntegerType
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.irdl import IRDLOperation
+from xdsl.irdl.declarative_assembly_format import (
+    DenseArrayAttributeVariable,
+    FormatDirective,
+    FormatProgram,
+    TypedAttributeVariable,
+)
+from xdsl.parser import Parser
+
+from ccopt.dialects.attrs import int_attr
+from ccopt.dialects.construct import init_op, op_shape
+
+__all__ = ["fast_syntax"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedIntegerVariable(TypedAttributeVariable):
+    """`$stream` of type `IntegerAttr[I64]`: the parsed integer's shared attribute (a wider
+    than one-bit integer type: the parse takes no booleans, so the value is a plain int)."""
+
+    def parse_attr(self, parser: Parser) -> Attribute | None:
+        value = parser.parse_integer(allow_boolean=False)
+        return int_attr(value, self.unique_type)  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedIntArrayVariable(DenseArrayAttributeVariable):
+    """`$offsets` of type `DenseArrayBase.constr(i64)`: the parsed list's shared array."""
+
+    def parse_attr(self, parser: Parser) -> Attribute | None:
+        if self.is_optional:
+            elements = parser.parse_optional_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_integer
+            )
+            if elements is None:
+                return None
+        else:
+            elements = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_integer
+            )
+        return dense_int_array(self.elt_type, elements)  # type: ignore[arg-type]
+
+
+def dense_int_array(elt_type: IntegerType, values: Sequence[int]) -> DenseArrayBase:
+    """`DenseArrayBase(elt_type, BytesAttr(elt_type.pack(values)))`, as xDSL's format parser
+    builds it, shared: keyed by the values as ints (`true` parses as True, packed as 1: the
+    array holds the packed bytes, so the two are the same array)."""
+    return _dense_int_array(elt_type, tuple(map(operator.index, values)))
+
+
+@lru_cache(maxsize=1 << 12)
+def _dense_int_array(elt_type: IntegerType, values: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase(elt_type, BytesAttr(elt_type.pack(values)))
+
+
+def _shared(directive: FormatDirective) -> FormatDirective:
+    """`directive` with the attribute variables it holds (itself, or inside an optional group)
+    replaced by the sharing ones above where their kind allows."""
+    kind = type(directive)
+    if (
+        kind is TypedAttributeVariable
+        and directive.unique_base is IntegerAttr  # type: ignore[attr-defined]
+        and isinstance(directive.unique_type, IntegerType)  # type: ignore[attr-defined]
+        and directive.unique_type.width.data > 1  # type: ignore[attr-defined]
+    ):
+        return SharedIntegerVariable(**_fields(directive))
+    if kind is DenseArrayAttributeVariable and isinstance(directive.elt_type, IntegerType):  # type: ignore[attr-defined]
+        return SharedIntArrayVariable(**_fields(directive))
+    if not dataclasses.is_dataclass(directive):
+        return directive
+    changes: dict[str, object] = {}
+    for field in dataclasses.fields(directive):
+        value = getattr(directive, field.name)
+        if isinstance(value, FormatDirective):
+            new = _shared(value)
+            if new is not value:
+                changes[field.name] = new
+        elif type(value) is tuple:
+            items = tuple(_shared(v) if isinstance(v, FormatDirective) else v for v in value)
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                changes[field.name] = items
+    return dataclasses.replace(directive, **changes) if changes else directive  # type: ignore[type-var]
+
+
+def _fields(directive: FormatDirective) -> dict[str, object]:
+    return {f.name: getattr(directive, f.name) for f in dataclasses.fields(directive)}  # type: ignore[arg-type]
+
+
+def _format_program(cls: type[IRDLOperation]) -> FormatProgram | None:
+    """The format program xDSL made for `cls` (kept by its `parse`), or None without one."""
+    parse = cls.__dict__.get("parse")
+    closure = getattr(getattr(parse, "__func__", None), "__closure__", None) or ()
+    for cell in closure:
+        if isinstance(cell.cell_contents, FormatProgram):
+            return cell.cell_contents
+    return None
+
+
+def _build(
+    cls: type[IRDLOperation],
+    *,
+    operands: Sequence[SSAValue | Sequence[SSAValue] | None] | None = None,
+    result_types: Sequence[Attribute | Sequence[Attribute] | None] | None = None,
+    attributes: Mapping[str, Attribute | None] | None = None,
+    properties: Mapping[str, Attribute | None] | None = None,
+    successors: Sequence[object] | None = None,
+    regions: Sequence[Region | Sequence[Region] | None] | None = None,
+) -> IRDLOperation:
+    """IRDL's `build` (what the format parser calls) through `init_op`; the parser hands a
+    one-element list for each single operand, result and region, which `init_op` takes as
+    the value. Successors, and classes `init_op` does not build directly, go to IRDL."""
+    shape = op_shape(cls)
+    if shape is None or successors:
+        return IRDLOperation.build.__func__(  # type: ignore[attr-defined]
+            cls,
+            operands=operands,
+            result_types=result_types,
+            attributes=attributes,
+            properties=properties,
+            successors=successors,
+            regions=regions,
+        )
+    op = cls.__new__(cls)
+    init_op(
+        op,
+        operands=_singles(operands or (), shape.operands),
+        result_types=_singles(result_types or (), shape.results),
+        properties=properties,
+        attributes=attributes,
+        regions=_singles(regions or (), shape.regions),
+    )
+    return op
+
+
+def _singles(args: Sequence[object], kinds: tuple[int, ...]) -> Sequence[object]:
+    """Each one-element list given for a single definition (kind 0) as its element."""
+    if len(args) != len(kinds):
+        return args  # (IRDL's builder reports the count)
+    return [
+        a[0] if kind == 0 and type(a) in (list, tuple) and len(a) == 1 else a  # type: ignore[index,arg-type]
+        for a, kind in zip(args, kinds, strict=True)
+    ]
+
+
+def fast_syntax(dialect: Dialect) -> Dialect:
+    """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above; returns
+    the dialect. A class that defines its own `build` or parser keeps it."""
+    for cls in dialect.operations:
+        if not issubclass(cls, IRDLOperation):
+            continue
+        if "build" not in cls.__dict__:
+            cls.build = classmethod(_build)  # type: ignore[method-assign,assignment]
+        program = _format_program(cls)
+        if program is None:
+            continue
+        shared = FormatProgram(tuple(_shared(s) for s in program.stmts))
+        if all(a is b for a, b in zip(shared.stmts, program.stmts, strict=True)):
+            continue
+        cls.parse = classmethod(_format_parse(shared))  # type: ignore[method-assign,assignment]
+    return dialect
+
+
+def _format_parse(program: FormatProgram):  # noqa: ANN202 - a classmethod's function
+    def parse_with_format(cls: type[IRDLOperation], parser: Parser) -> IRDLOperation:
+        return program.parse(parser, cls)
+
+    return parse_with_format
