@@ -33,6 +33,11 @@ from xdsl.irdl.declarative_assembly_format import (
     FormatProgram,
     TypedAttributeVariable,
 )
+from xdsl.irdl.operations import (
+    AfterVariadicSingleAccessor,
+    BeforeVariadicSingleAccessor,
+    VarIRConstruct,
+)
 from xdsl.parser import Parser
 
 from ccopt.dialects.attrs import int_attr
@@ -170,12 +175,56 @@ def _singles(args: Sequence[object], kinds: tuple[int, ...]) -> Sequence[object]
     ]
 
 
+@dataclasses.dataclass(frozen=True)
+class SingleAccessor(BeforeVariadicSingleAccessor):
+    """`op.source` for a single operand, result or region definition: the element at `idx`
+    (negative: counted from the end, after a variadic one) of the op's tuple `field`, read
+    directly. IRDL's accessor goes through `op.operands` (a view object) and a `match` on the
+    kind each time; printers, verifiers and passes read these on every op. (An IRDL accessor
+    still, for the format parser's `index`.)"""
+
+    field: str = "_operands"
+
+    def index(self, args: Sequence[object]) -> object:
+        return args[self.idx]
+
+    def __get__(self, obj: object, objtype: type | None = None) -> object:
+        if obj is None:
+            return self
+        return getattr(obj, self.field)[self.idx]
+
+
+_FIELDS = {
+    VarIRConstruct.OPERAND: "_operands",
+    VarIRConstruct.RESULT: "results",
+    VarIRConstruct.REGION: "regions",
+}
+
+
+def _fast_accessors(cls: type[IRDLOperation]) -> None:
+    """Replace IRDL's accessors of `cls`'s single operands, results and regions by
+    `SingleAccessor`s (the same element of the same tuple)."""
+    for name, accessor in list(cls.__dict__.items()):
+        kind = type(accessor)
+        if kind is BeforeVariadicSingleAccessor:
+            idx = accessor.idx
+        elif kind is AfterVariadicSingleAccessor:
+            idx = accessor.idx - accessor.num_defs
+        else:
+            continue
+        field = _FIELDS.get(accessor.construct)
+        if field is not None:
+            setattr(cls, name, SingleAccessor(accessor.construct, idx, field))
+
+
 def fast_syntax(dialect: Dialect) -> Dialect:
-    """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above; returns
-    the dialect. A class that defines its own `build` or parser keeps it."""
+    """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above, and
+    direct accessors (`SingleAccessor`); returns the dialect. A class that defines its own
+    `build` or parser keeps it."""
     for cls in dialect.operations:
         if not issubclass(cls, IRDLOperation):
             continue
+        _fast_accessors(cls)
         if "build" not in cls.__dict__:
             cls.build = classmethod(_build)  # type: ignore[method-assign,assignment]
         program = _format_program(cls)
