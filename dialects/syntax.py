@@ -1,4 +1,4 @@
-"""Cheaper parsing of ccopt's ops, inside xDSL's declarative assembly format.
+"""Cheaper parsing and printing of ccopt's ops, inside xDSL's declarative assembly format.
 
 xDSL parses an op written in its custom format by running the op's format program and then
 building the op with IRDL's generic builder; a lowered model is thousands of small ops with the
@@ -13,8 +13,13 @@ reading it:
   here through `init_op`, which does the same work directly and hands any other form back to
   IRDL's builder.
 
-The format, its grammar and its error messages stay xDSL's: only how an attribute variable of
-those kinds makes its attribute, and how the parsed parts become an op, change.
+Printing runs the same format program with two directives that skip work that prints nothing:
+`attr-dict` of an op without attributes, and the integer variables' comparisons with defaults
+and `i1`. And the ops' single operands, results and regions are read by direct accessors
+(`SingleAccessor`), which the printer, verifiers and passes read on every op.
+
+The format, its grammar, its output and its error messages stay xDSL's: only how some
+directives make or print their attribute, and how the parsed parts become an op, change.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, Intege
 from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.declarative_assembly_format import (
+    AttrDictDirective,
     DenseArrayAttributeVariable,
     FormatDirective,
     FormatProgram,
+    PrintingState,
     TypedAttributeVariable,
 )
 from xdsl.irdl.operations import (
@@ -39,6 +46,7 @@ from xdsl.irdl.operations import (
     VarIRConstruct,
 )
 from xdsl.parser import Parser
+from xdsl.printer import Printer
 
 from ccopt.dialects.attrs import int_attr
 from ccopt.dialects.construct import init_op, op_shape
@@ -54,6 +62,24 @@ class SharedIntegerVariable(TypedAttributeVariable):
     def parse_attr(self, parser: Parser) -> Attribute | None:
         value = parser.parse_integer(allow_boolean=False)
         return int_attr(value, self.unique_type)  # type: ignore[arg-type]
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        """xDSL's, without comparing the attribute with a default it does not have."""
+        attr = (op.properties if self.is_property else op.attributes).get(self.name)
+        if attr is None or (self.default_value is not None and attr == self.default_value):
+            return
+        state.print_whitespace(printer)
+        self.print_attr(printer, attr)
+
+    def print_attr(self, printer: Printer, attr: Attribute) -> None:
+        """`print_int(value, type)` as xDSL prints it, without comparing the type with `i1`
+        when its width says it is not."""
+        t = attr.type  # type: ignore[attr-defined]
+        value = attr.value.data  # type: ignore[attr-defined]
+        if type(t) is IntegerType and t.width.data != 1:
+            printer.print_string(f"{value:d}")
+        else:
+            printer.print_int(value, t)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +98,17 @@ class SharedIntArrayVariable(DenseArrayAttributeVariable):
                 parser.Delimiter.SQUARE, parser.parse_integer
             )
         return dense_int_array(self.elt_type, elements)  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(frozen=True)
+class QuickAttrDict(AttrDictDirective):
+    """`attr-dict` that prints nothing at once for an op without attributes when the format
+    takes no properties into the dictionary (nearly every op: xDSL builds three dictionaries
+    and a set per op to find that out)."""
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        if op.attributes or self.expected_properties:
+            super().print(printer, state, op)
 
 
 def dense_int_array(elt_type: IntegerType, values: Sequence[int]) -> DenseArrayBase:
@@ -99,6 +136,8 @@ def _shared(directive: FormatDirective) -> FormatDirective:
         return SharedIntegerVariable(**_fields(directive))
     if kind is DenseArrayAttributeVariable and isinstance(directive.elt_type, IntegerType):  # type: ignore[attr-defined]
         return SharedIntArrayVariable(**_fields(directive))
+    if kind is AttrDictDirective:
+        return QuickAttrDict(**_fields(directive))
     if not dataclasses.is_dataclass(directive):
         return directive
     changes: dict[str, object] = {}
@@ -119,10 +158,12 @@ def _fields(directive: FormatDirective) -> dict[str, object]:
     return {f.name: getattr(directive, f.name) for f in dataclasses.fields(directive)}  # type: ignore[arg-type]
 
 
-def _format_program(cls: type[IRDLOperation]) -> FormatProgram | None:
-    """The format program xDSL made for `cls` (kept by its `parse`), or None without one."""
-    parse = cls.__dict__.get("parse")
-    closure = getattr(getattr(parse, "__func__", None), "__closure__", None) or ()
+def _format_program(cls: type[IRDLOperation], method: str = "parse") -> FormatProgram | None:
+    """The format program xDSL made for `cls` (kept by its `parse` or `print`), or None
+    without one."""
+    found = cls.__dict__.get(method)
+    function = getattr(found, "__func__", found)
+    closure = getattr(function, "__closure__", None) or ()
     for cell in closure:
         if isinstance(cell.cell_contents, FormatProgram):
             return cell.cell_contents
@@ -234,7 +275,16 @@ def fast_syntax(dialect: Dialect) -> Dialect:
         if all(a is b for a, b in zip(shared.stmts, program.stmts, strict=True)):
             continue
         cls.parse = classmethod(_format_parse(shared))  # type: ignore[method-assign,assignment]
+        if _format_program(cls, "print") is program:  # (not a class's own printer)
+            cls.print = _format_print(shared)  # type: ignore[method-assign]
     return dialect
+
+
+def _format_print(program: FormatProgram):  # noqa: ANN202 - a method's function
+    def print_with_format(self: IRDLOperation, printer: Printer) -> None:
+        program.print(printer, self)
+
+    return print_with_format
 
 
 def _format_parse(program: FormatProgram):  # noqa: ANN202 - a classmethod's function
