@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, IntegerType
@@ -98,6 +98,18 @@ class SharedIntArrayVariable(DenseArrayAttributeVariable):
                 parser.Delimiter.SQUARE, parser.parse_integer
             )
         return dense_int_array(self.elt_type, elements)  # type: ignore[arg-type]
+
+    def print_attr(self, printer: Printer, attr: Attribute) -> None:
+        """`[0, 8]` in one piece (xDSL prints each number and comma on its own)."""
+        if type(attr) is DenseArrayBase and isinstance(attr.elt_type, IntegerType):
+            printer.print_string(f"[{int_list(attr.iter_values())}]")
+        else:
+            super().print_attr(printer, attr)
+
+
+def int_list(values: Iterable[int]) -> str:
+    """`0, 8`: integers as xDSL's `print_list(values, print_int)` prints them."""
+    return ", ".join([f"{v:d}" for v in values])
 
 
 @dataclasses.dataclass(frozen=True)

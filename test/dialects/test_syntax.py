@@ -105,3 +105,19 @@ def test_single_accessors_read_the_defined_element() -> None:
     assert isinstance(ConcatKernelOp.__dict__["out"], SingleAccessor)
     with pytest.raises(NotImplementedError):
         concat.out = x  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("values", [[], [0], [-3, 0, 1 << 40]])
+def test_int_arrays_print_as_xdsl_prints_them(values: list[int]) -> None:
+    from xdsl.irdl.declarative_assembly_format import DenseArrayAttributeVariable
+
+    from ccopt.dialects.syntax import SharedIntArrayVariable
+
+    attr = DenseArrayBase.from_list(i64, values)
+    fields = {"name": "offsets", "is_property": True, "is_optional": False}
+    texts = []
+    for kind in (DenseArrayAttributeVariable, SharedIntArrayVariable):
+        out = StringIO()
+        kind(**fields, default_value=None, elt_type=i64).print_attr(Printer(stream=out), attr)
+        texts.append(out.getvalue())
+    assert texts[0] == texts[1] == f"[{', '.join(map(str, values))}]"
