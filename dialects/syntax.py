@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, IntegerType
-from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
@@ -270,6 +270,45 @@ def _fast_accessors(cls: type[IRDLOperation]) -> None:
             setattr(cls, name, SingleAccessor(accessor.construct, idx, field))
 
 
+def _remembered_traits(cls: type[IRDLOperation]) -> None:
+    """`cls.get_trait(T)`, `has_trait(T)` and `get_traits_of_type(T)` for a trait class `T`
+    remembered per class (xDSL scans the class's traits with `isinstance` each time: the
+    printer asks every op whether it is isolated, verifiers, CSE and DCE ask for terminators
+    and memory effects). An entry holds the set of traits it was found in, and a class whose
+    traits changed since (`add_trait` makes a new set) looks again."""
+    found: dict[type, tuple[frozenset[object], tuple[object, ...]]] = {}
+
+    def of_type(c: type[IRDLOperation], trait_type: type) -> tuple[object, ...]:
+        current = c.traits.traits
+        entry = found.get(trait_type)
+        if entry is None or entry[0] is not current:
+            entry = found[trait_type] = (
+                current,
+                tuple([t for t in current if isinstance(t, trait_type)]),
+            )
+        return entry[1]
+
+    def get_traits_of_type(c: type[IRDLOperation], trait_type: type) -> list[object]:
+        if c is not cls:
+            return Operation.get_traits_of_type.__func__(c, trait_type)  # type: ignore[attr-defined]
+        return list(of_type(c, trait_type))
+
+    def get_trait(c: type[IRDLOperation], trait: object) -> object:
+        if c is not cls or not isinstance(trait, type):
+            return Operation.get_trait.__func__(c, trait)  # type: ignore[attr-defined]
+        traits = of_type(c, trait)
+        return traits[0] if traits else None
+
+    def has_trait(
+        c: type[IRDLOperation], trait: object, *, value_if_unregistered: bool = True
+    ) -> bool:
+        return c.get_trait(trait) is not None  # type: ignore[arg-type]
+
+    cls.get_traits_of_type = classmethod(get_traits_of_type)  # type: ignore[method-assign,assignment]
+    cls.get_trait = classmethod(get_trait)  # type: ignore[method-assign,assignment]
+    cls.has_trait = classmethod(has_trait)  # type: ignore[method-assign,assignment]
+
+
 def fast_syntax(dialect: Dialect) -> Dialect:
     """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above, and
     direct accessors (`SingleAccessor`); returns the dialect. A class that defines its own
@@ -278,6 +317,8 @@ def fast_syntax(dialect: Dialect) -> Dialect:
         if not issubclass(cls, IRDLOperation):
             continue
         _fast_accessors(cls)
+        if not any(m in cls.__dict__ for m in ("get_trait", "has_trait", "get_traits_of_type")):
+            _remembered_traits(cls)
         if "build" not in cls.__dict__:
             cls.build = classmethod(_build)  # type: ignore[method-assign,assignment]
         program = _format_program(cls)

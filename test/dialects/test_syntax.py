@@ -121,3 +121,26 @@ def test_int_arrays_print_as_xdsl_prints_them(values: list[int]) -> None:
         kind(**fields, default_value=None, elt_type=i64).print_attr(Printer(stream=out), attr)
         texts.append(out.getvalue())
     assert texts[0] == texts[1] == f"[{', '.join(map(str, values))}]"
+
+
+def test_remembered_traits_follow_the_class_traits() -> None:
+    from xdsl.ir import Dialect
+    from xdsl.irdl import irdl_op_definition, traits_def
+    from xdsl.traits import IsTerminator, MemoryEffect, Pure
+
+    from ccopt.dialects.dtensor import AddOp, YieldOp
+    from ccopt.dialects.syntax import fast_syntax
+
+    assert YieldOp.has_trait(IsTerminator) and not AddOp.has_trait(IsTerminator)
+    assert AddOp.get_traits_of_type(MemoryEffect) == [Pure()]
+
+    @irdl_op_definition
+    class ProbeOp(IRDLOperation):
+        name = "probe.op"
+        traits = traits_def(Pure())
+
+    fast_syntax(Dialect("probe", [ProbeOp]))
+    assert ProbeOp.get_trait(Pure) == Pure() and not ProbeOp.has_trait(IsTerminator)
+    ProbeOp.traits.add_trait(IsTerminator())  # (a new set of traits: looked up again)
+    assert ProbeOp.has_trait(IsTerminator) and ProbeOp.get_trait(Pure) == Pure()
+    assert ProbeOp.has_trait(Pure())  # (a trait object: compared, as xDSL compares it)
