@@ -74,12 +74,12 @@ class SharedIntegerVariable(TypedAttributeVariable):
     def print_attr(self, printer: Printer, attr: Attribute) -> None:
         """`print_int(value, type)` as xDSL prints it, without comparing the type with `i1`
         when its width says it is not."""
-        t = attr.type  # type: ignore[attr-defined]
-        value = attr.value.data  # type: ignore[attr-defined]
-        if type(t) is IntegerType and t.width.data != 1:
-            printer.print_string(f"{value:d}")
-        else:
-            printer.print_int(value, t)
+        if type(attr) is IntegerAttr:
+            t = attr.type
+            if type(t) is IntegerType and t.width.data != 1:
+                printer.print_string(f"{attr.value.data:d}")
+                return
+        super().print_attr(printer, attr)  # (any other attribute: as xDSL prints it)
 
 
 @dataclasses.dataclass(frozen=True)
