@@ -27,7 +27,12 @@ from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Position, Span, Token
-from xdsl.utils.mlir_lexer import KIND_BY_PUNCTUATION_SPELLING, MLIRLexer, MLIRTokenKind
+from xdsl.utils.mlir_lexer import (
+    KIND_BY_PUNCTUATION_SPELLING,
+    MLIRLexer,
+    MLIRTokenKind,
+    PunctuationSpelling,
+)
 
 from ccopt.diagnostics import LocatedError, SourceText, first_line
 from ccopt.verifier import verify_module
@@ -80,6 +85,15 @@ _CACHED_TYPES = frozenset({"!dtensor.tensor", "!kernel.buffer"})
 """Types whose spelling has no nested `<`: `LocatingParser` parses each distinct one once."""
 
 
+class TextToken(Token[MLIRTokenKind, str]):
+    """A token that keeps its text (`text`, set by `LinearTimeLexer`): xDSL's `Token.text` slices
+    the input through three properties on every read, and the parser reads a token's text
+    several times (each keyword or punctuation it tries) - a tenth of parsing a lowered
+    module."""
+
+    text: str = ""  # (a plain class attribute: the instance's own value shadows it)
+
+
 class LinearTimeLexer(MLIRLexer):
     """xDSL 0.74's string-literal pattern (`"(?:[^"...]+|escape)*"`) backtracks exponentially on
     an unterminated string followed by a long line; this one consumes each character once.
@@ -99,8 +113,13 @@ class LinearTimeLexer(MLIRLexer):
         if group is None:
             return super().lex()
         start, self.pos = m.span(group)
-        kind = _GROUP_KINDS[group] if group < 8 else _PUNCTUATION[m.group(group)]
-        return Token(kind, Span(start, self.pos, self.input))
+        text = m.group(group)
+        token = TextToken(
+            _GROUP_KINDS[group] if group < 8 else _PUNCTUATION[text],
+            Span(start, self.pos, self.input),
+        )
+        token.text = text
+        return token
 
 
 class LocatingParser(Parser):
@@ -113,6 +132,55 @@ class LocatingParser(Parser):
         self._filename = StringAttr(source.name)
         self._types: dict[str, TypeAttribute] = {}
         self._columns: dict[int, IntAttr] = {}
+
+    # Token-level steps without xDSL's property lookups and spelling checks: the parser
+    # consumes, tries and compares tokens a dozen times per op (a fifth of parsing).
+    def _consume_token(self, expected_kind: MLIRTokenKind | None = None) -> Token:
+        state = self._parser_state
+        token = state.current_token
+        assert expected_kind is None or token.kind == expected_kind, (
+            f"Unexpected token {token}, expected {expected_kind}"
+        )
+        state.current_token = state.lexer.lex()
+        return token
+
+    def _parse_optional_token(self, expected_kind: MLIRTokenKind) -> Token | None:
+        state = self._parser_state
+        token = state.current_token
+        if token.kind != expected_kind:
+            return None
+        state.current_token = state.lexer.lex()
+        return token
+
+    def parse_optional_punctuation(
+        self, punctuation: PunctuationSpelling
+    ) -> PunctuationSpelling | None:
+        kind = KIND_BY_PUNCTUATION_SPELLING.get(punctuation)
+        if kind is None:  # (xDSL's assertion)
+            return super().parse_optional_punctuation(punctuation)
+        state = self._parser_state
+        if state.current_token.kind != kind:
+            return None
+        state.current_token = state.lexer.lex()
+        return punctuation
+
+    def parse_punctuation(
+        self, punctuation: PunctuationSpelling, context_msg: str = ""
+    ) -> PunctuationSpelling:
+        kind = KIND_BY_PUNCTUATION_SPELLING.get(punctuation)
+        state = self._parser_state
+        if kind is None or state.current_token.kind != kind:  # (xDSL's error)
+            return super().parse_punctuation(punctuation, context_msg)
+        state.current_token = state.lexer.lex()
+        return punctuation
+
+    def parse_optional_keyword(self, keyword: str) -> str | None:
+        state = self._parser_state
+        token = state.current_token
+        if token.kind != MLIRTokenKind.BARE_IDENT or token.text != keyword:
+            return None
+        state.current_token = state.lexer.lex()
+        return keyword
 
     def parse_optional_type(self) -> TypeAttribute | None:
         """Distributed tensor and buffer types repeat on almost every line: parse each spelling

@@ -81,9 +81,9 @@ def verify_module(module: Operation) -> None:
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing)
-        everything = list(module.walk())
-        walk.changed = [(op, walk.compact(verification_key(op))) for op in everything]
-        walk.dirty_functions.update(op for op in everything if op.name == "func.func")
+        if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
+            walk.changed = [(op, walk.compact(verification_key(op))) for op in module.walk()]
+        walk.dirty_functions.update(op for op, _ in walk.changed if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
         verify_ops(walk.changed, previous[1], walk.sharing.kept)
@@ -221,6 +221,9 @@ class VerificationWalk:
         self.unplanned: dict[Operation, OpError] = {}
         self.dirty_functions: set[Operation] = set()
         self.visible: set[int] = set()  # the identities of the values in scope
+        self.visited = 0
+        """How many ops the walk visited: all of them changed on a module's first
+        verification (no op verified before), and `changed` is then every op's key."""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         return self.sharing.compact(key, previous)
@@ -231,6 +234,7 @@ class VerificationWalk:
         """Visit `op` (in `block`, whose op holds properties `around`) and its regions; True
         when it or anything in it changed. A changed op's key is compacted at once: a lowered
         module's keys, all new, were most of the memory its verification took."""
+        self.visited += 1
         outer = self.scope
         if op.regions and op.has_trait(self.symbol_table):
             self.scope = SymbolScope(op)

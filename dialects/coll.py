@@ -75,6 +75,7 @@ from ccopt.dialects.dtensor_type import (
 )
 from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import has_open_types, verify_open
+from ccopt.dialects.syntax import fast_syntax
 from ccopt.mesh import Mesh
 
 
@@ -785,3 +786,4 @@ Coll = Dialect(
     ],
     [AlgorithmAttr],
 )
+fast_syntax(Coll)  # (cheaper parsing of its ops: ccopt.dialects.syntax)

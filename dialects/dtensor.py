@@ -94,6 +94,7 @@ from ccopt.dialects.dtensor_type import (
 )
 from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import has_open_types, verify_open
+from ccopt.dialects.syntax import fast_syntax
 from ccopt.mesh import Mesh
 
 # --- mesh ----------------------------------------------------------------------------------
@@ -1191,3 +1192,4 @@ Dtensor = Dialect(
         ReduceKindAttr,
     ],
 )
+fast_syntax(Dtensor)  # (cheaper parsing of its ops: ccopt.dialects.syntax)

@@ -102,6 +102,7 @@ from ccopt.dialects.dtensor_type import (
     ReductionKindAttr,
 )
 from ccopt.dialects.inference import InferenceError
+from ccopt.dialects.syntax import fast_syntax, int_list
 from ccopt.mesh import Mesh
 
 
@@ -372,10 +373,9 @@ def _print_subview(op: SubviewOp, printer: Printer) -> None:
     weight chunk and activation: that check was a tenth of printing it)."""
     printer.print_string(" ")
     printer.print_operand(op.source)
-    printer.print_string(" offsets [")
-    printer.print_list(op.offsets.get_values(), printer.print_int)
-    printer.print_string("]")
-    printer.print_op_attributes(op.attributes)
+    printer.print_string(f" offsets [{int_list(op.offsets.iter_values())}]")
+    if op.attributes:
+        printer.print_op_attributes(op.attributes)
     printer.print_string(" : ")
     printer.print_attribute(op.source.type)
     printer.print_string(" -> ")
@@ -1141,3 +1141,4 @@ Kernel = Dialect(
     ],
     [BufferType, EventType],
 )
+fast_syntax(Kernel)  # (cheaper parsing of its ops: ccopt.dialects.syntax)

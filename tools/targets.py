@@ -32,7 +32,11 @@ def _mlir() -> type[Target]:
     from xdsl.targets.mlir import MLIRTarget
 
     spelled_types = frozenset({"dtensor.tensor", "kernel.buffer"})  # (by name: no import)
-    spellings: dict[Attribute, str] = {}  # (types print alike in every module)
+    spellings: dict[int, tuple[Attribute, str]] = {}
+    """Each spelled type's text, by the type's identity (types print alike in every module;
+    equal types are one object: they are uniqued). The entry keeps the type alive, so its
+    identity is not reused while the entry exists; equality would not do as a key (`==`
+    merges values that print differently, `IntAttr(True) == IntAttr(1)`)."""
 
     class WritingPrinter(Printer):
         """xDSL's printer hands every token to `print(..., file=stream)`; a token without a
@@ -49,18 +53,25 @@ def _mlir() -> type[Target]:
         def print_attribute(self, attribute: Attribute) -> None:
             """Distributed tensor and buffer types are most of a lowered module's text and
             a few dozen distinct ones: each is rendered once, then written as it was."""
+            entry = spellings.get(id(attribute))
+            if entry is not None:
+                text = entry[1]
+                self._current_column += len(text)
+                self.stream.write(text)  # type: ignore[union-attr]  # (no newline in a type)
+                return
             if getattr(type(attribute), "name", None) not in spelled_types:
                 super().print_attribute(attribute)
                 return
-            text = spellings.get(attribute)
-            if text is None:
-                stream, column = self.stream, self._current_column
-                self.stream = StringIO()
-                try:
-                    super().print_attribute(attribute)
-                    text = spellings[attribute] = self.stream.getvalue()
-                finally:
-                    self.stream, self._current_column = stream, column
+            stream, column = self.stream, self._current_column
+            self.stream = StringIO()
+            try:
+                super().print_attribute(attribute)
+                text = self.stream.getvalue()
+            finally:
+                self.stream, self._current_column = stream, column
+            if len(spellings) >= 4096:  # (types made per op, never printed again)
+                spellings.clear()
+            spellings[id(attribute)] = (attribute, text)
             self.print_string(text)
 
     @dataclass(frozen=True)
