@@ -14,7 +14,7 @@ counter-based random numbers), then one scalar per tensor input.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntegerAttr, i64
@@ -344,6 +344,36 @@ class ScalarBodyOp(IRDLOperation, ABC):
 class ModuleBodyOp(ScalarBodyOp, ABC):
     """A scalar body kept once at module level under a name (`kernel.body`), which ops with a
     body name instead of carrying a copy (`NamedBodyOp` in ccopt.dialects.coll)."""
+
+
+_HOLDS_BODY: dict[type, bool] = {}
+"""Per op class, whether it is a `ScalarBodyOp` (`isinstance` on an ABC runs Python code)."""
+
+
+def holds_body(op: Operation) -> bool:
+    """Whether `op` carries (or names) a scalar body: a fused op or a kernel."""
+    found = _HOLDS_BODY.get(type(op))
+    if found is None:
+        found = _HOLDS_BODY[type(op)] = isinstance(op, ScalarBodyOp)
+    return found
+
+
+def walk_outside_bodies(root: Operation) -> Iterator[Operation]:
+    """`root.walk()` (pre-order, in program order) without looking into scalar bodies: the ops
+    holding one are visited, their arith/math ops (`check_body` allows nothing else: no calls,
+    updates, functions or regions) are not. Those bodies are most of a fused model's ops, and
+    passes looking for calls or updates walked them all."""
+    stack = [root]
+    while stack:
+        op = stack.pop()
+        yield op
+        if op.regions and not holds_body(op):
+            nested: list[Operation] = []
+            for region in op.regions:
+                for block in region.blocks:
+                    nested.extend(block.ops)
+            nested.reverse()
+            stack.extend(nested)
 
 
 def clone_body(body: Region) -> Region:

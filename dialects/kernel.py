@@ -175,11 +175,11 @@ class DeviceOp(IRDLOperation):
 
 
 def _stream(stream: int) -> dict[str, Attribute]:
-    return {"stream": _stream_attr(stream)}
+    return {"stream": stream_attr(stream)}
 
 
 @cache
-def _stream_attr(stream: int) -> IntegerAttr:
+def stream_attr(stream: int) -> IntegerAttr:
     """Streams are a handful of small numbers; every device op names one (attributes are
     immutable, and building one verifies it)."""
     return i64_attr(stream)

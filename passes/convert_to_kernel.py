@@ -36,10 +36,10 @@ func.func @sgd(%g: !kernel.buffer<1030xf32, @dp[P(sum)]>, %w: !kernel.buffer<103
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from math import prod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
@@ -63,10 +63,10 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.body import body_key, clone_body
+from ccopt.dialects.body import body_key, clone_body, walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import ProgramOrder, is_elementwise, release
+from ccopt.passes.common import ProgramOrder, is_a, is_elementwise, release
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
@@ -159,8 +159,7 @@ class Lowering:
             return region
         released = Region()
         source.move_blocks(released)
-        released.drop_all_references()
-        release(released)
+        release(released)  # self-contained (it has a key): nothing to drop
         forget_verification(op)  # its verification key held the released blocks
         self.dropped.append((op, self.originals[key]))
         return self.name_of(key)
@@ -204,8 +203,8 @@ class Lowering:
             self.add(k.EventWaitOp(event, self.stream))
 
     def add(self, op: Operation) -> Operation:
-        if isinstance(op, k.DeviceOp):
-            op.stream = i64_attr(self.stream)
+        if on_device(op):
+            op.properties["stream"] = k.stream_attr(self.stream)
         self.block.add_op(op)
         return op
 
@@ -221,6 +220,11 @@ class Lowering:
             dest.name_hint = value.name_hint
         self.buffers[value] = dest
         return dest
+
+
+def on_device(op: Operation) -> bool:
+    """Whether `op` runs on a stream (a `kernel.DeviceOp`)."""
+    return is_a(op, k.DeviceOp)
 
 
 # --- choosing destinations ---------------------------------------------------------------------
@@ -291,7 +295,7 @@ def plan_destinations(
             destinations[value] = out
     updated = []
     order = ProgramOrder()
-    for update in [o for o in f.walk() if isinstance(o, dt.UpdateOp)]:
+    for update in [o for o in walk_outside_bodies(f) if type(o) is dt.UpdateOp]:
         arg = update.target
         assert isinstance(arg, BlockArgument)
         updated.append(arg.index)
@@ -523,89 +527,161 @@ def lower_norm(low: Lowering, op: dt.NormOp) -> None:
 
 
 def lower_op(low: Lowering, op: Operation) -> None:
-    """Emit the L3 form of one L1/L2 op."""
-    b = low.buffer
+    """Emit the L3 form of one L1/L2 op (the lowering of its class, `lowering_of`)."""
+    lowering = _LOWERINGS.get(type(op))
+    if lowering is None:
+        lowering = _LOWERINGS[type(op)] = lowering_of(op)
+    lowering(low, op)
+
+
+Lower = Callable[[Lowering, Any], None]
+_LOWERINGS: dict[type, Lower] = {}
+"""Per op class, its lowering (`lowering_of`): a `match` on op classes runs ABCMeta's Python
+`isinstance` check for every case tried, for every op lowered."""
+
+
+def lowering_of(op: Operation) -> Lower:
+    """The function lowering ops of `op`'s class; the order of the cases matters (a class
+    pattern matches subclasses too)."""
     match op:
         case _ if is_elementwise(op):
-            lower_elementwise(low, op)
+            return lower_elementwise
         case dt.FusedOp():
-            lower_fused(low, op)
+            return lower_fused
         case dt.MatmulOp():
-            low.add(
-                k.GemmOp(
-                    b(op.lhs),
-                    b(op.rhs),
-                    low.destination(op.result),
-                    op.transpose_lhs is not None,
-                    op.transpose_rhs is not None,
-                )
-            )
+            return lower_matmul
         case dt.ReduceOp():
-            low.add(
-                k.ReduceKernelOp(
-                    op.kind,
-                    b(op.input),
-                    low.destination(op.result),
-                    op.dims.get_values(),
-                    op.keepdim is not None,
-                )
-            )
+            return lower_reduce
         case dt.NormOp():
-            lower_norm(low, op)
+            return lower_norm
         case dt.SoftmaxOp():
-            low.add(k.SoftmaxKernelOp(b(op.input), low.destination(op.result), op.dim.value.data))
+            return lower_softmax
         case dt.LayerNormOp():
-            weight = b(op.weight) if op.weight is not None else None
-            bias = b(op.bias) if op.bias is not None else None
-            low.add(
-                k.LayerNormKernelOp(
-                    b(op.input), weight, bias, low.destination(op.result), op.eps.value.data
-                )
-            )
+            return lower_layer_norm
         case dt.SliceOp():
-            low.add(
-                k.SliceKernelOp(b(op.input), low.destination(op.result), op.offsets.get_values())
-            )
+            return lower_slice
         case dt.ConcatOp():
-            low.add(
-                k.ConcatKernelOp(
-                    [b(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
-                )
-            )
+            return lower_concat
         case dt.TransposeOp():
-            low.add(
-                k.TransposeKernelOp(b(op.input), low.destination(op.result), op.perm.get_values())
-            )
+            return lower_transpose
         case dt.ReshapeOp():
-            view = low.add(k.ViewOp(b(op.input), tensor(op.result))).results[0]
-            low.buffers[op.result] = view
-            if op.result in low.destinations:
-                low.add(k.CopyOp(view, low.destinations[op.result]))
-                low.buffers[op.result] = low.destinations[op.result]
+            return lower_reshape
         case dt.ConstantOp():
-            low.add(k.ConstantKernelOp(op.value, low.destination(op.result)))
+            return lower_constant
         case dt.FillOp():
-            low.add(k.FillKernelOp(op.value, low.destination(op.result)))
+            return lower_fill
         case dt.UpdateOp():
-            if low.buffer(op.value) is not low.buffer(op.target):
-                low.deferred_copies.append((low.buffer(op.value), low.buffer(op.target)))
+            return lower_update
         case coll.FusedAllReduceOp():
-            lower_fused_all_reduce(low, op)
+            return lower_fused_all_reduce
         case coll.CollectiveOp():
-            lower_collective(low, op)
+            return lower_collective
         case func.CallOp():
-            lower_call(low, op)
+            return lower_call
         case sched.ExecuteOp():
-            lower_execute(low, op)
+            return lower_execute
         case sched.AwaitOp():
-            buffer, done = low.futures[op.future]
-            low.wait(done)
-            low.buffers[op.result] = buffer
+            return lower_await
         case sched.WaitOp():
-            for token in op.tokens:
-                low.wait(low.tokens[token])
+            return lower_wait
         case _:
-            raise OpError(op, "has no lowering to the kernel level")
+            return no_lowering
+
+
+def no_lowering(low: Lowering, op: Operation) -> None:
+    raise OpError(op, "has no lowering to the kernel level")
+
+
+def lower_matmul(low: Lowering, op: dt.MatmulOp) -> None:
+    b = low.buffer
+    low.add(
+        k.GemmOp(
+            b(op.lhs),
+            b(op.rhs),
+            low.destination(op.result),
+            op.transpose_lhs is not None,
+            op.transpose_rhs is not None,
+        )
+    )
+
+
+def lower_reduce(low: Lowering, op: dt.ReduceOp) -> None:
+    low.add(
+        k.ReduceKernelOp(
+            op.kind,
+            low.buffer(op.input),
+            low.destination(op.result),
+            op.dims.get_values(),
+            op.keepdim is not None,
+        )
+    )
+
+
+def lower_softmax(low: Lowering, op: dt.SoftmaxOp) -> None:
+    low.add(k.SoftmaxKernelOp(low.buffer(op.input), low.destination(op.result), op.dim.value.data))
+
+
+def lower_layer_norm(low: Lowering, op: dt.LayerNormOp) -> None:
+    b = low.buffer
+    weight = b(op.weight) if op.weight is not None else None
+    bias = b(op.bias) if op.bias is not None else None
+    low.add(
+        k.LayerNormKernelOp(
+            b(op.input), weight, bias, low.destination(op.result), op.eps.value.data
+        )
+    )
+
+
+def lower_slice(low: Lowering, op: dt.SliceOp) -> None:
+    low.add(
+        k.SliceKernelOp(low.buffer(op.input), low.destination(op.result), op.offsets.get_values())
+    )
+
+
+def lower_concat(low: Lowering, op: dt.ConcatOp) -> None:
+    low.add(
+        k.ConcatKernelOp(
+            [low.buffer(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
+        )
+    )
+
+
+def lower_transpose(low: Lowering, op: dt.TransposeOp) -> None:
+    low.add(
+        k.TransposeKernelOp(low.buffer(op.input), low.destination(op.result), op.perm.get_values())
+    )
+
+
+def lower_reshape(low: Lowering, op: dt.ReshapeOp) -> None:
+    view = low.add(k.ViewOp(low.buffer(op.input), tensor(op.result))).results[0]
+    low.buffers[op.result] = view
+    if op.result in low.destinations:
+        low.add(k.CopyOp(view, low.destinations[op.result]))
+        low.buffers[op.result] = low.destinations[op.result]
+
+
+def lower_constant(low: Lowering, op: dt.ConstantOp) -> None:
+    low.add(k.ConstantKernelOp(op.value, low.destination(op.result)))
+
+
+def lower_fill(low: Lowering, op: dt.FillOp) -> None:
+    low.add(k.FillKernelOp(op.value, low.destination(op.result)))
+
+
+def lower_update(low: Lowering, op: dt.UpdateOp) -> None:
+    if low.buffer(op.value) is not low.buffer(op.target):
+        low.deferred_copies.append((low.buffer(op.value), low.buffer(op.target)))
+
+
+def lower_await(low: Lowering, op: sched.AwaitOp) -> None:
+    buffer, done = low.futures[op.future]
+    low.wait(done)
+    low.buffers[op.result] = buffer
+
+
+def lower_wait(low: Lowering, op: sched.WaitOp) -> None:
+    for token in op.tokens:
+        low.wait(low.tokens[token])
 
 
 def lower_call(low: Lowering, op: func.CallOp) -> None:
@@ -857,7 +933,7 @@ class Outliner:
         after: Operation = f
         pending = {b.sym_name.data: b for b in early}
         placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
-        for op in [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]:
+        for op in [o for o in walk_outside_bodies(f) if is_a(o, k.NamedBodyOp)]:
             if not op.regions:
                 name = op.body_name()
                 if name is None:
@@ -963,8 +1039,8 @@ class ConvertToKernel(ModulePass):
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
             Rewriter.insert_op([lowered, *bodies], InsertPoint.after(f))
-            Rewriter.erase_op(f)
-            release(f)
+            f.detach()
+            release(f)  # isolated from above: nothing outside uses it, nor it anything outside
             if self.views:
                 view_in_place(lowered.body.blocks[0])
                 concat_in_place(lowered.body.blocks[0])

@@ -36,22 +36,34 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
-from ccopt.passes.common import release
+from ccopt.passes.common import is_a, release
+
+VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
 
 def storage(buffer: SSAValue) -> SSAValue:
     """The buffer whose bytes `buffer` is (through views)."""
-    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
-        buffer = buffer.owner.source
+    while is_a(buffer.owner, VIEWS):
+        buffer = buffer.owner.source  # type: ignore[union-attr]
     return buffer
+
+
+_WRITES: dict[type, int] = {}
+"""Per op class: 1 an elementwise kernel (writes its `outputs`), 2 another device op (writes
+its `out`, if it has one), 0 anything else."""
 
 
 def written(op: Operation) -> list[SSAValue]:
     """The buffers a device op writes."""
-    if isinstance(op, k.ElementwiseOp):
-        return list(op.outputs)
-    out = getattr(op, "out", None) if isinstance(op, k.DeviceOp) else None
-    return [out] if isinstance(out, SSAValue) else []
+    kind = _WRITES.get(type(op))
+    if kind is None:
+        kind = _WRITES[type(op)] = (
+            1 if isinstance(op, k.ElementwiseOp) else 2 if isinstance(op, k.DeviceOp) else 0
+        )
+    if kind == 1:
+        return list(op.outputs)  # type: ignore[attr-defined]
+    out = getattr(op, "out", None) if kind == 2 else None
+    return [out] if out is not None and is_a(out, SSAValue) else []
 
 
 def reads_strided(op: Operation, value: SSAValue) -> bool:
@@ -87,13 +99,11 @@ def ordered_after(writer: Operation, readers: list[Operation], position: dict) -
 
 def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
     """(source, destination, offsets) of a copy that a subview could replace."""
-    match op:
-        case k.SliceKernelOp():
-            return op.input, op.out, list(op.offsets.get_values())
-        case k.LocalBlockOp():
-            return op.input, op.out, [0] * k.tensor_of(op.out).rank
-        case _:
-            return None
+    if is_a(op, k.SliceKernelOp):
+        return op.input, op.out, list(op.offsets.get_values())  # type: ignore[attr-defined]
+    if is_a(op, k.LocalBlockOp):
+        return op.input, op.out, [0] * k.tensor_of(op.out).rank  # type: ignore[attr-defined]
+    return None
 
 
 def view_in_place(block: Block) -> int:
@@ -146,7 +156,7 @@ def concat_in_place(block: Block) -> int:
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     ops = list(block.ops)  # positions taken once: the rewrites below only move allocs up
     position: dict[Operation, float] = {o: i for i, o in enumerate(ops)}
-    for op in [o for o in ops if isinstance(o, k.ConcatKernelOp)]:
+    for op in [o for o in ops if is_a(o, k.ConcatKernelOp)]:
         writers = []
         for v in op.inputs:
             alloc = v.owner
@@ -216,7 +226,7 @@ def fold_fills(block: Block) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for fill in [o for o in block.ops if isinstance(o, k.FillKernelOp)]:
+    for fill in [o for o in block.ops if is_a(o, k.FillKernelOp)]:
         value = fill.out
         alloc = value.owner
         readers = {id(u.operation): u.operation for u in value.uses if u.operation is not fill}
