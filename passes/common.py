@@ -85,8 +85,8 @@ def release(ir: Operation | Region) -> None:
     `ir` must be erased or detached with its references dropped (no op outside it uses its
     values), or detached and self-contained (it uses no value from outside either: an isolated
     function, a scalar body), which needs no dropping: the uses inside it go with it (each op's
-    operands are cleared here, so no use is left pointing back at its op); nothing may use it
-    afterwards."""
+    operands and uses are cleared and unlinked here, so no use list or operand leads back to
+    its op); nothing may use it afterwards."""
     todo: list[Operation] = []
     regions: list[Region] = [ir] if isinstance(ir, Region) else []
     if isinstance(ir, Operation):
@@ -114,6 +114,8 @@ def release(ir: Operation | Region) -> None:
             regions.extend(o.regions)
             o.regions = ()
             o.results = empty
+            for use in o._operand_uses:  # pyright: ignore[reportPrivateUsage]
+                use._prev_use = use._next_use = None  # (a use list is doubly linked)
             o._operands = empty  # pyright: ignore[reportPrivateUsage]
             o._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
             forget_verification(o)  # its verification key holds its blocks and nested ops
