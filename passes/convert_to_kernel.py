@@ -11,8 +11,7 @@ writes into its destination:
   every kernel's body is then outlined: identical bodies become one module-level `kernel.body`
   that the kernels name (`body @name`, `outline_bodies`), so a model's repeated layers share
   them (kernels alike share one already while the function is lowered, and the L1 copies of
-  their bodies are freed then: the L1 and kernel forms of a function coexist while it is
-  lowered, the pipeline's peak memory);
+  their bodies are freed then);
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
@@ -24,6 +23,10 @@ writes into its destination:
   the staging of received chunks, planned like any buffer); backends run the algorithm;
 * `sched.execute` regions run on their stream between event record/wait pairs and
   `sched.await` waits on the compute stream: overlap schedules keep their concurrency;
+* the function is checked first (`check_function`: every refusal the lowering would make,
+  in its order), then lowered op by op, each L1 op freed once it and its readers are lowered
+  (`Lowering.done`): the L1 and kernel forms of a function no longer coexist in full (they
+  were the pipeline's peak memory), and a refused function is left whole;
 * calls stay calls: each callee is lowered once, its results become output buffers the caller
   passes, its updates write the operands' buffers (the caller's arguments), and a called
   function joins its streams before returning, so a call is one op of the compute stream.
@@ -63,7 +66,7 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.body import body_key, clone_body, walk_outside_bodies
+from ccopt.dialects.body import body_key, walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_a, is_elementwise, release
@@ -110,6 +113,7 @@ class Lowering:
     """State of lowering one function: buffers of L1 values, the block being filled, streams."""
 
     block: Block
+    source: Block | None = None  # the L1 function's block, whose ops are freed once lowered
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     destinations: dict[SSAValue, SSAValue] = field(default_factory=dict)
     futures: dict[SSAValue, tuple[SSAValue, SSAValue]] = field(default_factory=dict)
@@ -122,47 +126,37 @@ class Lowering:
     order: ProgramOrder = field(default_factory=ProgramOrder)
     algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
     bodies: BodyCache = field(default_factory=dict)  # scalar bodies of lone elementwise ops
-    moved_bodies: list[tuple[Region, Region]] = field(default_factory=list)
     names: BodyNames | None = None  # given: kernels computing alike share a body right away
     alike: dict[object, Region] = field(default_factory=dict)  # body -> its first kernel's region
     shared: dict[object, str] = field(default_factory=dict)  # body -> the name its kernels use
-    originals: dict[object, Region] = field(default_factory=dict)  # their L1 regions, until moved
-    dropped: list[tuple[Operation, Region]] = field(default_factory=list)  # for `restore`
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
-        """A region for the kernel that runs `op`'s body: empty until the function is lowered
-        (`move_bodies`), then holding `op`'s blocks. The L1 function is erased after lowering,
-        so its bodies move instead of being copied (copying them was a fifth of the pass); a
-        lowering that fails leaves the L1 function whole (`restore`).
+        """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
+        freed once lowered (`done`), so its body moves instead of being copied (copying bodies
+        was a fifth of the pass).
 
         A `shareable` body (its kernel may name a `kernel.body`) that an earlier op of the
         function computes alike (`body_key`) is not kept: its kernel gets the name that the
         first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
-        bodies are most of a model's L1 form (every layer, every overlap chunk repeats them),
-        and while the function is lowered its L1 and kernel forms coexist: the peak memory of
-        the pipeline. An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets
-        its kernel to name the same one."""
-        if isinstance(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:
+        bodies are most of a model's L1 form (every layer, every overlap chunk repeats them).
+        An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets its kernel to name
+        the same one."""
+        if is_a(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:  # type: ignore[attr-defined]
             return named
         source = op.regions[0]
         block = source.blocks.first
         key = body_key(block) if shareable and self.names and block is not None else None
-        if key is None:
-            region = Region()
-            self.moved_bodies.append((source, region))
-            return region
-        first = self.alike.get(key)
-        if first is None:
-            region = self.alike[key] = Region()
-            self.moved_bodies.append((source, region))
-            self.originals[key] = source
-            return region
-        released = Region()
-        source.move_blocks(released)
-        release(released)  # self-contained (it has a key): nothing to drop
-        forget_verification(op)  # its verification key held the released blocks
-        self.dropped.append((op, self.originals[key]))
-        return self.name_of(key)
+        if key is not None and key in self.alike:
+            released = Region()
+            source.move_blocks(released)
+            release(released)  # self-contained (it has a key): nothing to drop
+            forget_verification(op)  # its verification key held the released blocks
+            return self.name_of(key)
+        region = Region()
+        source.move_blocks(region)
+        if key is not None:
+            self.alike[key] = region
+        return region
 
     def name_of(self, key: object) -> str:
         name = self.shared.get(key)
@@ -172,13 +166,8 @@ class Lowering:
         return name
 
     def move_bodies(self) -> list[k.BodyOp]:
-        """Move the L1 bodies into their kernels; the bodies other kernels name become
-        `kernel.body` ops (returned, in the order named), their first kernel naming them too."""
-        for source, target in self.moved_bodies:
-            source.move_blocks(target)
-        self.moved_bodies.clear()
-        self.dropped.clear()
-        self.originals.clear()
+        """The bodies other kernels name become `kernel.body` ops (returned, in the order
+        named), their first kernel naming them too."""
         named = []
         for key, name in self.shared.items():
             region = self.alike[key]
@@ -189,12 +178,44 @@ class Lowering:
             named.append(k.BodyOp(name, region))
         return named
 
-    def restore(self) -> None:
-        """After a failed lowering: the L1 ops whose bodies were released get copies of the
-        alike bodies they were released for (`body_of`), so the L1 function is whole again."""
-        for op, original in self.dropped:
-            clone_body(original).move_blocks(op.regions[0])
-        self.dropped.clear()
+    def done(self, op: Operation) -> None:
+        """`op` is lowered: the L1 ops it read that nothing unlowered reads any more, and
+        `op` itself if nothing reads it, are freed (`free`), so that the L1 form of the
+        function shrinks while its kernel form grows (they coexisted: the pipeline's peak
+        memory). `op`'s uses are dropped first; updates keep theirs (the lowering of a later
+        call asks whether an update reads its operand: `read_after`), so what they read stays
+        until the end. Only a function that `check_op` accepted is lowered this way: nothing
+        can fail after the first op is freed."""
+        if type(op) is dt.UpdateOp:
+            return
+        producers: list[Operation] = []
+        for inner in walk_outside_bodies(op):
+            for value, use in zip(inner._operands, inner._operand_uses, strict=True):  # pyright: ignore[reportPrivateUsage]
+                value.remove_use(use)
+                owner = value.owner
+                if value.first_use is None and owner.parent is self.source:  # type: ignore[union-attr]
+                    producers.append(owner)  # type: ignore[arg-type]
+            inner._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+        for producer in [op, *producers]:
+            if producer.parent is not None and all(r.first_use is None for r in producer.results):
+                self.free(producer)
+
+    def free(self, op: Operation) -> None:
+        """Forget a lowered L1 op's values and release it (`release`)."""
+        for inner in walk_outside_bodies(op):
+            for r in inner.results:
+                self.buffers.pop(r, None)
+                self.destinations.pop(r, None)
+                self.futures.pop(r, None)
+                self.tokens.pop(r, None)
+            for region in inner.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        self.buffers.pop(arg, None)
+        self.order.forget([op])
+        assert self.source is not None
+        self.source.detach_op(op)
+        release(op)
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -689,10 +710,7 @@ def lower_call(low: Lowering, op: func.CallOp) -> None:
     for its results (the callee writes them, as it writes its updates into the operands'
     buffers). An updated operand that the caller still reads afterwards is saved first: at L1
     the caller's later reads see the value from before the call."""
-    if low.stream != sched.COMPUTE_STREAM:
-        raise OpError(op, "a call inside a region on another stream is not lowered")
-    require_tensors(op, op.arguments, "operand", "passed to a call")
-    require_tensors(op, op.results, "result", "returned by a call")
+    check_call_site(low, op)
     operands = [low.buffer(v) for v in op.arguments]
     assert low.calls is not None
     for i in low.calls.updated_operands(op):
@@ -704,6 +722,13 @@ def lower_call(low: Lowering, op: func.CallOp) -> None:
             low.buffers[operand] = saved
     outs = [low.destination(r) for r in op.results]
     low.add(func.CallOp(op.callee, [*operands, *outs], []))
+
+
+def check_call_site(low: Lowering, op: func.CallOp) -> None:
+    if low.stream != sched.COMPUTE_STREAM:
+        raise OpError(op, "a call inside a region on another stream is not lowered")
+    require_tensors(op, op.arguments, "operand", "passed to a call")
+    require_tensors(op, op.results, "result", "returned by a call")
 
 
 def read_after(low: Lowering, operand: SSAValue, call: func.CallOp) -> bool:
@@ -763,6 +788,73 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
         else:
             lower_op(low, inner)
     low.stream = issuing
+
+
+# --- checking before lowering ---------------------------------------------------------------
+
+
+def check_function(f: func.FuncOp, calls: dt.CallUpdates) -> None:
+    """Raise the OpError that lowering `f` would raise, before anything is lowered: lowering
+    frees each L1 op once it is lowered (`Lowering.done`), so a refusal met halfway could no
+    longer leave the function whole. The checks are the lowering's own, in its order (ops in
+    program order, regions' ops where their region is lowered), so the first refusal is the
+    one lowering would have made."""
+    block = f.body.blocks[0]
+    low = Lowering(Block(), calls=calls)
+    for op in block.ops:
+        if type(op) is not func.ReturnOp:
+            check_op(low, op)
+
+
+def check_op(low: Lowering, op: Operation) -> None:
+    """What lowering `op` would refuse (`lowering_of`)."""
+    lowering = _LOWERINGS.get(type(op))
+    if lowering is None:
+        lowering = _LOWERINGS[type(op)] = lowering_of(op)
+    check = _CHECKS.get(lowering)
+    if check is not None:
+        check(low, op)
+
+
+def check_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
+    if ALGORITHM_ATTRIBUTE in op.attributes:
+        found = _chosen(op)
+        assert found is not None
+        fused_groups(op, found.algorithm())
+
+
+def check_collective(low: Lowering, op: coll.CollectiveOp) -> None:
+    _chosen(op)
+
+
+def check_call(low: Lowering, op: func.CallOp) -> None:
+    check_call_site(low, op)
+    assert low.calls is not None
+    for i in low.calls.updated_operands(op):
+        read_after(low, op.arguments[i], op)
+
+
+def check_execute(low: Lowering, op: sched.ExecuteOp) -> None:
+    require_tensors(op, op.inputs, "input", "passed to a region")
+    issuing, low.stream = low.stream, op.stream.value.data
+    block = op.body.blocks.first
+    assert block is not None
+    for inner in block.ops:
+        if isinstance(inner, sched.YieldOp):
+            require_tensors(inner, inner.values, "value", "yielded")
+        else:
+            check_op(low, inner)
+    low.stream = issuing
+
+
+_CHECKS: dict[Lower, Lower] = {
+    no_lowering: no_lowering,
+    lower_fused_all_reduce: check_fused_all_reduce,
+    lower_collective: check_collective,
+    lower_call: check_call,
+    lower_execute: check_execute,
+}
+"""Per lowering, the checks that raise its refusals (`check_op`); the others refuse nothing."""
 
 
 # --- functions ---------------------------------------------------------------------------------
@@ -845,7 +937,9 @@ def lower_function(
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
     call is one op of the caller's compute stream (`ccopt.streams`). With `names`, kernels
-    that compute alike share their body as they are made (`Lowering.body_of`)."""
+    that compute alike share their body as they are made (`Lowering.body_of`). `f` must have
+    passed `check_function`: its L1 ops are freed as they are lowered (`Lowering.done`), and
+    what is left of it afterwards is for the caller to erase."""
     old = f.body.blocks[0]
     returned = old.last_op
     assert isinstance(returned, func.ReturnOp)
@@ -857,18 +951,18 @@ def lower_function(
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, calls=calls, names=names)
+    low = Lowering(block, source=old, calls=calls, names=names)
     low.buffers.update(zip(old.args, block.args, strict=False))
     low.destinations, _ = plan_destinations(f, outputs, low.buffers)
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
-    try:
-        for op in old.ops:
-            if not isinstance(op, func.ReturnOp):
-                lower_op(low, op)
-        finish(low, returned, outputs, join=called)
-    except BaseException:
-        low.restore()
-        raise
+    op = old.first_op
+    while op is not None:
+        following = op.next_op  # (`done` may free `op`)
+        if type(op) is not func.ReturnOp:
+            lower_op(low, op)
+            low.done(op)
+        op = following
+    finish(low, returned, outputs, join=called)
     bodies = low.move_bodies()
     release_bodies(low.bodies)
     block.add_op(func.ReturnOp())
@@ -990,18 +1084,6 @@ class Outliner:
                 release(o)
 
 
-def collect_garbage() -> None:
-    """One full garbage collection before the kernel level is built. The L1 function and its
-    kernel-level form coexist until the function is lowered - the pipeline's peak - and a
-    compiler run collects rarely (`ccopt.tools.batch_gc`): the cyclic garbage earlier passes
-    and their verifications left (erased ops, closures) was still there on top of both, a
-    third of the peak at 400 Megatron blocks. One collection costs about a tenth of this
-    pass."""
-    import gc
-
-    gc.collect()
-
-
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
@@ -1021,7 +1103,6 @@ class ConvertToKernel(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        collect_garbage()
         functions = [o for o in op.ops if isinstance(o, func.FuncOp)]
         calls = dt.CallUpdates(op)
         bodies = {f.sym_name.data for f in functions if f.body.blocks}
@@ -1030,6 +1111,8 @@ class ConvertToKernel(ModulePass):
                 raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
         for f in [f for f in functions if f.body.blocks]:
             check_signature(f)
+        for f in [f for f in functions if f.body.blocks]:
+            check_function(f, calls)  # every refusal before anything is lowered
         names = BodyNames(op)
         outliner = Outliner(op)
         for f in [f for f in functions if f.body.blocks]:
