@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -188,31 +188,40 @@ class Lowering:
         can fail after the first op is freed."""
         if type(op) is dt.UpdateOp:
             return
+        source = self.source
         producers: list[Operation] = []
-        for inner in walk_outside_bodies(op):
-            for value, use in zip(inner._operands, inner._operand_uses, strict=True):  # pyright: ignore[reportPrivateUsage]
+        for inner in walk_outside_bodies(op) if op.regions else (op,):
+            uses = inner._operand_uses  # pyright: ignore[reportPrivateUsage]
+            if not uses:
+                continue
+            for value, use in zip(inner._operands, uses, strict=True):  # pyright: ignore[reportPrivateUsage]
                 value.remove_use(use)
-                owner = value.owner
-                if value.first_use is None and owner.parent is self.source:  # type: ignore[union-attr]
-                    producers.append(owner)  # type: ignore[arg-type]
+                if value.first_use is None and type(value) is OpResult:
+                    owner = value.op
+                    if owner.parent is source:
+                        producers.append(owner)
             inner._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
         for producer in [op, *producers]:
             if producer.parent is not None and all(r.first_use is None for r in producer.results):
                 self.free(producer)
 
     def free(self, op: Operation) -> None:
-        """Forget a lowered L1 op's values and release it (`release`)."""
-        for inner in walk_outside_bodies(op):
+        """Forget a lowered L1 op's values and release it (`release`). (Destinations keep
+        theirs: a few results and updated values.)"""
+        buffers = self.buffers
+        for inner in walk_outside_bodies(op) if op.regions else (op,):
             for r in inner.results:
-                self.buffers.pop(r, None)
-                self.destinations.pop(r, None)
-                self.futures.pop(r, None)
-                self.tokens.pop(r, None)
+                buffers.pop(r, None)
             for region in inner.regions:
                 for block in region.blocks:
                     for arg in block.args:
-                        self.buffers.pop(arg, None)
-        self.order.forget([op])
+                        buffers.pop(arg, None)
+        if type(op) is sched.ExecuteOp:
+            for r in op.results:
+                self.futures.pop(r, None)
+                self.tokens.pop(r, None)
+        if self.order.position:
+            self.order.forget([op])
         assert self.source is not None
         self.source.detach_op(op)
         release(op)
