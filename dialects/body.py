@@ -404,20 +404,25 @@ def body_key(block: Block) -> tuple | None:
     properties and attributes. Bodies with equal keys compute the same thing (value names aside),
     so kernels may share one (`kernel.body`). None for a body that reads an outside value or
     nests regions: it is not a self-contained straight-line body."""
-    numbers: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
+    # values by `id` (they hash in Python code); every value numbered is alive meanwhile
+    numbers: dict[int, int] = {id(arg): i for i, arg in enumerate(block.args)}
     parts: list[object] = [tuple(block.arg_types)]
     for op in block.ops:
-        if op.regions or op.successors or any(v not in numbers for v in op.operands):
+        if op.regions or op._successors:  # pyright: ignore[reportPrivateUsage]
+            return None
+        try:
+            operands = tuple([numbers[id(v)] for v in op._operands])  # pyright: ignore[reportPrivateUsage]
+        except KeyError:
             return None
         parts.append(
             (
                 op.name,
-                tuple(numbers[v] for v in op.operands),
-                tuple(r.type for r in op.results),
+                operands,
+                tuple([r.type for r in op.results]),
                 tuple(op.properties.items()),  # in insertion order: two orders of one set
                 tuple(op.attributes.items()),  # only miss a sharing, never make a wrong one
             )
         )
         for r in op.results:
-            numbers[r] = len(numbers)
+            numbers[id(r)] = len(numbers)
     return tuple(parts)

@@ -29,6 +29,8 @@ produced).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -82,16 +84,17 @@ def reads_strided(op: Operation, value: SSAValue) -> bool:
             return False
 
 
-def ordered_after(writer: Operation, readers: list[Operation], position: dict) -> bool:
+def ordered_after(writer: Operation, readers: list[Operation], position: dict[int, int]) -> bool:
     """`writer` surely runs after every reader: issued later on the same stream (readers that
-    are views themselves are checked through their own readers when they are made)."""
-    stream = writer.stream_index() if isinstance(writer, k.DeviceOp) else None
+    are views themselves are checked through their own readers when they are made).
+    `position`: program positions by `id`."""
+    stream = writer.stream_index() if is_a(writer, k.DeviceOp) else None
     return all(
-        isinstance(r, k.SubviewOp)
+        is_a(r, k.SubviewOp)
         or (
-            isinstance(r, k.DeviceOp)
-            and r.stream_index() == stream
-            and position.get(r, len(position)) < position[writer]
+            is_a(r, k.DeviceOp)
+            and r.stream_index() == stream  # type: ignore[attr-defined]
+            and position.get(id(r), len(position)) < position[id(writer)]
         )
         for r in readers
     )
@@ -110,11 +113,13 @@ def view_in_place(block: Block) -> int:
     """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
     Walks backwards so that a slice of a slice is seen after its readers became views."""
     ops = list(block.ops)
-    position = {op: i for i, op in enumerate(ops)}
-    writers: dict[SSAValue, list[Operation]] = {}  # storage -> the ops writing it
-    for op in ops:
+    position = {id(op): i for i, op in enumerate(ops)}  # (ops hash in Python code)
+    writers: dict[SSAValue, tuple[list[int], list[Operation]]] = {}  # storage -> its writers
+    for i, op in enumerate(ops):
         for v in written(op):
-            writers.setdefault(storage(v), []).append(op)
+            at, by = writers.setdefault(storage(v), ([], []))
+            at.append(i)
+            by.append(op)
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     for op in reversed(ops):
@@ -128,7 +133,8 @@ def view_in_place(block: Block) -> int:
         readers = [u.operation for u in dest.uses if u.operation is not op]
         if not all(reads_strided(r, dest) for r in readers):
             continue
-        later = [w for w in writers.get(storage(source), []) if position.get(w, -1) > position[op]]
+        at, by = writers.get(storage(source), ((), ()))
+        later = by[bisect_right(at, position[id(op)]) :]  # (positions ascend)
         if not all(ordered_after(w, readers, position) for w in later):
             continue  # the source changes while a reader may still need the old values
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
@@ -146,7 +152,7 @@ def view_in_place(block: Block) -> int:
 
 
 def uses_storage(op: Operation, root: SSAValue) -> bool:
-    return any(storage(v) is root for v in op.operands)
+    return any(storage(v) is root for v in op._operands)  # pyright: ignore[reportPrivateUsage]
 
 
 def concat_in_place(block: Block) -> int:
