@@ -363,17 +363,18 @@ def walk_outside_bodies(root: Operation) -> Iterator[Operation]:
     holding one are visited, their arith/math ops (`check_body` allows nothing else: no calls,
     updates, functions or regions) are not. Those bodies are most of a fused model's ops, and
     passes looking for calls or updates walked them all."""
-    stack = [root]
-    while stack:
-        op = stack.pop()
-        yield op
-        if op.regions and not holds_body(op):
-            nested: list[Operation] = []
-            for region in op.regions:
-                for block in region.blocks:
-                    nested.extend(block.ops)
-            nested.reverse()
-            stack.extend(nested)
+    yield root
+    if root.regions and not holds_body(root):
+        for region in root.regions:
+            for block in region.blocks:
+                op = block._first_op  # pyright: ignore[reportPrivateUsage]
+                while op is not None:
+                    following = op._next_op  # pyright: ignore[reportPrivateUsage]
+                    if op.regions and not holds_body(op):
+                        yield from walk_outside_bodies(op)
+                    else:
+                        yield op
+                    op = following
 
 
 def clone_body(body: Region) -> Region:
