@@ -36,8 +36,8 @@ def stream_of(op: Operation) -> int | None:
     device = _DEVICE_KINDS.get(kind)
     if device is None:
         device = _DEVICE_KINDS[kind] = issubclass(kind, k.DeviceOp)
-    if device:
-        return op.stream_index()  # type: ignore[attr-defined]
+    if device:  # (`stream_index`, without the property's descriptor)
+        return op.properties["stream"].value.data  # type: ignore[attr-defined]
     if op.name == CALL:
         return 0  # sched.COMPUTE_STREAM
     return None
@@ -109,7 +109,7 @@ class BufferLife:
         size is a mesh lookup and a local shape)."""
         from ccopt.dialects.dtensor import lookup_mesh
 
-        buffer_type = self.alloc.result.type
+        buffer_type = self.alloc.results[0].type
         if sizes is not None and (known := sizes.get(buffer_type)) is not None:
             return known
         t = k.tensor_of(self.alloc.result)
@@ -171,6 +171,14 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
     return list(unique.values()), positions
 
 
+def dead(life: BufferLife, position: int, clock: dict[int, int]) -> bool:
+    """`life.dead_before(op, order, position)`, given `op`'s clock (`StreamOrder.clock`)."""
+    return life.escapes is None and (
+        life.first is None
+        or (life.last < position and all(clock.get(s, 0) > i for s, i in life.last_on.items()))
+    )
+
+
 class LiveBuffers:
     """The placed buffers that may still be in use, asked at the first writers of new buffers
     in program order. A buffer leaves once it is dead before the next op of every stream, so
@@ -198,10 +206,10 @@ class LiveBuffers:
             if i < len(at):
                 upcoming.append((self.ops[stream][i], at[i]))
         order = self.order
-        self.placed = [
-            p for p in self.placed if not all(p[0].dead_before(n, order, at) for n, at in upcoming)
-        ]
-        return [p for p in self.placed if not p[0].dead_before(op, order, position)]
+        clocks = [(at, order.clock(n)) for n, at in upcoming]  # (asked of every placed buffer)
+        self.placed = [p for p in self.placed if not all(dead(p[0], at, c) for at, c in clocks)]
+        clock = order.clock(op)
+        return [p for p in self.placed if not dead(p[0], position, clock)]
 
     def add(self, life: BufferLife, start: int, stop: int) -> None:
         self.placed.append((life, start, stop))
