@@ -857,7 +857,7 @@ def _nccl_format(extra: str = "") -> str:
 def _nccl_init(
     op: NcclOp, input: SSAValue, out: SSAValue, axes: Sequence[str], stream: int, **props: Attribute
 ) -> None:
-    IRDLOperation.__init__(
+    init_op(
         op,
         operands=[input, out, []],
         properties={**_stream(stream), "axes": MeshAxesAttr(axes), **props},

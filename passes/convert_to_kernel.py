@@ -67,6 +67,7 @@ from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
 from ccopt.dialects.body import body_key, walk_outside_bodies
+from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.passes.common import ProgramOrder, is_a, is_elementwise, release
@@ -485,9 +486,8 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
     scratch = algorithm_workspace(low, op)
     out = low.destination(op.result)
     props = {k_: v for k_, v in op.properties.items() if k_ not in ("algorithm", "chunks")}
-    call = k.NCCL_OPS[type(op)].create(
-        operands=[low.buffer(op.input), out, *([] if scratch is None else [scratch])],
-        properties=props,
+    call = build_op(
+        k.NCCL_OPS[type(op)], operands=[low.buffer(op.input), out, scratch], properties=props
     )
     if ALGORITHM_ATTRIBUTE in op.attributes:
         call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
