@@ -38,6 +38,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
+from ccopt.dialects.construct import op_shape
 from ccopt.passes.common import is_a, release
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
@@ -51,20 +52,34 @@ def storage(buffer: SSAValue) -> SSAValue:
 
 
 _WRITES: dict[type, int] = {}
-"""Per op class: 1 an elementwise kernel (writes its `outputs`), 2 another device op (writes
-its `out`, if it has one), 0 anything else."""
+"""Per op class: -1 an elementwise kernel (writes its `outputs`), -2 another device op
+(writes its `out`, if it has one), -3 anything else; >= 0: a device op whose `out` is always
+that operand (every operand definition before it is single: read without IRDL's descriptor)."""
+
+
+def _writes(op: Operation) -> int:
+    if isinstance(op, k.ElementwiseOp):
+        return -1
+    if not isinstance(op, k.DeviceOp):
+        return -3
+    shape = op_shape(type(op))
+    names = [name for name, _ in type(op).get_irdl_definition().operands]
+    if shape is None or "out" not in names:
+        return -2
+    at = names.index("out")
+    return at if not any(shape.operands[: at + 1]) else -2
 
 
 def written(op: Operation) -> list[SSAValue]:
     """The buffers a device op writes."""
     kind = _WRITES.get(type(op))
     if kind is None:
-        kind = _WRITES[type(op)] = (
-            1 if isinstance(op, k.ElementwiseOp) else 2 if isinstance(op, k.DeviceOp) else 0
-        )
-    if kind == 1:
+        kind = _WRITES[type(op)] = _writes(op)
+    if kind >= 0:
+        return [op._operands[kind]]  # pyright: ignore[reportPrivateUsage]
+    if kind == -1:
         return list(op.outputs)  # type: ignore[attr-defined]
-    out = getattr(op, "out", None) if kind == 2 else None
+    out = getattr(op, "out", None) if kind == -2 else None
     return [out] if out is not None and is_a(out, SSAValue) else []
 
 
@@ -100,6 +115,10 @@ def ordered_after(writer: Operation, readers: list[Operation], position: dict[in
     )
 
 
+COPIES = k.SliceKernelOp | k.LocalBlockOp
+"""The copies a subview may replace (`box_of`)."""
+
+
 def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
     """(source, destination, offsets) of a copy that a subview could replace."""
     if is_a(op, k.SliceKernelOp):
@@ -122,10 +141,9 @@ def view_in_place(block: Block) -> int:
             by.append(op)
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for op in reversed(ops):
+    for op in reversed([o for o in ops if is_a(o, COPIES)]):
         found = box_of(op)
-        if found is None:
-            continue
+        assert found is not None
         source, dest, offsets = found
         alloc = dest.owner
         if not isinstance(alloc, k.AllocOp) or alloc.parent_block() is not block:
