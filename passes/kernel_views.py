@@ -179,7 +179,7 @@ def concat_in_place(block: Block) -> int:
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     ops = list(block.ops)  # positions taken once: the rewrites below only move allocs up
-    position: dict[Operation, float] = {o: i for i, o in enumerate(ops)}
+    position: dict[int, float] = {id(o): i for i, o in enumerate(ops)}  # (by id: ops hash slowly)
     for op in [o for o in ops if is_a(o, k.ConcatKernelOp)]:
         writers = []
         for v in op.inputs:
@@ -198,7 +198,7 @@ def concat_in_place(block: Block) -> int:
             writers.append(writer[0])
         else:
             # the earliest chunk alloc
-            first = min((v.owner for v in op.inputs), key=position.__getitem__)  # type: ignore[arg-type]
+            first = min((v.owner for v in op.inputs), key=lambda o: position[id(o)])
             if not free_between(ops, position, first, op, storage(op.out)):  # type: ignore[arg-type]
                 continue
             dim = op.dim.value.data % k.tensor_of(op.out).rank
@@ -224,7 +224,7 @@ def concat_in_place(block: Block) -> int:
 
 def free_between(
     ops: list[Operation],
-    position: dict[Operation, float],
+    position: dict[int, float],
     first: Operation,
     last: Operation,
     root: SSAValue,
@@ -232,17 +232,17 @@ def free_between(
     """No op from `first` to `last` (exclusive) touches the storage `root`; `root` is then
     defined before `first` (where the views go), its alloc moved up if need be. `ops` and
     `position` are the block's order when the rewrites began (a moved alloc's position is
-    updated), so each check costs the span it looks at, not the block."""
-    a, b = int(position[first]), int(position[last])
+    updated; both by `id`), so each check costs the span it looks at, not the block."""
+    a, b = int(position[id(first)]), int(position[id(last)])
     if any(uses_storage(o, root) for o in ops[a:b] if o.parent is not None):
         return False
     owner = root.owner
-    if isinstance(owner, Operation) and position.get(owner, -1) > position[first]:
+    if isinstance(owner, Operation) and position.get(id(owner), -1) > position[id(first)]:
         if not isinstance(owner, k.AllocOp):
             return False
         owner.detach()  # an alloc only names bytes: declare it before the chunks
         Rewriter.insert_op(owner, InsertPoint.before(first))
-        position[owner] = position[first] - 0.5
+        position[id(owner)] = position[id(first)] - 0.5
     return True
 
 
