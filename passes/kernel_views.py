@@ -44,10 +44,13 @@ from ccopt.passes.common import is_a, release
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
 
+_VIEW_CLASSES = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})  # (VIEWS, no subclasses)
+
+
 def storage(buffer: SSAValue) -> SSAValue:
     """The buffer whose bytes `buffer` is (through views)."""
-    while is_a(buffer.owner, VIEWS):
-        buffer = buffer.owner.source  # type: ignore[union-attr]
+    while type(owner := buffer.owner) in _VIEW_CLASSES:
+        buffer = owner._operands[0]  # type: ignore[union-attr] # its source
     return buffer
 
 
@@ -234,8 +237,9 @@ def free_between(
     `position` are the block's order when the rewrites began (a moved alloc's position is
     updated; both by `id`), so each check costs the span it looks at, not the block."""
     a, b = int(position[id(first)]), int(position[id(last)])
-    if any(uses_storage(o, root) for o in ops[a:b] if o.parent is not None):
-        return False
+    for o in ops[a:b]:
+        if o.parent is not None and uses_storage(o, root):
+            return False
     owner = root.owner
     if isinstance(owner, Operation) and position.get(id(owner), -1) > position[id(first)]:
         if not isinstance(owner, k.AllocOp):
