@@ -128,8 +128,10 @@ class Lowering:
     algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
     bodies: BodyCache = field(default_factory=dict)  # scalar bodies of lone elementwise ops
     names: BodyNames | None = None  # given: kernels computing alike share a body right away
-    alike: dict[object, Region] = field(default_factory=dict)  # body -> its first kernel's region
-    shared: dict[object, str] = field(default_factory=dict)  # body -> the name its kernels use
+    # body -> [its first kernel's region, the name its kernels use once another one is alike]
+    # (one lookup per kernel: a body's key is a deep tuple, hashed anew each time)
+    alike: dict[object, list] = field(default_factory=dict)
+    shared: list[list] = field(default_factory=list)  # the entries of `alike` named, in order
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -147,31 +149,32 @@ class Lowering:
         source = op.regions[0]
         block = source.blocks.first
         key = body_key(block) if shareable and self.names and block is not None else None
-        if key is not None and key in self.alike:
+        entry = self.alike.get(key) if key is not None else None
+        if entry is not None:
             released = Region()
             source.move_blocks(released)
             release(released)  # self-contained (it has a key): nothing to drop
             forget_verification(op)  # its verification key held the released blocks
-            return self.name_of(key)
+            return self.name_of(entry)
         region = Region()
         source.move_blocks(region)
         if key is not None:
-            self.alike[key] = region
+            self.alike[key] = [region, None]
         return region
 
-    def name_of(self, key: object) -> str:
-        name = self.shared.get(key)
-        if name is None:
+    def name_of(self, entry: list) -> str:
+        """The name the kernels computing like `entry`'s first kernel use (`alike`)."""
+        if entry[1] is None:
             assert self.names is not None
-            name = self.shared[key] = self.names.fresh()
-        return name
+            entry[1] = self.names.fresh()
+            self.shared.append(entry)
+        return entry[1]
 
     def move_bodies(self) -> list[k.BodyOp]:
         """The bodies other kernels name become `kernel.body` ops (returned, in the order
         named), their first kernel naming them too."""
         named = []
-        for key, name in self.shared.items():
-            region = self.alike[key]
+        for region, name in self.shared:
             kernel = region.parent
             assert isinstance(kernel, k.NamedBodyOp)
             kernel.detach_region(region)
@@ -345,10 +348,12 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
         body: Region | str = build_body([op], inputs, yields, cache=low.bodies)
     else:
         key = ("lone", body_signature([op], inputs, yields))
-        if key in low.alike:
-            body = low.name_of(key)
+        entry = low.alike.get(key)
+        if entry is not None:
+            body = low.name_of(entry)
         else:  # the first kernel computing it: a copy of the body (`build_body`)
-            body = low.alike[key] = build_body([op], inputs, yields, cache=low.bodies)
+            body = build_body([op], inputs, yields, cache=low.bodies)
+            low.alike[key] = [body, None]
     out = low.destination(op.results[0])
     low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
 
