@@ -93,7 +93,7 @@ class StreamOrder:
         return (own if stream == s else self.others[op].get(stream, 0)) > index
 
 
-@dataclass
+@dataclass(slots=True)  # (one per buffer: a lowered model has thousands)
 class BufferLife:
     """A workspace buffer (a `kernel.alloc`) and the device ops that touch it."""
 
@@ -136,13 +136,12 @@ _VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
 
 def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[int, int]]:
     """The life of every alloc of `block` (views count as their buffer), in allocation order,
-    and every op's program position (by `id`: values and ops hash in Python code, and this
-    walk looks up every operand of every op)."""
+    and the program position of every op but allocs and views (by `id`: values and ops hash in
+    Python code, and this walk looks up every operand of every op)."""
     lives: dict[int, BufferLife] = {}  # id(value) -> its buffer's life
     positions: dict[int, int] = {}
     place = order.place
     for position, op in enumerate(block.ops):
-        positions[id(op)] = position
         kind = type(op)
         if kind is k.AllocOp:
             lives[id(op.results[0])] = BufferLife(op)  # type: ignore[arg-type]
@@ -150,7 +149,8 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
             life = lives.get(id(op.source))  # type: ignore[attr-defined]
             if life is not None:
                 lives[id(op.results[0])] = life
-        else:
+        else:  # (only these are asked their position: allocs and views are not)
+            positions[id(op)] = position
             touched: list[BufferLife] = []
             for v in op._operands:  # pyright: ignore[reportPrivateUsage]
                 life = lives.get(id(v))
