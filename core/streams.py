@@ -36,43 +36,64 @@ def stream_of(op: Operation) -> int | None:
     device = _DEVICE_KINDS.get(kind)
     if device is None:
         device = _DEVICE_KINDS[kind] = issubclass(kind, k.DeviceOp)
-    if device:
-        return op.stream_index()  # type: ignore[attr-defined]
+    if device:  # (`stream_index`, without the property's descriptor)
+        return op.properties["stream"].value.data  # type: ignore[attr-defined]
     if op.name == CALL:
         return 0  # sched.COMPUTE_STREAM
     return None
 
 
 class StreamOrder:
-    """Happens-before between the device ops of one block (vector clocks)."""
+    """Happens-before between the device ops of one block (vector clocks).
+
+    An op's clock is how many ops of each stream are known complete when it starts: its own
+    stream's count is its index there (`place`), the other streams' counts change only at an
+    `event_wait`, so consecutive ops of a stream share one dict of them (`others`), copied
+    when a wait changes it: a lowered model has tens of thousands of device ops, and a dict per
+    op was most of plan-memory's memory."""
 
     def __init__(self, ops: Iterable[Operation]):
         self.place: dict[Operation, tuple[int, int]] = {}  # op -> (stream, index on it)
-        self.clock: dict[Operation, dict[int, int]] = {}  # op -> stream -> ops complete before
+        self.others: dict[Operation, dict[int, int]] = {}  # op -> other stream -> complete
         issued: dict[int, int] = {}
-        known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume
+        known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume of others
         events: dict[SSAValue, dict[int, int]] = {}
         for op in ops:
             s = stream_of(op)
             if s is None:
                 continue
-            clock = known.setdefault(s, {})
-            clock[s] = issued.get(s, 0)  # a stream runs its ops in order
-            if isinstance(op, k.EventWaitOp):
-                for t, n in events.get(op.event, {}).items():
-                    clock[t] = max(clock.get(t, 0), n)
-            self.place[op] = (s, clock[s])
-            self.clock[op] = dict(clock)
-            issued[s] = clock[s] + 1
-            if isinstance(op, k.EventRecordOp):
-                events[op.event] = {**clock, s: issued[s]}
+            own = issued.get(s, 0)  # a stream runs its ops in order
+            others = known.get(s)
+            if others is None:
+                others = known[s] = {}
+            kind = type(op)
+            if kind is k.EventWaitOp:
+                seen = events.get(op.event)  # type: ignore[attr-defined]
+                if seen:
+                    others = known[s] = dict(others)  # (earlier ops keep the old one)
+                    for t, n in seen.items():
+                        if t == s:
+                            own = max(own, n)
+                        else:
+                            others[t] = max(others.get(t, 0), n)
+            self.place[op] = (s, own)
+            self.others[op] = others
+            issued[s] = own + 1
+            if kind is k.EventRecordOp:
+                events[op.event] = {**others, s: issued[s]}  # type: ignore[attr-defined]
+
+    def clock(self, op: Operation) -> dict[int, int]:
+        """Per stream, how many of its ops are known complete when `op` starts."""
+        s, own = self.place[op]
+        return {**self.others[op], s: own}
 
     def before(self, stream: int, index: int, op: Operation) -> bool:
         """Whether the `index`-th op of `stream` has completed when `op` starts."""
-        return self.clock[op].get(stream, 0) > index
+        s, own = self.place[op]
+        return (own if stream == s else self.others[op].get(stream, 0)) > index
 
 
-@dataclass
+@dataclass(slots=True)  # (one per buffer: a lowered model has thousands)
 class BufferLife:
     """A workspace buffer (a `kernel.alloc`) and the device ops that touch it."""
 
@@ -88,7 +109,7 @@ class BufferLife:
         size is a mesh lookup and a local shape)."""
         from ccopt.dialects.dtensor import lookup_mesh
 
-        buffer_type = self.alloc.result.type
+        buffer_type = self.alloc.results[0].type
         if sizes is not None and (known := sizes.get(buffer_type)) is not None:
             return known
         t = k.tensor_of(self.alloc.result)
@@ -110,29 +131,52 @@ class BufferLife:
         )
 
 
-def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[Operation, int]]:
+_VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
+
+
+def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[int, int]]:
     """The life of every alloc of `block` (views count as their buffer), in allocation order,
-    and every op's program position."""
-    lives: dict[SSAValue, BufferLife] = {}
-    positions: dict[Operation, int] = {}
+    and the program position of every op but allocs and views (by `id`: values and ops hash in
+    Python code, and this walk looks up every operand of every op)."""
+    lives: dict[int, BufferLife] = {}  # id(value) -> its buffer's life
+    positions: dict[int, int] = {}
+    place = order.place
     for position, op in enumerate(block.ops):
-        positions[op] = position
-        if isinstance(op, k.AllocOp):
-            lives[op.result] = BufferLife(op)
-        elif isinstance(op, k.ViewOp | k.BlockViewOp | k.SubviewOp):
-            if op.source in lives:
-                lives[op.result] = lives[op.source]
-        else:
-            for life in {id(lives[v]): lives[v] for v in op.operands if v in lives}.values():
-                if stream_of(op) is None:
+        kind = type(op)
+        if kind is k.AllocOp:
+            lives[id(op.results[0])] = BufferLife(op)  # type: ignore[arg-type]
+        elif kind in _VIEWS:
+            life = lives.get(id(op.source))  # type: ignore[attr-defined]
+            if life is not None:
+                lives[id(op.results[0])] = life
+        else:  # (only these are asked their position: allocs and views are not)
+            positions[id(op)] = position
+            touched: list[BufferLife] = []
+            for v in op._operands:  # pyright: ignore[reportPrivateUsage]
+                life = lives.get(id(v))
+                if life is not None and all(life is not t for t in touched):
+                    touched.append(life)
+            if not touched:
+                continue
+            if stream_of(op) is None:
+                for life in touched:
                     life.escapes = life.escapes or op
-                    continue
+                continue
+            stream, index = place[op]
+            for life in touched:
                 life.first = life.first or op
                 life.last = position
-                stream, index = order.place[op]
                 life.last_on[stream] = index
     unique = {id(life): life for life in lives.values()}
     return list(unique.values()), positions
+
+
+def dead(life: BufferLife, position: int, clock: dict[int, int]) -> bool:
+    """`life.dead_before(op, order, position)`, given `op`'s clock (`StreamOrder.clock`)."""
+    return life.escapes is None and (
+        life.first is None
+        or (life.last < position and all(clock.get(s, 0) > i for s, i in life.last_on.items()))
+    )
 
 
 class LiveBuffers:
@@ -140,32 +184,32 @@ class LiveBuffers:
     in program order. A buffer leaves once it is dead before the next op of every stream, so
     the set stays as small as what is really live."""
 
-    def __init__(self, block: Block, order: StreamOrder, positions: dict[Operation, int]):
+    def __init__(self, order: StreamOrder, positions: dict[int, int]):
         self.order, self.positions = order, positions
-        self.streams: dict[int, list[Operation]] = {}
-        for op in block.ops:
-            if op in order.place:
-                self.streams.setdefault(order.place[op][0], []).append(op)
+        self.streams: dict[int, list[int]] = {}  # stream -> its ops' positions, in order
+        self.ops: dict[int, list[Operation]] = {}  # stream -> its ops
+        for op, (stream, _) in order.place.items():  # (in program order)
+            self.streams.setdefault(stream, []).append(positions[id(op)])
+            self.ops.setdefault(stream, []).append(op)
         self.cursor = dict.fromkeys(self.streams, 0)
         self.placed: list[tuple[BufferLife, int, int]] = []  # life, first byte, end byte
 
     def in_use_at(self, op: Operation) -> list[tuple[BufferLife, int, int]]:
         """The placed buffers that `op` (a first writer) must not overwrite."""
-        position = self.positions[op]
+        position = self.positions[id(op)]
         upcoming = []
-        for stream, ops in self.streams.items():
+        for stream, at in self.streams.items():
             i = self.cursor[stream]
-            while i < len(ops) and self.positions[ops[i]] < position:
+            while i < len(at) and at[i] < position:
                 i += 1
             self.cursor[stream] = i
-            if i < len(ops):
-                upcoming.append(ops[i])
-        self.placed = [
-            p
-            for p in self.placed
-            if not all(p[0].dead_before(n, self.order, self.positions[n]) for n in upcoming)
-        ]
-        return [p for p in self.placed if not p[0].dead_before(op, self.order, position)]
+            if i < len(at):
+                upcoming.append((self.ops[stream][i], at[i]))
+        order = self.order
+        clocks = [(at, order.clock(n)) for n, at in upcoming]  # (asked of every placed buffer)
+        self.placed = [p for p in self.placed if not all(dead(p[0], at, c) for at, c in clocks)]
+        clock = order.clock(op)
+        return [p for p in self.placed if not dead(p[0], position, clock)]
 
     def add(self, life: BufferLife, start: int, stop: int) -> None:
         self.placed.append((life, start, stop))
@@ -180,8 +224,8 @@ def lives_in_order(
         return None
     order = StreamOrder(block.ops)
     lives, positions = buffer_lives(block, order)
-    ordered = sorted(lives, key=lambda b: positions[b.first] if b.first else -1)
-    return ordered, LiveBuffers(block, order, positions)
+    ordered = sorted(lives, key=lambda b: positions[id(b.first)] if b.first else -1)
+    return ordered, LiveBuffers(order, positions)
 
 
 def check_memory_plan(f: Operation, workspace: int) -> None:

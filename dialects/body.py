@@ -14,7 +14,7 @@ counter-based random numbers), then one scalar per tensor input.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntegerAttr, i64
@@ -346,6 +346,37 @@ class ModuleBodyOp(ScalarBodyOp, ABC):
     body name instead of carrying a copy (`NamedBodyOp` in ccopt.dialects.coll)."""
 
 
+_HOLDS_BODY: dict[type, bool] = {}
+"""Per op class, whether it is a `ScalarBodyOp` (`isinstance` on an ABC runs Python code)."""
+
+
+def holds_body(op: Operation) -> bool:
+    """Whether `op` carries (or names) a scalar body: a fused op or a kernel."""
+    found = _HOLDS_BODY.get(type(op))
+    if found is None:
+        found = _HOLDS_BODY[type(op)] = isinstance(op, ScalarBodyOp)
+    return found
+
+
+def walk_outside_bodies(root: Operation) -> Iterator[Operation]:
+    """`root.walk()` (pre-order, in program order) without looking into scalar bodies: the ops
+    holding one are visited, their arith/math ops (`check_body` allows nothing else: no calls,
+    updates, functions or regions) are not. Those bodies are most of a fused model's ops, and
+    passes looking for calls or updates walked them all."""
+    yield root
+    if root.regions and not holds_body(root):
+        for region in root.regions:
+            for block in region.blocks:
+                op = block._first_op  # pyright: ignore[reportPrivateUsage]
+                while op is not None:
+                    following = op._next_op  # pyright: ignore[reportPrivateUsage]
+                    if op.regions and not holds_body(op):
+                        yield from walk_outside_bodies(op)
+                    else:
+                        yield op
+                    op = following
+
+
 def clone_body(body: Region) -> Region:
     """A copy of a scalar body. Bodies are one block of straight-line ops, so each op is copied
     with its operands mapped as it comes; xDSL's `Region.clone` copies ops without operands and
@@ -374,20 +405,25 @@ def body_key(block: Block) -> tuple | None:
     properties and attributes. Bodies with equal keys compute the same thing (value names aside),
     so kernels may share one (`kernel.body`). None for a body that reads an outside value or
     nests regions: it is not a self-contained straight-line body."""
-    numbers: dict[SSAValue, int] = {arg: i for i, arg in enumerate(block.args)}
+    # values by `id` (they hash in Python code); every value numbered is alive meanwhile
+    numbers: dict[int, int] = {id(arg): i for i, arg in enumerate(block.args)}
     parts: list[object] = [tuple(block.arg_types)]
     for op in block.ops:
-        if op.regions or op.successors or any(v not in numbers for v in op.operands):
+        if op.regions or op._successors:  # pyright: ignore[reportPrivateUsage]
+            return None
+        try:
+            operands = tuple([numbers[id(v)] for v in op._operands])  # pyright: ignore[reportPrivateUsage]
+        except KeyError:
             return None
         parts.append(
             (
                 op.name,
-                tuple(numbers[v] for v in op.operands),
-                tuple(r.type for r in op.results),
+                operands,
+                tuple([r.type for r in op.results]),
                 tuple(op.properties.items()),  # in insertion order: two orders of one set
                 tuple(op.attributes.items()),  # only miss a sharing, never make a wrong one
             )
         )
         for r in op.results:
-            numbers[r] = len(numbers)
+            numbers[id(r)] = len(numbers)
     return tuple(parts)

@@ -14,7 +14,7 @@ reports the errors.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from xdsl.dialects.builtin import UNKNOWN_LOC
@@ -52,6 +52,8 @@ class OpShape:
     direct: bool = False
     """Whether the op's fields may be set directly (`_fill`): the class keeps IRDL's
     `__post_init__`, which only fills the defaults above."""
+    single: bool = False
+    """`direct` and `fixed`: arguments of the right counts and kinds are the op's lists."""
 
     @property
     def fixed(self) -> bool:
@@ -99,6 +101,7 @@ def op_shape(cls: type[IRDLOperation]) -> OpShape | None:
                     _defaults(d.attributes),
                     cls.__post_init__ is IRDLOperation.__post_init__,
                 )
+                shape = replace(shape, single=shape.direct and shape.fixed)
         _SHAPES[cls] = shape
     return _SHAPES[cls]
 
@@ -217,6 +220,17 @@ def init_op(
     """What `IRDLOperation.__init__(op, ...)` does, without its generic machinery when `op`'s
     class and the arguments' forms allow (see the module docstring)."""
     shape = op_shape(type(op))
+    if shape is not None and shape.single and _singles(shape, operands, result_types, regions):
+        _fill(
+            op,
+            shape,
+            list(operands),  # type: ignore[arg-type]
+            list(result_types),  # type: ignore[arg-type]
+            _present(properties),
+            _present(attributes),
+            list(regions),  # type: ignore[arg-type]
+        )
+        return
     built = None
     if shape is not None:
         built = (
@@ -254,6 +268,23 @@ def init_op(
         properties=props,
         attributes=attrs,
         regions=bodies,  # type: ignore[arg-type]
+    )
+
+
+def _singles(shape: OpShape, operands: Sequence, result_types: Sequence, regions: Sequence) -> bool:
+    """Whether the arguments are one value, type and region per definition (all single, no
+    segment sizes, `_fill` allowed): the lists `_fill` takes as they are, without `_flatten`."""
+    if (
+        len(operands) != len(shape.operands)
+        or len(result_types) != len(shape.results)
+        or len(regions) != len(shape.regions)
+    ):
+        return False
+    values, types = _INSTANCES[SSAValue], _INSTANCES[Attribute]
+    return (
+        all(values.get(type(v)) or _is_a(v, SSAValue) for v in operands)
+        and all(types.get(type(t)) or _is_a(t, Attribute) for t in result_types)
+        and all(type(r) is Region for r in regions)
     )
 
 

@@ -79,7 +79,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
-from ccopt.dialects.body import ScalarBodyOp, UniformOp, YieldOp
+from ccopt.dialects.body import ScalarBodyOp, UniformOp, YieldOp, walk_outside_bodies
 from ccopt.dialects.construct import init_op
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -1046,12 +1046,15 @@ class CallUpdates:
         self.functions: dict[str, func.FuncOp] = {}
         self.calls: dict[str, list[func.CallOp]] = {}  # callee -> its call sites
         work: list[tuple[str, int]] = []
-        for op in module.walk():  # (one walk: a lowered module has tens of thousands of ops)
-            if isinstance(op, func.FuncOp):
-                self.functions[op.sym_name.data] = op
-            elif isinstance(op, func.CallOp):
-                self.calls.setdefault(op.callee.root_reference.data, []).append(op)
-            elif isinstance(op, UpdateOp) and isinstance(op.target, BlockArgument):
+        # one walk, past the scalar bodies (most of a fused model's ops), comparing classes
+        # exactly: `isinstance` on IRDL classes runs ABCMeta's Python check
+        for op in walk_outside_bodies(module):
+            cls = type(op)
+            if cls is func.FuncOp:
+                self.functions[op.sym_name.data] = op  # type: ignore[attr-defined]
+            elif cls is func.CallOp:
+                self.calls.setdefault(op.callee.root_reference.data, []).append(op)  # type: ignore[attr-defined]
+            elif cls is UpdateOp and isinstance(op.target, BlockArgument):  # type: ignore[attr-defined]
                 work.append((enclosing_function(op).sym_name.data, op.target.index))
         self.updated: dict[str, set[int]] = {name: set() for name in self.functions}
         while work:

@@ -176,11 +176,11 @@ class DeviceOp(IRDLOperation):
 
 
 def _stream(stream: int) -> dict[str, Attribute]:
-    return {"stream": _stream_attr(stream)}
+    return {"stream": stream_attr(stream)}
 
 
 @cache
-def _stream_attr(stream: int) -> IntegerAttr:
+def stream_attr(stream: int) -> IntegerAttr:
     """Streams are a handful of small numbers; every device op names one (attributes are
     immutable, and building one verifies it)."""
     return i64_attr(stream)
@@ -857,7 +857,7 @@ def _nccl_format(extra: str = "") -> str:
 def _nccl_init(
     op: NcclOp, input: SSAValue, out: SSAValue, axes: Sequence[str], stream: int, **props: Attribute
 ) -> None:
-    IRDLOperation.__init__(
+    init_op(
         op,
         operands=[input, out, []],
         properties={**_stream(stream), "axes": MeshAxesAttr(axes), **props},

@@ -62,6 +62,19 @@ def is_elementwise(op: Operation) -> bool:
     return found
 
 
+_KINDS: dict[tuple[type, type], bool] = {}
+
+
+def is_a(ir: object, cls: type) -> bool:
+    """`isinstance(ir, cls)`, remembered per class pair: on IRDL classes (ABCs) `isinstance`
+    runs ABCMeta's Python check, and passes ask it of every op they make or visit."""
+    key = (type(ir), cls)
+    found = _KINDS.get(key)
+    if found is None:
+        found = _KINDS[key] = isinstance(ir, cls)
+    return found
+
+
 def release(ir: Operation | Region) -> None:
     """Break the reference cycles of an erased op or a dropped region and everything nested in
     it (an op and its results, neighbouring ops, a block and its arguments, a region and its
@@ -70,7 +83,10 @@ def release(ir: Operation | Region) -> None:
     batched collections (`ccopt.tools.batch_gc`) kept every erased function, group and body
     until the end: the lowered function's whole L1 form doubled the pipeline's peak memory.
     `ir` must be erased or detached with its references dropped (no op outside it uses its
-    values); nothing may use it afterwards."""
+    values), or detached and self-contained (it uses no value from outside either: an isolated
+    function, a scalar body), which needs no dropping: the uses inside it go with it (each op's
+    operands and uses are cleared and unlinked here, so no use list or operand leads back to
+    its op); nothing may use it afterwards."""
     todo: list[Operation] = []
     regions: list[Region] = [ir] if isinstance(ir, Region) else []
     if isinstance(ir, Operation):
@@ -98,6 +114,10 @@ def release(ir: Operation | Region) -> None:
             regions.extend(o.regions)
             o.regions = ()
             o.results = empty
+            for use in o._operand_uses:  # pyright: ignore[reportPrivateUsage]
+                use._prev_use = use._next_use = None  # (a use list is doubly linked)
+            o._operands = empty  # pyright: ignore[reportPrivateUsage]
+            o._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
             forget_verification(o)  # its verification key holds its blocks and nested ops
             o._next_op = o._prev_op = None
             o.parent = None

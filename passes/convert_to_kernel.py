@@ -11,8 +11,7 @@ writes into its destination:
   every kernel's body is then outlined: identical bodies become one module-level `kernel.body`
   that the kernels name (`body @name`, `outline_bodies`), so a model's repeated layers share
   them (kernels alike share one already while the function is lowered, and the L1 copies of
-  their bodies are freed then: the L1 and kernel forms of a function coexist while it is
-  lowered, the pipeline's peak memory);
+  their bodies are freed then);
 * `coll.fused_all_reduce` becomes NCCL reduce-scatter, one kernel on the slice and NCCL
   all-gathers - in place when the gathered dimension is the leading one and divides evenly, so
   the kernel writes the updated weights straight into the gather buffer (no extra pass);
@@ -24,6 +23,10 @@ writes into its destination:
   the staging of received chunks, planned like any buffer); backends run the algorithm;
 * `sched.execute` regions run on their stream between event record/wait pairs and
   `sched.await` waits on the compute stream: overlap schedules keep their concurrency;
+* the function is checked first (`check_function`: every refusal the lowering would make,
+  in its order), then lowered op by op, each L1 op freed once it and its readers are lowered
+  (`Lowering.done`): the L1 and kernel forms of a function no longer coexist in full (they
+  were the pipeline's peak memory), and a refused function is left whole;
 * calls stay calls: each callee is lowered once, its results become output buffers the caller
   passes, its updates write the operands' buffers (the caller's arguments), and a called
   function joins its streams before returning, so a call is one op of the compute stream.
@@ -36,10 +39,10 @@ func.func @sgd(%g: !kernel.buffer<1030xf32, @dp[P(sum)]>, %w: !kernel.buffer<103
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from math import prod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
@@ -52,7 +55,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -63,10 +66,11 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.body import body_key, clone_body
+from ccopt.dialects.body import body_key, walk_outside_bodies
+from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import ProgramOrder, is_elementwise, release
+from ccopt.passes.common import ProgramOrder, is_a, is_elementwise, release
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
@@ -110,6 +114,7 @@ class Lowering:
     """State of lowering one function: buffers of L1 values, the block being filled, streams."""
 
     block: Block
+    source: Block | None = None  # the L1 function's block, whose ops are freed once lowered
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     destinations: dict[SSAValue, SSAValue] = field(default_factory=dict)
     futures: dict[SSAValue, tuple[SSAValue, SSAValue]] = field(default_factory=dict)
@@ -122,67 +127,54 @@ class Lowering:
     order: ProgramOrder = field(default_factory=ProgramOrder)
     algorithms: dict[Operation, tuple[Algorithm, ExecutorPlan]] = field(default_factory=dict)
     bodies: BodyCache = field(default_factory=dict)  # scalar bodies of lone elementwise ops
-    moved_bodies: list[tuple[Region, Region]] = field(default_factory=list)
     names: BodyNames | None = None  # given: kernels computing alike share a body right away
-    alike: dict[object, Region] = field(default_factory=dict)  # body -> its first kernel's region
-    shared: dict[object, str] = field(default_factory=dict)  # body -> the name its kernels use
-    originals: dict[object, Region] = field(default_factory=dict)  # their L1 regions, until moved
-    dropped: list[tuple[Operation, Region]] = field(default_factory=list)  # for `restore`
+    # body -> [its first kernel's region, the name its kernels use once another one is alike]
+    # (one lookup per kernel: a body's key is a deep tuple, hashed anew each time)
+    alike: dict[object, list] = field(default_factory=dict)
+    shared: list[list] = field(default_factory=list)  # the entries of `alike` named, in order
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
-        """A region for the kernel that runs `op`'s body: empty until the function is lowered
-        (`move_bodies`), then holding `op`'s blocks. The L1 function is erased after lowering,
-        so its bodies move instead of being copied (copying them was a fifth of the pass); a
-        lowering that fails leaves the L1 function whole (`restore`).
+        """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
+        freed once lowered (`done`), so its body moves instead of being copied (copying bodies
+        was a fifth of the pass).
 
         A `shareable` body (its kernel may name a `kernel.body`) that an earlier op of the
         function computes alike (`body_key`) is not kept: its kernel gets the name that the
         first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
-        bodies are most of a model's L1 form (every layer, every overlap chunk repeats them),
-        and while the function is lowered its L1 and kernel forms coexist: the peak memory of
-        the pipeline. An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets
-        its kernel to name the same one."""
-        if isinstance(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:
+        bodies are most of a model's L1 form (every layer, every overlap chunk repeats them).
+        An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets its kernel to name
+        the same one."""
+        if is_a(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:  # type: ignore[attr-defined]
             return named
         source = op.regions[0]
         block = source.blocks.first
         key = body_key(block) if shareable and self.names and block is not None else None
-        if key is None:
-            region = Region()
-            self.moved_bodies.append((source, region))
-            return region
-        first = self.alike.get(key)
-        if first is None:
-            region = self.alike[key] = Region()
-            self.moved_bodies.append((source, region))
-            self.originals[key] = source
-            return region
-        released = Region()
-        source.move_blocks(released)
-        released.drop_all_references()
-        release(released)
-        forget_verification(op)  # its verification key held the released blocks
-        self.dropped.append((op, self.originals[key]))
-        return self.name_of(key)
+        entry = self.alike.get(key) if key is not None else None
+        if entry is not None:
+            released = Region()
+            source.move_blocks(released)
+            release(released)  # self-contained (it has a key): nothing to drop
+            forget_verification(op)  # its verification key held the released blocks
+            return self.name_of(entry)
+        region = Region()
+        source.move_blocks(region)
+        if key is not None:
+            self.alike[key] = [region, None]
+        return region
 
-    def name_of(self, key: object) -> str:
-        name = self.shared.get(key)
-        if name is None:
+    def name_of(self, entry: list) -> str:
+        """The name the kernels computing like `entry`'s first kernel use (`alike`)."""
+        if entry[1] is None:
             assert self.names is not None
-            name = self.shared[key] = self.names.fresh()
-        return name
+            entry[1] = self.names.fresh()
+            self.shared.append(entry)
+        return entry[1]
 
     def move_bodies(self) -> list[k.BodyOp]:
-        """Move the L1 bodies into their kernels; the bodies other kernels name become
-        `kernel.body` ops (returned, in the order named), their first kernel naming them too."""
-        for source, target in self.moved_bodies:
-            source.move_blocks(target)
-        self.moved_bodies.clear()
-        self.dropped.clear()
-        self.originals.clear()
+        """The bodies other kernels name become `kernel.body` ops (returned, in the order
+        named), their first kernel naming them too."""
         named = []
-        for key, name in self.shared.items():
-            region = self.alike[key]
+        for region, name in self.shared:
             kernel = region.parent
             assert isinstance(kernel, k.NamedBodyOp)
             kernel.detach_region(region)
@@ -190,12 +182,53 @@ class Lowering:
             named.append(k.BodyOp(name, region))
         return named
 
-    def restore(self) -> None:
-        """After a failed lowering: the L1 ops whose bodies were released get copies of the
-        alike bodies they were released for (`body_of`), so the L1 function is whole again."""
-        for op, original in self.dropped:
-            clone_body(original).move_blocks(op.regions[0])
-        self.dropped.clear()
+    def done(self, op: Operation) -> None:
+        """`op` is lowered: the L1 ops it read that nothing unlowered reads any more, and
+        `op` itself if nothing reads it, are freed (`free`), so that the L1 form of the
+        function shrinks while its kernel form grows (they coexisted: the pipeline's peak
+        memory). `op`'s uses are dropped first; updates keep theirs (the lowering of a later
+        call asks whether an update reads its operand: `read_after`), so what they read stays
+        until the end. Only a function that `check_op` accepted is lowered this way: nothing
+        can fail after the first op is freed."""
+        if type(op) is dt.UpdateOp:
+            return
+        source = self.source
+        producers: list[Operation] = []
+        for inner in walk_outside_bodies(op) if op.regions else (op,):
+            uses = inner._operand_uses  # pyright: ignore[reportPrivateUsage]
+            if not uses:
+                continue
+            for value, use in zip(inner._operands, uses, strict=True):  # pyright: ignore[reportPrivateUsage]
+                value.remove_use(use)
+                if value.first_use is None and type(value) is OpResult:
+                    owner = value.op
+                    if owner.parent is source:
+                        producers.append(owner)
+            inner._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+        for producer in [op, *producers]:
+            if producer.parent is not None and all(r.first_use is None for r in producer.results):
+                self.free(producer)
+
+    def free(self, op: Operation) -> None:
+        """Forget a lowered L1 op's values and release it (`release`). (Destinations keep
+        theirs: a few results and updated values.)"""
+        buffers = self.buffers
+        for inner in walk_outside_bodies(op) if op.regions else (op,):
+            for r in inner.results:
+                buffers.pop(r, None)
+            for region in inner.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        buffers.pop(arg, None)
+        if type(op) is sched.ExecuteOp:
+            for r in op.results:
+                self.futures.pop(r, None)
+                self.tokens.pop(r, None)
+        if self.order.position:
+            self.order.forget([op])
+        assert self.source is not None
+        self.source.detach_op(op)
+        release(op)
 
     def wait(self, event: SSAValue) -> None:
         """The current stream waits for `event`, unless it already did."""
@@ -204,8 +237,8 @@ class Lowering:
             self.add(k.EventWaitOp(event, self.stream))
 
     def add(self, op: Operation) -> Operation:
-        if isinstance(op, k.DeviceOp):
-            op.stream = i64_attr(self.stream)
+        if on_device(op):
+            op.properties["stream"] = k.stream_attr(self.stream)
         self.block.add_op(op)
         return op
 
@@ -221,6 +254,11 @@ class Lowering:
             dest.name_hint = value.name_hint
         self.buffers[value] = dest
         return dest
+
+
+def on_device(op: Operation) -> bool:
+    """Whether `op` runs on a stream (a `kernel.DeviceOp`)."""
+    return is_a(op, k.DeviceOp)
 
 
 # --- choosing destinations ---------------------------------------------------------------------
@@ -291,7 +329,7 @@ def plan_destinations(
             destinations[value] = out
     updated = []
     order = ProgramOrder()
-    for update in [o for o in f.walk() if isinstance(o, dt.UpdateOp)]:
+    for update in [o for o in walk_outside_bodies(f) if type(o) is dt.UpdateOp]:
         arg = update.target
         assert isinstance(arg, BlockArgument)
         updated.append(arg.index)
@@ -310,10 +348,12 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
         body: Region | str = build_body([op], inputs, yields, cache=low.bodies)
     else:
         key = ("lone", body_signature([op], inputs, yields))
-        if key in low.alike:
-            body = low.name_of(key)
+        entry = low.alike.get(key)
+        if entry is not None:
+            body = low.name_of(entry)
         else:  # the first kernel computing it: a copy of the body (`build_body`)
-            body = low.alike[key] = build_body([op], inputs, yields, cache=low.bodies)
+            body = build_body([op], inputs, yields, cache=low.bodies)
+            low.alike[key] = [body, None]
     out = low.destination(op.results[0])
     low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
 
@@ -451,9 +491,8 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
     scratch = algorithm_workspace(low, op)
     out = low.destination(op.result)
     props = {k_: v for k_, v in op.properties.items() if k_ not in ("algorithm", "chunks")}
-    call = k.NCCL_OPS[type(op)].create(
-        operands=[low.buffer(op.input), out, *([] if scratch is None else [scratch])],
-        properties=props,
+    call = build_op(
+        k.NCCL_OPS[type(op)], operands=[low.buffer(op.input), out, scratch], properties=props
     )
     if ALGORITHM_ATTRIBUTE in op.attributes:
         call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
@@ -523,89 +562,161 @@ def lower_norm(low: Lowering, op: dt.NormOp) -> None:
 
 
 def lower_op(low: Lowering, op: Operation) -> None:
-    """Emit the L3 form of one L1/L2 op."""
-    b = low.buffer
+    """Emit the L3 form of one L1/L2 op (the lowering of its class, `lowering_of`)."""
+    lowering = _LOWERINGS.get(type(op))
+    if lowering is None:
+        lowering = _LOWERINGS[type(op)] = lowering_of(op)
+    lowering(low, op)
+
+
+Lower = Callable[[Lowering, Any], None]
+_LOWERINGS: dict[type, Lower] = {}
+"""Per op class, its lowering (`lowering_of`): a `match` on op classes runs ABCMeta's Python
+`isinstance` check for every case tried, for every op lowered."""
+
+
+def lowering_of(op: Operation) -> Lower:
+    """The function lowering ops of `op`'s class; the order of the cases matters (a class
+    pattern matches subclasses too)."""
     match op:
         case _ if is_elementwise(op):
-            lower_elementwise(low, op)
+            return lower_elementwise
         case dt.FusedOp():
-            lower_fused(low, op)
+            return lower_fused
         case dt.MatmulOp():
-            low.add(
-                k.GemmOp(
-                    b(op.lhs),
-                    b(op.rhs),
-                    low.destination(op.result),
-                    op.transpose_lhs is not None,
-                    op.transpose_rhs is not None,
-                )
-            )
+            return lower_matmul
         case dt.ReduceOp():
-            low.add(
-                k.ReduceKernelOp(
-                    op.kind,
-                    b(op.input),
-                    low.destination(op.result),
-                    op.dims.get_values(),
-                    op.keepdim is not None,
-                )
-            )
+            return lower_reduce
         case dt.NormOp():
-            lower_norm(low, op)
+            return lower_norm
         case dt.SoftmaxOp():
-            low.add(k.SoftmaxKernelOp(b(op.input), low.destination(op.result), op.dim.value.data))
+            return lower_softmax
         case dt.LayerNormOp():
-            weight = b(op.weight) if op.weight is not None else None
-            bias = b(op.bias) if op.bias is not None else None
-            low.add(
-                k.LayerNormKernelOp(
-                    b(op.input), weight, bias, low.destination(op.result), op.eps.value.data
-                )
-            )
+            return lower_layer_norm
         case dt.SliceOp():
-            low.add(
-                k.SliceKernelOp(b(op.input), low.destination(op.result), op.offsets.get_values())
-            )
+            return lower_slice
         case dt.ConcatOp():
-            low.add(
-                k.ConcatKernelOp(
-                    [b(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
-                )
-            )
+            return lower_concat
         case dt.TransposeOp():
-            low.add(
-                k.TransposeKernelOp(b(op.input), low.destination(op.result), op.perm.get_values())
-            )
+            return lower_transpose
         case dt.ReshapeOp():
-            view = low.add(k.ViewOp(b(op.input), tensor(op.result))).results[0]
-            low.buffers[op.result] = view
-            if op.result in low.destinations:
-                low.add(k.CopyOp(view, low.destinations[op.result]))
-                low.buffers[op.result] = low.destinations[op.result]
+            return lower_reshape
         case dt.ConstantOp():
-            low.add(k.ConstantKernelOp(op.value, low.destination(op.result)))
+            return lower_constant
         case dt.FillOp():
-            low.add(k.FillKernelOp(op.value, low.destination(op.result)))
+            return lower_fill
         case dt.UpdateOp():
-            if low.buffer(op.value) is not low.buffer(op.target):
-                low.deferred_copies.append((low.buffer(op.value), low.buffer(op.target)))
+            return lower_update
         case coll.FusedAllReduceOp():
-            lower_fused_all_reduce(low, op)
+            return lower_fused_all_reduce
         case coll.CollectiveOp():
-            lower_collective(low, op)
+            return lower_collective
         case func.CallOp():
-            lower_call(low, op)
+            return lower_call
         case sched.ExecuteOp():
-            lower_execute(low, op)
+            return lower_execute
         case sched.AwaitOp():
-            buffer, done = low.futures[op.future]
-            low.wait(done)
-            low.buffers[op.result] = buffer
+            return lower_await
         case sched.WaitOp():
-            for token in op.tokens:
-                low.wait(low.tokens[token])
+            return lower_wait
         case _:
-            raise OpError(op, "has no lowering to the kernel level")
+            return no_lowering
+
+
+def no_lowering(low: Lowering, op: Operation) -> None:
+    raise OpError(op, "has no lowering to the kernel level")
+
+
+def lower_matmul(low: Lowering, op: dt.MatmulOp) -> None:
+    b = low.buffer
+    low.add(
+        k.GemmOp(
+            b(op.lhs),
+            b(op.rhs),
+            low.destination(op.result),
+            op.transpose_lhs is not None,
+            op.transpose_rhs is not None,
+        )
+    )
+
+
+def lower_reduce(low: Lowering, op: dt.ReduceOp) -> None:
+    low.add(
+        k.ReduceKernelOp(
+            op.kind,
+            low.buffer(op.input),
+            low.destination(op.result),
+            op.dims.get_values(),
+            op.keepdim is not None,
+        )
+    )
+
+
+def lower_softmax(low: Lowering, op: dt.SoftmaxOp) -> None:
+    low.add(k.SoftmaxKernelOp(low.buffer(op.input), low.destination(op.result), op.dim.value.data))
+
+
+def lower_layer_norm(low: Lowering, op: dt.LayerNormOp) -> None:
+    b = low.buffer
+    weight = b(op.weight) if op.weight is not None else None
+    bias = b(op.bias) if op.bias is not None else None
+    low.add(
+        k.LayerNormKernelOp(
+            b(op.input), weight, bias, low.destination(op.result), op.eps.value.data
+        )
+    )
+
+
+def lower_slice(low: Lowering, op: dt.SliceOp) -> None:
+    low.add(
+        k.SliceKernelOp(low.buffer(op.input), low.destination(op.result), op.offsets.get_values())
+    )
+
+
+def lower_concat(low: Lowering, op: dt.ConcatOp) -> None:
+    low.add(
+        k.ConcatKernelOp(
+            [low.buffer(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
+        )
+    )
+
+
+def lower_transpose(low: Lowering, op: dt.TransposeOp) -> None:
+    low.add(
+        k.TransposeKernelOp(low.buffer(op.input), low.destination(op.result), op.perm.get_values())
+    )
+
+
+def lower_reshape(low: Lowering, op: dt.ReshapeOp) -> None:
+    view = low.add(k.ViewOp(low.buffer(op.input), tensor(op.result))).results[0]
+    low.buffers[op.result] = view
+    if op.result in low.destinations:
+        low.add(k.CopyOp(view, low.destinations[op.result]))
+        low.buffers[op.result] = low.destinations[op.result]
+
+
+def lower_constant(low: Lowering, op: dt.ConstantOp) -> None:
+    low.add(k.ConstantKernelOp(op.value, low.destination(op.result)))
+
+
+def lower_fill(low: Lowering, op: dt.FillOp) -> None:
+    low.add(k.FillKernelOp(op.value, low.destination(op.result)))
+
+
+def lower_update(low: Lowering, op: dt.UpdateOp) -> None:
+    if low.buffer(op.value) is not low.buffer(op.target):
+        low.deferred_copies.append((low.buffer(op.value), low.buffer(op.target)))
+
+
+def lower_await(low: Lowering, op: sched.AwaitOp) -> None:
+    buffer, done = low.futures[op.future]
+    low.wait(done)
+    low.buffers[op.result] = buffer
+
+
+def lower_wait(low: Lowering, op: sched.WaitOp) -> None:
+    for token in op.tokens:
+        low.wait(low.tokens[token])
 
 
 def lower_call(low: Lowering, op: func.CallOp) -> None:
@@ -613,10 +724,7 @@ def lower_call(low: Lowering, op: func.CallOp) -> None:
     for its results (the callee writes them, as it writes its updates into the operands'
     buffers). An updated operand that the caller still reads afterwards is saved first: at L1
     the caller's later reads see the value from before the call."""
-    if low.stream != sched.COMPUTE_STREAM:
-        raise OpError(op, "a call inside a region on another stream is not lowered")
-    require_tensors(op, op.arguments, "operand", "passed to a call")
-    require_tensors(op, op.results, "result", "returned by a call")
+    check_call_site(low, op)
     operands = [low.buffer(v) for v in op.arguments]
     assert low.calls is not None
     for i in low.calls.updated_operands(op):
@@ -628,6 +736,13 @@ def lower_call(low: Lowering, op: func.CallOp) -> None:
             low.buffers[operand] = saved
     outs = [low.destination(r) for r in op.results]
     low.add(func.CallOp(op.callee, [*operands, *outs], []))
+
+
+def check_call_site(low: Lowering, op: func.CallOp) -> None:
+    if low.stream != sched.COMPUTE_STREAM:
+        raise OpError(op, "a call inside a region on another stream is not lowered")
+    require_tensors(op, op.arguments, "operand", "passed to a call")
+    require_tensors(op, op.results, "result", "returned by a call")
 
 
 def read_after(low: Lowering, operand: SSAValue, call: func.CallOp) -> bool:
@@ -687,6 +802,73 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
         else:
             lower_op(low, inner)
     low.stream = issuing
+
+
+# --- checking before lowering ---------------------------------------------------------------
+
+
+def check_function(f: func.FuncOp, calls: dt.CallUpdates) -> None:
+    """Raise the OpError that lowering `f` would raise, before anything is lowered: lowering
+    frees each L1 op once it is lowered (`Lowering.done`), so a refusal met halfway could no
+    longer leave the function whole. The checks are the lowering's own, in its order (ops in
+    program order, regions' ops where their region is lowered), so the first refusal is the
+    one lowering would have made."""
+    block = f.body.blocks[0]
+    low = Lowering(Block(), calls=calls)
+    for op in block.ops:
+        if type(op) is not func.ReturnOp:
+            check_op(low, op)
+
+
+def check_op(low: Lowering, op: Operation) -> None:
+    """What lowering `op` would refuse (`lowering_of`)."""
+    lowering = _LOWERINGS.get(type(op))
+    if lowering is None:
+        lowering = _LOWERINGS[type(op)] = lowering_of(op)
+    check = _CHECKS.get(lowering)
+    if check is not None:
+        check(low, op)
+
+
+def check_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
+    if ALGORITHM_ATTRIBUTE in op.attributes:
+        found = _chosen(op)
+        assert found is not None
+        fused_groups(op, found.algorithm())
+
+
+def check_collective(low: Lowering, op: coll.CollectiveOp) -> None:
+    _chosen(op)
+
+
+def check_call(low: Lowering, op: func.CallOp) -> None:
+    check_call_site(low, op)
+    assert low.calls is not None
+    for i in low.calls.updated_operands(op):
+        read_after(low, op.arguments[i], op)
+
+
+def check_execute(low: Lowering, op: sched.ExecuteOp) -> None:
+    require_tensors(op, op.inputs, "input", "passed to a region")
+    issuing, low.stream = low.stream, op.stream.value.data
+    block = op.body.blocks.first
+    assert block is not None
+    for inner in block.ops:
+        if isinstance(inner, sched.YieldOp):
+            require_tensors(inner, inner.values, "value", "yielded")
+        else:
+            check_op(low, inner)
+    low.stream = issuing
+
+
+_CHECKS: dict[Lower, Lower] = {
+    no_lowering: no_lowering,
+    lower_fused_all_reduce: check_fused_all_reduce,
+    lower_collective: check_collective,
+    lower_call: check_call,
+    lower_execute: check_execute,
+}
+"""Per lowering, the checks that raise its refusals (`check_op`); the others refuse nothing."""
 
 
 # --- functions ---------------------------------------------------------------------------------
@@ -769,7 +951,9 @@ def lower_function(
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
     call is one op of the caller's compute stream (`ccopt.streams`). With `names`, kernels
-    that compute alike share their body as they are made (`Lowering.body_of`)."""
+    that compute alike share their body as they are made (`Lowering.body_of`). `f` must have
+    passed `check_function`: its L1 ops are freed as they are lowered (`Lowering.done`), and
+    what is left of it afterwards is for the caller to erase."""
     old = f.body.blocks[0]
     returned = old.last_op
     assert isinstance(returned, func.ReturnOp)
@@ -781,18 +965,18 @@ def lower_function(
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, calls=calls, names=names)
+    low = Lowering(block, source=old, calls=calls, names=names)
     low.buffers.update(zip(old.args, block.args, strict=False))
     low.destinations, _ = plan_destinations(f, outputs, low.buffers)
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
-    try:
-        for op in old.ops:
-            if not isinstance(op, func.ReturnOp):
-                lower_op(low, op)
-        finish(low, returned, outputs, join=called)
-    except BaseException:
-        low.restore()
-        raise
+    op = old.first_op
+    while op is not None:
+        following = op.next_op  # (`done` may free `op`)
+        if type(op) is not func.ReturnOp:
+            lower_op(low, op)
+            low.done(op)
+        op = following
+    finish(low, returned, outputs, join=called)
     bodies = low.move_bodies()
     release_bodies(low.bodies)
     block.add_op(func.ReturnOp())
@@ -857,7 +1041,7 @@ class Outliner:
         after: Operation = f
         pending = {b.sym_name.data: b for b in early}
         placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
-        for op in [o for o in f.walk() if isinstance(o, k.NamedBodyOp)]:
+        for op in [o for o in walk_outside_bodies(f) if is_a(o, k.NamedBodyOp)]:
             if not op.regions:
                 name = op.body_name()
                 if name is None:
@@ -914,18 +1098,6 @@ class Outliner:
                 release(o)
 
 
-def collect_garbage() -> None:
-    """One full garbage collection before the kernel level is built. The L1 function and its
-    kernel-level form coexist until the function is lowered - the pipeline's peak - and a
-    compiler run collects rarely (`ccopt.tools.batch_gc`): the cyclic garbage earlier passes
-    and their verifications left (erased ops, closures) was still there on top of both, a
-    third of the peak at 400 Megatron blocks. One collection costs about a tenth of this
-    pass."""
-    import gc
-
-    gc.collect()
-
-
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
@@ -945,7 +1117,6 @@ class ConvertToKernel(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        collect_garbage()
         functions = [o for o in op.ops if isinstance(o, func.FuncOp)]
         calls = dt.CallUpdates(op)
         bodies = {f.sym_name.data for f in functions if f.body.blocks}
@@ -954,6 +1125,8 @@ class ConvertToKernel(ModulePass):
                 raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
         for f in [f for f in functions if f.body.blocks]:
             check_signature(f)
+        for f in [f for f in functions if f.body.blocks]:
+            check_function(f, calls)  # every refusal before anything is lowered
         names = BodyNames(op)
         outliner = Outliner(op)
         for f in [f for f in functions if f.body.blocks]:
@@ -963,8 +1136,8 @@ class ConvertToKernel(ModulePass):
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
             Rewriter.insert_op([lowered, *bodies], InsertPoint.after(f))
-            Rewriter.erase_op(f)
-            release(f)
+            f.detach()
+            release(f)  # isolated from above: nothing outside uses it, nor it anything outside
             if self.views:
                 view_in_place(lowered.body.blocks[0])
                 concat_in_place(lowered.body.blocks[0])

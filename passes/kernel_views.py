@@ -29,6 +29,8 @@ produced).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -36,22 +38,52 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
-from ccopt.passes.common import release
+from ccopt.dialects.construct import op_shape
+from ccopt.passes.common import is_a, release
+
+VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
+
+
+_VIEW_CLASSES = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})  # (VIEWS, no subclasses)
 
 
 def storage(buffer: SSAValue) -> SSAValue:
     """The buffer whose bytes `buffer` is (through views)."""
-    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
-        buffer = buffer.owner.source
+    while type(owner := buffer.owner) in _VIEW_CLASSES:
+        buffer = owner._operands[0]  # type: ignore[union-attr] # its source
     return buffer
+
+
+_WRITES: dict[type, int] = {}
+"""Per op class: -1 an elementwise kernel (writes its `outputs`), -2 another device op
+(writes its `out`, if it has one), -3 anything else; >= 0: a device op whose `out` is always
+that operand (every operand definition before it is single: read without IRDL's descriptor)."""
+
+
+def _writes(op: Operation) -> int:
+    if isinstance(op, k.ElementwiseOp):
+        return -1
+    if not isinstance(op, k.DeviceOp):
+        return -3
+    shape = op_shape(type(op))
+    names = [name for name, _ in type(op).get_irdl_definition().operands]
+    if shape is None or "out" not in names:
+        return -2
+    at = names.index("out")
+    return at if not any(shape.operands[: at + 1]) else -2
 
 
 def written(op: Operation) -> list[SSAValue]:
     """The buffers a device op writes."""
-    if isinstance(op, k.ElementwiseOp):
-        return list(op.outputs)
-    out = getattr(op, "out", None) if isinstance(op, k.DeviceOp) else None
-    return [out] if isinstance(out, SSAValue) else []
+    kind = _WRITES.get(type(op))
+    if kind is None:
+        kind = _WRITES[type(op)] = _writes(op)
+    if kind >= 0:
+        return [op._operands[kind]]  # pyright: ignore[reportPrivateUsage]
+    if kind == -1:
+        return list(op.outputs)  # type: ignore[attr-defined]
+    out = getattr(op, "out", None) if kind == -2 else None
+    return [out] if out is not None and is_a(out, SSAValue) else []
 
 
 def reads_strided(op: Operation, value: SSAValue) -> bool:
@@ -70,47 +102,51 @@ def reads_strided(op: Operation, value: SSAValue) -> bool:
             return False
 
 
-def ordered_after(writer: Operation, readers: list[Operation], position: dict) -> bool:
+def ordered_after(writer: Operation, readers: list[Operation], position: dict[int, int]) -> bool:
     """`writer` surely runs after every reader: issued later on the same stream (readers that
-    are views themselves are checked through their own readers when they are made)."""
-    stream = writer.stream_index() if isinstance(writer, k.DeviceOp) else None
+    are views themselves are checked through their own readers when they are made).
+    `position`: program positions by `id`."""
+    stream = writer.stream_index() if is_a(writer, k.DeviceOp) else None
     return all(
-        isinstance(r, k.SubviewOp)
+        is_a(r, k.SubviewOp)
         or (
-            isinstance(r, k.DeviceOp)
-            and r.stream_index() == stream
-            and position.get(r, len(position)) < position[writer]
+            is_a(r, k.DeviceOp)
+            and r.stream_index() == stream  # type: ignore[attr-defined]
+            and position.get(id(r), len(position)) < position[id(writer)]
         )
         for r in readers
     )
 
 
+COPIES = k.SliceKernelOp | k.LocalBlockOp
+"""The copies a subview may replace (`box_of`)."""
+
+
 def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
     """(source, destination, offsets) of a copy that a subview could replace."""
-    match op:
-        case k.SliceKernelOp():
-            return op.input, op.out, list(op.offsets.get_values())
-        case k.LocalBlockOp():
-            return op.input, op.out, [0] * k.tensor_of(op.out).rank
-        case _:
-            return None
+    if is_a(op, k.SliceKernelOp):
+        return op.input, op.out, list(op.offsets.get_values())  # type: ignore[attr-defined]
+    if is_a(op, k.LocalBlockOp):
+        return op.input, op.out, [0] * k.tensor_of(op.out).rank  # type: ignore[attr-defined]
+    return None
 
 
 def view_in_place(block: Block) -> int:
     """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
     Walks backwards so that a slice of a slice is seen after its readers became views."""
     ops = list(block.ops)
-    position = {op: i for i, op in enumerate(ops)}
-    writers: dict[SSAValue, list[Operation]] = {}  # storage -> the ops writing it
-    for op in ops:
+    position = {id(op): i for i, op in enumerate(ops)}  # (ops hash in Python code)
+    writers: dict[SSAValue, tuple[list[int], list[Operation]]] = {}  # storage -> its writers
+    for i, op in enumerate(ops):
         for v in written(op):
-            writers.setdefault(storage(v), []).append(op)
+            at, by = writers.setdefault(storage(v), ([], []))
+            at.append(i)
+            by.append(op)
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for op in reversed(ops):
+    for op in reversed([o for o in ops if is_a(o, COPIES)]):
         found = box_of(op)
-        if found is None:
-            continue
+        assert found is not None
         source, dest, offsets = found
         alloc = dest.owner
         if not isinstance(alloc, k.AllocOp) or alloc.parent_block() is not block:
@@ -118,7 +154,8 @@ def view_in_place(block: Block) -> int:
         readers = [u.operation for u in dest.uses if u.operation is not op]
         if not all(reads_strided(r, dest) for r in readers):
             continue
-        later = [w for w in writers.get(storage(source), []) if position.get(w, -1) > position[op]]
+        at, by = writers.get(storage(source), ((), ()))
+        later = by[bisect_right(at, position[id(op)]) :]  # (positions ascend)
         if not all(ordered_after(w, readers, position) for w in later):
             continue  # the source changes while a reader may still need the old values
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
@@ -136,7 +173,7 @@ def view_in_place(block: Block) -> int:
 
 
 def uses_storage(op: Operation, root: SSAValue) -> bool:
-    return any(storage(v) is root for v in op.operands)
+    return any(storage(v) is root for v in op._operands)  # pyright: ignore[reportPrivateUsage]
 
 
 def concat_in_place(block: Block) -> int:
@@ -145,8 +182,8 @@ def concat_in_place(block: Block) -> int:
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     ops = list(block.ops)  # positions taken once: the rewrites below only move allocs up
-    position: dict[Operation, float] = {o: i for i, o in enumerate(ops)}
-    for op in [o for o in ops if isinstance(o, k.ConcatKernelOp)]:
+    position: dict[int, float] = {id(o): i for i, o in enumerate(ops)}  # (by id: ops hash slowly)
+    for op in [o for o in ops if is_a(o, k.ConcatKernelOp)]:
         writers = []
         for v in op.inputs:
             alloc = v.owner
@@ -164,7 +201,7 @@ def concat_in_place(block: Block) -> int:
             writers.append(writer[0])
         else:
             # the earliest chunk alloc
-            first = min((v.owner for v in op.inputs), key=position.__getitem__)  # type: ignore[arg-type]
+            first = min((v.owner for v in op.inputs), key=lambda o: position[id(o)])
             if not free_between(ops, position, first, op, storage(op.out)):  # type: ignore[arg-type]
                 continue
             dim = op.dim.value.data % k.tensor_of(op.out).rank
@@ -190,7 +227,7 @@ def concat_in_place(block: Block) -> int:
 
 def free_between(
     ops: list[Operation],
-    position: dict[Operation, float],
+    position: dict[int, float],
     first: Operation,
     last: Operation,
     root: SSAValue,
@@ -198,17 +235,18 @@ def free_between(
     """No op from `first` to `last` (exclusive) touches the storage `root`; `root` is then
     defined before `first` (where the views go), its alloc moved up if need be. `ops` and
     `position` are the block's order when the rewrites began (a moved alloc's position is
-    updated), so each check costs the span it looks at, not the block."""
-    a, b = int(position[first]), int(position[last])
-    if any(uses_storage(o, root) for o in ops[a:b] if o.parent is not None):
-        return False
+    updated; both by `id`), so each check costs the span it looks at, not the block."""
+    a, b = int(position[id(first)]), int(position[id(last)])
+    for o in ops[a:b]:
+        if o.parent is not None and uses_storage(o, root):
+            return False
     owner = root.owner
-    if isinstance(owner, Operation) and position.get(owner, -1) > position[first]:
+    if isinstance(owner, Operation) and position.get(id(owner), -1) > position[id(first)]:
         if not isinstance(owner, k.AllocOp):
             return False
         owner.detach()  # an alloc only names bytes: declare it before the chunks
         Rewriter.insert_op(owner, InsertPoint.before(first))
-        position[owner] = position[first] - 0.5
+        position[id(owner)] = position[id(first)] - 0.5
     return True
 
 
@@ -216,7 +254,7 @@ def fold_fills(block: Block) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for fill in [o for o in block.ops if isinstance(o, k.FillKernelOp)]:
+    for fill in [o for o in block.ops if is_a(o, k.FillKernelOp)]:
         value = fill.out
         alloc = value.owner
         readers = {id(u.operation): u.operation for u in value.uses if u.operation is not fill}

@@ -69,6 +69,7 @@ def plan_function(f: func.FuncOp, reuse: bool) -> int:
         life.alloc.offset = i64_attr(offset)
         top = max(top, offset + size)
     f.attributes[WORKSPACE] = i64_attr(top)
+    del found, lives, live  # (clocks and lives of every op: freed before the plan's record)
     remember_memory_plan(f, f.attributes[WORKSPACE])
     return top
 

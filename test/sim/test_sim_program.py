@@ -194,8 +194,8 @@ def test_events_respect_the_stream_order_of_the_kernel_level(
     by_place = {place: op for op, place in order.place.items()}
     checked = 0
     for c in range(len(engine.classes)):
-        for op, clock in order.clock.items():
-            for stream, count in clock.items():
+        for op in order.place:
+            for stream, count in order.clock(op).items():
                 for index in range(count):
                     before = by_place[(stream, index)]
                     assert engine.finish[c][task_of[before]] <= engine.start[c][task_of[op]]
