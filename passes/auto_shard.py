@@ -107,6 +107,7 @@ from ccopt.mesh import Mesh
 from ccopt.passes.options import option
 from ccopt.passes.placement_search import (
     NODE_LIMIT,
+    RELAXATION_ITERATIONS,
     STRATEGIES,
     NoSolution,
     Point,
@@ -723,7 +724,8 @@ class AutoShard(ModulePass):
         "Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every "
         "function and transfer table entry) may take together, each at least a twentieth of it; "
         "past it each keeps the best program it found, with the largest valid lower bound (HiGHS's, "
-        "the LP relaxation's - up to 1 s more each -, the forest relaxations') and the gap "
+        f"the LP relaxation's - up to {RELAXATION_ITERATIONS:,} simplex iterations more each -, "
+        "the forest relaxations') and the gap "
         "reported. A safety net: each stops first after "
         f"{NODE_LIMIT:,} branch-and-bound nodes, a budget of work that answers alike however "
         "busy the machine is.",

@@ -593,7 +593,7 @@ def integer_program(
     Exact when HiGHS proves its optimum within `time_limit` seconds; otherwise its best
     program and the best valid lower bound (`best_bound`) of HiGHS's dual bound, the LP
     relaxation's optimum (solved after the stop where it was not before, within
-    `RELAXATION_SECONDS`) and the forest relaxation (`lower_bound`,
+    `RELAXATION_ITERATIONS`) and the forest relaxation (`lower_bound`,
     at least the nodes' cheapest own costs summed, known without HiGHS), with the memory limit:
     of the candidates that fit it (`fitting_bound`); the note names it and the gap relative to
     the cost."""
@@ -1021,15 +1021,21 @@ class _Found:
 STOPPED_BOUNDS = ("HiGHS's dual bound", "the LP relaxation")
 """The bounds a stopped integer program has from HiGHS: the dual bound its branching reached
 and the optimum of its LP relaxation (solved first without memory rows; after the stop, within
-`RELAXATION_SECONDS`, where it was not)."""
+`RELAXATION_ITERATIONS`, where it was not)."""
 
-RELAXATION_SECONDS = 1.0
-"""Seconds the LP relaxation of an integer program stopped at its time limit may take after the
-stop, for its bound - a fixed price per stopped program, whatever the limit: under a tight limit
-HiGHS's dual bound is -inf or far below it (a 12 x 12 grid of 4 candidates under a memory
-limit, stopped at 0.5 s: HiGHS 311, the relaxation 702 in 0.4 s, the optimum 706). Where the
-relaxation itself takes longer (a GPT layer inlined, 15,000 candidates under a memory limit:
-over 30 s) the bound stays the others'."""
+RELAXATION_ITERATIONS = 5_000
+"""Simplex iterations the LP relaxation of an integer program stopped at its node or time limit
+may take after the stop, for its bound - a fixed price of work per stopped program, whatever
+the limit, so that the bound is the same on a busy machine as on an idle one (as `NODE_LIMIT`
+makes the program): under a tight limit HiGHS's dual bound is -inf or far below it (a 12 x 12
+grid of 4 candidates under a memory limit, stopped at 1 ms: HiGHS none, the relaxation 701.6 in
+about 2,000 iterations, 0.1 s, the optimum 706). Where the relaxation itself needs more (a
+tiny GPT layer inlined, 27,000 candidates under a memory limit: over 8,000 iterations) the
+bound stays the others'."""
+
+RELAXATION_SECONDS = 5.0
+"""Seconds that re-solve may take: a safety net behind `RELAXATION_ITERATIONS` (5,000
+iterations of the largest models above take about half a second)."""
 
 
 class _Model:
@@ -1285,7 +1291,7 @@ class _Model:
                 bound = dual if proven else max(bound, dual)
                 status = h.modelStatusToString(h.getModelStatus())
                 if not proven and values is not None and lp == -math.inf:
-                    lp = self._relaxed(h, RELAXATION_SECONDS)
+                    lp = self._relaxed(h, RELAXATION_ITERATIONS, RELAXATION_SECONDS)
             else:
                 status = h.modelStatusToString(h.getModelStatus())
         if values is None:
@@ -1318,16 +1324,21 @@ class _Model:
             found.peak = problem.peak(choice)
         return found
 
-    def _relaxed(self, h: object, time_limit: float) -> float:
+    def _relaxed(self, h: object, iterations: int, time_limit: float) -> float:
         """The optimum of the LP relaxation of the model `h` holds (its integrality dropped),
-        solved within `time_limit` seconds of its own: after HiGHS stopped branching, a
-        bound its dual bound may not reach yet (-inf where the LP did not finish either)."""
+        solved within `iterations` simplex iterations (the budget: the same answer however busy
+        the machine) and `time_limit` seconds of its own (a safety net): after HiGHS stopped
+        branching, a bound its dual bound may not reach yet (-inf where the LP did not finish
+        either)."""
         import highspy
         import numpy as np
 
         # HiGHS's clock runs across the runs of one instance: its own seconds on top
         spent = h.getRunTime()  # type: ignore[attr-defined]
         h.setOptionValue("time_limit", spent + float(time_limit))  # type: ignore[attr-defined]
+        # counted per run, and only in LPs (not a MIP's sub-problems): this run's own budget
+        h.setOptionValue("solver", "simplex")  # type: ignore[attr-defined]
+        h.setOptionValue("simplex_iteration_limit", int(iterations))  # type: ignore[attr-defined]
         h.changeColsIntegrality(  # type: ignore[attr-defined]
             self.binary,
             np.arange(self.binary, dtype=np.int32),

@@ -359,7 +359,7 @@ def test_integer_program_stops_at_its_time_limit():
     cheapest pays 10 + 0.2 (two nodes at their second candidate). The relaxation (every
     variable 1/2, cost 0.2) is fractional, so HiGHS branches; given no time it answers with
     coordinate descent's program, cost 10.2, and the largest valid bound: the relaxation's 0.2
-    (solved after the stop, within `RELAXATION_SECONDS`), above the forest relaxation's 0.1 (a
+    (solved after the stop, within `RELAXATION_ITERATIONS`), above the forest relaxation's 0.1 (a
     spanning tree solved exactly, the other edges at their minimum 0) - gap 10, 98.039% of the
     cost. Given time it proves 10.2."""
     agree = [[5.0, 0.0], [0.0, 5.0]]
