@@ -31,8 +31,11 @@ from ccopt.diagnostics import OpError, first_line
 from ccopt.mesh import Mesh
 
 _VERIFIED = "_ccopt_verified"
-"""Where an op keeps the verification key it last verified with (in its `__dict__`: it dies with
-the op, and a clone starts unverified)."""
+"""Where an op keeps the verification key it last verified with (an instance attribute: it dies
+with the op, and a clone starts unverified). Read and written with `getattr`/`setattr`, never
+through `op.__dict__`: CPython keeps an op's attributes in its inline values until something
+asks for `__dict__`, which then builds a dictionary object per op (about 1 MB for a lowered
+model's 20,000 ops)."""
 
 _MODULE_STATE = "_ccopt_verification"
 """Where the verified module keeps its mesh declarations and the structural keys that verified
@@ -69,7 +72,8 @@ def forget_verification(op: Operation) -> None:
     (`region_key`), so a pass that drops an op's body while keeping the op (convert-to-kernel
     releasing a body that an alike kernel shares) would otherwise keep the body alive. The op
     is verified afresh next time."""
-    op.__dict__.pop(_VERIFIED, None)
+    if hasattr(op, _VERIFIED):
+        delattr(op, _VERIFIED)
 
 
 def verify_module(module: Operation) -> None:
@@ -111,7 +115,7 @@ def verify_ops(
                 raise OpError(op, message) from None
             if shape is not None:
                 shapes.add(shape)
-        op.__dict__[_VERIFIED] = key
+        setattr(op, _VERIFIED, key)
 
 
 @contextmanager
@@ -239,7 +243,7 @@ class VerificationWalk:
         if op.regions and op.has_trait(self.symbol_table):
             self.scope = SymbolScope(op)
         key = op_key(op, block, around, self.scope)
-        previous = op.__dict__.get(_VERIFIED)
+        previous = getattr(op, _VERIFIED, None)
         changed = previous != key
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
         if operands and self.dominance_error is None:
@@ -674,7 +678,7 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
         """The op's key now; the very key it last verified with when that is still it (the
         ops the plan did not touch: they cost no memory)."""
         key = op_key(op, block, around, scope)
-        previous = op.__dict__.get(_VERIFIED)
+        previous = getattr(op, _VERIFIED, None)
         return previous if previous == key else sharing.compact(key, previous)
 
     ops = () if block is None else tuple([(op, planned_key(op)) for op in block.ops])
@@ -707,6 +711,6 @@ def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, mesh
         return True
     current = iter(block.ops)
     for op, key in ops:
-        if next(current, None) is not op or op.__dict__.get(_VERIFIED) != key:
+        if next(current, None) is not op or getattr(op, _VERIFIED, None) != key:
             return False
     return next(current, None) is None
