@@ -307,8 +307,11 @@ class VerificationWalk:
         changed = False
         around = tuple(op.properties.items())  # (the same for every op inside)
         outside = self.visible
-        visible = self.visible = set() if isolated else outside
         for r, region in enumerate(op.regions):
+            # An isolated op's regions each start from nothing and are dropped whole at their
+            # end; another op's regions add to the scope around and take back what they added
+            # (`scoped`: a function's values are not listed twice).
+            visible = self.visible = set() if isolated else outside
             blocks = list(region.blocks)
             if (
                 self.dominance_error is None
@@ -329,11 +332,16 @@ class VerificationWalk:
                     if self.visit(inner, function, block, around):
                         changed = True
                     if single and inner.results:
-                        results = list(map(id, inner.results))
-                        scoped += results
-                        visible.update(results)
+                        if isolated:
+                            visible.update(map(id, inner.results))
+                        else:
+                            results = list(map(id, inner.results))
+                            scoped += results
+                            visible.update(results)
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
-            visible.difference_update(scoped)
+            if not isolated:
+                visible.difference_update(scoped)
+            del visible, scoped
         self.visible = outside
         return changed
 
