@@ -689,8 +689,9 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
         previous = getattr(op, _VERIFIED, None)
         return previous if previous == key else sharing.compact(key, previous)
 
-    ops = () if block is None else tuple([(op, planned_key(op)) for op in block.ops])
-    f.__dict__[_PLANNED] = (block, workspace, meshes, ops)
+    ops = () if block is None else ops_of(block)
+    keys = tuple([planned_key(op) for op in ops])  # (two flat tuples: no pair per op)
+    f.__dict__[_PLANNED] = (block, workspace, meshes, ops, keys)
 
 
 def module_meshes(module: Operation) -> Iterable[tuple[Operation, Key]]:
@@ -710,7 +711,7 @@ def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, mesh
     the op verifiers ran, when every op keeps its current verification key."""
     if planned is None:
         return False
-    block, planned_workspace, planned_meshes, ops = planned
+    block, planned_workspace, planned_meshes, ops, keys = planned
     if block is not f.regions[0].blocks.first or planned_workspace != workspace:
         return False
     if planned_meshes != meshes:
@@ -718,7 +719,7 @@ def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, mesh
     if block is None:
         return True
     current = iter(block.ops)
-    for op, key in ops:
+    for op, key in zip(ops, keys, strict=True):
         if next(current, None) is not op or getattr(op, _VERIFIED, None) != key:
             return False
     return next(current, None) is None
