@@ -134,9 +134,7 @@ class BufferLife:
 _VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
 
 
-def buffer_lives(
-    block: Block, order: StreamOrder
-) -> tuple[list[BufferLife], dict[int, list[int]]]:
+def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[int, list[int]]]:
     """The life of every alloc of `block` (views count as their buffer), in allocation order
     (values by `id`: they hash in Python code, and this walk looks up every operand of every
     op), and per stream the program positions of its ops in order: a device op's position is

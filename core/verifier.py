@@ -86,12 +86,13 @@ def verify_module(module: Operation) -> None:
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing)
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
-            walk.changed = [(op, walk.compact(verification_key(op))) for op in module.walk()]
-        walk.dirty_functions.update(op for op, _ in walk.changed if op.name == "func.func")
+            walk.changed = list(module.walk())
+            walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
+        walk.dirty_functions.update(op for op in walk.changed if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
-        verify_ops(walk.changed, previous[1], walk.sharing.kept)
-    check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
+        verify_ops(walk.changed, walk.keys, previous[1], walk.sharing.kept)
+    check_tensor_types(walk.changed, walk.keys, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
     if walk.has_calls:
@@ -100,12 +101,12 @@ def verify_module(module: Operation) -> None:
 
 
 def verify_ops(
-    changed: list[tuple[Operation, Key]], shapes: set[Key], kept: set[int] | None = None
+    changed: list[Operation], keys: list[Key], shapes: set[Key], kept: set[int] | None = None
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
-    Each op keeps its (compacted) key; `kept`: the identities of the kept parts of keys
-    (`KeySharing.kept`)."""
-    for op, key in changed:
+    Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
+    keys (`KeySharing.kept`)."""
+    for op, key in zip(changed, keys, strict=True):
         shape = structural_key(op, key, kept)
         if shape is None or shape not in shapes:
             try:
@@ -218,7 +219,9 @@ class VerificationWalk:
         self.scope = SymbolScope(table)
         self.no_terminator = NoTerminator
         self.isolated = IsolatedFromAbove
-        self.changed: list[tuple[Operation, Key]] = []
+        self.changed: list[Operation] = []
+        self.keys: list[Key] = []
+        """The changed ops' keys, in `changed`'s order (two lists: no pair per changed op)."""
         self.meshes: list[Operation] = []
         self.has_calls = False
         self.dominance_error: OpError | None = None
@@ -253,10 +256,12 @@ class VerificationWalk:
             self.note(op, function)
         if not op.regions:
             if changed:
-                self.changed.append((op, self.compact(key, previous)))
+                self.changed.append(op)
+                self.keys.append(self.compact(key, previous))
             return changed
         at = len(self.changed)
-        self.changed.append((op, self.compact(key, previous) if changed else key))
+        self.changed.append(op)
+        self.keys.append(self.compact(key, previous) if changed else key)
         inner_function = op if op.name == "func.func" else function
         isolated = op.has_trait(self.isolated)
         inside = self.visit_regions(op, inner_function, isolated)
@@ -268,9 +273,10 @@ class VerificationWalk:
         # dominance check (a fresh scope per isolated op) sees.
         if inside and not isolated and not changed:
             changed = True
-            self.changed[at] = (op, self.compact(key, previous))
+            self.keys[at] = self.compact(key, previous)
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
+            del self.keys[at]
         self.scope = outer
         return changed
 
@@ -542,7 +548,7 @@ def _visit_structure(
         out.append(None)  # the region ends
 
 
-def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, Mesh]) -> None:
+def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[str, Mesh]) -> None:
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
     Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
@@ -557,7 +563,7 @@ def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, M
             verdicts[id(t)] = tensor_type_problem(t, meshes)
         return verdicts[id(t)]
 
-    for op, key in changed:
+    for op, key in zip(changed, keys, strict=True):
         results = key[5]
         if results and id(results) not in fine_results:
             for r, t in enumerate(results):
