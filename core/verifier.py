@@ -62,7 +62,7 @@ _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
-_IDENTITY_LIMIT = 4096
+_IDENTITY_LIMIT = 1024
 """At most this many identity entries (`KeySharing.by_identity`): parts of attributes made per op
 never hit again and would keep dead ops' attributes alive."""
 
