@@ -134,12 +134,14 @@ class BufferLife:
 _VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
 
 
-def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[int, int]]:
-    """The life of every alloc of `block` (views count as their buffer), in allocation order,
-    and the program position of every op but allocs and views (by `id`: values and ops hash in
-    Python code, and this walk looks up every operand of every op)."""
+def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[int, list[int]]]:
+    """The life of every alloc of `block` (views count as their buffer), in allocation order
+    (values by `id`: they hash in Python code, and this walk looks up every operand of every
+    op), and per stream the program positions of its ops in order: a device op's position is
+    `positions[stream][index]` for its place (`program_position`) - one list entry per op
+    instead of a dictionary entry and two integers (a lowered model has tens of thousands)."""
     lives: dict[int, BufferLife] = {}  # id(value) -> its buffer's life
-    positions: dict[int, int] = {}
+    positions: dict[int, list[int]] = {}
     place = order.place
     for position, op in enumerate(block.ops):
         kind = type(op)
@@ -149,8 +151,10 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
             life = lives.get(id(op.source))  # type: ignore[attr-defined]
             if life is not None:
                 lives[id(op.results[0])] = life
-        else:  # (only these are asked their position: allocs and views are not)
-            positions[id(op)] = position
+        else:
+            found = place.get(op)
+            if found is not None:  # (its index there: the ops the stream issued before it)
+                positions.setdefault(found[0], []).append(position)
             touched: list[BufferLife] = []
             for v in op._operands:  # pyright: ignore[reportPrivateUsage]
                 life = lives.get(id(v))
@@ -171,6 +175,12 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
     return list(unique.values()), positions
 
 
+def program_position(order: StreamOrder, positions: dict[int, list[int]], op: Operation) -> int:
+    """Where device op `op` sits in its block (`buffer_lives`' positions)."""
+    stream, index = order.place[op]
+    return positions[stream][index]
+
+
 def dead(life: BufferLife, position: int, clock: dict[int, int]) -> bool:
     """`life.dead_before(op, order, position)`, given `op`'s clock (`StreamOrder.clock`)."""
     return life.escapes is None and (
@@ -184,19 +194,18 @@ class LiveBuffers:
     in program order. A buffer leaves once it is dead before the next op of every stream, so
     the set stays as small as what is really live."""
 
-    def __init__(self, order: StreamOrder, positions: dict[int, int]):
-        self.order, self.positions = order, positions
-        self.streams: dict[int, list[int]] = {}  # stream -> its ops' positions, in order
+    def __init__(self, order: StreamOrder, positions: dict[int, list[int]]):
+        self.order = order
+        self.streams = positions  # stream -> its ops' positions, in order (`buffer_lives`)
         self.ops: dict[int, list[Operation]] = {}  # stream -> its ops
         for op, (stream, _) in order.place.items():  # (in program order)
-            self.streams.setdefault(stream, []).append(positions[id(op)])
             self.ops.setdefault(stream, []).append(op)
         self.cursor = dict.fromkeys(self.streams, 0)
         self.placed: list[tuple[BufferLife, int, int]] = []  # life, first byte, end byte
 
     def in_use_at(self, op: Operation) -> list[tuple[BufferLife, int, int]]:
         """The placed buffers that `op` (a first writer) must not overwrite."""
-        position = self.positions[id(op)]
+        position = program_position(self.order, self.streams, op)
         upcoming = []
         for stream, at in self.streams.items():
             i = self.cursor[stream]
@@ -224,7 +233,9 @@ def lives_in_order(
         return None
     order = StreamOrder(block.ops)
     lives, positions = buffer_lives(block, order)
-    ordered = sorted(lives, key=lambda b: positions[id(b.first)] if b.first else -1)
+    ordered = sorted(
+        lives, key=lambda b: program_position(order, positions, b.first) if b.first else -1
+    )
     return ordered, LiveBuffers(order, positions)
 
 

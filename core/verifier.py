@@ -31,8 +31,11 @@ from ccopt.diagnostics import OpError, first_line
 from ccopt.mesh import Mesh
 
 _VERIFIED = "_ccopt_verified"
-"""Where an op keeps the verification key it last verified with (in its `__dict__`: it dies with
-the op, and a clone starts unverified)."""
+"""Where an op keeps the verification key it last verified with (an instance attribute: it dies
+with the op, and a clone starts unverified). Read and written with `getattr`/`setattr`, never
+through `op.__dict__`: CPython keeps an op's attributes in its inline values until something
+asks for `__dict__`, which then builds a dictionary object per op (about 1 MB for a lowered
+model's 20,000 ops)."""
 
 _MODULE_STATE = "_ccopt_verification"
 """Where the verified module keeps its mesh declarations and the structural keys that verified
@@ -59,7 +62,7 @@ _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
-_IDENTITY_LIMIT = 4096
+_IDENTITY_LIMIT = 1024
 """At most this many identity entries (`KeySharing.by_identity`): parts of attributes made per op
 never hit again and would keep dead ops' attributes alive."""
 
@@ -69,7 +72,8 @@ def forget_verification(op: Operation) -> None:
     (`region_key`), so a pass that drops an op's body while keeping the op (convert-to-kernel
     releasing a body that an alike kernel shares) would otherwise keep the body alive. The op
     is verified afresh next time."""
-    op.__dict__.pop(_VERIFIED, None)
+    if hasattr(op, _VERIFIED):
+        delattr(op, _VERIFIED)
 
 
 def verify_module(module: Operation) -> None:
@@ -82,12 +86,13 @@ def verify_module(module: Operation) -> None:
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing)
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
-            walk.changed = [(op, walk.compact(verification_key(op))) for op in module.walk()]
-        walk.dirty_functions.update(op for op, _ in walk.changed if op.name == "func.func")
+            walk.changed = list(module.walk())
+            walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
+        walk.dirty_functions.update(op for op in walk.changed if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
-        verify_ops(walk.changed, previous[1], walk.sharing.kept)
-    check_tensor_types(walk.changed, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
+        verify_ops(walk.changed, walk.keys, previous[1], walk.sharing.kept)
+    check_tensor_types(walk.changed, walk.keys, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
     if walk.has_calls:
@@ -96,12 +101,12 @@ def verify_module(module: Operation) -> None:
 
 
 def verify_ops(
-    changed: list[tuple[Operation, Key]], shapes: set[Key], kept: set[int] | None = None
+    changed: list[Operation], keys: list[Key], shapes: set[Key], kept: set[int] | None = None
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
-    Each op keeps its (compacted) key; `kept`: the identities of the kept parts of keys
-    (`KeySharing.kept`)."""
-    for op, key in changed:
+    Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
+    keys (`KeySharing.kept`)."""
+    for op, key in zip(changed, keys, strict=True):
         shape = structural_key(op, key, kept)
         if shape is None or shape not in shapes:
             try:
@@ -111,7 +116,7 @@ def verify_ops(
                 raise OpError(op, message) from None
             if shape is not None:
                 shapes.add(shape)
-        op.__dict__[_VERIFIED] = key
+        setattr(op, _VERIFIED, key)
 
 
 @contextmanager
@@ -214,7 +219,9 @@ class VerificationWalk:
         self.scope = SymbolScope(table)
         self.no_terminator = NoTerminator
         self.isolated = IsolatedFromAbove
-        self.changed: list[tuple[Operation, Key]] = []
+        self.changed: list[Operation] = []
+        self.keys: list[Key] = []
+        """The changed ops' keys, in `changed`'s order (two lists: no pair per changed op)."""
         self.meshes: list[Operation] = []
         self.has_calls = False
         self.dominance_error: OpError | None = None
@@ -239,7 +246,7 @@ class VerificationWalk:
         if op.regions and op.has_trait(self.symbol_table):
             self.scope = SymbolScope(op)
         key = op_key(op, block, around, self.scope)
-        previous = op.__dict__.get(_VERIFIED)
+        previous = getattr(op, _VERIFIED, None)
         changed = previous != key
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
         if operands and self.dominance_error is None:
@@ -249,10 +256,12 @@ class VerificationWalk:
             self.note(op, function)
         if not op.regions:
             if changed:
-                self.changed.append((op, self.compact(key, previous)))
+                self.changed.append(op)
+                self.keys.append(self.compact(key, previous))
             return changed
         at = len(self.changed)
-        self.changed.append((op, self.compact(key, previous) if changed else key))
+        self.changed.append(op)
+        self.keys.append(self.compact(key, previous) if changed else key)
         inner_function = op if op.name == "func.func" else function
         isolated = op.has_trait(self.isolated)
         inside = self.visit_regions(op, inner_function, isolated)
@@ -264,9 +273,10 @@ class VerificationWalk:
         # dominance check (a fresh scope per isolated op) sees.
         if inside and not isolated and not changed:
             changed = True
-            self.changed[at] = (op, self.compact(key, previous))
+            self.keys[at] = self.compact(key, previous)
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
+            del self.keys[at]
         self.scope = outer
         return changed
 
@@ -303,8 +313,11 @@ class VerificationWalk:
         changed = False
         around = tuple(op.properties.items())  # (the same for every op inside)
         outside = self.visible
-        visible = self.visible = set() if isolated else outside
         for r, region in enumerate(op.regions):
+            # An isolated op's regions each start from nothing and are dropped whole at their
+            # end; another op's regions add to the scope around and take back what they added
+            # (`scoped`: a function's values are not listed twice).
+            visible = self.visible = set() if isolated else outside
             blocks = list(region.blocks)
             if (
                 self.dominance_error is None
@@ -325,11 +338,16 @@ class VerificationWalk:
                     if self.visit(inner, function, block, around):
                         changed = True
                     if single and inner.results:
-                        results = list(map(id, inner.results))
-                        scoped += results
-                        visible.update(results)
+                        if isolated:
+                            visible.update(map(id, inner.results))
+                        else:
+                            results = list(map(id, inner.results))
+                            scoped += results
+                            visible.update(results)
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
-            visible.difference_update(scoped)
+            if not isolated:
+                visible.difference_update(scoped)
+            del visible, scoped
         self.visible = outside
         return changed
 
@@ -530,7 +548,7 @@ def _visit_structure(
         out.append(None)  # the region ends
 
 
-def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, Mesh]) -> None:
+def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[str, Mesh]) -> None:
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
     Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
@@ -545,7 +563,7 @@ def check_tensor_types(changed: list[tuple[Operation, Key]], meshes: dict[str, M
             verdicts[id(t)] = tensor_type_problem(t, meshes)
         return verdicts[id(t)]
 
-    for op, key in changed:
+    for op, key in zip(changed, keys, strict=True):
         results = key[5]
         if results and id(results) not in fine_results:
             for r, t in enumerate(results):
@@ -674,11 +692,12 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
         """The op's key now; the very key it last verified with when that is still it (the
         ops the plan did not touch: they cost no memory)."""
         key = op_key(op, block, around, scope)
-        previous = op.__dict__.get(_VERIFIED)
+        previous = getattr(op, _VERIFIED, None)
         return previous if previous == key else sharing.compact(key, previous)
 
-    ops = () if block is None else tuple([(op, planned_key(op)) for op in block.ops])
-    f.__dict__[_PLANNED] = (block, workspace, meshes, ops)
+    ops = () if block is None else ops_of(block)
+    keys = tuple([planned_key(op) for op in ops])  # (two flat tuples: no pair per op)
+    f.__dict__[_PLANNED] = (block, workspace, meshes, ops, keys)
 
 
 def module_meshes(module: Operation) -> Iterable[tuple[Operation, Key]]:
@@ -698,7 +717,7 @@ def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, mesh
     the op verifiers ran, when every op keeps its current verification key."""
     if planned is None:
         return False
-    block, planned_workspace, planned_meshes, ops = planned
+    block, planned_workspace, planned_meshes, ops, keys = planned
     if block is not f.regions[0].blocks.first or planned_workspace != workspace:
         return False
     if planned_meshes != meshes:
@@ -706,7 +725,7 @@ def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, mesh
     if block is None:
         return True
     current = iter(block.ops)
-    for op, key in ops:
-        if next(current, None) is not op or op.__dict__.get(_VERIFIED) != key:
+    for op, key in zip(ops, keys, strict=True):
+        if next(current, None) is not op or getattr(op, _VERIFIED, None) != key:
             return False
     return next(current, None) is None
