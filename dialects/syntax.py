@@ -274,34 +274,44 @@ def _remembered_traits(cls: type[IRDLOperation]) -> None:
     """`cls.get_trait(T)`, `has_trait(T)` and `get_traits_of_type(T)` for a trait class `T`
     remembered per class (xDSL scans the class's traits with `isinstance` each time: the
     printer asks every op whether it is isolated, verifiers, CSE and DCE ask for terminators
-    and memory effects). An entry holds the set of traits it was found in, and a class whose
-    traits changed since (`add_trait` makes a new set) looks again."""
+    and memory effects, several times per op). An entry holds the set of traits it was found in,
+    and a class whose traits changed since (`add_trait` makes a new set) looks again. Each
+    answer found is one Python frame: the set is read from the class's `OpTraits` directly
+    (its `traits` property is a frame of its own)."""
     found: dict[type, tuple[frozenset[object], tuple[object, ...]]] = {}
 
     def of_type(c: type[IRDLOperation], trait_type: type) -> tuple[object, ...]:
         current = c.traits.traits
-        entry = found.get(trait_type)
-        if entry is None or entry[0] is not current:
-            entry = found[trait_type] = (
-                current,
-                tuple([t for t in current if isinstance(t, trait_type)]),
-            )
+        entry = found[trait_type] = (
+            current,
+            tuple([t for t in current if isinstance(t, trait_type)]),
+        )
         return entry[1]
 
     def get_traits_of_type(c: type[IRDLOperation], trait_type: type) -> list[object]:
-        if c is not cls:
-            return Operation.get_traits_of_type.__func__(c, trait_type)  # type: ignore[attr-defined]
-        return list(of_type(c, trait_type))
+        if c is cls:
+            entry = found.get(trait_type)
+            if entry is not None and entry[0] is c.traits._traits:
+                return list(entry[1])
+            return list(of_type(c, trait_type))
+        return Operation.get_traits_of_type.__func__(c, trait_type)  # type: ignore[attr-defined]
 
     def get_trait(c: type[IRDLOperation], trait: object) -> object:
         if c is not cls or not isinstance(trait, type):
             return Operation.get_trait.__func__(c, trait)  # type: ignore[attr-defined]
-        traits = of_type(c, trait)
+        entry = found.get(trait)
+        traits = (
+            entry[1] if entry is not None and entry[0] is c.traits._traits else of_type(c, trait)
+        )
         return traits[0] if traits else None
 
     def has_trait(
         c: type[IRDLOperation], trait: object, *, value_if_unregistered: bool = True
     ) -> bool:
+        if c is cls and isinstance(trait, type):
+            entry = found.get(trait)
+            if entry is not None and entry[0] is c.traits._traits:
+                return bool(entry[1])
         return c.get_trait(trait) is not None  # type: ignore[arg-type]
 
     cls.get_traits_of_type = classmethod(get_traits_of_type)  # type: ignore[method-assign,assignment]

@@ -30,6 +30,12 @@ def _xdsl(name: str) -> Callable[[], type[ModulePass]]:
     return load
 
 
+def _cse() -> type[ModulePass]:
+    from ccopt.passes.cse import CommonSubexpressionElimination
+
+    return CommonSubexpressionElimination
+
+
 def _auto_shard() -> type[ModulePass]:
     from ccopt.passes.auto_shard import AutoShard
 
@@ -122,6 +128,7 @@ def _plan_memory() -> type[ModulePass]:
 
 BUILTIN_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
+    "cse": _cse,  # xDSL's driver with cheaper keys (ccopt.passes.cse)
     "split-all-reduce": _split_all_reduce,
     "propagate-placements": _propagate_placements,
     "auto-shard": _auto_shard,
