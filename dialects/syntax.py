@@ -320,13 +320,17 @@ def _remembered_traits(cls: type[IRDLOperation]) -> None:
 
 
 def fast_syntax(dialect: Dialect) -> Dialect:
-    """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above, and
-    direct accessors (`SingleAccessor`); returns the dialect. A class that defines its own
-    `build` or parser keeps it."""
+    """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above, direct
+    accessors (`SingleAccessor`), remembered traits, and the identity hash in C (IRDL's
+    `__hash__` is `id(self)` in a Python frame, and passes keep sets and tables of ops: DCE's
+    live set looks every op up several times); returns the dialect. A class that defines its
+    own `build`, parser or hash keeps it."""
     for cls in dialect.operations:
         if not issubclass(cls, IRDLOperation):
             continue
         _fast_accessors(cls)
+        if "__hash__" not in cls.__dict__:  # (IRDL's is `id(self)` in a Python frame)
+            cls.__hash__ = object.__hash__  # type: ignore[method-assign]
         if not any(m in cls.__dict__ for m in ("get_trait", "has_trait", "get_traits_of_type")):
             _remembered_traits(cls)
         if "build" not in cls.__dict__:

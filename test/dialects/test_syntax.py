@@ -144,3 +144,39 @@ def test_remembered_traits_follow_the_class_traits() -> None:
     ProbeOp.traits.add_trait(IsTerminator())  # (a new set of traits: looked up again)
     assert ProbeOp.has_trait(IsTerminator) and ProbeOp.get_trait(Pure) == Pure()
     assert ProbeOp.has_trait(Pure())  # (a trait object: compared, as xDSL compares it)
+    traits = ProbeOp.get_traits_of_type(MemoryEffect)
+    traits.clear()  # (a fresh list each time, as xDSL's)
+    assert ProbeOp.get_traits_of_type(MemoryEffect) == [Pure()]
+
+
+def test_lazy_traits_are_generated_on_first_question() -> None:
+    from xdsl.ir import Dialect
+    from xdsl.irdl import irdl_op_definition, lazy_traits_def
+    from xdsl.traits import IsTerminator, Pure
+
+    from ccopt.dialects.syntax import fast_syntax
+
+    @irdl_op_definition
+    class LazyOp(IRDLOperation):
+        name = "probe.lazy"
+        traits = lazy_traits_def(lambda: (Pure(),))
+
+    fast_syntax(Dialect("probe", [LazyOp]))
+    assert LazyOp.traits._traits is None  # pyright: ignore[reportPrivateUsage]
+    assert LazyOp.has_trait(Pure) and not LazyOp.has_trait(IsTerminator)
+    assert LazyOp.has_trait(Pure) and LazyOp.get_trait(IsTerminator) is None
+
+
+def test_ops_hash_by_identity_in_c() -> None:
+    """ccopt's ops hash as IRDL's do (by identity), with the C hash: usable in sets and as
+    dictionary keys, two equal-looking ops are two keys."""
+    from ccopt.dialects.dtensor import AddOp
+
+    module = parse_module(make_context(), SourceText("<test>", PROGRAM))
+    ops = [op for op in module.walk() if op.name.startswith("kernel.")]
+    assert AddOp.__hash__ is object.__hash__
+    assert all(hash(op) == object.__hash__(op) for op in ops)
+    table = {op: i for i, op in enumerate(ops)}
+    assert len(table) == len(ops) and all(table[op] == i for i, op in enumerate(ops))
+    first, second = ops[0], ops[1]  # (two allocs of one type)
+    assert first.name == second.name and first != second and first in {first}
