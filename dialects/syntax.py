@@ -8,7 +8,8 @@ reading it:
 - every `stream 0`, `offset 1024` or `dim 1` built and verified a new `IntegerAttr` (about as
   long as lexing the op); here equal ones are one shared attribute (`ccopt.dialects.attrs`), as
   passes already build them;
-- every `offsets [0, 8]` built and verified a new dense array, likewise shared;
+- every `offsets [0, 8]` built and verified a new dense array, likewise shared, and so is
+  every `prob 0.1` or `by 2.0` (a `FloatAttr`);
 - the parsed op went through IRDL's builder (`irdl_op_init`: a dozen generic steps per op);
   here through `init_op`, which does the same work directly and hands any other form back to
   IRDL's builder.
@@ -29,7 +30,14 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BytesAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+)
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.declarative_assembly_format import (
@@ -48,7 +56,7 @@ from xdsl.irdl.operations import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-from ccopt.dialects.attrs import int_attr
+from ccopt.dialects.attrs import float_attr, int_attr
 from ccopt.dialects.construct import init_op, op_shape
 
 __all__ = ["fast_syntax"]
@@ -80,6 +88,17 @@ class SharedIntegerVariable(TypedAttributeVariable):
                 printer.print_string(f"{attr.value.data:d}")
                 return
         super().print_attr(printer, attr)  # (any other attribute: as xDSL prints it)
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedFloatVariable(TypedAttributeVariable):
+    """`$prob` of type `FloatAttr[Float64Type]`: the parsed number's shared attribute. Equal
+    properties that are one object compare at once where verification keys compare them and
+    hash once where CSE hashes them (a dropout's probability, parsed per op, was compared
+    field by field on every verification)."""
+
+    def parse_attr(self, parser: Parser) -> Attribute | None:
+        return float_attr(parser.parse_float(), self.unique_type)  # type: ignore[arg-type]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +165,12 @@ def _shared(directive: FormatDirective) -> FormatDirective:
         and directive.unique_type.width.data > 1  # type: ignore[attr-defined]
     ):
         return SharedIntegerVariable(**_fields(directive))
+    if (
+        kind is TypedAttributeVariable
+        and directive.unique_base is FloatAttr  # type: ignore[attr-defined]
+        and isinstance(directive.unique_type, AnyFloat)  # type: ignore[attr-defined]
+    ):
+        return SharedFloatVariable(**_fields(directive))
     if kind is DenseArrayAttributeVariable and isinstance(directive.elt_type, IntegerType):  # type: ignore[attr-defined]
         return SharedIntArrayVariable(**_fields(directive))
     if kind is AttrDictDirective:

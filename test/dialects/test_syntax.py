@@ -7,7 +7,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, f64, i32, i64
 from xdsl.irdl import IRDLOperation
 from xdsl.printer import Printer
 
@@ -69,6 +69,28 @@ def test_equal_parsed_integers_and_arrays_are_one_attribute() -> None:
     first, second = ops_named(module, "kernel.subview")
     assert first.properties["offsets"] is second.properties["offsets"]
     assert first.properties["offsets"] == DenseArrayBase.from_list(i64, [0, 8])
+
+
+def test_equal_parsed_floats_are_one_attribute() -> None:
+    """`prob 0.1` parsed twice is one `FloatAttr`; `0.0` and `-0.0` (equal numbers, printed
+    apart) stay two; the text prints back as it was."""
+    text = """dtensor.mesh @m [dp=2]
+func.func @f(%x: !dtensor.tensor<8xf32, @m[R]>) {
+  %0 = dtensor.dropout %x seed 7 prob 1.000000e-01 : !dtensor.tensor<8xf32, @m[R]>
+  %1 = dtensor.dropout %x seed 8 prob 1.000000e-01 : !dtensor.tensor<8xf32, @m[R]>
+  %2 = dtensor.scale %x by 0.000000e+00 : !dtensor.tensor<8xf32, @m[R]>
+  %3 = dtensor.scale %x by -0.000000e+00 : !dtensor.tensor<8xf32, @m[R]>
+  func.return
+}
+"""
+    module = parse(text)
+    first, second = ops_named(module, "dtensor.dropout")
+    assert first.properties["prob"] is second.properties["prob"]
+    assert first.properties["prob"] == FloatAttr(0.1, f64)
+    zero, negative = (op.properties["factor"] for op in ops_named(module, "dtensor.scale"))
+    assert zero is not negative
+    assert "by -0.000000e+00" in printed(module) and "by 0.000000e+00" in printed(module)
+    assert printed(module) == printed(parse(printed(module)))
 
 
 def test_shared_arrays_are_keyed_by_value_and_type() -> None:
