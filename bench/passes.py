@@ -1,4 +1,4 @@
-"""How every ccopt pass scales with program size, against xDSL's `cse` in the same process.
+"""How every ccopt pass scales with program size, against `cse` in the same process.
 
 Each pass runs (in process, parse excluded) at N and 4N ops on a program it rewrites: the
 chained tensor-parallel MLP of `startup.py`, momentum SGD with norms over many parameters,
@@ -6,8 +6,9 @@ chained pipeline-stage boundaries, and a chain of small called functions; best o
 ratios per pass:
 
 - scaling: time(4N) / (4 * time(N)); 1.00x is linear, 4.00x would be quadratic;
-- vs cse: the pass's time at 4N divided by xDSL's `cse` on the same program (one walk with a hash
-  per op), so a pass that does real planning shows how much more it costs per op.
+- vs cse: the pass's time at 4N divided by `cse` on the same program (one walk with a hash per op:
+  xDSL's driver with ccopt's cheaper keys, ccopt.passes.cse), so a pass that does real planning
+  shows how much more it costs per op.
 
 Prerequisite passes (e.g. split-all-reduce before fuse-collective) run outside the timed part;
 the garbage collector is off while timing, as in `timeit`.

@@ -8,7 +8,8 @@ reading it:
 - every `stream 0`, `offset 1024` or `dim 1` built and verified a new `IntegerAttr` (about as
   long as lexing the op); here equal ones are one shared attribute (`ccopt.dialects.attrs`), as
   passes already build them;
-- every `offsets [0, 8]` built and verified a new dense array, likewise shared;
+- every `offsets [0, 8]` built and verified a new dense array, likewise shared, and so is
+  every `prob 0.1` or `by 2.0` (a `FloatAttr`);
 - the parsed op went through IRDL's builder (`irdl_op_init`: a dozen generic steps per op);
   here through `init_op`, which does the same work directly and hands any other form back to
   IRDL's builder.
@@ -29,7 +30,14 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BytesAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+)
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.declarative_assembly_format import (
@@ -48,7 +56,7 @@ from xdsl.irdl.operations import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-from ccopt.dialects.attrs import int_attr
+from ccopt.dialects.attrs import float_attr, int_attr
 from ccopt.dialects.construct import init_op, op_shape
 
 __all__ = ["fast_syntax"]
@@ -80,6 +88,17 @@ class SharedIntegerVariable(TypedAttributeVariable):
                 printer.print_string(f"{attr.value.data:d}")
                 return
         super().print_attr(printer, attr)  # (any other attribute: as xDSL prints it)
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedFloatVariable(TypedAttributeVariable):
+    """`$prob` of type `FloatAttr[Float64Type]`: the parsed number's shared attribute. Equal
+    properties that are one object compare at once where verification keys compare them and
+    hash once where CSE hashes them (a dropout's probability, parsed per op, was compared
+    field by field on every verification)."""
+
+    def parse_attr(self, parser: Parser) -> Attribute | None:
+        return float_attr(parser.parse_float(), self.unique_type)  # type: ignore[arg-type]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +165,12 @@ def _shared(directive: FormatDirective) -> FormatDirective:
         and directive.unique_type.width.data > 1  # type: ignore[attr-defined]
     ):
         return SharedIntegerVariable(**_fields(directive))
+    if (
+        kind is TypedAttributeVariable
+        and directive.unique_base is FloatAttr  # type: ignore[attr-defined]
+        and isinstance(directive.unique_type, AnyFloat)  # type: ignore[attr-defined]
+    ):
+        return SharedFloatVariable(**_fields(directive))
     if kind is DenseArrayAttributeVariable and isinstance(directive.elt_type, IntegerType):  # type: ignore[attr-defined]
         return SharedIntArrayVariable(**_fields(directive))
     if kind is AttrDictDirective:
@@ -274,34 +299,44 @@ def _remembered_traits(cls: type[IRDLOperation]) -> None:
     """`cls.get_trait(T)`, `has_trait(T)` and `get_traits_of_type(T)` for a trait class `T`
     remembered per class (xDSL scans the class's traits with `isinstance` each time: the
     printer asks every op whether it is isolated, verifiers, CSE and DCE ask for terminators
-    and memory effects). An entry holds the set of traits it was found in, and a class whose
-    traits changed since (`add_trait` makes a new set) looks again."""
+    and memory effects, several times per op). An entry holds the set of traits it was found in,
+    and a class whose traits changed since (`add_trait` makes a new set) looks again. Each
+    answer found is one Python frame: the set is read from the class's `OpTraits` directly
+    (its `traits` property is a frame of its own)."""
     found: dict[type, tuple[frozenset[object], tuple[object, ...]]] = {}
 
     def of_type(c: type[IRDLOperation], trait_type: type) -> tuple[object, ...]:
         current = c.traits.traits
-        entry = found.get(trait_type)
-        if entry is None or entry[0] is not current:
-            entry = found[trait_type] = (
-                current,
-                tuple([t for t in current if isinstance(t, trait_type)]),
-            )
+        entry = found[trait_type] = (
+            current,
+            tuple([t for t in current if isinstance(t, trait_type)]),
+        )
         return entry[1]
 
     def get_traits_of_type(c: type[IRDLOperation], trait_type: type) -> list[object]:
-        if c is not cls:
-            return Operation.get_traits_of_type.__func__(c, trait_type)  # type: ignore[attr-defined]
-        return list(of_type(c, trait_type))
+        if c is cls:
+            entry = found.get(trait_type)
+            if entry is not None and entry[0] is c.traits._traits:
+                return list(entry[1])
+            return list(of_type(c, trait_type))
+        return Operation.get_traits_of_type.__func__(c, trait_type)  # type: ignore[attr-defined]
 
     def get_trait(c: type[IRDLOperation], trait: object) -> object:
         if c is not cls or not isinstance(trait, type):
             return Operation.get_trait.__func__(c, trait)  # type: ignore[attr-defined]
-        traits = of_type(c, trait)
+        entry = found.get(trait)
+        traits = (
+            entry[1] if entry is not None and entry[0] is c.traits._traits else of_type(c, trait)
+        )
         return traits[0] if traits else None
 
     def has_trait(
         c: type[IRDLOperation], trait: object, *, value_if_unregistered: bool = True
     ) -> bool:
+        if c is cls and isinstance(trait, type):
+            entry = found.get(trait)
+            if entry is not None and entry[0] is c.traits._traits:
+                return bool(entry[1])
         return c.get_trait(trait) is not None  # type: ignore[arg-type]
 
     cls.get_traits_of_type = classmethod(get_traits_of_type)  # type: ignore[method-assign,assignment]
@@ -310,13 +345,17 @@ def _remembered_traits(cls: type[IRDLOperation]) -> None:
 
 
 def fast_syntax(dialect: Dialect) -> Dialect:
-    """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above, and
-    direct accessors (`SingleAccessor`); returns the dialect. A class that defines its own
-    `build` or parser keeps it."""
+    """Give the ops of `dialect` (ccopt's own) the cheaper parsing described above, direct
+    accessors (`SingleAccessor`), remembered traits, and the identity hash in C (IRDL's
+    `__hash__` is `id(self)` in a Python frame, and passes keep sets and tables of ops: DCE's
+    live set looks every op up several times); returns the dialect. A class that defines its
+    own `build`, parser or hash keeps it."""
     for cls in dialect.operations:
         if not issubclass(cls, IRDLOperation):
             continue
         _fast_accessors(cls)
+        if "__hash__" not in cls.__dict__:  # (IRDL's is `id(self)` in a Python frame)
+            cls.__hash__ = object.__hash__  # type: ignore[method-assign]
         if not any(m in cls.__dict__ for m in ("get_trait", "has_trait", "get_traits_of_type")):
             _remembered_traits(cls)
         if "build" not in cls.__dict__:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, f64, i32, i64
 from xdsl.irdl import IRDLOperation
 from xdsl.printer import Printer
 
@@ -69,6 +69,28 @@ def test_equal_parsed_integers_and_arrays_are_one_attribute() -> None:
     first, second = ops_named(module, "kernel.subview")
     assert first.properties["offsets"] is second.properties["offsets"]
     assert first.properties["offsets"] == DenseArrayBase.from_list(i64, [0, 8])
+
+
+def test_equal_parsed_floats_are_one_attribute() -> None:
+    """`prob 0.1` parsed twice is one `FloatAttr`; `0.0` and `-0.0` (equal numbers, printed
+    apart) stay two; the text prints back as it was."""
+    text = """dtensor.mesh @m [dp=2]
+func.func @f(%x: !dtensor.tensor<8xf32, @m[R]>) {
+  %0 = dtensor.dropout %x seed 7 prob 1.000000e-01 : !dtensor.tensor<8xf32, @m[R]>
+  %1 = dtensor.dropout %x seed 8 prob 1.000000e-01 : !dtensor.tensor<8xf32, @m[R]>
+  %2 = dtensor.scale %x by 0.000000e+00 : !dtensor.tensor<8xf32, @m[R]>
+  %3 = dtensor.scale %x by -0.000000e+00 : !dtensor.tensor<8xf32, @m[R]>
+  func.return
+}
+"""
+    module = parse(text)
+    first, second = ops_named(module, "dtensor.dropout")
+    assert first.properties["prob"] is second.properties["prob"]
+    assert first.properties["prob"] == FloatAttr(0.1, f64)
+    zero, negative = (op.properties["factor"] for op in ops_named(module, "dtensor.scale"))
+    assert zero is not negative
+    assert "by -0.000000e+00" in printed(module) and "by 0.000000e+00" in printed(module)
+    assert printed(module) == printed(parse(printed(module)))
 
 
 def test_shared_arrays_are_keyed_by_value_and_type() -> None:
@@ -144,3 +166,39 @@ def test_remembered_traits_follow_the_class_traits() -> None:
     ProbeOp.traits.add_trait(IsTerminator())  # (a new set of traits: looked up again)
     assert ProbeOp.has_trait(IsTerminator) and ProbeOp.get_trait(Pure) == Pure()
     assert ProbeOp.has_trait(Pure())  # (a trait object: compared, as xDSL compares it)
+    traits = ProbeOp.get_traits_of_type(MemoryEffect)
+    traits.clear()  # (a fresh list each time, as xDSL's)
+    assert ProbeOp.get_traits_of_type(MemoryEffect) == [Pure()]
+
+
+def test_lazy_traits_are_generated_on_first_question() -> None:
+    from xdsl.ir import Dialect
+    from xdsl.irdl import irdl_op_definition, lazy_traits_def
+    from xdsl.traits import IsTerminator, Pure
+
+    from ccopt.dialects.syntax import fast_syntax
+
+    @irdl_op_definition
+    class LazyOp(IRDLOperation):
+        name = "probe.lazy"
+        traits = lazy_traits_def(lambda: (Pure(),))
+
+    fast_syntax(Dialect("probe", [LazyOp]))
+    assert LazyOp.traits._traits is None  # pyright: ignore[reportPrivateUsage]
+    assert LazyOp.has_trait(Pure) and not LazyOp.has_trait(IsTerminator)
+    assert LazyOp.has_trait(Pure) and LazyOp.get_trait(IsTerminator) is None
+
+
+def test_ops_hash_by_identity_in_c() -> None:
+    """ccopt's ops hash as IRDL's do (by identity), with the C hash: usable in sets and as
+    dictionary keys, two equal-looking ops are two keys."""
+    from ccopt.dialects.dtensor import AddOp
+
+    module = parse_module(make_context(), SourceText("<test>", PROGRAM))
+    ops = [op for op in module.walk() if op.name.startswith("kernel.")]
+    assert AddOp.__hash__ is object.__hash__
+    assert all(hash(op) == object.__hash__(op) for op in ops)
+    table = {op: i for i, op in enumerate(ops)}
+    assert len(table) == len(ops) and all(table[op] == i for i, op in enumerate(ops))
+    first, second = ops[0], ops[1]  # (two allocs of one type)
+    assert first.name == second.name and first != second and first in {first}
