@@ -54,10 +54,14 @@ _CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
 
 Key = tuple[object, ...]
-_SHARED_PARTS = (4, 5, 6, 7, 10)
-"""The parts of a verification key that ops share (`KeySharing`): operand types, result types,
+_LOCAL_KINDS: dict[str, bool] = {}
+"""Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
+_ONE = (0,)
+"""`same_values` of one operand."""
+_TYPE_PARTS = (4, 5)
+_ATTRIBUTE_PARTS = (6, 7, 10)
+"""The parts of a verification key that ops share (`KeySharing`): operand types, result types;
 properties, attributes, the properties of the op around."""
-_TYPE_PARTS = frozenset({4, 5})
 _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
@@ -84,14 +88,17 @@ def verify_module(module: Operation) -> None:
     walk.visit(module, None, module.parent, around_properties(module))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing)
+        previous = (meshes, set(), walk.sharing, set())
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
+            walk.subtrees = {}  # (counts of the ops the walk found changed, not of all)
         walk.dirty_functions.update(op for op in walk.changed if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
-        verify_ops(walk.changed, walk.keys, previous[1], walk.sharing.kept)
+        verify_ops(
+            walk.changed, walk.keys, previous[1], walk.sharing.kept, walk.subtrees, previous[3]
+        )
     check_tensor_types(walk.changed, walk.keys, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -101,12 +108,27 @@ def verify_module(module: Operation) -> None:
 
 
 def verify_ops(
-    changed: list[Operation], keys: list[Key], shapes: set[Key], kept: set[int] | None = None
+    changed: list[Operation],
+    keys: list[Key],
+    shapes: set[Key],
+    kept: set[int] | None = None,
+    subtrees: dict[int, tuple[int, bool]] | None = None,
+    deep: set[Key] | None = None,
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
     Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
-    keys (`KeySharing.kept`)."""
-    for op, key in zip(changed, keys, strict=True):
+    keys (`KeySharing.kept`).
+
+    `subtrees` (from the walk): for a changed op with regions (by identity), how many ops
+    after it are its changed nested ops, and whether that is all of them. `deep`: the
+    structural keys of ops with regions whose every nested op verified (`DeepShapes`); the
+    nested ops of an op whose structural key is there are not looked at again - a fused body
+    copied for each of a model's layers is checked once per distinct structure."""
+    deep_shapes = DeepShapes(deep if deep is not None else set(), subtrees or {})
+    for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
+        if i <= deep_shapes.covered_until and not key[8] and key[11] is None:
+            setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
+            continue
         shape = structural_key(op, key, kept)
         if shape is None or shape not in shapes:
             try:
@@ -117,6 +139,69 @@ def verify_ops(
             if shape is not None:
                 shapes.add(shape)
         setattr(op, _VERIFIED, key)
+        if (shape is None and deep_shapes.open) or (op.regions and shape is not None):
+            deep_shapes.checked(i, op, shape)
+    deep_shapes.finish()
+
+
+class DeepShapes:
+    """The structural keys of ops with regions whose nested ops all verified, as one verification
+    learns them and uses them (`verify_ops`).
+
+    An op's structural key holds its regions' structure (`region_structure`): every nested op's
+    kind, types, properties, attributes, which value each operand is (an outside value by its
+    type and order), where blocks and regions end. That fixes each nested op's own structural
+    key, except for what a key adds from outside the structure: successors and a named body or
+    callee (`structural_key`'s last part). So when an op P's structural key is in `deep`, every
+    nested op at the same position in a P' with that key had its structural key verified, and
+    a nested op of P without successors, body or callee has exactly that structural key: it
+    verifies as `verify_ops` would find it in `shapes`. Nested ops with successors, a body or a
+    callee are checked one by one as before.
+
+    P's key is added only when all of P's nested ops were changed - every one of them is checked
+    in this run, by its structural key - and each had a structural key, once the last of them
+    verified."""
+
+    def __init__(self, deep: set[Key], subtrees: dict[int, tuple[int, bool]]):
+        self.deep = deep
+        self.subtrees = subtrees
+        self.covered_until = -1
+        """The last position of the changed ops inside an op whose structure is in `deep`: a
+        nested op there, without successors, named body or callee (verification key parts 8
+        and 11), is verified."""
+        self.open: list[list[object]] = []
+        """[structural key, last position of its nested ops, still eligible] for the ops with
+        regions whose nested ops are being checked one by one (the ops around position i)."""
+
+    def checked(self, i: int, op: Operation, shape: Key | None) -> None:
+        """`op`, at position i, was checked one by one, with structural key `shape` (called for
+        ops with regions and ops without a structural key; other ops change nothing here: an
+        open op's nested ops are closed before the next op with regions looks `deep` up)."""
+        open_ = self.open
+        while open_ and open_[-1][1] < i:  # (ops whose nested ops all came before i)
+            self.close()
+        if shape is None:
+            for entry in open_:
+                entry[2] = False
+        subtree = self.subtrees.get(id(op)) if self.subtrees else None
+        if subtree is None or shape is None:
+            return
+        count, whole = subtree
+        if shape in self.deep:
+            self.covered_until = max(self.covered_until, i + count)
+        elif whole and count and i > self.covered_until:
+            open_.append([shape, i + count, True])
+
+    def close(self) -> None:
+        """The innermost open op's nested ops all verified: its structure holds from now on."""
+        shape, _, eligible = self.open.pop()
+        if eligible:
+            self.deep.add(shape)  # type: ignore[arg-type]
+
+    def finish(self) -> None:
+        """Every changed op verified."""
+        while self.open:
+            self.close()
 
 
 @contextmanager
@@ -168,17 +253,30 @@ class KeySharing:
         kept."""
         parts = list(key)
         last = self.last
-        for i in _SHARED_PARTS:
+        by_identity = self.by_identity  # (`keep`'s first look, without its call)
+        for i in _TYPE_PARTS:
             part = parts[i]
             if not part:
                 continue
             if previous is not None and previous[i] == part:
                 parts[i] = previous[i]
                 continue
-            kept = None if i in _TYPE_PARTS else last.get(i)
+            found = by_identity.get(tuple(map(id, part)))
+            kept = found[0] if found is not None else self.keep(part, True)
+            if kept is not None:  # (else an attribute that does not hash: kept as it is)
+                parts[i] = kept
+        for i in _ATTRIBUTE_PARTS:
+            part = parts[i]
+            if not part:
+                continue
+            if previous is not None and previous[i] == part:
+                parts[i] = previous[i]
+                continue
+            kept = last.get(i)
             if kept is None or kept != part:
-                kept = self.keep(part, i in _TYPE_PARTS)
-                if kept is None:  # an attribute that does not hash (kept as it is)
+                found = by_identity.get(tuple(map(id, chain.from_iterable(part))))
+                kept = found[0] if found is not None else self.keep(part, False)
+                if kept is None:
                     continue
                 last[i] = kept
             parts[i] = kept
@@ -231,9 +329,24 @@ class VerificationWalk:
         self.visited = 0
         """How many ops the walk visited: all of them changed on a module's first
         verification (no op verified before), and `changed` is then every op's key."""
+        self.traits: dict[type, tuple[bool, bool]] = {}
+        self.subtrees: dict[int, tuple[int, bool]] = {}
+        """For a changed op with regions, by its identity: how many changed ops follow it that
+        are nested in it, and whether those are all its nested ops. (Not by position: an
+        isolated op whose own key did not change leaves `changed` after its nested ops were
+        added, which moves them.)"""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         return self.sharing.compact(key, previous)
+
+    def traits_of(self, op: Operation) -> tuple[bool, bool]:
+        """Whether `op` is a symbol table and whether it is isolated from above, once per op
+        class and walk (traits belong to the class; xDSL looks them up per call)."""
+        traits = self.traits.get(type(op))
+        if traits is None:
+            traits = (op.has_trait(self.symbol_table), op.has_trait(self.isolated))
+            self.traits[type(op)] = traits
+        return traits
 
     def visit(
         self, op: Operation, function: Operation | None, block: Block | None, around: Key | None
@@ -243,7 +356,8 @@ class VerificationWalk:
         module's keys, all new, were most of the memory its verification took."""
         self.visited += 1
         outer = self.scope
-        if op.regions and op.has_trait(self.symbol_table):
+        traits = self.traits_of(op) if op.regions else (False, False)
+        if traits[0]:
             self.scope = SymbolScope(op)
         key = op_key(op, block, around, self.scope)
         previous = getattr(op, _VERIFIED, None)
@@ -263,7 +377,8 @@ class VerificationWalk:
         self.changed.append(op)
         self.keys.append(self.compact(key, previous) if changed else key)
         inner_function = op if op.name == "func.func" else function
-        isolated = op.has_trait(self.isolated)
+        isolated = traits[1]
+        visited = self.visited
         inside = self.visit_regions(op, inner_function, isolated)
         if (inside or changed) and op is inner_function:  # its body or its workspace
             self.dirty_functions.add(op)
@@ -277,8 +392,36 @@ class VerificationWalk:
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
             del self.keys[at]
+        elif inside:
+            count = len(self.changed) - at - 1
+            self.subtrees[id(op)] = (count, count == self.visited - visited)
         self.scope = outer
         return changed
+
+    def visit_leaf(
+        self,
+        op: Operation,
+        function: Operation | None,
+        block: Block,
+        around: Key | None,
+        visible: set[int],
+    ) -> bool:
+        """`visit` for an op without regions (most ops), whose `visible` values are those of
+        the scope around it: no scope, trait or nesting to look at."""
+        self.visited += 1
+        key = op_key(op, block, around, self.scope)
+        previous = getattr(op, _VERIFIED, None)
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        if operands and self.dominance_error is None:
+            if not visible.issuperset(map(id, operands)):
+                self.dominance_failure(op)
+        if op.name in _NOTED:
+            self.note(op, function)
+        if previous != key:
+            self.changed.append(op)
+            self.keys.append(self.sharing.compact(key, previous))
+            return True
+        return False
 
     def dominance_failure(self, op: Operation) -> None:
         """The first operand of `op` that is not visible where it is used."""
@@ -335,7 +478,10 @@ class VerificationWalk:
             for block in blocks:
                 inner = block.first_op
                 while inner is not None:
-                    if self.visit(inner, function, block, around):
+                    if inner.regions:
+                        if self.visit(inner, function, block, around):
+                            changed = True
+                    elif self.visit_leaf(inner, function, block, around, visible):
                         changed = True
                     if single and inner.results:
                         if isolated:
@@ -466,9 +612,12 @@ def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key
     where they are parts `KeySharing` keeps (their identities are in `kept`): equal parts are
     one object there, and hashing identities costs no attribute hashing."""
     name = op.name
-    if (
-        name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op._successors  # pyright: ignore[reportPrivateUsage]
-    ):
+    local = _LOCAL_KINDS.get(name)
+    if local is None:
+        local = _LOCAL_KINDS[name] = (
+            name.split(".", 1)[0] in _LOCAL_DIALECTS and name not in _CONTEXTUAL
+        )
+    if not local or op._successors:  # pyright: ignore[reportPrivateUsage]
         return None
     block = op.parent
     region = block.parent if block is not None else None
@@ -478,10 +627,10 @@ def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key
     identities = tuple(map(id, typed))
     return (
         type(op),
-        same_values(operands),
+        same_values(operands) if len(operands) > 1 else _ONE if operands else (),
         type(around),
         key[2],  # whether it ends its block
-        region is not None and region.first_block is not region.last_block,
+        region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
         identities if kept is not None and kept.issuperset(identities) else typed,
         region_structure(op) if op.regions else (),
         key[11],  # a named body (the body op and its ops) or a callee
