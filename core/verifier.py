@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from itertools import chain
 from operator import attrgetter
 
-from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError, first_line
@@ -38,8 +38,14 @@ asks for `__dict__`, which then builds a dictionary object per op (about 1 MB fo
 model's 20,000 ops)."""
 
 _MODULE_STATE = "_ccopt_verification"
-"""Where the verified module keeps its mesh declarations and the structural keys that verified
-in it."""
+"""Where the verified module keeps its mesh declarations, the structural keys that verified in
+it (of ops, and of ops with everything nested in them: `DeepShapes`), its `KeySharing` and its
+region structures (each distinct one once)."""
+
+_STRUCTURE = "_ccopt_structure"
+"""Where an op with regions keeps the structure of its regions as last computed, with the
+region key (verification key part 9) it was computed for: an op none of whose nested ops
+changed since (a fused op given a new operand) has that structure still."""
 
 _PLANNED = "_ccopt_planned"
 """Where a function keeps the memory plan `plan-memory` just made and checked by construction
@@ -78,6 +84,8 @@ def forget_verification(op: Operation) -> None:
     is verified afresh next time."""
     if hasattr(op, _VERIFIED):
         delattr(op, _VERIFIED)
+    if hasattr(op, _STRUCTURE):  # (its region key holds the blocks and nested ops too)
+        delattr(op, _STRUCTURE)
 
 
 def verify_module(module: Operation) -> None:
@@ -88,16 +96,20 @@ def verify_module(module: Operation) -> None:
     walk.visit(module, None, module.parent, around_properties(module))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing, set())
+        previous = (meshes, set(), walk.sharing, set(), {})
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
-            walk.subtrees = {}  # (counts of the ops the walk found changed, not of all)
+            walk.subtrees = None  # (counts of the ops the walk found changed, not of all)
         walk.dirty_functions.update(op for op in walk.changed if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
         verify_ops(
-            walk.changed, walk.keys, previous[1], walk.sharing.kept, walk.subtrees, previous[3]
+            walk.changed,
+            walk.keys,
+            previous[1],
+            walk.sharing.kept,
+            DeepShapes(previous[3], walk.subtrees, previous[4]),
         )
     check_tensor_types(walk.changed, walk.keys, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
@@ -112,24 +124,28 @@ def verify_ops(
     keys: list[Key],
     shapes: set[Key],
     kept: set[int] | None = None,
-    subtrees: dict[int, tuple[int, bool]] | None = None,
-    deep: set[Key] | None = None,
+    deep_shapes: DeepShapes | None = None,
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
     Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
     keys (`KeySharing.kept`).
 
-    `subtrees` (from the walk): for a changed op with regions (by identity), how many ops
-    after it are its changed nested ops, and whether that is all of them. `deep`: the
-    structural keys of ops with regions whose every nested op verified (`DeepShapes`); the
-    nested ops of an op whose structural key is there are not looked at again - a fused body
-    copied for each of a model's layers is checked once per distinct structure."""
-    deep_shapes = DeepShapes(deep if deep is not None else set(), subtrees or {})
+    `deep_shapes`: the structural keys of ops with regions whose every nested op verified,
+    and what the walk knows of the changed ops nested in each op (`DeepShapes`); the nested
+    ops of an op whose structural key is there are not looked at again - a fused body copied
+    for each of a model's layers is checked once per distinct structure."""
+    if deep_shapes is None:
+        deep_shapes = DeepShapes(set(), None, {})
     for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
         if i <= deep_shapes.covered_until and not key[8] and key[11] is None:
             setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
             continue
-        shape = structural_key(op, key, kept)
+        shape = structural_key(
+            op,
+            key,
+            kept,
+            deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
+        )
         if shape is None or shape not in shapes:
             try:
                 op.verify(verify_nested_ops=False)
@@ -162,9 +178,19 @@ class DeepShapes:
     in this run, by its structural key - and each had a structural key, once the last of them
     verified."""
 
-    def __init__(self, deep: set[Key], subtrees: dict[int, tuple[int, bool]]):
+    def __init__(
+        self,
+        deep: set[Key],
+        subtrees: dict[int, tuple[int, bool]] | None,
+        structures: dict[Key, Key],
+    ):
         self.deep = deep
-        self.subtrees = subtrees
+        self.known = subtrees is not None
+        """Whether `subtrees` comes from the walk that found the changed ops (an op with
+        regions missing there has no changed nested op)."""
+        self.subtrees = subtrees if subtrees is not None else {}
+        self.structures = structures
+        """Each distinct region structure once (ops keep theirs: `_STRUCTURE`)."""
         self.covered_until = -1
         """The last position of the changed ops inside an op whose structure is in `deep`: a
         nested op there, without successors, named body or callee (verification key parts 8
@@ -191,6 +217,31 @@ class DeepShapes:
             self.covered_until = max(self.covered_until, i + count)
         elif whole and count and i > self.covered_until:
             open_.append([shape, i + count, True])
+
+    def structure_maker(
+        self, i: int, changed: list[Operation], keys: list[Key], kept: set[int] | None
+    ) -> Callable[[Operation], Key]:
+        """How `structural_key` gets the structure of the op with regions at position i: from
+        its nested ops' keys (`keyed_structure`) when all of them are changed ops right after
+        it, else by `region_structure` (called only for ops whose structure is looked at)."""
+        op, region_key = changed[i], keys[i][9]
+        subtree = self.subtrees.get(id(op))
+        if subtree is None and self.known:  # (no nested op changed)
+            last = getattr(op, _STRUCTURE, None)
+            if last is not None and last[0] == region_key:
+                return lambda _op: last[1]
+        make: Callable[[Operation], Key] = region_structure
+        if kept is not None and subtree is not None and subtree[1] and subtree[0]:
+            end = i + 1 + subtree[0]
+            make = lambda o: keyed_structure(o, changed[i + 1 : end], keys[i + 1 : end], kept)  # noqa: E731
+
+        def remembered(o: Operation) -> Key:
+            structure = make(o)
+            structure = self.structures.setdefault(structure, structure)
+            setattr(o, _STRUCTURE, (region_key, structure))
+            return structure
+
+        return remembered
 
     def close(self) -> None:
         """The innermost open op's nested ops all verified: its structure holds from now on."""
@@ -461,7 +512,7 @@ class VerificationWalk:
             # end; another op's regions add to the scope around and take back what they added
             # (`scoped`: a function's values are not listed twice).
             visible = self.visible = set() if isolated else outside
-            blocks = list(region.blocks)
+            blocks = blocks_of(region)
             if (
                 self.dominance_error is None
                 and any(b.first_op is None for b in blocks)
@@ -555,8 +606,22 @@ def region_key(op: Operation) -> Key:
     """The blocks of `op`'s regions, their argument types and (except for a function, whose
     verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
     if op.name == "func.func":
-        return tuple([(b, b.arg_types) for r in op.regions for b in r.blocks])
-    return tuple([(b, b.arg_types, ops_of(b)) for r in op.regions for b in r.blocks])
+        return tuple([(b, arg_types(b)) for r in op.regions for b in blocks_of(r)])
+    return tuple([(b, arg_types(b), ops_of(b)) for r in op.regions for b in blocks_of(r)])
+
+
+def blocks_of(region: Region) -> list[Block]:
+    """The blocks of `region` in order; one or none without xDSL's block iterator (a Python
+    generator per region: most regions have one block)."""
+    first = region._first_block  # pyright: ignore[reportPrivateUsage]
+    if first is region._last_block:  # pyright: ignore[reportPrivateUsage]
+        return [] if first is None else [first]
+    return list(region.blocks)
+
+
+def arg_types(block: Block) -> Key:
+    """`block.arg_types`, read in C (the property runs a generator)."""
+    return tuple(map(_TYPE, block._args))  # pyright: ignore[reportPrivateUsage]
 
 
 def callee_signature(call: Operation, scope: SymbolScope | None = None) -> Key | object:
@@ -603,14 +668,21 @@ def ops_of(block: Block) -> tuple[Operation, ...]:
     return tuple(ops)
 
 
-def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key | None:
+def structural_key(
+    op: Operation,
+    key: Key,
+    kept: set[int] | None = None,
+    structure: Callable[[Operation], Key] | None = None,
+) -> Key | None:
     """What an op's verifier reads when it reads nothing but the op itself - its kind, operand
     and result types, properties, attributes, the structure of its regions - and the kind of op
     it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike. None
     for ops whose verifier may look further (symbol tables, uses, plugins' ops). `key` is the
     op's verification key, whose tuples of types and attributes this shares - by identity
     where they are parts `KeySharing` keeps (their identities are in `kept`): equal parts are
-    one object there, and hashing identities costs no attribute hashing."""
+    one object there, and hashing identities costs no attribute hashing. `structure` makes
+    the structure of the op's regions (`region_structure` by default), asked only for ops
+    whose verifier reads nothing else."""
     name = op.name
     local = _LOCAL_KINDS.get(name)
     if local is None:
@@ -632,7 +704,7 @@ def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key
         key[2],  # whether it ends its block
         region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
         identities if kept is not None and kept.issuperset(identities) else typed,
-        region_structure(op) if op.regions else (),
+        (region_structure if structure is None else structure)(op) if op.regions else (),
         key[11],  # a named body (the body op and its ops) or a callee
     )
 
@@ -646,53 +718,103 @@ def same_values(operands: Key) -> Key:
     return tuple(map(ids.index, ids))
 
 
-def region_structure(op: Operation) -> Key:
+def region_structure(op: Operation, described: Callable[[Operation], Key] | None = None) -> Key:
     """The regions of `op` up to renaming: every nested op with its kind, types, properties,
     attributes, and which value (by position) each operand is; a value from outside the op
     stands for its type and the order it was first seen in (two uses of one outside value
     differ from uses of two). Each block's and region's end is marked, so an op at the end of
-    a nested block and the same op after it in the outer block differ."""
-    numbers: dict[SSAValue, int] = {}
-    outside: dict[SSAValue, tuple[int, Attribute]] = {}
+    a nested block and the same op after it in the outer block differ.
+
+    `described`: what stands for a nested op's result types, properties and attributes (by
+    default themselves; `keyed_structure`). Values are numbered by identity (values hash in
+    Python; all of them are alive while this runs)."""
+    numbers: dict[int, int] = {}
+    outside: dict[int, tuple[int, Attribute]] = {}
     out: list[object] = []
 
     def number(v: SSAValue) -> object:
-        n = numbers.get(v)
+        n = numbers.get(id(v))
         if n is not None:
             return n
-        seen = outside.get(v)
+        seen = outside.get(id(v))
         if seen is None:
-            seen = outside[v] = (len(outside), v.type)
+            seen = outside[id(v)] = (len(outside), v.type)
         return seen
 
-    _visit_structure(op, out, numbers, number)
+    _visit_structure(op, out, numbers, number, _described if described is None else described)
     return tuple(out)
 
 
+class KeysOutOfStep(Exception):
+    """The ops handed to `region_structure` are not the op's nested ops in walk order."""
+
+
+def keyed_structure(op: Operation, nested: list[Operation], keys: list[Key], kept: set[int]) -> Key:
+    """`region_structure` of `op`, whose nested ops are `nested` (all of them, in walk order)
+    with their compacted `keys`: each nested op's result types, properties and attributes stand
+    for themselves by the identity of the kept tuples (`KeySharing`: equal tuples are one object
+    there), so the structure hashes integers instead of attributes. A tuple not kept stands
+    for itself (such a structure never equals one made of identities: a missed match, verified
+    again, never a false one)."""
+
+    def described(inner: Operation) -> Key:
+        o, key = next(pairs, (None, None))
+        if o is not inner:
+            raise KeysOutOfStep
+        parts = key[5:8]  # type: ignore[index]
+        identities = tuple(map(id, parts))
+        return identities if kept.issuperset(identities) else parts
+
+    pairs = zip(nested, keys, strict=True)
+    try:
+        structure = region_structure(op, described)
+    except KeysOutOfStep:
+        return region_structure(op)
+    if next(pairs, None) is not None:
+        return region_structure(op)
+    return structure
+
+
+def _described(inner: Operation) -> Key:
+    """A nested op's result types, properties and attributes (`region_structure`)."""
+    return (
+        tuple(map(_TYPE, inner.results)),
+        tuple(inner.properties.items()),
+        tuple(inner.attributes.items()),
+    )
+
+
 def _visit_structure(
-    o: Operation, out: list[object], numbers: dict[SSAValue, int], number: Callable[..., object]
+    o: Operation,
+    out: list[object],
+    numbers: dict[int, int],
+    number: Callable[..., object],
+    described: Callable[[Operation], Key],
 ) -> None:
     """`region_structure`'s walk: a module-level function, as a closure calling itself would
     be a reference cycle that kept every key part of every call alive until a full garbage
     collection (megabytes per verification of a model's fused ops)."""
     for region in o.regions:
         out.append(len(out))
-        for block in region.blocks:
-            out.append(block.arg_types)
-            numbers.update((a, len(numbers)) for a in block.args)
-            for inner in block.ops:
+        for block in blocks_of(region):
+            out.append(arg_types(block))
+            numbers.update((id(a), len(numbers)) for a in block.args)
+            inner = block.first_op
+            while inner is not None:
+                results = inner.results
                 out.append(
                     (
                         type(inner),
                         tuple([number(v) for v in inner._operands]),  # pyright: ignore[reportPrivateUsage]
-                        tuple([r.type for r in inner.results]),
-                        tuple(inner.properties.items()),
-                        tuple(inner.attributes.items()),
+                        described(inner),
                         len(inner.regions),
                     )
                 )
-                numbers.update((r, len(numbers)) for r in inner.results)
-                _visit_structure(inner, out, numbers, number)
+                if results:
+                    numbers.update((id(r), len(numbers)) for r in results)
+                if inner.regions:
+                    _visit_structure(inner, out, numbers, number, described)
+                inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
             out.append(None)  # the block ends
         out.append(None)  # the region ends
 
@@ -720,8 +842,8 @@ def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[s
                     raise OpError(op, f"result #{r}: {problem(t)}")
             fine_results.add(id(results))
         for region in op.regions:
-            for block in region.blocks:
-                for a, t in enumerate(block.arg_types):
+            for block in blocks_of(region):
+                for a, t in enumerate(arg_types(block)):
                     if problem(t) is not None:
                         raise OpError(op, f"block argument #{a}: {problem(t)}")
         if op.name == "func.func":  # (by name: importing func would slow every start-up)
