@@ -10,6 +10,9 @@ module
 - verifies an op whose structural key (`structural_key`: the op up to renaming of its values) has
   already verified in this module without calling its verifier again: a model repeats one layer
   many times, and the copies verify alike;
+- does not look again at the nested ops of an op (a fused body) whose structural key, regions
+  included, verified with every nested op checked (`DeepShapes`): their structural keys follow
+  from it;
 - checks SSA dominance, the distributed tensor types of changed ops, buffers placed outside a
   planned workspace, and notes whether the module has calls (for the in-place update rules).
 
