@@ -10,6 +10,9 @@ module
 - verifies an op whose structural key (`structural_key`: the op up to renaming of its values) has
   already verified in this module without calling its verifier again: a model repeats one layer
   many times, and the copies verify alike;
+- does not look again at the nested ops of an op (a fused body) whose structural key, regions
+  included, verified with every nested op checked (`DeepShapes`): their structural keys follow
+  from it;
 - checks SSA dominance, the distributed tensor types of changed ops, buffers placed outside a
   planned workspace, and notes whether the module has calls (for the in-place update rules).
 
@@ -24,7 +27,7 @@ from contextlib import contextmanager
 from itertools import chain
 from operator import attrgetter
 
-from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError, first_line
@@ -38,8 +41,14 @@ asks for `__dict__`, which then builds a dictionary object per op (about 1 MB fo
 model's 20,000 ops)."""
 
 _MODULE_STATE = "_ccopt_verification"
-"""Where the verified module keeps its mesh declarations and the structural keys that verified
-in it."""
+"""Where the verified module keeps its mesh declarations, the structural keys that verified in
+it (of ops, and of ops with everything nested in them: `DeepShapes`), its `KeySharing` and its
+region structures (each distinct one once)."""
+
+_STRUCTURE = "_ccopt_structure"
+"""Where an op with regions keeps the structure of its regions as last computed, with the
+region key (verification key part 9) it was computed for: an op none of whose nested ops
+changed since (a fused op given a new operand) has that structure still."""
 
 _PLANNED = "_ccopt_planned"
 """Where a function keeps the memory plan `plan-memory` just made and checked by construction
@@ -54,10 +63,14 @@ _CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
 
 Key = tuple[object, ...]
-_SHARED_PARTS = (4, 5, 6, 7, 10)
-"""The parts of a verification key that ops share (`KeySharing`): operand types, result types,
+_LOCAL_KINDS: dict[str, bool] = {}
+"""Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
+_ONE = (0,)
+"""`same_values` of one operand."""
+_TYPE_PARTS = (4, 5)
+_ATTRIBUTE_PARTS = (6, 7, 10)
+"""The parts of a verification key that ops share (`KeySharing`): operand types, result types;
 properties, attributes, the properties of the op around."""
-_TYPE_PARTS = frozenset({4, 5})
 _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
@@ -74,6 +87,8 @@ def forget_verification(op: Operation) -> None:
     is verified afresh next time."""
     if hasattr(op, _VERIFIED):
         delattr(op, _VERIFIED)
+    if hasattr(op, _STRUCTURE):  # (its region key holds the blocks and nested ops too)
+        delattr(op, _STRUCTURE)
 
 
 def verify_module(module: Operation) -> None:
@@ -84,14 +99,21 @@ def verify_module(module: Operation) -> None:
     walk.visit(module, None, module.parent, around_properties(module))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing)
+        previous = (meshes, set(), walk.sharing, set(), {})
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
+            walk.subtrees = None  # (counts of the ops the walk found changed, not of all)
         walk.dirty_functions.update(op for op in walk.changed if op.name == "func.func")
     module.__dict__[_MODULE_STATE] = previous
     with isolation_checked_by_dominance():
-        verify_ops(walk.changed, walk.keys, previous[1], walk.sharing.kept)
+        verify_ops(
+            walk.changed,
+            walk.keys,
+            previous[1],
+            walk.sharing.kept,
+            DeepShapes(previous[3], walk.subtrees, previous[4]),
+        )
     check_tensor_types(walk.changed, walk.keys, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -101,13 +123,32 @@ def verify_module(module: Operation) -> None:
 
 
 def verify_ops(
-    changed: list[Operation], keys: list[Key], shapes: set[Key], kept: set[int] | None = None
+    changed: list[Operation],
+    keys: list[Key],
+    shapes: set[Key],
+    kept: set[int] | None = None,
+    deep_shapes: DeepShapes | None = None,
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
     Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
-    keys (`KeySharing.kept`)."""
-    for op, key in zip(changed, keys, strict=True):
-        shape = structural_key(op, key, kept)
+    keys (`KeySharing.kept`).
+
+    `deep_shapes`: the structural keys of ops with regions whose every nested op verified,
+    and what the walk knows of the changed ops nested in each op (`DeepShapes`); the nested
+    ops of an op whose structural key is there are not looked at again - a fused body copied
+    for each of a model's layers is checked once per distinct structure."""
+    if deep_shapes is None:
+        deep_shapes = DeepShapes(set(), None, {})
+    for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
+        if i <= deep_shapes.covered_until and not key[8] and key[11] is None:
+            setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
+            continue
+        shape = structural_key(
+            op,
+            key,
+            kept,
+            deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
+        )
         if shape is None or shape not in shapes:
             try:
                 op.verify(verify_nested_ops=False)
@@ -117,6 +158,104 @@ def verify_ops(
             if shape is not None:
                 shapes.add(shape)
         setattr(op, _VERIFIED, key)
+        if (shape is None and deep_shapes.open) or (op.regions and shape is not None):
+            deep_shapes.checked(i, op, shape)
+    deep_shapes.finish()
+
+
+class DeepShapes:
+    """The structural keys of ops with regions whose nested ops all verified, as one verification
+    learns them and uses them (`verify_ops`).
+
+    An op's structural key holds its regions' structure (`region_structure`): every nested op's
+    kind, types, properties, attributes, which value each operand is (an outside value by its
+    type and order), where blocks and regions end. That fixes each nested op's own structural
+    key, except for what a key adds from outside the structure: successors and a named body or
+    callee (`structural_key`'s last part). So when an op P's structural key is in `deep`, every
+    nested op at the same position in a P' with that key had its structural key verified, and
+    a nested op of P without successors, body or callee has exactly that structural key: it
+    verifies as `verify_ops` would find it in `shapes`. Nested ops with successors, a body or a
+    callee are checked one by one as before.
+
+    P's key is added only when all of P's nested ops were changed - every one of them is checked
+    in this run, by its structural key - and each had a structural key, once the last of them
+    verified."""
+
+    def __init__(
+        self,
+        deep: set[Key],
+        subtrees: dict[int, tuple[int, bool]] | None,
+        structures: dict[Key, Key],
+    ):
+        self.deep = deep
+        self.known = subtrees is not None
+        """Whether `subtrees` comes from the walk that found the changed ops (an op with
+        regions missing there has no changed nested op)."""
+        self.subtrees = subtrees if subtrees is not None else {}
+        self.structures = structures
+        """Each distinct region structure once (ops keep theirs: `_STRUCTURE`)."""
+        self.covered_until = -1
+        """The last position of the changed ops inside an op whose structure is in `deep`: a
+        nested op there, without successors, named body or callee (verification key parts 8
+        and 11), is verified."""
+        self.open: list[list[object]] = []
+        """[structural key, last position of its nested ops, still eligible] for the ops with
+        regions whose nested ops are being checked one by one (the ops around position i)."""
+
+    def checked(self, i: int, op: Operation, shape: Key | None) -> None:
+        """`op`, at position i, was checked one by one, with structural key `shape` (called for
+        ops with regions and ops without a structural key; other ops change nothing here: an
+        open op's nested ops are closed before the next op with regions looks `deep` up)."""
+        open_ = self.open
+        while open_ and open_[-1][1] < i:  # (ops whose nested ops all came before i)
+            self.close()
+        if shape is None:
+            for entry in open_:
+                entry[2] = False
+        subtree = self.subtrees.get(id(op)) if self.subtrees else None
+        if subtree is None or shape is None:
+            return
+        count, whole = subtree
+        if shape in self.deep:
+            self.covered_until = max(self.covered_until, i + count)
+        elif whole and count and i > self.covered_until:
+            open_.append([shape, i + count, True])
+
+    def structure_maker(
+        self, i: int, changed: list[Operation], keys: list[Key], kept: set[int] | None
+    ) -> Callable[[Operation], Key]:
+        """How `structural_key` gets the structure of the op with regions at position i: from
+        its nested ops' keys (`keyed_structure`) when all of them are changed ops right after
+        it, else by `region_structure` (called only for ops whose structure is looked at)."""
+        op, region_key = changed[i], keys[i][9]
+        subtree = self.subtrees.get(id(op))
+        if subtree is None and self.known:  # (no nested op changed)
+            last = getattr(op, _STRUCTURE, None)
+            if last is not None and last[0] == region_key:
+                return lambda _op: last[1]
+        make: Callable[[Operation], Key] = region_structure
+        if kept is not None and subtree is not None and subtree[1] and subtree[0]:
+            end = i + 1 + subtree[0]
+            make = lambda o: keyed_structure(o, changed[i + 1 : end], keys[i + 1 : end], kept)  # noqa: E731
+
+        def remembered(o: Operation) -> Key:
+            structure = make(o)
+            structure = self.structures.setdefault(structure, structure)
+            setattr(o, _STRUCTURE, (region_key, structure))
+            return structure
+
+        return remembered
+
+    def close(self) -> None:
+        """The innermost open op's nested ops all verified: its structure holds from now on."""
+        shape, _, eligible = self.open.pop()
+        if eligible:
+            self.deep.add(shape)  # type: ignore[arg-type]
+
+    def finish(self) -> None:
+        """Every changed op verified."""
+        while self.open:
+            self.close()
 
 
 @contextmanager
@@ -168,17 +307,30 @@ class KeySharing:
         kept."""
         parts = list(key)
         last = self.last
-        for i in _SHARED_PARTS:
+        by_identity = self.by_identity  # (`keep`'s first look, without its call)
+        for i in _TYPE_PARTS:
             part = parts[i]
             if not part:
                 continue
             if previous is not None and previous[i] == part:
                 parts[i] = previous[i]
                 continue
-            kept = None if i in _TYPE_PARTS else last.get(i)
+            found = by_identity.get(tuple(map(id, part)))
+            kept = found[0] if found is not None else self.keep(part, True)
+            if kept is not None:  # (else an attribute that does not hash: kept as it is)
+                parts[i] = kept
+        for i in _ATTRIBUTE_PARTS:
+            part = parts[i]
+            if not part:
+                continue
+            if previous is not None and previous[i] == part:
+                parts[i] = previous[i]
+                continue
+            kept = last.get(i)
             if kept is None or kept != part:
-                kept = self.keep(part, i in _TYPE_PARTS)
-                if kept is None:  # an attribute that does not hash (kept as it is)
+                found = by_identity.get(tuple(map(id, chain.from_iterable(part))))
+                kept = found[0] if found is not None else self.keep(part, False)
+                if kept is None:
                     continue
                 last[i] = kept
             parts[i] = kept
@@ -231,9 +383,24 @@ class VerificationWalk:
         self.visited = 0
         """How many ops the walk visited: all of them changed on a module's first
         verification (no op verified before), and `changed` is then every op's key."""
+        self.traits: dict[type, tuple[bool, bool]] = {}
+        self.subtrees: dict[int, tuple[int, bool]] = {}
+        """For a changed op with regions, by its identity: how many changed ops follow it that
+        are nested in it, and whether those are all its nested ops. (Not by position: an
+        isolated op whose own key did not change leaves `changed` after its nested ops were
+        added, which moves them.)"""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
         return self.sharing.compact(key, previous)
+
+    def traits_of(self, op: Operation) -> tuple[bool, bool]:
+        """Whether `op` is a symbol table and whether it is isolated from above, once per op
+        class and walk (traits belong to the class; xDSL looks them up per call)."""
+        traits = self.traits.get(type(op))
+        if traits is None:
+            traits = (op.has_trait(self.symbol_table), op.has_trait(self.isolated))
+            self.traits[type(op)] = traits
+        return traits
 
     def visit(
         self, op: Operation, function: Operation | None, block: Block | None, around: Key | None
@@ -243,7 +410,8 @@ class VerificationWalk:
         module's keys, all new, were most of the memory its verification took."""
         self.visited += 1
         outer = self.scope
-        if op.regions and op.has_trait(self.symbol_table):
+        traits = self.traits_of(op) if op.regions else (False, False)
+        if traits[0]:
             self.scope = SymbolScope(op)
         key = op_key(op, block, around, self.scope)
         previous = getattr(op, _VERIFIED, None)
@@ -263,7 +431,8 @@ class VerificationWalk:
         self.changed.append(op)
         self.keys.append(self.compact(key, previous) if changed else key)
         inner_function = op if op.name == "func.func" else function
-        isolated = op.has_trait(self.isolated)
+        isolated = traits[1]
+        visited = self.visited
         inside = self.visit_regions(op, inner_function, isolated)
         if (inside or changed) and op is inner_function:  # its body or its workspace
             self.dirty_functions.add(op)
@@ -277,8 +446,36 @@ class VerificationWalk:
         if not changed:
             del self.changed[at]  # (nothing after it was added: its region visit added none)
             del self.keys[at]
+        elif inside:
+            count = len(self.changed) - at - 1
+            self.subtrees[id(op)] = (count, count == self.visited - visited)
         self.scope = outer
         return changed
+
+    def visit_leaf(
+        self,
+        op: Operation,
+        function: Operation | None,
+        block: Block,
+        around: Key | None,
+        visible: set[int],
+    ) -> bool:
+        """`visit` for an op without regions (most ops), whose `visible` values are those of
+        the scope around it: no scope, trait or nesting to look at."""
+        self.visited += 1
+        key = op_key(op, block, around, self.scope)
+        previous = getattr(op, _VERIFIED, None)
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        if operands and self.dominance_error is None:
+            if not visible.issuperset(map(id, operands)):
+                self.dominance_failure(op)
+        if op.name in _NOTED:
+            self.note(op, function)
+        if previous != key:
+            self.changed.append(op)
+            self.keys.append(self.sharing.compact(key, previous))
+            return True
+        return False
 
     def dominance_failure(self, op: Operation) -> None:
         """The first operand of `op` that is not visible where it is used."""
@@ -318,7 +515,7 @@ class VerificationWalk:
             # end; another op's regions add to the scope around and take back what they added
             # (`scoped`: a function's values are not listed twice).
             visible = self.visible = set() if isolated else outside
-            blocks = list(region.blocks)
+            blocks = blocks_of(region)
             if (
                 self.dominance_error is None
                 and any(b.first_op is None for b in blocks)
@@ -335,7 +532,10 @@ class VerificationWalk:
             for block in blocks:
                 inner = block.first_op
                 while inner is not None:
-                    if self.visit(inner, function, block, around):
+                    if inner.regions:
+                        if self.visit(inner, function, block, around):
+                            changed = True
+                    elif self.visit_leaf(inner, function, block, around, visible):
                         changed = True
                     if single and inner.results:
                         if isolated:
@@ -409,8 +609,22 @@ def region_key(op: Operation) -> Key:
     """The blocks of `op`'s regions, their argument types and (except for a function, whose
     verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
     if op.name == "func.func":
-        return tuple([(b, b.arg_types) for r in op.regions for b in r.blocks])
-    return tuple([(b, b.arg_types, ops_of(b)) for r in op.regions for b in r.blocks])
+        return tuple([(b, arg_types(b)) for r in op.regions for b in blocks_of(r)])
+    return tuple([(b, arg_types(b), ops_of(b)) for r in op.regions for b in blocks_of(r)])
+
+
+def blocks_of(region: Region) -> list[Block]:
+    """The blocks of `region` in order; one or none without xDSL's block iterator (a Python
+    generator per region: most regions have one block)."""
+    first = region._first_block  # pyright: ignore[reportPrivateUsage]
+    if first is region._last_block:  # pyright: ignore[reportPrivateUsage]
+        return [] if first is None else [first]
+    return list(region.blocks)
+
+
+def arg_types(block: Block) -> Key:
+    """`block.arg_types`, read in C (the property runs a generator)."""
+    return tuple(map(_TYPE, block._args))  # pyright: ignore[reportPrivateUsage]
 
 
 def callee_signature(call: Operation, scope: SymbolScope | None = None) -> Key | object:
@@ -457,18 +671,28 @@ def ops_of(block: Block) -> tuple[Operation, ...]:
     return tuple(ops)
 
 
-def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key | None:
+def structural_key(
+    op: Operation,
+    key: Key,
+    kept: set[int] | None = None,
+    structure: Callable[[Operation], Key] | None = None,
+) -> Key | None:
     """What an op's verifier reads when it reads nothing but the op itself - its kind, operand
     and result types, properties, attributes, the structure of its regions - and the kind of op
     it sits in (traits such as HasParent, terminators). Ops with equal keys verify alike. None
     for ops whose verifier may look further (symbol tables, uses, plugins' ops). `key` is the
     op's verification key, whose tuples of types and attributes this shares - by identity
     where they are parts `KeySharing` keeps (their identities are in `kept`): equal parts are
-    one object there, and hashing identities costs no attribute hashing."""
+    one object there, and hashing identities costs no attribute hashing. `structure` makes
+    the structure of the op's regions (`region_structure` by default), asked only for ops
+    whose verifier reads nothing else."""
     name = op.name
-    if (
-        name.split(".", 1)[0] not in _LOCAL_DIALECTS or name in _CONTEXTUAL or op._successors  # pyright: ignore[reportPrivateUsage]
-    ):
+    local = _LOCAL_KINDS.get(name)
+    if local is None:
+        local = _LOCAL_KINDS[name] = (
+            name.split(".", 1)[0] in _LOCAL_DIALECTS and name not in _CONTEXTUAL
+        )
+    if not local or op._successors:  # pyright: ignore[reportPrivateUsage]
         return None
     block = op.parent
     region = block.parent if block is not None else None
@@ -478,12 +702,12 @@ def structural_key(op: Operation, key: Key, kept: set[int] | None = None) -> Key
     identities = tuple(map(id, typed))
     return (
         type(op),
-        same_values(operands),
+        same_values(operands) if len(operands) > 1 else _ONE if operands else (),
         type(around),
         key[2],  # whether it ends its block
-        region is not None and region.first_block is not region.last_block,
+        region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
         identities if kept is not None and kept.issuperset(identities) else typed,
-        region_structure(op) if op.regions else (),
+        (region_structure if structure is None else structure)(op) if op.regions else (),
         key[11],  # a named body (the body op and its ops) or a callee
     )
 
@@ -497,53 +721,103 @@ def same_values(operands: Key) -> Key:
     return tuple(map(ids.index, ids))
 
 
-def region_structure(op: Operation) -> Key:
+def region_structure(op: Operation, described: Callable[[Operation], Key] | None = None) -> Key:
     """The regions of `op` up to renaming: every nested op with its kind, types, properties,
     attributes, and which value (by position) each operand is; a value from outside the op
     stands for its type and the order it was first seen in (two uses of one outside value
     differ from uses of two). Each block's and region's end is marked, so an op at the end of
-    a nested block and the same op after it in the outer block differ."""
-    numbers: dict[SSAValue, int] = {}
-    outside: dict[SSAValue, tuple[int, Attribute]] = {}
+    a nested block and the same op after it in the outer block differ.
+
+    `described`: what stands for a nested op's result types, properties and attributes (by
+    default themselves; `keyed_structure`). Values are numbered by identity (values hash in
+    Python; all of them are alive while this runs)."""
+    numbers: dict[int, int] = {}
+    outside: dict[int, tuple[int, Attribute]] = {}
     out: list[object] = []
 
     def number(v: SSAValue) -> object:
-        n = numbers.get(v)
+        n = numbers.get(id(v))
         if n is not None:
             return n
-        seen = outside.get(v)
+        seen = outside.get(id(v))
         if seen is None:
-            seen = outside[v] = (len(outside), v.type)
+            seen = outside[id(v)] = (len(outside), v.type)
         return seen
 
-    _visit_structure(op, out, numbers, number)
+    _visit_structure(op, out, numbers, number, _described if described is None else described)
     return tuple(out)
 
 
+class KeysOutOfStep(Exception):
+    """The ops handed to `region_structure` are not the op's nested ops in walk order."""
+
+
+def keyed_structure(op: Operation, nested: list[Operation], keys: list[Key], kept: set[int]) -> Key:
+    """`region_structure` of `op`, whose nested ops are `nested` (all of them, in walk order)
+    with their compacted `keys`: each nested op's result types, properties and attributes stand
+    for themselves by the identity of the kept tuples (`KeySharing`: equal tuples are one object
+    there), so the structure hashes integers instead of attributes. A tuple not kept stands
+    for itself (such a structure never equals one made of identities: a missed match, verified
+    again, never a false one)."""
+
+    def described(inner: Operation) -> Key:
+        o, key = next(pairs, (None, None))
+        if o is not inner:
+            raise KeysOutOfStep
+        parts = key[5:8]  # type: ignore[index]
+        identities = tuple(map(id, parts))
+        return identities if kept.issuperset(identities) else parts
+
+    pairs = zip(nested, keys, strict=True)
+    try:
+        structure = region_structure(op, described)
+    except KeysOutOfStep:
+        return region_structure(op)
+    if next(pairs, None) is not None:
+        return region_structure(op)
+    return structure
+
+
+def _described(inner: Operation) -> Key:
+    """A nested op's result types, properties and attributes (`region_structure`)."""
+    return (
+        tuple(map(_TYPE, inner.results)),
+        tuple(inner.properties.items()),
+        tuple(inner.attributes.items()),
+    )
+
+
 def _visit_structure(
-    o: Operation, out: list[object], numbers: dict[SSAValue, int], number: Callable[..., object]
+    o: Operation,
+    out: list[object],
+    numbers: dict[int, int],
+    number: Callable[..., object],
+    described: Callable[[Operation], Key],
 ) -> None:
     """`region_structure`'s walk: a module-level function, as a closure calling itself would
     be a reference cycle that kept every key part of every call alive until a full garbage
     collection (megabytes per verification of a model's fused ops)."""
     for region in o.regions:
         out.append(len(out))
-        for block in region.blocks:
-            out.append(block.arg_types)
-            numbers.update((a, len(numbers)) for a in block.args)
-            for inner in block.ops:
+        for block in blocks_of(region):
+            out.append(arg_types(block))
+            numbers.update((id(a), len(numbers)) for a in block.args)
+            inner = block.first_op
+            while inner is not None:
+                results = inner.results
                 out.append(
                     (
                         type(inner),
                         tuple([number(v) for v in inner._operands]),  # pyright: ignore[reportPrivateUsage]
-                        tuple([r.type for r in inner.results]),
-                        tuple(inner.properties.items()),
-                        tuple(inner.attributes.items()),
+                        described(inner),
                         len(inner.regions),
                     )
                 )
-                numbers.update((r, len(numbers)) for r in inner.results)
-                _visit_structure(inner, out, numbers, number)
+                if results:
+                    numbers.update((id(r), len(numbers)) for r in results)
+                if inner.regions:
+                    _visit_structure(inner, out, numbers, number, described)
+                inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
             out.append(None)  # the block ends
         out.append(None)  # the region ends
 
@@ -571,8 +845,8 @@ def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[s
                     raise OpError(op, f"result #{r}: {problem(t)}")
             fine_results.add(id(results))
         for region in op.regions:
-            for block in region.blocks:
-                for a, t in enumerate(block.arg_types):
+            for block in blocks_of(region):
+                for a, t in enumerate(arg_types(block)):
                     if problem(t) is not None:
                         raise OpError(op, f"block argument #{a}: {problem(t)}")
         if op.name == "func.func":  # (by name: importing func would slow every start-up)
