@@ -123,6 +123,54 @@ def release(ir: Operation | Region) -> None:
             o.parent = None
 
 
+_CHECKED_NAMES: dict[str, str | None] = {}
+"""Name hints as xDSL's setter keeps them (checked against its pattern, a trailing `_<N>`
+dropped), by the name given."""
+
+
+def copy_name(to: SSAValue, source: SSAValue) -> None:
+    """`to.name_hint = source.name_hint`, each distinct name checked once: the setter runs two
+    regular expressions, and a lowering names every buffer after its value."""
+    name = source._name  # pyright: ignore[reportPrivateUsage]
+    if name is None:
+        to._name = None  # pyright: ignore[reportPrivateUsage]
+        return
+    if name not in _CHECKED_NAMES:
+        if len(_CHECKED_NAMES) > 4096:
+            _CHECKED_NAMES.clear()
+        to.name_hint = name  # (raises on an invalid name, remembering nothing)
+        _CHECKED_NAMES[name] = to._name  # pyright: ignore[reportPrivateUsage]
+        return
+    to._name = _CHECKED_NAMES[name]  # pyright: ignore[reportPrivateUsage]
+
+
+def block_ops(block: Block) -> list[Operation]:
+    """The ops of `block` in order, read off its linked list (`list(block.ops)` steps a Python
+    iterator per op, twice: once more for the length hint)."""
+    ops = []
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        ops.append(op)
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return ops
+
+
+def append_op(block: Block, op: Operation) -> None:
+    """`block.add_op(op)` for an op just built (no parent, nothing nested in `block`): linked
+    in directly. xDSL's `add_op` checks that the op is not an ancestor of the block, walking up
+    from the block for every op added, and a lowering adds one op per kernel, buffer and
+    event."""
+    assert op.parent is None
+    last = block._last_op  # pyright: ignore[reportPrivateUsage]
+    op.parent = block
+    if last is None:
+        block._first_op = op  # pyright: ignore[reportPrivateUsage]
+    else:
+        last._next_op = op  # pyright: ignore[reportPrivateUsage]
+        op._prev_op = last  # pyright: ignore[reportPrivateUsage]
+    block._last_op = op  # pyright: ignore[reportPrivateUsage]
+
+
 def tag_of(op: Operation) -> str | None:
     attr = op.attributes.get(TAG)
     return attr.data if isinstance(attr, StringAttr) else None

@@ -70,7 +70,14 @@ from ccopt.dialects.body import body_key, walk_outside_bodies
 from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import ProgramOrder, is_a, is_elementwise, release
+from ccopt.passes.common import (
+    ProgramOrder,
+    append_op,
+    copy_name,
+    is_a,
+    is_elementwise,
+    release,
+)
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
@@ -237,9 +244,10 @@ class Lowering:
             self.add(k.EventWaitOp(event, self.stream))
 
     def add(self, op: Operation) -> Operation:
+        """Append a new op to the function's block (on the current stream if it runs on one)."""
         if on_device(op):
             op.properties["stream"] = k.stream_attr(self.stream)
-        self.block.add_op(op)
+        append_op(self.block, op)
         return op
 
     def buffer(self, value: SSAValue) -> SSAValue:
@@ -251,7 +259,7 @@ class Lowering:
         dest = self.destinations.get(value)
         if dest is None:
             dest = self.add(k.AllocOp(tensor(value))).results[0]
-            dest.name_hint = value.name_hint
+            copy_name(dest, value)
         self.buffers[value] = dest
         return dest
 
@@ -777,28 +785,43 @@ def require_tensors(op: Operation, values: Sequence[SSAValue], what: str, how: s
             )
 
 
+def execute_parts(
+    op: sched.ExecuteOp,
+) -> tuple[Block, Sequence[SSAValue], Sequence[SSAValue], Sequence[SSAValue]]:
+    """(body block, deps, inputs, futures) of a verified `sched.execute`: its inputs are the
+    last operands, one per block argument (the verifier compares their types), its futures
+    the results after the token. IRDL's accessors of variadic operands unpack the segment
+    sizes on every read, and each region was read several times."""
+    block = op.regions[0].first_block
+    assert block is not None
+    operands = op._operands  # pyright: ignore[reportPrivateUsage]
+    split = len(operands) - len(block._args)  # pyright: ignore[reportPrivateUsage]
+    return block, operands[:split], operands[split:], op.results[1:]
+
+
 def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
     """The region on its stream: wait for the inputs (and deps) recorded on the issuing stream,
     run, record completion for the awaits."""
     issuing, stream = low.stream, op.stream.value.data
-    require_tensors(op, op.inputs, "input", "passed to a region")
+    block, deps, inputs, futures = execute_parts(op)
+    require_tensors(op, inputs, "input", "passed to a region")
     ready = low.add(k.EventRecordOp(issuing)).results[0]
     low.stream = stream
     low.wait(ready)
-    for dep in op.deps:
+    for dep in deps:
         low.wait(low.tokens[dep])
-    block = op.body.blocks.first
-    assert block is not None
-    for arg, value in zip(block.args, op.inputs, strict=True):
-        low.buffers[arg] = low.buffer(value)
+    buffers = low.buffers
+    for arg, value in zip(block._args, inputs, strict=True):  # pyright: ignore[reportPrivateUsage]
+        buffers[arg] = buffers[value]
     for inner in block.ops:
-        if isinstance(inner, sched.YieldOp):
-            require_tensors(inner, inner.values, "value", "yielded")
+        if type(inner) is sched.YieldOp:
+            values = inner._operands  # pyright: ignore[reportPrivateUsage]
+            require_tensors(inner, values, "value", "yielded")
             done = low.add(k.EventRecordOp(stream)).results[0]
             low.regions_done.append(done)
-            for future, value in zip(op.futures, inner.values, strict=True):
-                low.futures[future] = (low.buffer(value), done)
-            low.tokens[op.token] = done
+            for future, value in zip(futures, values, strict=True):
+                low.futures[future] = (buffers[value], done)
+            low.tokens[op.results[0]] = done
         else:
             lower_op(low, inner)
     low.stream = issuing
@@ -849,13 +872,12 @@ def check_call(low: Lowering, op: func.CallOp) -> None:
 
 
 def check_execute(low: Lowering, op: sched.ExecuteOp) -> None:
-    require_tensors(op, op.inputs, "input", "passed to a region")
+    block, _, inputs, _ = execute_parts(op)
+    require_tensors(op, inputs, "input", "passed to a region")
     issuing, low.stream = low.stream, op.stream.value.data
-    block = op.body.blocks.first
-    assert block is not None
     for inner in block.ops:
-        if isinstance(inner, sched.YieldOp):
-            require_tensors(inner, inner.values, "value", "yielded")
+        if type(inner) is sched.YieldOp:
+            require_tensors(inner, inner._operands, "value", "yielded")  # pyright: ignore[reportPrivateUsage]
         else:
             check_op(low, inner)
     low.stream = issuing

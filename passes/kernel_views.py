@@ -39,7 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
 from ccopt.dialects.construct import op_shape
-from ccopt.passes.common import is_a, release
+from ccopt.passes.common import block_ops, is_a, release
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
@@ -134,10 +134,13 @@ def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
 def view_in_place(block: Block) -> int:
     """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
     Walks backwards so that a slice of a slice is seen after its readers became views."""
-    ops = list(block.ops)
+    ops = block_ops(block)
     position = {id(op): i for i, op in enumerate(ops)}  # (ops hash in Python code)
     writers: dict[SSAValue, tuple[list[int], list[Operation]]] = {}  # storage -> its writers
+    kinds = _WRITES
     for i, op in enumerate(ops):
+        if kinds.get(type(op)) == -3:
+            continue  # writes no buffer (an alloc, a view, an event)
         for v in written(op):
             at, by = writers.setdefault(storage(v), ([], []))
             at.append(i)
@@ -181,7 +184,7 @@ def concat_in_place(block: Block) -> int:
     (subviews of it) and drop the concat; returns how many concats went."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    ops = list(block.ops)  # positions taken once: the rewrites below only move allocs up
+    ops = block_ops(block)  # positions taken once: the rewrites below only move allocs up
     position: dict[int, float] = {id(o): i for i, o in enumerate(ops)}  # (by id: ops hash slowly)
     for op in [o for o in ops if is_a(o, k.ConcatKernelOp)]:
         writers = []
@@ -254,7 +257,7 @@ def fold_fills(block: Block) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for fill in [o for o in block.ops if is_a(o, k.FillKernelOp)]:
+    for fill in [o for o in block_ops(block) if is_a(o, k.FillKernelOp)]:
         value = fill.out
         alloc = value.owner
         readers = {id(u.operation): u.operation for u in value.uses if u.operation is not fill}

@@ -51,7 +51,7 @@ from fractions import Fraction
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -61,7 +61,15 @@ from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
-from ccopt.dialects.body import ModuleBodyOp, body_key, clone_body, index_box_props
+from ccopt.dialects.attrs import i64_array, i64_attr
+from ccopt.dialects.body import (
+    ModuleBodyOp,
+    body_key,
+    clone_body,
+    index_box_props,
+    walk_outside_bodies,
+)
+from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -78,6 +86,18 @@ from ccopt.passes.options import option
 
 COMM_STREAM = 1
 _CANDIDATES = (coll.AllReduceOp, coll.ReduceScatterOp, coll.FusedAllReduceOp, coll.AllGatherOp)
+
+
+_IS_CANDIDATE: dict[type, bool] = {}
+
+
+def is_candidate(op: Operation) -> bool:
+    """Whether `op` is of a class the pass rewrites (`isinstance` on IRDL classes runs ABCMeta's
+    Python check, for each of the classes, for every op of the module)."""
+    found = _IS_CANDIDATE.get(type(op))
+    if found is None:
+        found = _IS_CANDIDATE[type(op)] = isinstance(op, _CANDIDATES)
+    return found
 
 
 def owners(mm: dt.MatmulOp) -> list[list[tuple[int, int]]]:
@@ -102,12 +122,79 @@ def chunk_ranges(size: int, chunks: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in ranges if b > a]
 
 
+_INFERRED: dict[tuple, tuple] = {}
+"""Result types of the ops chunks are made of, by their operands' types (by `id`, the types
+kept in the entry so an id stays theirs) and the op's parameters: every layer of a model
+chunks the same shapes, and each op's builder inferred its type again (`built`)."""
+
+
+def built(
+    cls: type,
+    values: Sequence[SSAValue],
+    operands: list,
+    key: tuple,
+    props: dict[str, Attribute],
+    make: Callable[[], Operation],
+) -> Operation:
+    """An op of class `cls` on `values` (given to its builder as `operands`, one entry per
+    operand definition) with properties `props`, as `make()` builds it, its result type
+    inferred only the first time `key` (the parameters that decide it besides the operands'
+    types) meets these operand types."""
+    types = tuple([v.type for v in values])
+    full = (cls, *[id(t) for t in types], *key)
+    entry = _INFERRED.get(full)
+    if entry is not None and entry[0] == types:  # (equal, not just the same ids)
+        return build_op(cls, operands=operands, result_types=[entry[1]], properties=props)
+    op = make()
+    if len(_INFERRED) > 4096:
+        _INFERRED.clear()
+    _INFERRED[full] = (types, op.results[0].type)
+    return op
+
+
 def slice_dim(value: SSAValue, dim: int, start: int, stop: int) -> dt.SliceOp:
     t = value.type
     assert isinstance(t, DTensorType)
     offsets = [start if d == dim else 0 for d in range(t.rank)]
     sizes = [stop - start if d == dim else s for d, s in enumerate(t.get_shape())]
-    return dt.SliceOp(value, offsets, sizes)
+    props = {"offsets": i64_array(offsets), "sizes": i64_array(sizes)}
+    return built(
+        dt.SliceOp,
+        [value],
+        [value],
+        (tuple(offsets), tuple(sizes)),
+        props,
+        lambda: dt.SliceOp(value, offsets, sizes),
+    )  # type: ignore[return-value]
+
+
+def matmul(lhs: SSAValue, rhs: SSAValue, transpose_lhs: bool, transpose_rhs: bool) -> dt.MatmulOp:
+    """`dt.MatmulOp(lhs, rhs, transpose_lhs, transpose_rhs)` (its type inferred once, `built`)."""
+    props: dict[str, Attribute] = {}
+    if transpose_lhs:
+        props["transpose_lhs"] = UnitAttr()
+    if transpose_rhs:
+        props["transpose_rhs"] = UnitAttr()
+    return built(
+        dt.MatmulOp,
+        [lhs, rhs],
+        [lhs, rhs],
+        (transpose_lhs, transpose_rhs),
+        props,
+        lambda: dt.MatmulOp(lhs, rhs, transpose_lhs, transpose_rhs),
+    )  # type: ignore[return-value]
+
+
+def concat_op(values: Sequence[SSAValue], dim: int) -> dt.ConcatOp:
+    """`dt.ConcatOp(values, dim)` (its type inferred once, `built`)."""
+    return built(
+        dt.ConcatOp,
+        values,
+        [list(values)],
+        (dim,),
+        {"dim": i64_attr(dim)},
+        lambda: dt.ConcatOp(values, dim),
+    )  # type: ignore[return-value]
 
 
 def async_region(
@@ -425,7 +512,7 @@ def chunk_matmul(
         piece = slice_dim(operands[i], od, a, b)
         new_ops.append(piece)
         operands[i] = piece.result
-    part = dt.MatmulOp(
+    part = matmul(
         operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
     )
     part.attributes.update(mm.attributes)
@@ -555,7 +642,7 @@ def join(
     results = []
     for values in chunks:
         if len(values) > 1:
-            joined = dt.ConcatOp(values, dim)
+            joined = concat_op(values, dim)
             new_ops.append(joined)
             results.append(joined.result)
         else:
@@ -659,11 +746,10 @@ class Overlap(ModulePass):
         """The selected ops the pass may rewrite (any selected op when tags were given: a
         tagged op it cannot rewrite is an error). Not every op of the module: the list would
         keep erased ops and bodies alive until the pass ends."""
-        return [
-            o
-            for o in module.walk()
-            if is_selected(o, self.tags) and (bool(self.tags) or isinstance(o, _CANDIDATES))
-        ]
+        if self.tags:
+            return [o for o in module.walk() if is_selected(o, self.tags)]
+        # (collectives are never inside scalar bodies, most of a fused module's ops)
+        return [o for o in walk_outside_bodies(module) if is_candidate(o)]
 
     @staticmethod
     def _gathers_into_matmul(ag: coll.AllGatherOp) -> bool:
