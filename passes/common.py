@@ -75,6 +75,26 @@ def is_a(ir: object, cls: type) -> bool:
     return found
 
 
+_OF_CLASS: dict[object, dict[type, bool]] = {}
+
+
+def of_class(ops: Iterable[Operation], cls: object) -> list[Operation]:
+    """The ops that are instances of `cls` (a class or a union), in order: `is_a` per op, with
+    one table per `cls` (no key built per op: the kernel-level rewrites filter every op of a
+    lowered function this way)."""
+    known = _OF_CLASS.get(cls)
+    if known is None:
+        known = _OF_CLASS[cls] = {}
+    out = []
+    for op in ops:
+        found = known.get(type(op))
+        if found is None:
+            found = known[type(op)] = isinstance(op, cls)  # type: ignore[arg-type]
+        if found:
+            out.append(op)
+    return out
+
+
 def release(ir: Operation | Region) -> None:
     """Break the reference cycles of an erased op or a dropped region and everything nested in
     it (an op and its results, neighbouring ops, a block and its arguments, a region and its

@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -76,6 +76,7 @@ from ccopt.passes.common import (
     copy_name,
     is_a,
     is_elementwise,
+    of_class,
     release,
 )
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
@@ -206,14 +207,14 @@ class Lowering:
             if not uses:
                 continue
             for value, use in zip(inner._operands, uses, strict=True):  # pyright: ignore[reportPrivateUsage]
-                value.remove_use(use)
+                unlink_use(value, use)
                 if value.first_use is None and type(value) is OpResult:
                     owner = value.op
                     if owner.parent is source:
                         producers.append(owner)
             inner._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
         for producer in [op, *producers]:
-            if producer.parent is not None and all(r.first_use is None for r in producer.results):
+            if producer.parent is not None and unused(producer):
                 self.free(producer)
 
     def free(self, op: Operation) -> None:
@@ -258,15 +259,40 @@ class Lowering:
         fresh allocation."""
         dest = self.destinations.get(value)
         if dest is None:
-            dest = self.add(k.AllocOp(tensor(value))).results[0]
+            dest = self.add(k.AllocOp(tensor(value))).result
             copy_name(dest, value)
         self.buffers[value] = dest
         return dest
 
 
+def unlink_use(value: SSAValue, use: Use) -> None:
+    """`value.remove_use(use)`, inlined: `done` drops every operand use of a function."""
+    prev, following = use._prev_use, use._next_use  # pyright: ignore[reportPrivateUsage]
+    if prev is None:
+        value.first_use = following
+    else:
+        prev._next_use = following  # pyright: ignore[reportPrivateUsage]
+    if following is not None:
+        following._prev_use = prev  # pyright: ignore[reportPrivateUsage]
+
+
+def unused(op: Operation) -> bool:
+    """Whether no result of `op` has a use."""
+    for r in op.results:
+        if r.first_use is not None:
+            return False
+    return True
+
+
+_ON_DEVICE: dict[type, bool] = {}
+
+
 def on_device(op: Operation) -> bool:
-    """Whether `op` runs on a stream (a `kernel.DeviceOp`)."""
-    return is_a(op, k.DeviceOp)
+    """Whether `op` runs on a stream (a `kernel.DeviceOp`), remembered per op class."""
+    found = _ON_DEVICE.get(type(op))
+    if found is None:
+        found = _ON_DEVICE[type(op)] = isinstance(op, k.DeviceOp)
+    return found
 
 
 # --- choosing destinations ---------------------------------------------------------------------
@@ -805,7 +831,7 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
     issuing, stream = low.stream, op.stream.value.data
     block, deps, inputs, futures = execute_parts(op)
     require_tensors(op, inputs, "input", "passed to a region")
-    ready = low.add(k.EventRecordOp(issuing)).results[0]
+    ready = low.add(k.EventRecordOp(issuing)).event
     low.stream = stream
     low.wait(ready)
     for dep in deps:
@@ -817,7 +843,7 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
         if type(inner) is sched.YieldOp:
             values = inner._operands  # pyright: ignore[reportPrivateUsage]
             require_tensors(inner, values, "value", "yielded")
-            done = low.add(k.EventRecordOp(stream)).results[0]
+            done = low.add(k.EventRecordOp(stream)).event
             low.regions_done.append(done)
             for future, value in zip(futures, values, strict=True):
                 low.futures[future] = (buffers[value], done)
@@ -1063,7 +1089,7 @@ class Outliner:
         after: Operation = f
         pending = {b.sym_name.data: b for b in early}
         placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
-        for op in [o for o in walk_outside_bodies(f) if is_a(o, k.NamedBodyOp)]:
+        for op in of_class(walk_outside_bodies(f), k.NamedBodyOp):
             if not op.regions:
                 name = op.body_name()
                 if name is None:
