@@ -12,7 +12,7 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
-from xdsl.dialects.builtin import StringAttr, UnknownLoc
+from xdsl.dialects.builtin import LocationAttr, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation, Region, SSAValue, SSAValues
 from xdsl.utils.exceptions import VerifyException
 
@@ -228,12 +228,26 @@ def derive(new: Operation, origin: Operation, suffix: str | None = None) -> Oper
     """`new` replaces (part of) `origin`: it keeps `origin`'s source location - and everything
     nested in it that has none - so a later refusal points at the line the user wrote (MLIR's
     rewriters pass `op->getLoc()` on the same way), and, given a suffix, its derived tag."""
-    for inner in new.walk():
-        if isinstance(inner.location, UnknownLoc):
-            inner.location = origin.location
+    _locate(new, origin.location)
     if suffix is not None:
         set_tag(new, derived_tag(origin, suffix))
     return new
+
+
+def _locate(op: Operation, location: LocationAttr) -> None:
+    """`op` and every op nested in it that has no location get `location` (the linked lists
+    followed directly: xDSL's `walk` nests a generator per region and block)."""
+    if isinstance(op.location, UnknownLoc):
+        op.location = location
+    region: Region
+    for region in op.regions:
+        block = region._first_block  # pyright: ignore[reportPrivateUsage]
+        while block is not None:
+            inner = block._first_op  # pyright: ignore[reportPrivateUsage]
+            while inner is not None:
+                _locate(inner, location)
+                inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
+            block = block._next_block  # pyright: ignore[reportPrivateUsage]
 
 
 class Refusal(Exception):

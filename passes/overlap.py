@@ -69,7 +69,7 @@ from ccopt.dialects.body import (
     index_box_props,
     walk_outside_bodies,
 )
-from ccopt.dialects.construct import build_op
+from ccopt.dialects.construct import build_op, init_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -85,6 +85,7 @@ from ccopt.passes.common import (
 from ccopt.passes.options import option
 
 COMM_STREAM = 1
+_TOKEN = sched.TokenType()
 _CANDIDATES = (coll.AllReduceOp, coll.ReduceScatterOp, coll.FusedAllReduceOp, coll.AllGatherOp)
 
 
@@ -197,14 +198,38 @@ def concat_op(values: Sequence[SSAValue], dim: int) -> dt.ConcatOp:
     )  # type: ignore[return-value]
 
 
+_FUTURES: dict[int, tuple[Attribute, sched.FutureType]] = {}
+"""`sched.FutureType(t)` by `id(t)` (with `t`, so the id stays its): a model's chunks await
+the same few types, and building a uniqued type still hashes its parameters."""
+
+
+def future_type(t: Attribute) -> sched.FutureType:
+    entry = _FUTURES.get(id(t))
+    if entry is None or entry[0] is not t:
+        if len(_FUTURES) > 4096:
+            _FUTURES.clear()
+        entry = _FUTURES[id(t)] = (t, sched.FutureType(t))
+    return entry[1]
+
+
 def async_region(
     stream: int, inputs: Sequence[SSAValue], build: Callable[[Sequence[SSAValue]], Operation]
 ) -> sched.ExecuteOp:
-    """`sched.execute` whose body is the one op `build` makes from the region's arguments."""
+    """`sched.execute` whose body is the one op `build` makes from the region's arguments
+    (built as `sched.ExecuteOp(stream, inputs, types, body)` builds it, with its types and
+    stream attribute shared: every chunk of a model makes one)."""
     block = Block(arg_types=[v.type for v in inputs])
     inner = build(block.args)
     block.add_ops([inner, sched.YieldOp(*inner.results)])
-    return sched.ExecuteOp(stream, inputs, [r.type for r in inner.results], Region(block))
+    task = sched.ExecuteOp.__new__(sched.ExecuteOp)
+    init_op(
+        task,
+        operands=[[], list(inputs)],
+        result_types=[_TOKEN, [future_type(r.type) for r in inner.results]],
+        properties={"stream": k.stream_attr(stream)},
+        regions=[Region(block)],
+    )
+    return task
 
 
 def rebuild_collective(
@@ -284,7 +309,9 @@ def plan_matmul_then_collective(
     known = {} if inferred is None else inferred
 
     def fits(t: DTensorType) -> DTensorType:
-        result = known[t] = type(op).infer(t, props, mesh)
+        result = known.get(t)  # (chunks of equal length have one type)
+        if result is None:
+            result = known[t] = type(op).infer(t, props, mesh)
         return result
 
     return plan_matmul_chunks(mm, scatter, chunks, mesh, fits)
