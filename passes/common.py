@@ -18,6 +18,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import holds_body
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.verifier import forget_verification
 
@@ -173,6 +174,53 @@ def block_ops(block: Block) -> list[Operation]:
         ops.append(op)
         op = op._next_op  # pyright: ignore[reportPrivateUsage]
     return ops
+
+
+_item = tuple.__getitem__  # (xDSL's SSAValues indexes and slices in Python code)
+
+
+def replace_uses(old: SSAValue, new: SSAValue) -> None:
+    """`old.replace_all_uses_with(new)`: each use moved to `new` in the same order (so `new`'s
+    use list is what xDSL's would be), the operand tuples rebuilt once per use without going
+    through the op's operand view (a Python `__setitem__` and `__getitem__` per use), and the
+    name carried over when `new` has none."""
+    if new is old:
+        return
+    use = old.first_use
+    while use is not None:
+        following = use._next_use  # pyright: ignore[reportPrivateUsage]
+        op, i = use._operation, use._index  # pyright: ignore[reportPrivateUsage]
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        op._operands = SSAValues(  # pyright: ignore[reportPrivateUsage]
+            (*_item(operands, slice(None, i)), new, *_item(operands, slice(i + 1, None)))
+        )
+        new.add_use(use)
+        use = following
+    old.first_use = None
+    if new.name_hint is None:
+        new.name_hint = old.name_hint
+
+
+def ops_outside_bodies(root: Operation) -> list[Operation]:
+    """`list(walk_outside_bodies(root))`, built by one recursion per op that holds regions
+    other than a scalar body (the generator stepped every op through each enclosing level)."""
+    out = [root]
+    if root.regions and not holds_body(root):
+        _collect_outside_bodies(root, out)
+    return out
+
+
+def _collect_outside_bodies(root: Operation, out: list[Operation]) -> None:
+    for region in root.regions:
+        block = region._first_block  # pyright: ignore[reportPrivateUsage]
+        while block is not None:
+            op = block._first_op  # pyright: ignore[reportPrivateUsage]
+            while op is not None:
+                out.append(op)
+                if op.regions and not holds_body(op):
+                    _collect_outside_bodies(op, out)
+                op = op._next_op  # pyright: ignore[reportPrivateUsage]
+            block = block._next_block  # pyright: ignore[reportPrivateUsage]
 
 
 def append_op(block: Block, op: Operation) -> None:

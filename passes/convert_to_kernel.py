@@ -77,6 +77,7 @@ from ccopt.passes.common import (
     is_a,
     is_elementwise,
     of_class,
+    ops_outside_bodies,
     release,
 )
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
@@ -202,7 +203,7 @@ class Lowering:
             return
         source = self.source
         producers: list[Operation] = []
-        for inner in walk_outside_bodies(op) if op.regions else (op,):
+        for inner in ops_outside_bodies(op) if op.regions else (op,):
             uses = inner._operand_uses  # pyright: ignore[reportPrivateUsage]
             if not uses:
                 continue
@@ -221,7 +222,7 @@ class Lowering:
         """Forget a lowered L1 op's values and release it (`release`). (Destinations keep
         theirs: a few results and updated values.)"""
         buffers = self.buffers
-        for inner in walk_outside_bodies(op) if op.regions else (op,):
+        for inner in ops_outside_bodies(op) if op.regions else (op,):
             for r in inner.results:
                 buffers.pop(r, None)
             for region in inner.regions:
@@ -822,7 +823,13 @@ def execute_parts(
     assert block is not None
     operands = op._operands  # pyright: ignore[reportPrivateUsage]
     split = len(operands) - len(block._args)  # pyright: ignore[reportPrivateUsage]
-    return block, operands[:split], operands[split:], op.results[1:]
+    part = tuple.__getitem__  # (SSAValues slices in Python code)
+    return (
+        block,
+        part(operands, slice(None, split)),
+        part(operands, slice(split, None)),
+        part(op.results, slice(1, None)),
+    )
 
 
 def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
@@ -1089,7 +1096,7 @@ class Outliner:
         after: Operation = f
         pending = {b.sym_name.data: b for b in early}
         placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
-        for op in of_class(walk_outside_bodies(f), k.NamedBodyOp):
+        for op in of_class(ops_outside_bodies(f), k.NamedBodyOp):
             if not op.regions:
                 name = op.body_name()
                 if name is None:

@@ -39,7 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
 from ccopt.dialects.construct import op_shape
-from ccopt.passes.common import block_ops, is_a, of_class, release
+from ccopt.passes.common import block_ops, is_a, of_class, release, replace_uses
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
@@ -166,7 +166,7 @@ def view_in_place(block: Block) -> int:
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
         Rewriter.insert_op(view, InsertPoint.before(op))
         view.result.name_hint = dest.name_hint
-        dest.replace_all_uses_with(view.result)
+        replace_uses(dest, view.result)
         Rewriter.erase_op(op)
         erased.append(op)
         Rewriter.erase_op(alloc)
@@ -218,7 +218,7 @@ def concat_in_place(block: Block) -> int:
                 Rewriter.insert_op(view, InsertPoint.after(v.owner))
                 view.result.name_hint = v.name_hint
                 alloc = v.owner
-                v.replace_all_uses_with(view.result)
+                replace_uses(v, view.result)
                 Rewriter.erase_op(alloc)  # type: ignore[arg-type]
                 erased.append(alloc)
                 start += t.get_shape()[dim]
