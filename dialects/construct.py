@@ -128,8 +128,12 @@ def _fill(
     property setters, the definition's lookup) were a third of building an op."""
     values = SSAValues(operands)
     uses = tuple([Use(op, i) for i in range(len(values))])
-    for value, use in zip(values, uses, strict=True):
-        value.add_use(use)
+    for value, use in zip(values, uses, strict=True):  # (`value.add_use(use)`, inlined)
+        first = value.first_use
+        use._next_use = first  # pyright: ignore[reportPrivateUsage]
+        if first is not None:
+            first._prev_use = use  # pyright: ignore[reportPrivateUsage]
+        value.first_use = use
     op._operands = values  # pyright: ignore[reportPrivateUsage]
     op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
     op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])

@@ -108,11 +108,14 @@ def release(ir: Operation | Region) -> None:
     function, a scalar body), which needs no dropping: the uses inside it go with it (each op's
     operands and uses are cleared and unlinked here, so no use list or operand leads back to
     its op); nothing may use it afterwards."""
+    empty = SSAValues()
+    if not getattr(ir, "regions", True):  # an op nesting nothing: most released ops
+        _release_op(ir, empty)  # type: ignore[arg-type]
+        return
     todo: list[Operation] = []
     regions: list[Region] = [ir] if isinstance(ir, Region) else []
     if isinstance(ir, Operation):
         todo.append(ir)
-    empty = SSAValues()
     while todo or regions:
         while regions:
             region = regions.pop()
@@ -237,6 +240,18 @@ def append_op(block: Block, op: Operation) -> None:
         last._next_op = op  # pyright: ignore[reportPrivateUsage]
         op._prev_op = last  # pyright: ignore[reportPrivateUsage]
     block._last_op = op  # pyright: ignore[reportPrivateUsage]
+
+
+def _release_op(o: Operation, empty: SSAValues) -> None:
+    """`release` of an op without regions."""
+    o.results = empty
+    for use in o._operand_uses:  # pyright: ignore[reportPrivateUsage]
+        use._prev_use = use._next_use = None  # (a use list is doubly linked)
+    o._operands = empty  # pyright: ignore[reportPrivateUsage]
+    o._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+    forget_verification(o)  # its verification key holds its blocks and nested ops
+    o._next_op = o._prev_op = None
+    o.parent = None
 
 
 def tag_of(op: Operation) -> str | None:
