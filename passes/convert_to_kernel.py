@@ -537,6 +537,8 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
 def algorithm_workspace(low: Lowering, op: coll.CollectiveOp) -> SSAValue | None:
     """The workspace buffer of a collective run through its algorithm (None: it names none, or
     needs no scratch): the largest over the ranks, a replicated 1-D buffer."""
+    if ALGORITHM_ATTRIBUTE not in op.attributes:
+        return None  # (most collectives: `_chosen` finds nothing)
     from ccopt.algorithms.executor import cached_plan, geometries, workspace_elements
 
     found = _chosen(op)

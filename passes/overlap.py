@@ -69,7 +69,7 @@ from ccopt.dialects.body import (
     index_box_props,
     walk_outside_bodies,
 )
-from ccopt.dialects.construct import build_op, init_op
+from ccopt.dialects.construct import build_op, fixed_counts, init_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -79,6 +79,7 @@ from ccopt.passes.common import (
     derive,
     is_selected,
     release,
+    replace_uses,
     require_tagged,
     tag_of,
 )
@@ -249,7 +250,18 @@ def rebuild_collective(
             result = type(op).infer(t, props, mesh)
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
-    return type(op).create(
+    cls = type(op)
+    if fixed_counts(cls) == (1, 1, 0):  # (one operand and result: built without xDSL's generic
+        new = cls.__new__(cls)  # `Operation.__init__`, as `create` builds it)
+        init_op(
+            new,
+            operands=[value],
+            result_types=[result],
+            properties=props,
+            attributes=dict(op.attributes),
+        )
+        return new
+    return cls.create(
         operands=[value], result_types=[result], properties=props, attributes=dict(op.attributes)
     )
 
@@ -594,7 +606,7 @@ def gather_to_pipeline(
     brings the most bytes (`gathered_bytes`; a tie: the first operand) - the larger gather
     has the more to hide, and the pass pipelines one collective per matmul. Returns (operand,
     gather, chunk count asked for, plan), or Refusal."""
-    mesh = mesh_of(mm)
+    mesh: Mesh | None = None  # (looked up once a gather can be pipelined: most cannot)
     best: tuple[Fraction, int, coll.AllGatherOp, int, Plan] | None = None
     why = "no operand is an all_gather used only by this matmul"
     for i, v in enumerate(mm.operands):
@@ -607,6 +619,8 @@ def gather_to_pipeline(
         except Refusal as e:
             why = str(e)
             continue
+        if mesh is None:
+            mesh = mesh_of(mm)
         moved = gathered_bytes(ag.input.type, ag.result.type, mesh)  # type: ignore[arg-type]
         if best is None or moved > best[0]:
             best = (moved, i, ag, requested, plan)
@@ -677,7 +691,7 @@ def join(
     Rewriter.insert_op(new_ops, InsertPoint.before(op))
     for old, new in zip(op.results, results, strict=True):
         new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
+        replace_uses(old, new)
     Rewriter.erase_op(op)
     release(op)
 
