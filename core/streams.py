@@ -58,10 +58,14 @@ class StreamOrder:
         issued: dict[int, int] = {}
         known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume of others
         events: dict[SSAValue, dict[int, int]] = {}
+        kinds = _DEVICE_KINDS
         for op in ops:
-            s = stream_of(op)
-            if s is None:
-                continue
+            if kinds.get(type(op)):  # (`stream_of`, inlined for device ops)
+                s = op.properties["stream"].value.data  # type: ignore[attr-defined]
+            else:
+                s = stream_of(op)
+                if s is None:
+                    continue
             own = issued.get(s, 0)  # a stream runs its ops in order
             others = known.get(s)
             if others is None:
@@ -259,12 +263,22 @@ def lives_in_order(
     block = f.regions[0].blocks.first
     if block is None:
         return None
-    order = StreamOrder(block.ops)
+    order = StreamOrder(_ops_of(block))
     lives, positions = buffer_lives(block, order)
     ordered = sorted(
         lives, key=lambda b: program_position(order, positions, b.first) if b.first else -1
     )
     return ordered, LiveBuffers(order, positions)
+
+
+def _ops_of(block: Block) -> list[Operation]:
+    """The block's ops, read off its linked list (no iterator object stepped per op)."""
+    ops = []
+    op = block.first_op
+    while op is not None:
+        ops.append(op)
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return ops
 
 
 def check_memory_plan(f: Operation, workspace: int) -> None:
