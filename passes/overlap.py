@@ -205,6 +205,7 @@ the same few types, and building a uniqued type still hashes its parameters."""
 
 
 def future_type(t: Attribute) -> sched.FutureType:
+    """`sched.FutureType(t)`, shared (`_FUTURES`)."""
     entry = _FUTURES.get(id(t))
     if entry is None or entry[0] is not t:
         if len(_FUTURES) > 4096:
