@@ -58,10 +58,14 @@ class StreamOrder:
         issued: dict[int, int] = {}
         known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume of others
         events: dict[SSAValue, dict[int, int]] = {}
+        kinds = _DEVICE_KINDS
         for op in ops:
-            s = stream_of(op)
-            if s is None:
-                continue
+            if kinds.get(type(op)):  # (`stream_of`, inlined for device ops)
+                s = op.properties["stream"].value.data  # type: ignore[attr-defined]
+            else:
+                s = stream_of(op)
+                if s is None:
+                    continue
             own = issued.get(s, 0)  # a stream runs its ops in order
             others = known.get(s)
             if others is None:
@@ -143,14 +147,17 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
     lives: dict[int, BufferLife] = {}  # id(value) -> its buffer's life
     positions: dict[int, list[int]] = {}
     place = order.place
-    for position, op in enumerate(block.ops):
+    position = -1
+    op = block.first_op
+    while op is not None:  # (the linked list: no iterator object stepped per op)
+        position += 1
         kind = type(op)
         if kind is k.AllocOp:
-            lives[id(op.results[0])] = BufferLife(op)  # type: ignore[arg-type]
+            lives[id(op.result)] = BufferLife(op)  # type: ignore[arg-type]
         elif kind in _VIEWS:
             life = lives.get(id(op.source))  # type: ignore[attr-defined]
             if life is not None:
-                lives[id(op.results[0])] = life
+                lives[id(op.result)] = life  # type: ignore[attr-defined]
         else:
             found = place.get(op)
             if found is not None:  # (its index there: the ops the stream issued before it)
@@ -158,21 +165,32 @@ def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], di
             touched: list[BufferLife] = []
             for v in op._operands:  # pyright: ignore[reportPrivateUsage]
                 life = lives.get(id(v))
-                if life is not None and all(life is not t for t in touched):
+                if life is not None and not _holds(touched, life):
                     touched.append(life)
             if not touched:
+                op = op._next_op  # pyright: ignore[reportPrivateUsage]
                 continue
-            if stream_of(op) is None:
+            if found is None and stream_of(op) is None:  # (placed: a device op or a call)
                 for life in touched:
                     life.escapes = life.escapes or op
+                op = op._next_op  # pyright: ignore[reportPrivateUsage]
                 continue
             stream, index = place[op]
             for life in touched:
                 life.first = life.first or op
                 life.last = position
                 life.last_on[stream] = index
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
     unique = {id(life): life for life in lives.values()}
     return list(unique.values()), positions
+
+
+def _holds(lives: list[BufferLife], life: BufferLife) -> bool:
+    """Whether `life` itself is in `lives` (by identity: lives compare by their fields)."""
+    for other in lives:
+        if other is life:
+            return True
+    return False
 
 
 def program_position(order: StreamOrder, positions: dict[int, list[int]], op: Operation) -> int:
@@ -183,10 +201,24 @@ def program_position(order: StreamOrder, positions: dict[int, list[int]], op: Op
 
 def dead(life: BufferLife, position: int, clock: dict[int, int]) -> bool:
     """`life.dead_before(op, order, position)`, given `op`'s clock (`StreamOrder.clock`)."""
-    return life.escapes is None and (
-        life.first is None
-        or (life.last < position and all(clock.get(s, 0) > i for s, i in life.last_on.items()))
-    )
+    if life.escapes is not None:
+        return False
+    if life.first is None:
+        return True
+    if life.last >= position:
+        return False
+    for s, i in life.last_on.items():  # (a loop: `all` over a generator cost more than it)
+        if clock.get(s, 0) <= i:
+            return False
+    return True
+
+
+def _dead_at_all(life: BufferLife, clocks: list[tuple[int, dict[int, int]]]) -> bool:
+    """Whether `life` is dead before each of these ops (position, clock)."""
+    for at, clock in clocks:
+        if not dead(life, at, clock):
+            return False
+    return True
 
 
 class LiveBuffers:
@@ -216,7 +248,7 @@ class LiveBuffers:
                 upcoming.append((self.ops[stream][i], at[i]))
         order = self.order
         clocks = [(at, order.clock(n)) for n, at in upcoming]  # (asked of every placed buffer)
-        self.placed = [p for p in self.placed if not all(dead(p[0], at, c) for at, c in clocks)]
+        self.placed = [p for p in self.placed if not _dead_at_all(p[0], clocks)]
         clock = order.clock(op)
         return [p for p in self.placed if not dead(p[0], position, clock)]
 
@@ -231,12 +263,22 @@ def lives_in_order(
     block = f.regions[0].blocks.first
     if block is None:
         return None
-    order = StreamOrder(block.ops)
+    order = StreamOrder(_ops_of(block))
     lives, positions = buffer_lives(block, order)
     ordered = sorted(
         lives, key=lambda b: program_position(order, positions, b.first) if b.first else -1
     )
     return ordered, LiveBuffers(order, positions)
+
+
+def _ops_of(block: Block) -> list[Operation]:
+    """The block's ops, read off its linked list (no iterator object stepped per op)."""
+    ops = []
+    op = block.first_op
+    while op is not None:
+        ops.append(op)
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return ops
 
 
 def check_memory_plan(f: Operation, workspace: int) -> None:

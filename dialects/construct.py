@@ -128,8 +128,12 @@ def _fill(
     property setters, the definition's lookup) were a third of building an op."""
     values = SSAValues(operands)
     uses = tuple([Use(op, i) for i in range(len(values))])
-    for value, use in zip(values, uses, strict=True):
-        value.add_use(use)
+    for value, use in zip(values, uses, strict=True):  # (`value.add_use(use)`, inlined)
+        first = value.first_use
+        use._next_use = first  # pyright: ignore[reportPrivateUsage]
+        if first is not None:
+            first._prev_use = use  # pyright: ignore[reportPrivateUsage]
+        value.first_use = use
     op._operands = values  # pyright: ignore[reportPrivateUsage]
     op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
     op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
@@ -280,12 +284,19 @@ def _singles(shape: OpShape, operands: Sequence, result_types: Sequence, regions
         or len(regions) != len(shape.regions)
     ):
         return False
-    values, types = _INSTANCES[SSAValue], _INSTANCES[Attribute]
-    return (
-        all(values.get(type(v)) or _is_a(v, SSAValue) for v in operands)
-        and all(types.get(type(t)) or _is_a(t, Attribute) for t in result_types)
-        and all(type(r) is Region for r in regions)
-    )
+    # (loops, not `all` over generators: this runs for nearly every op a pass builds)
+    values = _INSTANCES[SSAValue]
+    for v in operands:
+        if not (values.get(type(v)) or _is_a(v, SSAValue)):
+            return False
+    types = _INSTANCES[Attribute]
+    for t in result_types:
+        if not (types.get(type(t)) or _is_a(t, Attribute)):
+            return False
+    for r in regions:
+        if type(r) is not Region:
+            return False
+    return True
 
 
 def _present(attrs: Mapping[str, Attribute | None] | None) -> dict[str, Attribute]:

@@ -186,6 +186,20 @@ def stream_attr(stream: int) -> IntegerAttr:
     return i64_attr(stream)
 
 
+_BODY_REFS: dict[str, SymbolRefAttr] = {}
+
+
+def body_ref(name: str) -> SymbolRefAttr:
+    """`SymbolRefAttr(name)`, shared: the kernels of a model name a handful of bodies, and
+    building the attribute verifies it (about a third of building such a kernel)."""
+    found = _BODY_REFS.get(name)
+    if found is None:
+        if len(_BODY_REFS) > 4096:
+            _BODY_REFS.clear()
+        found = _BODY_REFS[name] = SymbolRefAttr(name)
+    return found
+
+
 def _expect(actual: DTensorType, expected: DTensorType, what: str) -> None:
     if actual != expected:
         raise VerifyException(f"{what} is {BufferType(actual)} but must be {BufferType(expected)}")
@@ -485,7 +499,7 @@ class ElementwiseOp(DeviceOp, NamedBodyOp):
         index-box properties of the op it lowers (`ScalarBodyOp.index_box_props`)."""
         props = {**_stream(stream), **(index_box or {})}
         if isinstance(body, str):
-            props["body_ref"] = SymbolRefAttr(body)
+            props["body_ref"] = body_ref(body)
         init_op(
             self,
             operands=[list(inputs), list(outputs)],
@@ -1052,7 +1066,7 @@ class FusedAllReduceKernelOp(DeviceOp, NamedBodyOp):
             **(index_box or {}),
         }
         if isinstance(body, str):
-            props["body_ref"] = SymbolRefAttr(body)
+            props["body_ref"] = body_ref(body)
         init_op(
             self,
             operands=[partial, list(inputs), list(outputs), [] if scratch is None else [scratch]],

@@ -269,7 +269,11 @@ class SingleAccessor(BeforeVariadicSingleAccessor):
     def __get__(self, obj: object, objtype: type | None = None) -> object:
         if obj is None:
             return self
-        return getattr(obj, self.field)[self.idx]
+        # (tuple's own indexing: xDSL's SSAValues overrides it in Python, for slices)
+        return _item(getattr(obj, self.field), self.idx)
+
+
+_item = tuple.__getitem__
 
 
 _FIELDS = {

@@ -12,12 +12,13 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
-from xdsl.dialects.builtin import StringAttr, UnknownLoc
+from xdsl.dialects.builtin import LocationAttr, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation, Region, SSAValue, SSAValues
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import holds_body
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.verifier import forget_verification
 
@@ -75,6 +76,26 @@ def is_a(ir: object, cls: type) -> bool:
     return found
 
 
+_OF_CLASS: dict[object, dict[type, bool]] = {}
+
+
+def of_class(ops: Iterable[Operation], cls: object) -> list[Operation]:
+    """The ops that are instances of `cls` (a class or a union), in order: `is_a` per op, with
+    one table per `cls` (no key built per op: the kernel-level rewrites filter every op of a
+    lowered function this way)."""
+    known = _OF_CLASS.get(cls)
+    if known is None:
+        known = _OF_CLASS[cls] = {}
+    out = []
+    for op in ops:
+        found = known.get(type(op))
+        if found is None:
+            found = known[type(op)] = isinstance(op, cls)  # type: ignore[arg-type]
+        if found:
+            out.append(op)
+    return out
+
+
 def release(ir: Operation | Region) -> None:
     """Break the reference cycles of an erased op or a dropped region and everything nested in
     it (an op and its results, neighbouring ops, a block and its arguments, a region and its
@@ -87,11 +108,14 @@ def release(ir: Operation | Region) -> None:
     function, a scalar body), which needs no dropping: the uses inside it go with it (each op's
     operands and uses are cleared and unlinked here, so no use list or operand leads back to
     its op); nothing may use it afterwards."""
+    empty = SSAValues()
+    if not getattr(ir, "regions", True):  # an op nesting nothing: most released ops
+        _release_op(ir, empty)  # type: ignore[arg-type]
+        return
     todo: list[Operation] = []
     regions: list[Region] = [ir] if isinstance(ir, Region) else []
     if isinstance(ir, Operation):
         todo.append(ir)
-    empty = SSAValues()
     while todo or regions:
         while regions:
             region = regions.pop()
@@ -121,6 +145,113 @@ def release(ir: Operation | Region) -> None:
             forget_verification(o)  # its verification key holds its blocks and nested ops
             o._next_op = o._prev_op = None
             o.parent = None
+
+
+_CHECKED_NAMES: dict[str, str | None] = {}
+"""Name hints as xDSL's setter keeps them (checked against its pattern, a trailing `_<N>`
+dropped), by the name given."""
+
+
+def copy_name(to: SSAValue, source: SSAValue) -> None:
+    """`to.name_hint = source.name_hint`, each distinct name checked once: the setter runs two
+    regular expressions, and a lowering names every buffer after its value."""
+    name = source._name  # pyright: ignore[reportPrivateUsage]
+    if name is None:
+        to._name = None  # pyright: ignore[reportPrivateUsage]
+        return
+    if name not in _CHECKED_NAMES:
+        if len(_CHECKED_NAMES) > 4096:
+            _CHECKED_NAMES.clear()
+        to.name_hint = name  # (raises on an invalid name, remembering nothing)
+        _CHECKED_NAMES[name] = to._name  # pyright: ignore[reportPrivateUsage]
+        return
+    to._name = _CHECKED_NAMES[name]  # pyright: ignore[reportPrivateUsage]
+
+
+def block_ops(block: Block) -> list[Operation]:
+    """The ops of `block` in order, read off its linked list (`list(block.ops)` steps a Python
+    iterator per op, twice: once more for the length hint)."""
+    ops = []
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        ops.append(op)
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return ops
+
+
+_item = tuple.__getitem__  # (xDSL's SSAValues indexes and slices in Python code)
+
+
+def replace_uses(old: SSAValue, new: SSAValue) -> None:
+    """`old.replace_all_uses_with(new)`: each use moved to `new` in the same order (so `new`'s
+    use list is what xDSL's would be), the operand tuples rebuilt once per use without going
+    through the op's operand view (a Python `__setitem__` and `__getitem__` per use), and the
+    name carried over when `new` has none."""
+    if new is old:
+        return
+    use = old.first_use
+    while use is not None:
+        following = use._next_use  # pyright: ignore[reportPrivateUsage]
+        op, i = use._operation, use._index  # pyright: ignore[reportPrivateUsage]
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        op._operands = SSAValues(  # pyright: ignore[reportPrivateUsage]
+            (*_item(operands, slice(None, i)), new, *_item(operands, slice(i + 1, None)))
+        )
+        new.add_use(use)
+        use = following
+    old.first_use = None
+    if new.name_hint is None:
+        new.name_hint = old.name_hint
+
+
+def ops_outside_bodies(root: Operation) -> list[Operation]:
+    """`list(walk_outside_bodies(root))`, built by one recursion per op that holds regions
+    other than a scalar body (the generator stepped every op through each enclosing level)."""
+    out = [root]
+    if root.regions and not holds_body(root):
+        _collect_outside_bodies(root, out)
+    return out
+
+
+def _collect_outside_bodies(root: Operation, out: list[Operation]) -> None:
+    for region in root.regions:
+        block = region._first_block  # pyright: ignore[reportPrivateUsage]
+        while block is not None:
+            op = block._first_op  # pyright: ignore[reportPrivateUsage]
+            while op is not None:
+                out.append(op)
+                if op.regions and not holds_body(op):
+                    _collect_outside_bodies(op, out)
+                op = op._next_op  # pyright: ignore[reportPrivateUsage]
+            block = block._next_block  # pyright: ignore[reportPrivateUsage]
+
+
+def append_op(block: Block, op: Operation) -> None:
+    """`block.add_op(op)` for an op just built (no parent, nothing nested in `block`): linked
+    in directly. xDSL's `add_op` checks that the op is not an ancestor of the block, walking up
+    from the block for every op added, and a lowering adds one op per kernel, buffer and
+    event."""
+    assert op.parent is None
+    last = block._last_op  # pyright: ignore[reportPrivateUsage]
+    op.parent = block
+    if last is None:
+        block._first_op = op  # pyright: ignore[reportPrivateUsage]
+    else:
+        last._next_op = op  # pyright: ignore[reportPrivateUsage]
+        op._prev_op = last  # pyright: ignore[reportPrivateUsage]
+    block._last_op = op  # pyright: ignore[reportPrivateUsage]
+
+
+def _release_op(o: Operation, empty: SSAValues) -> None:
+    """`release` of an op without regions."""
+    o.results = empty
+    for use in o._operand_uses:  # pyright: ignore[reportPrivateUsage]
+        use._prev_use = use._next_use = None  # (a use list is doubly linked)
+    o._operands = empty  # pyright: ignore[reportPrivateUsage]
+    o._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+    forget_verification(o)  # its verification key holds its blocks and nested ops
+    o._next_op = o._prev_op = None
+    o.parent = None
 
 
 def tag_of(op: Operation) -> str | None:
@@ -160,12 +291,26 @@ def derive(new: Operation, origin: Operation, suffix: str | None = None) -> Oper
     """`new` replaces (part of) `origin`: it keeps `origin`'s source location - and everything
     nested in it that has none - so a later refusal points at the line the user wrote (MLIR's
     rewriters pass `op->getLoc()` on the same way), and, given a suffix, its derived tag."""
-    for inner in new.walk():
-        if isinstance(inner.location, UnknownLoc):
-            inner.location = origin.location
+    _locate(new, origin.location)
     if suffix is not None:
         set_tag(new, derived_tag(origin, suffix))
     return new
+
+
+def _locate(op: Operation, location: LocationAttr) -> None:
+    """`op` and every op nested in it that has no location get `location` (the linked lists
+    followed directly: xDSL's `walk` nests a generator per region and block)."""
+    if isinstance(op.location, UnknownLoc):
+        op.location = location
+    region: Region
+    for region in op.regions:
+        block = region._first_block  # pyright: ignore[reportPrivateUsage]
+        while block is not None:
+            inner = block._first_op  # pyright: ignore[reportPrivateUsage]
+            while inner is not None:
+                _locate(inner, location)
+                inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
+            block = block._next_block  # pyright: ignore[reportPrivateUsage]
 
 
 class Refusal(Exception):

@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -70,7 +70,16 @@ from ccopt.dialects.body import body_key, walk_outside_bodies
 from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import ProgramOrder, is_a, is_elementwise, release
+from ccopt.passes.common import (
+    ProgramOrder,
+    append_op,
+    copy_name,
+    is_a,
+    is_elementwise,
+    of_class,
+    ops_outside_bodies,
+    release,
+)
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
 from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
@@ -194,26 +203,26 @@ class Lowering:
             return
         source = self.source
         producers: list[Operation] = []
-        for inner in walk_outside_bodies(op) if op.regions else (op,):
+        for inner in ops_outside_bodies(op) if op.regions else (op,):
             uses = inner._operand_uses  # pyright: ignore[reportPrivateUsage]
             if not uses:
                 continue
             for value, use in zip(inner._operands, uses, strict=True):  # pyright: ignore[reportPrivateUsage]
-                value.remove_use(use)
+                unlink_use(value, use)
                 if value.first_use is None and type(value) is OpResult:
                     owner = value.op
                     if owner.parent is source:
                         producers.append(owner)
             inner._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
         for producer in [op, *producers]:
-            if producer.parent is not None and all(r.first_use is None for r in producer.results):
+            if producer.parent is not None and unused(producer):
                 self.free(producer)
 
     def free(self, op: Operation) -> None:
         """Forget a lowered L1 op's values and release it (`release`). (Destinations keep
         theirs: a few results and updated values.)"""
         buffers = self.buffers
-        for inner in walk_outside_bodies(op) if op.regions else (op,):
+        for inner in ops_outside_bodies(op) if op.regions else (op,):
             for r in inner.results:
                 buffers.pop(r, None)
             for region in inner.regions:
@@ -237,9 +246,10 @@ class Lowering:
             self.add(k.EventWaitOp(event, self.stream))
 
     def add(self, op: Operation) -> Operation:
+        """Append a new op to the function's block (on the current stream if it runs on one)."""
         if on_device(op):
             op.properties["stream"] = k.stream_attr(self.stream)
-        self.block.add_op(op)
+        append_op(self.block, op)
         return op
 
     def buffer(self, value: SSAValue) -> SSAValue:
@@ -250,15 +260,40 @@ class Lowering:
         fresh allocation."""
         dest = self.destinations.get(value)
         if dest is None:
-            dest = self.add(k.AllocOp(tensor(value))).results[0]
-            dest.name_hint = value.name_hint
+            dest = self.add(k.AllocOp(tensor(value))).result
+            copy_name(dest, value)
         self.buffers[value] = dest
         return dest
 
 
+def unlink_use(value: SSAValue, use: Use) -> None:
+    """`value.remove_use(use)`, inlined: `done` drops every operand use of a function."""
+    prev, following = use._prev_use, use._next_use  # pyright: ignore[reportPrivateUsage]
+    if prev is None:
+        value.first_use = following
+    else:
+        prev._next_use = following  # pyright: ignore[reportPrivateUsage]
+    if following is not None:
+        following._prev_use = prev  # pyright: ignore[reportPrivateUsage]
+
+
+def unused(op: Operation) -> bool:
+    """Whether no result of `op` has a use."""
+    for r in op.results:
+        if r.first_use is not None:
+            return False
+    return True
+
+
+_ON_DEVICE: dict[type, bool] = {}
+
+
 def on_device(op: Operation) -> bool:
-    """Whether `op` runs on a stream (a `kernel.DeviceOp`)."""
-    return is_a(op, k.DeviceOp)
+    """Whether `op` runs on a stream (a `kernel.DeviceOp`), remembered per op class."""
+    found = _ON_DEVICE.get(type(op))
+    if found is None:
+        found = _ON_DEVICE[type(op)] = isinstance(op, k.DeviceOp)
+    return found
 
 
 # --- choosing destinations ---------------------------------------------------------------------
@@ -502,6 +537,8 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
 def algorithm_workspace(low: Lowering, op: coll.CollectiveOp) -> SSAValue | None:
     """The workspace buffer of a collective run through its algorithm (None: it names none, or
     needs no scratch): the largest over the ranks, a replicated 1-D buffer."""
+    if ALGORITHM_ATTRIBUTE not in op.attributes:
+        return None  # (most collectives: `_chosen` finds nothing)
     from ccopt.algorithms.executor import cached_plan, geometries, workspace_elements
 
     found = _chosen(op)
@@ -777,28 +814,49 @@ def require_tensors(op: Operation, values: Sequence[SSAValue], what: str, how: s
             )
 
 
+def execute_parts(
+    op: sched.ExecuteOp,
+) -> tuple[Block, Sequence[SSAValue], Sequence[SSAValue], Sequence[SSAValue]]:
+    """(body block, deps, inputs, futures) of a verified `sched.execute`: its inputs are the
+    last operands, one per block argument (the verifier compares their types), its futures
+    the results after the token. IRDL's accessors of variadic operands unpack the segment
+    sizes on every read, and each region was read several times."""
+    block = op.regions[0].first_block
+    assert block is not None
+    operands = op._operands  # pyright: ignore[reportPrivateUsage]
+    split = len(operands) - len(block._args)  # pyright: ignore[reportPrivateUsage]
+    part = tuple.__getitem__  # (SSAValues slices in Python code)
+    return (
+        block,
+        part(operands, slice(None, split)),
+        part(operands, slice(split, None)),
+        part(op.results, slice(1, None)),
+    )
+
+
 def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
     """The region on its stream: wait for the inputs (and deps) recorded on the issuing stream,
     run, record completion for the awaits."""
     issuing, stream = low.stream, op.stream.value.data
-    require_tensors(op, op.inputs, "input", "passed to a region")
-    ready = low.add(k.EventRecordOp(issuing)).results[0]
+    block, deps, inputs, futures = execute_parts(op)
+    require_tensors(op, inputs, "input", "passed to a region")
+    ready = low.add(k.EventRecordOp(issuing)).event
     low.stream = stream
     low.wait(ready)
-    for dep in op.deps:
+    for dep in deps:
         low.wait(low.tokens[dep])
-    block = op.body.blocks.first
-    assert block is not None
-    for arg, value in zip(block.args, op.inputs, strict=True):
-        low.buffers[arg] = low.buffer(value)
+    buffers = low.buffers
+    for arg, value in zip(block._args, inputs, strict=True):  # pyright: ignore[reportPrivateUsage]
+        buffers[arg] = buffers[value]
     for inner in block.ops:
-        if isinstance(inner, sched.YieldOp):
-            require_tensors(inner, inner.values, "value", "yielded")
-            done = low.add(k.EventRecordOp(stream)).results[0]
+        if type(inner) is sched.YieldOp:
+            values = inner._operands  # pyright: ignore[reportPrivateUsage]
+            require_tensors(inner, values, "value", "yielded")
+            done = low.add(k.EventRecordOp(stream)).event
             low.regions_done.append(done)
-            for future, value in zip(op.futures, inner.values, strict=True):
-                low.futures[future] = (low.buffer(value), done)
-            low.tokens[op.token] = done
+            for future, value in zip(futures, values, strict=True):
+                low.futures[future] = (buffers[value], done)
+            low.tokens[op.results[0]] = done
         else:
             lower_op(low, inner)
     low.stream = issuing
@@ -849,13 +907,12 @@ def check_call(low: Lowering, op: func.CallOp) -> None:
 
 
 def check_execute(low: Lowering, op: sched.ExecuteOp) -> None:
-    require_tensors(op, op.inputs, "input", "passed to a region")
+    block, _, inputs, _ = execute_parts(op)
+    require_tensors(op, inputs, "input", "passed to a region")
     issuing, low.stream = low.stream, op.stream.value.data
-    block = op.body.blocks.first
-    assert block is not None
     for inner in block.ops:
-        if isinstance(inner, sched.YieldOp):
-            require_tensors(inner, inner.values, "value", "yielded")
+        if type(inner) is sched.YieldOp:
+            require_tensors(inner, inner._operands, "value", "yielded")  # pyright: ignore[reportPrivateUsage]
         else:
             check_op(low, inner)
     low.stream = issuing
@@ -1041,7 +1098,7 @@ class Outliner:
         after: Operation = f
         pending = {b.sym_name.data: b for b in early}
         placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
-        for op in [o for o in walk_outside_bodies(f) if is_a(o, k.NamedBodyOp)]:
+        for op in of_class(ops_outside_bodies(f), k.NamedBodyOp):
             if not op.regions:
                 name = op.body_name()
                 if name is None:

@@ -39,10 +39,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
 from ccopt.dialects.construct import op_shape
-from ccopt.passes.common import is_a, release
+from ccopt.passes.common import block_ops, is_a, of_class, release, replace_uses
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
+
+_item = tuple.__getitem__  # (xDSL's SSAValues indexes in Python code, for slices)
 
 _VIEW_CLASSES = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})  # (VIEWS, no subclasses)
 
@@ -50,7 +52,7 @@ _VIEW_CLASSES = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})  # (VIEWS, no 
 def storage(buffer: SSAValue) -> SSAValue:
     """The buffer whose bytes `buffer` is (through views)."""
     while type(owner := buffer.owner) in _VIEW_CLASSES:
-        buffer = owner._operands[0]  # type: ignore[union-attr] # its source
+        buffer = _item(owner._operands, 0)  # type: ignore[union-attr] # its source
     return buffer
 
 
@@ -79,7 +81,7 @@ def written(op: Operation) -> list[SSAValue]:
     if kind is None:
         kind = _WRITES[type(op)] = _writes(op)
     if kind >= 0:
-        return [op._operands[kind]]  # pyright: ignore[reportPrivateUsage]
+        return [_item(op._operands, kind)]  # pyright: ignore[reportPrivateUsage]
     if kind == -1:
         return list(op.outputs)  # type: ignore[attr-defined]
     out = getattr(op, "out", None) if kind == -2 else None
@@ -134,17 +136,20 @@ def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
 def view_in_place(block: Block) -> int:
     """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
     Walks backwards so that a slice of a slice is seen after its readers became views."""
-    ops = list(block.ops)
+    ops = block_ops(block)
     position = {id(op): i for i, op in enumerate(ops)}  # (ops hash in Python code)
     writers: dict[SSAValue, tuple[list[int], list[Operation]]] = {}  # storage -> its writers
+    kinds = _WRITES
     for i, op in enumerate(ops):
+        if kinds.get(type(op)) == -3:
+            continue  # writes no buffer (an alloc, a view, an event)
         for v in written(op):
             at, by = writers.setdefault(storage(v), ([], []))
             at.append(i)
             by.append(op)
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for op in reversed([o for o in ops if is_a(o, COPIES)]):
+    for op in reversed(of_class(ops, COPIES)):
         found = box_of(op)
         assert found is not None
         source, dest, offsets = found
@@ -161,7 +166,7 @@ def view_in_place(block: Block) -> int:
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
         Rewriter.insert_op(view, InsertPoint.before(op))
         view.result.name_hint = dest.name_hint
-        dest.replace_all_uses_with(view.result)
+        replace_uses(dest, view.result)
         Rewriter.erase_op(op)
         erased.append(op)
         Rewriter.erase_op(alloc)
@@ -181,9 +186,9 @@ def concat_in_place(block: Block) -> int:
     (subviews of it) and drop the concat; returns how many concats went."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    ops = list(block.ops)  # positions taken once: the rewrites below only move allocs up
+    ops = block_ops(block)  # positions taken once: the rewrites below only move allocs up
     position: dict[int, float] = {id(o): i for i, o in enumerate(ops)}  # (by id: ops hash slowly)
-    for op in [o for o in ops if is_a(o, k.ConcatKernelOp)]:
+    for op in of_class(ops, k.ConcatKernelOp):
         writers = []
         for v in op.inputs:
             alloc = v.owner
@@ -213,7 +218,7 @@ def concat_in_place(block: Block) -> int:
                 Rewriter.insert_op(view, InsertPoint.after(v.owner))
                 view.result.name_hint = v.name_hint
                 alloc = v.owner
-                v.replace_all_uses_with(view.result)
+                replace_uses(v, view.result)
                 Rewriter.erase_op(alloc)  # type: ignore[arg-type]
                 erased.append(alloc)
                 start += t.get_shape()[dim]
@@ -254,7 +259,7 @@ def fold_fills(block: Block) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for fill in [o for o in block.ops if is_a(o, k.FillKernelOp)]:
+    for fill in of_class(block_ops(block), k.FillKernelOp):
         value = fill.out
         alloc = value.owner
         readers = {id(u.operation): u.operation for u in value.uses if u.operation is not fill}

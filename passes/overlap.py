@@ -51,7 +51,7 @@ from fractions import Fraction
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -61,7 +61,15 @@ from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
-from ccopt.dialects.body import ModuleBodyOp, body_key, clone_body, index_box_props
+from ccopt.dialects.attrs import i64_array, i64_attr
+from ccopt.dialects.body import (
+    ModuleBodyOp,
+    body_key,
+    clone_body,
+    index_box_props,
+    walk_outside_bodies,
+)
+from ccopt.dialects.construct import build_op, fixed_counts, init_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -71,13 +79,27 @@ from ccopt.passes.common import (
     derive,
     is_selected,
     release,
+    replace_uses,
     require_tagged,
     tag_of,
 )
 from ccopt.passes.options import option
 
 COMM_STREAM = 1
+_TOKEN = sched.TokenType()
 _CANDIDATES = (coll.AllReduceOp, coll.ReduceScatterOp, coll.FusedAllReduceOp, coll.AllGatherOp)
+
+
+_IS_CANDIDATE: dict[type, bool] = {}
+
+
+def is_candidate(op: Operation) -> bool:
+    """Whether `op` is of a class the pass rewrites (`isinstance` on IRDL classes runs ABCMeta's
+    Python check, for each of the classes, for every op of the module)."""
+    found = _IS_CANDIDATE.get(type(op))
+    if found is None:
+        found = _IS_CANDIDATE[type(op)] = isinstance(op, _CANDIDATES)
+    return found
 
 
 def owners(mm: dt.MatmulOp) -> list[list[tuple[int, int]]]:
@@ -102,22 +124,114 @@ def chunk_ranges(size: int, chunks: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in ranges if b > a]
 
 
+_INFERRED: dict[tuple, tuple] = {}
+"""Result types of the ops chunks are made of, by their operands' types (by `id`, the types
+kept in the entry so an id stays theirs) and the op's parameters: every layer of a model
+chunks the same shapes, and each op's builder inferred its type again (`built`)."""
+
+
+def built(
+    cls: type,
+    values: Sequence[SSAValue],
+    operands: list,
+    key: tuple,
+    props: dict[str, Attribute],
+    make: Callable[[], Operation],
+) -> Operation:
+    """An op of class `cls` on `values` (given to its builder as `operands`, one entry per
+    operand definition) with properties `props`, as `make()` builds it, its result type
+    inferred only the first time `key` (the parameters that decide it besides the operands'
+    types) meets these operand types."""
+    types = tuple([v.type for v in values])
+    full = (cls, *[id(t) for t in types], *key)
+    entry = _INFERRED.get(full)
+    if entry is not None and entry[0] == types:  # (equal, not just the same ids)
+        return build_op(cls, operands=operands, result_types=[entry[1]], properties=props)
+    op = make()
+    if len(_INFERRED) > 4096:
+        _INFERRED.clear()
+    _INFERRED[full] = (types, op.results[0].type)
+    return op
+
+
 def slice_dim(value: SSAValue, dim: int, start: int, stop: int) -> dt.SliceOp:
     t = value.type
     assert isinstance(t, DTensorType)
     offsets = [start if d == dim else 0 for d in range(t.rank)]
     sizes = [stop - start if d == dim else s for d, s in enumerate(t.get_shape())]
-    return dt.SliceOp(value, offsets, sizes)
+    props = {"offsets": i64_array(offsets), "sizes": i64_array(sizes)}
+    return built(
+        dt.SliceOp,
+        [value],
+        [value],
+        (tuple(offsets), tuple(sizes)),
+        props,
+        lambda: dt.SliceOp(value, offsets, sizes),
+    )  # type: ignore[return-value]
+
+
+def matmul(lhs: SSAValue, rhs: SSAValue, transpose_lhs: bool, transpose_rhs: bool) -> dt.MatmulOp:
+    """`dt.MatmulOp(lhs, rhs, transpose_lhs, transpose_rhs)` (its type inferred once, `built`)."""
+    props: dict[str, Attribute] = {}
+    if transpose_lhs:
+        props["transpose_lhs"] = UnitAttr()
+    if transpose_rhs:
+        props["transpose_rhs"] = UnitAttr()
+    return built(
+        dt.MatmulOp,
+        [lhs, rhs],
+        [lhs, rhs],
+        (transpose_lhs, transpose_rhs),
+        props,
+        lambda: dt.MatmulOp(lhs, rhs, transpose_lhs, transpose_rhs),
+    )  # type: ignore[return-value]
+
+
+def concat_op(values: Sequence[SSAValue], dim: int) -> dt.ConcatOp:
+    """`dt.ConcatOp(values, dim)` (its type inferred once, `built`)."""
+    return built(
+        dt.ConcatOp,
+        values,
+        [list(values)],
+        (dim,),
+        {"dim": i64_attr(dim)},
+        lambda: dt.ConcatOp(values, dim),
+    )  # type: ignore[return-value]
+
+
+_FUTURES: dict[int, tuple[Attribute, sched.FutureType]] = {}
+"""`sched.FutureType(t)` by `id(t)` (with `t`, so the id stays its): a model's chunks await
+the same few types, and building a uniqued type still hashes its parameters."""
+
+
+def future_type(t: Attribute) -> sched.FutureType:
+    """`sched.FutureType(t)`, shared (`_FUTURES`)."""
+    entry = _FUTURES.get(id(t))
+    if entry is None or entry[0] is not t:
+        if len(_FUTURES) > 4096:
+            _FUTURES.clear()
+        entry = _FUTURES[id(t)] = (t, sched.FutureType(t))
+    return entry[1]
 
 
 def async_region(
     stream: int, inputs: Sequence[SSAValue], build: Callable[[Sequence[SSAValue]], Operation]
 ) -> sched.ExecuteOp:
-    """`sched.execute` whose body is the one op `build` makes from the region's arguments."""
+    """`sched.execute` whose body is the one op `build` makes from the region's arguments
+    (built as `sched.ExecuteOp(stream, inputs, types, body)` builds it, with its types and
+    stream attribute shared: every chunk of a model makes one)."""
     block = Block(arg_types=[v.type for v in inputs])
     inner = build(block.args)
     block.add_ops([inner, sched.YieldOp(*inner.results)])
-    return sched.ExecuteOp(stream, inputs, [r.type for r in inner.results], Region(block))
+    task = sched.ExecuteOp.__new__(sched.ExecuteOp)
+    init_op(
+        task,
+        operands=[[], list(inputs)],
+        result_types=[_TOKEN, [future_type(r.type) for r in inner.results]],
+        properties={"stream": k.stream_attr(stream)},
+        regions=[Region(block)],
+    )
+    return task
 
 
 def rebuild_collective(
@@ -137,7 +251,18 @@ def rebuild_collective(
             result = type(op).infer(t, props, mesh)
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
-    return type(op).create(
+    cls = type(op)
+    if fixed_counts(cls) == (1, 1, 0):  # (one operand and result: built without xDSL's generic
+        new = cls.__new__(cls)  # `Operation.__init__`, as `create` builds it)
+        init_op(
+            new,
+            operands=[value],
+            result_types=[result],
+            properties=props,
+            attributes=dict(op.attributes),
+        )
+        return new
+    return cls.create(
         operands=[value], result_types=[result], properties=props, attributes=dict(op.attributes)
     )
 
@@ -197,7 +322,9 @@ def plan_matmul_then_collective(
     known = {} if inferred is None else inferred
 
     def fits(t: DTensorType) -> DTensorType:
-        result = known[t] = type(op).infer(t, props, mesh)
+        result = known.get(t)  # (chunks of equal length have one type)
+        if result is None:
+            result = known[t] = type(op).infer(t, props, mesh)
         return result
 
     return plan_matmul_chunks(mm, scatter, chunks, mesh, fits)
@@ -425,7 +552,7 @@ def chunk_matmul(
         piece = slice_dim(operands[i], od, a, b)
         new_ops.append(piece)
         operands[i] = piece.result
-    part = dt.MatmulOp(
+    part = matmul(
         operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
     )
     part.attributes.update(mm.attributes)
@@ -480,7 +607,7 @@ def gather_to_pipeline(
     brings the most bytes (`gathered_bytes`; a tie: the first operand) - the larger gather
     has the more to hide, and the pass pipelines one collective per matmul. Returns (operand,
     gather, chunk count asked for, plan), or Refusal."""
-    mesh = mesh_of(mm)
+    mesh: Mesh | None = None  # (looked up once a gather can be pipelined: most cannot)
     best: tuple[Fraction, int, coll.AllGatherOp, int, Plan] | None = None
     why = "no operand is an all_gather used only by this matmul"
     for i, v in enumerate(mm.operands):
@@ -493,6 +620,8 @@ def gather_to_pipeline(
         except Refusal as e:
             why = str(e)
             continue
+        if mesh is None:
+            mesh = mesh_of(mm)
         moved = gathered_bytes(ag.input.type, ag.result.type, mesh)  # type: ignore[arg-type]
         if best is None or moved > best[0]:
             best = (moved, i, ag, requested, plan)
@@ -555,7 +684,7 @@ def join(
     results = []
     for values in chunks:
         if len(values) > 1:
-            joined = dt.ConcatOp(values, dim)
+            joined = concat_op(values, dim)
             new_ops.append(joined)
             results.append(joined.result)
         else:
@@ -563,7 +692,7 @@ def join(
     Rewriter.insert_op(new_ops, InsertPoint.before(op))
     for old, new in zip(op.results, results, strict=True):
         new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
+        replace_uses(old, new)
     Rewriter.erase_op(op)
     release(op)
 
@@ -659,11 +788,10 @@ class Overlap(ModulePass):
         """The selected ops the pass may rewrite (any selected op when tags were given: a
         tagged op it cannot rewrite is an error). Not every op of the module: the list would
         keep erased ops and bodies alive until the pass ends."""
-        return [
-            o
-            for o in module.walk()
-            if is_selected(o, self.tags) and (bool(self.tags) or isinstance(o, _CANDIDATES))
-        ]
+        if self.tags:
+            return [o for o in module.walk() if is_selected(o, self.tags)]
+        # (collectives are never inside scalar bodies, most of a fused module's ops)
+        return [o for o in walk_outside_bodies(module) if is_candidate(o)]
 
     @staticmethod
     def _gathers_into_matmul(ag: coll.AllGatherOp) -> bool:

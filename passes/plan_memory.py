@@ -57,6 +57,7 @@ def plan_function(f: func.FuncOp, reuse: bool) -> int:
     lives, live = found
     top = 0
     sizes: dict[Attribute, int] = {}
+    offsets: dict[int, Attribute] = {}  # (`i64_attr` keys its cache by the value and its type)
     for life in lives:
         size = life.bytes(sizes)
         if life.first is None:
@@ -66,7 +67,10 @@ def plan_function(f: func.FuncOp, reuse: bool) -> int:
             live.add(life, offset, offset + size)
         else:
             offset = top
-        life.alloc.offset = i64_attr(offset)
+        attr = offsets.get(offset)
+        if attr is None:
+            attr = offsets[offset] = i64_attr(offset)
+        life.alloc.properties["offset"] = attr
         top = max(top, offset + size)
     f.attributes[WORKSPACE] = i64_attr(top)
     del found, lives, live  # (clocks and lives of every op: freed before the plan's record)
