@@ -144,39 +144,46 @@ class StreamIssue:
     its own stream's count: what a record on the same stream saw was issued before it.)"""
 
     def __init__(self) -> None:
-        self.ops: dict[int, list[Operation]] = {}  # stream -> its ops, in issue order
         self.positions: dict[int, list[int]] = {}  # stream -> its ops' program positions
         self.others: dict[int, list[dict[int, int]]] = {}  # stream -> its ops' other counts
-        self.first_places: dict[Operation, tuple[int, int]] = {}
-        """(stream, index) of the ops asked about by op (`in_use_at`): buffers' first writers."""
+        self.first_places: dict[Operation, int] = {}
+        """The indices on their streams of the ops asked about by op (`in_use_at`): buffers'
+        first writers."""
         self._known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume
-        self._events: dict[SSAValue, dict[int, int]] = {}
+        self._events: dict[SSAValue, tuple[dict[int, int], int, int]] = {}
+        """Per recorded event, what its record saw: the other streams' counts, its stream and
+        how many of that stream's ops it follows (no merged dictionary per record)."""
 
     def issue(self, op: Operation, stream: int, position: int) -> int:
         """Append device op `op` (at program `position`) to `stream`; its index there."""
-        ops = self.ops.get(stream)
-        if ops is None:
-            ops = self.ops[stream] = []
-            self.positions[stream] = []
+        positions = self.positions.get(stream)
+        if positions is None:
+            positions = self.positions[stream] = []
             self.others[stream] = []
-        own = len(ops)
+        own = len(positions)
         others = self._known.get(stream)
         if others is None:
             others = self._known[stream] = {}
         kind = type(op)
         if kind is k.EventWaitOp:
             seen = self._events.get(op.event)  # type: ignore[attr-defined]
-            if seen:
+            if seen is not None:
+                recorded, on, count = seen
                 others = self._known[stream] = dict(others)  # (earlier ops keep the old one)
-                for t, n in seen.items():
+                for t, n in (*recorded.items(), (on, count)):
                     if t != stream:
                         others[t] = max(others.get(t, 0), n)
-        ops.append(op)
-        self.positions[stream].append(position)
+        positions.append(position)
         self.others[stream].append(others)
         if kind is k.EventRecordOp:
-            self._events[op.event] = {**others, stream: own + 1}  # type: ignore[attr-defined]
+            self._events[op.event] = (others, stream, own + 1)  # type: ignore[attr-defined]
         return own
+
+    def place(self, op: Operation) -> tuple[int, int]:
+        """(stream, index on it) of a first writer (`first_places`)."""
+        stream = stream_of(op)
+        assert stream is not None
+        return stream, self.first_places[op]
 
     def clock(self, stream: int, index: int) -> dict[int, int]:
         """Per stream, how many of its ops are known complete when the `index`-th op of
@@ -190,12 +197,14 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
     op), and the block's device ops per stream (`StreamIssue`), with the places of the
     buffers' first writers."""
     lives: dict[int, BufferLife] = {}  # id(value) -> its buffer's life
+    allocated: list[BufferLife] = []
     issue = StreamIssue()
     firsts = issue.first_places
     for position, op in enumerate(block.ops):
         kind = type(op)
         if kind is k.AllocOp:
-            lives[id(op.results[0])] = BufferLife(op)  # type: ignore[arg-type]
+            life = lives[id(op.results[0])] = BufferLife(op)  # type: ignore[arg-type]
+            allocated.append(life)
             continue
         if kind in _VIEWS:
             life = lives.get(id(op.source))  # type: ignore[attr-defined]
@@ -218,11 +227,10 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
         for life in touched:
             if life.first is None:
                 life.first = op
-                firsts[op] = (stream, index)
+                firsts[op] = index
             life.last = position
             life.last_on[stream] = index
-    unique = {id(life): life for life in lives.values()}
-    return list(unique.values()), issue
+    return allocated, issue
 
 
 def dead(life: BufferLife, position: int, clock: dict[int, int]) -> bool:
@@ -246,7 +254,7 @@ class LiveBuffers:
     def in_use_at(self, op: Operation) -> list[tuple[BufferLife, int, int]]:
         """The placed buffers that `op` (a first writer) must not overwrite."""
         issue = self.issue
-        stream, index = issue.first_places[op]
+        stream, index = issue.place(op)
         position = issue.positions[stream][index]
         upcoming = []
         for s, at in issue.positions.items():
@@ -273,13 +281,12 @@ def lives_in_order(
     if block is None:
         return None
     lives, issue = buffer_lives(block)
-    firsts, positions = issue.first_places, issue.positions
 
     def first_position(life: BufferLife) -> int:
         if life.first is None:
             return -1
-        stream, index = firsts[life.first]
-        return positions[stream][index]
+        stream, index = issue.place(life.first)
+        return issue.positions[stream][index]
 
     return sorted(lives, key=first_position), LiveBuffers(issue)
 

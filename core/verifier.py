@@ -76,6 +76,15 @@ def forget_verification(op: Operation) -> None:
         delattr(op, _VERIFIED)
 
 
+def forget_verifications(module: Operation) -> None:
+    """Drop what verification keeps in `module` and its ops (`forget_verification`), for a
+    module that will not be verified again (`ccopt` once its pipeline ran): the keys were an
+    eighth of the memory a lowered module takes while it is printed, the run's peak."""
+    module.__dict__.pop(_MODULE_STATE, None)
+    for op in module.walk():
+        forget_verification(op)
+
+
 def verify_module(module: Operation) -> None:
     """Verify every op, then SSA dominance and the module-wide rules; the first failure becomes
     an OpError. Ops unchanged since the last verification are not verified again."""
