@@ -138,51 +138,111 @@ class BufferLife:
 _VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
 
 
-def buffer_lives(block: Block, order: StreamOrder) -> tuple[list[BufferLife], dict[int, list[int]]]:
+class StreamIssue:
+    """Per stream, its device ops in issue order with their program positions and the counts of
+    the other streams' ops known complete when each starts (`StreamOrder`'s clocks): what buffer
+    lives and memory plans ask, in three lists per stream. `StreamOrder` keeps a dictionary
+    entry, a tuple and an integer per op (keyed by op): a lowered model's tens of thousands of
+    device ops made them most of plan-memory's memory, and these walks go in program order,
+    where an op's index on its stream is where it is appended. (An `event_wait` never raises
+    its own stream's count: what a record on the same stream saw was issued before it.)"""
+
+    def __init__(self) -> None:
+        self.positions: dict[int, list[int]] = {}  # stream -> its ops' program positions
+        self.others: dict[int, list[dict[int, int]]] = {}  # stream -> its ops' other counts
+        self.first_places: dict[Operation, int] = {}
+        """The indices on their streams of the ops asked about by op (`in_use_at`): buffers'
+        first writers."""
+        self._known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume
+        self._events: dict[SSAValue, tuple[dict[int, int], int, int]] = {}
+        """Per recorded event, what its record saw: the other streams' counts, its stream and
+        how many of that stream's ops it follows (no merged dictionary per record)."""
+
+    def issue(self, op: Operation, stream: int, position: int) -> int:
+        """Append device op `op` (at program `position`) to `stream`; its index there."""
+        positions = self.positions.get(stream)
+        if positions is None:
+            positions = self.positions[stream] = []
+            self.others[stream] = []
+        own = len(positions)
+        others = self._known.get(stream)
+        if others is None:
+            others = self._known[stream] = {}
+        kind = type(op)
+        if kind is k.EventWaitOp:
+            seen = self._events.get(op.event)  # type: ignore[attr-defined]
+            if seen is not None:
+                recorded, on, count = seen
+                others = self._known[stream] = dict(others)  # (earlier ops keep the old one)
+                for t, n in (*recorded.items(), (on, count)):
+                    if t != stream:
+                        others[t] = max(others.get(t, 0), n)
+        positions.append(position)
+        self.others[stream].append(others)
+        if kind is k.EventRecordOp:
+            self._events[op.event] = (others, stream, own + 1)  # type: ignore[attr-defined]
+        return own
+
+    def place(self, op: Operation) -> tuple[int, int]:
+        """(stream, index on it) of a first writer (`first_places`)."""
+        stream = stream_of(op)
+        assert stream is not None
+        return stream, self.first_places[op]
+
+    def clock(self, stream: int, index: int) -> dict[int, int]:
+        """Per stream, how many of its ops are known complete when the `index`-th op of
+        `stream` starts (`StreamOrder.clock`)."""
+        return {**self.others[stream][index], stream: index}
+
+
+def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
     """The life of every alloc of `block` (views count as their buffer), in allocation order
     (values by `id`: they hash in Python code, and this walk looks up every operand of every
-    op), and per stream the program positions of its ops in order: a device op's position is
-    `positions[stream][index]` for its place (`program_position`) - one list entry per op
-    instead of a dictionary entry and two integers (a lowered model has tens of thousands)."""
+    op), and the block's device ops per stream (`StreamIssue`), with the places of the
+    buffers' first writers."""
     lives: dict[int, BufferLife] = {}  # id(value) -> its buffer's life
-    positions: dict[int, list[int]] = {}
-    place = order.place
+    allocated: list[BufferLife] = []
+    issue = StreamIssue()
+    firsts = issue.first_places
     position = -1
-    op = block.first_op
-    while op is not None:  # (the linked list: no iterator object stepped per op)
+    following = block.first_op
+    while following is not None:  # (the linked list: no iterator object stepped per op)
+        op = following
+        following = op._next_op  # pyright: ignore[reportPrivateUsage]
         position += 1
         kind = type(op)
         if kind is k.AllocOp:
-            lives[id(op.result)] = BufferLife(op)  # type: ignore[arg-type]
-        elif kind in _VIEWS:
+            life = lives[id(op.result)] = BufferLife(op)  # type: ignore[arg-type]
+            allocated.append(life)
+            continue
+        if kind in _VIEWS:
             life = lives.get(id(op.source))  # type: ignore[attr-defined]
             if life is not None:
                 lives[id(op.result)] = life  # type: ignore[attr-defined]
+            continue
+        if _DEVICE_KINDS.get(kind):  # (`stream_of`, inlined for device ops)
+            stream = op.properties["stream"].value.data  # type: ignore[attr-defined]
         else:
-            found = place.get(op)
-            if found is not None:  # (its index there: the ops the stream issued before it)
-                positions.setdefault(found[0], []).append(position)
-            touched: list[BufferLife] = []
-            for v in op._operands:  # pyright: ignore[reportPrivateUsage]
-                life = lives.get(id(v))
-                if life is not None and not _holds(touched, life):
-                    touched.append(life)
-            if not touched:
-                op = op._next_op  # pyright: ignore[reportPrivateUsage]
-                continue
-            if found is None and stream_of(op) is None:  # (placed: a device op or a call)
-                for life in touched:
-                    life.escapes = life.escapes or op
-                op = op._next_op  # pyright: ignore[reportPrivateUsage]
-                continue
-            stream, index = place[op]
+            stream = stream_of(op)
+        index = issue.issue(op, stream, position) if stream is not None else -1
+        touched: list[BufferLife] = []
+        for v in op._operands:  # pyright: ignore[reportPrivateUsage]
+            life = lives.get(id(v))
+            if life is not None and not _holds(touched, life):
+                touched.append(life)
+        if not touched:
+            continue
+        if stream is None:
             for life in touched:
-                life.first = life.first or op
-                life.last = position
-                life.last_on[stream] = index
-        op = op._next_op  # pyright: ignore[reportPrivateUsage]
-    unique = {id(life): life for life in lives.values()}
-    return list(unique.values()), positions
+                life.escapes = life.escapes or op
+            continue
+        for life in touched:
+            if life.first is None:
+                life.first = op
+                firsts[op] = index
+            life.last = position
+            life.last_on[stream] = index
+    return allocated, issue
 
 
 def _holds(lives: list[BufferLife], life: BufferLife) -> bool:
@@ -191,12 +251,6 @@ def _holds(lives: list[BufferLife], life: BufferLife) -> bool:
         if other is life:
             return True
     return False
-
-
-def program_position(order: StreamOrder, positions: dict[int, list[int]], op: Operation) -> int:
-    """Where device op `op` sits in its block (`buffer_lives`' positions)."""
-    stream, index = order.place[op]
-    return positions[stream][index]
 
 
 def dead(life: BufferLife, position: int, clock: dict[int, int]) -> bool:
@@ -226,30 +280,27 @@ class LiveBuffers:
     in program order. A buffer leaves once it is dead before the next op of every stream, so
     the set stays as small as what is really live."""
 
-    def __init__(self, order: StreamOrder, positions: dict[int, list[int]]):
-        self.order = order
-        self.streams = positions  # stream -> its ops' positions, in order (`buffer_lives`)
-        self.ops: dict[int, list[Operation]] = {}  # stream -> its ops
-        for op, (stream, _) in order.place.items():  # (in program order)
-            self.ops.setdefault(stream, []).append(op)
-        self.cursor = dict.fromkeys(self.streams, 0)
+    def __init__(self, issue: StreamIssue):
+        self.issue = issue
+        self.cursor = dict.fromkeys(issue.positions, 0)
         self.placed: list[tuple[BufferLife, int, int]] = []  # life, first byte, end byte
 
     def in_use_at(self, op: Operation) -> list[tuple[BufferLife, int, int]]:
         """The placed buffers that `op` (a first writer) must not overwrite."""
-        position = program_position(self.order, self.streams, op)
+        issue = self.issue
+        stream, index = issue.place(op)
+        position = issue.positions[stream][index]
         upcoming = []
-        for stream, at in self.streams.items():
-            i = self.cursor[stream]
+        for s, at in issue.positions.items():
+            i = self.cursor[s]
             while i < len(at) and at[i] < position:
                 i += 1
-            self.cursor[stream] = i
+            self.cursor[s] = i
             if i < len(at):
-                upcoming.append((self.ops[stream][i], at[i]))
-        order = self.order
-        clocks = [(at, order.clock(n)) for n, at in upcoming]  # (asked of every placed buffer)
+                upcoming.append((s, i, at[i]))
+        clocks = [(at, issue.clock(s, i)) for s, i, at in upcoming]  # (asked of every buffer)
         self.placed = [p for p in self.placed if not _dead_at_all(p[0], clocks)]
-        clock = order.clock(op)
+        clock = issue.clock(stream, index)
         return [p for p in self.placed if not dead(p[0], position, clock)]
 
     def add(self, life: BufferLife, start: int, stop: int) -> None:
@@ -263,22 +314,15 @@ def lives_in_order(
     block = f.regions[0].blocks.first
     if block is None:
         return None
-    order = StreamOrder(_ops_of(block))
-    lives, positions = buffer_lives(block, order)
-    ordered = sorted(
-        lives, key=lambda b: program_position(order, positions, b.first) if b.first else -1
-    )
-    return ordered, LiveBuffers(order, positions)
+    lives, issue = buffer_lives(block)
 
+    def first_position(life: BufferLife) -> int:
+        if life.first is None:
+            return -1
+        stream, index = issue.place(life.first)
+        return issue.positions[stream][index]
 
-def _ops_of(block: Block) -> list[Operation]:
-    """The block's ops, read off its linked list (no iterator object stepped per op)."""
-    ops = []
-    op = block.first_op
-    while op is not None:
-        ops.append(op)
-        op = op._next_op  # pyright: ignore[reportPrivateUsage]
-    return ops
+    return sorted(lives, key=first_position), LiveBuffers(issue)
 
 
 def check_memory_plan(f: Operation, workspace: int) -> None:

@@ -43,6 +43,7 @@ from ccopt.passes.common import (
     Refusal,
     UserWalk,
     derive,
+    release,
     require_tagged,
     set_tag,
     tag_of,
@@ -178,6 +179,7 @@ def fuse_into_collective(
             result.name_hint = result.name_hint or g.result.name_hint
             g.result.replace_all_uses_with(result)
             Rewriter.erase_op(g)
+            release(g)  # (else a reference cycle: kept until a full collection)
     replace_group(ops, sliced)
     return fused
 

@@ -46,6 +46,7 @@ VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
 _item = tuple.__getitem__  # (xDSL's SSAValues indexes in Python code, for slices)
 
+
 _VIEW_CLASSES = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})  # (VIEWS, no subclasses)
 
 
@@ -104,20 +105,42 @@ def reads_strided(op: Operation, value: SSAValue) -> bool:
             return False
 
 
-def ordered_after(writer: Operation, readers: list[Operation], position: dict[int, int]) -> bool:
+def ordered_after(writer: Operation, readers: list[Operation], position: Positions) -> bool:
     """`writer` surely runs after every reader: issued later on the same stream (readers that
-    are views themselves are checked through their own readers when they are made).
-    `position`: program positions by `id`."""
+    are views themselves are checked through their own readers when they are made)."""
     stream = writer.stream_index() if is_a(writer, k.DeviceOp) else None
     return all(
         is_a(r, k.SubviewOp)
         or (
             is_a(r, k.DeviceOp)
             and r.stream_index() == stream  # type: ignore[attr-defined]
-            and position.get(id(r), len(position)) < position[id(writer)]
+            and position.of(r, len(position.ops)) < position.of(writer)
         )
         for r in readers
     )
+
+
+class Positions:
+    """Program positions (by `id`: ops hash in Python code) of the ops of a block that a rewrite
+    asks about (`wanted`), as the block was when it began. A map of every op was most of
+    convert-to-kernel's peak memory (an integer key and value per op of a lowered model, tens of
+    thousands); an op asked about that is not in it is looked up in the block's list."""
+
+    def __init__(self, ops: list[Operation], wanted: set[int]):
+        self.ops = ops
+        self.at: dict[int, float] = {id(o): i for i, o in enumerate(ops) if id(o) in wanted}
+
+    def of(self, op: Operation, default: float | None = None) -> float:
+        """`op`'s position; `default` for an op that was not in the block (else KeyError)."""
+        found = self.at.get(id(op))
+        if found is None:
+            found = next((i for i, o in enumerate(self.ops) if o is op), None)
+            if found is None:
+                if default is None:
+                    raise KeyError(op)
+                return default
+            self.at[id(op)] = found
+        return found
 
 
 COPIES = k.SliceKernelOp | k.LocalBlockOp
@@ -137,19 +160,33 @@ def view_in_place(block: Block) -> int:
     """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
     Walks backwards so that a slice of a slice is seen after its readers became views."""
     ops = block_ops(block)
-    position = {id(op): i for i, op in enumerate(ops)}  # (ops hash in Python code)
+    copies = of_class(ops, COPIES)
+    boxes = [box_of(o) for o in copies]
+    # Only the writers of the copies' sources, and the positions of the copies, their readers
+    # and those writers, are asked for (a rewrite below never changes a source's storage: a
+    # source is defined before its copy, and copies become views from the last one up).
+    sources = {storage(box[0]) for box in boxes if box is not None}
+    wanted = {id(o) for o in copies}
+    for box in boxes:
+        if box is not None:
+            wanted.update(id(u.operation) for u in box[1].uses)
     writers: dict[SSAValue, tuple[list[int], list[Operation]]] = {}  # storage -> its writers
     kinds = _WRITES
     for i, op in enumerate(ops):
         if kinds.get(type(op)) == -3:
             continue  # writes no buffer (an alloc, a view, an event)
         for v in written(op):
-            at, by = writers.setdefault(storage(v), ([], []))
-            at.append(i)
-            by.append(op)
+            root = storage(v)
+            if root in sources:
+                at, by = writers.setdefault(root, ([], []))
+                at.append(i)
+                by.append(op)
+                wanted.add(id(op))
+    position = Positions(ops, wanted)
+    del wanted, boxes
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for op in reversed(of_class(ops, COPIES)):
+    for op in reversed(copies):
         found = box_of(op)
         assert found is not None
         source, dest, offsets = found
@@ -160,7 +197,7 @@ def view_in_place(block: Block) -> int:
         if not all(reads_strided(r, dest) for r in readers):
             continue
         at, by = writers.get(storage(source), ((), ()))
-        later = by[bisect_right(at, position[id(op)]) :]  # (positions ascend)
+        later = by[bisect_right(at, position.of(op)) :]  # (positions ascend)
         if not all(ordered_after(w, readers, position) for w in later):
             continue  # the source changes while a reader may still need the old values
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
@@ -187,8 +224,14 @@ def concat_in_place(block: Block) -> int:
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     ops = block_ops(block)  # positions taken once: the rewrites below only move allocs up
-    position: dict[int, float] = {id(o): i for i, o in enumerate(ops)}  # (by id: ops hash slowly)
-    for op in of_class(ops, k.ConcatKernelOp):
+    concats = of_class(ops, k.ConcatKernelOp)
+    wanted = {id(o) for o in concats}  # with their chunks' allocs and their storage's alloc
+    for op in concats:
+        wanted.update(id(v.owner) for v in op.inputs)
+        wanted.add(id(storage(op.out).owner))
+    position = Positions(ops, wanted)
+    del wanted
+    for op in concats:
         writers = []
         for v in op.inputs:
             alloc = v.owner
@@ -206,7 +249,7 @@ def concat_in_place(block: Block) -> int:
             writers.append(writer[0])
         else:
             # the earliest chunk alloc
-            first = min((v.owner for v in op.inputs), key=lambda o: position[id(o)])
+            first = min((v.owner for v in op.inputs), key=position.of)
             if not free_between(ops, position, first, op, storage(op.out)):  # type: ignore[arg-type]
                 continue
             dim = op.dim.value.data % k.tensor_of(op.out).rank
@@ -232,7 +275,7 @@ def concat_in_place(block: Block) -> int:
 
 def free_between(
     ops: list[Operation],
-    position: dict[int, float],
+    position: Positions,
     first: Operation,
     last: Operation,
     root: SSAValue,
@@ -240,18 +283,18 @@ def free_between(
     """No op from `first` to `last` (exclusive) touches the storage `root`; `root` is then
     defined before `first` (where the views go), its alloc moved up if need be. `ops` and
     `position` are the block's order when the rewrites began (a moved alloc's position is
-    updated; both by `id`), so each check costs the span it looks at, not the block."""
-    a, b = int(position[id(first)]), int(position[id(last)])
+    updated), so each check costs the span it looks at, not the block."""
+    a, b = int(position.of(first)), int(position.of(last))
     for o in ops[a:b]:
         if o.parent is not None and uses_storage(o, root):
             return False
     owner = root.owner
-    if isinstance(owner, Operation) and position.get(id(owner), -1) > position[id(first)]:
+    if isinstance(owner, Operation) and position.of(owner, -1) > position.of(first):
         if not isinstance(owner, k.AllocOp):
             return False
         owner.detach()  # an alloc only names bytes: declare it before the chunks
         Rewriter.insert_op(owner, InsertPoint.before(first))
-        position[id(owner)] = position[id(first)] - 0.5
+        position.at[id(owner)] = position.of(first) - 0.5
     return True
 
 

@@ -34,6 +34,7 @@ from ccopt.passes.common import (
     derive,
     is_selected,
     refuse_if_selected,
+    release,
     require_tagged,
 )
 from ccopt.passes.options import option
@@ -88,6 +89,7 @@ class SplitPattern(RewritePattern):
             return
         rs, ag = pair
         rewriter.replace(op, [rs, ag], [ag.result])
+        release(op)  # (else a reference cycle that only a full collection frees)
 
 
 @dataclass(frozen=True)

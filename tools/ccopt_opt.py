@@ -19,6 +19,7 @@ from ccopt.files import read_text, write_atomic
 from ccopt.ir import make_context, parse_module, verify_module
 from ccopt.tools import batch_gc, quiet_on_closed_pipe
 from ccopt.tools.targets import TARGET_HELP, TARGETS
+from ccopt.verifier import forget_verifications
 
 SPLIT_MARKER = "// -----"
 
@@ -225,6 +226,8 @@ class CcoptMain(xDSLOptMain):
             raise
         except DiagnosticException as e:
             raise CcoptError(first_line(e)) from None
+        if not self.args.disable_verify:
+            forget_verifications(module)  # (nothing verifies it again: memory while printing)
         if self.args.build:
             from ccopt.backends.cuda.build import DEFAULT_ARCHS, build
 
