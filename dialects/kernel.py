@@ -20,10 +20,10 @@ kernel.body @sgd { ...scalar body... }     // at module level, shared by every k
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from math import prod
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -125,18 +125,28 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         self.tensor.print_parameters(printer)
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _shared(table: dict[_K, _V], key: _K, make: Callable[[_K], _V]) -> _V:
+    """`make(key)`, built once per key and kept in `table` (cleared past 4096 entries: a model
+    has a few dozen distinct keys, a stream of distinct ones must not grow it forever)."""
+    found = table.get(key)
+    if found is None:
+        if len(table) > 4096:
+            table.clear()
+        found = table[key] = make(key)
+    return found
+
+
 _BUFFER_TYPES: dict[DTensorType, BufferType] = {}
 
 
 def buffer_type(tensor: DTensorType) -> BufferType:
     """`BufferType(tensor)`, shared: lowering a model builds one per value (each verifies its
     parameter), and a model has a few dozen distinct tensor types."""
-    found = _BUFFER_TYPES.get(tensor)
-    if found is None:
-        if len(_BUFFER_TYPES) > 4096:
-            _BUFFER_TYPES.clear()
-        found = _BUFFER_TYPES[tensor] = BufferType(tensor)
-    return found
+    return _shared(_BUFFER_TYPES, tensor, BufferType)
 
 
 @uniqued
@@ -192,12 +202,7 @@ _BODY_REFS: dict[str, SymbolRefAttr] = {}
 def body_ref(name: str) -> SymbolRefAttr:
     """`SymbolRefAttr(name)`, shared: the kernels of a model name a handful of bodies, and
     building the attribute verifies it (about a third of building such a kernel)."""
-    found = _BODY_REFS.get(name)
-    if found is None:
-        if len(_BODY_REFS) > 4096:
-            _BODY_REFS.clear()
-        found = _BODY_REFS[name] = SymbolRefAttr(name)
-    return found
+    return _shared(_BODY_REFS, name, SymbolRefAttr)
 
 
 def _expect(actual: DTensorType, expected: DTensorType, what: str) -> None:

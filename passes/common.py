@@ -137,14 +137,7 @@ def release(ir: Operation | Region) -> None:
             o = todo.pop()
             regions.extend(o.regions)
             o.regions = ()
-            o.results = empty
-            for use in o._operand_uses:  # pyright: ignore[reportPrivateUsage]
-                use._prev_use = use._next_use = None  # (a use list is doubly linked)
-            o._operands = empty  # pyright: ignore[reportPrivateUsage]
-            o._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
-            forget_verification(o)  # its verification key holds its blocks and nested ops
-            o._next_op = o._prev_op = None
-            o.parent = None
+            _release_op(o, empty)
 
 
 _CHECKED_NAMES: dict[str, str | None] = {}
@@ -243,7 +236,8 @@ def append_op(block: Block, op: Operation) -> None:
 
 
 def _release_op(o: Operation, empty: SSAValues) -> None:
-    """`release` of an op without regions."""
+    """`release` of one op, its regions already taken: its results, operands, uses,
+    verification key and neighbours."""
     o.results = empty
     for use in o._operand_uses:  # pyright: ignore[reportPrivateUsage]
         use._prev_use = use._next_use = None  # (a use list is doubly linked)

@@ -120,26 +120,40 @@ def ordered_after(writer: Operation, readers: list[Operation], position: Positio
     )
 
 
+_SCANS_BEFORE_MAPPING = 8
+"""Misses of `Positions` answered by a scan of the block before it maps every op."""
+
+
 class Positions:
     """Program positions (by `id`: ops hash in Python code) of the ops of a block that a rewrite
     asks about (`wanted`), as the block was when it began. A map of every op was most of
     convert-to-kernel's peak memory (an integer key and value per op of a lowered model, tens of
-    thousands); an op asked about that is not in it is looked up in the block's list."""
+    thousands); an op asked about that is not in it is looked up in the block's list, and past
+    a few such misses the whole list is mapped, once (so misses stay linear in the block)."""
 
     def __init__(self, ops: list[Operation], wanted: set[int]):
         self.ops = ops
         self.at: dict[int, float] = {id(o): i for i, o in enumerate(ops) if id(o) in wanted}
+        self.complete = False
+        self.misses = 0
 
     def of(self, op: Operation, default: float | None = None) -> float:
         """`op`'s position; `default` for an op that was not in the block (else KeyError)."""
         found = self.at.get(id(op))
+        if found is None and not self.complete:
+            self.misses += 1
+            if self.misses <= _SCANS_BEFORE_MAPPING:  # (rare: none at 400 Megatron blocks)
+                found = next((i for i, o in enumerate(self.ops) if o is op), None)
+                if found is not None:
+                    self.at[id(op)] = found
+            else:  # (then map them all, once: misses never cost a scan per op)
+                self.at = {id(o): i for i, o in enumerate(self.ops)} | self.at
+                self.complete = True
+                found = self.at.get(id(op))
         if found is None:
-            found = next((i for i, o in enumerate(self.ops) if o is op), None)
-            if found is None:
-                if default is None:
-                    raise KeyError(op)
-                return default
-            self.at[id(op)] = found
+            if default is None:
+                raise KeyError(op)
+            return default
         return found
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from xdsl.dialects import func
 
 from ccopt.dialects import coll
-from ccopt.passes.kernel_views import Positions
+from ccopt.passes.kernel_views import _SCANS_BEFORE_MAPPING, Positions
 from ccopt.passes.pipeline import run_pipeline
 from ccopt.program import bind_mesh, load_program
 from ccopt.streams import StreamOrder, buffer_lives, stream_of
@@ -113,3 +113,20 @@ def test_a_module_verifies_again_after_its_state_is_dropped() -> None:
     assert "_ccopt_verification" not in module.__dict__
     verify_module(module)
     assert all(hasattr(op, "_ccopt_verified") for op in module.walk())
+
+
+def test_positions_map_the_block_once_after_a_few_misses() -> None:
+    """Past `_SCANS_BEFORE_MAPPING` misses every op is mapped, once: many misses stay linear in
+    the block, and positions already known (or moved by a rewrite) are kept."""
+    f = lowered_function()
+    ops = list(f.body.block.ops)
+    assert len(ops) > _SCANS_BEFORE_MAPPING + 2
+    position = Positions(ops, {id(ops[0])})
+    position.at[id(ops[0])] = -0.5  # (as `concat_in_place` moves an alloc up)
+    for i in range(1, _SCANS_BEFORE_MAPPING + 1):
+        assert position.of(ops[i]) == i
+    assert len(position.at) == _SCANS_BEFORE_MAPPING + 1
+    assert position.of(ops[-1]) == len(ops) - 1
+    assert len(position.at) == len(ops)
+    assert position.of(ops[0]) == -0.5
+    assert position.of(ops[1].clone(), -1) == -1
