@@ -949,7 +949,7 @@ def check_memory_plans(module: Operation, walk: VerificationWalk, meshes: Key) -
         f.__dict__[_CHECKED_ORDER] = order
 
 
-def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
+def remember_memory_plan(f: Operation, workspace: Attribute, meshes: Key | None = None) -> None:
     """`plan-memory` placed `f`'s buffers with the same buffer lives and first-fit search the
     plan checker (`ccopt.streams.check_memory_plan`) replays, so the plan holds for `f` as it
     is now. Record what the checker reads - the function's ops in order with their verification
@@ -961,7 +961,8 @@ def remember_memory_plan(f: Operation, workspace: Attribute) -> None:
 
     block = f.regions[0].blocks.first
     module = f.parent_op()
-    meshes = () if module is None else tuple(module_meshes(module))
+    if meshes is None:  # (`plan-memory` finds them once per module, not per function)
+        meshes = () if module is None else tuple(module_meshes(module))
     state = None if module is None else module.__dict__.get(_MODULE_STATE)
     sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
     around = tuple(f.properties.items())  # (the same for every op of the function)

@@ -17,7 +17,7 @@ func.func @row_parallel(%x: !dtensor.tensor<8x16xf32, @m[S(1)]>,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from math import prod
 from typing import ClassVar
 
@@ -212,6 +212,24 @@ def lookup_symbol(anchor: Operation, name: str) -> Operation | None:
             index.setdefault(sym, o)  # the first definition wins, as in xDSL
     anchor.__dict__[_SYMBOLS] = index
     return index.get(name)
+
+
+def note_symbols(anchor: Operation, ops: Iterable[Operation]) -> None:
+    """Tell `anchor`'s symbol index about `ops`, just inserted into its block or renamed there
+    (MLIR's `SymbolTable::insert`): a pass that adds symbols and looks them up at once (outlined
+    bodies, lowered functions) would otherwise rebuild the index - a scan of the module - per
+    symbol. A name whose entry is still live keeps it (the first definition wins)."""
+    index: dict[str, Operation] | None = anchor.__dict__.get(_SYMBOLS)
+    if index is None:
+        return  # built on the first lookup
+    block = anchor.regions[0].block
+    for op in ops:
+        name = symbol_name(op)
+        if name is None:
+            continue
+        old = index.get(name)
+        if old is None or old.parent is not block or symbol_name(old) != name:
+            index[name] = op
 
 
 def symbol_name(op: Operation) -> str | None:

@@ -1124,6 +1124,7 @@ class Outliner:
             else:
                 named = self.shared[key] = k.BodyOp(self.fresh(), region)
                 Rewriter.insert_op(named, InsertPoint.after(after))
+                dt.note_symbols(self.module, [named])
                 after = named
             op.properties["body_ref"] = self.ref(named)
         for name, body in pending.items():
@@ -1143,6 +1144,7 @@ class Outliner:
         body.sym_name = StringAttr(self.fresh())
         body.detach()
         Rewriter.insert_op(body, InsertPoint.after(after))
+        dt.note_symbols(self.module, [body])
         if key is not None:
             self.shared[key] = body
         return body
@@ -1194,6 +1196,7 @@ class ConvertToKernel(ModulePass):
             # L1 function freed first: they need transient memory of their own
             Rewriter.insert_op([lowered, *bodies], InsertPoint.after(f))
             f.detach()
+            dt.note_symbols(op, [lowered, *bodies])  # (its kernels look their bodies up)
             release(f)  # isolated from above: nothing outside uses it, nor it anything outside
             if self.views:
                 view_in_place(lowered.body.blocks[0])

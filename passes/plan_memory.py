@@ -34,7 +34,7 @@ from ccopt.diagnostics import CcoptError
 from ccopt.dialects.attrs import i64_attr
 from ccopt.passes.options import option
 from ccopt.streams import lives_in_order
-from ccopt.verifier import remember_memory_plan
+from ccopt.verifier import Key, module_meshes, remember_memory_plan
 
 WORKSPACE = "kernel.workspace"
 
@@ -49,7 +49,7 @@ def first_fit(busy: list[tuple[int, int]], size: int) -> int:
     return offset
 
 
-def plan_function(f: func.FuncOp, reuse: bool) -> int:
+def plan_function(f: func.FuncOp, reuse: bool, meshes: Key | None = None) -> int:
     """Set every alloc's offset; returns the workspace bytes the function needs."""
     found = lives_in_order(f)
     if found is None:
@@ -74,7 +74,7 @@ def plan_function(f: func.FuncOp, reuse: bool) -> int:
         top = max(top, offset + size)
     f.attributes[WORKSPACE] = i64_attr(top)
     del found, lives, live  # (clocks and lives of every op: freed before the plan's record)
-    remember_memory_plan(f, f.attributes[WORKSPACE])
+    remember_memory_plan(f, f.attributes[WORKSPACE], meshes)
     return top
 
 
@@ -93,5 +93,6 @@ class PlanMemory(ModulePass):
         ]
         if not kernels:
             raise CcoptError("plan-memory: no kernel-level function; run convert-to-kernel first")
+        meshes = tuple(module_meshes(op))  # (what every function's plan record reads)
         for f in kernels:
-            plan_function(f, self.reuse)
+            plan_function(f, self.reuse, meshes)
