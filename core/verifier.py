@@ -62,10 +62,13 @@ _LOCAL_KINDS: dict[str, bool] = {}
 """Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
 _ONE = (0,)
 """`same_values` of one operand."""
-_TYPE_PARTS = (4, 5)
-_ATTRIBUTE_PARTS = (6, 7, 10)
-"""The parts of a verification key that ops share (`KeySharing`): operand types, result types;
-properties, attributes, the properties of the op around."""
+_TYPE_PARTS = (2, 3)
+_ATTRIBUTE_PARTS = (4, 5, 6)
+"""The parts of a verification key's shape that ops share (`KeySharing`): operand types, result
+types; properties, attributes, the properties of the op around."""
+_SHAPE_LIMIT = 4096
+"""At most this many shapes kept (`KeySharing.shapes`), for the same reason as `_IDENTITY_LIMIT`
+(a shape holds its parts)."""
 _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
@@ -151,7 +154,7 @@ def verify_ops(
     if deep_shapes is None:
         deep_shapes = DeepShapes(set(), None, {})
     for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
-        if i <= deep_shapes.covered_until and not key[8] and key[11] is None:
+        if i <= deep_shapes.covered_until and (len(key) == 3 or (not key[3] and key[4] is None)):
             setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
             continue
         shape = structural_key(
@@ -299,18 +302,36 @@ class KeySharing:
         self.by_identity: dict[Key, tuple[Key, Key]] = {}
         """The kept part for the identities of a part's objects, with that part (it keeps the
         objects alive, so their identities are not reused)."""
+        self.shapes: dict[Key, Key] = {}
+        """The kept shapes (`compact_shape`) by their kind, end of block and the identities of
+        their parts (each shape holds its parts, so those identities are not reused while it is
+        kept): ops alike share one shape."""
         self.kept: set[int] = {id(())}
         """The identities of the kept parts (alive in `shared`): a structural key made of
         them hashes integers (`structural_key`)."""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
-        """`key` with its tuples of operand types, result types, properties, attributes and
+        """`key` with its shape replaced by an equal one already kept: the op's `previous`
+        one where it did not change (a pass changed an op's operands or moved it), else the
+        one kept for its compacted parts (`compact_shape`)."""
+        shape = key[2]
+        old = None if previous is None else previous[2]
+        if old is None or old != shape:
+            shape = self.compact_shape(shape, old)  # type: ignore[arg-type]
+        else:
+            shape = old
+        if len(key) == 3:
+            return (key[0], key[1], shape)
+        return (key[0], key[1], shape, *key[3:])
+
+    def compact_shape(self, shape: Key, previous: Key | None) -> Key:
+        """`shape` with its tuples of operand types, result types, properties, attributes and
         the properties of the op around replaced by equal ones already kept: those of the op's
-        `previous` key where they did not change (the common case: a pass changed one thing of
-        an op), else the last ones kept for that part (not for types: comparing unequal
+        `previous` shape where they did not change (the common case: a pass changed one thing
+        of an op), else the last ones kept for that part (not for types: comparing unequal
         types calls their `__eq__`, looking their identities up does not), else any equal one
-        kept."""
-        parts = list(key)
+        kept; then the whole shape by the identities of its parts (`shapes`)."""
+        parts = list(shape)
         last = self.last
         by_identity = self.by_identity  # (`keep`'s first look, without its call)
         for i in _TYPE_PARTS:
@@ -339,7 +360,14 @@ class KeySharing:
                     continue
                 last[i] = kept
             parts[i] = kept
-        return tuple(parts)
+        identities = (parts[0], parts[1], *map(id, parts[2:]))
+        found_shape = self.shapes.get(identities)
+        if found_shape is not None:
+            return found_shape
+        if len(self.shapes) >= _SHAPE_LIMIT:  # (shapes of ops made with unique attributes)
+            self.shapes.clear()
+        kept_shape = self.shapes[identities] = tuple(parts)
+        return kept_shape
 
     def keep(self, part: Key, of_types: bool) -> Key | None:
         """The kept part equal to `part` (a tuple of types, or of (name, attribute) pairs), or
@@ -562,7 +590,15 @@ def verification_key(op: Operation) -> Key:
     types, properties, attributes, successors, the blocks and ops of its regions, where it sits
     (its block, whether it ends it, the properties of the op around it), and what a call's
     callee declares. Compared element by element (`is` first), so an unchanged op costs a few
-    tuple builds and no hashing."""
+    tuple builds and no hashing.
+
+    Laid out as (operands, block, shape) - the shape being what many ops have alike: the op's
+    kind, whether it ends its block, operand types, result types, properties, attributes, the
+    properties of the op around - followed, for an op with successors, regions, a callee or a
+    named body, by (successors, callee or named body, then each block of its regions: the block,
+    its argument types and, except for a function, its ops). An op keeps its key with its
+    shape shared with the alike ops' (`KeySharing.compact`): three pointers per op where a flat
+    key took twelve (a seventh of the peak memory of a model's pipeline)."""
     return op_key(op, op.parent, around_properties(op))
 
 
@@ -583,22 +619,27 @@ def op_key(
     results = op.results
     properties = op.properties
     attributes = op.attributes
-    return (
+    shape = (
         type(op),
-        block,
         op._next_op is None,  # pyright: ignore[reportPrivateUsage]
-        operands,
         tuple(map(_TYPE, operands)) if operands else (),
         tuple(map(_TYPE, results)) if results else (),
         tuple(properties.items()) if properties else (),
         tuple(attributes.items()) if attributes else (),
-        op._successors,  # pyright: ignore[reportPrivateUsage]
-        region_key(op) if op.regions else (),
         around,
-        callee_signature(op, scope)
-        if op.name == "func.call"
-        else (named_body(op, scope) if "body_ref" in properties else None),
     )
+    if op.name == "func.call":
+        callee = callee_signature(op, scope)
+    elif "body_ref" in properties:
+        callee = named_body(op, scope)
+    elif not op.regions and not op._successors:  # pyright: ignore[reportPrivateUsage]
+        return (operands, block, shape)
+    else:
+        callee = None
+    successors = op._successors  # pyright: ignore[reportPrivateUsage]
+    if not op.regions:
+        return (operands, block, shape, successors, callee)
+    return (operands, block, shape, successors, callee, *region_key(op))
 
 
 class SymbolScope:
@@ -611,11 +652,16 @@ class SymbolScope:
 
 
 def region_key(op: Operation) -> Key:
-    """The blocks of `op`'s regions, their argument types and (except for a function, whose
-    verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
+    """The blocks of `op`'s regions, one after the other: each block, its argument types and
+    (except for a function, whose verifier reads only its entry block's arguments: its ops
+    answer for themselves) its ops. (Flat: no tuple per block.)"""
     if op.name == "func.func":
-        return tuple([(b, arg_types(b)) for r in op.regions for b in blocks_of(r)])
-    return tuple([(b, arg_types(b), ops_of(b)) for r in op.regions for b in blocks_of(r)])
+        return tuple(
+            chain.from_iterable((b, arg_types(b)) for r in op.regions for b in blocks_of(r))
+        )
+    return tuple(
+        chain.from_iterable((b, arg_types(b), ops_of(b)) for r in op.regions for b in blocks_of(r))
+    )
 
 
 def blocks_of(region: Region) -> list[Block]:
@@ -702,18 +748,19 @@ def structural_key(
     block = op.parent
     region = block.parent if block is not None else None
     around = region.parent if region is not None else None
-    operands = key[3]
-    typed = key[4:8]  # operand types, result types, properties, attributes
+    operands = key[0]
+    shape = key[2]
+    typed = shape[2:6]  # operand types, result types, properties, attributes
     identities = tuple(map(id, typed))
     return (
         type(op),
         same_values(operands) if len(operands) > 1 else _ONE if operands else (),
         type(around),
-        key[2],  # whether it ends its block
+        shape[1],  # whether it ends its block
         region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
         identities if kept is not None and kept.issuperset(identities) else typed,
         (region_structure if structure is None else structure)(op) if op.regions else (),
-        key[11],  # a named body (the body op and its ops) or a callee
+        key[4] if len(key) > 3 else None,  # a named body (the body op and its ops) or a callee
     )
 
 
@@ -769,7 +816,7 @@ def keyed_structure(op: Operation, nested: list[Operation], keys: list[Key], kep
         o, key = next(pairs, (None, None))
         if o is not inner:
             raise KeysOutOfStep
-        parts = key[5:8]  # type: ignore[index]
+        parts = key[2][3:6]  # type: ignore[index]
         identities = tuple(map(id, parts))
         return identities if kept.issuperset(identities) else parts
 
@@ -843,7 +890,7 @@ def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[s
         return verdicts[id(t)]
 
     for op, key in zip(changed, keys, strict=True):
-        results = key[5]
+        results = key[2][3]  # type: ignore[index]
         if results and id(results) not in fine_results:
             for r, t in enumerate(results):
                 if problem(t) is not None:
