@@ -63,9 +63,11 @@ _LOCAL_KINDS: dict[str, bool] = {}
 _ONE = (0,)
 """`same_values` of one operand."""
 _TYPE_PARTS = (2, 3)
-_ATTRIBUTE_PARTS = (4, 5, 6)
+_ATTRIBUTE_PARTS = (4, 5)
 """The parts of a verification key's shape that ops share (`KeySharing`): operand types, result
-types; properties, attributes, the properties of the op around."""
+types; properties, attributes."""
+_AROUND = -1
+"""`KeySharing.last`'s index for the properties of the op around."""
 _SHAPE_LIMIT = 4096
 """At most this many shapes kept (`KeySharing.shapes`), for the same reason as `_IDENTITY_LIMIT`
 (a shape holds its parts)."""
@@ -110,7 +112,7 @@ def verify_module(module: Operation) -> None:
     an OpError. Ops unchanged since the last verification are not verified again."""
     previous = module.__dict__.get(_MODULE_STATE)
     walk = VerificationWalk(module, KeySharing() if previous is None else previous[2])
-    walk.visit(module, None, module.parent, around_properties(module))
+    walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing, set(), {})
@@ -302,35 +304,58 @@ class KeySharing:
         self.by_identity: dict[Key, tuple[Key, Key]] = {}
         """The kept part for the identities of a part's objects, with that part (it keeps the
         objects alive, so their identities are not reused)."""
-        self.shapes: dict[Key, Key] = {}
-        """The kept shapes (`compact_shape`) by their kind, end of block and the identities of
-        their parts (each shape holds its parts, so those identities are not reused while it is
-        kept): ops alike share one shape."""
+        self.shapes: dict[Key, tuple[Key, Key]] = {}
+        """The kept shape for the identities of the objects of a shape (`shape_identities`),
+        with that shape (it keeps the objects alive, so their identities are not reused): ops
+        alike share one shape."""
         self.kept: set[int] = {id(())}
         """The identities of the kept parts (alive in `shared`): a structural key made of
         them hashes integers (`structural_key`)."""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
-        """`key` with its shape replaced by an equal one already kept: the op's `previous`
-        one where it did not change (a pass changed an op's operands or moved it), else the
-        one kept for its compacted parts (`compact_shape`)."""
-        shape = key[2]
-        old = None if previous is None else previous[2]
-        if old is None or old != shape:
-            shape = self.compact_shape(shape, old)  # type: ignore[arg-type]
+        """`key` with its shape replaced by an equal one already kept (`compact_shape`);
+        `previous`: the key the op last verified with, if any."""
+        place = key[1]
+        if previous is None:
+            shape = self.compact_shape(key[2], None)  # type: ignore[arg-type]
         else:
-            shape = old
+            shape = self.compact_shape(key[2], previous[2])  # type: ignore[arg-type]
+            if previous[1] == place:  # (one place per block, not one per walk that changed it)
+                place = previous[1]
         if len(key) == 3:
-            return (key[0], key[1], shape)
-        return (key[0], key[1], shape, *key[3:])
+            return (key[0], place, shape)
+        return (key[0], place, shape, *key[3:])
+
+    def kept_properties(self, op: Operation) -> Key:
+        """The properties of `op` as a kept part (the place of the ops inside it: one tuple
+        for the ops of every alike op)."""
+        properties = tuple(op.properties.items())
+        if not properties:
+            return properties
+        kept = self.last.get(_AROUND)
+        if kept is not None and kept == properties:
+            return kept
+        found = self.by_identity.get(tuple(map(id, chain.from_iterable(properties))))
+        kept = found[0] if found is not None else self.keep(properties, False)
+        if kept is None:  # (an attribute that does not hash)
+            return properties
+        self.last[_AROUND] = kept
+        return kept
 
     def compact_shape(self, shape: Key, previous: Key | None) -> Key:
-        """`shape` with its tuples of operand types, result types, properties, attributes and
-        the properties of the op around replaced by equal ones already kept: those of the op's
-        `previous` shape where they did not change (the common case: a pass changed one thing
-        of an op), else the last ones kept for that part (not for types: comparing unequal
-        types calls their `__eq__`, looking their identities up does not), else any equal one
-        kept; then the whole shape by the identities of its parts (`shapes`)."""
+        """The kept shape equal to `shape`. First by the identities of the objects `shape` is
+        made of (`shapes`: types are uniqued and passes reuse attribute objects, so a new op's
+        shape is mostly made of objects an alike op's was made of); else with its tuples of
+        operand types, result types, properties and attributes replaced by equal ones already
+        kept - those of the op's `previous` shape where they did not change (a pass changed
+        one thing of an op), else the last ones kept for that part (not for types: comparing
+        unequal types calls their `__eq__`, looking their identities up does not), else any
+        equal one kept - and that by the identities of its parts."""
+        shapes = self.shapes
+        identities = shape_identities(shape)
+        found = shapes.get(identities)
+        if found is not None:
+            return found[0]
         parts = list(shape)
         last = self.last
         by_identity = self.by_identity  # (`keep`'s first look, without its call)
@@ -360,13 +385,16 @@ class KeySharing:
                     continue
                 last[i] = kept
             parts[i] = kept
-        identities = (parts[0], parts[1], *map(id, parts[2:]))
-        found_shape = self.shapes.get(identities)
-        if found_shape is not None:
-            return found_shape
-        if len(self.shapes) >= _SHAPE_LIMIT:  # (shapes of ops made with unique attributes)
-            self.shapes.clear()
-        kept_shape = self.shapes[identities] = tuple(parts)
+        kept_shape = tuple(parts)
+        kept_identities = shape_identities(kept_shape)
+        found = shapes.get(kept_identities)
+        if len(shapes) >= _SHAPE_LIMIT:  # (shapes made of attributes made per op: no hoarding)
+            shapes.clear()
+        if found is None:
+            shapes[kept_identities] = (kept_shape, kept_shape)
+        else:
+            kept_shape = found[0]
+        shapes[identities] = (kept_shape, shape)  # (`shape` keeps its objects alive)
         return kept_shape
 
     def keep(self, part: Key, of_types: bool) -> Key | None:
@@ -386,6 +414,21 @@ class KeySharing:
         self.by_identity[identity] = (kept, part)
         self.kept.add(id(kept))
         return kept
+
+
+def shape_identities(shape: Key) -> Key:
+    """A shape (`verification_key`) by the identities of the types, names and attributes it is
+    made of, with the lengths that tell its parts apart: equal for shapes made of the same
+    objects (read in C: no frame per object)."""
+    kind, last, operand_types, result_types, properties, attributes = shape
+    return (
+        kind,
+        last,
+        len(operand_types),  # type: ignore[arg-type]
+        len(result_types),  # type: ignore[arg-type]
+        len(properties),  # type: ignore[arg-type]
+        *map(id, chain(operand_types, result_types, *properties, *attributes)),  # type: ignore[arg-type]
+    )
 
 
 class VerificationWalk:
@@ -436,9 +479,10 @@ class VerificationWalk:
         return traits
 
     def visit(
-        self, op: Operation, function: Operation | None, block: Block | None, around: Key | None
+        self, op: Operation, function: Operation | None, place: tuple[Block | None, Key | None]
     ) -> bool:
-        """Visit `op` (in `block`, whose op holds properties `around`) and its regions; True
+        """Visit `op` (at `place`: its block and the properties of the op around) and its
+        regions; True
         when it or anything in it changed. A changed op's key is compacted at once: a lowered
         module's keys, all new, were most of the memory its verification took."""
         self.visited += 1
@@ -446,7 +490,7 @@ class VerificationWalk:
         traits = self.traits_of(op) if op.regions else (False, False)
         if traits[0]:
             self.scope = SymbolScope(op)
-        key = op_key(op, block, around, self.scope)
+        key = op_key(op, place, self.scope)
         previous = getattr(op, _VERIFIED, None)
         changed = previous != key
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
@@ -489,14 +533,13 @@ class VerificationWalk:
         self,
         op: Operation,
         function: Operation | None,
-        block: Block,
-        around: Key | None,
+        place: tuple[Block, Key | None],
         visible: set[int],
     ) -> bool:
         """`visit` for an op without regions (most ops), whose `visible` values are those of
         the scope around it: no scope, trait or nesting to look at."""
         self.visited += 1
-        key = op_key(op, block, around, self.scope)
+        key = op_key(op, place, self.scope)
         previous = getattr(op, _VERIFIED, None)
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
         if operands and self.dominance_error is None:
@@ -541,7 +584,7 @@ class VerificationWalk:
         analysis: a multi-block region sees all its values); nothing from outside an isolated
         op is visible in it."""
         changed = False
-        around = tuple(op.properties.items())  # (the same for every op inside)
+        around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
         for r, region in enumerate(op.regions):
             # An isolated op's regions each start from nothing and are dropped whole at their
@@ -563,12 +606,13 @@ class VerificationWalk:
                 scoped += [id(r) for b in blocks for o in b.ops for r in o.results]
             visible.update(scoped)
             for block in blocks:
+                place = (block, around)  # (one per block, shared by the keys of its ops)
                 inner = block.first_op
                 while inner is not None:
                     if inner.regions:
-                        if self.visit(inner, function, block, around):
+                        if self.visit(inner, function, place):
                             changed = True
-                    elif self.visit_leaf(inner, function, block, around, visible):
+                    elif self.visit_leaf(inner, function, place, visible):
                         changed = True
                     if single and inner.results:
                         if isolated:
@@ -592,14 +636,15 @@ def verification_key(op: Operation) -> Key:
     callee declares. Compared element by element (`is` first), so an unchanged op costs a few
     tuple builds and no hashing.
 
-    Laid out as (operands, block, shape) - the shape being what many ops have alike: the op's
-    kind, whether it ends its block, operand types, result types, properties, attributes, the
-    properties of the op around - followed, for an op with successors, regions, a callee or a
-    named body, by (successors, callee or named body, then each block of its regions: the block,
-    its argument types and, except for a function, its ops). An op keeps its key with its
-    shape shared with the alike ops' (`KeySharing.compact`): three pointers per op where a flat
-    key took twelve (a seventh of the peak memory of a model's pipeline)."""
-    return op_key(op, op.parent, around_properties(op))
+    Laid out as (operands, place, shape): its place is its block with the properties of the op
+    around (one tuple per block and walk, shared by the block's ops), its shape what alike ops
+    have alike - the op's kind, whether it ends its block, operand types, result types,
+    properties, attributes. An op with successors, regions, a callee or a named body has
+    those after them: (successors, callee or named body, then each block of its regions: the
+    block, its argument types and, except for a function, its ops). An op keeps its key with
+    the shape shared with alike ops' (`KeySharing.compact`): three pointers per op where a
+    flat key took twelve (a seventh of the peak memory of a model's pipeline)."""
+    return op_key(op, (op.parent, around_properties(op)))
 
 
 def around_properties(op: Operation) -> Key | None:
@@ -610,11 +655,11 @@ def around_properties(op: Operation) -> Key | None:
 
 
 def op_key(
-    op: Operation, block: Block | None, around: Key | None, scope: SymbolScope | None = None
+    op: Operation, place: tuple[Block | None, Key | None], scope: SymbolScope | None = None
 ) -> Key:
-    """`verification_key` of `op` in `block`, whose op has the properties `around`, in the
-    symbol table `scope` (the walk knows all three: one tuple per block instead of one per op,
-    one lookup per named body and walk instead of one per op)."""
+    """`verification_key` of `op` at `place` (its block and the properties of the op around),
+    in the symbol table `scope` (the walk knows both: one place per block instead of one per
+    op, one lookup per named body and walk instead of one per op)."""
     operands = op._operands  # pyright: ignore[reportPrivateUsage]
     results = op.results
     properties = op.properties
@@ -626,20 +671,19 @@ def op_key(
         tuple(map(_TYPE, results)) if results else (),
         tuple(properties.items()) if properties else (),
         tuple(attributes.items()) if attributes else (),
-        around,
     )
     if op.name == "func.call":
         callee = callee_signature(op, scope)
     elif "body_ref" in properties:
         callee = named_body(op, scope)
     elif not op.regions and not op._successors:  # pyright: ignore[reportPrivateUsage]
-        return (operands, block, shape)
+        return (operands, place, shape)
     else:
         callee = None
     successors = op._successors  # pyright: ignore[reportPrivateUsage]
     if not op.regions:
-        return (operands, block, shape, successors, callee)
-    return (operands, block, shape, successors, callee, *region_key(op))
+        return (operands, place, shape, successors, callee)
+    return (operands, place, shape, successors, callee, *region_key(op))
 
 
 class SymbolScope:
@@ -1012,13 +1056,13 @@ def remember_memory_plan(f: Operation, workspace: Attribute, meshes: Key | None 
         meshes = () if module is None else tuple(module_meshes(module))
     state = None if module is None else module.__dict__.get(_MODULE_STATE)
     sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
-    around = tuple(f.properties.items())  # (the same for every op of the function)
+    place = (block, tuple(f.properties.items()))  # (the same for every op of the function)
     scope = SymbolScope(symbol_table_of(f))
 
     def planned_key(op: Operation) -> Key:
         """The op's key now; the very key it last verified with when that is still it (the
         ops the plan did not touch: they cost no memory)."""
-        key = op_key(op, block, around, scope)
+        key = op_key(op, place, scope)
         previous = getattr(op, _VERIFIED, None)
         return previous if previous == key else sharing.compact(key, previous)
 
