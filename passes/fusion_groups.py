@@ -368,7 +368,8 @@ class SharedBodies:
 
     def __init__(self, module: ModuleOp) -> None:
         self.module = module
-        self.names: object | None = None  # convert-to-kernel's BodyNames, made on first use
+        self.taken: set[str] | None = None  # the module's symbols, read on the first name
+        self.counter = 0
         self.by_signature: dict[tuple[object, ...], list] = {}  # -> [first op, name | None]
         self.after: dict[Operation, Operation] = {}  # function -> the last body placed after it
 
@@ -395,14 +396,21 @@ class SharedBodies:
             entry[1] = self.outline(entry[0])
         return entry[1]
 
+    def fresh(self) -> str:
+        """`fused_body<N>` for the least N whose name no symbol of the module has."""
+        if self.taken is None:
+            self.taken = {n for o in self.module.ops if (n := dt.symbol_name(o)) is not None}
+        while f"fused_body{self.counter}" in self.taken:
+            self.counter += 1
+        name = f"fused_body{self.counter}"
+        self.taken.add(name)
+        return name
+
     def outline(self, op: dt.FusedOp) -> str:
         """Move `op`'s body into a new module-level `kernel.body` that `op` names; its name."""
         from ccopt.dialects import kernel as k
-        from ccopt.passes.convert_to_kernel import BodyNames
 
-        if self.names is None:
-            self.names = BodyNames(self.module, "fused_body")
-        name = self.names.fresh()  # type: ignore[attr-defined]
+        name = self.fresh()
         forget_verification(op)  # its verification key held the body's blocks
         region = op.detach_region(op.regions[0])
         op.properties["body_ref"] = SymbolRefAttr(name)
