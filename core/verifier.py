@@ -68,7 +68,7 @@ _ATTRIBUTE_PARTS = (4, 5)
 types; properties, attributes."""
 _AROUND = -1
 """`KeySharing.last`'s index for the properties of the op around."""
-_SHAPE_LIMIT = 4096
+_SHAPE_LIMIT = 1024
 """At most this many shapes kept (`KeySharing.shapes`), for the same reason as `_IDENTITY_LIMIT`
 (a shape holds its parts)."""
 _TYPE = attrgetter("_type")
@@ -304,10 +304,12 @@ class KeySharing:
         self.by_identity: dict[Key, tuple[Key, Key]] = {}
         """The kept part for the identities of a part's objects, with that part (it keeps the
         objects alive, so their identities are not reused)."""
-        self.shapes: dict[Key, tuple[Key, Key]] = {}
-        """The kept shape for the identities of the objects of a shape (`shape_identities`),
-        with that shape (it keeps the objects alive, so their identities are not reused): ops
-        alike share one shape."""
+        self.shapes: dict[Key, Key] = {}
+        """The kept shapes by the identities of the objects they are made of
+        (`shape_identities`; a shape keeps its objects alive, so their identities are not
+        reused while it is here): ops alike share one shape. Only kept shapes: a shape made
+        of other objects than the kept one (attributes made per op) is seldom met again, and
+        holding it cost more memory than the keys saved."""
         self.kept: set[int] = {id(())}
         """The identities of the kept parts (alive in `shared`): a structural key made of
         them hashes integers (`structural_key`)."""
@@ -345,7 +347,7 @@ class KeySharing:
     def compact_shape(self, shape: Key, previous: Key | None) -> Key:
         """The kept shape equal to `shape`. First by the identities of the objects `shape` is
         made of (`shapes`: types are uniqued and passes reuse attribute objects, so a new op's
-        shape is mostly made of objects an alike op's was made of); else with its tuples of
+        shape is mostly made of the objects of a kept shape); else with its tuples of
         operand types, result types, properties and attributes replaced by equal ones already
         kept - those of the op's `previous` shape where they did not change (a pass changed
         one thing of an op), else the last ones kept for that part (not for types: comparing
@@ -355,7 +357,7 @@ class KeySharing:
         identities = shape_identities(shape)
         found = shapes.get(identities)
         if found is not None:
-            return found[0]
+            return found
         parts = list(shape)
         last = self.last
         by_identity = self.by_identity  # (`keep`'s first look, without its call)
@@ -388,13 +390,11 @@ class KeySharing:
         kept_shape = tuple(parts)
         kept_identities = shape_identities(kept_shape)
         found = shapes.get(kept_identities)
+        if found is not None:
+            return found
         if len(shapes) >= _SHAPE_LIMIT:  # (shapes made of attributes made per op: no hoarding)
             shapes.clear()
-        if found is None:
-            shapes[kept_identities] = (kept_shape, kept_shape)
-        else:
-            kept_shape = found[0]
-        shapes[identities] = (kept_shape, shape)  # (`shape` keeps its objects alive)
+        shapes[kept_identities] = kept_shape
         return kept_shape
 
     def keep(self, part: Key, of_types: bool) -> Key | None:
