@@ -32,14 +32,15 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
-from ccopt.dialects.construct import op_shape
+from ccopt.dialects.construct import build_op, op_shape
 from ccopt.passes.common import block_ops, is_a, of_class, release, replace_uses
+from ccopt.passes.scalarize import constant_attr
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
@@ -313,9 +314,12 @@ def free_between(
 
 
 def fold_fills(block: Block) -> int:
-    """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
+    """Fold every fill that only elementwise kernels read into their bodies; returns how many.
+    Each kernel is rebuilt once for all the fills it reads (`fold_inputs`), not once per fill:
+    an optimizer step's kernels read several hyper-parameters."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
+    folds: dict[Operation, list[tuple[SSAValue, arith.ConstantOp]]] = {}  # by kernel, in order
     for fill in of_class(block_ops(block), k.FillKernelOp):
         value = fill.out
         alloc = value.owner
@@ -328,34 +332,36 @@ def fold_fills(block: Block) -> int:
                 isinstance(r, k.ElementwiseOp) and value not in r.outputs for r in readers.values()
             )
         ):
-            continue
+            continue  # (folding others never changes this: a kernel stays one, outputs alike)
+        element = k.tensor_of(value).element_type
         for reader in readers.values():
-            fold_input(
-                reader, value, constant(fill.value.value.data, k.tensor_of(value).element_type)
-            )
-        Rewriter.erase_op(fill)
-        erased.append(fill)
-        Rewriter.erase_op(alloc)
-        erased.append(alloc)
+            folds.setdefault(reader, []).append((value, constant(fill.value.value.data, element)))
+        erased += (fill, alloc)
         done += 1
+    for reader, constants in folds.items():
+        fold_inputs(reader, constants)  # type: ignore[arg-type]
+    for op in erased:
+        Rewriter.erase_op(op)
     for op in erased:
         release(op)
     return done
 
 
 def constant(value: float, t: Attribute) -> arith.ConstantOp:
-    """`value` as an arith.constant of element type `t` (what a body reads for the input)."""
+    """`value` as an arith.constant of element type `t` (what a body reads for the input),
+    built directly (`build_op`) with a shared attribute (`constant_attr`)."""
     if isinstance(t, IntegerType):
-        return arith.ConstantOp(
-            IntegerAttr(int(value) if t.width.data > 1 else int(bool(value)), t)
-        )
-    return arith.ConstantOp(FloatAttr(value, t))  # type: ignore[arg-type]
+        value = int(value) if t.width.data > 1 else int(bool(value))
+    return build_op(
+        arith.ConstantOp, result_types=[t], properties={"value": constant_attr(value, t)}
+    )
 
 
-def fold_input(op: k.ElementwiseOp, value: SSAValue, const: arith.ConstantOp) -> None:
-    """The same kernel without `value` among its inputs: its body reads `const` instead. A
-    kernel that names a shared body (`kernel.body`) gets its own copy to change; outlining
-    (convert-to-kernel's last step) names it again."""
+def fold_inputs(op: k.ElementwiseOp, constants: list[tuple[SSAValue, arith.ConstantOp]]) -> None:
+    """The same kernel without the `constants`' values among its inputs: its body reads each
+    constant instead (the first of them ends up first in the body). A kernel that names a
+    shared body (`kernel.body`) gets its own copy to change; outlining (convert-to-kernel's
+    last step) names it again."""
     if op.body is not None:
         body = op.detach_region(op.body)
     else:
@@ -364,14 +370,19 @@ def fold_input(op: k.ElementwiseOp, value: SSAValue, const: arith.ConstantOp) ->
         body = clone_body(shared)
     block = body.blocks.first
     assert block is not None
-    block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
-    positions = [i for i, v in enumerate(op.inputs) if v is value]
-    for i in reversed(positions):
-        arg = block.args[1 + i]  # the first argument is the element index
-        arg.replace_all_uses_with(const.result)
-        block.erase_arg(arg)
+    for _, const in constants:
+        block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
+    inputs = list(op.inputs)
+    by_value = {id(value): const for value, const in constants}
+    args = block.args
+    for i in reversed(range(len(inputs))):
+        const = by_value.get(id(inputs[i]))
+        if const is not None:
+            arg = args[1 + i]  # the first argument is the element index
+            arg.replace_all_uses_with(const.result)
+            block.erase_arg(arg)
     folded = k.ElementwiseOp(
-        [v for v in op.inputs if v is not value],
+        [v for v in inputs if id(v) not in by_value],
         list(op.outputs),
         body,
         op.stream_index(),
