@@ -311,6 +311,26 @@ class Refusal(Exception):
     """Why a rewrite is not legal here; becomes an OpError when the user asked for it."""
 
 
+def rewrite_each(module: Operation, kind: type[Operation], pattern: object) -> None:
+    """What `PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)`
+    does for a pattern that rewrites only ops of class `kind` and makes none: the pattern
+    applied to each such op in program order (pre-order), an exception turned into the op's
+    error as the walker does. The walker pushes every op of the module onto its worklist and
+    makes an insertion point for each; most ops of a program are of no interest to a pass
+    that rewrites its all_reduces or norms."""
+    from xdsl.pattern_rewriter import PatternRewriter
+
+    from ccopt.dialects.body import walk_outside_bodies
+
+    for op in [o for o in walk_outside_bodies(module) if isinstance(o, kind)]:
+        if op.parent is None:
+            continue  # erased by an earlier rewrite (the walker drops it from its worklist)
+        try:
+            pattern.match_and_rewrite(op, PatternRewriter(op))  # type: ignore[attr-defined]
+        except Exception as err:
+            op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+
+
 def refuse_if_selected(op: Operation, tags: Sequence[str], why: str) -> None:
     """A greedy pass skips an op it cannot rewrite; an explicitly tagged request fails loudly."""
     if tags and tag_of(op) in tags:
