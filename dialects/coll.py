@@ -59,7 +59,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects.attrs import i64_attr
 from ccopt.dialects.body import INDEX_FORMAT, ModuleBodyOp, ScalarBodyOp
-from ccopt.dialects.construct import init_op
+from ccopt.dialects.construct import init_op, value_of
 from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of, verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -166,7 +166,7 @@ class CollectiveOp(IRDLOperation, ABC):
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
-        v = SSAValue.get(input)
+        v = value_of(input)
         props = {**properties, "axes": MeshAxesAttr(axes)}
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
