@@ -30,9 +30,10 @@ produced).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Collection, Mapping
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import IntegerType, SymbolRefAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -313,10 +314,12 @@ def free_between(
     return True
 
 
-def fold_fills(block: Block) -> int:
+def fold_fills(block: Block, own: Collection[str] = ()) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many.
     Each kernel is rebuilt once for all the fills it reads (`fold_inputs`), not once per fill:
-    an optimizer step's kernels read several hyper-parameters."""
+    an optimizer step's kernels read several hyper-parameters. `own` names module bodies
+    that only this block's kernels name (bodies shared while lowering it): the last of their
+    kernels to change takes the body itself instead of a copy (`takers`)."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     folds: dict[Operation, list[tuple[SSAValue, arith.ConstantOp]]] = {}  # by kernel, in order
@@ -338,8 +341,9 @@ def fold_fills(block: Block) -> int:
             folds.setdefault(reader, []).append((value, constant(fill.value.value.data, element)))
         erased += (fill, alloc)
         done += 1
+    taking = takers(block, folds, own) if own else set()
     for reader, constants in folds.items():
-        fold_inputs(reader, constants)  # type: ignore[arg-type]
+        fold_inputs(reader, constants, reader in taking)  # type: ignore[arg-type]
     for op in erased:
         Rewriter.erase_op(op)
     for op in erased:
@@ -357,17 +361,42 @@ def constant(value: float, t: Attribute) -> arith.ConstantOp:
     )
 
 
-def fold_inputs(op: k.ElementwiseOp, constants: list[tuple[SSAValue, arith.ConstantOp]]) -> None:
+def takers(block: Block, folds: Mapping[Operation, object], own: Collection[str]) -> set[Operation]:
+    """Of the kernels changed, those that may take the body they name (one of `own`) instead
+    of a copy: the last changed kernel naming it, when every kernel naming it changes (each
+    gets a body of its own; the named one is then dropped by outlining)."""
+    naming: dict[str, int] = {}  # body -> how many of the block's kernels name it
+    for op in block.ops:
+        ref = op.properties.get("body_ref")
+        if isinstance(ref, SymbolRefAttr) and ref.root_reference.data in own:
+            name = ref.root_reference.data
+            naming[name] = naming.get(name, 0) + 1
+    last: dict[str, Operation] = {}
+    changed: dict[str, int] = {}
+    for op in folds:
+        name = op.body_name()  # type: ignore[attr-defined]
+        if name in naming:
+            last[name] = op
+            changed[name] = changed.get(name, 0) + 1
+    return {op for name, op in last.items() if changed[name] == naming[name]}
+
+
+def fold_inputs(
+    op: k.ElementwiseOp,
+    constants: list[tuple[SSAValue, arith.ConstantOp]],
+    take: bool = False,
+) -> None:
     """The same kernel without the `constants`' values among its inputs: its body reads each
     constant instead (the first of them ends up first in the body). A kernel that names a
-    shared body (`kernel.body`) gets its own copy to change; outlining (convert-to-kernel's
-    last step) names it again."""
+    shared body (`kernel.body`) gets its own copy to change, or with `take` the body itself
+    (no other kernel names it any more); outlining (convert-to-kernel's last step) names it
+    again."""
     if op.body is not None:
         body = op.detach_region(op.body)
     else:
         shared = op.body_block().parent
-        assert shared is not None
-        body = clone_body(shared)
+        assert shared is not None and shared.parent is not None
+        body = shared.parent.detach_region(shared) if take else clone_body(shared)
     block = body.blocks.first
     assert block is not None
     for _, const in constants:
