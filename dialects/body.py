@@ -14,10 +14,18 @@ counter-based random numbers), then one scalar per tensor input.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntegerAttr, i64
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    SymbolRefAttr,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -39,6 +47,7 @@ from ccopt.dialects.dtensor_type import (
     ReplicatedAttr,
 )
 from ccopt.dialects.inference import InferenceError, broadcasts_to, infer_elementwise
+from ccopt.dialects.symbols import lookup_symbol, symbol_name, symbol_table_of
 
 BODY_KINDS: dict[type[Operation], str] = {
     arith.AddfOp: "add",
@@ -343,7 +352,81 @@ class ScalarBodyOp(IRDLOperation, ABC):
 
 class ModuleBodyOp(ScalarBodyOp, ABC):
     """A scalar body kept once at module level under a name (`kernel.body`), which ops with a
-    body name instead of carrying a copy (`NamedBodyOp` in ccopt.dialects.coll)."""
+    body name instead of carrying a copy (`NamedBodyOp`)."""
+
+
+class NamedBodyOp(ScalarBodyOp):
+    """An op whose scalar body is its own region or the module-level body it names (`body_ref`,
+    printed `body @name`; a `kernel.body`): fused ops of alike bodies (`fuse-elementwise`: a
+    model's layers repeat them), overlap's chunks of one fused collective and the kernels of
+    alike bodies name one (convert-to-kernel outlines bodies), IR written by hand may carry it
+    inline. Everything reading the body goes through `body_block()`, which resolves the name
+    through the module's cached symbol index; anything changing a body first gives its op a
+    copy of its own (`own_body`): a named body is shared."""
+
+    def body_name(self) -> str | None:
+        """The name of the body this op runs; None for an inline body."""
+        ref = self.properties.get("body_ref")
+        return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
+
+    def named_body(self) -> ModuleBodyOp | None:
+        """The body named, None for an inline body; VerifyException if the name is not a
+        `kernel.body` of the enclosing module."""
+        ref = self.properties.get("body_ref")
+        if ref is None:
+            return None
+        assert isinstance(ref, SymbolRefAttr)
+        name = ref.root_reference.data
+        anchor = symbol_table_of(self)
+        found = lookup_symbol(anchor, name) if anchor is not None else None
+        if not isinstance(found, ModuleBodyOp):
+            raise VerifyException(f"body @{name} is not a kernel.body of the module")
+        return found
+
+    def body_block(self) -> Block:
+        named = self.named_body()
+        return super().body_block() if named is None else named.body_block()
+
+    def check_one_body(self) -> None:
+        if ("body_ref" in self.properties) == bool(self.regions):
+            raise VerifyException(
+                "needs one body: a region, or the name of a kernel.body (`body @name`)"
+            )
+
+    def own_body(self) -> Block:
+        """The op's body as its own region, to change: a named (shared) body is copied into
+        the op (`clone_body`) and the name dropped; the module-level body stays for its other
+        users (passes that can leave it unnamed drop it: `drop_unnamed_bodies`)."""
+        named = self.named_body()
+        if named is not None:
+            self.add_region(clone_body(named.body))
+            del self.properties["body_ref"]
+        return super().body_block()
+
+
+def drop_unnamed_bodies(module: Operation, names: Iterable[str] | None = None) -> list[Operation]:
+    """Erase the module-level bodies (`kernel.body`) that no op names any more (all of them, or
+    those of `names`) and return them (to free: `ccopt.passes.common.release`): a pass that gave
+    ops their own bodies back, or erased ops, may orphan them. One walk of the module outside
+    bodies, none when the module has no such body."""
+    block = module.regions[0].block
+    wanted = None if names is None else set(names)
+    bodies = [
+        o
+        for o in block.ops
+        if isinstance(o, ModuleBodyOp) and (wanted is None or symbol_name(o) in wanted)
+    ]
+    if not bodies:
+        return []
+    used = {
+        name
+        for o in walk_outside_bodies(module)
+        if isinstance(o, NamedBodyOp) and (name := o.body_name()) is not None
+    }
+    dropped = [body for body in bodies if symbol_name(body) not in used]
+    for body in dropped:
+        block.erase_op(body)
+    return dropped
 
 
 _HOLDS_BODY: dict[type, bool] = {}
@@ -427,3 +510,22 @@ def body_key(block: Block) -> tuple | None:
         for r in op.results:
             numbers[id(r)] = len(numbers)
     return tuple(parts)
+
+
+def named_only_by(module: Operation, kind: type[Operation]) -> set[str]:
+    """The module-level bodies that only ops of class `kind` name (and perhaps none): passes
+    that outline bodies of other ops (overlap's chunks, kernels) start from the others, so that
+    what they name does not depend on how the ops of `kind` share theirs. One walk of the
+    module outside bodies, none when the module has no module-level body."""
+    block = module.regions[0].block
+    names = {
+        name
+        for o in block.ops
+        if isinstance(o, ModuleBodyOp) and (name := symbol_name(o)) is not None
+    }
+    if not names:
+        return names
+    for o in walk_outside_bodies(module):
+        if type(o) is not kind and isinstance(o, NamedBodyOp):
+            names.discard(o.body_name())  # type: ignore[arg-type]
+    return names

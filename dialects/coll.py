@@ -32,7 +32,6 @@ from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, SymbolRefAtt
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
-    Block,
     Dialect,
     Operation,
     Region,
@@ -58,9 +57,13 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects.attrs import i64_attr
-from ccopt.dialects.body import INDEX_FORMAT, ModuleBodyOp, ScalarBodyOp
+from ccopt.dialects.body import (  # noqa: F401 - NamedBodyOp re-exported (kernel, passes)
+    INDEX_FORMAT,
+    NamedBodyOp,
+    ScalarBodyOp,
+)
 from ccopt.dialects.construct import init_op, value_of
-from ccopt.dialects.dtensor import lookup_symbol, symbol_table_of, verify_mesh_types
+from ccopt.dialects.dtensor import verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -621,43 +624,6 @@ class ShiftOp(CollectiveOp):
         if "cyclic" not in props and abs(offset) >= size:
             raise InferenceError(
                 f"offset {offset} along an axis of size {size} sends nothing (every rank gets zeros)"
-            )
-
-
-class NamedBodyOp(ScalarBodyOp):
-    """An op whose scalar body is its own region or the module-level body it names (`body_ref`,
-    printed `body @name`; a `kernel.body`): overlap's chunks of one fused collective and the
-    kernels of alike bodies name one (convert-to-kernel outlines bodies), IR written by hand
-    may carry it inline. Everything reading the body goes through `body_block()`, which
-    resolves the name through the module's cached symbol index."""
-
-    def body_name(self) -> str | None:
-        """The name of the body this op runs; None for an inline body."""
-        ref = self.properties.get("body_ref")
-        return ref.root_reference.data if isinstance(ref, SymbolRefAttr) else None
-
-    def named_body(self) -> ModuleBodyOp | None:
-        """The body named, None for an inline body; VerifyException if the name is not a
-        `kernel.body` of the enclosing module."""
-        ref = self.properties.get("body_ref")
-        if ref is None:
-            return None
-        assert isinstance(ref, SymbolRefAttr)
-        name = ref.root_reference.data
-        anchor = symbol_table_of(self)
-        found = lookup_symbol(anchor, name) if anchor is not None else None
-        if not isinstance(found, ModuleBodyOp):
-            raise VerifyException(f"body @{name} is not a kernel.body of the module")
-        return found
-
-    def body_block(self) -> Block:
-        named = self.named_body()
-        return super().body_block() if named is None else named.body_block()
-
-    def check_one_body(self) -> None:
-        if ("body_ref" in self.properties) == bool(self.regions):
-            raise VerifyException(
-                "needs one body: a region, or the name of a kernel.body (`body @name`)"
             )
 
 

@@ -17,7 +17,7 @@ func.func @row_parallel(%x: !dtensor.tensor<8x16xf32, @m[S(1)]>,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from math import prod
 from typing import ClassVar
 
@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     SymbolNameConstraint,
+    SymbolRefAttr,
     TensorType,
     UnitAttr,
     i64,
@@ -58,8 +59,8 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     opt_prop_def,
+    opt_region_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -72,14 +73,13 @@ from xdsl.traits import (
     MemoryWriteEffect,
     Pure,
     SymbolOpInterface,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
-from ccopt.dialects.body import ScalarBodyOp, UniformOp, YieldOp, walk_outside_bodies
+from ccopt.dialects.body import NamedBodyOp, UniformOp, YieldOp, walk_outside_bodies
 from ccopt.dialects.construct import init_op, value_of
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -94,6 +94,12 @@ from ccopt.dialects.dtensor_type import (
 )
 from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import has_open_types, verify_open
+from ccopt.dialects.symbols import (  # noqa: F401 - re-exported: passes read them here
+    lookup_symbol,
+    note_symbols,
+    symbol_name,
+    symbol_table_of,
+)
 from ccopt.dialects.syntax import fast_syntax
 from ccopt.mesh import Mesh
 
@@ -182,71 +188,6 @@ class MeshOp(IRDLOperation):
         )
         printer.print_string(f" @{self.sym_name.data} [{axes}]")
         printer.print_op_attributes(self.attributes)
-
-
-_SYMBOLS = "_ccopt_symbols"
-"""Where a symbol table op keeps its name -> op index (in the op's `__dict__`, so it dies with it)."""
-
-
-_IS_TABLE: dict[type, bool] = {}
-"""Per op class, whether it is a symbol table (xDSL's `has_trait` scans the class's traits in
-Python code, and every mesh lookup asked it for each op up to the module)."""
-
-
-def symbol_table_of(op: Operation) -> Operation | None:
-    """The closest op at or above `op` that is a symbol table (the module)."""
-    anchor: Operation | None = op
-    while anchor is not None:
-        table = _IS_TABLE.get(type(anchor))
-        if table is None:
-            table = _IS_TABLE[type(anchor)] = type(anchor).has_trait(SymbolTable)
-        if table:
-            return anchor
-        block = anchor.parent
-        region = block.parent if block is not None else None
-        anchor = region.parent if region is not None else None
-    return None
-
-
-def lookup_symbol(anchor: Operation, name: str) -> Operation | None:
-    """`SymbolTable.lookup_symbol(anchor, name)` in O(1): xDSL scans the module's top-level ops on
-    every lookup, which makes a lookup per op quadratic in modules of many functions. The index
-    is rebuilt when an entry it gives is stale (its op left the table or was renamed) or a name
-    is missing, so it follows the module as passes change it."""
-    index: dict[str, Operation] | None = anchor.__dict__.get(_SYMBOLS)
-    found = index.get(name) if index is not None else None
-    if found is not None and found.parent is anchor.regions[0].block and symbol_name(found) == name:
-        return found
-    index = {}
-    for o in anchor.regions[0].block.ops:
-        sym = symbol_name(o)
-        if sym is not None:
-            index.setdefault(sym, o)  # the first definition wins, as in xDSL
-    anchor.__dict__[_SYMBOLS] = index
-    return index.get(name)
-
-
-def note_symbols(anchor: Operation, ops: Iterable[Operation]) -> None:
-    """Tell `anchor`'s symbol index about `ops`, just inserted into its block or renamed there
-    (MLIR's `SymbolTable::insert`): a pass that adds symbols and looks them up at once (outlined
-    bodies, lowered functions) would otherwise rebuild the index - a scan of the module - per
-    symbol. A name whose entry is still live keeps it (the first definition wins)."""
-    index: dict[str, Operation] | None = anchor.__dict__.get(_SYMBOLS)
-    if index is None:
-        return  # built on the first lookup
-    block = anchor.regions[0].block
-    for op in ops:
-        name = symbol_name(op)
-        if name is None:
-            continue
-        old = index.get(name)
-        if old is None or old.parent is not block or symbol_name(old) != name:
-            index[name] = op
-
-
-def symbol_name(op: Operation) -> str | None:
-    sym = op.properties.get("sym_name") or op.attributes.get("sym_name")
-    return sym.data if isinstance(sym, StringAttr) else None
 
 
 def lookup_mesh(op: Operation, name: str) -> Mesh | None:
@@ -1120,7 +1061,7 @@ def is_entry_argument(value: SSAValue, f: func.FuncOp) -> bool:
 
 
 @irdl_op_definition
-class FusedOp(ScalarBodyOp):
+class FusedOp(NamedBodyOp):
     """Elementwise ops fused into one kernel: the body computes one element of every result.
 
     All results share one iteration space (shape and placements); inputs broadcast to it. What
@@ -1134,19 +1075,39 @@ class FusedOp(ScalarBodyOp):
       dtensor.yield %d, %e : f32, f32
     }
     ```
+    A body that other fused ops of the module compute too (a model's layers repeat them) is
+    kept once as a module-level `kernel.body` that each names (`fuse-elementwise`):
+    `dtensor.fused ins(%w, %g) body @fused_body0 : (...) -> (...)` (see `NamedBodyOp`).
     """
 
     name = "dtensor.fused"
     inputs = var_operand_def(DTensorType)
+    body_ref = opt_prop_def(SymbolRefAttr)
     outputs = var_result_def(DTensorType)
-    body = region_def("single_block")
+    body = opt_region_def("single_block")
     traits = traits_def(Pure())
-    assembly_format = "`ins` `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs) $body"
+    assembly_format = (
+        "`ins` `(` $inputs `)` (`body` $body_ref^)? attr-dict `:` "
+        "functional-type($inputs, $outputs) $body"
+    )
 
     def __init__(
-        self, inputs: Sequence[SSAValue], result_types: Sequence[DTensorType], body: Region
+        self,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[DTensorType],
+        body: Region | str,
     ):
-        init_op(self, operands=[list(inputs)], result_types=[list(result_types)], regions=[body])
+        """`body`: the region, or the name of the module-level `kernel.body` to run."""
+        props: dict[str, Attribute] = {}
+        if isinstance(body, str):
+            props["body_ref"] = SymbolRefAttr(body)
+        init_op(
+            self,
+            operands=[list(inputs)],
+            result_types=[list(result_types)],
+            properties=props,
+            regions=[body if isinstance(body, Region) else None],
+        )
 
     def iteration_type(self) -> DTensorType:
         t = self.outputs[0].type
@@ -1154,6 +1115,7 @@ class FusedOp(ScalarBodyOp):
         return t
 
     def verify_(self) -> None:
+        self.check_one_body()
         mesh = verify_mesh_types(self)
         if not self.outputs:
             raise VerifyException("a fused op needs at least one result")

@@ -66,7 +66,7 @@ from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.body import body_key, walk_outside_bodies
+from ccopt.dialects.body import body_key, clone_body, named_only_by, walk_outside_bodies
 from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
@@ -152,9 +152,13 @@ class Lowering:
         first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
         bodies are most of a model's L1 form (every layer, every overlap chunk repeats them).
         An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets its kernel to name
-        the same one."""
+        the same one; a `dtensor.fused` naming one (`fuse-elementwise` shares bodies) counts as
+        the first op computing it alike, so kernels share and outlining names bodies as if the
+        L1 ops had carried copies."""
         if is_a(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:  # type: ignore[attr-defined]
-            return named
+            if type(op) is not dt.FusedOp or not shareable or self.names is None:
+                return named
+            return self.named_alike(op, named)  # type: ignore[arg-type]
         source = op.regions[0]
         block = source.blocks.first
         key = body_key(block) if shareable and self.names and block is not None else None
@@ -169,6 +173,18 @@ class Lowering:
         source.move_blocks(region)
         if key is not None:
             self.alike[key] = [region, None]
+        return region
+
+    def named_alike(self, op: dt.FusedOp, named: str) -> Region | str:
+        """The body of a kernel for `op`, which names the L1 body `named`: a copy for the first
+        such kernel (the L1 body is dropped once no op names it: `Outliner.finish`), the
+        name the kernels computing alike share for the others."""
+        key = ("named", named)
+        entry = self.alike.get(key)
+        if entry is not None:
+            return self.name_of(entry)
+        region = clone_body(op.named_body().body)  # type: ignore[union-attr]
+        self.alike[key] = [region, None]
         return region
 
     def name_of(self, entry: list) -> str:
@@ -1077,8 +1093,9 @@ class Outliner:
         self.shared: dict[object, k.BodyOp] = {}
         self.refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body
         self.names = BodyNames(module, "body")
+        skipped = named_only_by(module, dt.FusedOp)  # their kernels share as if inline
         for o in module.ops:
-            if isinstance(o, k.BodyOp):
+            if isinstance(o, k.BodyOp) and o.sym_name.data not in skipped:
                 key = body_key(o.body_block())
                 if key is not None:
                     self.shared.setdefault(key, o)

@@ -53,6 +53,7 @@ from ccopt.passes.fusion_groups import (
     BodyCache,
     build_body,
     check_convex,
+    drop_orphan_bodies,
     insert_after_group,
     interface,
     is_fusable,
@@ -233,6 +234,7 @@ class FuseCollective(ModulePass):
             members = plan_members(rs, None, order)
             if members and has_live_results(rs, members):
                 fuse_into_collective(rs, members, order, bodies)
+        drop_orphan_bodies(op)  # of fused members that named a body (fuse-elementwise)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         require_tagged(module, self.group, self.name)
@@ -263,3 +265,4 @@ class FuseCollective(ModulePass):
         except Refusal as why:
             raise OpError(ops[0], f"cannot fuse {'+'.join(self.group)}: {why}") from None
         fuse_into_collective(rs, members)
+        drop_orphan_bodies(module)

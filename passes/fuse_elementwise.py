@@ -17,6 +17,10 @@ replaces each group of two or more with a `dtensor.fused` whose body is their pe
   dtensor.yield %1 : f32
 }
 ```
+A body that another fused op of the module computes too (a model repeats its layers) is kept
+once, as a module-level `kernel.body` that the fused ops name (`dtensor.fused ins(...) body
+@fused_body0 : ...`, see `SharedBodies`); a body used once stays inline.
+
 With `group=t1,t2` it fuses exactly the ops carrying those tags, and refuses with the reason when
 they are not all elementwise, do not share an iteration space, or are not convex (fusing would
 create a cycle).
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
@@ -44,27 +48,35 @@ from ccopt.passes.common import (
     tag_of,
 )
 from ccopt.passes.fusion_groups import (
-    BodyCache,
+    SharedBodies,
     build_body,
     check_convex,
+    drop_orphan_bodies,
     find_groups,
     interface,
     iteration_key,
     joined_tag,
     place_fused,
-    release_bodies,
 )
 from ccopt.passes.options import option
 
 
 def fuse(
-    ops: Sequence[Operation], order: ProgramOrder | None = None, bodies: BodyCache | None = None
+    ops: Sequence[Operation],
+    order: ProgramOrder | None = None,
+    bodies: SharedBodies | None = None,
 ) -> dt.FusedOp:
-    """Replace a legal group (in an order its members can run in) with one dtensor.fused op
-    (its body a copy of one in `bodies` built for a group alike)."""
+    """Replace a legal group (in an order its members can run in) with one dtensor.fused op;
+    with `bodies`, one naming the body of a group alike made before (`SharedBodies`)."""
     inputs, outputs = interface(ops)
-    body = build_body(ops, inputs, outputs, cache=bodies)
+    if bodies is None:
+        body: Region | str = build_body(ops, inputs, outputs)
+        entry = None
+    else:
+        body, entry = bodies.body(ops, inputs, outputs)
     fused = dt.FusedOp(inputs, [v.type for v in outputs], body)  # type: ignore[misc]
+    if entry is not None:
+        bodies.note(fused, entry)  # type: ignore[union-attr]
     set_tag(derive(fused, ops[0]), joined_tag(ops))
     place_fused(fused, ops, outputs, order)
     return fused
@@ -104,15 +116,17 @@ class FuseElementwise(ModulePass):
         if self.group:
             self.fuse_tagged(op)
             return
-        blocks = {o.parent_block() for o in op.walk() if is_elementwise(o)}
+        # (blocks in program order: bodies are named in the order they become shared)
+        blocks = dict.fromkeys(o.parent_block() for o in op.walk() if is_elementwise(o))
         order = ProgramOrder()
-        bodies: BodyCache = {}
+        bodies = SharedBodies(op)
         for block in blocks:
             assert isinstance(block, Block)
             for members in find_groups(block):
                 if len(members) > 1 and interface(members)[1]:  # dead groups stay for dce
                     fuse(members, order, bodies)
-        release_bodies(bodies)
+        bodies.share_inline()
+        drop_orphan_bodies(op)  # fused ops that named a body may have been fused again
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         require_tagged(module, self.group, self.name)
@@ -122,3 +136,5 @@ class FuseElementwise(ModulePass):
         except Refusal as why:
             raise OpError(ops[0], f"cannot fuse {'+'.join(self.group)}: {why}") from None
         fuse(ops)
+        SharedBodies(module).share_inline()
+        drop_orphan_bodies(module)

@@ -12,16 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import i64
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.body import clone_body
+from ccopt.dialects.body import clone_body, drop_unnamed_bodies, walk_outside_bodies
 from ccopt.dialects.construct import clone_op
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, release, tag_of
 from ccopt.passes.scalarize import BodyBuilder, emit
+from ccopt.verifier import forget_verification
 
 
 def iteration_key(op: Operation) -> tuple[object, ...]:
@@ -349,3 +350,114 @@ def place_fused(
 def joined_tag(ops: Iterable[Operation]) -> str | None:
     tags = list(dict.fromkeys(t for op in ops if (t := tag_of(op)) is not None))
     return "+".join(tags) if tags else None
+
+
+class SharedBodies:
+    """The scalar bodies of a module's `dtensor.fused` ops, each kept once: a body that two
+    fused ops compute (a model's layers repeat the same few) becomes one module-level
+    `kernel.body` that both name (`body @fused_body<N>`), as convert-to-kernel outlines the
+    kernels' bodies; a body used once stays inline. The copies were half of a fused model's
+    ops, and the pipeline's peak memory.
+
+    Two ways to find alike bodies, both one dict lookup per body: groups that read and compute
+    alike (`body_signature`, known before the body is built: the second such group's op names
+    the body of the first and none is built for it), then every body left inline and every
+    module-level body by `body_key` (`share_inline`: fused ops made before, or alike only once
+    built). Names are fresh in the module and given in the order bodies become shared; a body
+    is placed after the function of its first op, as the outliner places them."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self.module = module
+        self.taken: set[str] | None = None  # the module's symbols, read on the first name
+        self.counter = 0
+        self.by_signature: dict[tuple[object, ...], list] = {}  # -> [first op, name | None]
+        self.after: dict[Operation, Operation] = {}  # function -> the last body placed after it
+
+    def body(
+        self, ops: Sequence[Operation], inputs: Sequence[SSAValue], yields: Sequence[SSAValue]
+    ) -> tuple[Region | str, list]:
+        """The body of the group `ops` (a region, or the name of a group alike's), and the
+        entry to `note` the fused op under."""
+        signature = body_signature(ops, inputs, yields)
+        entry = self.by_signature.get(signature)
+        if entry is None:
+            entry = self.by_signature[signature] = [None, None]
+            return _new_body(ops, inputs, yields, ()), entry
+        return self.name_of(entry), entry
+
+    def note(self, fused: dt.FusedOp, entry: list) -> None:
+        """`fused` was made with a body from `body` under `entry`."""
+        if entry[0] is None:
+            entry[0] = fused
+
+    def name_of(self, entry: list) -> str:
+        """The name of `entry`'s body, which its first op (inline until now) names from now."""
+        if entry[1] is None:
+            entry[1] = self.outline(entry[0])
+        return entry[1]
+
+    def fresh(self) -> str:
+        """`fused_body<N>` for the least N whose name no symbol of the module has."""
+        if self.taken is None:
+            self.taken = {n for o in self.module.ops if (n := dt.symbol_name(o)) is not None}
+        while f"fused_body{self.counter}" in self.taken:
+            self.counter += 1
+        name = f"fused_body{self.counter}"
+        self.taken.add(name)
+        return name
+
+    def outline(self, op: dt.FusedOp) -> str:
+        """Move `op`'s body into a new module-level `kernel.body` that `op` names; its name."""
+        from ccopt.dialects import kernel as k
+
+        name = self.fresh()
+        forget_verification(op)  # its verification key held the body's blocks
+        region = op.detach_region(op.regions[0])
+        op.properties["body_ref"] = SymbolRefAttr(name)
+        function = top_level(op)
+        body = k.BodyOp(name, region)
+        Rewriter.insert_op(body, InsertPoint.after(self.after.get(function, function)))
+        self.after[function] = body
+        dt.note_symbols(self.module, [body])
+        return name
+
+    def share_inline(self) -> None:
+        """Name every inline `dtensor.fused` body that an existing module-level body or another
+        fused op's body equals (`body_key`), in program order."""
+        from ccopt.dialects.body import ModuleBodyOp, body_key
+
+        by_key: dict[object, list] = {}
+        for o in self.module.ops:
+            if isinstance(o, ModuleBodyOp):
+                key = body_key(o.body_block())
+                if key is not None:
+                    by_key.setdefault(key, [None, dt.symbol_name(o)])
+        for op in walk_outside_bodies(self.module):
+            if type(op) is not dt.FusedOp or not op.regions:
+                continue
+            key = body_key(op.body_block())
+            if key is None:
+                continue
+            entry = by_key.get(key)
+            if entry is None:
+                by_key[key] = [op, None]
+                continue
+            name = self.name_of(entry)
+            forget_verification(op)
+            region = op.detach_region(op.regions[0])
+            release(region)  # self-contained (it has a key)
+            op.properties["body_ref"] = SymbolRefAttr(name)
+
+
+def top_level(op: Operation) -> Operation:
+    """The op of the module's block that holds `op` (its function)."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ModuleOp):
+        op, parent = parent, parent.parent_op()
+    return op
+
+
+def drop_orphan_bodies(module: Operation) -> None:
+    """Erase and free the module-level bodies no op names any more (`drop_unnamed_bodies`)."""
+    for body in drop_unnamed_bodies(module):
+        release(body)

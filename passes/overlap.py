@@ -67,6 +67,7 @@ from ccopt.dialects.body import (
     body_key,
     clone_body,
     index_box_props,
+    named_only_by,
     walk_outside_bodies,
 )
 from ccopt.dialects.construct import build_op, fixed_counts, init_op
@@ -437,8 +438,9 @@ class ChunkBodies:
         self.module = module
         self.names = BodyNames(module, "chunk_body")
         self.by_key: dict[object, str] = {}
+        skipped = named_only_by(module, dt.FusedOp)  # (chunks name their own, as without)
         for o in module.ops:
-            if isinstance(o, ModuleBodyOp):
+            if isinstance(o, ModuleBodyOp) and o.sym_name.data not in skipped:  # type: ignore[attr-defined]
                 key = body_key(o.body_block())
                 if key is not None:
                     self.by_key.setdefault(key, o.sym_name.data)  # type: ignore[attr-defined]

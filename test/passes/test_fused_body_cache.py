@@ -1,7 +1,8 @@
-"""Fused bodies are built once per group signature in a pass application and copied
-(`ccopt.passes.fusion_groups.build_body`): groups that read and compute alike get equal bodies
-of their own; a group that differs in anything its body reads (a dropout seed, an element type)
-gets its own body."""
+"""Fused bodies are built once per group signature in a pass application
+(`ccopt.passes.fusion_groups.SharedBodies`): groups that read and compute alike name one
+module-level body (`kernel.body`), which an op about to change its body first copies
+(`own_body`); a group that differs in anything its body reads (a dropout seed, an element type)
+gets its own body, inline when no other op computes it."""
 
 from __future__ import annotations
 
@@ -42,22 +43,25 @@ def fused_bodies(seeds: list[int]) -> list[Operation]:
     return [op for op in module.walk() if isinstance(op, dt.FusedOp)]
 
 
-def test_alike_groups_get_equal_bodies_of_their_own() -> None:
+def test_alike_groups_name_one_body_and_own_body_copies_it() -> None:
     first, second = fused_bodies([7, 7])
-    assert region_structure(first) == region_structure(second)
-    assert first.regions[0] is not second.regions[0]
-    inner = {op for op in first.walk()} & {op for op in second.walk()}
-    assert not inner  # no op shared between the two bodies
-    second.regions[0].blocks.first.first_op.detach()  # editing one body leaves the other
-    assert region_structure(first) != region_structure(second)
+    assert not first.regions and not second.regions
+    assert first.body_name() == second.body_name() is not None
+    assert first.body_block() is second.body_block()
+    shared = first.body_block()
+    mine = second.own_body()  # a copy of its own, to change
+    assert second.body_name() is None and mine is not shared
+    assert not {op for op in mine.walk()} & {op for op in shared.walk()}
+    mine.first_op.detach()  # editing one body leaves the other
+    assert len(list(mine.ops)) == len(list(shared.ops)) - 1
 
 
 def test_a_different_seed_gets_its_own_body() -> None:
     first, second, third = fused_bodies([7, 9, 7])
-    assert region_structure(first) != region_structure(second)
-    assert region_structure(first) == region_structure(third)
+    assert first.body_name() == third.body_name() is not None
+    assert second.body_name() is None and second.regions  # used once: inline
     seeds = [
-        [op.properties["seed"] for op in f.walk() if op.name == "dtensor.uniform"]
+        [op.properties["seed"] for op in f.body_block().walk() if op.name == "dtensor.uniform"]
         for f in (first, second, third)
     ]
     assert seeds[0] == seeds[2] != seeds[1]
