@@ -40,7 +40,7 @@ from xdsl.traits import IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.construct import clone_op
+from ccopt.dialects.construct import clone_op, init_op
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
@@ -245,7 +245,7 @@ class YieldOp(IRDLOperation):
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
-        super().__init__(operands=[list(values)])
+        init_op(self, operands=[list(values)])
 
 
 IndexBox = tuple[tuple[int, ...], tuple[int, ...]]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from math import prod
 from typing import ClassVar
 
@@ -61,7 +62,7 @@ from ccopt.dialects.body import (  # noqa: F401 - NamedBodyOp re-exported (kerne
     NamedBodyOp,
     ScalarBodyOp,
 )
-from ccopt.dialects.construct import init_op
+from ccopt.dialects.construct import init_op, value_of
 from ccopt.dialects.dtensor import verify_mesh_types
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -168,7 +169,7 @@ class CollectiveOp(IRDLOperation, ABC):
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
-        v = SSAValue.get(input)
+        v = value_of(input)
         props = {**properties, "axes": MeshAxesAttr(axes)}
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
@@ -208,6 +209,20 @@ class CollectiveOp(IRDLOperation, ABC):
 
     @classmethod
     def infer(cls, t: DTensorType, props: Mapping[str, Attribute], mesh: Mesh) -> DTensorType:
+        """The result type on an operand of type `t`, or InferenceError. Remembered for the
+        last few thousand (class, type, properties, mesh) (`_infer_collective`): every
+        collective built or verified infers its type, and a program repeats the same few (a
+        refusal is not remembered, it is raised anew)."""
+        key = (cls, t, tuple(props.items()), mesh)
+        try:
+            hash(key)
+        except TypeError:  # (a property that is not a value)
+            return cls.infer_type(t, props, mesh)
+        return _infer_collective(key)
+
+    @classmethod
+    def infer_type(cls, t: DTensorType, props: Mapping[str, Attribute], mesh: Mesh) -> DTensorType:
+        """`infer`, computed."""
         axes = props["axes"]
         assert isinstance(axes, MeshAxesAttr)
         group = group_axes(mesh, axes.names)
@@ -258,6 +273,12 @@ class CollectiveOp(IRDLOperation, ABC):
         assert found is not None
         want = COLLECTIVE_NAMES.get(self.name)
         check_named_algorithm(found, want, mesh.group_size(self.group(mesh)), fused=False)
+
+
+@lru_cache(maxsize=4096)
+def _infer_collective(key: tuple) -> DTensorType:
+    cls, t, props, mesh = key
+    return cls.infer_type(t, dict(props), mesh)
 
 
 def check_named_algorithm(found: Operation, want: str | None, ranks: int, fused: bool) -> None:

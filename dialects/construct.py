@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from xdsl.dialects.builtin import UNKNOWN_LOC
-from xdsl.ir import Attribute, Operation, OpResult, Region, SSAValue, SSAValues, Use
+from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues, Use
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import (
     AttrSizedOperandSegments,
@@ -346,3 +346,12 @@ def clone_op(op: Operation, value_mapper: dict[SSAValue, SSAValue]) -> Operation
         value_mapper[old] = new
         new.name_hint = old.name_hint  # (through the setter, as xDSL's clone)
     return copy
+
+
+def value_of(arg: object) -> SSAValue:
+    """`SSAValue.get(arg)` - a value, or the single result of an op - without its `match`
+    and import for the usual case, a value: every dtensor and collective op built asked."""
+    kind = type(arg)
+    if kind is OpResult or kind is BlockArgument:
+        return arg  # type: ignore[return-value]
+    return SSAValue.get(arg)  # type: ignore[arg-type]

@@ -80,7 +80,7 @@ from xdsl.utils.str_enum import StrEnum
 from ccopt.dialects import inference as infer
 from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
 from ccopt.dialects.body import NamedBodyOp, UniformOp, YieldOp, walk_outside_bodies
-from ccopt.dialects.construct import init_op
+from ccopt.dialects.construct import init_op, value_of
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     MeshAxesAttr,
@@ -280,7 +280,7 @@ class DTensorOp(IRDLOperation, ABC):
 
 
 def _dtensor(value: SSAValue | Operation) -> DTensorType:
-    v = SSAValue.get(value)
+    v = value_of(value)
     if not isinstance(v.type, DTensorType):
         raise VerifyException(f"expected a !dtensor.tensor value, got {v.type}")
     return v.type
@@ -308,7 +308,7 @@ class ElementwiseUnaryOp(DTensorOp, ABC):
     FLOAT_ONLY: ClassVar[bool] = True
 
     def __init__(self, input: SSAValue | Operation):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(self, operands=[v], result_types=[_build(self._infer, _dtensor(v))])
 
     @classmethod
@@ -389,7 +389,7 @@ class ElementwiseBinaryOp(DTensorOp, ABC):
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
-        lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
+        lv, rv = value_of(lhs), value_of(rhs)
         init_op(
             self, operands=[lv, rv], result_types=[_build(self._infer, _dtensor(lv), _dtensor(rv))]
         )
@@ -475,7 +475,7 @@ class CmpOp(DTensorOp):
         lhs: SSAValue | Operation,
         rhs: SSAValue | Operation,
     ):
-        lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
+        lv, rv = value_of(lhs), value_of(rhs)
         init_op(
             self,
             operands=[lv, rv],
@@ -511,7 +511,7 @@ class SelectOp(DTensorOp):
     def __init__(
         self, cond: SSAValue | Operation, a: SSAValue | Operation, b: SSAValue | Operation
     ):
-        vals = [SSAValue.get(x) for x in (cond, a, b)]
+        vals = [value_of(x) for x in (cond, a, b)]
         init_op(self, operands=vals, result_types=[_build(self._infer, *map(_dtensor, vals))])
 
     @staticmethod
@@ -540,7 +540,7 @@ class ScaleOp(DTensorOp):
     assembly_format = "$input `by` $factor attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue | Operation, factor: float):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(
             self,
             operands=[v],
@@ -568,7 +568,7 @@ class CastOp(DTensorOp):
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation, element_type: Attribute):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(
             self, operands=[v], result_types=[_build(infer.infer_cast, _dtensor(v), element_type)]
         )
@@ -595,7 +595,7 @@ class DropoutOp(DTensorOp):
     assembly_format = "$input `seed` $seed `prob` $prob attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue | Operation, seed: int, prob: float):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(
             self,
             operands=[v],
@@ -641,7 +641,7 @@ class MatmulOp(DTensorOp):
         transpose_lhs: bool = False,
         transpose_rhs: bool = False,
     ):
-        lv, rv = SSAValue.get(lhs), SSAValue.get(rhs)
+        lv, rv = value_of(lhs), value_of(rhs)
         props: dict[str, Attribute] = {}
         if transpose_lhs:
             props["transpose_lhs"] = UnitAttr()
@@ -699,7 +699,7 @@ class ReduceOp(DTensorOp):
         dims: Sequence[int],
         keepdim: bool = False,
     ):
-        v = SSAValue.get(input)
+        v = value_of(input)
         kind = ReduceKind(kind)
         props: dict[str, Attribute] = {
             "kind": ReduceKindAttr(kind),
@@ -735,7 +735,7 @@ class NormOp(DTensorOp):
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(self, operands=[v], result_types=[_build(infer.infer_norm, _dtensor(v))])
 
     def inferred_type(self) -> DTensorType:
@@ -755,7 +755,7 @@ class SoftmaxOp(DTensorOp):
     assembly_format = "$input `dim` $dim attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue | Operation, dim: int):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(
             self,
             operands=[v],
@@ -792,9 +792,9 @@ class LayerNormOp(DTensorOp):
         bias: SSAValue | Operation | None = None,
         eps: float = 1e-5,
     ):
-        v = SSAValue.get(input)
-        w = SSAValue.get(weight) if weight is not None else None
-        b = SSAValue.get(bias) if bias is not None else None
+        v = value_of(input)
+        w = value_of(weight) if weight is not None else None
+        b = value_of(bias) if bias is not None else None
         params = [_dtensor(p) for p in (w, b) if p is not None]
         init_op(
             self,
@@ -826,7 +826,7 @@ class SliceOp(DTensorOp):
     )
 
     def __init__(self, input: SSAValue | Operation, offsets: Sequence[int], sizes: Sequence[int]):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(
             self,
             operands=[v],
@@ -855,7 +855,7 @@ class ConcatOp(DTensorOp):
     assembly_format = "$inputs `dim` $dim attr-dict `:` functional-type($inputs, $result)"
 
     def __init__(self, inputs: Sequence[SSAValue | Operation], dim: int):
-        vals = [SSAValue.get(i) for i in inputs]
+        vals = [value_of(i) for i in inputs]
         init_op(
             self,
             operands=[vals],
@@ -884,7 +884,7 @@ class TransposeOp(DTensorOp):
     assembly_format = "$input `perm` $perm attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation, perm: Sequence[int]):
-        v = SSAValue.get(input)
+        v = value_of(input)
         init_op(
             self,
             operands=[v],
@@ -910,7 +910,7 @@ class ReshapeOp(DTensorOp):
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation, shape: Sequence[int], mesh: Mesh | None = None):
-        v = SSAValue.get(input)
+        v = value_of(input)
         sizes = mesh.axis_sizes if mesh is not None else None
         init_op(
             self,
@@ -990,7 +990,7 @@ class UpdateOp(IRDLOperation):
     assembly_format = "$target `with` $value attr-dict `:` type($target)"
 
     def __init__(self, target: SSAValue, value: SSAValue | Operation):
-        init_op(self, operands=[target, SSAValue.get(value)])
+        init_op(self, operands=[target, value_of(value)])
 
     def verify_(self) -> None:
         verify_mesh_types(self)

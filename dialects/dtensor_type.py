@@ -369,7 +369,12 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
         return len(self.shape.data)
 
     def get_shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
+        """Computed once per type (types are uniqued): passes and verifiers ask for it often."""
+        cached = self.__dict__.get("_shape")
+        if cached is None:
+            cached = tuple([d.data for d in self.shape.data])
+            object.__setattr__(self, "_shape", cached)
+        return cached
 
     def get_element_type(self) -> Attribute:
         return self.element_type

@@ -9,6 +9,7 @@ offending operand; the op's verifier adds the mesh axis name.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
@@ -289,7 +290,19 @@ def infer_elementwise(
     types: Sequence[DTensorType],
     element_type: Attribute | None = None,
 ) -> DTensorType:
-    """Numpy broadcasting of shapes; per axis, the placement signature of an elementwise op."""
+    """Numpy broadcasting of shapes; per axis, the placement signature of an elementwise op.
+    Remembered for the last few thousand signatures (`_infer_elementwise`): every op built or
+    verified infers its type, and a program repeats the same few signatures in every layer
+    (types are uniqued and hash at once; a refusal is not remembered, it is raised anew)."""
+    return _infer_elementwise(op, tuple(types), element_type)
+
+
+@lru_cache(maxsize=4096)
+def _infer_elementwise(
+    op: str,
+    types: tuple[DTensorType, ...],
+    element_type: Attribute | None,
+) -> DTensorType:
     check_same_mesh(types)
     out_shape = broadcast_shapes([t.get_shape() for t in types])
     placements = [

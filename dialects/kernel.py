@@ -458,7 +458,7 @@ class BodyOp(ModuleBodyOp):
     assembly_format = "$sym_name attr-dict-with-keyword $body"
 
     def __init__(self, name: str, body: Region):
-        super().__init__(properties={"sym_name": StringAttr(name)}, regions=[body])
+        init_op(self, properties={"sym_name": StringAttr(name)}, regions=[body])
 
     def verify_(self) -> None:
         """What a body is whatever its users: the index first, scalar ops, a yield at the end."""

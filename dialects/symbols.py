@@ -16,12 +16,24 @@ _SYMBOLS = "_ccopt_symbols"
 """Where a symbol table op keeps its name -> op index (in the op's `__dict__`, so it dies with it)."""
 
 
+_IS_TABLE: dict[type, bool] = {}
+"""Per op class, whether it is a symbol table (xDSL's `has_trait` scans the class's traits in
+Python code, and every mesh lookup asked it for each op up to the module)."""
+
+
 def symbol_table_of(op: Operation) -> Operation | None:
     """The closest op at or above `op` that is a symbol table (the module)."""
     anchor: Operation | None = op
-    while anchor is not None and not anchor.has_trait(SymbolTable):
-        anchor = anchor.parent_op()
-    return anchor
+    while anchor is not None:
+        table = _IS_TABLE.get(type(anchor))
+        if table is None:
+            table = _IS_TABLE[type(anchor)] = type(anchor).has_trait(SymbolTable)
+        if table:
+            return anchor
+        block = anchor.parent
+        region = block.parent if block is not None else None
+        anchor = region.parent if region is not None else None
+    return None
 
 
 def lookup_symbol(anchor: Operation, name: str) -> Operation | None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import LocationAttr, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation, Region, SSAValue, SSAValues
@@ -311,6 +312,26 @@ class Refusal(Exception):
     """Why a rewrite is not legal here; becomes an OpError when the user asked for it."""
 
 
+def rewrite_each(module: Operation, kind: type[Operation], pattern: object) -> None:
+    """What `PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)`
+    does for a pattern that rewrites only ops of class `kind` and makes none: the pattern
+    applied to each such op in program order (pre-order), an exception turned into the op's
+    error as the walker does. The walker pushes every op of the module onto its worklist and
+    makes an insertion point for each; most ops of a program are of no interest to a pass
+    that rewrites its all_reduces or norms."""
+    from xdsl.pattern_rewriter import PatternRewriter
+
+    from ccopt.dialects.body import walk_outside_bodies
+
+    for op in [o for o in walk_outside_bodies(module) if isinstance(o, kind)]:
+        if op.parent is None:
+            continue  # erased by an earlier rewrite (the walker drops it from its worklist)
+        try:
+            pattern.match_and_rewrite(op, PatternRewriter(op))  # type: ignore[attr-defined]
+        except Exception as err:
+            op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+
+
 def refuse_if_selected(op: Operation, tags: Sequence[str], why: str) -> None:
     """A greedy pass skips an op it cannot rewrite; an explicitly tagged request fails loudly."""
     if tags and tag_of(op) in tags:
@@ -343,28 +364,47 @@ def elementwise_type(op: Operation, types: Sequence[DTensorType]) -> DTensorType
 def rebuild_elementwise(op: Operation, operands: Sequence[SSAValue]) -> Operation:
     """The same elementwise op on new operands, its result type re-inferred; raises Refusal
     (with the verifier's reason) when the new operands have no legal signature."""
+    build = _REBUILDS.get(type(op))
+    if build is None:
+        build = _REBUILDS[type(op)] = _rebuild_of(op)
     try:
-        match op:
-            case dt.ElementwiseUnaryOp():
-                new = type(op)(operands[0])
-            case dt.ElementwiseBinaryOp():
-                new = type(op)(operands[0], operands[1])
-            case dt.CmpOp():
-                new = dt.CmpOp(op.predicate.data, operands[0], operands[1])
-            case dt.SelectOp():
-                new = dt.SelectOp(operands[0], operands[1], operands[2])
-            case dt.ScaleOp():
-                new = dt.ScaleOp(operands[0], op.factor.value.data)
-            case dt.CastOp():
-                new = dt.CastOp(operands[0], op.result.type.element_type)  # type: ignore[union-attr]
-            case dt.DropoutOp():
-                new = dt.DropoutOp(operands[0], op.seed.value.data, op.prob.value.data)
-            case _:
-                raise Refusal(f"'{op.name}' is not elementwise")
+        new = build(op, operands)
     except VerifyException as e:
         raise Refusal(str(e)) from None
     new.attributes.update(op.attributes)
     return derive(new, op)
+
+
+_REBUILDS: dict[type, Callable[[Any, Sequence[SSAValue]], Operation]] = {}
+"""Per op class, how `rebuild_elementwise` builds it (`_rebuild_of`): a `match` on the op
+classes (abstract ones) runs ABCMeta's Python `isinstance` for every case tried."""
+
+
+def _rebuild_of(op: Operation) -> Callable[[Any, Sequence[SSAValue]], Operation]:
+    """The builder of `op`'s class on new operands; the order of the cases matters (a class
+    pattern matches subclasses too)."""
+    match op:
+        case dt.ElementwiseUnaryOp():
+            return lambda op, operands: type(op)(operands[0])
+        case dt.ElementwiseBinaryOp():
+            return lambda op, operands: type(op)(operands[0], operands[1])
+        case dt.CmpOp():
+            return lambda op, operands: dt.CmpOp(op.predicate.data, operands[0], operands[1])
+        case dt.SelectOp():
+            return lambda op, operands: dt.SelectOp(operands[0], operands[1], operands[2])
+        case dt.ScaleOp():
+            return lambda op, operands: dt.ScaleOp(operands[0], op.factor.value.data)
+        case dt.CastOp():
+            return lambda op, operands: dt.CastOp(operands[0], op.result.type.element_type)
+        case dt.DropoutOp():
+            return lambda op, operands: dt.DropoutOp(
+                operands[0], op.seed.value.data, op.prob.value.data
+            )
+    return _not_elementwise
+
+
+def _not_elementwise(op: Operation, operands: Sequence[SSAValue]) -> Operation:
+    raise Refusal(f"'{op.name}' is not elementwise")
 
 
 class ProgramOrder:

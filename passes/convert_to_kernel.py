@@ -1218,7 +1218,7 @@ class ConvertToKernel(ModulePass):
             if self.views:
                 view_in_place(lowered.body.blocks[0])
                 concat_in_place(lowered.body.blocks[0])
-                fold_fills(lowered.body.blocks[0])
+                fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies})
             if self.tf32:
                 allow_tf32(lowered)
             outliner.function(lowered, bodies)

@@ -37,6 +37,7 @@ from xdsl.rewriter import Rewriter
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
+from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.passes.common import (
     ProgramOrder,
@@ -229,7 +230,7 @@ class FuseCollective(ModulePass):
             return
         order = ProgramOrder()
         bodies: BodyCache = {}
-        for rs in [o for o in op.walk() if isinstance(o, coll.ReduceScatterOp)]:
+        for rs in [o for o in walk_outside_bodies(op) if isinstance(o, coll.ReduceScatterOp)]:
             members = plan_members(rs, None, order)
             if members and has_live_results(rs, members):
                 fuse_into_collective(rs, members, order, bodies)

@@ -30,16 +30,18 @@ produced).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Collection, Mapping
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import IntegerType, SymbolRefAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
-from ccopt.dialects.construct import op_shape
+from ccopt.dialects.construct import build_op, op_shape
 from ccopt.passes.common import block_ops, is_a, of_class, release, replace_uses
+from ccopt.passes.scalarize import constant_attr
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
@@ -312,10 +314,15 @@ def free_between(
     return True
 
 
-def fold_fills(block: Block) -> int:
-    """Fold every fill that only elementwise kernels read into their bodies; returns how many."""
+def fold_fills(block: Block, own: Collection[str] = ()) -> int:
+    """Fold every fill that only elementwise kernels read into their bodies; returns how many.
+    Each kernel is rebuilt once for all the fills it reads (`fold_inputs`), not once per fill:
+    an optimizer step's kernels read several hyper-parameters. `own` names module bodies
+    that only this block's kernels name (bodies shared while lowering it): the last of their
+    kernels to change takes the body itself instead of a copy (`takers`)."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
+    folds: dict[Operation, list[tuple[SSAValue, arith.ConstantOp]]] = {}  # by kernel, in order
     for fill in of_class(block_ops(block), k.FillKernelOp):
         value = fill.out
         alloc = value.owner
@@ -328,50 +335,83 @@ def fold_fills(block: Block) -> int:
                 isinstance(r, k.ElementwiseOp) and value not in r.outputs for r in readers.values()
             )
         ):
-            continue
+            continue  # (folding others never changes this: a kernel stays one, outputs alike)
+        element = k.tensor_of(value).element_type
         for reader in readers.values():
-            fold_input(
-                reader, value, constant(fill.value.value.data, k.tensor_of(value).element_type)
-            )
-        Rewriter.erase_op(fill)
-        erased.append(fill)
-        Rewriter.erase_op(alloc)
-        erased.append(alloc)
+            folds.setdefault(reader, []).append((value, constant(fill.value.value.data, element)))
+        erased += (fill, alloc)
         done += 1
+    taking = takers(block, folds, own) if own else set()
+    for reader, constants in folds.items():
+        fold_inputs(reader, constants, reader in taking)  # type: ignore[arg-type]
+    for op in erased:
+        Rewriter.erase_op(op)
     for op in erased:
         release(op)
     return done
 
 
 def constant(value: float, t: Attribute) -> arith.ConstantOp:
-    """`value` as an arith.constant of element type `t` (what a body reads for the input)."""
+    """`value` as an arith.constant of element type `t` (what a body reads for the input),
+    built directly (`build_op`) with a shared attribute (`constant_attr`)."""
     if isinstance(t, IntegerType):
-        return arith.ConstantOp(
-            IntegerAttr(int(value) if t.width.data > 1 else int(bool(value)), t)
-        )
-    return arith.ConstantOp(FloatAttr(value, t))  # type: ignore[arg-type]
+        value = int(value) if t.width.data > 1 else int(bool(value))
+    return build_op(
+        arith.ConstantOp, result_types=[t], properties={"value": constant_attr(value, t)}
+    )
 
 
-def fold_input(op: k.ElementwiseOp, value: SSAValue, const: arith.ConstantOp) -> None:
-    """The same kernel without `value` among its inputs: its body reads `const` instead. A
-    kernel that names a shared body (`kernel.body`) gets its own copy to change; outlining
-    (convert-to-kernel's last step) names it again."""
+def takers(block: Block, folds: Mapping[Operation, object], own: Collection[str]) -> set[Operation]:
+    """Of the kernels changed, those that may take the body they name (one of `own`) instead
+    of a copy: the last changed kernel naming it, when every kernel naming it changes (each
+    gets a body of its own; the named one is then dropped by outlining)."""
+    naming: dict[str, int] = {}  # body -> how many of the block's kernels name it
+    for op in block.ops:
+        ref = op.properties.get("body_ref")
+        if isinstance(ref, SymbolRefAttr) and ref.root_reference.data in own:
+            name = ref.root_reference.data
+            naming[name] = naming.get(name, 0) + 1
+    last: dict[str, Operation] = {}
+    changed: dict[str, int] = {}
+    for op in folds:
+        name = op.body_name()  # type: ignore[attr-defined]
+        if name in naming:
+            last[name] = op
+            changed[name] = changed.get(name, 0) + 1
+    return {op for name, op in last.items() if changed[name] == naming[name]}
+
+
+def fold_inputs(
+    op: k.ElementwiseOp,
+    constants: list[tuple[SSAValue, arith.ConstantOp]],
+    take: bool = False,
+) -> None:
+    """The same kernel without the `constants`' values among its inputs: its body reads each
+    constant instead (the first of them ends up first in the body). A kernel that names a
+    shared body (`kernel.body`) gets its own copy to change, or with `take` the body itself
+    (no other kernel names it any more); outlining (convert-to-kernel's last step) names it
+    again."""
     if op.body is not None:
         body = op.detach_region(op.body)
     else:
         shared = op.body_block().parent
-        assert shared is not None
-        body = clone_body(shared)
+        assert shared is not None and shared.parent is not None
+        body = shared.parent.detach_region(shared) if take else clone_body(shared)
     block = body.blocks.first
     assert block is not None
-    block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
-    positions = [i for i, v in enumerate(op.inputs) if v is value]
-    for i in reversed(positions):
-        arg = block.args[1 + i]  # the first argument is the element index
-        arg.replace_all_uses_with(const.result)
-        block.erase_arg(arg)
+    for _, const in constants:
+        block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
+    inputs = list(op.inputs)
+    by_value = {id(value): const for value, const in constants}
+    args = block.args
+    for i in reversed(range(len(inputs))):
+        const = by_value.get(id(inputs[i]))
+        if const is not None:
+            arg = args[1 + i]  # the first argument is the element index
+            arg.replace_all_uses_with(const.result)
+            block.erase_arg(arg)
     folded = k.ElementwiseOp(
-        [v for v in op.inputs if v is not value],
+        [v for v in inputs if id(v) not in by_value],
         list(op.outputs),
         body,
         op.stream_index(),

@@ -33,6 +33,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import coll
+from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.mesh import Mesh
@@ -313,7 +314,7 @@ class ReorderElementwise(ModulePass):
 
         require_tagged(op, self.tags, self.name)
         order = ProgramOrder()
-        for ag in [o for o in op.walk() if isinstance(o, coll.AllGatherOp)]:
+        for ag in [o for o in walk_outside_bodies(op) if isinstance(o, coll.AllGatherOp)]:
             if ag.parent is None or not is_selected(ag, self.tags):
                 continue
             strict = bool(self.tags)
@@ -331,4 +332,4 @@ class ReorderElementwise(ModulePass):
             if self.tags:
                 hoist_slices(made)
         if not self.tags:
-            hoist_slices([o for o in op.walk() if isinstance(o, coll.SliceOp)])
+            hoist_slices([o for o in walk_outside_bodies(op) if isinstance(o, coll.SliceOp)])

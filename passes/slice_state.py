@@ -34,6 +34,7 @@ from xdsl.rewriter import Rewriter
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.passes.common import Refusal
 from ccopt.passes.options import option
@@ -106,10 +107,10 @@ class SliceState(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        called = {c.callee.root_reference.data for c in op.walk() if isinstance(c, func.CallOp)}
-        for f in [o for o in op.walk() if isinstance(o, func.FuncOp) and o.body.blocks]:
+        called, functions = scan(op)
+        for f, updates in functions.items():
             sliced = False
-            for update in [u for u in f.walk() if isinstance(u, dt.UpdateOp)]:
+            for update in updates:
                 arg = update.target
                 if not isinstance(arg, BlockArgument):
                     continue
@@ -126,12 +127,34 @@ class SliceState(ModulePass):
                 sliced = True
             if sliced:
                 retype(f)
-        missing = set(self.args) - {
+        missing = set(self.args) - {  # (the updates stay: only their operands change)
             argument_name(u.target)
-            for u in op.walk()
-            if isinstance(u, dt.UpdateOp) and isinstance(u.target, BlockArgument)
+            for updates in functions.values()
+            for u in updates
+            if isinstance(u.target, BlockArgument)
         }
         if missing:
             raise CcoptError(
                 f"{self.name}: no in-place-updated argument named {', '.join(sorted(missing))}"
             )
+
+
+def scan(module: ModuleOp) -> tuple[set[str], dict[func.FuncOp, list[dt.UpdateOp]]]:
+    """The names of called functions, and the functions with a body, each with its updates,
+    in program order: one walk of the module (outside scalar bodies, which hold neither),
+    where a walk per question and per function was most of the pass."""
+    called: set[str] = set()
+    functions: dict[func.FuncOp, list[dt.UpdateOp]] = {}
+    for o in walk_outside_bodies(module):
+        kind = type(o)
+        if kind is dt.UpdateOp:
+            owner = o.parent_op()
+            while owner is not None and type(owner) is not func.FuncOp:
+                owner = owner.parent_op()
+            if owner in functions:  # (an update's verifier asks for an enclosing function)
+                functions[owner].append(o)  # type: ignore[index,arg-type]
+        elif kind is func.CallOp:
+            called.add(o.callee.root_reference.data)  # type: ignore[attr-defined]
+        elif kind is func.FuncOp and o.body.blocks:  # type: ignore[attr-defined]
+            functions[o] = []  # type: ignore[index]
+    return called, functions

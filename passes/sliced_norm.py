@@ -26,7 +26,6 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -40,6 +39,7 @@ from ccopt.passes.common import (
     is_selected,
     refuse_if_selected,
     require_tagged,
+    rewrite_each,
 )
 from ccopt.passes.options import option
 
@@ -97,6 +97,4 @@ class SlicedNorm(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
-        PatternRewriteWalker(SlicedNormPattern(self.tags), apply_recursively=False).rewrite_module(
-            op
-        )
+        rewrite_each(op, dt.NormOp, SlicedNormPattern(self.tags))

@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -36,6 +35,7 @@ from ccopt.passes.common import (
     refuse_if_selected,
     release,
     require_tagged,
+    rewrite_each,
 )
 from ccopt.passes.options import option
 
@@ -113,6 +113,4 @@ class SplitAllReduce(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
-        PatternRewriteWalker(
-            SplitPattern(self.dim, self.tags), apply_recursively=False
-        ).rewrite_module(op)
+        rewrite_each(op, coll.AllReduceOp, SplitPattern(self.dim, self.tags))
