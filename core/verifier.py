@@ -62,10 +62,15 @@ _LOCAL_KINDS: dict[str, bool] = {}
 """Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
 _ONE = (0,)
 """`same_values` of one operand."""
-_TYPE_PARTS = (4, 5)
-_ATTRIBUTE_PARTS = (6, 7, 10)
-"""The parts of a verification key that ops share (`KeySharing`): operand types, result types;
-properties, attributes, the properties of the op around."""
+_TYPE_PARTS = (2, 3)
+_ATTRIBUTE_PARTS = (4, 5)
+"""The parts of a verification key's shape that ops share (`KeySharing`): operand types, result
+types; properties, attributes."""
+_AROUND = -1
+"""`KeySharing.last`'s index for the properties of the op around."""
+_SHAPE_LIMIT = 1024
+"""At most this many shapes kept (`KeySharing.shapes`), for the same reason as `_IDENTITY_LIMIT`
+(a shape holds its parts)."""
 _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
@@ -107,7 +112,7 @@ def verify_module(module: Operation) -> None:
     an OpError. Ops unchanged since the last verification are not verified again."""
     previous = module.__dict__.get(_MODULE_STATE)
     walk = VerificationWalk(module, KeySharing() if previous is None else previous[2])
-    walk.visit(module, None, module.parent, around_properties(module))
+    walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
         previous = (meshes, set(), walk.sharing, set(), {})
@@ -151,7 +156,7 @@ def verify_ops(
     if deep_shapes is None:
         deep_shapes = DeepShapes(set(), None, {})
     for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
-        if i <= deep_shapes.covered_until and not key[8] and key[11] is None:
+        if i <= deep_shapes.covered_until and (len(key) == 3 or (not key[3] and key[4] is None)):
             setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
             continue
         shape = structural_key(
@@ -299,18 +304,61 @@ class KeySharing:
         self.by_identity: dict[Key, tuple[Key, Key]] = {}
         """The kept part for the identities of a part's objects, with that part (it keeps the
         objects alive, so their identities are not reused)."""
+        self.shapes: dict[Key, Key] = {}
+        """The kept shapes by the identities of the objects they are made of
+        (`shape_identities`; a shape keeps its objects alive, so their identities are not
+        reused while it is here): ops alike share one shape. Only kept shapes: a shape made
+        of other objects than the kept one (attributes made per op) is seldom met again, and
+        holding it cost more memory than the keys saved."""
         self.kept: set[int] = {id(())}
         """The identities of the kept parts (alive in `shared`): a structural key made of
         them hashes integers (`structural_key`)."""
 
     def compact(self, key: Key, previous: Key | None = None) -> Key:
-        """`key` with its tuples of operand types, result types, properties, attributes and
-        the properties of the op around replaced by equal ones already kept: those of the op's
-        `previous` key where they did not change (the common case: a pass changed one thing of
-        an op), else the last ones kept for that part (not for types: comparing unequal
-        types calls their `__eq__`, looking their identities up does not), else any equal one
-        kept."""
-        parts = list(key)
+        """`key` with its shape replaced by an equal one already kept (`compact_shape`);
+        `previous`: the key the op last verified with, if any."""
+        place = key[1]
+        if previous is None:
+            shape = self.compact_shape(key[2], None)  # type: ignore[arg-type]
+        else:
+            shape = self.compact_shape(key[2], previous[2])  # type: ignore[arg-type]
+            if previous[1] == place:  # (one place per block, not one per walk that changed it)
+                place = previous[1]
+        if len(key) == 3:
+            return (key[0], place, shape)
+        return (key[0], place, shape, *key[3:])
+
+    def kept_properties(self, op: Operation) -> Key:
+        """The properties of `op` as a kept part (the place of the ops inside it: one tuple
+        for the ops of every alike op)."""
+        properties = tuple(op.properties.items())
+        if not properties:
+            return properties
+        kept = self.last.get(_AROUND)
+        if kept is not None and kept == properties:
+            return kept
+        found = self.by_identity.get(tuple(map(id, chain.from_iterable(properties))))
+        kept = found[0] if found is not None else self.keep(properties, False)
+        if kept is None:  # (an attribute that does not hash)
+            return properties
+        self.last[_AROUND] = kept
+        return kept
+
+    def compact_shape(self, shape: Key, previous: Key | None) -> Key:
+        """The kept shape equal to `shape`. First by the identities of the objects `shape` is
+        made of (`shapes`: types are uniqued and passes reuse attribute objects, so a new op's
+        shape is mostly made of the objects of a kept shape); else with its tuples of
+        operand types, result types, properties and attributes replaced by equal ones already
+        kept - those of the op's `previous` shape where they did not change (a pass changed
+        one thing of an op), else the last ones kept for that part (not for types: comparing
+        unequal types calls their `__eq__`, looking their identities up does not), else any
+        equal one kept - and that by the identities of its parts."""
+        shapes = self.shapes
+        identities = shape_identities(shape)
+        found = shapes.get(identities)
+        if found is not None:
+            return found
+        parts = list(shape)
         last = self.last
         by_identity = self.by_identity  # (`keep`'s first look, without its call)
         for i in _TYPE_PARTS:
@@ -339,7 +387,15 @@ class KeySharing:
                     continue
                 last[i] = kept
             parts[i] = kept
-        return tuple(parts)
+        kept_shape = tuple(parts)
+        kept_identities = shape_identities(kept_shape)
+        found = shapes.get(kept_identities)
+        if found is not None:
+            return found
+        if len(shapes) >= _SHAPE_LIMIT:  # (shapes made of attributes made per op: no hoarding)
+            shapes.clear()
+        shapes[kept_identities] = kept_shape
+        return kept_shape
 
     def keep(self, part: Key, of_types: bool) -> Key | None:
         """The kept part equal to `part` (a tuple of types, or of (name, attribute) pairs), or
@@ -358,6 +414,21 @@ class KeySharing:
         self.by_identity[identity] = (kept, part)
         self.kept.add(id(kept))
         return kept
+
+
+def shape_identities(shape: Key) -> Key:
+    """A shape (`verification_key`) by the identities of the types, names and attributes it is
+    made of, with the lengths that tell its parts apart: equal for shapes made of the same
+    objects (read in C: no frame per object)."""
+    kind, last, operand_types, result_types, properties, attributes = shape
+    return (
+        kind,
+        last,
+        len(operand_types),  # type: ignore[arg-type]
+        len(result_types),  # type: ignore[arg-type]
+        len(properties),  # type: ignore[arg-type]
+        *map(id, chain(operand_types, result_types, *properties, *attributes)),  # type: ignore[arg-type]
+    )
 
 
 class VerificationWalk:
@@ -408,9 +479,10 @@ class VerificationWalk:
         return traits
 
     def visit(
-        self, op: Operation, function: Operation | None, block: Block | None, around: Key | None
+        self, op: Operation, function: Operation | None, place: tuple[Block | None, Key | None]
     ) -> bool:
-        """Visit `op` (in `block`, whose op holds properties `around`) and its regions; True
+        """Visit `op` (at `place`: its block and the properties of the op around) and its
+        regions; True
         when it or anything in it changed. A changed op's key is compacted at once: a lowered
         module's keys, all new, were most of the memory its verification took."""
         self.visited += 1
@@ -418,7 +490,7 @@ class VerificationWalk:
         traits = self.traits_of(op) if op.regions else (False, False)
         if traits[0]:
             self.scope = SymbolScope(op)
-        key = op_key(op, block, around, self.scope)
+        key = op_key(op, place, self.scope)
         previous = getattr(op, _VERIFIED, None)
         changed = previous != key
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
@@ -461,14 +533,13 @@ class VerificationWalk:
         self,
         op: Operation,
         function: Operation | None,
-        block: Block,
-        around: Key | None,
+        place: tuple[Block, Key | None],
         visible: set[int],
     ) -> bool:
         """`visit` for an op without regions (most ops), whose `visible` values are those of
         the scope around it: no scope, trait or nesting to look at."""
         self.visited += 1
-        key = op_key(op, block, around, self.scope)
+        key = op_key(op, place, self.scope)
         previous = getattr(op, _VERIFIED, None)
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
         if operands and self.dominance_error is None:
@@ -513,7 +584,7 @@ class VerificationWalk:
         analysis: a multi-block region sees all its values); nothing from outside an isolated
         op is visible in it."""
         changed = False
-        around = tuple(op.properties.items())  # (the same for every op inside)
+        around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
         for r, region in enumerate(op.regions):
             # An isolated op's regions each start from nothing and are dropped whole at their
@@ -535,12 +606,13 @@ class VerificationWalk:
                 scoped += [id(r) for b in blocks for o in b.ops for r in o.results]
             visible.update(scoped)
             for block in blocks:
+                place = (block, around)  # (one per block, shared by the keys of its ops)
                 inner = block.first_op
                 while inner is not None:
                     if inner.regions:
-                        if self.visit(inner, function, block, around):
+                        if self.visit(inner, function, place):
                             changed = True
-                    elif self.visit_leaf(inner, function, block, around, visible):
+                    elif self.visit_leaf(inner, function, place, visible):
                         changed = True
                     if single and inner.results:
                         if isolated:
@@ -562,8 +634,17 @@ def verification_key(op: Operation) -> Key:
     types, properties, attributes, successors, the blocks and ops of its regions, where it sits
     (its block, whether it ends it, the properties of the op around it), and what a call's
     callee declares. Compared element by element (`is` first), so an unchanged op costs a few
-    tuple builds and no hashing."""
-    return op_key(op, op.parent, around_properties(op))
+    tuple builds and no hashing.
+
+    Laid out as (operands, place, shape): its place is its block with the properties of the op
+    around (one tuple per block and walk, shared by the block's ops), its shape what alike ops
+    have alike - the op's kind, whether it ends its block, operand types, result types,
+    properties, attributes. An op with successors, regions, a callee or a named body has
+    those after them: (successors, callee or named body, then each block of its regions: the
+    block, its argument types and, except for a function, its ops). An op keeps its key with
+    the shape shared with alike ops' (`KeySharing.compact`): three pointers per op where a
+    flat key took twelve (a seventh of the peak memory of a model's pipeline)."""
+    return op_key(op, (op.parent, around_properties(op)))
 
 
 def around_properties(op: Operation) -> Key | None:
@@ -574,31 +655,35 @@ def around_properties(op: Operation) -> Key | None:
 
 
 def op_key(
-    op: Operation, block: Block | None, around: Key | None, scope: SymbolScope | None = None
+    op: Operation, place: tuple[Block | None, Key | None], scope: SymbolScope | None = None
 ) -> Key:
-    """`verification_key` of `op` in `block`, whose op has the properties `around`, in the
-    symbol table `scope` (the walk knows all three: one tuple per block instead of one per op,
-    one lookup per named body and walk instead of one per op)."""
+    """`verification_key` of `op` at `place` (its block and the properties of the op around),
+    in the symbol table `scope` (the walk knows both: one place per block instead of one per
+    op, one lookup per named body and walk instead of one per op)."""
     operands = op._operands  # pyright: ignore[reportPrivateUsage]
     results = op.results
     properties = op.properties
     attributes = op.attributes
-    return (
+    shape = (
         type(op),
-        block,
         op._next_op is None,  # pyright: ignore[reportPrivateUsage]
-        operands,
         tuple(map(_TYPE, operands)) if operands else (),
         tuple(map(_TYPE, results)) if results else (),
         tuple(properties.items()) if properties else (),
         tuple(attributes.items()) if attributes else (),
-        op._successors,  # pyright: ignore[reportPrivateUsage]
-        region_key(op) if op.regions else (),
-        around,
-        callee_signature(op, scope)
-        if op.name == "func.call"
-        else (named_body(op, scope) if "body_ref" in properties else None),
     )
+    if op.name == "func.call":
+        callee = callee_signature(op, scope)
+    elif "body_ref" in properties:
+        callee = named_body(op, scope)
+    elif not op.regions and not op._successors:  # pyright: ignore[reportPrivateUsage]
+        return (operands, place, shape)
+    else:
+        callee = None
+    successors = op._successors  # pyright: ignore[reportPrivateUsage]
+    if not op.regions:
+        return (operands, place, shape, successors, callee)
+    return (operands, place, shape, successors, callee, *region_key(op))
 
 
 class SymbolScope:
@@ -611,11 +696,16 @@ class SymbolScope:
 
 
 def region_key(op: Operation) -> Key:
-    """The blocks of `op`'s regions, their argument types and (except for a function, whose
-    verifier reads only its entry block's arguments: its ops answer for themselves) their ops."""
+    """The blocks of `op`'s regions, one after the other: each block, its argument types and
+    (except for a function, whose verifier reads only its entry block's arguments: its ops
+    answer for themselves) its ops. (Flat: no tuple per block.)"""
     if op.name == "func.func":
-        return tuple([(b, arg_types(b)) for r in op.regions for b in blocks_of(r)])
-    return tuple([(b, arg_types(b), ops_of(b)) for r in op.regions for b in blocks_of(r)])
+        return tuple(
+            chain.from_iterable((b, arg_types(b)) for r in op.regions for b in blocks_of(r))
+        )
+    return tuple(
+        chain.from_iterable((b, arg_types(b), ops_of(b)) for r in op.regions for b in blocks_of(r))
+    )
 
 
 def blocks_of(region: Region) -> list[Block]:
@@ -702,18 +792,19 @@ def structural_key(
     block = op.parent
     region = block.parent if block is not None else None
     around = region.parent if region is not None else None
-    operands = key[3]
-    typed = key[4:8]  # operand types, result types, properties, attributes
+    operands = key[0]
+    shape = key[2]
+    typed = shape[2:6]  # operand types, result types, properties, attributes
     identities = tuple(map(id, typed))
     return (
         type(op),
         same_values(operands) if len(operands) > 1 else _ONE if operands else (),
         type(around),
-        key[2],  # whether it ends its block
+        shape[1],  # whether it ends its block
         region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
         identities if kept is not None and kept.issuperset(identities) else typed,
         (region_structure if structure is None else structure)(op) if op.regions else (),
-        key[11],  # a named body (the body op and its ops) or a callee
+        key[4] if len(key) > 3 else None,  # a named body (the body op and its ops) or a callee
     )
 
 
@@ -769,7 +860,7 @@ def keyed_structure(op: Operation, nested: list[Operation], keys: list[Key], kep
         o, key = next(pairs, (None, None))
         if o is not inner:
             raise KeysOutOfStep
-        parts = key[5:8]  # type: ignore[index]
+        parts = key[2][3:6]  # type: ignore[index]
         identities = tuple(map(id, parts))
         return identities if kept.issuperset(identities) else parts
 
@@ -843,7 +934,7 @@ def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[s
         return verdicts[id(t)]
 
     for op, key in zip(changed, keys, strict=True):
-        results = key[5]
+        results = key[2][3]  # type: ignore[index]
         if results and id(results) not in fine_results:
             for r, t in enumerate(results):
                 if problem(t) is not None:
@@ -965,13 +1056,13 @@ def remember_memory_plan(f: Operation, workspace: Attribute, meshes: Key | None 
         meshes = () if module is None else tuple(module_meshes(module))
     state = None if module is None else module.__dict__.get(_MODULE_STATE)
     sharing = KeySharing() if state is None else state[2]  # (keys as verify_ops keeps them)
-    around = tuple(f.properties.items())  # (the same for every op of the function)
+    place = (block, tuple(f.properties.items()))  # (the same for every op of the function)
     scope = SymbolScope(symbol_table_of(f))
 
     def planned_key(op: Operation) -> Key:
         """The op's key now; the very key it last verified with when that is still it (the
         ops the plan did not touch: they cost no memory)."""
-        key = op_key(op, block, around, scope)
+        key = op_key(op, place, scope)
         previous = getattr(op, _VERIFIED, None)
         return previous if previous == key else sharing.compact(key, previous)
 
