@@ -3,11 +3,10 @@ thing in a verified module, the way a pass would, and expect the next verificati
 
 from __future__ import annotations
 
-import pytest
+from verify_support import expect_error, negf_becomes_exp
 from xdsl.dialects.builtin import ArrayAttr, FunctionType, IntAttr, StringAttr
 from xdsl.ir import Operation
 
-from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor_type import DTensorType, R, S
 from ccopt.ir import verify_module
@@ -29,11 +28,6 @@ def verified() -> tuple[Operation, list[Operation]]:
     module = load_program(PROGRAM)
     verify_module(module)  # a second time: everything is remembered as verified
     return module, [op for op in module.walk() if op.name.startswith("dtensor.") and op.results]
-
-
-def expect_error(module: Operation, message: str) -> None:
-    with pytest.raises(OpError, match=message):
-        verify_module(module)
 
 
 def test_a_result_type_changed_in_place_is_verified_again() -> None:
@@ -229,16 +223,10 @@ kernel.body @neg {{
 def test_a_named_body_changed_in_place_reverifies_its_kernels() -> None:
     """The walk looks each named body up once: a body edited after a verification (negf
     becomes exp, which a partial sum may not meet) is seen by the kernels that name it."""
-    from xdsl.dialects import math
-
     module = load_program(NAMED_BODY)
     verify_module(module)
     negf = next(op for op in module.walk() if op.name == "arith.negf")
-    exp = math.ExpOp(negf.operands[0])
-    negf.parent.insert_op_before(exp, negf)  # type: ignore[union-attr]
-    negf.results[0].replace_all_uses_with(exp.results[0])
-    negf.detach()
-    negf.erase()
+    negf_becomes_exp(negf)
     expect_error(module, "'exp' is not linear")
 
 

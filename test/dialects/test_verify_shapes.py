@@ -11,6 +11,7 @@ import gc
 import weakref
 
 import pytest
+from verify_support import expect_error, negf_becomes_exp
 from xdsl.dialects.builtin import IntAttr, StringAttr
 from xdsl.ir import Operation
 
@@ -46,11 +47,6 @@ def verified() -> tuple[Operation, list[Operation]]:
 
 def memo(op: Operation) -> tuple[object, ...]:
     return getattr(op, verifier._VERIFIED)  # pyright: ignore[reportPrivateUsage]
-
-
-def expect_error(module: Operation, message: str) -> None:
-    with pytest.raises(OpError, match=message):
-        verify_module(module)
 
 
 def test_alike_ops_share_one_shape_and_one_place() -> None:
@@ -149,17 +145,11 @@ kernel.body @neg2 {{
 def test_an_alike_kernel_whose_named_body_changed_is_rejected() -> None:
     """Two kernels alike but for the body they name (kept outside the shared shape): the
     second body becomes non-linear, and only the second kernel's body differs."""
-    from xdsl.dialects import math
-
     module = load_program(TWO_BODIES)
     verify_module(module)
     body = [op for op in module.walk() if op.name == "kernel.body"][1]
     negf = next(op for op in body.walk() if op.name == "arith.negf")
-    exp = math.ExpOp(negf.operands[0])
-    negf.parent.insert_op_before(exp, negf)  # type: ignore[union-attr]
-    negf.results[0].replace_all_uses_with(exp.results[0])
-    negf.detach()
-    negf.erase()
+    negf_becomes_exp(negf)
     expect_error(module, "'exp' is not linear")
 
 
