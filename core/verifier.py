@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from itertools import chain
 from operator import attrgetter
 
+from xdsl.dialects.builtin import UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -54,8 +55,13 @@ _CHECKED_ORDER = "_ccopt_plan_order"
 """Where a planned function keeps its block and ops, in order, as its plan last verified."""
 
 _LOCAL_DIALECTS = frozenset({"dtensor", "coll", "sched", "kernel", "arith", "math"})
-_CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
+_CONTEXTUAL = frozenset({"dtensor.mesh"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
+_CONTEXT_CHECKED = frozenset({"dtensor.update"})
+"""Ops of those dialects whose verifiers read more than the op's structure only in their
+`verify_context` (the enclosing function, uses): the rest verifies once per structural key, as
+for other local ops, and `verify_context` runs for every changed op (an optimizer's updates,
+one per state tensor, are alike)."""
 
 Key = tuple[object, ...]
 _LOCAL_KINDS: dict[str, bool] = {}
@@ -75,6 +81,9 @@ _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
+_VERDICT_LIMIT = 4096
+"""At most this many types judged (`check_tensor_types`), for the same reason as
+`_IDENTITY_LIMIT`."""
 _IDENTITY_LIMIT = 1024
 """At most this many identity entries (`KeySharing.by_identity`): parts of attributes made per op
 never hit again and would keep dead ops' attributes alive."""
@@ -107,15 +116,16 @@ def forget_verifications(module: Operation) -> None:
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
 
 
-def verify_module(module: Operation) -> None:
+def verify_module(module: Operation, locate: bool = False) -> None:
     """Verify every op, then SSA dominance and the module-wide rules; the first failure becomes
-    an OpError. Ops unchanged since the last verification are not verified again."""
+    an OpError. Ops unchanged since the last verification are not verified again. `locate`:
+    first do what `ccopt.ir.inherit_locations` does, in the same walk (after every pass)."""
     previous = module.__dict__.get(_MODULE_STATE)
-    walk = VerificationWalk(module, KeySharing() if previous is None else previous[2])
+    walk = VerificationWalk(module, KeySharing() if previous is None else previous[2], locate)
     walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing, set(), {})
+        previous = (meshes, set(), walk.sharing, set(), {}, {})
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
@@ -130,7 +140,12 @@ def verify_module(module: Operation) -> None:
             walk.sharing.kept,
             DeepShapes(previous[3], walk.subtrees, previous[4]),
         )
-    check_tensor_types(walk.changed, walk.keys, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
+    check_tensor_types(
+        walk.changed,
+        walk.keys,
+        {op.sym_name.data: op.mesh for op in walk.meshes},  # type: ignore[attr-defined]
+        previous[5],
+    )
     if walk.dominance_error is not None:
         raise walk.dominance_error
     if walk.has_calls:
@@ -156,7 +171,11 @@ def verify_ops(
     if deep_shapes is None:
         deep_shapes = DeepShapes(set(), None, {})
     for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
-        if i <= deep_shapes.covered_until and (len(key) == 3 or (not key[3] and key[4] is None)):
+        if (
+            i <= deep_shapes.covered_until
+            and (len(key) == 3 or (not key[3] and key[4] is None))
+            and op.name not in _CONTEXT_CHECKED
+        ):
             setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
             continue
         shape = structural_key(
@@ -166,17 +185,28 @@ def verify_ops(
             deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
         )
         if shape is None or shape not in shapes:
-            try:
-                op.verify(verify_nested_ops=False)
-            except VerifyException as e:
-                message = first_line(e).removeprefix("Operation does not verify: ")
-                raise OpError(op, message) from None
+            run_verifier(op)
             if shape is not None:
                 shapes.add(shape)
+        elif op.name in _CONTEXT_CHECKED:
+            run_verifier(op, context_only=True)
         setattr(op, _VERIFIED, key)
         if (shape is None and deep_shapes.open) or (op.regions and shape is not None):
             deep_shapes.checked(i, op, shape)
     deep_shapes.finish()
+
+
+def run_verifier(op: Operation, context_only: bool = False) -> None:
+    """Run `op`'s verifier (not its nested ops': they are verified on their own), or only its
+    `verify_context` (`_CONTEXT_CHECKED`); a failure becomes an OpError."""
+    try:
+        if context_only:
+            op.verify_context()  # type: ignore[attr-defined]
+        else:
+            op.verify(verify_nested_ops=False)
+    except VerifyException as e:
+        message = first_line(e).removeprefix("Operation does not verify: ")
+        raise OpError(op, message) from None
 
 
 class DeepShapes:
@@ -353,6 +383,8 @@ class KeySharing:
         one thing of an op), else the last ones kept for that part (not for types: comparing
         unequal types calls their `__eq__`, looking their identities up does not), else any
         equal one kept - and that by the identities of its parts."""
+        if previous is not None and previous == shape:  # (a new operand or place: one compare)
+            return previous
         shapes = self.shapes
         identities = shape_identities(shape)
         found = shapes.get(identities)
@@ -436,10 +468,13 @@ class VerificationWalk:
     hold them), the first dominance failure, the mesh declarations, whether there are calls, and
     per function the first buffer placed without a planned workspace."""
 
-    def __init__(self, module: Operation, sharing: KeySharing):
+    def __init__(self, module: Operation, sharing: KeySharing, locate: bool = False):
         from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolTable
 
         self.sharing = sharing
+        self.locate = locate
+        """Whether an op without a location gets that of the op before it in its block, else
+        of the op around it (`ccopt.ir.inherit_locations`), as the walk reaches it."""
         self.symbol_table = SymbolTable
         table = module.parent_op()  # (the module itself is visited first: a table, mostly)
         while table is not None and not table.has_trait(SymbolTable):
@@ -584,6 +619,7 @@ class VerificationWalk:
         analysis: a multi-block region sees all its values); nothing from outside an isolated
         op is visible in it."""
         changed = False
+        locate = self.locate
         around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
         for r, region in enumerate(op.regions):
@@ -607,8 +643,13 @@ class VerificationWalk:
             visible.update(scoped)
             for block in blocks:
                 place = (block, around)  # (one per block, shared by the keys of its ops)
+                location = op.location
                 inner = block.first_op
                 while inner is not None:
+                    if locate:
+                        if type(inner.location) is UnknownLoc:
+                            inner.location = location
+                        location = inner.location
                     if inner.regions:
                         if self.visit(inner, function, place):
                             changed = True
@@ -918,20 +959,33 @@ def _visit_structure(
         out.append(None)  # the region ends
 
 
-def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[str, Mesh]) -> None:
+def check_tensor_types(
+    changed: list[Operation],
+    keys: list[Key],
+    meshes: dict[str, Mesh],
+    verdicts: dict[int, tuple[Attribute, str | None]] | None = None,
+) -> None:
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
     Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
-    declaration). Only changed ops can hold a new type; each distinct type is checked once, and
-    each tuple of result types (shared between keys: `KeySharing`) once. Both by identity: all
-    of them are alive while this runs."""
-    verdicts: dict[int, str | None] = {}
+    declaration). Only changed ops can hold a new type; each tuple of result types (shared
+    between keys: `KeySharing`) is checked once per call, and each distinct type once while
+    `verdicts` (the module's, kept with its meshes: a verdict depends on nothing else) holds
+    it - also inside a signature a pass made anew around the same types. Both by identity:
+    `verdicts` keeps each type it judged alive."""
+    if verdicts is None:
+        verdicts = {}
     fine_results: set[int] = set()
 
     def problem(t: Attribute) -> str | None:
-        if id(t) not in verdicts:
-            verdicts[id(t)] = tensor_type_problem(t, meshes)
-        return verdicts[id(t)]
+        known = verdicts.get(id(t))
+        if known is not None:
+            return known[1]
+        verdict = tensor_type_problem(t, meshes, problem)
+        if len(verdicts) >= _VERDICT_LIMIT:  # (types made per op: no hoarding)
+            verdicts.clear()
+        verdicts[id(t)] = (t, verdict)
+        return verdict
 
     for op, key in zip(changed, keys, strict=True):
         results = key[2][3]  # type: ignore[index]
@@ -951,8 +1005,13 @@ def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[s
                 raise OpError(op, f"signature: {problem(signature)}")
 
 
-def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
-    """What is wrong with the distributed tensor types inside `t`, if anything."""
+def tensor_type_problem(
+    t: Attribute,
+    meshes: dict[str, Mesh],
+    judge: Callable[[Attribute], str | None] | None = None,
+) -> str | None:
+    """What is wrong with the distributed tensor types inside `t`, if anything; `judge` says it
+    for the attributes nested in `t` (by default this function)."""
     from xdsl.dialects.builtin import ArrayAttr
 
     from ccopt.dialects.dtensor_type import DTensorType
@@ -973,7 +1032,7 @@ def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
     elif isinstance(t, ArrayAttr):
         nested = t.data
     for inner in nested:
-        problem = tensor_type_problem(inner, meshes)
+        problem = tensor_type_problem(inner, meshes) if judge is None else judge(inner)
         if problem is not None:
             return problem
     return None
