@@ -81,6 +81,9 @@ _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
+_LEAF_LIMIT = 1024
+"""At most this many leaf structures kept (`verify_ops`), for the same reason as
+`_SHAPE_LIMIT`."""
 _VERDICT_LIMIT = 4096
 """At most this many types judged (`check_tensor_types`), for the same reason as
 `_IDENTITY_LIMIT`."""
@@ -125,7 +128,7 @@ def verify_module(module: Operation, locate: bool = False) -> None:
     walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing, set(), {}, {})
+        previous = (meshes, set(), walk.sharing, set(), {}, {}, {})
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
@@ -139,6 +142,7 @@ def verify_module(module: Operation, locate: bool = False) -> None:
             previous[1],
             walk.sharing.kept,
             DeepShapes(previous[3], walk.subtrees, previous[4]),
+            previous[6],
         )
     check_tensor_types(
         walk.changed,
@@ -159,6 +163,7 @@ def verify_ops(
     shapes: set[Key],
     kept: set[int] | None = None,
     deep_shapes: DeepShapes | None = None,
+    verified_leaves: dict[Key, Key] | None = None,
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
     Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
@@ -170,30 +175,96 @@ def verify_ops(
     for each of a model's layers is checked once per distinct structure."""
     if deep_shapes is None:
         deep_shapes = DeepShapes(set(), None, {})
+    # `structural_key` of ops keyed without successors, callee, named body or regions (a key
+    # of three parts: most ops), made here with what alike neighbours share looked at once:
+    # per block, the kind of op around and whether its region has more blocks; per shape,
+    # the identities of its parts (the same tuple `structural_key` makes).
+    #   Then, per shape object and what else the structural key of such an op holds (which
+    # operands are the same value, the kind of op around, whether its region has more
+    # blocks), the shape whose structural key is in `shapes` (`leaves`: one lookup of small
+    # integers instead of making the structural key and hashing it; the shape is kept there,
+    # so its identity is not reused while it is).
+    leaves: dict[Key, Key] = {} if verified_leaves is None else verified_leaves
+    block: Block | None = None
+    around: tuple[type, bool] = (type(None), False)
+    last_shape: Key | None = None
+    typed: Key = ()
     for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
-        if (
-            i <= deep_shapes.covered_until
-            and (len(key) == 3 or (not key[3] and key[4] is None))
-            and op.name not in _CONTEXT_CHECKED
-        ):
-            setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
-            continue
-        shape = structural_key(
-            op,
-            key,
-            kept,
-            deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
-        )
+        name = op.name
+        if len(key) == 3:
+            if i <= deep_shapes.covered_until and name not in _CONTEXT_CHECKED:
+                setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
+                continue
+            local = _LOCAL_KINDS.get(name)
+            if local is None:
+                local = is_local(name)
+            shape = None
+            if local:
+                place_block = key[1][0]  # type: ignore[index]
+                if place_block is not block:
+                    block = place_block
+                    around = region_around(block)
+                op_shape = key[2]
+                operands = key[0]
+                same = same_values(operands) if len(operands) > 1 else _ONE if operands else ()  # type: ignore[arg-type]
+                seen = (id(op_shape), same, around)
+                if leaves.get(seen) is not op_shape:
+                    if op_shape is not last_shape:
+                        last_shape = op_shape
+                        parts = op_shape[2:6]  # type: ignore[index]
+                        identities = tuple(map(id, parts))
+                        typed = (
+                            identities
+                            if kept is not None and kept.issuperset(identities)
+                            else parts
+                        )
+                    structure = (type(op), same, around[0], op_shape[1], around[1], typed, (), None)  # type: ignore[index]
+                    if structure not in shapes:
+                        run_verifier(op)
+                        shapes.add(structure)
+                    if len(leaves) >= _LEAF_LIMIT:
+                        leaves.clear()
+                    leaves[seen] = op_shape
+                if name in _CONTEXT_CHECKED:
+                    run_verifier(op, context_only=True)
+                setattr(op, _VERIFIED, key)
+                continue
+        else:
+            if (
+                i <= deep_shapes.covered_until
+                and not key[3]
+                and key[4] is None
+                and name not in _CONTEXT_CHECKED
+            ):
+                setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
+                continue
+            shape = structural_key(
+                op,
+                key,
+                kept,
+                deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
+            )
         if shape is None or shape not in shapes:
             run_verifier(op)
             if shape is not None:
                 shapes.add(shape)
-        elif op.name in _CONTEXT_CHECKED:
+        elif name in _CONTEXT_CHECKED:
             run_verifier(op, context_only=True)
         setattr(op, _VERIFIED, key)
         if (shape is None and deep_shapes.open) or (op.regions and shape is not None):
             deep_shapes.checked(i, op, shape)
     deep_shapes.finish()
+
+
+def region_around(block: Block | None) -> tuple[type, bool]:
+    """The kind of op around `block` and whether its region has more than one block, as
+    `structural_key` has them."""
+    region = block.parent if block is not None else None
+    around = region.parent if region is not None else None
+    return (
+        type(around),
+        region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
+    )
 
 
 def run_verifier(op: Operation, context_only: bool = False) -> None:
@@ -564,30 +635,6 @@ class VerificationWalk:
         self.scope = outer
         return changed
 
-    def visit_leaf(
-        self,
-        op: Operation,
-        function: Operation | None,
-        place: tuple[Block, Key | None],
-        visible: set[int],
-    ) -> bool:
-        """`visit` for an op without regions (most ops), whose `visible` values are those of
-        the scope around it: no scope, trait or nesting to look at."""
-        self.visited += 1
-        key = op_key(op, place, self.scope)
-        previous = getattr(op, _VERIFIED, None)
-        operands = op._operands  # pyright: ignore[reportPrivateUsage]
-        if operands and self.dominance_error is None:
-            if not visible.issuperset(map(id, operands)):
-                self.dominance_failure(op)
-        if op.name in _NOTED:
-            self.note(op, function)
-        if previous != key:
-            self.changed.append(op)
-            self.keys.append(self.sharing.compact(key, previous))
-            return True
-        return False
-
     def dominance_failure(self, op: Operation) -> None:
         """The first operand of `op` that is not visible where it is used."""
         for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
@@ -620,6 +667,10 @@ class VerificationWalk:
         op is visible in it."""
         changed = False
         locate = self.locate
+        compact = self.sharing.compact
+        kept_shapes = self.sharing.shapes
+        changed_ops, changed_keys = self.changed, self.keys
+        leaves = 0  # (ops without regions visited, added to `visited` before a nested visit)
         around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
         for r, region in enumerate(op.regions):
@@ -646,26 +697,82 @@ class VerificationWalk:
                 location = op.location
                 inner = block.first_op
                 while inner is not None:
+                    following = inner._next_op  # pyright: ignore[reportPrivateUsage]
+                    results = inner.results
                     if locate:
                         if type(inner.location) is UnknownLoc:
                             inner.location = location
                         location = inner.location
                     if inner.regions:
+                        self.visited += leaves
+                        leaves = 0
                         if self.visit(inner, function, place):
                             changed = True
-                    elif self.visit_leaf(inner, function, place, visible):
-                        changed = True
-                    if single and inner.results:
-                        if isolated:
-                            visible.update(map(id, inner.results))
+                    else:
+                        # An op without regions (most ops): `visit` without a scope, traits or
+                        # nesting to look at, and its key made here when it has no successors,
+                        # callee or named body (`op_key`'s first case: a call per op less), a
+                        # new one's shape first looked up as `compact_shape` does.
+                        leaves += 1
+                        operands = inner._operands  # pyright: ignore[reportPrivateUsage]
+                        properties = inner.properties
+                        name = inner.name
+                        plain = not (
+                            inner._successors  # pyright: ignore[reportPrivateUsage]
+                            or name == "func.call"
+                            or "body_ref" in properties
+                        )
+                        if plain:
+                            attributes = inner.attributes
+                            operand_types = tuple(map(_TYPE, operands)) if operands else ()
+                            result_types = tuple(map(_TYPE, results)) if results else ()
+                            named = tuple(properties.items()) if properties else ()
+                            attributed = tuple(attributes.items()) if attributes else ()
+                            kind = type(inner)
+                            last = following is None
+                            shape = (kind, last, operand_types, result_types, named, attributed)
+                            key = (operands, place, shape)
                         else:
-                            results = list(map(id, inner.results))
-                            scoped += results
-                            visible.update(results)
-                    inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
+                            key = op_key(inner, place, self.scope)
+                        if operands and self.dominance_error is None:
+                            if not visible.issuperset(map(id, operands)):
+                                self.dominance_failure(inner)
+                        if name in _NOTED:
+                            self.note(inner, function)
+                        previous = getattr(inner, _VERIFIED, None)
+                        if previous != key:
+                            kept = None
+                            if previous is None and plain:
+                                kept = kept_shapes.get(
+                                    (
+                                        kind,
+                                        last,
+                                        len(operand_types),
+                                        len(result_types),
+                                        len(named),
+                                        *map(
+                                            id,
+                                            chain(operand_types, result_types, *named, *attributed),
+                                        ),
+                                    )
+                                )
+                            changed_ops.append(inner)
+                            changed_keys.append(
+                                compact(key, previous) if kept is None else (operands, place, kept)
+                            )
+                            changed = True
+                    if single and results:
+                        if isolated:
+                            visible.update(map(id, results))
+                        else:
+                            ids = list(map(id, results))
+                            scoped += ids
+                            visible.update(ids)
+                    inner = following
             if not isolated:
                 visible.difference_update(scoped)
             del visible, scoped
+        self.visited += leaves
         self.visible = outside
         return changed
 
@@ -825,9 +932,7 @@ def structural_key(
     name = op.name
     local = _LOCAL_KINDS.get(name)
     if local is None:
-        local = _LOCAL_KINDS[name] = (
-            name.split(".", 1)[0] in _LOCAL_DIALECTS and name not in _CONTEXTUAL
-        )
+        local = is_local(name)
     if not local or op._successors:  # pyright: ignore[reportPrivateUsage]
         return None
     block = op.parent
@@ -847,6 +952,14 @@ def structural_key(
         (region_structure if structure is None else structure)(op) if op.regions else (),
         key[4] if len(key) > 3 else None,  # a named body (the body op and its ops) or a callee
     )
+
+
+def is_local(name: str) -> bool:
+    """Whether the verifier of ops named `name` reads only the op (`_LOCAL_KINDS`)."""
+    local = _LOCAL_KINDS[name] = (
+        name.split(".", 1)[0] in _LOCAL_DIALECTS and name not in _CONTEXTUAL
+    )
+    return local
 
 
 def same_values(operands: Key) -> Key:
