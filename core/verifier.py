@@ -163,7 +163,7 @@ def verify_ops(
     shapes: set[Key],
     kept: set[int] | None = None,
     deep_shapes: DeepShapes | None = None,
-    verified_leaves: dict[Key, Key] | None = None,
+    verified_leaves: dict[Key, tuple[Key, object]] | None = None,
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
     Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
@@ -175,24 +175,26 @@ def verify_ops(
     for each of a model's layers is checked once per distinct structure."""
     if deep_shapes is None:
         deep_shapes = DeepShapes(set(), None, {})
-    # `structural_key` of ops keyed without successors, callee, named body or regions (a key
-    # of three parts: most ops), made here with what alike neighbours share looked at once:
-    # per block, the kind of op around and whether its region has more blocks; per shape,
-    # the identities of its parts (the same tuple `structural_key` makes).
-    #   Then, per shape object and what else the structural key of such an op holds (which
-    # operands are the same value, the kind of op around, whether its region has more
-    # blocks), the shape whose structural key is in `shapes` (`leaves`: one lookup of small
-    # integers instead of making the structural key and hashing it; the shape is kept there,
-    # so its identity is not reused while it is).
-    leaves: dict[Key, Key] = {} if verified_leaves is None else verified_leaves
+    # `structural_key` of ops without regions or successors (most ops), made here with what
+    # alike neighbours share looked at once: per block, the kind of op around and whether its
+    # region has more blocks; per shape, the identities of its parts (the tuple
+    # `structural_key` makes). Before that, per shape object, named body (or callee) object
+    # and what else the structural key holds (which operands are the same value, the kind of
+    # op around, whether its region has more blocks), whether that structural key is in
+    # `shapes` (`leaves`: one lookup of small integers instead of making the structural key
+    # and hashing it; the entry keeps the shape and body alive, so their identities are not
+    # reused while it is there).
+    leaves: dict[Key, tuple[Key, object]] = {} if verified_leaves is None else verified_leaves
     block: Block | None = None
     around: tuple[type, bool] = (type(None), False)
     last_shape: Key | None = None
     typed: Key = ()
     for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
         name = op.name
-        if len(key) == 3:
-            if i <= deep_shapes.covered_until and name not in _CONTEXT_CHECKED:
+        size = len(key)
+        if size == 3 or (size == 5 and not key[3] and not op.regions):
+            named = key[4] if size == 5 else None  # a named body (or a callee)
+            if i <= deep_shapes.covered_until and named is None and name not in _CONTEXT_CHECKED:
                 setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
                 continue
             local = _LOCAL_KINDS.get(name)
@@ -207,8 +209,9 @@ def verify_ops(
                 op_shape = key[2]
                 operands = key[0]
                 same = same_values(operands) if len(operands) > 1 else _ONE if operands else ()  # type: ignore[arg-type]
-                seen = (id(op_shape), same, around)
-                if leaves.get(seen) is not op_shape:
+                seen = (id(op_shape), same, around, id(named))
+                found = leaves.get(seen)
+                if found is None or found[0] is not op_shape or found[1] is not named:
                     if op_shape is not last_shape:
                         last_shape = op_shape
                         parts = op_shape[2:6]  # type: ignore[index]
@@ -218,13 +221,22 @@ def verify_ops(
                             if kept is not None and kept.issuperset(identities)
                             else parts
                         )
-                    structure = (type(op), same, around[0], op_shape[1], around[1], typed, (), None)  # type: ignore[index]
+                    structure = (
+                        type(op),
+                        same,
+                        around[0],
+                        op_shape[1],
+                        around[1],
+                        typed,
+                        (),
+                        named,
+                    )
                     if structure not in shapes:
                         run_verifier(op)
                         shapes.add(structure)
                     if len(leaves) >= _LEAF_LIMIT:
                         leaves.clear()
-                    leaves[seen] = op_shape
+                    leaves[seen] = (op_shape, named)
                 if name in _CONTEXT_CHECKED:
                     run_verifier(op, context_only=True)
                 setattr(op, _VERIFIED, key)

@@ -261,3 +261,37 @@ def test_an_alike_update_nested_in_an_alike_op_checks_its_context() -> None:
     last.parent.insert_op_after(again, last)  # type: ignore[union-attr]
     with pytest.raises(OpError, match="updated twice"):
         verify_ops([again], [verifier.verification_key(again)], set(), None, covered)
+
+
+def test_the_leaf_memo_holds_only_structures_that_verified() -> None:
+    """`verify_ops` skips an op without regions when its shape object, named body object,
+    operand pattern and surroundings were seen with a verified structural key (`leaves`):
+    after a lowering pipeline, every op the memo would skip has its structural key among the
+    verified ones - the memo answers exactly as `structural_key` and `shapes` would."""
+    from pathlib import Path
+
+    from ccopt.passes.pipeline import run_pipeline
+
+    example = Path(__file__).parents[2] / "examples" / "megatron_mlp.mlir"
+    module = load_program(example.read_text())
+    run_pipeline(
+        module,
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+        "overlap{chunks=3},inline,convert-to-kernel,plan-memory",
+    )
+    state = module.__dict__[verifier._MODULE_STATE]  # pyright: ignore[reportPrivateUsage]
+    shapes, kept, leaves = state[1], state[2].kept, state[6]
+    assert leaves
+    skipped = 0
+    for op in module.walk():
+        key = memo(op)
+        if op.regions or len(key) not in (3, 5) or (len(key) == 5 and key[3]):
+            continue
+        named = key[4] if len(key) == 5 else None
+        around = verifier.region_around(op.parent)
+        same = verifier.same_values(key[0])  # type: ignore[arg-type]
+        found = leaves.get((id(key[2]), same, around, id(named)))
+        if found is not None and found[0] is key[2] and found[1] is named:
+            assert verifier.structural_key(op, key, kept) in shapes
+            skipped += 1
+    assert skipped
