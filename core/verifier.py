@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, is_not
 
 from xdsl.dialects.builtin import UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
@@ -427,15 +427,16 @@ class KeySharing:
         """The identities of the kept parts (alive in `shared`): a structural key made of
         them hashes integers (`structural_key`)."""
 
-    def compact(self, key: Key, previous: Key | None = None) -> Key:
+    def compact(self, key: Key, previous: Key | None = None, moved: bool = False) -> Key:
         """`key` with its shape replaced by an equal one already kept (`compact_shape`);
-        `previous`: the key the op last verified with, if any."""
+        `previous`: the key the op last verified with, if any; `moved`: its place is known to
+        differ from `previous`'s."""
         place = key[1]
         if previous is None:
             shape = self.compact_shape(key[2], None)  # type: ignore[arg-type]
         else:
             shape = self.compact_shape(key[2], previous[2])  # type: ignore[arg-type]
-            if previous[1] == place:  # (one place per block, not one per walk that changed it)
+            if not moved and previous[1] == place:  # (one place per block, not one per walk)
                 place = previous[1]
         if len(key) == 3:
             return (key[0], place, shape)
@@ -707,6 +708,8 @@ class VerificationWalk:
             for block in blocks:
                 place = (block, around)  # (one per block, shared by the keys of its ops)
                 location = op.location
+                stale: object = None  # (the last other place an op here last verified in)
+                stale_moved = False
                 inner = block.first_op
                 while inner is not None:
                     following = inner._next_op  # pyright: ignore[reportPrivateUsage]
@@ -752,7 +755,16 @@ class VerificationWalk:
                         if name in _NOTED:
                             self.note(inner, function)
                         previous = getattr(inner, _VERIFIED, None)
-                        if previous != key:
+                        # (The place of an op that last verified elsewhere, or around other
+                        # properties - a function whose signature a pass changed -, compared
+                        # with this block's once, not per op.)
+                        moved = previous is not None and previous[1] is not place
+                        if moved:
+                            if previous[1] is not stale:
+                                stale = previous[1]
+                                stale_moved = stale != place
+                            moved = stale_moved
+                        if moved or previous != key:
                             kept = None
                             if previous is None and plain:
                                 kept = kept_shapes.get(
@@ -770,7 +782,9 @@ class VerificationWalk:
                                 )
                             changed_ops.append(inner)
                             changed_keys.append(
-                                compact(key, previous) if kept is None else (operands, place, kept)
+                                compact(key, previous, moved)
+                                if kept is None
+                                else (operands, place, kept)
                             )
                             changed = True
                     if single and results:
@@ -1119,6 +1133,8 @@ def check_tensor_types(
                 if problem(t) is not None:
                     raise OpError(op, f"result #{r}: {problem(t)}")
             fine_results.add(id(results))
+        if len(key) == 3:  # (no regions, no signature)
+            continue
         for region in op.regions:
             for block in blocks_of(region):
                 for a, t in enumerate(arg_types(block)):
@@ -1216,7 +1232,7 @@ def check_memory_plans(module: Operation, walk: VerificationWalk, meshes: Key) -
         block = f.regions[0].blocks.first
         order = (block, ops_of(block) if block is not None else ())
         if (f in walk.dirty_functions or f.__dict__.get(_CHECKED_ORDER) != order) and (
-            not plan_unchanged(planned, f, workspace, meshes)
+            not plan_unchanged(planned, f, workspace, meshes, order[1])
         ):
             from ccopt.streams import check_memory_plan
 
@@ -1267,9 +1283,17 @@ def module_meshes(module: Operation) -> Iterable[tuple[Operation, Key]]:
                     yield from module_meshes(op)
 
 
-def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, meshes: Key) -> bool:
+def plan_unchanged(
+    planned: Key | None,
+    f: Operation,
+    workspace: Attribute,
+    meshes: Key,
+    now: tuple[Operation, ...] | None = None,
+) -> bool:
     """Whether `f` is exactly as `plan-memory` left it (`remember_memory_plan`). Called after
-    the op verifiers ran, when every op keeps its current verification key."""
+    the op verifiers ran, when every op keeps its current verification key; `now`: the ops of
+    its block in order, when the caller has them. (Compared in C: a planned model function has
+    tens of thousands of ops.)"""
     if planned is None:
         return False
     block, planned_workspace, planned_meshes, ops, keys = planned
@@ -1279,8 +1303,8 @@ def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, mesh
         return False
     if block is None:
         return True
-    current = iter(block.ops)
-    for op, key in zip(ops, keys, strict=True):
-        if next(current, None) is not op or getattr(op, _VERIFIED, None) != key:
-            return False
-    return next(current, None) is None
+    if now is None:
+        now = ops_of(block)
+    if len(now) != len(ops) or any(map(is_not, now, ops)):
+        return False
+    return tuple([getattr(op, _VERIFIED, None) for op in ops]) == keys
