@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, is_not
 
+from xdsl.dialects.builtin import UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -54,8 +55,13 @@ _CHECKED_ORDER = "_ccopt_plan_order"
 """Where a planned function keeps its block and ops, in order, as its plan last verified."""
 
 _LOCAL_DIALECTS = frozenset({"dtensor", "coll", "sched", "kernel", "arith", "math"})
-_CONTEXTUAL = frozenset({"dtensor.mesh", "dtensor.update"})
+_CONTEXTUAL = frozenset({"dtensor.mesh"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
+_CONTEXT_CHECKED = frozenset({"dtensor.update"})
+"""Ops of those dialects whose verifiers read more than the op's structure only in their
+`verify_context` (the enclosing function, uses): the rest verifies once per structural key, as
+for other local ops, and `verify_context` runs for every changed op (an optimizer's updates,
+one per state tensor, are alike)."""
 
 Key = tuple[object, ...]
 _LOCAL_KINDS: dict[str, bool] = {}
@@ -75,6 +81,12 @@ _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
 _NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
+_LEAF_LIMIT = 1024
+"""At most this many leaf structures kept (`verify_ops`), for the same reason as
+`_SHAPE_LIMIT`."""
+_VERDICT_LIMIT = 4096
+"""At most this many types judged (`check_tensor_types`), for the same reason as
+`_IDENTITY_LIMIT`."""
 _IDENTITY_LIMIT = 1024
 """At most this many identity entries (`KeySharing.by_identity`): parts of attributes made per op
 never hit again and would keep dead ops' attributes alive."""
@@ -107,15 +119,16 @@ def forget_verifications(module: Operation) -> None:
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
 
 
-def verify_module(module: Operation) -> None:
+def verify_module(module: Operation, locate: bool = False) -> None:
     """Verify every op, then SSA dominance and the module-wide rules; the first failure becomes
-    an OpError. Ops unchanged since the last verification are not verified again."""
+    an OpError. Ops unchanged since the last verification are not verified again. `locate`:
+    first do what `ccopt.ir.inherit_locations` does, in the same walk (after every pass)."""
     previous = module.__dict__.get(_MODULE_STATE)
-    walk = VerificationWalk(module, KeySharing() if previous is None else previous[2])
+    walk = VerificationWalk(module, KeySharing() if previous is None else previous[2], locate)
     walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing, set(), {})
+        previous = (meshes, set(), walk.sharing, set(), {}, {}, {})
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
@@ -129,8 +142,14 @@ def verify_module(module: Operation) -> None:
             previous[1],
             walk.sharing.kept,
             DeepShapes(previous[3], walk.subtrees, previous[4]),
+            previous[6],
         )
-    check_tensor_types(walk.changed, walk.keys, {op.sym_name.data: op.mesh for op in walk.meshes})  # type: ignore[attr-defined]
+    check_tensor_types(
+        walk.changed,
+        walk.keys,
+        {op.sym_name.data: op.mesh for op in walk.meshes},  # type: ignore[attr-defined]
+        previous[5],
+    )
     if walk.dominance_error is not None:
         raise walk.dominance_error
     if walk.has_calls:
@@ -144,6 +163,7 @@ def verify_ops(
     shapes: set[Key],
     kept: set[int] | None = None,
     deep_shapes: DeepShapes | None = None,
+    verified_leaves: dict[Key, tuple[Key, object]] | None = None,
 ) -> None:
     """Run the verifiers of `changed` ops, in order, skipping ops whose structure verified.
     Each op keeps its (compacted) key, from `keys`; `kept`: the identities of the kept parts of
@@ -155,28 +175,121 @@ def verify_ops(
     for each of a model's layers is checked once per distinct structure."""
     if deep_shapes is None:
         deep_shapes = DeepShapes(set(), None, {})
+    # `structural_key` of ops without regions or successors (most ops), made here with what
+    # alike neighbours share looked at once: per block, the kind of op around and whether its
+    # region has more blocks; per shape, the identities of its parts (the tuple
+    # `structural_key` makes). Before that, per shape object, named body (or callee) object
+    # and what else the structural key holds (which operands are the same value, the kind of
+    # op around, whether its region has more blocks), whether that structural key is in
+    # `shapes` (`leaves`: one lookup of small integers instead of making the structural key
+    # and hashing it; the entry keeps the shape and body alive, so their identities are not
+    # reused while it is there).
+    leaves: dict[Key, tuple[Key, object]] = {} if verified_leaves is None else verified_leaves
+    block: Block | None = None
+    around: tuple[type, bool] = (type(None), False)
+    last_shape: Key | None = None
+    typed: Key = ()
     for i, (op, key) in enumerate(zip(changed, keys, strict=True)):
-        if i <= deep_shapes.covered_until and (len(key) == 3 or (not key[3] and key[4] is None)):
-            setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
-            continue
-        shape = structural_key(
-            op,
-            key,
-            kept,
-            deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
-        )
+        name = op.name
+        size = len(key)
+        if size == 3 or (size == 5 and not key[3] and not op.regions):
+            named = key[4] if size == 5 else None  # a named body (or a callee)
+            if i <= deep_shapes.covered_until and named is None and name not in _CONTEXT_CHECKED:
+                setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
+                continue
+            local = _LOCAL_KINDS.get(name)
+            if local is None:
+                local = is_local(name)
+            shape = None
+            if local:
+                place_block = key[1][0]  # type: ignore[index]
+                if place_block is not block:
+                    block = place_block
+                    around = region_around(block)
+                op_shape = key[2]
+                operands = key[0]
+                same = same_values(operands) if len(operands) > 1 else _ONE if operands else ()  # type: ignore[arg-type]
+                seen = (id(op_shape), same, around, id(named))
+                found = leaves.get(seen)
+                if found is None or found[0] is not op_shape or found[1] is not named:
+                    if op_shape is not last_shape:
+                        last_shape = op_shape
+                        parts = op_shape[2:6]  # type: ignore[index]
+                        identities = tuple(map(id, parts))
+                        typed = (
+                            identities
+                            if kept is not None and kept.issuperset(identities)
+                            else parts
+                        )
+                    structure = (
+                        type(op),
+                        same,
+                        around[0],
+                        op_shape[1],
+                        around[1],
+                        typed,
+                        (),
+                        named,
+                    )
+                    if structure not in shapes:
+                        run_verifier(op)
+                        shapes.add(structure)
+                    if len(leaves) >= _LEAF_LIMIT:
+                        leaves.clear()
+                    leaves[seen] = (op_shape, named)
+                if name in _CONTEXT_CHECKED:
+                    run_verifier(op, context_only=True)
+                setattr(op, _VERIFIED, key)
+                continue
+        else:
+            if (
+                i <= deep_shapes.covered_until
+                and not key[3]
+                and key[4] is None
+                and name not in _CONTEXT_CHECKED
+            ):
+                setattr(op, _VERIFIED, key)  # (`DeepShapes`: its structure verified)
+                continue
+            shape = structural_key(
+                op,
+                key,
+                kept,
+                deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
+            )
         if shape is None or shape not in shapes:
-            try:
-                op.verify(verify_nested_ops=False)
-            except VerifyException as e:
-                message = first_line(e).removeprefix("Operation does not verify: ")
-                raise OpError(op, message) from None
+            run_verifier(op)
             if shape is not None:
                 shapes.add(shape)
+        elif name in _CONTEXT_CHECKED:
+            run_verifier(op, context_only=True)
         setattr(op, _VERIFIED, key)
         if (shape is None and deep_shapes.open) or (op.regions and shape is not None):
             deep_shapes.checked(i, op, shape)
     deep_shapes.finish()
+
+
+def region_around(block: Block | None) -> tuple[type, bool]:
+    """The kind of op around `block` and whether its region has more than one block, as
+    `structural_key` has them."""
+    region = block.parent if block is not None else None
+    around = region.parent if region is not None else None
+    return (
+        type(around),
+        region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
+    )
+
+
+def run_verifier(op: Operation, context_only: bool = False) -> None:
+    """Run `op`'s verifier (not its nested ops': they are verified on their own), or only its
+    `verify_context` (`_CONTEXT_CHECKED`); a failure becomes an OpError."""
+    try:
+        if context_only:
+            op.verify_context()  # type: ignore[attr-defined]
+        else:
+            op.verify(verify_nested_ops=False)
+    except VerifyException as e:
+        message = first_line(e).removeprefix("Operation does not verify: ")
+        raise OpError(op, message) from None
 
 
 class DeepShapes:
@@ -314,15 +427,16 @@ class KeySharing:
         """The identities of the kept parts (alive in `shared`): a structural key made of
         them hashes integers (`structural_key`)."""
 
-    def compact(self, key: Key, previous: Key | None = None) -> Key:
+    def compact(self, key: Key, previous: Key | None = None, moved: bool = False) -> Key:
         """`key` with its shape replaced by an equal one already kept (`compact_shape`);
-        `previous`: the key the op last verified with, if any."""
+        `previous`: the key the op last verified with, if any; `moved`: its place is known to
+        differ from `previous`'s."""
         place = key[1]
         if previous is None:
             shape = self.compact_shape(key[2], None)  # type: ignore[arg-type]
         else:
             shape = self.compact_shape(key[2], previous[2])  # type: ignore[arg-type]
-            if previous[1] == place:  # (one place per block, not one per walk that changed it)
+            if not moved and previous[1] == place:  # (one place per block, not one per walk)
                 place = previous[1]
         if len(key) == 3:
             return (key[0], place, shape)
@@ -353,6 +467,8 @@ class KeySharing:
         one thing of an op), else the last ones kept for that part (not for types: comparing
         unequal types calls their `__eq__`, looking their identities up does not), else any
         equal one kept - and that by the identities of its parts."""
+        if previous is not None and previous == shape:  # (a new operand or place: one compare)
+            return previous
         shapes = self.shapes
         identities = shape_identities(shape)
         found = shapes.get(identities)
@@ -436,10 +552,13 @@ class VerificationWalk:
     hold them), the first dominance failure, the mesh declarations, whether there are calls, and
     per function the first buffer placed without a planned workspace."""
 
-    def __init__(self, module: Operation, sharing: KeySharing):
+    def __init__(self, module: Operation, sharing: KeySharing, locate: bool = False):
         from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolTable
 
         self.sharing = sharing
+        self.locate = locate
+        """Whether an op without a location gets that of the op before it in its block, else
+        of the op around it (`ccopt.ir.inherit_locations`), as the walk reaches it."""
         self.symbol_table = SymbolTable
         table = module.parent_op()  # (the module itself is visited first: a table, mostly)
         while table is not None and not table.has_trait(SymbolTable):
@@ -529,30 +648,6 @@ class VerificationWalk:
         self.scope = outer
         return changed
 
-    def visit_leaf(
-        self,
-        op: Operation,
-        function: Operation | None,
-        place: tuple[Block, Key | None],
-        visible: set[int],
-    ) -> bool:
-        """`visit` for an op without regions (most ops), whose `visible` values are those of
-        the scope around it: no scope, trait or nesting to look at."""
-        self.visited += 1
-        key = op_key(op, place, self.scope)
-        previous = getattr(op, _VERIFIED, None)
-        operands = op._operands  # pyright: ignore[reportPrivateUsage]
-        if operands and self.dominance_error is None:
-            if not visible.issuperset(map(id, operands)):
-                self.dominance_failure(op)
-        if op.name in _NOTED:
-            self.note(op, function)
-        if previous != key:
-            self.changed.append(op)
-            self.keys.append(self.sharing.compact(key, previous))
-            return True
-        return False
-
     def dominance_failure(self, op: Operation) -> None:
         """The first operand of `op` that is not visible where it is used."""
         for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
@@ -584,6 +679,11 @@ class VerificationWalk:
         analysis: a multi-block region sees all its values); nothing from outside an isolated
         op is visible in it."""
         changed = False
+        locate = self.locate
+        compact = self.sharing.compact
+        kept_shapes = self.sharing.shapes
+        changed_ops, changed_keys = self.changed, self.keys
+        leaves = 0  # (ops without regions visited, added to `visited` before a nested visit)
         around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
         for r, region in enumerate(op.regions):
@@ -607,24 +707,98 @@ class VerificationWalk:
             visible.update(scoped)
             for block in blocks:
                 place = (block, around)  # (one per block, shared by the keys of its ops)
+                location = op.location
+                stale: object = None  # (the last other place an op here last verified in)
+                stale_moved = False
                 inner = block.first_op
                 while inner is not None:
+                    following = inner._next_op  # pyright: ignore[reportPrivateUsage]
+                    results = inner.results
+                    if locate:
+                        if type(inner.location) is UnknownLoc:
+                            inner.location = location
+                        location = inner.location
                     if inner.regions:
+                        self.visited += leaves
+                        leaves = 0
                         if self.visit(inner, function, place):
                             changed = True
-                    elif self.visit_leaf(inner, function, place, visible):
-                        changed = True
-                    if single and inner.results:
-                        if isolated:
-                            visible.update(map(id, inner.results))
+                    else:
+                        # An op without regions (most ops): `visit` without a scope, traits or
+                        # nesting to look at, and its key made here when it has no successors,
+                        # callee or named body (`op_key`'s first case: a call per op less), a
+                        # new one's shape first looked up as `compact_shape` does.
+                        leaves += 1
+                        operands = inner._operands  # pyright: ignore[reportPrivateUsage]
+                        properties = inner.properties
+                        name = inner.name
+                        plain = not (
+                            inner._successors  # pyright: ignore[reportPrivateUsage]
+                            or name == "func.call"
+                            or "body_ref" in properties
+                        )
+                        if plain:
+                            attributes = inner.attributes
+                            operand_types = tuple(map(_TYPE, operands)) if operands else ()
+                            result_types = tuple(map(_TYPE, results)) if results else ()
+                            named = tuple(properties.items()) if properties else ()
+                            attributed = tuple(attributes.items()) if attributes else ()
+                            kind = type(inner)
+                            last = following is None
+                            shape = (kind, last, operand_types, result_types, named, attributed)
+                            key = (operands, place, shape)
                         else:
-                            results = list(map(id, inner.results))
-                            scoped += results
-                            visible.update(results)
-                    inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
+                            key = op_key(inner, place, self.scope)
+                        if operands and self.dominance_error is None:
+                            if not visible.issuperset(map(id, operands)):
+                                self.dominance_failure(inner)
+                        if name in _NOTED:
+                            self.note(inner, function)
+                        previous = getattr(inner, _VERIFIED, None)
+                        # (The place of an op that last verified elsewhere, or around other
+                        # properties - a function whose signature a pass changed -, compared
+                        # with this block's once, not per op.)
+                        moved = previous is not None and previous[1] is not place
+                        if moved:
+                            if previous[1] is not stale:
+                                stale = previous[1]
+                                stale_moved = stale != place
+                            moved = stale_moved
+                        if moved or previous != key:
+                            kept = None
+                            if previous is None and plain:
+                                kept = kept_shapes.get(
+                                    (
+                                        kind,
+                                        last,
+                                        len(operand_types),
+                                        len(result_types),
+                                        len(named),
+                                        *map(
+                                            id,
+                                            chain(operand_types, result_types, *named, *attributed),
+                                        ),
+                                    )
+                                )
+                            changed_ops.append(inner)
+                            changed_keys.append(
+                                compact(key, previous, moved)
+                                if kept is None
+                                else (operands, place, kept)
+                            )
+                            changed = True
+                    if single and results:
+                        if isolated:
+                            visible.update(map(id, results))
+                        else:
+                            ids = list(map(id, results))
+                            scoped += ids
+                            visible.update(ids)
+                    inner = following
             if not isolated:
                 visible.difference_update(scoped)
             del visible, scoped
+        self.visited += leaves
         self.visible = outside
         return changed
 
@@ -784,9 +958,7 @@ def structural_key(
     name = op.name
     local = _LOCAL_KINDS.get(name)
     if local is None:
-        local = _LOCAL_KINDS[name] = (
-            name.split(".", 1)[0] in _LOCAL_DIALECTS and name not in _CONTEXTUAL
-        )
+        local = is_local(name)
     if not local or op._successors:  # pyright: ignore[reportPrivateUsage]
         return None
     block = op.parent
@@ -806,6 +978,14 @@ def structural_key(
         (region_structure if structure is None else structure)(op) if op.regions else (),
         key[4] if len(key) > 3 else None,  # a named body (the body op and its ops) or a callee
     )
+
+
+def is_local(name: str) -> bool:
+    """Whether the verifier of ops named `name` reads only the op (`_LOCAL_KINDS`)."""
+    local = _LOCAL_KINDS[name] = (
+        name.split(".", 1)[0] in _LOCAL_DIALECTS and name not in _CONTEXTUAL
+    )
+    return local
 
 
 def same_values(operands: Key) -> Key:
@@ -918,20 +1098,33 @@ def _visit_structure(
         out.append(None)  # the region ends
 
 
-def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[str, Mesh]) -> None:
+def check_tensor_types(
+    changed: list[Operation],
+    keys: list[Key],
+    meshes: dict[str, Mesh],
+    verdicts: dict[int, tuple[Attribute, str | None]] | None = None,
+) -> None:
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
     Op verifiers check the values they touch; this catches the rest (an argument nobody reads, a
-    declaration). Only changed ops can hold a new type; each distinct type is checked once, and
-    each tuple of result types (shared between keys: `KeySharing`) once. Both by identity: all
-    of them are alive while this runs."""
-    verdicts: dict[int, str | None] = {}
+    declaration). Only changed ops can hold a new type; each tuple of result types (shared
+    between keys: `KeySharing`) is checked once per call, and each distinct type once while
+    `verdicts` (the module's, kept with its meshes: a verdict depends on nothing else) holds
+    it - also inside a signature a pass made anew around the same types. Both by identity:
+    `verdicts` keeps each type it judged alive."""
+    if verdicts is None:
+        verdicts = {}
     fine_results: set[int] = set()
 
     def problem(t: Attribute) -> str | None:
-        if id(t) not in verdicts:
-            verdicts[id(t)] = tensor_type_problem(t, meshes)
-        return verdicts[id(t)]
+        known = verdicts.get(id(t))
+        if known is not None:
+            return known[1]
+        verdict = tensor_type_problem(t, meshes, problem)
+        if len(verdicts) >= _VERDICT_LIMIT:  # (types made per op: no hoarding)
+            verdicts.clear()
+        verdicts[id(t)] = (t, verdict)
+        return verdict
 
     for op, key in zip(changed, keys, strict=True):
         results = key[2][3]  # type: ignore[index]
@@ -940,6 +1133,8 @@ def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[s
                 if problem(t) is not None:
                     raise OpError(op, f"result #{r}: {problem(t)}")
             fine_results.add(id(results))
+        if len(key) == 3:  # (no regions, no signature)
+            continue
         for region in op.regions:
             for block in blocks_of(region):
                 for a, t in enumerate(arg_types(block)):
@@ -951,8 +1146,13 @@ def check_tensor_types(changed: list[Operation], keys: list[Key], meshes: dict[s
                 raise OpError(op, f"signature: {problem(signature)}")
 
 
-def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
-    """What is wrong with the distributed tensor types inside `t`, if anything."""
+def tensor_type_problem(
+    t: Attribute,
+    meshes: dict[str, Mesh],
+    judge: Callable[[Attribute], str | None] | None = None,
+) -> str | None:
+    """What is wrong with the distributed tensor types inside `t`, if anything; `judge` says it
+    for the attributes nested in `t` (by default this function)."""
     from xdsl.dialects.builtin import ArrayAttr
 
     from ccopt.dialects.dtensor_type import DTensorType
@@ -973,7 +1173,7 @@ def tensor_type_problem(t: Attribute, meshes: dict[str, Mesh]) -> str | None:
     elif isinstance(t, ArrayAttr):
         nested = t.data
     for inner in nested:
-        problem = tensor_type_problem(inner, meshes)
+        problem = tensor_type_problem(inner, meshes) if judge is None else judge(inner)
         if problem is not None:
             return problem
     return None
@@ -1032,7 +1232,7 @@ def check_memory_plans(module: Operation, walk: VerificationWalk, meshes: Key) -
         block = f.regions[0].blocks.first
         order = (block, ops_of(block) if block is not None else ())
         if (f in walk.dirty_functions or f.__dict__.get(_CHECKED_ORDER) != order) and (
-            not plan_unchanged(planned, f, workspace, meshes)
+            not plan_unchanged(planned, f, workspace, meshes, order[1])
         ):
             from ccopt.streams import check_memory_plan
 
@@ -1083,9 +1283,17 @@ def module_meshes(module: Operation) -> Iterable[tuple[Operation, Key]]:
                     yield from module_meshes(op)
 
 
-def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, meshes: Key) -> bool:
+def plan_unchanged(
+    planned: Key | None,
+    f: Operation,
+    workspace: Attribute,
+    meshes: Key,
+    now: tuple[Operation, ...] | None = None,
+) -> bool:
     """Whether `f` is exactly as `plan-memory` left it (`remember_memory_plan`). Called after
-    the op verifiers ran, when every op keeps its current verification key."""
+    the op verifiers ran, when every op keeps its current verification key; `now`: the ops of
+    its block in order, when the caller has them. (Compared in C: a planned model function has
+    tens of thousands of ops.)"""
     if planned is None:
         return False
     block, planned_workspace, planned_meshes, ops, keys = planned
@@ -1095,8 +1303,8 @@ def plan_unchanged(planned: Key | None, f: Operation, workspace: Attribute, mesh
         return False
     if block is None:
         return True
-    current = iter(block.ops)
-    for op, key in zip(ops, keys, strict=True):
-        if next(current, None) is not op or getattr(op, _VERIFIED, None) != key:
-            return False
-    return next(current, None) is None
+    if now is None:
+        now = ops_of(block)
+    if len(now) != len(ops) or any(map(is_not, now, ops)):
+        return False
+    return tuple([getattr(op, _VERIFIED, None) for op in ops]) == keys

@@ -994,6 +994,12 @@ class UpdateOp(IRDLOperation):
 
     def verify_(self) -> None:
         verify_mesh_types(self)
+        self.verify_context()
+
+    def verify_context(self) -> None:
+        """What the verifier reads beyond the op itself - the enclosing function, the other
+        updates of the target - apart, so that `ccopt.verifier` checks the rest once per
+        structure (as for alike ops of other kinds) and this for every changed update."""
         target = self.target
         parent = self.parent_op()
         while parent is not None and not isinstance(parent, func.FuncOp):

@@ -18,9 +18,10 @@ from ccopt.passes import parse_pipeline
 def after_each_pass(module: ModuleOp, verify: bool = True) -> None:
     """Ops the pass created without a location get one (so diagnostics point at source lines),
     then the module is verified."""
-    inherit_locations(module)
     if verify:
-        verify_module(module)
+        verify_module(module, locate=True)  # (locations first, in the verifier's walk)
+    else:
+        inherit_locations(module)
 
 
 class StepTimes:

@@ -249,3 +249,58 @@ def test_kept_key_parts_keep_their_objects_alive() -> None:
     assert alive() is not None
     assert sharing.keep((("n", IntAttr(7)),), of_types=False) is kept
     assert sharing.keep((("n", IntAttr(8)),), of_types=False) != kept
+
+
+def test_a_type_judged_fine_is_judged_again_under_another_mesh() -> None:
+    """Tensor types keep their verdicts between verifications (`check_tensor_types`), but only
+    while the meshes stay: an argument nobody reads is wrong once its mesh gets a second axis."""
+    unread = f"""
+dtensor.mesh @m [tp=4]
+func.func @f(%x: {T}, %unread: {T}) -> {T} {{
+  func.return %x : {T}
+}}
+"""
+    module = load_program(unread)
+    verify_module(module)
+    mesh = next(op for op in module.walk() if isinstance(op, dt.MeshOp))
+    mesh.properties["axis_names"] = ArrayAttr([StringAttr("dp"), StringAttr("tp")])
+    mesh.properties["axis_sizes"] = type(mesh.axis_sizes).from_list(
+        mesh.axis_sizes.elt_type, [2, 4]
+    )
+    expect_error(module, "placements but mesh")
+
+
+def test_the_walk_gives_ops_without_a_location_what_inherit_locations_gives() -> None:
+    """After a pass, `verify_module(locate=True)` locates new ops in its walk, exactly as
+    `inherit_locations` would: by the op before, else the op around (itself just located)."""
+    from xdsl.dialects.builtin import UnknownLoc
+
+    from ccopt.ir import inherit_locations
+
+    program = """
+dtensor.mesh @t [tp=4]
+func.func @f(%x: !kernel.buffer<8xf32, @t[P(sum)]>) {
+  func.return
+}
+kernel.body @neg {
+^bb0(%i: i64, %a: f32):
+  %n = arith.negf %a : f32
+  %m = arith.negf %n : f32
+  dtensor.yield %m : f32
+}
+"""
+
+    def unlocated() -> Operation:
+        module = load_program(program)
+        for op in module.walk():
+            if op.name in ("kernel.body", "arith.negf", "func.return"):
+                op.location = UnknownLoc()
+        return module
+
+    expected, located = unlocated(), unlocated()
+    inherit_locations(expected)
+    verify_module(located, locate=True)
+    wanted = [op.location for op in expected.walk()]
+    assert [op.location for op in located.walk()] == wanted
+    assert not any(isinstance(loc, UnknownLoc) for loc in wanted[1:])
+    assert len(set(map(str, wanted))) > 2

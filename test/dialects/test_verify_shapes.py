@@ -171,3 +171,127 @@ def test_kept_shapes_keep_their_objects_alive() -> None:
     other = sharing.compact_shape((Operation, False, (), (), (("n", IntAttr(8)),), ()), None)
     assert other != kept
     assert sharing.compact_shape((Operation, True, (), (), (("n", IntAttr(7)),), ()), None) != kept
+
+
+UPDATES = f"""
+dtensor.mesh @m [tp=4]
+func.func @step(%x: {T}, %y: {T}, %z: {T}) {{
+  %a = dtensor.add %x, %y : ({T}, {T}) -> {T}
+  dtensor.update %x with %a : {T}
+  dtensor.update %y with %a : {T}
+  func.return
+}}
+"""
+
+
+def updates_verified() -> tuple[Operation, Operation, Operation]:
+    """The program above, verified (its two updates alike), its add and its last update."""
+    module = load_program(UPDATES)
+    verify_module(module)
+    ops = list(module.walk())
+    add = next(op for op in ops if op.name == "dtensor.add")
+    last = [op for op in ops if op.name == "dtensor.update"][-1]
+    return module, add, last
+
+
+def test_alike_updates_verify_their_structure_once() -> None:
+    """An update's verifier reads the op (checked once per structure, as for alike ops of
+    other kinds) and, in `verify_context`, the function and the other updates."""
+    from ccopt.dialects.dtensor import UpdateOp
+
+    module, _, last = updates_verified()
+    structure = verifier.structural_key(last, verifier.verification_key(last))
+    assert structure is not None
+    calls: list[Operation] = []
+    full, context = UpdateOp.verify_, UpdateOp.verify_context
+
+    def counted(name: str, check: object):  # noqa: ANN202
+        def run(op: Operation) -> None:
+            calls.append(name)  # type: ignore[arg-type]
+            check(op)  # type: ignore[operator]
+
+        return run
+
+    z = last.parent.parent.blocks.first.args[2]  # type: ignore[union-attr]
+    alike = UpdateOp(z, last.operands[1])
+    last.parent.insert_op_after(alike, last)  # type: ignore[union-attr]
+    try:
+        UpdateOp.verify_ = counted("full", full)  # type: ignore[method-assign]
+        UpdateOp.verify_context = counted("context", context)  # type: ignore[method-assign]
+        verify_module(module)
+    finally:
+        UpdateOp.verify_, UpdateOp.verify_context = full, context  # type: ignore[method-assign]
+    assert calls == ["context"]
+
+
+def test_an_alike_update_of_an_updated_argument_is_rejected() -> None:
+    """A third update, alike to the verified ones, updates %x again: only the uses of its
+    target differ."""
+    from ccopt.dialects.dtensor import UpdateOp
+
+    module, _, last = updates_verified()
+    x = last.parent.parent.blocks.first.args[0]  # type: ignore[union-attr]
+    last.parent.insert_op_after(UpdateOp(x, last.operands[1]), last)  # type: ignore[union-attr]
+    expect_error(module, "function argument #0 is updated twice")
+
+
+def test_an_alike_update_of_a_value_that_is_no_argument_is_rejected() -> None:
+    """A third update, alike to the verified ones, updates the add's result: only where its
+    target comes from differs."""
+    from ccopt.dialects.dtensor import UpdateOp
+
+    module, add, last = updates_verified()
+    y = last.parent.parent.blocks.first.args[1]  # type: ignore[union-attr]
+    last.parent.insert_op_after(UpdateOp(add.results[0], y), last)  # type: ignore[union-attr]
+    expect_error(module, r"the updated value \(operand #0\) must be an argument")
+
+
+def test_an_alike_update_nested_in_an_alike_op_checks_its_context() -> None:
+    """Two alike updates inside ops with regions whose structure verified whole (`DeepShapes`):
+    the second one's context still counts."""
+    from ccopt.verifier import DeepShapes, verify_ops
+
+    module, _, last = updates_verified()
+    covered = DeepShapes(set(), None, {})
+    covered.covered_until = 10  # every op below sits inside a verified structure
+    x = last.parent.parent.blocks.first.args[0]  # type: ignore[union-attr]
+    from ccopt.dialects.dtensor import UpdateOp
+
+    again = UpdateOp(x, last.operands[1])
+    last.parent.insert_op_after(again, last)  # type: ignore[union-attr]
+    with pytest.raises(OpError, match="updated twice"):
+        verify_ops([again], [verifier.verification_key(again)], set(), None, covered)
+
+
+def test_the_leaf_memo_holds_only_structures_that_verified() -> None:
+    """`verify_ops` skips an op without regions when its shape object, named body object,
+    operand pattern and surroundings were seen with a verified structural key (`leaves`):
+    after a lowering pipeline, every op the memo would skip has its structural key among the
+    verified ones - the memo answers exactly as `structural_key` and `shapes` would."""
+    from pathlib import Path
+
+    from ccopt.passes.pipeline import run_pipeline
+
+    example = Path(__file__).parents[2] / "examples" / "megatron_mlp.mlir"
+    module = load_program(example.read_text())
+    run_pipeline(
+        module,
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+        "overlap{chunks=3},inline,convert-to-kernel,plan-memory",
+    )
+    state = module.__dict__[verifier._MODULE_STATE]  # pyright: ignore[reportPrivateUsage]
+    shapes, kept, leaves = state[1], state[2].kept, state[6]
+    assert leaves
+    skipped = 0
+    for op in module.walk():
+        key = memo(op)
+        if op.regions or len(key) not in (3, 5) or (len(key) == 5 and key[3]):
+            continue
+        named = key[4] if len(key) == 5 else None
+        around = verifier.region_around(op.parent)
+        same = verifier.same_values(key[0])  # type: ignore[arg-type]
+        found = leaves.get((id(key[2]), same, around, id(named)))
+        if found is not None and found[0] is key[2] and found[1] is named:
+            assert verifier.structural_key(op, key, kept) in shapes
+            skipped += 1
+    assert skipped
