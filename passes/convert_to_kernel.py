@@ -369,16 +369,22 @@ def in_place_update(update: dt.UpdateOp, f: func.FuncOp, order: ProgramOrder) ->
 
 
 def plan_destinations(
-    f: func.FuncOp, outputs: Sequence[BlockArgument], buffers: dict[SSAValue, SSAValue]
+    f: func.FuncOp,
+    outputs: Sequence[BlockArgument],
+    buffers: dict[SSAValue, SSAValue],
+    any_updates: bool = True,
 ) -> tuple[dict[SSAValue, SSAValue], list[int]]:
-    """Values written directly into output or argument buffers, and the updated arguments."""
+    """Values written directly into output or argument buffers, and the updated arguments
+    (`any_updates` False: `f` has no `dtensor.update`, per `dt.CallUpdates`)."""
     destinations: dict[SSAValue, SSAValue] = {}
     returned = f.body.blocks[0].last_op
     assert isinstance(returned, func.ReturnOp)
     for value, out in zip(returned.arguments, outputs, strict=True):
         if isinstance(value.owner, Operation) and value not in destinations:
             destinations[value] = out
-    updated = []
+    updated: list[int] = []
+    if not any_updates:
+        return destinations, updated  # (no walk of the function: most models update nothing)
     order = ProgramOrder()
     for update in [o for o in walk_outside_bodies(f) if type(o) is dt.UpdateOp]:
         arg = update.target
@@ -1040,8 +1046,8 @@ def lower_function(
         out.name_hint = f"result{i}"
     low = Lowering(block, source=old, calls=calls, names=names)
     low.buffers.update(zip(old.args, block.args, strict=False))
-    low.destinations, _ = plan_destinations(f, outputs, low.buffers)
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
+    low.destinations, _ = plan_destinations(f, outputs, low.buffers, bool(updated))
     op = old.first_op
     while op is not None:
         following = op.next_op  # (`done` may free `op`)

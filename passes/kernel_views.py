@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
 from ccopt.dialects.construct import build_op, op_shape
-from ccopt.passes.common import block_ops, is_a, of_class, release, replace_uses
+from ccopt.passes.common import block_ops, copy_name, is_a, of_class, release, replace_uses
 from ccopt.passes.scalarize import constant_attr
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
@@ -172,6 +172,28 @@ def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
     return None
 
 
+def writers_of(root: SSAValue, block: Block) -> list[Operation]:
+    """The ops of `block` that write the storage `root` (through views of it), found through
+    the uses of `root` and of its views: a scan of the whole block asked every op what it
+    writes, for the few buffers sliced."""
+    by: list[Operation] = []
+    seen: set[int] = set()
+    values = [root]
+    while values:
+        value = values.pop()
+        use = value.first_use
+        while use is not None:
+            op = use.operation
+            if type(op) in _VIEW_CLASSES:
+                if use.index == 0:
+                    values.append(op.results[0])
+            elif op.parent is block and id(op) not in seen and value in written(op):
+                seen.add(id(op))
+                by.append(op)
+            use = use._next_use  # pyright: ignore[reportPrivateUsage]
+    return by
+
+
 def view_in_place(block: Block) -> int:
     """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
     Walks backwards so that a slice of a slice is seen after its readers became views."""
@@ -186,24 +208,19 @@ def view_in_place(block: Block) -> int:
     for box in boxes:
         if box is not None:
             wanted.update(id(u.operation) for u in box[1].uses)
-    writers: dict[SSAValue, tuple[list[int], list[Operation]]] = {}  # storage -> its writers
-    kinds = _WRITES
-    for i, op in enumerate(ops):
-        if kinds.get(type(op)) == -3:
-            continue  # writes no buffer (an alloc, a view, an event)
-        for v in written(op):
-            root = storage(v)
-            if root in sources:
-                at, by = writers.setdefault(root, ([], []))
-                at.append(i)
-                by.append(op)
-                wanted.add(id(op))
+    by_root = {root: writers_of(root, block) for root in sources}
+    for by in by_root.values():
+        wanted.update(id(o) for o in by)
     position = Positions(ops, wanted)
-    del wanted, boxes
+    del wanted
+    writers: dict[SSAValue, tuple[list[float], list[Operation]]] = {}  # storage -> its writers
+    for root, by in by_root.items():
+        if by:
+            by.sort(key=position.of)
+            writers[root] = ([position.of(o) for o in by], by)
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    for op in reversed(copies):
-        found = box_of(op)
+    for op, found in zip(reversed(copies), reversed(boxes), strict=True):
         assert found is not None
         source, dest, offsets = found
         alloc = dest.owner
@@ -217,12 +234,13 @@ def view_in_place(block: Block) -> int:
         if not all(ordered_after(w, readers, position) for w in later):
             continue  # the source changes while a reader may still need the old values
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
-        Rewriter.insert_op(view, InsertPoint.before(op))
-        view.result.name_hint = dest.name_hint
+        block.insert_op_before(view, op)
+        copy_name(view.result, dest)
         replace_uses(dest, view.result)
-        Rewriter.erase_op(op)
+        drop_operand_uses(op)
+        block.detach_op(op)
         erased.append(op)
-        Rewriter.erase_op(alloc)
+        block.detach_op(alloc)
         erased.append(alloc)
         done += 1
     for op in erased:
@@ -230,8 +248,29 @@ def view_in_place(block: Block) -> int:
     return done
 
 
-def uses_storage(op: Operation, root: SSAValue) -> bool:
-    return any(storage(v) is root for v in op._operands)  # pyright: ignore[reportPrivateUsage]
+def drop_operand_uses(op: Operation) -> None:
+    """Unlink `op`'s operand uses from their values' use lists (what erasing it does first;
+    `release` clears the op itself)."""
+    for value, use in zip(op._operands, op._operand_uses, strict=True):  # pyright: ignore[reportPrivateUsage]
+        value.remove_use(use)
+    op._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+
+
+def storage_users(root: SSAValue) -> list[Operation]:
+    """The ops that have an operand whose storage is `root` (`storage`): the users of `root`
+    and of the views of it, views included (a few per buffer, where a scan of the ops between
+    two points asked each op for the storage of each operand)."""
+    users: list[Operation] = []
+    values = [root]
+    while values:
+        use = values.pop().first_use
+        while use is not None:
+            op = use.operation
+            users.append(op)
+            if type(op) in _VIEW_CLASSES and use.index == 0:
+                values.append(op.results[0])
+            use = use._next_use  # pyright: ignore[reportPrivateUsage]
+    return users
 
 
 def concat_in_place(block: Block) -> int:
@@ -241,10 +280,12 @@ def concat_in_place(block: Block) -> int:
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     ops = block_ops(block)  # positions taken once: the rewrites below only move allocs up
     concats = of_class(ops, k.ConcatKernelOp)
-    wanted = {id(o) for o in concats}  # with their chunks' allocs and their storage's alloc
-    for op in concats:
+    wanted = {id(o) for o in concats}  # with their chunks' allocs, their storage's alloc
+    for op in concats:  # and the ops using that storage (`free_between`)
         wanted.update(id(v.owner) for v in op.inputs)
-        wanted.add(id(storage(op.out).owner))
+        root = storage(op.out)
+        wanted.add(id(root.owner))
+        wanted.update(id(o) for o in storage_users(root))
     position = Positions(ops, wanted)
     del wanted
     for op in concats:
@@ -301,8 +342,8 @@ def free_between(
     `position` are the block's order when the rewrites began (a moved alloc's position is
     updated), so each check costs the span it looks at, not the block."""
     a, b = int(position.of(first)), int(position.of(last))
-    for o in ops[a:b]:
-        if o.parent is not None and uses_storage(o, root):
+    for o in storage_users(root):  # (ops not in `ops` are not in the span)
+        if o.parent is not None and a <= position.of(o, -1) < b:
             return False
     owner = root.owner
     if isinstance(owner, Operation) and position.of(owner, -1) > position.of(first):
