@@ -35,13 +35,15 @@ from collections.abc import Collection, Mapping
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType, SymbolRefAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.irdl import AttrSizedOperandSegments
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
-from ccopt.dialects.construct import build_op, op_shape
+from ccopt.dialects.construct import build_op, op_shape, segments_attr
 from ccopt.passes.common import block_ops, copy_name, is_a, of_class, release, replace_uses
 from ccopt.passes.scalarize import constant_attr
+from ccopt.verifier import forget_verification
 
 VIEWS = k.ViewOp | k.BlockViewOp | k.SubviewOp
 
@@ -357,7 +359,7 @@ def free_between(
 
 def fold_fills(block: Block, own: Collection[str] = ()) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many.
-    Each kernel is rebuilt once for all the fills it reads (`fold_inputs`), not once per fill:
+    Each kernel is changed once for all the fills it reads (`fold_inputs`), not once per fill:
     an optimizer step's kernels read several hyper-parameters. `own` names module bodies
     that only this block's kernels name (bodies shared while lowering it): the last of their
     kernels to change takes the body itself instead of a copy (`takers`)."""
@@ -369,11 +371,12 @@ def fold_fills(block: Block, own: Collection[str] = ()) -> int:
         alloc = value.owner
         readers = {id(u.operation): u.operation for u in value.uses if u.operation is not fill}
         if (
-            not isinstance(alloc, k.AllocOp)
-            or alloc.parent_block() is not block
+            type(alloc) is not k.AllocOp
+            or alloc.parent is not block
             or not readers
             or not all(
-                isinstance(r, k.ElementwiseOp) and value not in r.outputs for r in readers.values()
+                type(r) is k.ElementwiseOp and value not in elementwise_parts(r)[1]
+                for r in readers.values()
             )
         ):
             continue  # (folding others never changes this: a kernel stays one, outputs alike)
@@ -385,11 +388,31 @@ def fold_fills(block: Block, own: Collection[str] = ()) -> int:
     taking = takers(block, folds, own) if own else set()
     for reader, constants in folds.items():
         fold_inputs(reader, constants, reader in taking)  # type: ignore[arg-type]
-    for op in erased:
-        Rewriter.erase_op(op)
+    for op in erased:  # (a fill, then its alloc: no use left)
+        drop_operand_uses(op)
+        block.detach_op(op)
     for op in erased:
         release(op)
     return done
+
+
+_SEGMENT_SIZES: dict[int, tuple[Attribute, tuple[int, ...]]] = {}
+"""Operand segment sizes by the attribute's `id` (ops built alike share one attribute:
+`ccopt.dialects.construct`), the attribute kept so that its `id` stays its own."""
+
+
+def elementwise_parts(op: k.ElementwiseOp) -> tuple[tuple[SSAValue, ...], tuple[SSAValue, ...]]:
+    """(inputs, outputs) of an elementwise kernel, read off its operands with its segment
+    sizes: IRDL's accessors unpack the sizes on every read."""
+    attr = op.properties[AttrSizedOperandSegments.attribute_name]
+    found = _SEGMENT_SIZES.get(id(attr))
+    if found is None or found[0] is not attr:
+        if len(_SEGMENT_SIZES) > 1024:
+            _SEGMENT_SIZES.clear()
+        found = _SEGMENT_SIZES[id(attr)] = (attr, tuple(attr.get_values()))  # type: ignore[attr-defined]
+    split = found[1][0]
+    operands = op._operands  # pyright: ignore[reportPrivateUsage]
+    return _item(operands, slice(None, split)), _item(operands, slice(split, None))
 
 
 def constant(value: float, t: Attribute) -> arith.ConstantOp:
@@ -427,36 +450,35 @@ def fold_inputs(
     constants: list[tuple[SSAValue, arith.ConstantOp]],
     take: bool = False,
 ) -> None:
-    """The same kernel without the `constants`' values among its inputs: its body reads each
-    constant instead (the first of them ends up first in the body). A kernel that names a
+    """The kernel without the `constants`' values among its inputs (changed in place): its body
+    reads each constant instead (the first of them ends up first in the body). A kernel that names a
     shared body (`kernel.body`) gets its own copy to change, or with `take` the body itself
     (no other kernel names it any more); outlining (convert-to-kernel's last step) names it
     again."""
-    if op.body is not None:
-        body = op.detach_region(op.body)
-    else:
+    named = op.regions[0] if op.regions else None
+    if named is None:
         shared = op.body_block().parent
         assert shared is not None and shared.parent is not None
-        body = shared.parent.detach_region(shared) if take else clone_body(shared)
-    block = body.blocks.first
+        named = shared.parent.detach_region(shared) if take else clone_body(shared)
+        del op.properties["body_ref"]
+        op.add_region(named)
+    block = named.blocks.first
     assert block is not None
     for _, const in constants:
         block.insert_op_before(const, block.first_op) if block.first_op else block.add_op(const)
-    inputs = list(op.inputs)
+    inputs, outputs = elementwise_parts(op)
     by_value = {id(value): const for value, const in constants}
     args = block.args
     for i in reversed(range(len(inputs))):
         const = by_value.get(id(inputs[i]))
         if const is not None:
             arg = args[1 + i]  # the first argument is the element index
-            arg.replace_all_uses_with(const.result)
+            replace_uses(arg, const.result)
             block.erase_arg(arg)
-    folded = k.ElementwiseOp(
-        [v for v in inputs if id(v) not in by_value],
-        list(op.outputs),
-        body,
-        op.stream_index(),
-        op.index_box_props(),
+    kept = [v for v in inputs if id(v) not in by_value]
+    # the kernel changed in place (operands and segment sizes as a new one's would be)
+    op.operands = [*kept, *outputs]
+    op.properties[AttrSizedOperandSegments.attribute_name] = segments_attr(
+        [len(kept), len(outputs)]
     )
-    folded.attributes.update(op.attributes)
-    Rewriter.replace_op(op, folded)
+    forget_verification(op)
