@@ -81,7 +81,7 @@ from ccopt.passes.common import (
     release,
 )
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
-from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
+from ccopt.passes.kernel_views import Speculated, concat_in_place, fold_fills, view_in_place
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
 from ccopt.verifier import forget_verification
@@ -141,6 +141,9 @@ class Lowering:
     # (one lookup per kernel: a body's key is a deep tuple, hashed anew each time)
     alike: dict[object, list] = field(default_factory=dict)
     shared: list[list] = field(default_factory=list)  # the entries of `alike` named, in order
+    # copies made subviews right away (`speculate`), for `view_in_place` to confirm; None: views
+    # off (`ConvertToKernel.views`)
+    speculative: Speculated | None = None
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -546,14 +549,29 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
     gets a workspace buffer for the algorithm's scratch and staging chunks (planned by
     plan-memory like any buffer), and the backend runs the algorithm instead of the library."""
     scratch = algorithm_workspace(low, op)
-    out = low.destination(op.result)
+    cls = k.NCCL_OPS[type(op)]
     props = {k_: v for k_, v in op.properties.items() if k_ not in ("algorithm", "chunks")}
-    call = build_op(
-        k.NCCL_OPS[type(op)], operands=[low.buffer(op.input), out, scratch], properties=props
-    )
+    attrs = {}
     if ALGORITHM_ATTRIBUTE in op.attributes:
-        call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
-    low.add(with_hint(call, op))
+        attrs[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
+    if op.algorithm is not None:  # (`with_hint`)
+        attrs["algorithm"] = op.algorithm
+
+    def call(source: SSAValue, out: SSAValue, scratch: SSAValue | None = None) -> Operation:
+        made = build_op(cls, operands=[source, out, scratch], properties=dict(props))
+        made.attributes.update(attrs)
+        return made
+
+    if (
+        cls is k.LocalBlockOp
+        and scratch is None
+        and low.speculative is not None
+        and op.result not in low.destinations
+    ):
+        speculate(low, op.result, low.buffer(op.input), [0] * tensor(op.result).rank, call)
+        return
+    out = low.destination(op.result)
+    low.add(call(low.buffer(op.input), out, scratch))
 
 
 def algorithm_workspace(low: Lowering, op: coll.CollectiveOp) -> SSAValue | None:
@@ -727,9 +745,40 @@ def lower_layer_norm(low: Lowering, op: dt.LayerNormOp) -> None:
 
 
 def lower_slice(low: Lowering, op: dt.SliceOp) -> None:
-    low.add(
-        k.SliceKernelOp(low.buffer(op.input), low.destination(op.result), op.offsets.get_values())
-    )
+    offsets = op.offsets.get_values()
+    if low.speculative is not None and op.result not in low.destinations:
+        speculate(
+            low,
+            op.result,
+            low.buffer(op.input),
+            offsets,
+            lambda source, out: k.SliceKernelOp(source, out, offsets),
+        )
+        return
+    low.add(k.SliceKernelOp(low.buffer(op.input), low.destination(op.result), offsets))
+
+
+def speculate(
+    low: Lowering,
+    value: SSAValue,
+    source: SSAValue,
+    offsets: Sequence[int],
+    copy: Callable[[SSAValue, SSAValue], Operation],
+) -> None:
+    """`value`, a box of its operand's buffer that a copy into a fresh buffer would hold, as a
+    subview of that buffer right away: `view_in_place` would make the copy one in nearly every
+    case (a model's chunks and local blocks), and building the buffer and the copy only to
+    erase them was a fifth of the ops lowered. `view_in_place` confirms each such view as it
+    would have made it, or puts back the buffer and the copy (`copy(source, buffer)`, issued
+    on the stream of now)."""
+    assert low.speculative is not None
+    view = k.SubviewOp(source, offsets, tensor(value))
+    copy_name(view.result, value)  # the buffer's name,
+    name = view.result.name_hint
+    copy_name(view.result, view.result)  # and the view's, named after the buffer (xDSL's setter)
+    append_op(low.block, view)
+    low.buffers[value] = view.result
+    low.speculative[id(view)] = (view, list(offsets), low.stream, copy, name)
 
 
 def lower_concat(low: Lowering, op: dt.ConcatOp) -> None:
@@ -953,10 +1002,13 @@ _CHECKS: dict[Lower, Lower] = {
 # --- functions ---------------------------------------------------------------------------------
 
 
-def root_buffer(buffer: SSAValue) -> SSAValue:
-    """The buffer whose storage `buffer` is (through views and block views)."""
-    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
-        buffer = buffer.owner.source
+def root_buffer(buffer: SSAValue, speculative: Speculated | None = None) -> SSAValue:
+    """The buffer whose storage `buffer` is (through views and block views; a `speculative`
+    view is the buffer its copy would fill)."""
+    while isinstance(owner := buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
+        if speculative and id(owner) in speculative:
+            break
+        buffer = owner.source
     return buffer
 
 
@@ -980,15 +1032,16 @@ def finish(
         low.add(k.CopyOp(source, out))
     written: set[SSAValue] = set()
     copies = []
+    spec = low.speculative
     for source, target in low.deferred_copies:
-        if root_buffer(source) is target and k.tensor_of(source) == k.tensor_of(target):
+        if root_buffer(source, spec) is target and k.tensor_of(source) == k.tensor_of(target):
             continue  # a view of the target itself: the value is already there
-        if root_buffer(source) in written:
+        if root_buffer(source, spec) in written:
             saved = low.add(k.AllocOp(k.tensor_of(source))).results[0]
             low.add(k.CopyOp(source, saved))
             source = saved
         copies.append((source, target))
-        written.add(root_buffer(target))
+        written.add(root_buffer(target, spec))
     for source, target in copies:
         low.add(k.CopyOp(source, target))
 
@@ -1026,6 +1079,7 @@ def lower_function(
     calls: dt.CallUpdates,
     called: bool = False,
     names: BodyNames | None = None,
+    speculative: Speculated | None = None,
 ) -> tuple[func.FuncOp, list[k.BodyOp]]:
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
@@ -1044,7 +1098,7 @@ def lower_function(
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, source=old, calls=calls, names=names)
+    low = Lowering(block, source=old, calls=calls, names=names, speculative=speculative)
     low.buffers.update(zip(old.args, block.args, strict=False))
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
     low.destinations, _ = plan_destinations(f, outputs, low.buffers, bool(updated))
@@ -1142,8 +1196,7 @@ class Outliner:
             named = self.shared.get(key)
             region = op.detach_region(op.regions[0])
             if named is not None:
-                region.drop_all_references()
-                release(region)
+                release(region)  # self-contained (it has a key): nothing to drop
             else:
                 named = self.shared[key] = k.BodyOp(self.fresh(), region)
                 Rewriter.insert_op(named, InsertPoint.after(after))
@@ -1212,8 +1265,9 @@ class ConvertToKernel(ModulePass):
         names = BodyNames(op)
         outliner = Outliner(op)
         for f in [f for f in functions if f.body.blocks]:
+            speculative: Speculated | None = {} if self.views else None
             lowered, bodies = lower_function(
-                f, calls, called=f.sym_name.data in calls.calls, names=names
+                f, calls, called=f.sym_name.data in calls.calls, names=names, speculative=speculative
             )
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
@@ -1222,7 +1276,7 @@ class ConvertToKernel(ModulePass):
             dt.note_symbols(op, [lowered, *bodies])  # (its kernels look their bodies up)
             release(f)  # isolated from above: nothing outside uses it, nor it anything outside
             if self.views:
-                view_in_place(lowered.body.blocks[0])
+                view_in_place(lowered.body.blocks[0], speculative)
                 concat_in_place(lowered.body.blocks[0])
                 fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies})
             if self.tf32:

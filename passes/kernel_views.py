@@ -30,11 +30,11 @@ produced).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType, SymbolRefAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue, SSAValues
 from xdsl.irdl import AttrSizedOperandSegments
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -174,7 +174,23 @@ def box_of(op: Operation) -> tuple[SSAValue, SSAValue, list[int]] | None:
     return None
 
 
-def writers_of(root: SSAValue, block: Block) -> list[Operation]:
+Speculated = dict[int, tuple[k.SubviewOp, list[int], int, Callable[..., Operation], str | None]]
+"""Subviews that the lowering made of copies right away (`speculate` in convert-to-kernel), by
+`id`: (the view, its offsets, the copy's stream, how to build the copy (source, buffer), the
+buffer's name). Until `view_in_place` confirms one, its result counts as the buffer the copy
+would fill: a storage of its own."""
+
+COPIES_OR_VIEWS = COPIES | k.SubviewOp
+
+
+def storage_upto(buffer: SSAValue, speculative: Speculated) -> SSAValue:
+    """`storage`, a speculative view's result counting as a buffer of its own."""
+    while type(owner := buffer.owner) in _VIEW_CLASSES and id(owner) not in speculative:
+        buffer = _item(owner._operands, 0)  # type: ignore[union-attr] # its source
+    return buffer
+
+
+def writers_of(root: SSAValue, block: Block, speculative: Speculated) -> list[Operation]:
     """The ops of `block` that write the storage `root` (through views of it), found through
     the uses of `root` and of its views: a scan of the whole block asked every op what it
     writes, for the few buffers sliced."""
@@ -187,7 +203,7 @@ def writers_of(root: SSAValue, block: Block) -> list[Operation]:
         while use is not None:
             op = use.operation
             if type(op) in _VIEW_CLASSES:
-                if use.index == 0:
+                if use.index == 0 and id(op) not in speculative:
                     values.append(op.results[0])
             elif op.parent is block and id(op) not in seen and value in written(op):
                 seen.add(id(op))
@@ -196,21 +212,34 @@ def writers_of(root: SSAValue, block: Block) -> list[Operation]:
     return by
 
 
-def view_in_place(block: Block) -> int:
+def view_in_place(block: Block, speculative: Speculated | None = None) -> int:
     """Replace every eligible slice/local_block copy of `block` by a subview; returns how many.
-    Walks backwards so that a slice of a slice is seen after its readers became views."""
+    Walks backwards so that a slice of a slice is seen after its readers became views. The
+    `speculative` views count as their copies: each is confirmed (counted) or becomes the
+    buffer and the copy again, as its copy would have stayed."""
+    spec = speculative or {}
     ops = block_ops(block)
-    copies = of_class(ops, COPIES)
-    boxes = [box_of(o) for o in copies]
+    if spec:
+        copies = [
+            o
+            for o in of_class(ops, COPIES_OR_VIEWS)
+            if type(o) is not k.SubviewOp or id(o) in spec
+        ]
+    else:
+        copies = of_class(ops, COPIES)
+    boxes = [
+        box_of(o) if type(o) is not k.SubviewOp else (o.source, o.result, spec[id(o)][1])  # type: ignore[attr-defined]
+        for o in copies
+    ]
     # Only the writers of the copies' sources, and the positions of the copies, their readers
     # and those writers, are asked for (a rewrite below never changes a source's storage: a
     # source is defined before its copy, and copies become views from the last one up).
-    sources = {storage(box[0]) for box in boxes if box is not None}
+    sources = {storage_upto(box[0], spec) for box in boxes if box is not None}
     wanted = {id(o) for o in copies}
     for box in boxes:
         if box is not None:
             wanted.update(id(u.operation) for u in box[1].uses)
-    by_root = {root: writers_of(root, block) for root in sources}
+    by_root = {root: writers_of(root, block, spec) for root in sources}
     for by in by_root.values():
         wanted.update(id(o) for o in by)
     position = Positions(ops, wanted)
@@ -225,16 +254,31 @@ def view_in_place(block: Block) -> int:
     for op, found in zip(reversed(copies), reversed(boxes), strict=True):
         assert found is not None
         source, dest, offsets = found
-        alloc = dest.owner
-        if not isinstance(alloc, k.AllocOp) or alloc.parent_block() is not block:
-            continue  # a result or argument: the caller reads it
-        readers = [u.operation for u in dest.uses if u.operation is not op]
-        if not all(reads_strided(r, dest) for r in readers):
+        entry = spec.get(id(op))
+        if entry is None:
+            alloc = dest.owner
+            if not isinstance(alloc, k.AllocOp) or alloc.parent_block() is not block:
+                continue  # a result or argument: the caller reads it
+            readers = [u.operation for u in dest.uses if u.operation is not op]
+        else:
+            alloc = None
+            readers = [u.operation for u in dest.uses]
+        fits = all(reads_strided(r, dest) for r in readers)
+        if fits:
+            at, by = writers.get(storage_upto(source, spec), ((), ()))
+            later = by[bisect_right(at, position.of(op)) :]  # (positions ascend)
+            # else the source changes while a reader may still need the old values
+            fits = all(ordered_after(w, readers, position) for w in later)
+        if entry is not None:
+            if fits:
+                confirm_view(op)  # type: ignore[arg-type]
+                done += 1
+            else:
+                unview(op, entry, block, position)  # type: ignore[arg-type]
+                erased.append(op)
             continue
-        at, by = writers.get(storage(source), ((), ()))
-        later = by[bisect_right(at, position.of(op)) :]  # (positions ascend)
-        if not all(ordered_after(w, readers, position) for w in later):
-            continue  # the source changes while a reader may still need the old values
+        if not fits:
+            continue
         view = k.SubviewOp(source, offsets, k.tensor_of(dest))
         block.insert_op_before(view, op)
         copy_name(view.result, dest)
@@ -242,12 +286,78 @@ def view_in_place(block: Block) -> int:
         drop_operand_uses(op)
         block.detach_op(op)
         erased.append(op)
-        block.detach_op(alloc)
-        erased.append(alloc)
+        block.detach_op(alloc)  # type: ignore[arg-type]
+        erased.append(alloc)  # type: ignore[arg-type]
         done += 1
     for op in erased:
         release(op)
     return done
+
+
+def confirm_view(view: k.SubviewOp) -> None:
+    """A speculative view stays: its uses ordered as if it had been made here (`replace_uses`
+    of the copy's buffer: reversed; its use of the source the newest)."""
+    result = view.results[0]
+    use = result.first_use
+    result.first_use = None
+    while use is not None:  # reverse the list
+        following = use._next_use  # pyright: ignore[reportPrivateUsage]
+        result.add_use(use)
+        use = following
+    source = _item(view._operands, 0)  # pyright: ignore[reportPrivateUsage]
+    mine = view._operand_uses[0]  # pyright: ignore[reportPrivateUsage]
+    source.remove_use(mine)
+    source.add_use(mine)
+
+
+def unview(view: k.SubviewOp, entry: tuple, block: Block, position: Positions) -> None:
+    """A speculative view that its copy would not have become: the buffer and the copy as the
+    lowering would have made them (uses in the same order, positions where the view was);
+    the view is detached (to release)."""
+    _, _, stream, make_copy, name = entry
+    result = view.results[0]
+    source = _item(view._operands, 0)  # pyright: ignore[reportPrivateUsage]
+    alloc = k.AllocOp(k.tensor_of(result))
+    buffer = alloc.results[0]
+    buffer._name = name  # pyright: ignore[reportPrivateUsage]
+    copy = make_copy(source, buffer)
+    copy.properties["stream"] = k.stream_attr(stream)  # (`Lowering.add`)
+    block.insert_op_before(alloc, view)
+    block.insert_op_before(copy, view)
+    at = position.of(view)
+    position.at[id(alloc)] = at - 0.5
+    position.at[id(copy)] = at
+    # the buffer's uses: the readers' (in their order), then the copy's (made first)
+    copy_use = buffer.first_use
+    assert copy_use is not None and copy_use._next_use is None  # pyright: ignore[reportPrivateUsage]
+    readers = []
+    use = result.first_use
+    while use is not None:
+        readers.append(use)
+        use = use._next_use  # pyright: ignore[reportPrivateUsage]
+    buffer.first_use = None
+    result.first_use = None
+    buffer.add_use(copy_use)
+    for use in reversed(readers):
+        op, i = use._operation, use._index  # pyright: ignore[reportPrivateUsage]
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        op._operands = SSAValues(  # pyright: ignore[reportPrivateUsage]
+            (*_item(operands, slice(None, i)), buffer, *_item(operands, slice(i + 1, None)))
+        )
+        buffer.add_use(use)
+    # the source's use by the copy where the view's was
+    mine = view._operand_uses[0]  # pyright: ignore[reportPrivateUsage]
+    theirs = copy._operand_uses[0]  # pyright: ignore[reportPrivateUsage]
+    source.remove_use(theirs)
+    theirs._prev_use, theirs._next_use = mine._prev_use, mine._next_use  # pyright: ignore[reportPrivateUsage]
+    if mine._prev_use is None:  # pyright: ignore[reportPrivateUsage]
+        source.first_use = theirs
+    else:
+        mine._prev_use._next_use = theirs  # pyright: ignore[reportPrivateUsage]
+    if mine._next_use is not None:  # pyright: ignore[reportPrivateUsage]
+        mine._next_use._prev_use = theirs  # pyright: ignore[reportPrivateUsage]
+    view._operand_uses = ()  # pyright: ignore[reportPrivateUsage]
+    block.detach_op(view)
 
 
 def drop_operand_uses(op: Operation) -> None:
