@@ -1267,7 +1267,11 @@ class ConvertToKernel(ModulePass):
         for f in [f for f in functions if f.body.blocks]:
             speculative: Speculated | None = {} if self.views else None
             lowered, bodies = lower_function(
-                f, calls, called=f.sym_name.data in calls.calls, names=names, speculative=speculative
+                f,
+                calls,
+                called=f.sym_name.data in calls.calls,
+                names=names,
+                speculative=speculative,
             )
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own

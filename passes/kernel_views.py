@@ -221,9 +221,7 @@ def view_in_place(block: Block, speculative: Speculated | None = None) -> int:
     ops = block_ops(block)
     if spec:
         copies = [
-            o
-            for o in of_class(ops, COPIES_OR_VIEWS)
-            if type(o) is not k.SubviewOp or id(o) in spec
+            o for o in of_class(ops, COPIES_OR_VIEWS) if type(o) is not k.SubviewOp or id(o) in spec
         ]
     else:
         copies = of_class(ops, COPIES)
