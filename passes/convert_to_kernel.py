@@ -81,7 +81,13 @@ from ccopt.passes.common import (
     release,
 )
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
-from ccopt.passes.kernel_views import Speculated, concat_in_place, fold_fills, view_in_place
+from ccopt.passes.kernel_views import (
+    FoldMemo,
+    Speculated,
+    concat_in_place,
+    fold_fills,
+    view_in_place,
+)
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
 from ccopt.verifier import forget_verification
@@ -144,6 +150,7 @@ class Lowering:
     # copies made subviews right away (`speculate`), for `view_in_place` to confirm; None: views
     # off (`ConvertToKernel.views`)
     speculative: Speculated | None = None
+    memo: FoldMemo | None = None  # given: the origins of kernels' bodies are noted for it
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -176,7 +183,13 @@ class Lowering:
         source.move_blocks(region)
         if key is not None:
             self.alike[key] = [region, None]
+            self.note_origin(region, key)
         return region
+
+    def note_origin(self, region: Region | str, key: object) -> None:
+        """`region`, a kernel's, is a body shared under `key` (`FoldMemo`)."""
+        if self.memo is not None and isinstance(region, Region):
+            self.memo.regions[id(region)] = (region, key)
 
     def named_alike(self, op: dt.FusedOp, named: str) -> Region | str:
         """The body of a kernel for `op`, which names the L1 body `named`: a copy for the first
@@ -188,6 +201,7 @@ class Lowering:
             return self.name_of(entry)
         region = clone_body(op.named_body().body)  # type: ignore[union-attr]
         self.alike[key] = [region, None]
+        self.note_origin(region, key)
         return region
 
     def name_of(self, entry: list) -> str:
@@ -203,6 +217,8 @@ class Lowering:
         named), their first kernel naming them too."""
         named = []
         for region, name in self.shared:
+            if self.memo is not None and (found := self.memo.regions.get(id(region))):
+                self.memo.names[name] = found[1]
             kernel = region.parent
             assert isinstance(kernel, k.NamedBodyOp)
             kernel.detach_region(region)
@@ -414,6 +430,7 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
         else:  # the first kernel computing it: a copy of the body (`build_body`)
             body = build_body([op], inputs, yields, cache=low.bodies)
             low.alike[key] = [body, None]
+            low.note_origin(body, key)
     out = low.destination(op.results[0])
     low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
 
@@ -1080,6 +1097,7 @@ def lower_function(
     called: bool = False,
     names: BodyNames | None = None,
     speculative: Speculated | None = None,
+    memo: FoldMemo | None = None,
 ) -> tuple[func.FuncOp, list[k.BodyOp]]:
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
@@ -1098,7 +1116,7 @@ def lower_function(
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, source=old, calls=calls, names=names, speculative=speculative)
+    low = Lowering(block, source=old, calls=calls, names=names, speculative=speculative, memo=memo)
     low.buffers.update(zip(old.args, block.args, strict=False))
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
     low.destinations, _ = plan_destinations(f, outputs, low.buffers, bool(updated))
@@ -1264,6 +1282,7 @@ class ConvertToKernel(ModulePass):
             check_function(f, calls)  # every refusal before anything is lowered
         names = BodyNames(op)
         outliner = Outliner(op)
+        memo = FoldMemo() if self.views else None
         for f in [f for f in functions if f.body.blocks]:
             speculative: Speculated | None = {} if self.views else None
             lowered, bodies = lower_function(
@@ -1272,6 +1291,7 @@ class ConvertToKernel(ModulePass):
                 called=f.sym_name.data in calls.calls,
                 names=names,
                 speculative=speculative,
+                memo=memo,
             )
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
@@ -1282,8 +1302,10 @@ class ConvertToKernel(ModulePass):
             if self.views:
                 view_in_place(lowered.body.blocks[0], speculative)
                 concat_in_place(lowered.body.blocks[0])
-                fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies})
+                fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo)
             if self.tf32:
                 allow_tf32(lowered)
             outliner.function(lowered, bodies)
+            if memo is not None:
+                memo.record()
         outliner.finish()

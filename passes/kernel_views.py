@@ -34,7 +34,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType, SymbolRefAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue, SSAValues
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, SSAValues
 from xdsl.irdl import AttrSizedOperandSegments
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -465,15 +465,16 @@ def free_between(
     return True
 
 
-def fold_fills(block: Block, own: Collection[str] = ()) -> int:
+def fold_fills(block: Block, own: Collection[str] = (), memo: FoldMemo | None = None) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many.
     Each kernel is changed once for all the fills it reads (`fold_inputs`), not once per fill:
     an optimizer step's kernels read several hyper-parameters. `own` names module bodies
     that only this block's kernels name (bodies shared while lowering it): the last of their
-    kernels to change takes the body itself instead of a copy (`takers`)."""
+    kernels to change takes the body itself instead of a copy (`takers`). With a `memo`, a
+    kernel folded as one of an earlier block was names the body that one's became."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    folds: dict[Operation, list[tuple[SSAValue, arith.ConstantOp]]] = {}  # by kernel, in order
+    folds: dict[Operation, list[tuple[SSAValue, Attribute, Attribute]]] = {}  # by kernel
     for fill in of_class(block_ops(block), k.FillKernelOp):
         value = fill.out
         alloc = value.owner
@@ -489,19 +490,98 @@ def fold_fills(block: Block, own: Collection[str] = ()) -> int:
         ):
             continue  # (folding others never changes this: a kernel stays one, outputs alike)
         element = k.tensor_of(value).element_type
+        attr = constant_value(fill.value.value.data, element)
         for reader in readers.values():
-            folds.setdefault(reader, []).append((value, constant(fill.value.value.data, element)))
+            folds.setdefault(reader, []).append((value, attr, element))
         erased += (fill, alloc)
         done += 1
-    taking = takers(block, folds, own) if own else set()
-    for reader, constants in folds.items():
+    keys = {op: memo.key(op, values, own) for op, values in folds.items()} if memo else {}
+    named = {op for op, key in keys.items() if key is not None and key in memo.refs}  # type: ignore[union-attr]
+    taking = takers(block, folds, own, named) if own else set()
+    for reader, values in folds.items():
+        if reader in named:
+            fold_by_name(reader, values, memo.refs[keys[reader]])  # type: ignore[union-attr,arg-type,index]
+            continue
+        constants = [(value, constant_op(attr, t)) for value, attr, t in values]
         fold_inputs(reader, constants, reader in taking)  # type: ignore[arg-type]
+        if keys.get(reader) is not None:
+            memo.made.append((reader, keys[reader]))  # type: ignore[union-attr]
     for op in erased:  # (a fill, then its alloc: no use left)
         drop_operand_uses(op)
         block.detach_op(op)
     for op in erased:
         release(op)
     return done
+
+
+class FoldMemo:
+    """The bodies that folding fills made, for kernels of later functions folded alike: by the
+    origin of a kernel's body (the L1 body it copies, the key it was shared under while
+    lowering: `Lowering.body_of`) and the fold (constants and the inputs they replace), the
+    `kernel.body` that outlining named. A model's optimizer steps repeat the same few kernels
+    per parameter: each was copied, folded, keyed and released again (`Outliner`)."""
+
+    def __init__(self) -> None:
+        self.refs: dict[tuple, SymbolRefAttr] = {}
+        self.made: list[tuple[Operation, tuple]] = []  # kernels folded, to `record`
+        self.regions: dict[int, tuple[Region, object]] = {}  # by `id`: a kernel's, its origin
+        self.names: dict[str, object] = {}  # a body shared while lowering -> its origin
+
+    def origin(self, op: k.ElementwiseOp, own: Collection[str]) -> object | None:
+        if op.regions:
+            found = self.regions.get(id(op.regions[0]))
+            return found[1] if found is not None and found[0] is op.regions[0] else None
+        name = op.body_name()
+        if name is None:
+            return None
+        if name in own:  # shared while lowering
+            return self.names.get(name)
+        return ("named", name)  # a module body of L1: kernels alike copy it
+
+    def key(
+        self,
+        op: k.ElementwiseOp,
+        values: list[tuple[SSAValue, Attribute, Attribute]],
+        own: Collection[str],
+    ) -> tuple | None:
+        """Kernels of equal keys fold into equal bodies (None: the body's origin is unknown)."""
+        origin = self.origin(op, own)
+        if origin is None:
+            return None
+        at = {id(value): i for i, (value, _, _) in enumerate(values)}
+        return (
+            origin,
+            tuple((attr, t) for _, attr, t in values),
+            tuple(at.get(id(v), -1) for v in elementwise_parts(op)[0]),
+        )
+
+    def record(self) -> None:
+        """After a function is outlined: the bodies its folded kernels name."""
+        for op, key in self.made:
+            ref = op.properties.get("body_ref")
+            if isinstance(ref, SymbolRefAttr) and not op.regions:
+                self.refs.setdefault(key, ref)
+        self.made.clear()
+        self.regions.clear()
+        self.names.clear()
+
+
+def fold_by_name(
+    op: k.ElementwiseOp, values: list[tuple[SSAValue, Attribute, Attribute]], ref: SymbolRefAttr
+) -> None:
+    """`fold_inputs` and outlining for a kernel folded as one before (`FoldMemo`): it names
+    that one's body, and its own region (self-contained: it has an origin) is released."""
+    folded = {id(value) for value, _, _ in values}
+    inputs, outputs = elementwise_parts(op)
+    kept = [v for v in inputs if id(v) not in folded]
+    if op.regions:
+        release(op.detach_region(op.regions[0]))
+    props = op.properties
+    props.pop("body_ref", None)
+    op.operands = [*kept, *outputs]
+    props[AttrSizedOperandSegments.attribute_name] = segments_attr([len(kept), len(outputs)])
+    props["body_ref"] = ref  # (where outlining puts it)
+    forget_verification(op)
 
 
 _SEGMENT_SIZES: dict[int, tuple[Attribute, tuple[int, ...]]] = {}
@@ -526,17 +606,30 @@ def elementwise_parts(op: k.ElementwiseOp) -> tuple[tuple[SSAValue, ...], tuple[
 def constant(value: float, t: Attribute) -> arith.ConstantOp:
     """`value` as an arith.constant of element type `t` (what a body reads for the input),
     built directly (`build_op`) with a shared attribute (`constant_attr`)."""
+    return constant_op(constant_value(value, t), t)
+
+
+def constant_value(value: float, t: Attribute) -> Attribute:
+    """The attribute of `constant`."""
     if isinstance(t, IntegerType):
         value = int(value) if t.width.data > 1 else int(bool(value))
-    return build_op(
-        arith.ConstantOp, result_types=[t], properties={"value": constant_attr(value, t)}
-    )
+    return constant_attr(value, t)
 
 
-def takers(block: Block, folds: Mapping[Operation, object], own: Collection[str]) -> set[Operation]:
+def constant_op(attr: Attribute, t: Attribute) -> arith.ConstantOp:
+    return build_op(arith.ConstantOp, result_types=[t], properties={"value": attr})
+
+
+def takers(
+    block: Block,
+    folds: Mapping[Operation, object],
+    own: Collection[str],
+    named: Collection[Operation] = (),
+) -> set[Operation]:
     """Of the kernels changed, those that may take the body they name (one of `own`) instead
     of a copy: the last changed kernel naming it, when every kernel naming it changes (each
-    gets a body of its own; the named one is then dropped by outlining)."""
+    gets a body of its own, or names one made before: `named`, which take none; the named
+    one is then dropped by outlining)."""
     naming: dict[str, int] = {}  # body -> how many of the block's kernels name it
     for op in block.ops:
         ref = op.properties.get("body_ref")
@@ -548,7 +641,8 @@ def takers(block: Block, folds: Mapping[Operation, object], own: Collection[str]
     for op in folds:
         name = op.body_name()  # type: ignore[attr-defined]
         if name in naming:
-            last[name] = op
+            if op not in named:
+                last[name] = op
             changed[name] = changed.get(name, 0) + 1
     return {op for name, op in last.items() if changed[name] == naming[name]}
 
