@@ -151,6 +151,9 @@ class Lowering:
     # off (`ConvertToKernel.views`)
     speculative: Speculated | None = None
     memo: FoldMemo | None = None  # given: the origins of kernels' bodies are noted for it
+    # given: the first kernel copying an L1 body names it until it needs the copy (`claim`)
+    lazy: list[list] | None = None
+    claiming: list | None = None  # the `lazy` entry of the kernel being built
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -199,10 +202,22 @@ class Lowering:
         entry = self.alike.get(key)
         if entry is not None:
             return self.name_of(entry)
+        if self.lazy is not None:  # (the kernel, then its copy if it needs one: `claim`)
+            self.claiming = self.alike[key] = [None, None, op.named_body()]
+            return named
         region = clone_body(op.named_body().body)  # type: ignore[union-attr]
         self.alike[key] = [region, None]
         self.note_origin(region, key)
         return region
+
+    def claim(self, kernel: Operation) -> None:
+        """`kernel` is the one `named_alike` gave the L1 body's name for now: the copy it
+        needs is made once folding is done (`copy_named_bodies`), or by `move_bodies`."""
+        if self.claiming is not None:
+            assert self.lazy is not None
+            self.claiming[0] = kernel
+            self.lazy.append(self.claiming)
+            self.claiming = None
 
     def name_of(self, entry: list) -> str:
         """The name the kernels computing like `entry`'s first kernel use (`alike`)."""
@@ -216,7 +231,17 @@ class Lowering:
         """The bodies other kernels name become `kernel.body` ops (returned, in the order
         named), their first kernel naming them too."""
         named = []
-        for region, name in self.shared:
+        for entry in self.shared:
+            region, name = entry[0], entry[1]
+            if len(entry) == 3:  # a kernel naming an L1 body for now (`named_alike`)
+                kernel, l1 = entry[0], entry[2]
+                entry[2] = None  # (its copy is made here)
+                if self.memo is not None:
+                    self.memo.names[name] = ("named", l1.sym_name.data)
+                del kernel.properties["body_ref"]
+                kernel.properties["body_ref"] = SymbolRefAttr(name)
+                named.append(k.BodyOp(name, clone_body(l1.body)))
+                continue
             if self.memo is not None and (found := self.memo.regions.get(id(region))):
                 self.memo.names[name] = found[1]
             kernel = region.parent
@@ -438,9 +463,11 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
 def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
     outs = [low.destination(r) for r in op.results]
     body = low.body_of(op, True)
-    low.add(
-        k.ElementwiseOp(
-            [low.buffer(v) for v in op.inputs], outs, body, index_box=op.index_box_props()
+    low.claim(
+        low.add(
+            k.ElementwiseOp(
+                [low.buffer(v) for v in op.inputs], outs, body, index_box=op.index_box_props()
+            )
         )
     )
 
@@ -1098,6 +1125,7 @@ def lower_function(
     names: BodyNames | None = None,
     speculative: Speculated | None = None,
     memo: FoldMemo | None = None,
+    lazy: list[list] | None = None,
 ) -> tuple[func.FuncOp, list[k.BodyOp]]:
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
@@ -1116,7 +1144,15 @@ def lower_function(
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, source=old, calls=calls, names=names, speculative=speculative, memo=memo)
+    low = Lowering(
+        block,
+        source=old,
+        calls=calls,
+        names=names,
+        speculative=speculative,
+        memo=memo,
+        lazy=lazy,
+    )
     low.buffers.update(zip(old.args, block.args, strict=False))
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
     low.destinations, _ = plan_destinations(f, outputs, low.buffers, bool(updated))
@@ -1139,6 +1175,27 @@ def lower_function(
     if f.sym_visibility is not None:
         lowered.sym_visibility = StringAttr(f.sym_visibility.data)
     return lowered, bodies
+
+
+def copy_named_bodies(lazy: list[list], memo: FoldMemo | None) -> None:
+    """The kernels that `named_alike` let name an L1 body (`Lowering.claim`) get the copy they
+    would have had, unless folding gave them a body (`fold_fills`) or other kernels computed
+    alike (`move_bodies` made the copy); with a `memo`, a kernel whose copy an earlier
+    function's alike kernel had names the body outlining made of that one (`FoldMemo`). Copies
+    made at lowering were mostly folded or outlined away again."""
+    for kernel, _, l1 in lazy:
+        if l1 is None or (memo is not None and id(kernel) in memo.changed):
+            continue
+        origin = (("named", l1.sym_name.data),)
+        ref = memo.refs.get(origin) if memo is not None else None
+        del kernel.properties["body_ref"]
+        if ref is not None:
+            kernel.properties["body_ref"] = ref  # (where outlining puts it)
+        else:
+            kernel.add_region(clone_body(l1.body))
+            if memo is not None:
+                memo.made.append((kernel, origin))
+        forget_verification(kernel)
 
 
 def allow_tf32(f: func.FuncOp) -> None:
@@ -1285,6 +1342,7 @@ class ConvertToKernel(ModulePass):
         memo = FoldMemo() if self.views else None
         for f in [f for f in functions if f.body.blocks]:
             speculative: Speculated | None = {} if self.views else None
+            lazy: list[list] = []
             lowered, bodies = lower_function(
                 f,
                 calls,
@@ -1292,6 +1350,7 @@ class ConvertToKernel(ModulePass):
                 names=names,
                 speculative=speculative,
                 memo=memo,
+                lazy=lazy,
             )
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
@@ -1303,6 +1362,7 @@ class ConvertToKernel(ModulePass):
                 view_in_place(lowered.body.blocks[0], speculative)
                 concat_in_place(lowered.body.blocks[0])
                 fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo)
+            copy_named_bodies(lazy, memo)
             if self.tf32:
                 allow_tf32(lowered)
             outliner.function(lowered, bodies)

@@ -498,6 +498,8 @@ def fold_fills(block: Block, own: Collection[str] = (), memo: FoldMemo | None = 
     keys = {op: memo.key(op, values, own) for op, values in folds.items()} if memo else {}
     named = {op for op, key in keys.items() if key is not None and key in memo.refs}  # type: ignore[union-attr]
     taking = takers(block, folds, own, named) if own else set()
+    if memo is not None:
+        memo.changed.update(id(op) for op in folds)
     for reader, values in folds.items():
         if reader in named:
             fold_by_name(reader, values, memo.refs[keys[reader]])  # type: ignore[union-attr,arg-type,index]
@@ -526,6 +528,7 @@ class FoldMemo:
         self.made: list[tuple[Operation, tuple]] = []  # kernels folded, to `record`
         self.regions: dict[int, tuple[Region, object]] = {}  # by `id`: a kernel's, its origin
         self.names: dict[str, object] = {}  # a body shared while lowering -> its origin
+        self.changed: set[int] = set()  # the kernels folded, by `id`
 
     def origin(self, op: k.ElementwiseOp, own: Collection[str]) -> object | None:
         if op.regions:
@@ -564,6 +567,7 @@ class FoldMemo:
         self.made.clear()
         self.regions.clear()
         self.names.clear()
+        self.changed.clear()
 
 
 def fold_by_name(
