@@ -154,6 +154,8 @@ class Lowering:
     # given: the first kernel copying an L1 body names it until it needs the copy (`claim`)
     lazy: list[list] | None = None
     claiming: list | None = None  # the `lazy` entry of the kernel being built
+    # the classes of the kernels that the rewrites after lowering look for, made (`rewrites`)
+    made: set[type] = field(default_factory=set)
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -826,6 +828,7 @@ def speculate(
 
 
 def lower_concat(low: Lowering, op: dt.ConcatOp) -> None:
+    low.made.add(k.ConcatKernelOp)
     low.add(
         k.ConcatKernelOp(
             [low.buffer(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
@@ -852,6 +855,7 @@ def lower_constant(low: Lowering, op: dt.ConstantOp) -> None:
 
 
 def lower_fill(low: Lowering, op: dt.FillOp) -> None:
+    low.made.add(k.FillKernelOp)
     low.add(k.FillKernelOp(op.value, low.destination(op.result)))
 
 
@@ -1126,6 +1130,7 @@ def lower_function(
     speculative: Speculated | None = None,
     memo: FoldMemo | None = None,
     lazy: list[list] | None = None,
+    made: set[type] | None = None,
 ) -> tuple[func.FuncOp, list[k.BodyOp]]:
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
@@ -1152,6 +1157,7 @@ def lower_function(
         speculative=speculative,
         memo=memo,
         lazy=lazy,
+        made=set() if made is None else made,
     )
     low.buffers.update(zip(old.args, block.args, strict=False))
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
@@ -1343,6 +1349,7 @@ class ConvertToKernel(ModulePass):
         for f in [f for f in functions if f.body.blocks]:
             speculative: Speculated | None = {} if self.views else None
             lazy: list[list] = []
+            made: set[type] = set()  # (no concat or fill made: no block scan looking for one)
             lowered, bodies = lower_function(
                 f,
                 calls,
@@ -1351,6 +1358,7 @@ class ConvertToKernel(ModulePass):
                 speculative=speculative,
                 memo=memo,
                 lazy=lazy,
+                made=made,
             )
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
@@ -1360,8 +1368,10 @@ class ConvertToKernel(ModulePass):
             release(f)  # isolated from above: nothing outside uses it, nor it anything outside
             if self.views:
                 view_in_place(lowered.body.blocks[0], speculative)
-                concat_in_place(lowered.body.blocks[0])
-                fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo)
+                if k.ConcatKernelOp in made:
+                    concat_in_place(lowered.body.blocks[0])
+                if k.FillKernelOp in made:
+                    fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo)
             copy_named_bodies(lazy, memo)
             if self.tf32:
                 allow_tf32(lowered)
