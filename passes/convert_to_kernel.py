@@ -156,6 +156,7 @@ class Lowering:
     claiming: list | None = None  # the `lazy` entry of the kernel being built
     # the classes of the kernels that the rewrites after lowering look for, made (`rewrites`)
     made: set[type] = field(default_factory=set)
+    concats: list[Operation] = field(default_factory=list)  # in order, for `concat_in_place`
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -828,10 +829,11 @@ def speculate(
 
 
 def lower_concat(low: Lowering, op: dt.ConcatOp) -> None:
-    low.made.add(k.ConcatKernelOp)
-    low.add(
-        k.ConcatKernelOp(
-            [low.buffer(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
+    low.concats.append(
+        low.add(
+            k.ConcatKernelOp(
+                [low.buffer(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
+            )
         )
     )
 
@@ -1131,6 +1133,7 @@ def lower_function(
     memo: FoldMemo | None = None,
     lazy: list[list] | None = None,
     made: set[type] | None = None,
+    concats: list[Operation] | None = None,
 ) -> tuple[func.FuncOp, list[k.BodyOp]]:
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
@@ -1158,6 +1161,7 @@ def lower_function(
         memo=memo,
         lazy=lazy,
         made=set() if made is None else made,
+        concats=[] if concats is None else concats,
     )
     low.buffers.update(zip(old.args, block.args, strict=False))
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
@@ -1350,6 +1354,7 @@ class ConvertToKernel(ModulePass):
             speculative: Speculated | None = {} if self.views else None
             lazy: list[list] = []
             made: set[type] = set()  # (no concat or fill made: no block scan looking for one)
+            concats: list[Operation] = []
             lowered, bodies = lower_function(
                 f,
                 calls,
@@ -1359,6 +1364,7 @@ class ConvertToKernel(ModulePass):
                 memo=memo,
                 lazy=lazy,
                 made=made,
+                concats=concats,
             )
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
@@ -1368,8 +1374,8 @@ class ConvertToKernel(ModulePass):
             release(f)  # isolated from above: nothing outside uses it, nor it anything outside
             if self.views:
                 view_in_place(lowered.body.blocks[0], speculative)
-                if k.ConcatKernelOp in made:
-                    concat_in_place(lowered.body.blocks[0])
+                if concats:
+                    concat_in_place(lowered.body.blocks[0], concats)
                 if k.FillKernelOp in made:
                     fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo)
             copy_named_bodies(lazy, memo)

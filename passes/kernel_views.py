@@ -383,21 +383,15 @@ def storage_users(root: SSAValue) -> list[Operation]:
     return users
 
 
-def concat_in_place(block: Block) -> int:
+def concat_in_place(block: Block, concats: list[Operation] | None = None) -> int:
     """Let the all-gathers (reduce-scatters) whose results are only concatenated write into the concatenation
-    (subviews of it) and drop the concat; returns how many concats went."""
+    (subviews of it) and drop the concat; returns how many concats went. `concats`: the
+    block's concats in order, when the caller knows them (else the block is scanned)."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
-    ops = block_ops(block)  # positions taken once: the rewrites below only move allocs up
-    concats = of_class(ops, k.ConcatKernelOp)
-    wanted = {id(o) for o in concats}  # with their chunks' allocs, their storage's alloc
-    for op in concats:  # and the ops using that storage (`free_between`)
-        wanted.update(id(v.owner) for v in op.inputs)
-        root = storage(op.out)
-        wanted.add(id(root.owner))
-        wanted.update(id(o) for o in storage_users(root))
-    position = Positions(ops, wanted)
-    del wanted
+    made: set[int] = set()  # the views made here (`free_between` looks past them)
+    if concats is None:
+        concats = of_class(block_ops(block), k.ConcatKernelOp)
     for op in concats:
         writers = []
         for v in op.inputs:
@@ -415,9 +409,8 @@ def concat_in_place(block: Block) -> int:
                 break
             writers.append(writer[0])
         else:
-            # the earliest chunk alloc
-            first = min((v.owner for v in op.inputs), key=position.of)
-            if not free_between(ops, position, first, op, storage(op.out)):  # type: ignore[arg-type]
+            first = earliest(op, {id(v.owner) for v in op.inputs})  # the earliest chunk alloc
+            if not free_between(first, op, storage(op.out), made):
                 continue
             dim = op.dim.value.data % k.tensor_of(op.out).rank
             start = 0
@@ -425,6 +418,7 @@ def concat_in_place(block: Block) -> int:
                 t = k.tensor_of(v)
                 offsets = [start if d == dim else 0 for d in range(t.rank)]
                 view = k.SubviewOp(op.out, offsets, t)
+                made.add(id(view))
                 Rewriter.insert_op(view, InsertPoint.after(v.owner))
                 view.result.name_hint = v.name_hint
                 alloc = v.owner
@@ -440,28 +434,39 @@ def concat_in_place(block: Block) -> int:
     return done
 
 
-def free_between(
-    ops: list[Operation],
-    position: Positions,
-    first: Operation,
-    last: Operation,
-    root: SSAValue,
-) -> bool:
-    """No op from `first` to `last` (exclusive) touches the storage `root`; `root` is then
-    defined before `first` (where the views go), its alloc moved up if need be. `ops` and
-    `position` are the block's order when the rewrites began (a moved alloc's position is
-    updated), so each check costs the span it looks at, not the block."""
-    a, b = int(position.of(first)), int(position.of(last))
-    for o in storage_users(root):  # (ops not in `ops` are not in the span)
-        if o.parent is not None and a <= position.of(o, -1) < b:
-            return False
+def earliest(op: Operation, wanted: set[int]) -> Operation:
+    """Of the ops before `op` in its block whose `id`s are `wanted` (all of them there), the
+    first: a walk back from `op` over the span they cover."""
+    found = op
+    o = op.prev_op
+    while wanted and o is not None:
+        if id(o) in wanted:
+            wanted.discard(id(o))
+            found = o
+        o = o.prev_op
+    return found
+
+
+def free_between(first: Operation, last: Operation, root: SSAValue, made: set[int]) -> bool:
+    """No op from `first` to `last` (exclusive) touches the storage `root` (the views made by
+    `concat_in_place`, `made`, aside: they are not in the span it checks); `root` is then
+    defined before `first` (where the views go), its alloc moved up if need be. A walk over
+    the span: no positions of the block's ops."""
+    users = {id(o) for o in storage_users(root)}
     owner = root.owner
-    if isinstance(owner, Operation) and position.of(owner, -1) > position.of(first):
+    after_first = False
+    o: Operation | None = first
+    while o is not None and o is not last:
+        if id(o) in users and id(o) not in made:
+            return False
+        if o is owner and o is not first:
+            after_first = True
+        o = o._next_op  # pyright: ignore[reportPrivateUsage]
+    if after_first:
         if not isinstance(owner, k.AllocOp):
             return False
         owner.detach()  # an alloc only names bytes: declare it before the chunks
         Rewriter.insert_op(owner, InsertPoint.before(first))
-        position.at[id(owner)] = position.of(first) - 0.5
     return True
 
 
