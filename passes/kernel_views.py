@@ -398,12 +398,12 @@ def concat_in_place(block: Block, concats: list[Operation] | None = None) -> int
             alloc = v.owner
             users = [u.operation for u in v.uses]
             # the collective writing it, and block views of it (an in-place all-gather's input)
-            writer = [u for u in users if u is not op and not isinstance(u, k.BlockViewOp)]
+            writer = [u for u in users if u is not op and not is_a(u, k.BlockViewOp)]
             if (
-                not isinstance(alloc, k.AllocOp)
-                or alloc.parent_block() is not block
+                not is_a(alloc, k.AllocOp)
+                or alloc.parent is not block
                 or len(writer) != 1
-                or not isinstance(writer[0], k.NcclAllGatherOp | k.NcclReduceScatterOp)
+                or not is_a(writer[0], k.NcclAllGatherOp | k.NcclReduceScatterOp)
                 or writer[0].out is not v
             ):
                 break
@@ -419,14 +419,15 @@ def concat_in_place(block: Block, concats: list[Operation] | None = None) -> int
                 offsets = [start if d == dim else 0 for d in range(t.rank)]
                 view = k.SubviewOp(op.out, offsets, t)
                 made.add(id(view))
-                Rewriter.insert_op(view, InsertPoint.after(v.owner))
-                view.result.name_hint = v.name_hint
                 alloc = v.owner
+                block.insert_op_after(view, alloc)  # type: ignore[arg-type]
+                copy_name(view.result, v)
                 replace_uses(v, view.result)
-                Rewriter.erase_op(alloc)  # type: ignore[arg-type]
-                erased.append(alloc)
+                block.detach_op(alloc)  # type: ignore[arg-type] # (no operand, no use left)
+                erased.append(alloc)  # type: ignore[arg-type]
                 start += t.get_shape()[dim]
-            Rewriter.erase_op(op)
+            drop_operand_uses(op)
+            block.detach_op(op)
             erased.append(op)
             done += 1
     for op in erased:
