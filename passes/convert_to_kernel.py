@@ -39,7 +39,7 @@ func.func @sgd(%g: !kernel.buffer<1030xf32, @dp[P(sum)]>, %w: !kernel.buffer<103
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import prod
 from typing import TYPE_CHECKING, Any
@@ -238,12 +238,12 @@ class Lowering:
             region, name = entry[0], entry[1]
             if len(entry) == 3:  # a kernel naming an L1 body for now (`named_alike`)
                 kernel, l1 = entry[0], entry[2]
-                entry[2] = None  # (its copy is made here)
                 if self.memo is not None:
                     self.memo.names[name] = ("named", l1.sym_name.data)
                 del kernel.properties["body_ref"]
                 kernel.properties["body_ref"] = SymbolRefAttr(name)
-                named.append(k.BodyOp(name, clone_body(l1.body)))
+                # its copy of `l1` is made once a kernel needs it (`lazy_bodies`)
+                named.append(k.BodyOp(name, Region()))
                 continue
             if self.memo is not None and (found := self.memo.regions.get(id(region))):
                 self.memo.names[name] = found[1]
@@ -1190,12 +1190,12 @@ def lower_function(
 def copy_named_bodies(lazy: list[list], memo: FoldMemo | None) -> None:
     """The kernels that `named_alike` let name an L1 body (`Lowering.claim`) get the copy they
     would have had, unless folding gave them a body (`fold_fills`) or other kernels computed
-    alike (`move_bodies` made the copy); with a `memo`, a kernel whose copy an earlier
+    alike (they name a body `move_bodies` made: `lazy_bodies`); with a `memo`, a kernel whose copy an earlier
     function's alike kernel had names the body outlining made of that one (`FoldMemo`). Copies
     made at lowering were mostly folded or outlined away again."""
-    for kernel, _, l1 in lazy:
-        if l1 is None or (memo is not None and id(kernel) in memo.changed):
-            continue
+    for kernel, shared, l1 in lazy:
+        if shared is not None or (memo is not None and id(kernel) in memo.changed):
+            continue  # (it names the body `move_bodies` made, or folding gave it one)
         origin = (("named", l1.sym_name.data),)
         ref = memo.refs.get(origin) if memo is not None else None
         del kernel.properties["body_ref"]
@@ -1206,6 +1206,14 @@ def copy_named_bodies(lazy: list[list], memo: FoldMemo | None) -> None:
             if memo is not None:
                 memo.made.append((kernel, origin))
         forget_verification(kernel)
+
+
+def lazy_bodies(lazy: list[list]) -> dict[str, k.BodyOp]:
+    """The bodies shared while lowering that are an L1 body's copy to be (`move_bodies` left
+    them empty), by name -> that L1 body: folding copies the L1 body for a kernel naming one
+    (`fold_inputs`), outlining fills one that a kernel still names (`Outliner.function`), and
+    one that no kernel names any more (optimizer steps alike: all fold) is never copied."""
+    return {shared: l1 for _, shared, l1 in lazy if shared is not None}
 
 
 def allow_tf32(f: func.FuncOp) -> None:
@@ -1256,7 +1264,14 @@ class Outliner:
         self.used.add(named.sym_name.data)
         return ref
 
-    def function(self, f: func.FuncOp, early: Sequence[k.BodyOp] = ()) -> None:
+    def function(
+        self,
+        f: func.FuncOp,
+        early: Sequence[k.BodyOp] = (),
+        empty: Mapping[str, k.BodyOp] | None = None,
+    ) -> None:
+        """Outline `f`'s bodies; `early` are those shared while lowering it, `empty` those of
+        them still to be copied from an L1 body (`lazy_bodies`)."""
         after: Operation = f
         pending = {b.sym_name.data: b for b in early}
         placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
@@ -1270,6 +1285,8 @@ class Outliner:
                     continue
                 named = placed.get(name)
                 if named is None:
+                    if empty and name in empty:  # its copy, needed now
+                        clone_body(empty[name].body).move_blocks(pending[name].body)
                     named = placed[name] = self.place(pending[name], after)
                     if named is pending[name]:
                         after = named
@@ -1376,12 +1393,16 @@ class ConvertToKernel(ModulePass):
                 view_in_place(lowered.body.blocks[0], speculative)
                 if concats:
                     concat_in_place(lowered.body.blocks[0], concats)
+            empty = lazy_bodies(lazy)
+            if self.views:
                 if k.FillKernelOp in made:
-                    fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo)
+                    fold_fills(
+                        lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo, empty
+                    )
             copy_named_bodies(lazy, memo)
             if self.tf32:
                 allow_tf32(lowered)
-            outliner.function(lowered, bodies)
+            outliner.function(lowered, bodies, empty)
             if memo is not None:
                 memo.record()
         outliner.finish()

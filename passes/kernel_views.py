@@ -471,13 +471,19 @@ def free_between(first: Operation, last: Operation, root: SSAValue, made: set[in
     return True
 
 
-def fold_fills(block: Block, own: Collection[str] = (), memo: FoldMemo | None = None) -> int:
+def fold_fills(
+    block: Block,
+    own: Collection[str] = (),
+    memo: FoldMemo | None = None,
+    empty: Mapping[str, Operation] | None = None,
+) -> int:
     """Fold every fill that only elementwise kernels read into their bodies; returns how many.
     Each kernel is changed once for all the fills it reads (`fold_inputs`), not once per fill:
     an optimizer step's kernels read several hyper-parameters. `own` names module bodies
     that only this block's kernels name (bodies shared while lowering it): the last of their
     kernels to change takes the body itself instead of a copy (`takers`). With a `memo`, a
-    kernel folded as one of an earlier block was names the body that one's became."""
+    kernel folded as one of an earlier block was names the body that one's became. `empty`:
+    bodies of `own` not copied yet, by name -> the (L1) body they are to copy."""
     done = 0
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     folds: dict[Operation, list[tuple[SSAValue, Attribute, Attribute]]] = {}  # by kernel
@@ -511,7 +517,7 @@ def fold_fills(block: Block, own: Collection[str] = (), memo: FoldMemo | None = 
             fold_by_name(reader, values, memo.refs[keys[reader]])  # type: ignore[union-attr,arg-type,index]
             continue
         constants = [(value, constant_op(attr, t)) for value, attr, t in values]
-        fold_inputs(reader, constants, reader in taking)  # type: ignore[arg-type]
+        fold_inputs(reader, constants, reader in taking, empty)  # type: ignore[arg-type]
         if keys.get(reader) is not None:
             memo.made.append((reader, keys[reader]))  # type: ignore[union-attr]
     for op in erased:  # (a fill, then its alloc: no use left)
@@ -661,6 +667,7 @@ def fold_inputs(
     op: k.ElementwiseOp,
     constants: list[tuple[SSAValue, arith.ConstantOp]],
     take: bool = False,
+    empty: Mapping[str, Operation] | None = None,
 ) -> None:
     """The kernel without the `constants`' values among its inputs (changed in place): its body
     reads each constant instead (the first of them ends up first in the body). A kernel that names a
@@ -669,9 +676,13 @@ def fold_inputs(
     again."""
     named = op.regions[0] if op.regions else None
     if named is None:
-        shared = op.body_block().parent
-        assert shared is not None and shared.parent is not None
-        named = shared.parent.detach_region(shared) if take else clone_body(shared)
+        l1 = empty.get(op.body_name()) if empty else None  # type: ignore[arg-type]
+        if l1 is not None:  # a body not copied yet: the copy is the L1 body's
+            named = clone_body(l1.regions[0])
+        else:
+            shared = op.body_block().parent
+            assert shared is not None and shared.parent is not None
+            named = shared.parent.detach_region(shared) if take else clone_body(shared)
         del op.properties["body_ref"]
         op.add_region(named)
     block = named.blocks.first
