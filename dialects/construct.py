@@ -202,6 +202,11 @@ def _flatten(
     return flat, sizes
 
 
+def segments_attr(sizes: list[int]) -> Attribute:
+    """The segment sizes attribute of these sizes, shared (as `init_op` gives ops built)."""
+    return _segments(sizes)
+
+
 def _segments(sizes: list[int]) -> Attribute:
     key = tuple(sizes)
     found = _SEGMENTS.get(key)

@@ -39,7 +39,7 @@ func.func @sgd(%g: !kernel.buffer<1030xf32, @dp[P(sum)]>, %w: !kernel.buffer<103
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import prod
 from typing import TYPE_CHECKING, Any
@@ -81,7 +81,13 @@ from ccopt.passes.common import (
     release,
 )
 from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
-from ccopt.passes.kernel_views import concat_in_place, fold_fills, view_in_place
+from ccopt.passes.kernel_views import (
+    FoldMemo,
+    Speculated,
+    concat_in_place,
+    fold_fills,
+    view_in_place,
+)
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
 from ccopt.verifier import forget_verification
@@ -141,6 +147,16 @@ class Lowering:
     # (one lookup per kernel: a body's key is a deep tuple, hashed anew each time)
     alike: dict[object, list] = field(default_factory=dict)
     shared: list[list] = field(default_factory=list)  # the entries of `alike` named, in order
+    # copies made subviews right away (`speculate`), for `view_in_place` to confirm; None: views
+    # off (`ConvertToKernel.views`)
+    speculative: Speculated | None = None
+    memo: FoldMemo | None = None  # given: the origins of kernels' bodies are noted for it
+    # given: the first kernel copying an L1 body names it until it needs the copy (`claim`)
+    lazy: list[list] | None = None
+    claiming: list | None = None  # the `lazy` entry of the kernel being built
+    # the classes of the kernels that the rewrites after lowering look for, made (`rewrites`)
+    made: set[type] = field(default_factory=set)
+    concats: list[Operation] = field(default_factory=list)  # in order, for `concat_in_place`
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -173,7 +189,13 @@ class Lowering:
         source.move_blocks(region)
         if key is not None:
             self.alike[key] = [region, None]
+            self.note_origin(region, key)
         return region
+
+    def note_origin(self, region: Region | str, key: object) -> None:
+        """`region`, a kernel's, is a body shared under `key` (`FoldMemo`)."""
+        if self.memo is not None and isinstance(region, Region):
+            self.memo.regions[id(region)] = (region, key)
 
     def named_alike(self, op: dt.FusedOp, named: str) -> Region | str:
         """The body of a kernel for `op`, which names the L1 body `named`: a copy for the first
@@ -183,9 +205,22 @@ class Lowering:
         entry = self.alike.get(key)
         if entry is not None:
             return self.name_of(entry)
+        if self.lazy is not None:  # (the kernel, then its copy if it needs one: `claim`)
+            self.claiming = self.alike[key] = [None, None, op.named_body()]
+            return named
         region = clone_body(op.named_body().body)  # type: ignore[union-attr]
         self.alike[key] = [region, None]
+        self.note_origin(region, key)
         return region
+
+    def claim(self, kernel: Operation) -> None:
+        """`kernel` is the one `named_alike` gave the L1 body's name for now: the copy it
+        needs is made once folding is done (`copy_named_bodies`), or by `move_bodies`."""
+        if self.claiming is not None:
+            assert self.lazy is not None
+            self.claiming[0] = kernel
+            self.lazy.append(self.claiming)
+            self.claiming = None
 
     def name_of(self, entry: list) -> str:
         """The name the kernels computing like `entry`'s first kernel use (`alike`)."""
@@ -199,7 +234,19 @@ class Lowering:
         """The bodies other kernels name become `kernel.body` ops (returned, in the order
         named), their first kernel naming them too."""
         named = []
-        for region, name in self.shared:
+        for entry in self.shared:
+            region, name = entry[0], entry[1]
+            if len(entry) == 3:  # a kernel naming an L1 body for now (`named_alike`)
+                kernel, l1 = entry[0], entry[2]
+                if self.memo is not None:
+                    self.memo.names[name] = ("named", l1.sym_name.data)
+                del kernel.properties["body_ref"]
+                kernel.properties["body_ref"] = SymbolRefAttr(name)
+                # its copy of `l1` is made once a kernel needs it (`lazy_bodies`)
+                named.append(k.BodyOp(name, Region()))
+                continue
+            if self.memo is not None and (found := self.memo.regions.get(id(region))):
+                self.memo.names[name] = found[1]
             kernel = region.parent
             assert isinstance(kernel, k.NamedBodyOp)
             kernel.detach_region(region)
@@ -369,16 +416,22 @@ def in_place_update(update: dt.UpdateOp, f: func.FuncOp, order: ProgramOrder) ->
 
 
 def plan_destinations(
-    f: func.FuncOp, outputs: Sequence[BlockArgument], buffers: dict[SSAValue, SSAValue]
+    f: func.FuncOp,
+    outputs: Sequence[BlockArgument],
+    buffers: dict[SSAValue, SSAValue],
+    any_updates: bool = True,
 ) -> tuple[dict[SSAValue, SSAValue], list[int]]:
-    """Values written directly into output or argument buffers, and the updated arguments."""
+    """Values written directly into output or argument buffers, and the updated arguments
+    (`any_updates` False: `f` has no `dtensor.update`, per `dt.CallUpdates`)."""
     destinations: dict[SSAValue, SSAValue] = {}
     returned = f.body.blocks[0].last_op
     assert isinstance(returned, func.ReturnOp)
     for value, out in zip(returned.arguments, outputs, strict=True):
         if isinstance(value.owner, Operation) and value not in destinations:
             destinations[value] = out
-    updated = []
+    updated: list[int] = []
+    if not any_updates:
+        return destinations, updated  # (no walk of the function: most models update nothing)
     order = ProgramOrder()
     for update in [o for o in walk_outside_bodies(f) if type(o) is dt.UpdateOp]:
         arg = update.target
@@ -405,6 +458,7 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
         else:  # the first kernel computing it: a copy of the body (`build_body`)
             body = build_body([op], inputs, yields, cache=low.bodies)
             low.alike[key] = [body, None]
+            low.note_origin(body, key)
     out = low.destination(op.results[0])
     low.add(k.ElementwiseOp([low.buffer(v) for v in inputs], [out], body))
 
@@ -412,9 +466,11 @@ def lower_elementwise(low: Lowering, op: Operation) -> None:
 def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
     outs = [low.destination(r) for r in op.results]
     body = low.body_of(op, True)
-    low.add(
-        k.ElementwiseOp(
-            [low.buffer(v) for v in op.inputs], outs, body, index_box=op.index_box_props()
+    low.claim(
+        low.add(
+            k.ElementwiseOp(
+                [low.buffer(v) for v in op.inputs], outs, body, index_box=op.index_box_props()
+            )
         )
     )
 
@@ -540,14 +596,29 @@ def lower_collective(low: Lowering, op: coll.CollectiveOp) -> None:
     gets a workspace buffer for the algorithm's scratch and staging chunks (planned by
     plan-memory like any buffer), and the backend runs the algorithm instead of the library."""
     scratch = algorithm_workspace(low, op)
-    out = low.destination(op.result)
+    cls = k.NCCL_OPS[type(op)]
     props = {k_: v for k_, v in op.properties.items() if k_ not in ("algorithm", "chunks")}
-    call = build_op(
-        k.NCCL_OPS[type(op)], operands=[low.buffer(op.input), out, scratch], properties=props
-    )
+    attrs = {}
     if ALGORITHM_ATTRIBUTE in op.attributes:
-        call.attributes[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
-    low.add(with_hint(call, op))
+        attrs[ALGORITHM_ATTRIBUTE] = op.attributes[ALGORITHM_ATTRIBUTE]
+    if op.algorithm is not None:  # (`with_hint`)
+        attrs["algorithm"] = op.algorithm
+
+    def call(source: SSAValue, out: SSAValue, scratch: SSAValue | None = None) -> Operation:
+        made = build_op(cls, operands=[source, out, scratch], properties=dict(props))
+        made.attributes.update(attrs)
+        return made
+
+    if (
+        cls is k.LocalBlockOp
+        and scratch is None
+        and low.speculative is not None
+        and op.result not in low.destinations
+    ):
+        speculate(low, op.result, low.buffer(op.input), [0] * tensor(op.result).rank, call)
+        return
+    out = low.destination(op.result)
+    low.add(call(low.buffer(op.input), out, scratch))
 
 
 def algorithm_workspace(low: Lowering, op: coll.CollectiveOp) -> SSAValue | None:
@@ -721,15 +792,48 @@ def lower_layer_norm(low: Lowering, op: dt.LayerNormOp) -> None:
 
 
 def lower_slice(low: Lowering, op: dt.SliceOp) -> None:
-    low.add(
-        k.SliceKernelOp(low.buffer(op.input), low.destination(op.result), op.offsets.get_values())
-    )
+    offsets = op.offsets.get_values()
+    if low.speculative is not None and op.result not in low.destinations:
+        speculate(
+            low,
+            op.result,
+            low.buffer(op.input),
+            offsets,
+            lambda source, out: k.SliceKernelOp(source, out, offsets),
+        )
+        return
+    low.add(k.SliceKernelOp(low.buffer(op.input), low.destination(op.result), offsets))
+
+
+def speculate(
+    low: Lowering,
+    value: SSAValue,
+    source: SSAValue,
+    offsets: Sequence[int],
+    copy: Callable[[SSAValue, SSAValue], Operation],
+) -> None:
+    """`value`, a box of its operand's buffer that a copy into a fresh buffer would hold, as a
+    subview of that buffer right away: `view_in_place` would make the copy one in nearly every
+    case (a model's chunks and local blocks), and building the buffer and the copy only to
+    erase them was a fifth of the ops lowered. `view_in_place` confirms each such view as it
+    would have made it, or puts back the buffer and the copy (`copy(source, buffer)`, issued
+    on the stream of now)."""
+    assert low.speculative is not None
+    view = k.SubviewOp(source, offsets, tensor(value))
+    copy_name(view.result, value)  # the buffer's name,
+    name = view.result.name_hint
+    copy_name(view.result, view.result)  # and the view's, named after the buffer (xDSL's setter)
+    append_op(low.block, view)
+    low.buffers[value] = view.result
+    low.speculative[id(view)] = (view, list(offsets), low.stream, copy, name)
 
 
 def lower_concat(low: Lowering, op: dt.ConcatOp) -> None:
-    low.add(
-        k.ConcatKernelOp(
-            [low.buffer(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
+    low.concats.append(
+        low.add(
+            k.ConcatKernelOp(
+                [low.buffer(v) for v in op.inputs], low.destination(op.result), op.dim.value.data
+            )
         )
     )
 
@@ -753,6 +857,7 @@ def lower_constant(low: Lowering, op: dt.ConstantOp) -> None:
 
 
 def lower_fill(low: Lowering, op: dt.FillOp) -> None:
+    low.made.add(k.FillKernelOp)
     low.add(k.FillKernelOp(op.value, low.destination(op.result)))
 
 
@@ -947,10 +1052,13 @@ _CHECKS: dict[Lower, Lower] = {
 # --- functions ---------------------------------------------------------------------------------
 
 
-def root_buffer(buffer: SSAValue) -> SSAValue:
-    """The buffer whose storage `buffer` is (through views and block views)."""
-    while isinstance(buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
-        buffer = buffer.owner.source
+def root_buffer(buffer: SSAValue, speculative: Speculated | None = None) -> SSAValue:
+    """The buffer whose storage `buffer` is (through views and block views; a `speculative`
+    view is the buffer its copy would fill)."""
+    while isinstance(owner := buffer.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
+        if speculative and id(owner) in speculative:
+            break
+        buffer = owner.source
     return buffer
 
 
@@ -974,15 +1082,16 @@ def finish(
         low.add(k.CopyOp(source, out))
     written: set[SSAValue] = set()
     copies = []
+    spec = low.speculative
     for source, target in low.deferred_copies:
-        if root_buffer(source) is target and k.tensor_of(source) == k.tensor_of(target):
+        if root_buffer(source, spec) is target and k.tensor_of(source) == k.tensor_of(target):
             continue  # a view of the target itself: the value is already there
-        if root_buffer(source) in written:
+        if root_buffer(source, spec) in written:
             saved = low.add(k.AllocOp(k.tensor_of(source))).results[0]
             low.add(k.CopyOp(source, saved))
             source = saved
         copies.append((source, target))
-        written.add(root_buffer(target))
+        written.add(root_buffer(target, spec))
     for source, target in copies:
         low.add(k.CopyOp(source, target))
 
@@ -1020,6 +1129,11 @@ def lower_function(
     calls: dt.CallUpdates,
     called: bool = False,
     names: BodyNames | None = None,
+    speculative: Speculated | None = None,
+    memo: FoldMemo | None = None,
+    lazy: list[list] | None = None,
+    made: set[type] | None = None,
+    concats: list[Operation] | None = None,
 ) -> tuple[func.FuncOp, list[k.BodyOp]]:
     """The kernel-level form of `f`, and the `kernel.body` ops its kernels name. A function
     that is `called` joins its streams into the compute stream before it returns, so that a
@@ -1038,10 +1152,20 @@ def lower_function(
     outputs = list(block.args[len(old.args) :])
     for i, out in enumerate(outputs):
         out.name_hint = f"result{i}"
-    low = Lowering(block, source=old, calls=calls, names=names)
+    low = Lowering(
+        block,
+        source=old,
+        calls=calls,
+        names=names,
+        speculative=speculative,
+        memo=memo,
+        lazy=lazy,
+        made=set() if made is None else made,
+        concats=[] if concats is None else concats,
+    )
     low.buffers.update(zip(old.args, block.args, strict=False))
-    low.destinations, _ = plan_destinations(f, outputs, low.buffers)
     updated = sorted(calls.updated[f.sym_name.data])  # directly or through calls
+    low.destinations, _ = plan_destinations(f, outputs, low.buffers, bool(updated))
     op = old.first_op
     while op is not None:
         following = op.next_op  # (`done` may free `op`)
@@ -1061,6 +1185,35 @@ def lower_function(
     if f.sym_visibility is not None:
         lowered.sym_visibility = StringAttr(f.sym_visibility.data)
     return lowered, bodies
+
+
+def copy_named_bodies(lazy: list[list], memo: FoldMemo | None) -> None:
+    """The kernels that `named_alike` let name an L1 body (`Lowering.claim`) get the copy they
+    would have had, unless folding gave them a body (`fold_fills`) or other kernels computed
+    alike (they name a body `move_bodies` made: `lazy_bodies`); with a `memo`, a kernel whose copy an earlier
+    function's alike kernel had names the body outlining made of that one (`FoldMemo`). Copies
+    made at lowering were mostly folded or outlined away again."""
+    for kernel, shared, l1 in lazy:
+        if shared is not None or (memo is not None and id(kernel) in memo.changed):
+            continue  # (it names the body `move_bodies` made, or folding gave it one)
+        origin = (("named", l1.sym_name.data),)
+        ref = memo.refs.get(origin) if memo is not None else None
+        del kernel.properties["body_ref"]
+        if ref is not None:
+            kernel.properties["body_ref"] = ref  # (where outlining puts it)
+        else:
+            kernel.add_region(clone_body(l1.body))
+            if memo is not None:
+                memo.made.append((kernel, origin))
+        forget_verification(kernel)
+
+
+def lazy_bodies(lazy: list[list]) -> dict[str, k.BodyOp]:
+    """The bodies shared while lowering that are an L1 body's copy to be (`move_bodies` left
+    them empty), by name -> that L1 body: folding copies the L1 body for a kernel naming one
+    (`fold_inputs`), outlining fills one that a kernel still names (`Outliner.function`), and
+    one that no kernel names any more (optimizer steps alike: all fold) is never copied."""
+    return {shared: l1 for _, shared, l1 in lazy if shared is not None}
 
 
 def allow_tf32(f: func.FuncOp) -> None:
@@ -1111,7 +1264,14 @@ class Outliner:
         self.used.add(named.sym_name.data)
         return ref
 
-    def function(self, f: func.FuncOp, early: Sequence[k.BodyOp] = ()) -> None:
+    def function(
+        self,
+        f: func.FuncOp,
+        early: Sequence[k.BodyOp] = (),
+        empty: Mapping[str, k.BodyOp] | None = None,
+    ) -> None:
+        """Outline `f`'s bodies; `early` are those shared while lowering it, `empty` those of
+        them still to be copied from an L1 body (`lazy_bodies`)."""
         after: Operation = f
         pending = {b.sym_name.data: b for b in early}
         placed: dict[str, k.BodyOp] = {}  # early name -> the body its kernels name now
@@ -1125,6 +1285,8 @@ class Outliner:
                     continue
                 named = placed.get(name)
                 if named is None:
+                    if empty and name in empty:  # its copy, needed now
+                        clone_body(empty[name].body).move_blocks(pending[name].body)
                     named = placed[name] = self.place(pending[name], after)
                     if named is pending[name]:
                         after = named
@@ -1136,8 +1298,7 @@ class Outliner:
             named = self.shared.get(key)
             region = op.detach_region(op.regions[0])
             if named is not None:
-                region.drop_all_references()
-                release(region)
+                release(region)  # self-contained (it has a key): nothing to drop
             else:
                 named = self.shared[key] = k.BodyOp(self.fresh(), region)
                 Rewriter.insert_op(named, InsertPoint.after(after))
@@ -1205,9 +1366,22 @@ class ConvertToKernel(ModulePass):
             check_function(f, calls)  # every refusal before anything is lowered
         names = BodyNames(op)
         outliner = Outliner(op)
+        memo = FoldMemo() if self.views else None
         for f in [f for f in functions if f.body.blocks]:
+            speculative: Speculated | None = {} if self.views else None
+            lazy: list[list] = []
+            made: set[type] = set()  # (no concat or fill made: no block scan looking for one)
+            concats: list[Operation] = []
             lowered, bodies = lower_function(
-                f, calls, called=f.sym_name.data in calls.calls, names=names
+                f,
+                calls,
+                called=f.sym_name.data in calls.calls,
+                names=names,
+                speculative=speculative,
+                memo=memo,
+                lazy=lazy,
+                made=made,
+                concats=concats,
             )
             # in the module before the rewrites below (its kernels may name bodies), and the
             # L1 function freed first: they need transient memory of their own
@@ -1216,10 +1390,19 @@ class ConvertToKernel(ModulePass):
             dt.note_symbols(op, [lowered, *bodies])  # (its kernels look their bodies up)
             release(f)  # isolated from above: nothing outside uses it, nor it anything outside
             if self.views:
-                view_in_place(lowered.body.blocks[0])
-                concat_in_place(lowered.body.blocks[0])
-                fold_fills(lowered.body.blocks[0], {b.sym_name.data for b in bodies})
+                view_in_place(lowered.body.blocks[0], speculative)
+                if concats:
+                    concat_in_place(lowered.body.blocks[0], concats)
+            empty = lazy_bodies(lazy)
+            if self.views:
+                if k.FillKernelOp in made:
+                    fold_fills(
+                        lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo, empty
+                    )
+            copy_named_bodies(lazy, memo)
             if self.tf32:
                 allow_tf32(lowered)
-            outliner.function(lowered, bodies)
+            outliner.function(lowered, bodies, empty)
+            if memo is not None:
+                memo.record()
         outliner.finish()
