@@ -15,6 +15,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import LocationAttr, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation, Region, SSAValue, SSAValues
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
@@ -234,6 +235,25 @@ def append_op(block: Block, op: Operation) -> None:
         last._next_op = op  # pyright: ignore[reportPrivateUsage]
         op._prev_op = last  # pyright: ignore[reportPrivateUsage]
     block._last_op = op  # pyright: ignore[reportPrivateUsage]
+
+
+def erase_op(op: Operation) -> None:
+    """`Rewriter.erase_op(op)` then `release(op)`, for an op whose results are unused: xDSL's
+    erase also replaces every result's (absent) uses by a new `ErasedSSAValue`, one object per
+    result of every op a rewrite drops. An op with regions goes through xDSL."""
+    if op.regions:
+        Rewriter.erase_op(op)
+        release(op)
+        return
+    for result in op.results:
+        if result.first_use is not None:
+            raise ValueError(f"erasing an op whose result is still used: {op.name}")
+    block = op.parent
+    if block is not None:
+        block.detach_op(op)  # type: ignore[union-attr]
+    for value, use in zip(op._operands, op._operand_uses, strict=True):  # pyright: ignore[reportPrivateUsage]
+        value.remove_use(use)
+    _release_op(op, SSAValues())
 
 
 def _release_op(o: Operation, empty: SSAValues) -> None:

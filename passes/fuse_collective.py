@@ -44,7 +44,8 @@ from ccopt.passes.common import (
     Refusal,
     UserWalk,
     derive,
-    release,
+    erase_op,
+    replace_uses,
     require_tagged,
     set_tag,
     tag_of,
@@ -179,9 +180,8 @@ def fuse_into_collective(
             continue
         for g in gathers_of(v, rs, dim):
             result.name_hint = result.name_hint or g.result.name_hint
-            g.result.replace_all_uses_with(result)
-            Rewriter.erase_op(g)
-            release(g)  # (else a reference cycle: kept until a full collection)
+            replace_uses(g.result, result)
+            erase_op(g)  # (released: else a reference cycle, kept until a full collection)
     replace_group(ops, sliced)
     return fused
 

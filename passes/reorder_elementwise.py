@@ -43,10 +43,11 @@ from ccopt.passes.common import (
     UserWalk,
     derive,
     derived_tag,
+    erase_op,
     is_elementwise,
     is_selected,
     rebuild_elementwise,
-    release,
+    replace_uses,
     require_tagged,
     set_tag,
     tag_of,
@@ -230,12 +231,10 @@ def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
             gathered.result, lambda u: u.operation not in region_ops
         )
     for old, _ in reversed(builder.new_ops):
-        Rewriter.erase_op(old)
-        release(old)  # freed at once, not at the next full collection
+        erase_op(old)  # freed at once, not at the next full collection
     for ag in [builder.ag, *builder.other_gathers]:
-        if not ag.result.uses:
-            Rewriter.erase_op(ag)
-            release(ag)
+        if ag.result.first_use is None:
+            erase_op(ag)
     return [op for _, new_ops in builder.new_ops for op in new_ops if isinstance(op, coll.SliceOp)]
 
 
@@ -281,11 +280,9 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
     new.results[0].name_hint = piece.result.name_hint or producer.results[0].name_hint
     Rewriter.insert_op([*new_slices, new], InsertPoint.before(producer))
     for use in uses:
-        use.results[0].replace_all_uses_with(new.results[0])
-        Rewriter.erase_op(use)
-        release(use)
-    Rewriter.erase_op(producer)
-    release(producer)
+        replace_uses(use.results[0], new.results[0])
+        erase_op(use)
+    erase_op(producer)
     return new_slices
 
 
