@@ -164,13 +164,15 @@ class CollectiveOp(IRDLOperation, ABC):
         self,
         input: SSAValue | Operation,
         mesh: Mesh,
-        axes: Sequence[str],
+        axes: Sequence[str] | MeshAxesAttr,
         properties: dict[str, Attribute],
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
         v = value_of(input)
-        props = {**properties, "axes": MeshAxesAttr(axes)}
+        # (an op's own `axes` attribute may be passed as it is: no attribute built and uniqued)
+        axes_attr = axes if type(axes) is MeshAxesAttr else MeshAxesAttr(axes)
+        props = {**properties, "axes": axes_attr}
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
         if chunks is not None:
@@ -213,12 +215,10 @@ class CollectiveOp(IRDLOperation, ABC):
         last few thousand (class, type, properties, mesh) (`_infer_collective`): every
         collective built or verified infers its type, and a program repeats the same few (a
         refusal is not remembered, it is raised anew)."""
-        key = (cls, t, tuple(props.items()), mesh)
-        try:
-            hash(key)
-        except TypeError:  # (a property that is not a value)
+        try:  # (the cache hashes the key: hashing it here first too hashed every type twice)
+            return _infer_collective((cls, t, tuple(props.items()), mesh))
+        except TypeError:  # (a property that is not a value; else raised again below)
             return cls.infer_type(t, props, mesh)
-        return _infer_collective(key)
 
     @classmethod
     def infer_type(cls, t: DTensorType, props: Mapping[str, Attribute], mesh: Mesh) -> DTensorType:

@@ -237,6 +237,27 @@ def append_op(block: Block, op: Operation) -> None:
     block._last_op = op  # pyright: ignore[reportPrivateUsage]
 
 
+def insert_before(ops: Sequence[Operation], anchor: Operation) -> None:
+    """`Rewriter.insert_op(ops, InsertPoint.before(anchor))` for new ops (no parent), linked
+    in directly: xDSL checks per op that it is not an ancestor of the block, walking up from
+    the block, and the rewrites insert about one op per op they remove."""
+    block = anchor.parent
+    assert isinstance(block, Block)
+    prev = anchor._prev_op  # pyright: ignore[reportPrivateUsage]
+    for op in ops:
+        assert op.parent is None, "insert_before: the op is in a block already"
+        op.parent = block
+        op._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+        if prev is None:
+            block._first_op = op  # pyright: ignore[reportPrivateUsage]
+        else:
+            prev._next_op = op  # pyright: ignore[reportPrivateUsage]
+        prev = op
+    if prev is not anchor._prev_op:  # pyright: ignore[reportPrivateUsage]
+        prev._next_op = anchor  # type: ignore[union-attr]  # pyright: ignore[reportPrivateUsage]
+        anchor._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+
+
 def erase_op(op: Operation) -> None:
     """`Rewriter.erase_op(op)` then `release(op)`, for an op whose results are unused: xDSL's
     erase also replaces every result's (absent) uses by a new `ErasedSSAValue`, one object per

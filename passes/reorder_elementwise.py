@@ -29,7 +29,6 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import coll
@@ -41,9 +40,11 @@ from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
     UserWalk,
+    copy_name,
     derive,
     derived_tag,
     erase_op,
+    insert_before,
     is_elementwise,
     is_selected,
     rebuild_elementwise,
@@ -80,33 +81,37 @@ class RegionBuilder:
         self.ag = ag
         self.group = ag.group(self.mesh)
         self.split: dict[SSAValue, SSAValue] = {ag.result: ag.input}
+        self.axes = ag.axes
+        self.mesh_attr = ag.result.type.mesh  # type: ignore[union-attr]
         self.new_ops: list[tuple[Operation, list[Operation]]] = []
         self.other_gathers: dict[coll.AllGatherOp, None] = {}  # ordered set
 
     def split_form(self, value: SSAValue) -> SSAValue | None:
         """`value` on blocks, when the region already has it: a region value, or an all_gather
         over the same axes (its input)."""
-        if value in self.split:
-            return self.split[value]
+        found = self.split.get(value)
+        if found is not None:
+            return found
         other = value.owner
         if (
-            isinstance(other, coll.AllGatherOp)
-            and other.axes == self.ag.axes
-            and other.result.type.mesh == self.ag.result.type.mesh  # type: ignore[union-attr]
+            type(other) is coll.AllGatherOp  # (no subclasses: `isinstance` on an ABC is slow)
+            and other.axes == self.axes
+            and other.result.type.mesh == self.mesh_attr  # type: ignore[union-attr]
         ):
             return other.input
         return None
 
-    def result_dim(self, op: Operation, out_shape: tuple[int, ...]) -> int:
-        """The result dimension the op's split operands are split along."""
+    def result_dim(
+        self, op: Operation, out_shape: tuple[int, ...], pieces: Sequence[SSAValue | None]
+    ) -> int:
+        """The result dimension the op's split operands (`pieces`: their split forms, None for
+        the others) are split along."""
         dims: set[int] = set()
-        for v in op.operands:
-            piece = self.split_form(v)
+        for v, piece in zip(op._operands, pieces, strict=True):  # pyright: ignore[reportPrivateUsage]
             if piece is None:
                 continue
-            t = v.type
-            assert isinstance(t, DTensorType) and isinstance(piece.type, DTensorType)
-            own = split_dim(piece.type, self.group)
+            t: DTensorType = v.type  # type: ignore[assignment]
+            own = split_dim(piece.type, self.group)  # type: ignore[arg-type]
             assert own is not None
             dim = own + len(out_shape) - t.rank
             if t.get_shape()[own] != out_shape[dim]:
@@ -121,36 +126,34 @@ class RegionBuilder:
     ) -> tuple[SSAValue, coll.SliceOp | None]:
         """A replicated operand's form on blocks of result dimension `dim`: itself when it is
         broadcast along `dim` (every block uses all of it), else a coll.slice of it."""
-        t = value.type
-        assert isinstance(t, DTensorType)
+        t: DTensorType = value.type  # type: ignore[assignment]
         if broadcasts_along(t, out_shape, dim):
             return value, None
         for a in self.group:
             p = t.placement_list[a]
-            if not isinstance(p, ReplicatedAttr):
+            if type(p) is not ReplicatedAttr:
                 raise Refusal(
                     f"operand {_name(value)} is {p.short} on mesh axis "
                     f"'{self.mesh.axis_names[a]}' and cannot be sliced"
                 )
         own = dim - (len(out_shape) - t.rank)
         try:
-            piece = coll.SliceOp(value, self.mesh, self.ag.axes.names, own)
+            piece = coll.SliceOp(value, self.mesh, self.ag.axes, own)
         except VerifyException as e:
             raise Refusal(f"operand {_name(value)} cannot be sliced: {e}") from None
-        if value.name_hint:
-            piece.result.name_hint = f"{value.name_hint}_s"
+        name_split(piece.result, value)
         return piece.result, piece
 
     def try_add(self, op: Operation) -> None:
         """Plan `op` on blocks; raises Refusal with the reason it cannot be (and then leaves no
         new op behind holding uses of existing values)."""
         out_shape = op.results[0].type.get_shape()  # type: ignore[union-attr]
-        dim = self.result_dim(op, out_shape)
+        pieces = [self.split_form(v) for v in op._operands]  # pyright: ignore[reportPrivateUsage]
+        dim = self.result_dim(op, out_shape, pieces)
         operands: list[SSAValue] = []
         slices: list[Operation] = []
         try:
-            for v in op.operands:
-                piece = self.split_form(v)
+            for v, piece in zip(op._operands, pieces, strict=True):  # pyright: ignore[reportPrivateUsage]
                 if piece is None:
                     piece, made = self.slice_operand(v, out_shape, dim)
                     slices.extend([made] if made is not None else [])
@@ -159,13 +162,31 @@ class RegionBuilder:
         except Refusal:
             discard(slices)
             raise
-        if op.results[0].name_hint:
-            new.results[0].name_hint = f"{op.results[0].name_hint}_s"
+        name_split(new.results[0], op.results[0])
         self.split[op.results[0]] = new.results[0]
         self.new_ops.append((op, [*slices, new]))
-        for v in op.operands:
-            if isinstance(v.owner, coll.AllGatherOp) and v.owner is not self.ag:
-                self.other_gathers[v.owner] = None
+        for v in op._operands:  # pyright: ignore[reportPrivateUsage]
+            owner = v.owner
+            if type(owner) is coll.AllGatherOp and owner is not self.ag:
+                self.other_gathers[owner] = None
+
+
+_SPLIT_NAMES: dict[str, str | None] = {}
+"""`<name>_s` as xDSL's name setter keeps it (two regular expressions per call), by name."""
+
+
+def name_split(to: SSAValue, source: SSAValue) -> None:
+    """Name `to`, the split form of `source`, `<source's name>_s` (nothing when unnamed)."""
+    name = source._name  # pyright: ignore[reportPrivateUsage]
+    if not name:
+        return
+    if name not in _SPLIT_NAMES:
+        if len(_SPLIT_NAMES) > 4096:
+            _SPLIT_NAMES.clear()
+        to.name_hint = f"{name}_s"
+        _SPLIT_NAMES[name] = to._name  # pyright: ignore[reportPrivateUsage]
+        return
+    to._name = _SPLIT_NAMES[name]  # pyright: ignore[reportPrivateUsage]
 
 
 def discard(ops: Sequence[Operation]) -> None:
@@ -214,21 +235,18 @@ def plan_region(
 def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
     """Insert the block versions, gather every value used outside the region, drop the rest;
     returns the slices of replicated operands it made."""
-    region_ops = {old for old, _ in builder.new_ops}
+    region_ops = {id(old) for old, _ in builder.new_ops}  # (ids: hashing an op runs Python code)
     for old, new_ops in builder.new_ops:
-        Rewriter.insert_op(new_ops, InsertPoint.before(old))
-    for old, new_ops in builder.new_ops:
-        outside = [u for u in old.results[0].uses if u.operation not in region_ops]
-        if not outside:
+        insert_before(new_ops, old)
+    for old, _ in builder.new_ops:
+        if not any(id(u.operation) not in region_ops for u in old.results[0].uses):
             continue
-        gathered = coll.AllGatherOp(
-            builder.split[old.results[0]], builder.mesh, builder.ag.axes.names
-        )
+        gathered = coll.AllGatherOp(builder.split[old.results[0]], builder.mesh, builder.ag.axes)
         set_tag(derive(gathered, old), derived_tag(old, "ag") or derived_tag(builder.ag, "ag"))
-        gathered.result.name_hint = old.results[0].name_hint
-        Rewriter.insert_op(gathered, InsertPoint.after(new_ops[-1]))
+        copy_name(gathered.result, old.results[0])
+        insert_before([gathered], old)  # (right after new_ops[-1])
         old.results[0].replace_uses_with_if(
-            gathered.result, lambda u: u.operation not in region_ops
+            gathered.result, lambda u: id(u.operation) not in region_ops
         )
     for old, _ in reversed(builder.new_ops):
         erase_op(old)  # freed at once, not at the next full collection
@@ -261,12 +279,11 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
             continue
         own = dim - (len(out_shape) - t.rank)
         try:
-            sliced = coll.SliceOp(v, mesh, piece.axes.names, own)
+            sliced = coll.SliceOp(v, mesh, piece.axes, own)
         except VerifyException:
             discard(new_slices)
             return []
-        if v.name_hint:
-            sliced.result.name_hint = f"{v.name_hint}_s"
+        name_split(sliced.result, v)
         new_slices.append(sliced)
         operands.append(sliced.result)
     try:
@@ -277,8 +294,8 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
     if new.results[0].type != piece.result.type:
         discard([*new_slices, new])  # the op on blocks would not be the slice
         return []
-    new.results[0].name_hint = piece.result.name_hint or producer.results[0].name_hint
-    Rewriter.insert_op([*new_slices, new], InsertPoint.before(producer))
+    copy_name(new.results[0], piece.result if piece.result.name_hint else producer.results[0])
+    insert_before([*new_slices, new], producer)
     for use in uses:
         replace_uses(use.results[0], new.results[0])
         erase_op(use)
