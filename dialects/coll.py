@@ -675,9 +675,9 @@ class FusedAllReduceOp(NamedBodyOp):
         self,
         partial: SSAValue,
         inputs: Sequence[SSAValue],
-        axes: Sequence[str],
+        axes: Sequence[str] | MeshAxesAttr,
         dim: int,
-        kind: ReductionKind | str,
+        kind: ReductionKind | str | ReductionKindAttr,
         result_types: Sequence[DTensorType],
         body: Region | str,
         algorithm: Algorithm | str | None = None,
@@ -686,9 +686,11 @@ class FusedAllReduceOp(NamedBodyOp):
     ):
         """`body`: the region, or the name of the `kernel.body` to run; `index_box`: the
         index-box properties (`index_box_props`), if any."""
-        props: dict[str, Attribute] = {
-            "kind": ReductionKindAttr(ReductionKind(kind)),
-            "axes": MeshAxesAttr(axes),
+        props: dict[str, Attribute] = {  # (attributes of another op may be passed as they are)
+            "kind": kind
+            if type(kind) is ReductionKindAttr
+            else ReductionKindAttr(ReductionKind(kind)),
+            "axes": axes if type(axes) is MeshAxesAttr else MeshAxesAttr(axes),
             "dim": i64_attr(dim),
             **(index_box or {}),
         }

@@ -17,7 +17,12 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.body import clone_body, drop_unnamed_bodies, walk_outside_bodies
+from ccopt.dialects.body import (
+    BodyCopier,
+    clone_body,
+    drop_unnamed_bodies,
+    walk_outside_bodies,
+)
 from ccopt.dialects.construct import clone_op
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import (
@@ -217,7 +222,7 @@ def interface(ops: Sequence[Operation]) -> tuple[list[SSAValue], list[SSAValue]]
 
 def is_fusable(op: Operation) -> bool:
     """Elementwise ops, and kernels already fused from them."""
-    return is_elementwise(op) or isinstance(op, dt.FusedOp)
+    return is_elementwise(op) or type(op) is dt.FusedOp  # (no subclasses: ABC isinstance is slow)
 
 
 def emit_member(
@@ -238,15 +243,16 @@ def emit_member(
     raise Refusal("a fused body without dtensor.yield")
 
 
-BodyCache = dict[tuple[object, ...], Region]
-"""Scalar bodies already built in one pass application, by `body_signature`: a model repeats
-one layer many times, and its groups build the same body (a GELU is 14 scalar ops)."""
+BodyCache = dict[tuple[object, ...], tuple[Region, BodyCopier]]
+"""Scalar bodies already built in one pass application, by `body_signature`, with their
+copier: a model repeats one layer many times, and its groups build the same body (a GELU is
+14 scalar ops)."""
 
 
 def release_bodies(cache: BodyCache) -> None:
     """Free the cache's template bodies (only copies of them went into the IR) at once, not at
     the next full garbage collection (`release`)."""
-    for region in cache.values():
+    for region, _ in cache.values():
         region.drop_all_references()
         release(region)
     cache.clear()
@@ -266,10 +272,11 @@ def build_body(
     if cache is None:
         return _new_body(ops, inputs, yields, leading)
     signature = body_signature(ops, [*leading, *inputs], yields)
-    template = cache.get(signature)
-    if template is None:
-        template = cache[signature] = _new_body(ops, inputs, yields, leading)
-    return clone_body(template)
+    entry = cache.get(signature)
+    if entry is None:
+        template = _new_body(ops, inputs, yields, leading)
+        entry = cache[signature] = (template, BodyCopier(template))
+    return entry[1].copy() or clone_body(entry[0])
 
 
 def body_signature(
