@@ -38,12 +38,12 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.body import walk_outside_bodies
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
     derive,
     is_elementwise,
+    ops_outside_bodies,
     require_tagged,
     set_tag,
     tag_of,
@@ -121,7 +121,7 @@ class FuseElementwise(ModulePass):
             return
         # (blocks in program order: bodies are named in the order they become shared)
         blocks = dict.fromkeys(
-            o.parent_block() for o in walk_outside_bodies(op) if is_elementwise(o)
+            o.parent_block() for o in ops_outside_bodies(op) if is_elementwise(o)
         )
         order = ProgramOrder()
         bodies = SharedBodies(op)

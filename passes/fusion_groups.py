@@ -21,7 +21,6 @@ from ccopt.dialects.body import (
     BodyCopier,
     clone_body,
     drop_unnamed_bodies,
-    walk_outside_bodies,
 )
 from ccopt.dialects.construct import clone_op
 from ccopt.dialects.dtensor_type import DTensorType
@@ -30,6 +29,7 @@ from ccopt.passes.common import (
     Refusal,
     erase_op,
     is_elementwise,
+    ops_outside_bodies,
     release,
     replace_uses,
     tag_of,
@@ -288,20 +288,23 @@ def body_signature(
     then where each yielded value comes from."""
     from ccopt.verifier import region_structure
 
-    where: dict[SSAValue, tuple[int, int]] = {v: (-1, i) for i, v in enumerate(sources)}
+    # values by `id` (hashing a value runs Python code); every value keyed is alive meanwhile
+    where: dict[int, tuple[int, int]] = {id(v): (-1, i) for i, v in enumerate(sources)}
     parts: list[object] = [tuple([_element_type(v.type) for v in sources])]
     for m, op in enumerate(ops):
+        results = op.results
         parts.append(
             (
                 type(op),
                 tuple(op.properties.items()),
-                tuple([_element_type(r.type) for r in op.results]),
-                tuple([where[v] for v in op.operands]),
+                tuple([_element_type(r.type) for r in results]),
+                tuple([where[id(v)] for v in op._operands]),  # pyright: ignore[reportPrivateUsage]
                 region_structure(op) if op.regions else (),
             )
         )
-        where.update(((r, (m, i)) for i, r in enumerate(op.results)))
-    parts.append(tuple([where[v] for v in yields]))
+        for i, r in enumerate(results):
+            where[id(r)] = (m, i)
+    parts.append(tuple([where[id(v)] for v in yields]))
     return tuple(parts)
 
 
@@ -334,17 +337,17 @@ def insert_after_group(
     the group's values (by convexity none of them feeds a member) after it. `order` (shared
     by a pass that fuses many groups) learns which ops moved."""
     order = order or ProgramOrder()
-    members = set(ops)
+    members = {id(op) for op in ops}  # (ids: hashing an op or a value runs Python code)
     last = max(ops, key=order.__getitem__)
     Rewriter.insert_op(fused, InsertPoint.after(last))
     dependent: list[Operation] = []
-    tainted = {r for op in ops for r in op.results}
+    tainted = {id(r) for op in ops for r in op.results}
     op: Operation | None = min(ops, key=order.__getitem__)  # a member: never moved
     while op is not None and op is not last:
-        if op not in members and any(v in tainted for v in op.operands):
+        if id(op) not in members and any(id(v) in tainted for v in op._operands):  # pyright: ignore[reportPrivateUsage]
             dependent.append(op)
-            tainted.update(op.results)
-        op = op.next_op
+            tainted.update([id(r) for r in op.results])
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
     anchor: Operation = fused
     for op in dependent:
         op.detach()
@@ -461,7 +464,7 @@ class SharedBodies:
                 key = body_key(o.body_block())
                 if key is not None:
                     by_key.setdefault(key, [None, dt.symbol_name(o)])
-        for op in walk_outside_bodies(self.module):
+        for op in ops_outside_bodies(self.module):
             if type(op) is not dt.FusedOp or not op.regions:
                 continue
             key = body_key(op.body_block())
