@@ -204,7 +204,7 @@ def split_and_reorder(
     ar.result.replace_all_uses_with(ag.result)
     Rewriter.erase_op(ar)
     region = plan_region(ag, strict=False, allowed=allowed)
-    moved = {new_ops[-1] for _, new_ops in region.new_ops}
+    moved = {planned[0] for planned in region.planned}  # (rewritten in place)
     if len(moved) != len(allowed):
         raise Refusal("some of the tagged ops cannot run on the reduced slice")
     rewrite_region(region)
