@@ -274,7 +274,10 @@ def erase_op(op: Operation) -> None:
         block.detach_op(op)  # type: ignore[union-attr]
     for value, use in zip(op._operands, op._operand_uses, strict=True):  # pyright: ignore[reportPrivateUsage]
         value.remove_use(use)
-    _release_op(op, SSAValues())
+    _release_op(op, _NO_VALUES)
+
+
+_NO_VALUES = SSAValues()  # (a tuple: released ops share it)
 
 
 def _release_op(o: Operation, empty: SSAValues) -> None:

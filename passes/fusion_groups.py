@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import dtensor as dt
@@ -27,6 +27,7 @@ from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
+    block_ops,
     erase_op,
     is_elementwise,
     ops_outside_bodies,
@@ -35,7 +36,7 @@ from ccopt.passes.common import (
     tag_of,
 )
 from ccopt.passes.scalarize import BodyBuilder, emit
-from ccopt.verifier import forget_verification
+from ccopt.verifier import forget_verification, region_structure
 
 
 def iteration_key(op: Operation) -> tuple[object, ...]:
@@ -102,12 +103,13 @@ def find_groups(block: Block) -> list[list[Operation]]:
     outside: dict[int, int] = {}  # id(value) -> the groups it needs, for values computed
     # outside all groups (every value keyed is alive meanwhile: its op is in the block)
 
-    for op in block.ops:
+    for op in block_ops(block):
         # per operand: its producer's group (root) or None, and what the operand depends on
         producers: list[int | None] = []
         deps: list[int] = []
         for v in op._operands:  # pyright: ignore[reportPrivateUsage]
-            g = group_of.get(id(v.owner))
+            # (a block argument's owner is never a member: `owner` is a Python property)
+            g = group_of.get(id(v.op)) if type(v) is OpResult else None
             if g is None:
                 producers.append(None)
                 deps.append(outside.get(id(v), 0))
@@ -143,7 +145,7 @@ def find_groups(block: Block) -> list[list[Operation]]:
                 outside[id(res)] = needed
 
     members: dict[int, list[Operation]] = {}
-    for op in block.ops:
+    for op in block_ops(block):
         g = group_of.get(id(op))
         if g is not None:
             members.setdefault(find(g), []).append(op)
@@ -286,8 +288,6 @@ def body_signature(
     properties (factors, seeds, predicates), result element types, a fused member's body up to
     renaming, and where each operand comes from (a source or a member's result, by position);
     then where each yielded value comes from."""
-    from ccopt.verifier import region_structure
-
     # values by `id` (hashing a value runs Python code); every value keyed is alive meanwhile
     where: dict[int, tuple[int, int]] = {id(v): (-1, i) for i, v in enumerate(sources)}
     parts: list[object] = [tuple([_element_type(v.type) for v in sources])]
