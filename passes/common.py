@@ -365,9 +365,7 @@ def rewrite_each(module: Operation, kind: type[Operation], pattern: object) -> N
     that rewrites its all_reduces or norms."""
     from xdsl.pattern_rewriter import PatternRewriter
 
-    from ccopt.dialects.body import walk_outside_bodies
-
-    for op in [o for o in walk_outside_bodies(module) if isinstance(o, kind)]:
+    for op in of_class(ops_outside_bodies(module), kind):
         if op.parent is None:
             continue  # erased by an earlier rewrite (the walker drops it from its worklist)
         try:
@@ -517,12 +515,15 @@ class UserWalk:
         self.follow(roots)
 
     def follow(self, values: Iterable[SSAValue]) -> None:
+        seen, block = self.seen, self.block
         for v in values:
-            for use in v.uses:
-                op = use.operation
-                if op not in self.seen and op.parent_block() is self.block:
-                    self.seen.add(op)
+            use = v.first_use  # (the use list read directly: `uses` is a generator)
+            while use is not None:
+                op = use._operation  # pyright: ignore[reportPrivateUsage]
+                if op.parent is block and op not in seen:
+                    seen.add(op)
                     heapq.heappush(self.heap, (self.order[op], next(self.count), op))
+                use = use._next_use  # pyright: ignore[reportPrivateUsage]
 
     def __iter__(self) -> Iterator[Operation]:
         while self.heap:

@@ -37,7 +37,6 @@ from xdsl.rewriter import Rewriter
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
-from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
@@ -46,6 +45,8 @@ from ccopt.passes.common import (
     UserWalk,
     derive,
     erase_op,
+    of_class,
+    ops_outside_bodies,
     replace_uses,
     require_tagged,
     set_tag,
@@ -235,7 +236,7 @@ class FuseCollective(ModulePass):
             return
         order = ProgramOrder()
         bodies: BodyCache = {}
-        for rs in [o for o in walk_outside_bodies(op) if isinstance(o, coll.ReduceScatterOp)]:
+        for rs in of_class(ops_outside_bodies(op), coll.ReduceScatterOp):
             members = plan_members(rs, None, order)
             if members and has_live_results(rs, members):
                 fuse_into_collective(rs, members, order, bodies)

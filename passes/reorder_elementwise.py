@@ -33,7 +33,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import coll
-from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.dialects.inference import InferenceError
@@ -50,6 +49,8 @@ from ccopt.passes.common import (
     insert_before,
     is_elementwise,
     is_selected,
+    of_class,
+    ops_outside_bodies,
     replace_uses,
     require_tagged,
     set_tag,
@@ -366,7 +367,7 @@ class ReorderElementwise(ModulePass):
 
         require_tagged(op, self.tags, self.name)
         order = ProgramOrder()
-        for ag in [o for o in walk_outside_bodies(op) if isinstance(o, coll.AllGatherOp)]:
+        for ag in of_class(ops_outside_bodies(op), coll.AllGatherOp):
             if ag.parent is None or not is_selected(ag, self.tags):
                 continue
             strict = bool(self.tags)
@@ -384,4 +385,4 @@ class ReorderElementwise(ModulePass):
             if self.tags:
                 hoist_slices(made)
         if not self.tags:
-            hoist_slices([o for o in walk_outside_bodies(op) if isinstance(o, coll.SliceOp)])
+            hoist_slices(of_class(ops_outside_bodies(op), coll.SliceOp))

@@ -34,9 +34,8 @@ from xdsl.rewriter import Rewriter
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.passes.common import Refusal, erase_op, replace_uses
+from ccopt.passes.common import Refusal, erase_op, ops_outside_bodies, replace_uses
 from ccopt.passes.options import option
 from ccopt.passes.reorder_elementwise import gathered_dim
 
@@ -145,7 +144,7 @@ def scan(module: ModuleOp) -> tuple[set[str], dict[func.FuncOp, list[dt.UpdateOp
     where a walk per question and per function was most of the pass."""
     called: set[str] = set()
     functions: dict[func.FuncOp, list[dt.UpdateOp]] = {}
-    for o in walk_outside_bodies(module):
+    for o in ops_outside_bodies(module):
         kind = type(o)
         if kind is dt.UpdateOp:
             owner = o.parent_op()
