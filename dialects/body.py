@@ -40,7 +40,7 @@ from xdsl.traits import IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.construct import clone_op, init_op
+from ccopt.dialects.construct import _fill, clone_op, init_op, op_shape
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
@@ -480,6 +480,82 @@ def clone_body(body: Region) -> Region:
     for op in block.ops:
         copy.add_op(clone_op(op, mapping))
     return Region(copy)
+
+
+class BodyCopier:
+    """Copies of one scalar body, made many times (a model repeats a group: one copy per
+    fused collective or kernel computing it): each op's class, operand positions, result
+    types, properties and attributes are read off the body once, and each copy builds its ops
+    from them directly (`_fill`) and links them into its block; what `clone_body` makes, for
+    about half the time. `copy` returns None for a body it cannot copy this way (nested
+    regions, successors, ops whose class builds otherwise, values from outside)."""
+
+    def __init__(self, body: Region) -> None:
+        self.steps: list[tuple] | None = None
+        block = body.blocks.first
+        if block is None or block is not body.blocks.last:
+            return
+        self.arg_types = block.arg_types
+        self.arg_names = [arg._name for arg in block.args]  # pyright: ignore[reportPrivateUsage]
+        numbers: dict[int, int] = {id(arg): i for i, arg in enumerate(block.args)}
+        steps = []
+        for op in block.ops:
+            shape = op_shape(type(op)) if isinstance(op, IRDLOperation) else None
+            if shape is None or not shape.direct or op.regions or op._successors:  # pyright: ignore[reportPrivateUsage]
+                return
+            try:
+                operands = tuple([numbers[id(v)] for v in op._operands])  # pyright: ignore[reportPrivateUsage]
+            except KeyError:
+                return
+            results = op.results
+            steps.append(
+                (
+                    type(op),
+                    shape,
+                    operands,
+                    [r.type for r in results],
+                    op.properties,
+                    op.attributes,
+                    op.location,
+                    [r._name for r in results],  # pyright: ignore[reportPrivateUsage]
+                )
+            )
+            for r in results:
+                numbers[id(r)] = len(numbers)
+        self.steps = steps
+
+    def copy(self) -> Region | None:
+        if self.steps is None:
+            return None
+        block = Block(arg_types=self.arg_types)
+        values: list[SSAValue] = list(block.args)
+        for arg, name in zip(values, self.arg_names, strict=True):
+            arg._name = name  # pyright: ignore[reportPrivateUsage]
+        last: Operation | None = None
+        for cls, shape, operands, types, properties, attributes, location, names in self.steps:
+            op = cls.__new__(cls)
+            _fill(
+                op,
+                shape,
+                [values[i] for i in operands],
+                list(types),
+                dict(properties),
+                dict(attributes),
+                [],
+            )
+            op.location = location
+            for r, name in zip(op.results, names, strict=True):
+                r._name = name  # pyright: ignore[reportPrivateUsage]
+                values.append(r)
+            op.parent = block
+            if last is None:
+                block._first_op = op  # pyright: ignore[reportPrivateUsage]
+            else:
+                last._next_op = op  # pyright: ignore[reportPrivateUsage]
+                op._prev_op = last  # pyright: ignore[reportPrivateUsage]
+            last = op
+        block._last_op = last  # pyright: ignore[reportPrivateUsage]
+        return Region(block)
 
 
 def body_key(block: Block) -> tuple | None:

@@ -164,13 +164,15 @@ class CollectiveOp(IRDLOperation, ABC):
         self,
         input: SSAValue | Operation,
         mesh: Mesh,
-        axes: Sequence[str],
+        axes: Sequence[str] | MeshAxesAttr,
         properties: dict[str, Attribute],
         algorithm: Algorithm | str | None = None,
         chunks: int | None = None,
     ):
         v = value_of(input)
-        props = {**properties, "axes": MeshAxesAttr(axes)}
+        # (an op's own `axes` attribute may be passed as it is: no attribute built and uniqued)
+        axes_attr = axes if type(axes) is MeshAxesAttr else MeshAxesAttr(axes)
+        props = {**properties, "axes": axes_attr}
         if algorithm is not None:
             props["algorithm"] = AlgorithmAttr(Algorithm(algorithm))
         if chunks is not None:
@@ -213,12 +215,10 @@ class CollectiveOp(IRDLOperation, ABC):
         last few thousand (class, type, properties, mesh) (`_infer_collective`): every
         collective built or verified infers its type, and a program repeats the same few (a
         refusal is not remembered, it is raised anew)."""
-        key = (cls, t, tuple(props.items()), mesh)
-        try:
-            hash(key)
-        except TypeError:  # (a property that is not a value)
+        try:  # (the cache hashes the key: hashing it here first too hashed every type twice)
+            return _infer_collective((cls, t, tuple(props.items()), mesh))
+        except TypeError:  # (a property that is not a value; else raised again below)
             return cls.infer_type(t, props, mesh)
-        return _infer_collective(key)
 
     @classmethod
     def infer_type(cls, t: DTensorType, props: Mapping[str, Attribute], mesh: Mesh) -> DTensorType:
@@ -675,9 +675,9 @@ class FusedAllReduceOp(NamedBodyOp):
         self,
         partial: SSAValue,
         inputs: Sequence[SSAValue],
-        axes: Sequence[str],
+        axes: Sequence[str] | MeshAxesAttr,
         dim: int,
-        kind: ReductionKind | str,
+        kind: ReductionKind | str | ReductionKindAttr,
         result_types: Sequence[DTensorType],
         body: Region | str,
         algorithm: Algorithm | str | None = None,
@@ -686,9 +686,11 @@ class FusedAllReduceOp(NamedBodyOp):
     ):
         """`body`: the region, or the name of the `kernel.body` to run; `index_box`: the
         index-box properties (`index_box_props`), if any."""
-        props: dict[str, Attribute] = {
-            "kind": ReductionKindAttr(ReductionKind(kind)),
-            "axes": MeshAxesAttr(axes),
+        props: dict[str, Attribute] = {  # (attributes of another op may be passed as they are)
+            "kind": kind
+            if type(kind) is ReductionKindAttr
+            else ReductionKindAttr(ReductionKind(kind)),
+            "axes": axes if type(axes) is MeshAxesAttr else MeshAxesAttr(axes),
             "dim": i64_attr(dim),
             **(index_box or {}),
         }

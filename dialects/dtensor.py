@@ -1066,6 +1066,20 @@ def is_entry_argument(value: SSAValue, f: func.FuncOp) -> bool:
 # --- fused computation ----------------------------------------------------------------------
 
 
+_BODY_REFS: dict[str, SymbolRefAttr] = {}
+
+
+def _body_ref(name: str) -> SymbolRefAttr:
+    """`SymbolRefAttr(name)`, one per name (building one verifies it: a model's fused ops name
+    a handful of bodies, hundreds of times)."""
+    found = _BODY_REFS.get(name)
+    if found is None:
+        if len(_BODY_REFS) > 4096:
+            _BODY_REFS.clear()
+        found = _BODY_REFS[name] = SymbolRefAttr(name)
+    return found
+
+
 @irdl_op_definition
 class FusedOp(NamedBodyOp):
     """Elementwise ops fused into one kernel: the body computes one element of every result.
@@ -1106,7 +1120,7 @@ class FusedOp(NamedBodyOp):
         """`body`: the region, or the name of the module-level `kernel.body` to run."""
         props: dict[str, Attribute] = {}
         if isinstance(body, str):
-            props["body_ref"] = SymbolRefAttr(body)
+            props["body_ref"] = _body_ref(body)
         init_op(
             self,
             operands=[list(inputs)],

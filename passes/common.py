@@ -15,6 +15,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import LocationAttr, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation, Region, SSAValue, SSAValues
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
@@ -236,6 +237,49 @@ def append_op(block: Block, op: Operation) -> None:
     block._last_op = op  # pyright: ignore[reportPrivateUsage]
 
 
+def insert_before(ops: Sequence[Operation], anchor: Operation) -> None:
+    """`Rewriter.insert_op(ops, InsertPoint.before(anchor))` for new ops (no parent), linked
+    in directly: xDSL checks per op that it is not an ancestor of the block, walking up from
+    the block, and the rewrites insert about one op per op they remove."""
+    block = anchor.parent
+    assert isinstance(block, Block)
+    prev = anchor._prev_op  # pyright: ignore[reportPrivateUsage]
+    for op in ops:
+        assert op.parent is None, "insert_before: the op is in a block already"
+        op.parent = block
+        op._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+        if prev is None:
+            block._first_op = op  # pyright: ignore[reportPrivateUsage]
+        else:
+            prev._next_op = op  # pyright: ignore[reportPrivateUsage]
+        prev = op
+    if prev is not anchor._prev_op:  # pyright: ignore[reportPrivateUsage]
+        prev._next_op = anchor  # type: ignore[union-attr]  # pyright: ignore[reportPrivateUsage]
+        anchor._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+
+
+def erase_op(op: Operation) -> None:
+    """`Rewriter.erase_op(op)` then `release(op)`, for an op whose results are unused: xDSL's
+    erase also replaces every result's (absent) uses by a new `ErasedSSAValue`, one object per
+    result of every op a rewrite drops. An op with regions goes through xDSL."""
+    if op.regions:
+        Rewriter.erase_op(op)
+        release(op)
+        return
+    for result in op.results:
+        if result.first_use is not None:
+            raise ValueError(f"erasing an op whose result is still used: {op.name}")
+    block = op.parent
+    if block is not None:
+        block.detach_op(op)  # type: ignore[union-attr]
+    for value, use in zip(op._operands, op._operand_uses, strict=True):  # pyright: ignore[reportPrivateUsage]
+        value.remove_use(use)
+    _release_op(op, _NO_VALUES)
+
+
+_NO_VALUES = SSAValues()  # (a tuple: released ops share it)
+
+
 def _release_op(o: Operation, empty: SSAValues) -> None:
     """`release` of one op, its regions already taken: its results, operands, uses,
     verification key and neighbours."""
@@ -321,9 +365,7 @@ def rewrite_each(module: Operation, kind: type[Operation], pattern: object) -> N
     that rewrites its all_reduces or norms."""
     from xdsl.pattern_rewriter import PatternRewriter
 
-    from ccopt.dialects.body import walk_outside_bodies
-
-    for op in [o for o in walk_outside_bodies(module) if isinstance(o, kind)]:
+    for op in of_class(ops_outside_bodies(module), kind):
         if op.parent is None:
             continue  # erased by an earlier rewrite (the walker drops it from its worklist)
         try:
@@ -473,12 +515,15 @@ class UserWalk:
         self.follow(roots)
 
     def follow(self, values: Iterable[SSAValue]) -> None:
+        seen, block = self.seen, self.block
         for v in values:
-            for use in v.uses:
-                op = use.operation
-                if op not in self.seen and op.parent_block() is self.block:
-                    self.seen.add(op)
+            use = v.first_use  # (the use list read directly: `uses` is a generator)
+            while use is not None:
+                op = use._operation  # pyright: ignore[reportPrivateUsage]
+                if op.parent is block and op not in seen:
+                    seen.add(op)
                     heapq.heappush(self.heap, (self.order[op], next(self.count), op))
+                use = use._next_use  # pyright: ignore[reportPrivateUsage]
 
     def __iter__(self) -> Iterator[Operation]:
         while self.heap:

@@ -37,14 +37,17 @@ from xdsl.rewriter import Rewriter
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
-from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
+from ccopt.mesh import Mesh
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
     UserWalk,
     derive,
-    release,
+    erase_op,
+    of_class,
+    ops_outside_bodies,
+    replace_uses,
     require_tagged,
     set_tag,
     tag_of,
@@ -59,6 +62,7 @@ from ccopt.passes.fusion_groups import (
     is_fusable,
     iteration_key,
     joined_tag,
+    release_bodies,
     replace_group,
 )
 from ccopt.passes.options import option
@@ -111,15 +115,17 @@ def _reached(value: SSAValue, walk: UserWalk) -> bool:
     return value.owner in walk.seen
 
 
-def gathers_of(value: SSAValue, rs: coll.ReduceScatterOp, dim: int) -> list[coll.AllGatherOp]:
-    mesh = mesh_of(rs)
-    return [
-        u.operation
-        for u in value.uses
-        if isinstance(u.operation, coll.AllGatherOp)
-        and u.operation.axes == rs.axes
-        and gathered_dim(u.operation, mesh) == dim
-    ]
+def gathers_of(
+    value: SSAValue, rs: coll.ReduceScatterOp, dim: int, mesh: Mesh | None = None
+) -> list[coll.AllGatherOp]:
+    """The all_gathers of `value` over `rs`'s axes along `dim` (`mesh`: `rs`'s, when known)."""
+    found = []
+    for u in value.uses:
+        op = u.operation
+        if type(op) is coll.AllGatherOp and op.axes == rs.axes:  # (no subclasses)
+            if gathered_dim(op, mesh if mesh is not None else mesh_of(rs)) == dim:
+                found.append(op)
+    return found
 
 
 def has_live_results(rs: coll.ReduceScatterOp, members: Sequence[Operation]) -> bool:
@@ -143,11 +149,12 @@ def fuse_into_collective(
     inputs = [v for v in inputs if v is not rs.result]
     if any(u.operation not in members for u in rs.result.uses):
         outputs = [rs.result, *outputs]
+    mesh = mesh_of(rs)
     yields: list[SSAValue] = []
     result_types = []
-    replaced: list[tuple[SSAValue, Operation | None]] = []  # (value, its gather or None)
+    replaced: list[tuple[SSAValue, list[coll.AllGatherOp] | None]] = []  # (value, its gathers)
     for v in outputs:
-        gathers = gathers_of(v, rs, dim)
+        gathers = gathers_of(v, rs, dim, mesh)
         rest = [u for u in v.uses if u.operation not in members and u.operation not in gathers]
         if rest:
             yields.append(v)
@@ -156,14 +163,14 @@ def fuse_into_collective(
         if gathers:
             yields.append(v)
             result_types.append(gathers[0].result.type)
-            replaced.append((v, gathers[0]))
+            replaced.append((v, gathers))
     body = build_body(members, inputs, yields, leading=[rs.result], cache=bodies)
     fused = coll.FusedAllReduceOp(
         rs.input,
         inputs,
-        rs.axes.names,
+        rs.axes,
         dim,
-        rs.kind.data,
+        rs.kind,
         result_types,
         body,  # type: ignore[arg-type]
         None if rs.algorithm is None else rs.algorithm.data.value,
@@ -173,15 +180,14 @@ def fuse_into_collective(
     ops = [rs, *members]
     insert_after_group(fused, ops, order)
     sliced: list[tuple[SSAValue, SSAValue]] = []
-    for (v, gather), result in zip(replaced, fused.results, strict=True):
-        if gather is None:
+    for (v, gathers), result in zip(replaced, fused.results, strict=True):
+        if gathers is None:
             sliced.append((v, result))
             continue
-        for g in gathers_of(v, rs, dim):
+        for g in gathers:
             result.name_hint = result.name_hint or g.result.name_hint
-            g.result.replace_all_uses_with(result)
-            Rewriter.erase_op(g)
-            release(g)  # (else a reference cycle: kept until a full collection)
+            replace_uses(g.result, result)
+            erase_op(g)  # (released: else a reference cycle, kept until a full collection)
     replace_group(ops, sliced)
     return fused
 
@@ -199,7 +205,7 @@ def split_and_reorder(
     ar.result.replace_all_uses_with(ag.result)
     Rewriter.erase_op(ar)
     region = plan_region(ag, strict=False, allowed=allowed)
-    moved = {new_ops[-1] for _, new_ops in region.new_ops}
+    moved = {planned[0] for planned in region.planned}  # (rewritten in place)
     if len(moved) != len(allowed):
         raise Refusal("some of the tagged ops cannot run on the reduced slice")
     rewrite_region(region)
@@ -230,10 +236,11 @@ class FuseCollective(ModulePass):
             return
         order = ProgramOrder()
         bodies: BodyCache = {}
-        for rs in [o for o in walk_outside_bodies(op) if isinstance(o, coll.ReduceScatterOp)]:
+        for rs in of_class(ops_outside_bodies(op), coll.ReduceScatterOp):
             members = plan_members(rs, None, order)
             if members and has_live_results(rs, members):
                 fuse_into_collective(rs, members, order, bodies)
+        release_bodies(bodies)  # (only copies went into the IR)
         drop_orphan_bodies(op)  # of fused members that named a body (fuse-elementwise)
 
     def fuse_tagged(self, module: ModuleOp) -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
@@ -43,6 +43,7 @@ from ccopt.passes.common import (
     Refusal,
     derive,
     is_elementwise,
+    ops_outside_bodies,
     require_tagged,
     set_tag,
     tag_of,
@@ -65,10 +66,12 @@ def fuse(
     ops: Sequence[Operation],
     order: ProgramOrder | None = None,
     bodies: SharedBodies | None = None,
+    known: tuple[list[SSAValue], list[SSAValue]] | None = None,
 ) -> dt.FusedOp:
     """Replace a legal group (in an order its members can run in) with one dtensor.fused op;
-    with `bodies`, one naming the body of a group alike made before (`SharedBodies`)."""
-    inputs, outputs = interface(ops)
+    with `bodies`, one naming the body of a group alike made before (`SharedBodies`);
+    `known`: the group's `interface`, when the caller has it."""
+    inputs, outputs = interface(ops) if known is None else known
     if bodies is None:
         body: Region | str = build_body(ops, inputs, outputs)
         entry = None
@@ -117,14 +120,19 @@ class FuseElementwise(ModulePass):
             self.fuse_tagged(op)
             return
         # (blocks in program order: bodies are named in the order they become shared)
-        blocks = dict.fromkeys(o.parent_block() for o in op.walk() if is_elementwise(o))
+        blocks = dict.fromkeys(
+            o.parent_block() for o in ops_outside_bodies(op) if is_elementwise(o)
+        )
         order = ProgramOrder()
         bodies = SharedBodies(op)
         for block in blocks:
             assert isinstance(block, Block)
             for members in find_groups(block):
-                if len(members) > 1 and interface(members)[1]:  # dead groups stay for dce
-                    fuse(members, order, bodies)
+                if len(members) < 2:
+                    continue
+                known = interface(members)
+                if known[1]:  # dead groups stay for dce
+                    fuse(members, order, bodies, known)
         bodies.share_inline()
         drop_orphan_bodies(op)  # fused ops that named a body may have been fused again
 

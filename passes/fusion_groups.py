@@ -13,16 +13,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.body import clone_body, drop_unnamed_bodies, walk_outside_bodies
+from ccopt.dialects.body import (
+    BodyCopier,
+    clone_body,
+    drop_unnamed_bodies,
+)
 from ccopt.dialects.construct import clone_op
 from ccopt.dialects.dtensor_type import DTensorType
-from ccopt.passes.common import ProgramOrder, Refusal, is_elementwise, release, tag_of
+from ccopt.passes.common import (
+    ProgramOrder,
+    Refusal,
+    block_ops,
+    erase_op,
+    is_elementwise,
+    ops_outside_bodies,
+    release,
+    replace_uses,
+    tag_of,
+)
 from ccopt.passes.scalarize import BodyBuilder, emit
-from ccopt.verifier import forget_verification
+from ccopt.verifier import forget_verification, region_structure
 
 
 def iteration_key(op: Operation) -> tuple[object, ...]:
@@ -84,67 +98,80 @@ def find_groups(block: Block) -> list[list[Operation]]:
     (and merge with groups) that need nothing it did not need already. A set of groups is one
     int (a bit per group): each step is a few word operations, linear in the block in practice."""
     groups = _Groups()
-    group_of: dict[Operation, int] = {}
-    outside: dict[SSAValue, int] = {}  # the groups a value computed outside all groups needs
+    data, find = groups.data, groups.find
+    group_of: dict[int, int] = {}  # id(op) -> its group (ids: hashing an op runs Python code)
+    outside: dict[int, int] = {}  # id(value) -> the groups it needs, for values computed
+    # outside all groups (every value keyed is alive meanwhile: its op is in the block)
 
-    def producer_group(v: SSAValue) -> int | None:
-        owner = v.owner
-        return groups.find(group_of[owner]) if owner in group_of else None  # type: ignore[index]
-
-    def dep(v: SSAValue) -> int:
-        g = producer_group(v)
-        if g is None:
-            return outside.get(v, 0)
-        data = groups.data[g]
-        return data.mask | data.needs
-
-    def needs_if_fused(roots: Sequence[int], op: Operation) -> int | None:
-        """What `roots` + `op` as one group would wait for, or None if that group is not convex
-        or adds needs to a group already read from outside."""
-        mask = needs = 0
-        for g in roots:
-            mask |= groups.data[g].mask
-            needs |= groups.data[g].needs
-        for v in op.operands:
-            if producer_group(v) not in roots:
-                needs |= dep(v)
-        if needs & mask:
-            return None  # a path leaves the group and comes back
-        for g in roots:
-            data = groups.data[g]
-            if data.consumed and needs & ~data.needs:
-                return None
-        return needs
-
-    for op in block.ops:
+    for op in block_ops(block):
+        # per operand: its producer's group (root) or None, and what the operand depends on
+        producers: list[int | None] = []
+        deps: list[int] = []
+        for v in op._operands:  # pyright: ignore[reportPrivateUsage]
+            # (a block argument's owner is never a member: `owner` is a Python property)
+            g = group_of.get(id(v.op)) if type(v) is OpResult else None
+            if g is None:
+                producers.append(None)
+                deps.append(outside.get(id(v), 0))
+            else:
+                g = find(g)
+                producers.append(g)
+                deps.append(data[g].mask | data[g].needs)
         own: int | None = None
         if is_elementwise(op):
             key = iteration_key(op)
             chosen: list[int] = []
-            for g in sorted({g for v in op.operands if (g := producer_group(v)) is not None}):
-                if groups.data[g].key == key and needs_if_fused([*chosen, g], op) is not None:
+            for g in sorted({g for g in producers if g is not None}):
+                if (
+                    data[g].key == key
+                    and _needs_if_fused(data, [*chosen, g], producers, deps) is not None
+                ):
                     chosen.append(g)
-            needs = needs_if_fused(chosen, op)
+            needs = _needs_if_fused(data, chosen, producers, deps)
             assert needs is not None
             own = groups.merge(chosen) if chosen else groups.new(key)
-            groups.data[own].needs = needs
-            group_of[op] = own
-        for v in op.operands:
-            g = producer_group(v)
-            if g is not None and g != own:
-                groups.data[g].consumed = True
-        if own is None:
+            data[own].needs = needs
+            group_of[id(op)] = own
+            for g in producers:  # (the chosen ones are `own` now)
+                if g is not None and g not in chosen:
+                    data[g].consumed = True
+        else:
             needed = 0
-            for v in op.operands:
-                needed |= dep(v)
+            for g, d in zip(producers, deps, strict=True):
+                if g is not None:
+                    data[g].consumed = True
+                needed |= d
             for res in op.results:
-                outside[res] = needed
+                outside[id(res)] = needed
 
     members: dict[int, list[Operation]] = {}
-    for op in block.ops:
-        if op in group_of:
-            members.setdefault(groups.find(group_of[op]), []).append(op)
+    for op in block_ops(block):
+        g = group_of.get(id(op))
+        if g is not None:
+            members.setdefault(find(g), []).append(op)
     return list(members.values())
+
+
+def _needs_if_fused(
+    data: dict[int, _Group], roots: Sequence[int], producers: list[int | None], deps: list[int]
+) -> int | None:
+    """What `roots` + an op (its operands' producer groups and dependencies) as one group
+    would wait for, or None if that group is not convex or adds needs to a group already read
+    from outside."""
+    mask = needs = 0
+    for g in roots:
+        mask |= data[g].mask
+        needs |= data[g].needs
+    for g, d in zip(producers, deps, strict=True):
+        if g not in roots:
+            needs |= d
+    if needs & mask:
+        return None  # a path leaves the group and comes back
+    for g in roots:
+        group = data[g]
+        if group.consumed and needs & ~group.needs:
+            return None
+    return needs
 
 
 def check_convex(ops: Sequence[Operation]) -> None:
@@ -178,22 +205,26 @@ def _tagged(op: Operation) -> str:
 
 def interface(ops: Sequence[Operation]) -> tuple[list[SSAValue], list[SSAValue]]:
     """Values the group reads from outside, and member results used outside, in program order."""
-    members = set(ops)
-    inputs: dict[SSAValue, None] = {}
+    members = {id(op) for op in ops}  # (ids: hashing an op or a value runs Python code)
+    inputs: dict[int, SSAValue] = {}
     outputs: list[SSAValue] = []
     for op in ops:
-        for v in op.operands:
-            if v.owner not in members:
-                inputs.setdefault(v)
+        for v in op._operands:  # pyright: ignore[reportPrivateUsage]
+            if id(v.owner) not in members:
+                inputs.setdefault(id(v), v)
         for res in op.results:
-            if any(u.operation not in members for u in res.uses):
-                outputs.append(res)
-    return list(inputs), outputs
+            use = res.first_use
+            while use is not None:
+                if id(use._operation) not in members:  # pyright: ignore[reportPrivateUsage]
+                    outputs.append(res)
+                    break
+                use = use._next_use  # pyright: ignore[reportPrivateUsage]
+    return list(inputs.values()), outputs
 
 
 def is_fusable(op: Operation) -> bool:
     """Elementwise ops, and kernels already fused from them."""
-    return is_elementwise(op) or isinstance(op, dt.FusedOp)
+    return is_elementwise(op) or type(op) is dt.FusedOp  # (no subclasses: ABC isinstance is slow)
 
 
 def emit_member(
@@ -214,15 +245,16 @@ def emit_member(
     raise Refusal("a fused body without dtensor.yield")
 
 
-BodyCache = dict[tuple[object, ...], Region]
-"""Scalar bodies already built in one pass application, by `body_signature`: a model repeats
-one layer many times, and its groups build the same body (a GELU is 14 scalar ops)."""
+BodyCache = dict[tuple[object, ...], tuple[Region, BodyCopier]]
+"""Scalar bodies already built in one pass application, by `body_signature`, with their
+copier: a model repeats one layer many times, and its groups build the same body (a GELU is
+14 scalar ops)."""
 
 
 def release_bodies(cache: BodyCache) -> None:
     """Free the cache's template bodies (only copies of them went into the IR) at once, not at
     the next full garbage collection (`release`)."""
-    for region in cache.values():
+    for region, _ in cache.values():
         region.drop_all_references()
         release(region)
     cache.clear()
@@ -242,10 +274,11 @@ def build_body(
     if cache is None:
         return _new_body(ops, inputs, yields, leading)
     signature = body_signature(ops, [*leading, *inputs], yields)
-    template = cache.get(signature)
-    if template is None:
-        template = cache[signature] = _new_body(ops, inputs, yields, leading)
-    return clone_body(template)
+    entry = cache.get(signature)
+    if entry is None:
+        template = _new_body(ops, inputs, yields, leading)
+        entry = cache[signature] = (template, BodyCopier(template))
+    return entry[1].copy() or clone_body(entry[0])
 
 
 def body_signature(
@@ -255,22 +288,23 @@ def body_signature(
     properties (factors, seeds, predicates), result element types, a fused member's body up to
     renaming, and where each operand comes from (a source or a member's result, by position);
     then where each yielded value comes from."""
-    from ccopt.verifier import region_structure
-
-    where: dict[SSAValue, tuple[int, int]] = {v: (-1, i) for i, v in enumerate(sources)}
+    # values by `id` (hashing a value runs Python code); every value keyed is alive meanwhile
+    where: dict[int, tuple[int, int]] = {id(v): (-1, i) for i, v in enumerate(sources)}
     parts: list[object] = [tuple([_element_type(v.type) for v in sources])]
     for m, op in enumerate(ops):
+        results = op.results
         parts.append(
             (
                 type(op),
                 tuple(op.properties.items()),
-                tuple([_element_type(r.type) for r in op.results]),
-                tuple([where[v] for v in op.operands]),
+                tuple([_element_type(r.type) for r in results]),
+                tuple([where[id(v)] for v in op._operands]),  # pyright: ignore[reportPrivateUsage]
                 region_structure(op) if op.regions else (),
             )
         )
-        where.update(((r, (m, i)) for i, r in enumerate(op.results)))
-    parts.append(tuple([where[v] for v in yields]))
+        for i, r in enumerate(results):
+            where[id(r)] = (m, i)
+    parts.append(tuple([where[id(v)] for v in yields]))
     return tuple(parts)
 
 
@@ -303,17 +337,17 @@ def insert_after_group(
     the group's values (by convexity none of them feeds a member) after it. `order` (shared
     by a pass that fuses many groups) learns which ops moved."""
     order = order or ProgramOrder()
-    members = set(ops)
+    members = {id(op) for op in ops}  # (ids: hashing an op or a value runs Python code)
     last = max(ops, key=order.__getitem__)
     Rewriter.insert_op(fused, InsertPoint.after(last))
     dependent: list[Operation] = []
-    tainted = {r for op in ops for r in op.results}
+    tainted = {id(r) for op in ops for r in op.results}
     op: Operation | None = min(ops, key=order.__getitem__)  # a member: never moved
     while op is not None and op is not last:
-        if op not in members and any(v in tainted for v in op.operands):
+        if id(op) not in members and any(id(v) in tainted for v in op._operands):  # pyright: ignore[reportPrivateUsage]
             dependent.append(op)
-            tainted.update(op.results)
-        op = op.next_op
+            tainted.update([id(r) for r in op.results])
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
     anchor: Operation = fused
     for op in dependent:
         op.detach()
@@ -328,12 +362,10 @@ def replace_group(
     """Route the group's outputs to the fused op's results and erase the members (released:
     freed as soon as nothing refers to them, `release`)."""
     for old, new in replacements:
-        old.replace_all_uses_with(new)
+        replace_uses(old, new)
         new.name_hint = new.name_hint or old.name_hint
     for op in reversed(ops):
-        Rewriter.erase_op(op)
-    for op in ops:
-        release(op)
+        erase_op(op)
 
 
 def place_fused(
@@ -432,7 +464,7 @@ class SharedBodies:
                 key = body_key(o.body_block())
                 if key is not None:
                     by_key.setdefault(key, [None, dt.symbol_name(o)])
-        for op in walk_outside_bodies(self.module):
+        for op in ops_outside_bodies(self.module):
             if type(op) is not dt.FusedOp or not op.regions:
                 continue
             key = body_key(op.body_block())

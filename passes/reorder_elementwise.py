@@ -27,31 +27,37 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue, SSAValues
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import coll
-from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
+from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
     UserWalk,
+    copy_name,
     derive,
     derived_tag,
+    elementwise_type,
+    erase_op,
+    insert_before,
     is_elementwise,
     is_selected,
-    rebuild_elementwise,
-    release,
+    of_class,
+    ops_outside_bodies,
+    replace_uses,
     require_tagged,
     set_tag,
     tag_of,
 )
 from ccopt.passes.options import option
+from ccopt.verifier import forget_verification
 
 
 def gathered_dim(ag: coll.AllGatherOp, mesh: Mesh) -> int:
@@ -79,33 +85,40 @@ class RegionBuilder:
         self.ag = ag
         self.group = ag.group(self.mesh)
         self.split: dict[SSAValue, SSAValue] = {ag.result: ag.input}
-        self.new_ops: list[tuple[Operation, list[Operation]]] = []
+        self.axes = ag.axes
+        self.mesh_attr = ag.result.type.mesh  # type: ignore[union-attr]
+        # per op planned, in program order: the op, the slices it needs (built, not inserted),
+        # its operands on blocks, its result now and its result on blocks (not yet the op's)
+        self.planned: list[tuple[Operation, list[Operation], list[SSAValue], OpResult, OpResult]]
+        self.planned = []
         self.other_gathers: dict[coll.AllGatherOp, None] = {}  # ordered set
 
     def split_form(self, value: SSAValue) -> SSAValue | None:
         """`value` on blocks, when the region already has it: a region value, or an all_gather
         over the same axes (its input)."""
-        if value in self.split:
-            return self.split[value]
+        found = self.split.get(value)
+        if found is not None:
+            return found
         other = value.owner
         if (
-            isinstance(other, coll.AllGatherOp)
-            and other.axes == self.ag.axes
-            and other.result.type.mesh == self.ag.result.type.mesh  # type: ignore[union-attr]
+            type(other) is coll.AllGatherOp  # (no subclasses: `isinstance` on an ABC is slow)
+            and other.axes == self.axes
+            and other.result.type.mesh == self.mesh_attr  # type: ignore[union-attr]
         ):
             return other.input
         return None
 
-    def result_dim(self, op: Operation, out_shape: tuple[int, ...]) -> int:
-        """The result dimension the op's split operands are split along."""
+    def result_dim(
+        self, op: Operation, out_shape: tuple[int, ...], pieces: Sequence[SSAValue | None]
+    ) -> int:
+        """The result dimension the op's split operands (`pieces`: their split forms, None for
+        the others) are split along."""
         dims: set[int] = set()
-        for v in op.operands:
-            piece = self.split_form(v)
+        for v, piece in zip(op._operands, pieces, strict=True):  # pyright: ignore[reportPrivateUsage]
             if piece is None:
                 continue
-            t = v.type
-            assert isinstance(t, DTensorType) and isinstance(piece.type, DTensorType)
-            own = split_dim(piece.type, self.group)
+            t: DTensorType = v.type  # type: ignore[assignment]
+            own = split_dim(piece.type, self.group)  # type: ignore[arg-type]
             assert own is not None
             dim = own + len(out_shape) - t.rank
             if t.get_shape()[own] != out_shape[dim]:
@@ -120,51 +133,67 @@ class RegionBuilder:
     ) -> tuple[SSAValue, coll.SliceOp | None]:
         """A replicated operand's form on blocks of result dimension `dim`: itself when it is
         broadcast along `dim` (every block uses all of it), else a coll.slice of it."""
-        t = value.type
-        assert isinstance(t, DTensorType)
+        t: DTensorType = value.type  # type: ignore[assignment]
         if broadcasts_along(t, out_shape, dim):
             return value, None
         for a in self.group:
             p = t.placement_list[a]
-            if not isinstance(p, ReplicatedAttr):
+            if type(p) is not ReplicatedAttr:
                 raise Refusal(
                     f"operand {_name(value)} is {p.short} on mesh axis "
                     f"'{self.mesh.axis_names[a]}' and cannot be sliced"
                 )
         own = dim - (len(out_shape) - t.rank)
         try:
-            piece = coll.SliceOp(value, self.mesh, self.ag.axes.names, own)
+            piece = coll.SliceOp(value, self.mesh, self.ag.axes, own)
         except VerifyException as e:
             raise Refusal(f"operand {_name(value)} cannot be sliced: {e}") from None
-        if value.name_hint:
-            piece.result.name_hint = f"{value.name_hint}_s"
+        name_split(piece.result, value)
         return piece.result, piece
 
     def try_add(self, op: Operation) -> None:
         """Plan `op` on blocks; raises Refusal with the reason it cannot be (and then leaves no
         new op behind holding uses of existing values)."""
         out_shape = op.results[0].type.get_shape()  # type: ignore[union-attr]
-        dim = self.result_dim(op, out_shape)
+        pieces = [self.split_form(v) for v in op._operands]  # pyright: ignore[reportPrivateUsage]
+        dim = self.result_dim(op, out_shape, pieces)
         operands: list[SSAValue] = []
         slices: list[Operation] = []
         try:
-            for v in op.operands:
-                piece = self.split_form(v)
+            for v, piece in zip(op._operands, pieces, strict=True):  # pyright: ignore[reportPrivateUsage]
                 if piece is None:
                     piece, made = self.slice_operand(v, out_shape, dim)
                     slices.extend([made] if made is not None else [])
                 operands.append(piece)
-            new = rebuild_elementwise(op, operands)
+            new = OpResult(type_on(op, operands), op, 0)
         except Refusal:
             discard(slices)
             raise
-        if op.results[0].name_hint:
-            new.results[0].name_hint = f"{op.results[0].name_hint}_s"
-        self.split[op.results[0]] = new.results[0]
-        self.new_ops.append((op, [*slices, new]))
-        for v in op.operands:
-            if isinstance(v.owner, coll.AllGatherOp) and v.owner is not self.ag:
-                self.other_gathers[v.owner] = None
+        name_split(new, op.results[0])
+        self.split[op.results[0]] = new
+        self.planned.append((op, slices, operands, op.results[0], new))
+        for v in op._operands:  # pyright: ignore[reportPrivateUsage]
+            owner = v.owner
+            if type(owner) is coll.AllGatherOp and owner is not self.ag:
+                self.other_gathers[owner] = None
+
+
+_SPLIT_NAMES: dict[str, str | None] = {}
+"""`<name>_s` as xDSL's name setter keeps it (two regular expressions per call), by name."""
+
+
+def name_split(to: SSAValue, source: SSAValue) -> None:
+    """Name `to`, the split form of `source`, `<source's name>_s` (nothing when unnamed)."""
+    name = source._name  # pyright: ignore[reportPrivateUsage]
+    if not name:
+        return
+    if name not in _SPLIT_NAMES:
+        if len(_SPLIT_NAMES) > 4096:
+            _SPLIT_NAMES.clear()
+        to.name_hint = f"{name}_s"
+        _SPLIT_NAMES[name] = to._name  # pyright: ignore[reportPrivateUsage]
+        return
+    to._name = _SPLIT_NAMES[name]  # pyright: ignore[reportPrivateUsage]
 
 
 def discard(ops: Sequence[Operation]) -> None:
@@ -211,32 +240,58 @@ def plan_region(
 
 
 def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
-    """Insert the block versions, gather every value used outside the region, drop the rest;
-    returns the slices of replicated operands it made."""
-    region_ops = {old for old, _ in builder.new_ops}
-    for old, new_ops in builder.new_ops:
-        Rewriter.insert_op(new_ops, InsertPoint.before(old))
-    for old, new_ops in builder.new_ops:
-        outside = [u for u in old.results[0].uses if u.operation not in region_ops]
-        if not outside:
+    """Turn each planned op into its block version in place (operands and result on blocks,
+    its slices inserted before it), gather every value used outside the region, drop the
+    all_gathers left unused; returns the slices of replicated operands it made.
+
+    In place, not by building an op alike and erasing this one: that was a third of the pass.
+    The ops end where the built ones went, and each value's uses in the same order."""
+    for op, slices, operands, _, new in builder.planned:
+        insert_before(slices, op)
+        retarget(op, operands, new)
+    for op, _, _, old, new in builder.planned:
+        if old.first_use is None:  # (region ops use `new` now: what is left is outside)
             continue
-        gathered = coll.AllGatherOp(
-            builder.split[old.results[0]], builder.mesh, builder.ag.axes.names
-        )
-        set_tag(derive(gathered, old), derived_tag(old, "ag") or derived_tag(builder.ag, "ag"))
-        gathered.result.name_hint = old.results[0].name_hint
-        Rewriter.insert_op(gathered, InsertPoint.after(new_ops[-1]))
-        old.results[0].replace_uses_with_if(
-            gathered.result, lambda u: u.operation not in region_ops
-        )
-    for old, _ in reversed(builder.new_ops):
-        Rewriter.erase_op(old)
-        release(old)  # freed at once, not at the next full collection
+        gathered = coll.AllGatherOp(new, builder.mesh, builder.ag.axes)
+        set_tag(derive(gathered, op), derived_tag(op, "ag") or derived_tag(builder.ag, "ag"))
+        copy_name(gathered.result, old)
+        insert_after(gathered, op)
+        replace_uses(old, gathered.result)
     for ag in [builder.ag, *builder.other_gathers]:
-        if not ag.result.uses:
-            Rewriter.erase_op(ag)
-            release(ag)
-    return [op for _, new_ops in builder.new_ops for op in new_ops if isinstance(op, coll.SliceOp)]
+        if ag.result.first_use is None:
+            erase_op(ag)
+    return [piece for _, slices, _, _, _ in builder.planned for piece in slices]  # type: ignore[misc]
+
+
+def type_on(op: Operation, operands: Sequence[SSAValue]) -> DTensorType:
+    """The result type of elementwise `op` on these operands; Refusal (with the reason its
+    builder gives) when they have no legal signature."""
+    try:
+        return elementwise_type(op, [v.type for v in operands])  # type: ignore[misc]
+    except InferenceError as e:
+        raise Refusal(e.located(None)) from None
+
+
+def retarget(op: Operation, operands: Sequence[SSAValue], result: OpResult) -> None:
+    """`op` computes on `operands` now, into `result` (a fresh value of it): its uses move to
+    the new operands, each put first in its value's use list, in operand order (as building
+    the op would)."""
+    uses = op._operand_uses  # pyright: ignore[reportPrivateUsage]
+    for value, use in zip(op._operands, uses, strict=True):  # pyright: ignore[reportPrivateUsage]
+        value.remove_use(use)
+    for value, use in zip(operands, uses, strict=True):
+        value.add_use(use)
+    op._operands = SSAValues(operands)  # pyright: ignore[reportPrivateUsage]
+    op.results = SSAValues((result,))
+    forget_verification(op)  # its verification key held its old operands and type
+
+
+def insert_after(new: Operation, op: Operation) -> None:
+    following = op._next_op  # pyright: ignore[reportPrivateUsage]
+    if following is None:
+        Rewriter.insert_op(new, InsertPoint.after(op))
+    else:
+        insert_before([new], following)
 
 
 def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
@@ -262,30 +317,28 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
             continue
         own = dim - (len(out_shape) - t.rank)
         try:
-            sliced = coll.SliceOp(v, mesh, piece.axes.names, own)
+            sliced = coll.SliceOp(v, mesh, piece.axes, own)
         except VerifyException:
             discard(new_slices)
             return []
-        if v.name_hint:
-            sliced.result.name_hint = f"{v.name_hint}_s"
+        name_split(sliced.result, v)
         new_slices.append(sliced)
         operands.append(sliced.result)
     try:
-        new = rebuild_elementwise(producer, operands)
+        result_type = type_on(producer, operands)
     except Refusal:
         discard(new_slices)
         return []
-    if new.results[0].type != piece.result.type:
-        discard([*new_slices, new])  # the op on blocks would not be the slice
+    if result_type != piece.result.type:
+        discard(new_slices)  # the op on blocks would not be the slice
         return []
-    new.results[0].name_hint = piece.result.name_hint or producer.results[0].name_hint
-    Rewriter.insert_op([*new_slices, new], InsertPoint.before(producer))
+    new = OpResult(result_type, producer, 0)
+    copy_name(new, piece.result if piece.result.name_hint else producer.results[0])
+    insert_before(new_slices, producer)
+    retarget(producer, operands, new)  # (in place, as rewrite_region)
     for use in uses:
-        use.results[0].replace_all_uses_with(new.results[0])
-        Rewriter.erase_op(use)
-        release(use)
-    Rewriter.erase_op(producer)
-    release(producer)
+        replace_uses(use.results[0], new)
+        erase_op(use)
     return new_slices
 
 
@@ -314,7 +367,7 @@ class ReorderElementwise(ModulePass):
 
         require_tagged(op, self.tags, self.name)
         order = ProgramOrder()
-        for ag in [o for o in walk_outside_bodies(op) if isinstance(o, coll.AllGatherOp)]:
+        for ag in of_class(ops_outside_bodies(op), coll.AllGatherOp):
             if ag.parent is None or not is_selected(ag, self.tags):
                 continue
             strict = bool(self.tags)
@@ -322,7 +375,7 @@ class ReorderElementwise(ModulePass):
                 builder = plan_region(ag, strict, order=order)
             except Refusal as why:
                 raise OpError(ag, str(why)) from None
-            if not builder.new_ops:
+            if not builder.planned:
                 if strict:
                     raise OpError(
                         ag, f"nothing to reorder: no elementwise op consumes {tag_of(ag)!r}"
@@ -332,4 +385,4 @@ class ReorderElementwise(ModulePass):
             if self.tags:
                 hoist_slices(made)
         if not self.tags:
-            hoist_slices([o for o in walk_outside_bodies(op) if isinstance(o, coll.SliceOp)])
+            hoist_slices(of_class(ops_outside_bodies(op), coll.SliceOp))

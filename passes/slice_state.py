@@ -34,9 +34,8 @@ from xdsl.rewriter import Rewriter
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.body import walk_outside_bodies
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.passes.common import Refusal
+from ccopt.passes.common import Refusal, erase_op, ops_outside_bodies, replace_uses
 from ccopt.passes.options import option
 from ccopt.passes.reorder_elementwise import gathered_dim
 
@@ -81,11 +80,11 @@ def slice_state(update: dt.UpdateOp, gather: coll.AllGatherOp, f: func.FuncOp) -
     slices: list[Operation] = [u.operation for u in arg.uses if u.operation is not update]
     new_arg = Rewriter.replace_value_with_new_type(arg, split_type)
     for piece in slices:
-        piece.results[0].replace_all_uses_with(new_arg)
-        Rewriter.erase_op(piece)
+        replace_uses(piece.results[0], new_arg)
+        erase_op(piece)
     update.operands[1] = gather.input
-    if not gather.result.uses:
-        Rewriter.erase_op(gather)
+    if gather.result.first_use is None:
+        erase_op(gather)
 
 
 def retype(f: func.FuncOp) -> None:
@@ -145,7 +144,7 @@ def scan(module: ModuleOp) -> tuple[set[str], dict[func.FuncOp, list[dt.UpdateOp
     where a walk per question and per function was most of the pass."""
     called: set[str] = set()
     functions: dict[func.FuncOp, list[dt.UpdateOp]] = {}
-    for o in walk_outside_bodies(module):
+    for o in ops_outside_bodies(module):
         kind = type(o)
         if kind is dt.UpdateOp:
             owner = o.parent_op()

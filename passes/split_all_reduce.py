@@ -54,9 +54,9 @@ def split(
     for d in candidates:
         try:
             rs = coll.ReduceScatterOp(
-                op.input, mesh, op.axes.names, d, op.kind.data, _algorithm(op), _chunks(op)
+                op.input, mesh, op.axes, d, op.kind.data, _algorithm(op), _chunks(op)
             )
-            ag = coll.AllGatherOp(rs.result, mesh, op.axes.names, _algorithm(op), _chunks(op))
+            ag = coll.AllGatherOp(rs.result, mesh, op.axes, _algorithm(op), _chunks(op))
         except VerifyException as e:
             reasons.append(f"dimension {d}: {e}")
             continue
