@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
 from xdsl.dialects.builtin import LocationAttr, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation, Region, SSAValue, SSAValues
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import dtensor as dt
@@ -401,52 +399,6 @@ def elementwise_type(op: Operation, types: Sequence[DTensorType]) -> DTensorType
         case dt.DropoutOp():
             return dt.DropoutOp._infer(types[0], op.prob.value.data)
     raise infer.InferenceError(f"'{op.name}' is not elementwise")
-
-
-def rebuild_elementwise(op: Operation, operands: Sequence[SSAValue]) -> Operation:
-    """The same elementwise op on new operands, its result type re-inferred; raises Refusal
-    (with the verifier's reason) when the new operands have no legal signature."""
-    build = _REBUILDS.get(type(op))
-    if build is None:
-        build = _REBUILDS[type(op)] = _rebuild_of(op)
-    try:
-        new = build(op, operands)
-    except VerifyException as e:
-        raise Refusal(str(e)) from None
-    new.attributes.update(op.attributes)
-    return derive(new, op)
-
-
-_REBUILDS: dict[type, Callable[[Any, Sequence[SSAValue]], Operation]] = {}
-"""Per op class, how `rebuild_elementwise` builds it (`_rebuild_of`): a `match` on the op
-classes (abstract ones) runs ABCMeta's Python `isinstance` for every case tried."""
-
-
-def _rebuild_of(op: Operation) -> Callable[[Any, Sequence[SSAValue]], Operation]:
-    """The builder of `op`'s class on new operands; the order of the cases matters (a class
-    pattern matches subclasses too)."""
-    match op:
-        case dt.ElementwiseUnaryOp():
-            return lambda op, operands: type(op)(operands[0])
-        case dt.ElementwiseBinaryOp():
-            return lambda op, operands: type(op)(operands[0], operands[1])
-        case dt.CmpOp():
-            return lambda op, operands: dt.CmpOp(op.predicate.data, operands[0], operands[1])
-        case dt.SelectOp():
-            return lambda op, operands: dt.SelectOp(operands[0], operands[1], operands[2])
-        case dt.ScaleOp():
-            return lambda op, operands: dt.ScaleOp(operands[0], op.factor.value.data)
-        case dt.CastOp():
-            return lambda op, operands: dt.CastOp(operands[0], op.result.type.element_type)
-        case dt.DropoutOp():
-            return lambda op, operands: dt.DropoutOp(
-                operands[0], op.seed.value.data, op.prob.value.data
-            )
-    return _not_elementwise
-
-
-def _not_elementwise(op: Operation, operands: Sequence[SSAValue]) -> Operation:
-    raise Refusal(f"'{op.name}' is not elementwise")
 
 
 class ProgramOrder:
