@@ -51,10 +51,10 @@ from fractions import Fraction
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError, OpWarning
@@ -223,7 +223,7 @@ def async_region(
     stream attribute shared: every chunk of a model makes one)."""
     block = Block(arg_types=[v.type for v in inputs])
     inner = build(block.args)
-    block.add_ops([inner, sched.YieldOp(*inner.results)])
+    link_before(None, [inner, sched.YieldOp(*inner.results)], block)
     task = sched.ExecuteOp.__new__(sched.ExecuteOp)
     init_op(
         task,
@@ -233,6 +233,29 @@ def async_region(
         regions=[Region(block)],
     )
     return task
+
+
+def link_before(anchor: Operation | None, ops: Sequence[Operation], block: Block) -> None:
+    """Put ops just built (no parent, nothing nested in `block`) into `block` before `anchor`
+    (None: at its end), linked in directly: xDSL's insertion checks for every op that it is not
+    an ancestor of the block, walking up from the block, and each chunk inserts a dozen."""
+    if not ops:
+        return
+    prev = block._last_op if anchor is None else anchor._prev_op  # pyright: ignore[reportPrivateUsage]
+    for op in ops:
+        assert op.parent is None
+        op.parent = block
+        op._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+        if prev is None:
+            block._first_op = op  # pyright: ignore[reportPrivateUsage]
+        else:
+            prev._next_op = op  # pyright: ignore[reportPrivateUsage]
+        prev = op
+    prev._next_op = anchor  # pyright: ignore[reportPrivateUsage]
+    if anchor is None:
+        block._last_op = prev  # pyright: ignore[reportPrivateUsage]
+    else:
+        anchor._prev_op = prev  # pyright: ignore[reportPrivateUsage]
 
 
 def rebuild_collective(
@@ -366,10 +389,14 @@ def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
 
 
 def plan_matmul_then_fused(
-    mm: dt.MatmulOp, op: coll.FusedAllReduceOp, chunks: int, mesh: Mesh
+    mm: dt.MatmulOp,
+    op: coll.FusedAllReduceOp,
+    chunks: int,
+    mesh: Mesh,
+    types: Callable[[DTensorType], object] | None = None,
 ) -> Plan:
     """As for a reduce-scatter, and every other input of the body must be cut along the chunk
-    dimension too (or broadcast along it)."""
+    dimension too (or broadcast along it). `types`: the chunks' result types (`ChunkTypes`)."""
     y = mm.result.type
     assert isinstance(y, DTensorType)
 
@@ -382,7 +409,7 @@ def plan_matmul_then_fused(
         op.dim.value.data,
         chunks,
         mesh,
-        lambda t: chunk_result_types(op, t, mesh),
+        types if types is not None else lambda t: chunk_result_types(op, t, mesh),
         cut_elsewhere,
     )
 
@@ -410,6 +437,23 @@ def chunk_result_types(
     iteration = coll.ReduceScatterOp.infer(partial, op.properties, mesh)
     gathered = coll.AllGatherOp.infer(iteration, {"axes": op.axes}, mesh)
     return [iteration if r.type == whole else gathered for r in op.outputs]  # type: ignore[misc]
+
+
+class ChunkTypes:
+    """`chunk_result_types` of one fused op, by chunk type: planning tries every chunk and the
+    rewrite builds every chunk, and chunks of equal length have one type (each inference
+    hashes the types and properties)."""
+
+    def __init__(self, op: coll.FusedAllReduceOp, mesh: Mesh) -> None:
+        self.op = op
+        self.mesh = mesh
+        self.known: dict[DTensorType, list[DTensorType]] = {}
+
+    def __call__(self, partial: DTensorType) -> list[DTensorType]:
+        found = self.known.get(partial)
+        if found is None:
+            found = self.known[partial] = chunk_result_types(self.op, partial, self.mesh)
+        return found
 
 
 def chunk_index_box(
@@ -473,42 +517,36 @@ def overlap_matmul_then_fused(
     With `bodies` the chunks name one shared body (`ChunkBodies`), else each has a copy."""
     mm = producing_matmul(op, op.partial, "its partial operand")
     mesh = mesh_of(op)
-    plan = plan_matmul_then_fused(mm, op, chunks, mesh)
+    result_types = ChunkTypes(op, mesh)
+    plan = plan_matmul_then_fused(mm, op, chunks, mesh, result_types)
     y = mm.result.type
     assert isinstance(y, DTensorType)
     carriers = owners(mm)[plan.dim]
-    algorithm = None if op.algorithm is None else op.algorithm.data.value
     new_ops: list[Operation] = []
     futures: list[Sequence[SSAValue]] = []
     shared = bodies.name_of(op) if bodies is not None else op.body_name()
+    ref = None if shared is None else SymbolRefAttr(shared)
+    dims = [input_dim(v, plan.dim, y) for v in op.inputs]
     for c, (a, b) in enumerate(plan.ranges):
         part = chunk_matmul(mm, carriers, a, b, new_ops)
         inputs = []
-        for v in op.inputs:
-            d = input_dim(v, plan.dim, y)
+        for v, d in zip(op.inputs, dims, strict=True):
             if d is not None:
                 piece = slice_dim(v, d, a, b)
                 new_ops.append(piece)
                 v = piece.result
             inputs.append(v)
-        types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
-        body = shared if shared is not None else chunk_body(op, c == len(plan.ranges) - 1)
-        box = chunk_index_box(op, y.get_shape(), plan.dim, a)
+        types = result_types(part.result.type)  # type: ignore[arg-type]
+        body = ref if ref is not None else chunk_body(op, c == len(plan.ranges) - 1)
+        props = chunk_properties(op, chunk_index_box(op, y.get_shape(), plan.dim, a), body)
 
-        def build(args: Sequence[SSAValue], types=types, body=body, box=box) -> Operation:  # noqa: ANN001
-            fused = coll.FusedAllReduceOp(
-                args[0],
-                args[1:],
-                op.axes.names,
-                op.dim.value.data,
-                op.kind.data,
-                types,
-                body,
-                algorithm,
-                index_box=box,
-            )
-            fused.attributes.update(op.attributes)
-            return fused
+        def build(
+            args: Sequence[SSAValue],
+            types: list[DTensorType] = types,
+            body: Attribute | Region = body,
+            props: dict[str, Attribute] = props,
+        ) -> Operation:
+            return fused_chunk(op, args, types, props, body)
 
         task = async_region(COMM_STREAM, [part.result, *inputs], build)
         derive(task, op, f"chunk{c}")
@@ -524,6 +562,40 @@ def overlap_matmul_then_fused(
     Rewriter.erase_op(mm)
     release(mm)
     return plan
+
+
+def chunk_properties(
+    op: coll.FusedAllReduceOp, box: dict[str, Attribute], body: Attribute | Region
+) -> dict[str, Attribute]:
+    """The properties of a chunk of `op` (as `coll.FusedAllReduceOp(...)` builds them from
+    `op`'s kind, axes, dim and algorithm): `op`'s own attributes, not new equal ones; the
+    `chunks` request is consumed. `body`: the reference to the named body, or the region."""
+    props: dict[str, Attribute] = {"kind": op.kind, "axes": op.axes, "dim": op.dim, **box}
+    if op.algorithm is not None:
+        props["algorithm"] = op.algorithm
+    if not isinstance(body, Region):
+        props["body_ref"] = body
+    return props
+
+
+def fused_chunk(
+    op: coll.FusedAllReduceOp,
+    args: Sequence[SSAValue],
+    types: Sequence[DTensorType],
+    props: dict[str, Attribute],
+    body: Attribute | Region,
+) -> coll.FusedAllReduceOp:
+    """A chunk of `op` on `args` (the partial chunk, then the other inputs)."""
+    fused = coll.FusedAllReduceOp.__new__(coll.FusedAllReduceOp)
+    init_op(
+        fused,
+        operands=[args[0], list(args[1:])],
+        result_types=[list(types)],
+        properties=props,
+        attributes=dict(op.attributes),
+        regions=[body if isinstance(body, Region) else None],
+    )
+    return fused
 
 
 def chunk_body(op: coll.FusedAllReduceOp, last: bool) -> Region:
@@ -691,7 +763,9 @@ def join(
             results.append(joined.result)
         else:
             results.append(values[0])
-    Rewriter.insert_op(new_ops, InsertPoint.before(op))
+    block = op.parent
+    assert block is not None
+    link_before(op, new_ops, block)
     for old, new in zip(op.results, results, strict=True):
         new.name_hint = old.name_hint
         replace_uses(old, new)
