@@ -297,6 +297,41 @@ class Plan:
     ranges: list[tuple[int, int]]
 
 
+class Plans:
+    """What one run of the pass planned (or refused), by everything a plan depends on - the
+    types of the ops involved, the collective's class and properties, the chunk count and the
+    mesh: a model's layers chunk the same shapes, and each was planned again (every candidate
+    dimension tried, each chunk's collective inferred). Values: (plan, what the rewrite reads
+    of the planning, e.g. inferred types) or the refusal's message."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple, tuple[Plan, object] | str] = {}
+
+    def get(self, key: tuple, plan: Callable[[], tuple[Plan, object]]) -> tuple[Plan, object]:
+        """The plan for `key`, made by `plan()` the first time (a Refusal is remembered too)."""
+        found = self.known.get(key)
+        if found is None:
+            try:
+                found = plan()
+            except Refusal as why:
+                found = str(why)
+            self.known[key] = found
+        if isinstance(found, str):
+            raise Refusal(found)
+        return found
+
+
+def matmul_key(mm: dt.MatmulOp) -> tuple:
+    """What of a matmul decides its chunking: its operand and result types, its transposes."""
+    return (
+        mm.lhs.type,
+        mm.rhs.type,
+        mm.result.type,
+        mm.transpose_lhs is not None,
+        mm.transpose_rhs is not None,
+    )
+
+
 def plan_matmul_chunks(
     mm: dt.MatmulOp,
     scatter: int | None,
@@ -364,11 +399,21 @@ def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
     return mm
 
 
-def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
+def overlap_matmul_then_collective(
+    op: coll.CollectiveOp, chunks: int, plans: Plans | None = None
+) -> Plan:
     mm = producing_matmul(op, op.input, "its operand")
     mesh = mesh_of(op)
-    inferred: dict[DTensorType, DTensorType] = {}
-    plan = plan_matmul_then_collective(mm, op, chunks, mesh, inferred)
+
+    def plan_it() -> tuple[Plan, dict[DTensorType, DTensorType]]:
+        inferred: dict[DTensorType, DTensorType] = {}
+        return plan_matmul_then_collective(mm, op, chunks, mesh, inferred), inferred
+
+    if plans is None:
+        plan, inferred = plan_it()
+    else:
+        key = (type(op), *matmul_key(mm), tuple(op.properties.items()), chunks, mesh)
+        plan, inferred = plans.get(key, plan_it)  # type: ignore[assignment]
     carriers = owners(mm)[plan.dim]
     new_ops: list[Operation] = []
     futures = []
@@ -445,14 +490,21 @@ class ChunkTypes:
     hashes the types and properties)."""
 
     def __init__(self, op: coll.FusedAllReduceOp, mesh: Mesh) -> None:
-        self.op = op
         self.mesh = mesh
+        self.properties = dict(op.properties)
+        self.axes = {"axes": op.axes}
+        whole = op.iteration_type(mesh)
+        self.sliced = [r.type == whole for r in op.outputs]  # (kept whole per chunk, or gathered)
         self.known: dict[DTensorType, list[DTensorType]] = {}
 
     def __call__(self, partial: DTensorType) -> list[DTensorType]:
+        """`chunk_result_types(op, partial, mesh)`."""
         found = self.known.get(partial)
         if found is None:
-            found = self.known[partial] = chunk_result_types(self.op, partial, self.mesh)
+            iteration = coll.ReduceScatterOp.infer(partial, self.properties, self.mesh)
+            gathered = coll.AllGatherOp.infer(iteration, self.axes, self.mesh)
+            found = [iteration if s else gathered for s in self.sliced]
+            self.known[partial] = found
         return found
 
 
@@ -482,6 +534,7 @@ class ChunkBodies:
         self.module = module
         self.names = BodyNames(module, "chunk_body")
         self.by_key: dict[object, str] = {}
+        self.last: tuple[object, str | None] = (None, None)  # the last key looked up, its name
         skipped = named_only_by(module, dt.FusedOp)  # (chunks name their own, as without)
         for o in module.ops:
             if isinstance(o, ModuleBodyOp) and o.sym_name.data not in skipped:  # type: ignore[attr-defined]
@@ -498,27 +551,49 @@ class ChunkBodies:
         key = body_key(op.body_block())
         if key is None:
             return None
-        name = self.by_key.get(key)
+        last_key, name = self.last
+        if key != last_key:  # (alike ops come in a row: equal keys compare faster than they hash)
+            name = self.by_key.get(key)
         region = op.detach_region(op.regions[0])
         if name is not None:
-            region.drop_all_references()
-            release(region)
+            release(region)  # (self-contained, as it has a key: nothing outside uses it)
+            self.last = (key, name)
             return name
         name = self.by_key[key] = self.names.fresh()
+        self.last = (key, name)
         self.module.body.block.add_op(k.BodyOp(name, region))
         return name
 
 
 def overlap_matmul_then_fused(
-    op: coll.FusedAllReduceOp, chunks: int, bodies: ChunkBodies | None = None
+    op: coll.FusedAllReduceOp,
+    chunks: int,
+    bodies: ChunkBodies | None = None,
+    plans: Plans | None = None,
 ) -> Plan:
     """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
     slice, all-gather) on the communication stream; the outputs are joined chunk by chunk.
     With `bodies` the chunks name one shared body (`ChunkBodies`), else each has a copy."""
     mm = producing_matmul(op, op.partial, "its partial operand")
     mesh = mesh_of(op)
-    result_types = ChunkTypes(op, mesh)
-    plan = plan_matmul_then_fused(mm, op, chunks, mesh, result_types)
+
+    def plan_it() -> tuple[Plan, ChunkTypes]:
+        types = ChunkTypes(op, mesh)
+        return plan_matmul_then_fused(mm, op, chunks, mesh, types), types
+
+    if plans is None:
+        plan, result_types = plan_it()
+    else:
+        key = (
+            type(op),
+            *matmul_key(mm),
+            tuple(op.properties.items()),
+            tuple([v.type for v in op.inputs]),
+            tuple([r.type for r in op.outputs]),
+            chunks,
+            mesh,
+        )
+        plan, result_types = plans.get(key, plan_it)  # type: ignore[assignment]
     y = mm.result.type
     assert isinstance(y, DTensorType)
     carriers = owners(mm)[plan.dim]
@@ -675,6 +750,7 @@ def gather_to_pipeline(
     mm: dt.MatmulOp,
     chunks: Callable[[coll.AllGatherOp], int],
     selected: Callable[[Operation], bool],
+    plans: Plans | None = None,
 ) -> tuple[int, coll.AllGatherOp, int, Plan]:
     """Which gathered operand of `mm` the pass pipelines: of the operands that are an
     all_gather used only by `mm` (and `selected`) and can be chunked, the one whose gather
@@ -690,7 +766,14 @@ def gather_to_pipeline(
             continue
         requested = chunks(ag)
         try:
-            plan = plan_gather_then_matmul(mm, ag, i, requested)
+            if plans is None:
+                plan = plan_gather_then_matmul(mm, ag, i, requested)
+            else:
+                key = ("gather", ag.input.type, *matmul_key(mm), i, requested)
+                plan, _ = plans.get(
+                    key,
+                    lambda ag=ag, i=i, n=requested: (plan_gather_then_matmul(mm, ag, i, n), None),
+                )
         except Refusal as e:
             why = str(e)
             continue
@@ -708,10 +791,11 @@ def overlap_gather_then_matmul(
     mm: dt.MatmulOp,
     chunks: Callable[[coll.AllGatherOp], int],
     selected: Callable[[Operation], bool] = lambda op: True,
+    plans: Plans | None = None,
 ) -> tuple[coll.AllGatherOp, int, Plan]:
     """Chunk `mm` with the gather of one operand (`gather_to_pipeline`); returns that gather
     (erased), the chunk count asked for and the plan."""
-    operand, ag, requested, plan = gather_to_pipeline(mm, chunks, selected)
+    operand, ag, requested, plan = gather_to_pipeline(mm, chunks, selected, plans)
     mesh = mesh_of(mm)
     carriers = dict(owners(mm)[plan.dim])
     new_ops: list[Operation] = []
@@ -818,6 +902,7 @@ class Overlap(ModulePass):
         require_tagged(op, self.tags, self.name)
         declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
         bodies: ChunkBodies | None = None
+        plans = Plans()
         for candidate in self._candidates(op):
             if candidate.parent is None:
                 continue
@@ -826,11 +911,11 @@ class Overlap(ModulePass):
             requested = chunk_count(candidate, self.chunks)
             try:
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
-                    plan = overlap_matmul_then_collective(candidate, requested)
+                    plan = overlap_matmul_then_collective(candidate, requested, plans)
                 elif isinstance(candidate, coll.FusedAllReduceOp):
                     if bodies is None:
                         bodies = ChunkBodies(op)
-                    plan = overlap_matmul_then_fused(candidate, requested, bodies)
+                    plan = overlap_matmul_then_fused(candidate, requested, bodies, plans)
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):
@@ -844,6 +929,7 @@ class Overlap(ModulePass):
                         mm,
                         lambda g: chunk_count(g, self.chunks),
                         lambda g: is_selected(g, self.tags),
+                        plans,
                     )
                     declined |= gathers - {candidate}
                 elif self.tags:
