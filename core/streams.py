@@ -120,26 +120,13 @@ class BufferLife:
             return dict(self.more)
         return {} if self.first is None else {self.on: self.index}
 
-    def touch(self, op: Operation, stream: int, index: int, position: int) -> None:
-        """Device op `op`, the `index`-th of `stream`, at program `position`, uses it."""
-        if self.first is None:
-            self.first, self.at, self.on, self.place = op, position, stream, index
-            self.index = index
-        elif self.more is not None:
-            self.more[stream] = index
-        elif stream == self.on:
-            self.index = index
-        else:
-            self.more = {self.on: self.index, stream: index}
-        self.last = position
-
     def bytes(self, sizes: dict[Attribute, int] | None = None) -> int:
         """The buffer's workspace bytes; `sizes`: the bytes of buffer types already sized in
         the same function (a model has a few dozen buffer types and thousands of buffers; each
         size is a mesh lookup and a local shape)."""
         from ccopt.dialects.dtensor import lookup_mesh
 
-        buffer_type = self.alloc.results[0].type
+        buffer_type = _item(self.alloc.results, 0).type
         if sizes is not None and (known := sizes.get(buffer_type)) is not None:
             return known
         t = k.tensor_of(self.alloc.result)
@@ -162,6 +149,7 @@ class BufferLife:
 
 
 _VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
+_item = tuple.__getitem__  # (xDSL's SSAValues indexes in Python code)
 
 
 class StreamIssue:
@@ -212,13 +200,13 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
         position += 1
         kind = type(op)
         if kind is alloc:
-            life = lives[id(op.results[0])] = BufferLife(op)  # type: ignore[arg-type]
+            life = lives[id(_item(op.results, 0))] = BufferLife(op)  # type: ignore[arg-type]
             allocated.append(life)
             continue
         if kind in _VIEWS:
             life = lives.get(id(op._operands[0]))  # pyright: ignore[reportPrivateUsage]
             if life is not None:
-                lives[id(op.results[0])] = life
+                lives[id(_item(op.results, 0))] = life
             continue
         if kinds.get(kind):  # (`stream_of`, inlined for device ops)
             stream = op.properties["stream"].value.data  # type: ignore[attr-defined]
@@ -244,7 +232,7 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
             positions.append(position)
             all_others[stream].append(others)
             if kind is record:
-                events[id(op.results[0])] = (others, stream, index + 1)
+                events[id(_item(op.results, 0))] = (others, stream, index + 1)
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
         if len(operands) == 1:
             life = lives.get(id(operands[0]))
@@ -263,8 +251,17 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
             for life in touched:
                 life.escapes = life.escapes or op
             continue
-        for life in touched:
-            life.touch(op, stream, index, position)
+        for life in touched:  # (the op is the last on its stream to use it, so far)
+            if life.first is None:
+                life.first, life.at, life.on, life.place = op, position, stream, index
+                life.index = index
+            elif life.more is not None:
+                life.more[stream] = index
+            elif stream == life.on:
+                life.index = index
+            else:  # (a second stream: its last index on each, from now on)
+                life.more = {life.on: life.index, stream: index}
+            life.last = position
     return allocated, issue
 
 

@@ -184,7 +184,10 @@ def _flatten(
     flat: list[object] = []
     sizes: list[int] = []
     for arg, kind in zip(args, kinds, strict=True):
-        if known.get(type(arg)) or _is_a(arg, of):
+        found = known.get(type(arg))  # (False for a list: asked once, not per op)
+        if found is None:
+            found = _is_a(arg, of)
+        if found:
             flat.append(arg)
             sizes.append(1)
         elif kind == _SINGLE:
