@@ -13,6 +13,7 @@ completed before the later buffer's first writer starts.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -124,11 +125,11 @@ class BufferLife:
         """The buffer's workspace bytes; `sizes`: the bytes of buffer types already sized in
         the same function (a model has a few dozen buffer types and thousands of buffers; each
         size is a mesh lookup and a local shape)."""
-        from ccopt.dialects.dtensor import lookup_mesh
-
         buffer_type = _item(self.alloc.results, 0).type
         if sizes is not None and (known := sizes.get(buffer_type)) is not None:
             return known
+        from ccopt.dialects.dtensor import lookup_mesh  # (imported when sizing: not per buffer)
+
         t = k.tensor_of(self.alloc.result)
         mesh = lookup_mesh(self.alloc, t.mesh_name)
         assert mesh is not None, "a verified alloc sits on a declared mesh"
@@ -309,22 +310,27 @@ class LiveBuffers:
         stream, index, position = life.on, life.place, life.at
         upcoming = []  # (the next op of every other stream: what later writers follow)
         for s, at in issue.positions.items():
-            i = self.cursor[s]
-            while i < len(at) and at[i] < position:
-                i += 1
-            self.cursor[s] = i
+            i = self.cursor[s] = bisect_left(at, position, self.cursor[s])  # (in program order)
             if s != stream and i < len(at):
                 upcoming.append((at[i], s, i, issue.others[s][i]))
         others = issue.others[stream][index]
         kept = []
         in_use = []
         for p in self.placed:
-            if not dead(p[0], position, stream, index, others):
+            life = p[0]  # (`dead` at the writer, inlined for a buffer used on one stream)
+            if life.escapes is not None or life.last >= position:
+                live = True
+            elif life.more is None:
+                on = life.on
+                live = (index if on == stream else others.get(on, 0)) <= life.index
+            else:
+                live = not dead(life, position, stream, index, others)
+            if live:
                 kept.append(p)
                 in_use.append(p)
                 continue
             for at, s, i, seen in upcoming:  # (dead before every stream's next op: it leaves)
-                if not dead(p[0], at, s, i, seen):
+                if not dead(life, at, s, i, seen):
                     kept.append(p)
                     break
         self.placed = kept
