@@ -302,6 +302,29 @@ def _singles(shape: OpShape, operands: Sequence, result_types: Sequence, regions
     return True
 
 
+def fill_op(
+    op: IRDLOperation,
+    operands: list[SSAValue],
+    operand_sizes: Sequence[int],
+    result_types: list[Attribute],
+    properties: dict[str, Attribute],
+    regions: list[Region],
+) -> None:
+    """`init_op` for arguments already flat: the operand values in one list with the size of
+    each operand group, one type per result (results of a class that keeps no result segment
+    sizes) and one region per definition, for a class whose fields `init_op` sets directly.
+    Builders that make many ops of one class with variadic operands (overlap's `sched.execute`
+    and `sched.yield` per chunk) skip the grouping of every argument. `properties` is kept."""
+    shape = op_shape(type(op))
+    assert shape is not None and shape.direct and shape.result_segments is None
+    assert len(operand_sizes) == len(shape.operands) and len(regions) == len(shape.regions)
+    attributes: dict[str, Attribute] = {}
+    if shape.operand_segments is not None:
+        where = properties if shape.operand_segments else attributes
+        where[AttrSizedOperandSegments.attribute_name] = _segments(list(operand_sizes))
+    _fill(op, shape, operands, result_types, properties, attributes, regions)
+
+
 def _present(attrs: Mapping[str, Attribute | None] | None) -> dict[str, Attribute]:
     """The attributes given a value (IRDL's builder drops None ones)."""
     if not attrs:

@@ -70,7 +70,7 @@ from ccopt.dialects.body import (
     named_only_by,
     walk_outside_bodies,
 )
-from ccopt.dialects.construct import build_op, fixed_counts, init_op
+from ccopt.dialects.construct import build_op, fill_op, fixed_counts, init_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -223,14 +223,18 @@ def async_region(
     stream attribute shared: every chunk of a model makes one)."""
     block = Block(arg_types=[v.type for v in inputs])
     inner = build(block.args)
-    link_before(None, [inner, sched.YieldOp(*inner.results)], block)
+    done = sched.YieldOp.__new__(sched.YieldOp)
+    values = list(inner.results)
+    fill_op(done, values, (len(values),), [], {}, [])
+    link_before(None, [inner, done], block)
     task = sched.ExecuteOp.__new__(sched.ExecuteOp)
-    init_op(
+    fill_op(
         task,
-        operands=[[], list(inputs)],
-        result_types=[_TOKEN, [future_type(r.type) for r in inner.results]],
-        properties={"stream": k.stream_attr(stream)},
-        regions=[Region(block)],
+        list(inputs),
+        (0, len(inputs)),
+        [_TOKEN, *[future_type(r.type) for r in inner.results]],
+        {"stream": k.stream_attr(stream)},
+        [Region(block)],
     )
     return task
 
