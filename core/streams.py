@@ -205,7 +205,7 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
             allocated.append(life)
             continue
         if kind in _VIEWS:
-            life = lives.get(id(op._operands[0]))  # pyright: ignore[reportPrivateUsage]
+            life = lives.get(id(_item(op._operands, 0)))  # pyright: ignore[reportPrivateUsage]
             if life is not None:
                 lives[id(_item(op.results, 0))] = life
             continue
@@ -223,7 +223,7 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
             index = len(positions)
             others = known[stream]
             if kind is wait:
-                seen = events.get(id(op._operands[0]))  # pyright: ignore[reportPrivateUsage]
+                seen = events.get(id(_item(op._operands, 0)))  # pyright: ignore[reportPrivateUsage]
                 if seen is not None:
                     recorded, on, count = seen
                     others = known[stream] = dict(others)  # (earlier ops keep the old one)
@@ -236,7 +236,7 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
                 events[id(_item(op.results, 0))] = (others, stream, index + 1)
         operands = op._operands  # pyright: ignore[reportPrivateUsage]
         if len(operands) == 1:
-            life = lives.get(id(operands[0]))
+            life = lives.get(id(_item(operands, 0)))
             if life is None:
                 continue
             touched = [life]
