@@ -430,7 +430,7 @@ def overlap_matmul_then_collective(
         )
         derive(task, op, f"chunk{c}")
         new_ops.append(task)
-        futures.append(task.futures[0])
+        futures.append(task.results[1])  # (its first future: the token comes first)
     finish(op, new_ops, futures, plan.dim)
     Rewriter.erase_op(mm)
     release(mm)
@@ -630,7 +630,7 @@ def overlap_matmul_then_fused(
         task = async_region(COMM_STREAM, [part.result, *inputs], build)
         derive(task, op, f"chunk{c}")
         new_ops.append(task)
-        futures.append(task.futures)
+        futures.append(task.results[1:])  # (its futures: the token comes first)
     ready: list[list[SSAValue]] = [[] for _ in op.outputs]
     for chunk_futures in futures:
         for r, f in enumerate(chunk_futures):
@@ -811,7 +811,7 @@ def overlap_gather_then_matmul(
         )
         derive(task, ag, f"chunk{c}")
         new_ops += [piece, task]
-        gathers.append(task.futures[0])
+        gathers.append(task.results[1])  # (its first future: the token comes first)
     parts = []
     for (a, b), future in zip(plan.ranges, gathers, strict=True):
         ready = sched.AwaitOp(future)
