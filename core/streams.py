@@ -13,8 +13,9 @@ completed before the later buffer's first writer starts.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -99,23 +100,36 @@ class StreamOrder:
 
 @dataclass(slots=True)  # (one per buffer: a lowered model has thousands)
 class BufferLife:
-    """A workspace buffer (a `kernel.alloc`) and the device ops that touch it."""
+    """A workspace buffer (a `kernel.alloc`) and the device ops that touch it. Most buffers
+    are touched on one stream: their last op there is `index` on stream `on`, with no
+    dictionary per buffer (they were a third of plan-memory's memory)."""
 
     alloc: k.AllocOp
     first: Operation | None = None  # its first device op in program order: the writer
+    at: int = -1  # program position of `first`
+    on: int = -1  # stream of `first`
+    place: int = -1  # index of `first` on its stream
     last: int = -1  # program position of its last device op
-    last_on: dict[int, int] = field(default_factory=dict)  # stream -> index of its last op there
+    index: int = -1  # index of its last op on stream `on`, while all its ops are on `on`
+    more: dict[int, int] | None = None  # stream -> index of its last op there, once on two
     escapes: Operation | None = None  # a non-device op using it: its bytes are never shared
+
+    @property
+    def last_on(self) -> dict[int, int]:
+        """Per stream its device ops ran on, the index of the last of them there."""
+        if self.more is not None:
+            return dict(self.more)
+        return {} if self.first is None else {self.on: self.index}
 
     def bytes(self, sizes: dict[Attribute, int] | None = None) -> int:
         """The buffer's workspace bytes; `sizes`: the bytes of buffer types already sized in
         the same function (a model has a few dozen buffer types and thousands of buffers; each
         size is a mesh lookup and a local shape)."""
-        from ccopt.dialects.dtensor import lookup_mesh
-
-        buffer_type = self.alloc.results[0].type
+        buffer_type = _item(self.alloc.results, 0).type
         if sizes is not None and (known := sizes.get(buffer_type)) is not None:
             return known
+        from ccopt.dialects.dtensor import lookup_mesh  # (imported when sizing: not per buffer)
+
         t = k.tensor_of(self.alloc.result)
         mesh = lookup_mesh(self.alloc, t.mesh_name)
         assert mesh is not None, "a verified alloc sits on a declared mesh"
@@ -136,12 +150,13 @@ class BufferLife:
 
 
 _VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
+_item = tuple.__getitem__  # (xDSL's SSAValues indexes in Python code)
 
 
 class StreamIssue:
     """Per stream, its device ops in issue order with their program positions and the counts of
     the other streams' ops known complete when each starts (`StreamOrder`'s clocks): what buffer
-    lives and memory plans ask, in three lists per stream. `StreamOrder` keeps a dictionary
+    lives and memory plans ask, in two lists per stream. `StreamOrder` keeps a dictionary
     entry, a tuple and an integer per op (keyed by op): a lowered model's tens of thousands of
     device ops made them most of plan-memory's memory, and these walks go in program order,
     where an op's index on its stream is where it is appended. (An `event_wait` never raises
@@ -150,44 +165,11 @@ class StreamIssue:
     def __init__(self) -> None:
         self.positions: dict[int, list[int]] = {}  # stream -> its ops' program positions
         self.others: dict[int, list[dict[int, int]]] = {}  # stream -> its ops' other counts
-        self.first_places: dict[Operation, int] = {}
-        """The indices on their streams of the ops asked about by op (`in_use_at`): buffers'
-        first writers."""
         self._known: dict[int, dict[int, int]] = {}  # stream -> what its next op may assume
-        self._events: dict[SSAValue, tuple[dict[int, int], int, int]] = {}
-        """Per recorded event, what its record saw: the other streams' counts, its stream and
-        how many of that stream's ops it follows (no merged dictionary per record)."""
-
-    def issue(self, op: Operation, stream: int, position: int) -> int:
-        """Append device op `op` (at program `position`) to `stream`; its index there."""
-        positions = self.positions.get(stream)
-        if positions is None:
-            positions = self.positions[stream] = []
-            self.others[stream] = []
-        own = len(positions)
-        others = self._known.get(stream)
-        if others is None:
-            others = self._known[stream] = {}
-        kind = type(op)
-        if kind is k.EventWaitOp:
-            seen = self._events.get(op.event)  # type: ignore[attr-defined]
-            if seen is not None:
-                recorded, on, count = seen
-                others = self._known[stream] = dict(others)  # (earlier ops keep the old one)
-                for t, n in (*recorded.items(), (on, count)):
-                    if t != stream:
-                        others[t] = max(others.get(t, 0), n)
-        positions.append(position)
-        self.others[stream].append(others)
-        if kind is k.EventRecordOp:
-            self._events[op.event] = (others, stream, own + 1)  # type: ignore[attr-defined]
-        return own
-
-    def place(self, op: Operation) -> tuple[int, int]:
-        """(stream, index on it) of a first writer (`first_places`)."""
-        stream = stream_of(op)
-        assert stream is not None
-        return stream, self.first_places[op]
+        self._events: dict[int, tuple[dict[int, int], int, int]] = {}
+        """Per recorded event (by `id`: values hash in Python code), what its record saw: the
+        other streams' counts, its stream and how many of that stream's ops it follows (no
+        merged dictionary per record)."""
 
     def clock(self, stream: int, index: int) -> dict[int, int]:
         """Per stream, how many of its ops are known complete when the `index`-th op of
@@ -198,12 +180,19 @@ class StreamIssue:
 def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
     """The life of every alloc of `block` (views count as their buffer), in allocation order
     (values by `id`: they hash in Python code, and this walk looks up every operand of every
-    op), and the block's device ops per stream (`StreamIssue`), with the places of the
-    buffers' first writers."""
+    op), and the block's device ops per stream (`StreamIssue`, filled here: one walk, no call
+    per op)."""
     lives: dict[int, BufferLife] = {}  # id(value) -> its buffer's life
     allocated: list[BufferLife] = []
     issue = StreamIssue()
-    firsts = issue.first_places
+    all_positions, all_others, known, events = (
+        issue.positions,
+        issue.others,
+        issue._known,  # pyright: ignore[reportPrivateUsage]
+        issue._events,  # pyright: ignore[reportPrivateUsage]
+    )
+    kinds = _DEVICE_KINDS
+    alloc, wait, record = k.AllocOp, k.EventWaitOp, k.EventRecordOp
     position = -1
     following = block.first_op
     while following is not None:  # (the linked list: no iterator object stepped per op)
@@ -211,37 +200,69 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
         following = op._next_op  # pyright: ignore[reportPrivateUsage]
         position += 1
         kind = type(op)
-        if kind is k.AllocOp:
-            life = lives[id(op.result)] = BufferLife(op)  # type: ignore[arg-type]
+        if kind is alloc:
+            life = lives[id(_item(op.results, 0))] = BufferLife(op)  # type: ignore[arg-type]
             allocated.append(life)
             continue
         if kind in _VIEWS:
-            life = lives.get(id(op.source))  # type: ignore[attr-defined]
+            life = lives.get(id(_item(op._operands, 0)))  # pyright: ignore[reportPrivateUsage]
             if life is not None:
-                lives[id(op.result)] = life  # type: ignore[attr-defined]
+                lives[id(_item(op.results, 0))] = life
             continue
-        if _DEVICE_KINDS.get(kind):  # (`stream_of`, inlined for device ops)
+        if kinds.get(kind):  # (`stream_of`, inlined for device ops)
             stream = op.properties["stream"].value.data  # type: ignore[attr-defined]
         else:
             stream = stream_of(op)
-        index = issue.issue(op, stream, position) if stream is not None else -1
-        touched: list[BufferLife] = []
-        for v in op._operands:  # pyright: ignore[reportPrivateUsage]
-            life = lives.get(id(v))
-            if life is not None and not _holds(touched, life):
-                touched.append(life)
-        if not touched:
-            continue
+        index = -1
+        if stream is not None:  # (`StreamIssue`: the op appended to its stream)
+            positions = all_positions.get(stream)
+            if positions is None:
+                positions = all_positions[stream] = []
+                all_others[stream] = []
+                known[stream] = {}
+            index = len(positions)
+            others = known[stream]
+            if kind is wait:
+                seen = events.get(id(_item(op._operands, 0)))  # pyright: ignore[reportPrivateUsage]
+                if seen is not None:
+                    recorded, on, count = seen
+                    others = known[stream] = dict(others)  # (earlier ops keep the old one)
+                    for t, n in (*recorded.items(), (on, count)):
+                        if t != stream:
+                            others[t] = max(others.get(t, 0), n)
+            positions.append(position)
+            all_others[stream].append(others)
+            if kind is record:
+                events[id(_item(op.results, 0))] = (others, stream, index + 1)
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        if len(operands) == 1:
+            life = lives.get(id(_item(operands, 0)))
+            if life is None:
+                continue
+            touched = [life]
+        else:
+            touched = []
+            for v in operands:
+                life = lives.get(id(v))
+                if life is not None and not _holds(touched, life):
+                    touched.append(life)
+            if not touched:
+                continue
         if stream is None:
             for life in touched:
                 life.escapes = life.escapes or op
             continue
-        for life in touched:
+        for life in touched:  # (the op is the last on its stream to use it, so far)
             if life.first is None:
-                life.first = op
-                firsts[op] = index
+                life.first, life.at, life.on, life.place = op, position, stream, index
+                life.index = index
+            elif life.more is not None:
+                life.more[stream] = index
+            elif stream == life.on:
+                life.index = index
+            else:  # (a second stream: its last index on each, from now on)
+                life.more = {life.on: life.index, stream: index}
             life.last = position
-            life.last_on[stream] = index
     return allocated, issue
 
 
@@ -253,24 +274,22 @@ def _holds(lives: list[BufferLife], life: BufferLife) -> bool:
     return False
 
 
-def dead(life: BufferLife, position: int, clock: dict[int, int]) -> bool:
-    """`life.dead_before(op, order, position)`, given `op`'s clock (`StreamOrder.clock`)."""
+def dead(life: BufferLife, position: int, stream: int, index: int, others: dict[int, int]) -> bool:
+    """Whether every op touching `life` has completed before the `index`-th op of `stream`,
+    at program `position`, starts (`others`: the other streams' counts known complete then,
+    `StreamIssue.others`; `life.dead_before`, without a clock per op asked)."""
     if life.escapes is not None:
         return False
     if life.first is None:
         return True
     if life.last >= position:
         return False
-    for s, i in life.last_on.items():  # (a loop: `all` over a generator cost more than it)
-        if clock.get(s, 0) <= i:
-            return False
-    return True
-
-
-def _dead_at_all(life: BufferLife, clocks: list[tuple[int, dict[int, int]]]) -> bool:
-    """Whether `life` is dead before each of these ops (position, clock)."""
-    for at, clock in clocks:
-        if not dead(life, at, clock):
+    more = life.more
+    if more is None:
+        s = life.on
+        return (index if s == stream else others.get(s, 0)) > life.index
+    for s, i in more.items():  # (a loop: `all` over a generator cost more than it)
+        if (index if s == stream else others.get(s, 0)) <= i:
             return False
     return True
 
@@ -285,23 +304,37 @@ class LiveBuffers:
         self.cursor = dict.fromkeys(issue.positions, 0)
         self.placed: list[tuple[BufferLife, int, int]] = []  # life, first byte, end byte
 
-    def in_use_at(self, op: Operation) -> list[tuple[BufferLife, int, int]]:
-        """The placed buffers that `op` (a first writer) must not overwrite."""
+    def in_use_at(self, life: BufferLife) -> list[tuple[BufferLife, int, int]]:
+        """The placed buffers that the first writer of `life` must not overwrite."""
         issue = self.issue
-        stream, index = issue.place(op)
-        position = issue.positions[stream][index]
-        upcoming = []
+        stream, index, position = life.on, life.place, life.at
+        upcoming = []  # (the next op of every other stream: what later writers follow)
         for s, at in issue.positions.items():
-            i = self.cursor[s]
-            while i < len(at) and at[i] < position:
-                i += 1
-            self.cursor[s] = i
-            if i < len(at):
-                upcoming.append((s, i, at[i]))
-        clocks = [(at, issue.clock(s, i)) for s, i, at in upcoming]  # (asked of every buffer)
-        self.placed = [p for p in self.placed if not _dead_at_all(p[0], clocks)]
-        clock = issue.clock(stream, index)
-        return [p for p in self.placed if not dead(p[0], position, clock)]
+            i = self.cursor[s] = bisect_left(at, position, self.cursor[s])  # (in program order)
+            if s != stream and i < len(at):
+                upcoming.append((at[i], s, i, issue.others[s][i]))
+        others = issue.others[stream][index]
+        kept = []
+        in_use = []
+        for p in self.placed:
+            life = p[0]  # (`dead` at the writer, inlined for a buffer used on one stream)
+            if life.escapes is not None or life.last >= position:
+                live = True
+            elif life.more is None:
+                on = life.on
+                live = (index if on == stream else others.get(on, 0)) <= life.index
+            else:
+                live = not dead(life, position, stream, index, others)
+            if live:
+                kept.append(p)
+                in_use.append(p)
+                continue
+            for at, s, i, seen in upcoming:  # (dead before every stream's next op: it leaves)
+                if not dead(life, at, s, i, seen):
+                    kept.append(p)
+                    break
+        self.placed = kept
+        return in_use
 
     def add(self, life: BufferLife, start: int, stop: int) -> None:
         self.placed.append((life, start, stop))
@@ -315,14 +348,11 @@ def lives_in_order(
     if block is None:
         return None
     lives, issue = buffer_lives(block)
+    return sorted(lives, key=_first_at), LiveBuffers(issue)
 
-    def first_position(life: BufferLife) -> int:
-        if life.first is None:
-            return -1
-        stream, index = issue.place(life.first)
-        return issue.positions[stream][index]
 
-    return sorted(lives, key=first_position), LiveBuffers(issue)
+def _first_at(life: BufferLife) -> int:
+    return life.at
 
 
 def check_memory_plan(f: Operation, workspace: int) -> None:
@@ -344,7 +374,7 @@ def check_memory_plan(f: Operation, workspace: int) -> None:
             raise OpError(life.alloc, f"bytes [{offset}, {end}) exceed the workspace ({workspace})")
         if life.first is None:
             continue
-        for other, start, stop in live.in_use_at(life.first):
+        for other, start, stop in live.in_use_at(life):
             if start < end and offset < stop:
                 raise OpError(
                     life.alloc,

@@ -602,6 +602,18 @@ def named_only_by(module: Operation, kind: type[Operation]) -> set[str]:
     if not names:
         return names
     for o in walk_outside_bodies(module):
-        if type(o) is not kind and isinstance(o, NamedBodyOp):
-            names.discard(o.body_name())  # type: ignore[arg-type]
+        cls = type(o)
+        if cls is not kind and _names_body(cls):
+            names.discard(o.body_name())  # type: ignore[attr-defined]
     return names
+
+
+_NAMES_BODY: dict[type, bool] = {}
+"""Per op class, whether it is a `NamedBodyOp` (`isinstance` on an ABC runs Python code)."""
+
+
+def _names_body(cls: type) -> bool:
+    found = _NAMES_BODY.get(cls)
+    if found is None:
+        found = _NAMES_BODY[cls] = issubclass(cls, NamedBodyOp)
+    return found

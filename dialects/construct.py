@@ -184,7 +184,10 @@ def _flatten(
     flat: list[object] = []
     sizes: list[int] = []
     for arg, kind in zip(args, kinds, strict=True):
-        if known.get(type(arg)) or _is_a(arg, of):
+        found = known.get(type(arg))  # (False for a list: asked once, not per op)
+        if found is None:
+            found = _is_a(arg, of)
+        if found:
             flat.append(arg)
             sizes.append(1)
         elif kind == _SINGLE:
@@ -302,6 +305,29 @@ def _singles(shape: OpShape, operands: Sequence, result_types: Sequence, regions
         if type(r) is not Region:
             return False
     return True
+
+
+def fill_op(
+    op: IRDLOperation,
+    operands: list[SSAValue],
+    operand_sizes: Sequence[int],
+    result_types: list[Attribute],
+    properties: dict[str, Attribute],
+    regions: list[Region],
+) -> None:
+    """`init_op` for arguments already flat: the operand values in one list with the size of
+    each operand group, one type per result (results of a class that keeps no result segment
+    sizes) and one region per definition, for a class whose fields `init_op` sets directly.
+    Builders that make many ops of one class with variadic operands (overlap's `sched.execute`
+    and `sched.yield` per chunk) skip the grouping of every argument. `properties` is kept."""
+    shape = op_shape(type(op))
+    assert shape is not None and shape.direct and shape.result_segments is None
+    assert len(operand_sizes) == len(shape.operands) and len(regions) == len(shape.regions)
+    attributes: dict[str, Attribute] = {}
+    if shape.operand_segments is not None:
+        where = properties if shape.operand_segments else attributes
+        where[AttrSizedOperandSegments.attribute_name] = _segments(list(operand_sizes))
+    _fill(op, shape, operands, result_types, properties, attributes, regions)
 
 
 def _present(attrs: Mapping[str, Attribute | None] | None) -> dict[str, Attribute]:

@@ -37,6 +37,7 @@ func.call @layer(%x) {no_inline} : (!r) -> !r   // stays, whatever the options
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -47,6 +48,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.diagnostics import CcoptError, OpError
+from ccopt.dialects.body import walk_outside_bodies
 from ccopt.passes.options import option
 
 
@@ -78,12 +80,29 @@ NO_INLINE = "no_inline"
 """A call with this attribute stays a call (MLIR's func.call `no_inline`)."""
 
 
-def calls_in(f: func.FuncOp) -> list[func.CallOp]:
-    return [op for op in f.walk() if isinstance(op, func.CallOp)]
+def calls_in(f: Operation) -> list[func.CallOp]:
+    """The calls in `f`, in walk order; scalar bodies are not looked into (they hold only
+    arith and math ops, and are most of a fused module's ops)."""
+    return [op for op in walk_outside_bodies(f) if is_call(op)]
+
+
+_IS_CALL: dict[type, bool] = {}
+
+
+def is_call(op: Operation) -> bool:
+    """`isinstance(op, func.CallOp)`, once per class (`isinstance` on an IRDL class runs
+    Python code, and this asks it of every op of the module)."""
+    found = _IS_CALL.get(type(op))
+    if found is None:
+        found = _IS_CALL[type(op)] = isinstance(op, func.CallOp)
+    return found
 
 
 def bottom_up(
-    functions: dict[str, func.FuncOp], inlinable: set[str], strict: bool
+    functions: dict[str, func.FuncOp],
+    inlinable: set[str],
+    strict: bool,
+    calls_of: Callable[[func.FuncOp], list[func.CallOp]] = calls_in,
 ) -> list[tuple[func.FuncOp, list[func.CallOp]]]:
     """Every function with its calls to inline, callees before callers. A call that closes a
     cycle of inlinable calls would be inlined forever: it stays a call, or - when `strict`,
@@ -95,7 +114,7 @@ def bottom_up(
         if root in state:
             continue
         state[root] = "open"
-        root_calls = [c for c in calls_in(functions[root]) if callee_name(c) in inlinable]
+        root_calls = [c for c in calls_of(functions[root]) if callee_name(c) in inlinable]
         stack = [(root, root_calls, iter(root_calls))]
         while stack:
             name, calls, pending = stack[-1]
@@ -112,7 +131,7 @@ def bottom_up(
                 recursive.add(call)
             elif callee not in state:
                 state[callee] = "open"
-                inner = [c for c in calls_in(functions[callee]) if callee_name(c) in inlinable]
+                inner = [c for c in calls_of(functions[callee]) if callee_name(c) in inlinable]
                 stack.append((callee, inner, iter(inner)))
     return order
 
@@ -175,11 +194,14 @@ def apply_inline(module: ModuleOp, asked: tuple[str, ...], max_ops: int | None =
         return sizes[name] <= max_ops
 
     functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    found: dict[Operation, list[func.CallOp]] = {}  # top-level op -> the calls in it
     remaining: dict[str, int] = {}  # callee -> calls to it not inlined
-    for op in module.walk():
-        if isinstance(op, func.CallOp):
+    for top in module.ops:  # (one walk of the module: these calls are also the functions')
+        found[top] = calls_in(top)
+        for op in found[top]:
             remaining[callee_name(op)] = remaining.get(callee_name(op), 0) + 1
-    for _, calls in bottom_up(functions, set(inlinable), strict=bool(asked)):
+    order = bottom_up(functions, set(inlinable), bool(asked), lambda f: found[f])
+    for _, calls in order:
         for call in calls:
             if chosen(call):
                 remaining[callee_name(call)] -= 1

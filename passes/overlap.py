@@ -51,10 +51,10 @@ from fractions import Fraction
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError, OpWarning
@@ -70,7 +70,7 @@ from ccopt.dialects.body import (
     named_only_by,
     walk_outside_bodies,
 )
-from ccopt.dialects.construct import build_op, fixed_counts, init_op
+from ccopt.dialects.construct import build_op, fill_op, fixed_counts, init_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -223,16 +223,43 @@ def async_region(
     stream attribute shared: every chunk of a model makes one)."""
     block = Block(arg_types=[v.type for v in inputs])
     inner = build(block.args)
-    block.add_ops([inner, sched.YieldOp(*inner.results)])
+    done = sched.YieldOp.__new__(sched.YieldOp)
+    values = list(inner.results)
+    fill_op(done, values, (len(values),), [], {}, [])
+    link_before(None, [inner, done], block)
     task = sched.ExecuteOp.__new__(sched.ExecuteOp)
-    init_op(
+    fill_op(
         task,
-        operands=[[], list(inputs)],
-        result_types=[_TOKEN, [future_type(r.type) for r in inner.results]],
-        properties={"stream": k.stream_attr(stream)},
-        regions=[Region(block)],
+        list(inputs),
+        (0, len(inputs)),
+        [_TOKEN, *[future_type(r.type) for r in inner.results]],
+        {"stream": k.stream_attr(stream)},
+        [Region(block)],
     )
     return task
+
+
+def link_before(anchor: Operation | None, ops: Sequence[Operation], block: Block) -> None:
+    """Put ops just built (no parent, nothing nested in `block`) into `block` before `anchor`
+    (None: at its end), linked in directly: xDSL's insertion checks for every op that it is not
+    an ancestor of the block, walking up from the block, and each chunk inserts a dozen."""
+    if not ops:
+        return
+    prev = block._last_op if anchor is None else anchor._prev_op  # pyright: ignore[reportPrivateUsage]
+    for op in ops:
+        assert op.parent is None
+        op.parent = block
+        op._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+        if prev is None:
+            block._first_op = op  # pyright: ignore[reportPrivateUsage]
+        else:
+            prev._next_op = op  # pyright: ignore[reportPrivateUsage]
+        prev = op
+    prev._next_op = anchor  # pyright: ignore[reportPrivateUsage]
+    if anchor is None:
+        block._last_op = prev  # pyright: ignore[reportPrivateUsage]
+    else:
+        anchor._prev_op = prev  # pyright: ignore[reportPrivateUsage]
 
 
 def rebuild_collective(
@@ -272,6 +299,41 @@ def rebuild_collective(
 class Plan:
     dim: int  # result dimension the chunks cut
     ranges: list[tuple[int, int]]
+
+
+class Plans:
+    """What one run of the pass planned (or refused), by everything a plan depends on - the
+    types of the ops involved, the collective's class and properties, the chunk count and the
+    mesh: a model's layers chunk the same shapes, and each was planned again (every candidate
+    dimension tried, each chunk's collective inferred). Values: (plan, what the rewrite reads
+    of the planning, e.g. inferred types) or the refusal's message."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple, tuple[Plan, object] | str] = {}
+
+    def get(self, key: tuple, plan: Callable[[], tuple[Plan, object]]) -> tuple[Plan, object]:
+        """The plan for `key`, made by `plan()` the first time (a Refusal is remembered too)."""
+        found = self.known.get(key)
+        if found is None:
+            try:
+                found = plan()
+            except Refusal as why:
+                found = str(why)
+            self.known[key] = found
+        if isinstance(found, str):
+            raise Refusal(found)
+        return found
+
+
+def matmul_key(mm: dt.MatmulOp) -> tuple:
+    """What of a matmul decides its chunking: its operand and result types, its transposes."""
+    return (
+        mm.lhs.type,
+        mm.rhs.type,
+        mm.result.type,
+        mm.transpose_lhs is not None,
+        mm.transpose_rhs is not None,
+    )
 
 
 def plan_matmul_chunks(
@@ -341,11 +403,21 @@ def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
     return mm
 
 
-def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
+def overlap_matmul_then_collective(
+    op: coll.CollectiveOp, chunks: int, plans: Plans | None = None
+) -> Plan:
     mm = producing_matmul(op, op.input, "its operand")
     mesh = mesh_of(op)
-    inferred: dict[DTensorType, DTensorType] = {}
-    plan = plan_matmul_then_collective(mm, op, chunks, mesh, inferred)
+
+    def plan_it() -> tuple[Plan, dict[DTensorType, DTensorType]]:
+        inferred: dict[DTensorType, DTensorType] = {}
+        return plan_matmul_then_collective(mm, op, chunks, mesh, inferred), inferred
+
+    if plans is None:
+        plan, inferred = plan_it()
+    else:
+        key = (type(op), *matmul_key(mm), tuple(op.properties.items()), chunks, mesh)
+        plan, inferred = plans.get(key, plan_it)  # type: ignore[assignment]
     carriers = owners(mm)[plan.dim]
     new_ops: list[Operation] = []
     futures = []
@@ -358,7 +430,7 @@ def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
         )
         derive(task, op, f"chunk{c}")
         new_ops.append(task)
-        futures.append(task.futures[0])
+        futures.append(task.results[1])  # (its first future: the token comes first)
     finish(op, new_ops, futures, plan.dim)
     Rewriter.erase_op(mm)
     release(mm)
@@ -366,10 +438,14 @@ def overlap_matmul_then_collective(op: coll.CollectiveOp, chunks: int) -> Plan:
 
 
 def plan_matmul_then_fused(
-    mm: dt.MatmulOp, op: coll.FusedAllReduceOp, chunks: int, mesh: Mesh
+    mm: dt.MatmulOp,
+    op: coll.FusedAllReduceOp,
+    chunks: int,
+    mesh: Mesh,
+    types: Callable[[DTensorType], object] | None = None,
 ) -> Plan:
     """As for a reduce-scatter, and every other input of the body must be cut along the chunk
-    dimension too (or broadcast along it)."""
+    dimension too (or broadcast along it). `types`: the chunks' result types (`ChunkTypes`)."""
     y = mm.result.type
     assert isinstance(y, DTensorType)
 
@@ -382,7 +458,7 @@ def plan_matmul_then_fused(
         op.dim.value.data,
         chunks,
         mesh,
-        lambda t: chunk_result_types(op, t, mesh),
+        types if types is not None else lambda t: chunk_result_types(op, t, mesh),
         cut_elsewhere,
     )
 
@@ -412,6 +488,30 @@ def chunk_result_types(
     return [iteration if r.type == whole else gathered for r in op.outputs]  # type: ignore[misc]
 
 
+class ChunkTypes:
+    """`chunk_result_types` of one fused op, by chunk type: planning tries every chunk and the
+    rewrite builds every chunk, and chunks of equal length have one type (each inference
+    hashes the types and properties)."""
+
+    def __init__(self, op: coll.FusedAllReduceOp, mesh: Mesh) -> None:
+        self.mesh = mesh
+        self.properties = dict(op.properties)
+        self.axes = {"axes": op.axes}
+        whole = op.iteration_type(mesh)
+        self.sliced = [r.type == whole for r in op.outputs]  # (kept whole per chunk, or gathered)
+        self.known: dict[DTensorType, list[DTensorType]] = {}
+
+    def __call__(self, partial: DTensorType) -> list[DTensorType]:
+        """`chunk_result_types(op, partial, mesh)`."""
+        found = self.known.get(partial)
+        if found is None:
+            iteration = coll.ReduceScatterOp.infer(partial, self.properties, self.mesh)
+            gathered = coll.AllGatherOp.infer(iteration, self.axes, self.mesh)
+            found = [iteration if s else gathered for s in self.sliced]
+            self.known[partial] = found
+        return found
+
+
 def chunk_index_box(
     op: coll.FusedAllReduceOp, shape: Sequence[int], dim: int, start: int
 ) -> dict[str, Attribute]:
@@ -438,6 +538,7 @@ class ChunkBodies:
         self.module = module
         self.names = BodyNames(module, "chunk_body")
         self.by_key: dict[object, str] = {}
+        self.last: tuple[object, str | None] = (None, None)  # the last key looked up, its name
         skipped = named_only_by(module, dt.FusedOp)  # (chunks name their own, as without)
         for o in module.ops:
             if isinstance(o, ModuleBodyOp) and o.sym_name.data not in skipped:  # type: ignore[attr-defined]
@@ -454,66 +555,82 @@ class ChunkBodies:
         key = body_key(op.body_block())
         if key is None:
             return None
-        name = self.by_key.get(key)
+        last_key, name = self.last
+        if key != last_key:  # (alike ops come in a row: equal keys compare faster than they hash)
+            name = self.by_key.get(key)
         region = op.detach_region(op.regions[0])
         if name is not None:
-            region.drop_all_references()
-            release(region)
+            release(region)  # (self-contained, as it has a key: nothing outside uses it)
+            self.last = (key, name)
             return name
         name = self.by_key[key] = self.names.fresh()
+        self.last = (key, name)
         self.module.body.block.add_op(k.BodyOp(name, region))
         return name
 
 
 def overlap_matmul_then_fused(
-    op: coll.FusedAllReduceOp, chunks: int, bodies: ChunkBodies | None = None
+    op: coll.FusedAllReduceOp,
+    chunks: int,
+    bodies: ChunkBodies | None = None,
+    plans: Plans | None = None,
 ) -> Plan:
     """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
     slice, all-gather) on the communication stream; the outputs are joined chunk by chunk.
     With `bodies` the chunks name one shared body (`ChunkBodies`), else each has a copy."""
     mm = producing_matmul(op, op.partial, "its partial operand")
     mesh = mesh_of(op)
-    plan = plan_matmul_then_fused(mm, op, chunks, mesh)
+
+    def plan_it() -> tuple[Plan, ChunkTypes]:
+        types = ChunkTypes(op, mesh)
+        return plan_matmul_then_fused(mm, op, chunks, mesh, types), types
+
+    if plans is None:
+        plan, result_types = plan_it()
+    else:
+        key = (
+            type(op),
+            *matmul_key(mm),
+            tuple(op.properties.items()),
+            tuple([v.type for v in op.inputs]),
+            tuple([r.type for r in op.outputs]),
+            chunks,
+            mesh,
+        )
+        plan, result_types = plans.get(key, plan_it)  # type: ignore[assignment]
     y = mm.result.type
     assert isinstance(y, DTensorType)
     carriers = owners(mm)[plan.dim]
-    algorithm = None if op.algorithm is None else op.algorithm.data.value
     new_ops: list[Operation] = []
     futures: list[Sequence[SSAValue]] = []
     shared = bodies.name_of(op) if bodies is not None else op.body_name()
+    ref = None if shared is None else SymbolRefAttr(shared)
+    dims = [input_dim(v, plan.dim, y) for v in op.inputs]
     for c, (a, b) in enumerate(plan.ranges):
         part = chunk_matmul(mm, carriers, a, b, new_ops)
         inputs = []
-        for v in op.inputs:
-            d = input_dim(v, plan.dim, y)
+        for v, d in zip(op.inputs, dims, strict=True):
             if d is not None:
                 piece = slice_dim(v, d, a, b)
                 new_ops.append(piece)
                 v = piece.result
             inputs.append(v)
-        types = chunk_result_types(op, part.result.type, mesh)  # type: ignore[arg-type]
-        body = shared if shared is not None else chunk_body(op, c == len(plan.ranges) - 1)
-        box = chunk_index_box(op, y.get_shape(), plan.dim, a)
+        types = result_types(part.result.type)  # type: ignore[arg-type]
+        body = ref if ref is not None else chunk_body(op, c == len(plan.ranges) - 1)
+        props = chunk_properties(op, chunk_index_box(op, y.get_shape(), plan.dim, a), body)
 
-        def build(args: Sequence[SSAValue], types=types, body=body, box=box) -> Operation:  # noqa: ANN001
-            fused = coll.FusedAllReduceOp(
-                args[0],
-                args[1:],
-                op.axes.names,
-                op.dim.value.data,
-                op.kind.data,
-                types,
-                body,
-                algorithm,
-                index_box=box,
-            )
-            fused.attributes.update(op.attributes)
-            return fused
+        def build(
+            args: Sequence[SSAValue],
+            types: list[DTensorType] = types,
+            body: Attribute | Region = body,
+            props: dict[str, Attribute] = props,
+        ) -> Operation:
+            return fused_chunk(op, args, types, props, body)
 
         task = async_region(COMM_STREAM, [part.result, *inputs], build)
         derive(task, op, f"chunk{c}")
         new_ops.append(task)
-        futures.append(task.futures)
+        futures.append(task.results[1:])  # (its futures: the token comes first)
     ready: list[list[SSAValue]] = [[] for _ in op.outputs]
     for chunk_futures in futures:
         for r, f in enumerate(chunk_futures):
@@ -524,6 +641,40 @@ def overlap_matmul_then_fused(
     Rewriter.erase_op(mm)
     release(mm)
     return plan
+
+
+def chunk_properties(
+    op: coll.FusedAllReduceOp, box: dict[str, Attribute], body: Attribute | Region
+) -> dict[str, Attribute]:
+    """The properties of a chunk of `op` (as `coll.FusedAllReduceOp(...)` builds them from
+    `op`'s kind, axes, dim and algorithm): `op`'s own attributes, not new equal ones; the
+    `chunks` request is consumed. `body`: the reference to the named body, or the region."""
+    props: dict[str, Attribute] = {"kind": op.kind, "axes": op.axes, "dim": op.dim, **box}
+    if op.algorithm is not None:
+        props["algorithm"] = op.algorithm
+    if not isinstance(body, Region):
+        props["body_ref"] = body
+    return props
+
+
+def fused_chunk(
+    op: coll.FusedAllReduceOp,
+    args: Sequence[SSAValue],
+    types: Sequence[DTensorType],
+    props: dict[str, Attribute],
+    body: Attribute | Region,
+) -> coll.FusedAllReduceOp:
+    """A chunk of `op` on `args` (the partial chunk, then the other inputs)."""
+    fused = coll.FusedAllReduceOp.__new__(coll.FusedAllReduceOp)
+    init_op(
+        fused,
+        operands=[args[0], list(args[1:])],
+        result_types=[list(types)],
+        properties=props,
+        attributes=dict(op.attributes),
+        regions=[body if isinstance(body, Region) else None],
+    )
+    return fused
 
 
 def chunk_body(op: coll.FusedAllReduceOp, last: bool) -> Region:
@@ -603,6 +754,7 @@ def gather_to_pipeline(
     mm: dt.MatmulOp,
     chunks: Callable[[coll.AllGatherOp], int],
     selected: Callable[[Operation], bool],
+    plans: Plans | None = None,
 ) -> tuple[int, coll.AllGatherOp, int, Plan]:
     """Which gathered operand of `mm` the pass pipelines: of the operands that are an
     all_gather used only by `mm` (and `selected`) and can be chunked, the one whose gather
@@ -618,7 +770,14 @@ def gather_to_pipeline(
             continue
         requested = chunks(ag)
         try:
-            plan = plan_gather_then_matmul(mm, ag, i, requested)
+            if plans is None:
+                plan = plan_gather_then_matmul(mm, ag, i, requested)
+            else:
+                key = ("gather", ag.input.type, *matmul_key(mm), i, requested)
+                plan, _ = plans.get(
+                    key,
+                    lambda ag=ag, i=i, n=requested: (plan_gather_then_matmul(mm, ag, i, n), None),
+                )
         except Refusal as e:
             why = str(e)
             continue
@@ -636,10 +795,11 @@ def overlap_gather_then_matmul(
     mm: dt.MatmulOp,
     chunks: Callable[[coll.AllGatherOp], int],
     selected: Callable[[Operation], bool] = lambda op: True,
+    plans: Plans | None = None,
 ) -> tuple[coll.AllGatherOp, int, Plan]:
     """Chunk `mm` with the gather of one operand (`gather_to_pipeline`); returns that gather
     (erased), the chunk count asked for and the plan."""
-    operand, ag, requested, plan = gather_to_pipeline(mm, chunks, selected)
+    operand, ag, requested, plan = gather_to_pipeline(mm, chunks, selected, plans)
     mesh = mesh_of(mm)
     carriers = dict(owners(mm)[plan.dim])
     new_ops: list[Operation] = []
@@ -651,7 +811,7 @@ def overlap_gather_then_matmul(
         )
         derive(task, ag, f"chunk{c}")
         new_ops += [piece, task]
-        gathers.append(task.futures[0])
+        gathers.append(task.results[1])  # (its first future: the token comes first)
     parts = []
     for (a, b), future in zip(plan.ranges, gathers, strict=True):
         ready = sched.AwaitOp(future)
@@ -691,7 +851,9 @@ def join(
             results.append(joined.result)
         else:
             results.append(values[0])
-    Rewriter.insert_op(new_ops, InsertPoint.before(op))
+    block = op.parent
+    assert block is not None
+    link_before(op, new_ops, block)
     for old, new in zip(op.results, results, strict=True):
         new.name_hint = old.name_hint
         replace_uses(old, new)
@@ -744,6 +906,7 @@ class Overlap(ModulePass):
         require_tagged(op, self.tags, self.name)
         declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
         bodies: ChunkBodies | None = None
+        plans = Plans()
         for candidate in self._candidates(op):
             if candidate.parent is None:
                 continue
@@ -752,11 +915,11 @@ class Overlap(ModulePass):
             requested = chunk_count(candidate, self.chunks)
             try:
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
-                    plan = overlap_matmul_then_collective(candidate, requested)
+                    plan = overlap_matmul_then_collective(candidate, requested, plans)
                 elif isinstance(candidate, coll.FusedAllReduceOp):
                     if bodies is None:
                         bodies = ChunkBodies(op)
-                    plan = overlap_matmul_then_fused(candidate, requested, bodies)
+                    plan = overlap_matmul_then_fused(candidate, requested, bodies, plans)
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):
@@ -770,6 +933,7 @@ class Overlap(ModulePass):
                         mm,
                         lambda g: chunk_count(g, self.chunks),
                         lambda g: is_selected(g, self.tags),
+                        plans,
                     )
                     declined |= gathers - {candidate}
                 elif self.tags:

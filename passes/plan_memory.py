@@ -63,7 +63,7 @@ def plan_function(f: func.FuncOp, reuse: bool, meshes: Key | None = None) -> int
         if life.first is None:
             offset = 0  # never touched: any bytes will do
         elif reuse:
-            offset = first_fit([(a, b) for _, a, b in live.in_use_at(life.first)], size)
+            offset = first_fit([(a, b) for _, a, b in live.in_use_at(life)], size)
             live.add(life, offset, offset + size)
         else:
             offset = top

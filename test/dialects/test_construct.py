@@ -70,6 +70,43 @@ def test_variadic_and_optional_operands_get_irdl_segment_sizes() -> None:
         assert "stream" not in fast.properties  # None properties dropped, as IRDL drops them
 
 
+def test_flat_arguments_build_the_op_init_op_builds() -> None:
+    """`fill_op` on flat operands with their group sizes makes what `init_op` makes from the
+    groups: the same operands, result types, properties and segment sizes."""
+    from xdsl.ir import Region
+
+    from ccopt.dialects import sched
+    from ccopt.dialects.construct import fill_op
+
+    a, b, token = (k.AllocOp(tensor()).results[0] for _ in range(3))
+    futures = [sched.FutureType(a.type), sched.FutureType(b.type)]
+    for deps, inputs in (([], [a, b]), ([token], [a])):
+        fast = sched.ExecuteOp.__new__(sched.ExecuteOp)
+        fill_op(
+            fast,
+            [*deps, *inputs],
+            (len(deps), len(inputs)),
+            [sched.TokenType(), *futures[: len(inputs)]],
+            {"stream": IntegerAttr(1, i64)},
+            [Region()],
+        )
+        slow = sched.ExecuteOp.__new__(sched.ExecuteOp)
+        init_op(
+            slow,
+            operands=[deps, inputs],
+            result_types=[sched.TokenType(), futures[: len(inputs)]],
+            properties={"stream": IntegerAttr(1, i64)},
+            regions=[Region()],
+        )
+        assert tuple(fast.operands) == tuple(slow.operands)
+        assert tuple(fast.inputs) == tuple(inputs) and tuple(fast.deps) == tuple(deps)
+        assert fast.result_types == slow.result_types
+        assert fast.properties == slow.properties and fast.attributes == slow.attributes
+    done = sched.YieldOp.__new__(sched.YieldOp)
+    fill_op(done, [a], (1,), [], {}, [])
+    assert tuple(done.values) == (a,) and not done.properties
+
+
 def test_other_forms_and_wrong_counts_go_to_irdl() -> None:
     op = k.AllocOp.__new__(k.AllocOp)
     with pytest.raises(ValueError, match="Expected 1 result"):

@@ -56,7 +56,8 @@ def test_first_writers_have_their_stream_places() -> None:
     written = [life for life in lives if life.first is not None]
     assert written
     for life in written:
-        assert issue.place(life.first) == order.place[life.first]
+        assert (life.on, life.place) == order.place[life.first]
+        assert issue.positions[life.on][life.place] == life.at
 
 
 def test_positions_answer_for_ops_not_asked_in_advance() -> None:
