@@ -773,7 +773,14 @@ def gather_to_pipeline(
             if plans is None:
                 plan = plan_gather_then_matmul(mm, ag, i, requested)
             else:
-                key = ("gather", ag.input.type, *matmul_key(mm), i, requested)
+                key = (
+                    "gather",
+                    ag.input.type,
+                    tuple(ag.properties.items()),
+                    *matmul_key(mm),
+                    i,
+                    requested,
+                )
                 plan, _ = plans.get(
                     key,
                     lambda ag=ag, i=i, n=requested: (plan_gather_then_matmul(mm, ag, i, n), None),
