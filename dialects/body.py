@@ -40,7 +40,7 @@ from xdsl.traits import IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects.attrs import i64_array, i64_attr
-from ccopt.dialects.construct import _fill, clone_op, init_op, op_shape
+from ccopt.dialects.construct import _fill, clone_op, init_op, link_ops, op_shape
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     PartialAttr,
@@ -531,7 +531,7 @@ class BodyCopier:
         values: list[SSAValue] = list(block.args)
         for arg, name in zip(values, self.arg_names, strict=True):
             arg._name = name  # pyright: ignore[reportPrivateUsage]
-        last: Operation | None = None
+        ops: list[Operation] = []
         for cls, shape, operands, types, properties, attributes, location, names in self.steps:
             op = cls.__new__(cls)
             _fill(
@@ -547,14 +547,8 @@ class BodyCopier:
             for r, name in zip(op.results, names, strict=True):
                 r._name = name  # pyright: ignore[reportPrivateUsage]
                 values.append(r)
-            op.parent = block
-            if last is None:
-                block._first_op = op  # pyright: ignore[reportPrivateUsage]
-            else:
-                last._next_op = op  # pyright: ignore[reportPrivateUsage]
-                op._prev_op = last  # pyright: ignore[reportPrivateUsage]
-            last = op
-        block._last_op = last  # pyright: ignore[reportPrivateUsage]
+            ops.append(op)
+        link_ops(block, ops)
         return Region(block)
 
 

@@ -18,7 +18,17 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from xdsl.dialects.builtin import UNKNOWN_LOC
-from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues, Use
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Operation,
+    OpResult,
+    Region,
+    SSAValue,
+    SSAValues,
+    Use,
+)
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import (
     AttrSizedOperandSegments,
@@ -386,3 +396,27 @@ def value_of(arg: object) -> SSAValue:
     if kind is OpResult or kind is BlockArgument:
         return arg  # type: ignore[return-value]
     return SSAValue.get(arg)  # type: ignore[arg-type]
+
+
+def link_ops(block: Block, ops: Sequence[Operation], before: Operation | None = None) -> None:
+    """`block.insert_ops_before(ops, before)` (`add_ops` when `before` is None) for ops just
+    built (no parent, nothing nested in `block`), linked in directly: xDSL checks for every op
+    that it is not an ancestor of the block, walking up from the block, and passes that rewrite
+    or lower insert about one op per op they touch."""
+    if not ops:
+        return
+    prev = block._last_op if before is None else before._prev_op  # pyright: ignore[reportPrivateUsage]
+    for op in ops:
+        assert op.parent is None, "link_ops: the op is in a block already"
+        op.parent = block
+        op._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+        if prev is None:
+            block._first_op = op  # pyright: ignore[reportPrivateUsage]
+        else:
+            prev._next_op = op  # pyright: ignore[reportPrivateUsage]
+        prev = op
+    prev._next_op = before  # pyright: ignore[reportPrivateUsage]
+    if before is None:
+        block._last_op = prev  # pyright: ignore[reportPrivateUsage]
+    else:
+        before._prev_op = prev  # pyright: ignore[reportPrivateUsage]

@@ -19,6 +19,7 @@ from xdsl.rewriter import Rewriter
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.body import holds_body
+from ccopt.dialects.construct import link_ops
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.verifier import forget_verification
 
@@ -220,40 +221,17 @@ def _collect_outside_bodies(root: Operation, out: list[Operation]) -> None:
 
 
 def append_op(block: Block, op: Operation) -> None:
-    """`block.add_op(op)` for an op just built (no parent, nothing nested in `block`): linked
-    in directly. xDSL's `add_op` checks that the op is not an ancestor of the block, walking up
-    from the block for every op added, and a lowering adds one op per kernel, buffer and
-    event."""
-    assert op.parent is None
-    last = block._last_op  # pyright: ignore[reportPrivateUsage]
-    op.parent = block
-    if last is None:
-        block._first_op = op  # pyright: ignore[reportPrivateUsage]
-    else:
-        last._next_op = op  # pyright: ignore[reportPrivateUsage]
-        op._prev_op = last  # pyright: ignore[reportPrivateUsage]
-    block._last_op = op  # pyright: ignore[reportPrivateUsage]
+    """`block.add_op(op)` for an op just built, linked in directly (`link_ops`): a lowering
+    adds one op per kernel, buffer and event."""
+    link_ops(block, (op,))
 
 
 def insert_before(ops: Sequence[Operation], anchor: Operation) -> None:
-    """`Rewriter.insert_op(ops, InsertPoint.before(anchor))` for new ops (no parent), linked
-    in directly: xDSL checks per op that it is not an ancestor of the block, walking up from
-    the block, and the rewrites insert about one op per op they remove."""
+    """`Rewriter.insert_op(ops, InsertPoint.before(anchor))` for ops just built, linked in
+    directly (`link_ops`): the rewrites insert about one op per op they remove."""
     block = anchor.parent
     assert isinstance(block, Block)
-    prev = anchor._prev_op  # pyright: ignore[reportPrivateUsage]
-    for op in ops:
-        assert op.parent is None, "insert_before: the op is in a block already"
-        op.parent = block
-        op._prev_op = prev  # pyright: ignore[reportPrivateUsage]
-        if prev is None:
-            block._first_op = op  # pyright: ignore[reportPrivateUsage]
-        else:
-            prev._next_op = op  # pyright: ignore[reportPrivateUsage]
-        prev = op
-    if prev is not anchor._prev_op:  # pyright: ignore[reportPrivateUsage]
-        prev._next_op = anchor  # type: ignore[union-attr]  # pyright: ignore[reportPrivateUsage]
-        anchor._prev_op = prev  # pyright: ignore[reportPrivateUsage]
+    link_ops(block, ops, anchor)
 
 
 def erase_op(op: Operation) -> None:

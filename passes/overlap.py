@@ -70,7 +70,7 @@ from ccopt.dialects.body import (
     named_only_by,
     walk_outside_bodies,
 )
-from ccopt.dialects.construct import build_op, fill_op, fixed_counts, init_op
+from ccopt.dialects.construct import build_op, fill_op, fixed_counts, init_op, link_ops
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.inference import InferenceError
@@ -226,7 +226,7 @@ def async_region(
     done = sched.YieldOp.__new__(sched.YieldOp)
     values = list(inner.results)
     fill_op(done, values, (len(values),), [], {}, [])
-    link_before(None, [inner, done], block)
+    link_ops(block, [inner, done])
     task = sched.ExecuteOp.__new__(sched.ExecuteOp)
     fill_op(
         task,
@@ -237,29 +237,6 @@ def async_region(
         [Region(block)],
     )
     return task
-
-
-def link_before(anchor: Operation | None, ops: Sequence[Operation], block: Block) -> None:
-    """Put ops just built (no parent, nothing nested in `block`) into `block` before `anchor`
-    (None: at its end), linked in directly: xDSL's insertion checks for every op that it is not
-    an ancestor of the block, walking up from the block, and each chunk inserts a dozen."""
-    if not ops:
-        return
-    prev = block._last_op if anchor is None else anchor._prev_op  # pyright: ignore[reportPrivateUsage]
-    for op in ops:
-        assert op.parent is None
-        op.parent = block
-        op._prev_op = prev  # pyright: ignore[reportPrivateUsage]
-        if prev is None:
-            block._first_op = op  # pyright: ignore[reportPrivateUsage]
-        else:
-            prev._next_op = op  # pyright: ignore[reportPrivateUsage]
-        prev = op
-    prev._next_op = anchor  # pyright: ignore[reportPrivateUsage]
-    if anchor is None:
-        block._last_op = prev  # pyright: ignore[reportPrivateUsage]
-    else:
-        anchor._prev_op = prev  # pyright: ignore[reportPrivateUsage]
 
 
 def rebuild_collective(
@@ -860,7 +837,7 @@ def join(
             results.append(values[0])
     block = op.parent
     assert block is not None
-    link_before(op, new_ops, block)
+    link_ops(block, new_ops, op)
     for old, new in zip(op.results, results, strict=True):
         new.name_hint = old.name_hint
         replace_uses(old, new)

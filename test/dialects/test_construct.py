@@ -9,7 +9,7 @@ from xdsl.ir import Block
 from xdsl.irdl import IRDLOperation
 
 from ccopt.dialects import kernel as k
-from ccopt.dialects.construct import fixed_counts, init_op
+from ccopt.dialects.construct import fixed_counts, init_op, link_ops
 from ccopt.dialects.dtensor_type import DTensorType, R
 from ccopt.program import load_program
 
@@ -170,3 +170,24 @@ def test_clone_op_copies_as_xdsl_clones() -> None:
     f = module.ops.last
     copy = clone_op(f, {})
     assert copy is not f and str(copy) == str(f)  # (regions: xDSL's clone)
+
+
+def test_link_ops_appends_and_inserts_as_xdsl_does() -> None:
+    """`link_ops` leaves a block as `add_ops` / `insert_ops_before` would: order, both links
+    of every op, first and last op, each op's parent."""
+    block, expected = Block(), Block()
+    a, b, c, d = (k.EventRecordOp(s) for s in range(4))
+    link_ops(block, [a, b])  # appended to an empty block
+    link_ops(block, [c], a)  # before the first op
+    link_ops(block, [d])  # appended after the last
+    link_ops(block, [])  # nothing
+    ea, eb, ec, ed = (k.EventRecordOp(s) for s in range(4))
+    expected.add_ops([ea, eb])
+    expected.insert_ops_before([ec], ea)
+    expected.add_op(ed)
+    assert [op.stream.value.data for op in block.ops] == [
+        op.stream.value.data for op in expected.ops
+    ]
+    assert [op.stream.value.data for op in reversed(block.ops)] == [2, 0, 1, 3][::-1]
+    assert block.first_op is c and block.last_op is d
+    assert all(op.parent is block for op in block.ops)
