@@ -44,7 +44,7 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import CcoptError, OpWarning
 from ccopt.dialects import coll, sched
-from ccopt.passes.common import TAG, is_elementwise, tag_of
+from ccopt.passes.common import TAG, is_elementwise, release, tag_of
 from ccopt.passes.options import option
 
 if TYPE_CHECKING:
@@ -210,10 +210,13 @@ def _time(
 
     trial = module.clone()
     try:
-        _apply(trial, n, candidate)
-    except (CcoptError, DiagnosticException, ValueError):
-        return None
-    return simulate_module(trial, machine, entry=entry).step_time_ns
+        try:
+            _apply(trial, n, candidate)
+        except (CcoptError, DiagnosticException, ValueError):
+            return None
+        return simulate_module(trial, machine, entry=entry).step_time_ns
+    finally:
+        release(trial)  # (a trial per candidate: freed now, not at a full collection)
 
 
 def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:

@@ -38,6 +38,7 @@ from ccopt.passes.common import (
     derive,
     is_selected,
     refuse_if_selected,
+    release,
     require_tagged,
     rewrite_each,
 )
@@ -81,8 +82,10 @@ class SlicedNormPattern(RewritePattern):
         if root.result.type != op.result.type:
             ops.append(dt.CastOp(root, t.element_type))
         rewriter.replace(op, ops, [ops[-1].results[0]])
+        release(op)  # (else cyclic garbage: a compiler run collects only young objects)
         if not gather.result.uses:
             rewriter.erase(gather)
+            release(gather)
 
 
 @dataclass(frozen=True)
