@@ -14,7 +14,7 @@ counter-based random numbers), then one scalar per tensor input.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
@@ -582,11 +582,11 @@ def body_key(block: Block) -> tuple | None:
     return tuple(parts)
 
 
-def named_only_by(module: Operation, kind: type[Operation]) -> set[str]:
-    """The module-level bodies that only ops of class `kind` name (and perhaps none): passes
-    that outline bodies of other ops (overlap's chunks, kernels) start from the others, so that
-    what they name does not depend on how the ops of `kind` share theirs. One walk of the
-    module outside bodies, none when the module has no module-level body."""
+def named_only_by(module: Operation, kind: Callable[[Operation], bool]) -> set[str]:
+    """The module-level bodies that only ops for which `kind` holds name (and perhaps none):
+    passes that outline bodies of other ops (overlap's chunks, kernels) start from the others,
+    so that what they name does not depend on how the ops of `kind` share theirs. One walk of
+    the module outside bodies, none when the module has no module-level body."""
     block = module.regions[0].block
     names = {
         name
@@ -596,8 +596,7 @@ def named_only_by(module: Operation, kind: type[Operation]) -> set[str]:
     if not names:
         return names
     for o in walk_outside_bodies(module):
-        cls = type(o)
-        if cls is not kind and _names_body(cls):
+        if _names_body(type(o)) and not kind(o):
             names.discard(o.body_name())  # type: ignore[attr-defined]
     return names
 

@@ -80,7 +80,13 @@ from ccopt.passes.common import (
     ops_outside_bodies,
     release,
 )
-from ccopt.passes.fusion_groups import BodyCache, body_signature, build_body, release_bodies
+from ccopt.passes.fusion_groups import (
+    BodyCache,
+    body_signature,
+    build_body,
+    release_bodies,
+    shares_as_copies,
+)
 from ccopt.passes.kernel_views import (
     FoldMemo,
     Speculated,
@@ -168,13 +174,17 @@ class Lowering:
         first one's body will have (`move_bodies`) and its L1 blocks are released at once. Such
         bodies are most of a model's L1 form (every layer, every overlap chunk repeats them).
         An op that names a body (overlap's chunks: `coll.NamedBodyOp`) gets its kernel to name
-        the same one; a `dtensor.fused` naming one (`fuse-elementwise` shares bodies) counts as
-        the first op computing it alike, so kernels share and outlining names bodies as if the
-        L1 ops had carried copies."""
+        the same one; an op naming one that fusion shared (`shares_as_copies`) counts as the
+        first op computing it alike, so kernels share and outlining names bodies as if the L1
+        ops had carried copies (an unshareable one gets a copy)."""
         if is_a(op, coll.NamedBodyOp) and (named := op.body_name()) is not None:  # type: ignore[attr-defined]
-            if type(op) is not dt.FusedOp or not shareable or self.names is None:
+            if not shares_as_copies(op):
                 return named
-            return self.named_alike(op, named)  # type: ignore[arg-type]
+            if shareable and self.names is not None:
+                return self.named_alike(op, named)  # type: ignore[arg-type]
+            if type(op) is dt.FusedOp:
+                return named
+            return clone_body(op.named_body().body)  # type: ignore[attr-defined]
         source = op.regions[0]
         block = source.blocks.first
         key = body_key(block) if shareable and self.names and block is not None else None
@@ -197,7 +207,7 @@ class Lowering:
         if self.memo is not None and isinstance(region, Region):
             self.memo.regions[id(region)] = (region, key)
 
-    def named_alike(self, op: dt.FusedOp, named: str) -> Region | str:
+    def named_alike(self, op: coll.NamedBodyOp, named: str) -> Region | str:
         """The body of a kernel for `op`, which names the L1 body `named`: a copy for the first
         such kernel (the L1 body is dropped once no op names it: `Outliner.finish`), the
         name the kernels computing alike share for the others."""
@@ -510,7 +520,7 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         gathers.append((block, full))
     body = low.body_of(op, True)
     inputs = [reduced, *(low.buffer(v) for v in op.inputs)]
-    low.add(k.ElementwiseOp(inputs, outs, body, index_box=op.index_box_props()))
+    low.claim(low.add(k.ElementwiseOp(inputs, outs, body, index_box=op.index_box_props())))
     for block, full in gathers:
         with_hint(low.add(k.NcclAllGatherOp(block, full, axes)), op)
 
@@ -1246,7 +1256,7 @@ class Outliner:
         self.shared: dict[object, k.BodyOp] = {}
         self.refs: dict[k.BodyOp, SymbolRefAttr] = {}  # one attribute per body
         self.names = BodyNames(module, "body")
-        skipped = named_only_by(module, dt.FusedOp)  # their kernels share as if inline
+        skipped = named_only_by(module, shares_as_copies)  # their kernels share as if inline
         for o in module.ops:
             if isinstance(o, k.BodyOp) and o.sym_name.data not in skipped:
                 key = body_key(o.body_block())

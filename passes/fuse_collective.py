@@ -13,6 +13,11 @@ and results used in split form (sliced optimizer state) stay split:
 // becomes
 %w1 = coll.fused_all_reduce sum %g, ins(%lr, %w_s) over [dp] dim 0 : (...) -> ...[R] { ... }
 ```
+Fused collectives that compute alike (an optimizer step per parameter group, a model's
+layers) name one module-level `kernel.body` (`body @fused_body<N>`, see `SharedBodies`), built
+once; a body used once stays inline. Later passes treat a shared body as each op's own copy
+(`shares_as_copies`): overlap's chunks and the kernels name what they named with copies.
+
 With `group=t1,t2` it fuses the tagged collective (an all_reduce, or a reduce_scatter) with
 exactly the tagged elementwise ops, and refuses with the reason when the group is not convex or
 the ops do not consume the collective. The reduce-scatter's `algorithm` hint and `chunks` request
@@ -31,7 +36,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -53,7 +58,7 @@ from ccopt.passes.common import (
     tag_of,
 )
 from ccopt.passes.fusion_groups import (
-    BodyCache,
+    SharedBodies,
     build_body,
     check_convex,
     drop_orphan_bodies,
@@ -62,7 +67,6 @@ from ccopt.passes.fusion_groups import (
     is_fusable,
     iteration_key,
     joined_tag,
-    release_bodies,
     replace_group,
 )
 from ccopt.passes.options import option
@@ -140,10 +144,10 @@ def fuse_into_collective(
     rs: coll.ReduceScatterOp,
     members: Sequence[Operation],
     order: ProgramOrder | None = None,
-    bodies: BodyCache | None = None,
+    bodies: SharedBodies | None = None,
 ) -> coll.FusedAllReduceOp:
-    """Replace `rs`, its member ops and the all_gathers of their results with one op (its
-    body a copy of one in `bodies` built for a group alike)."""
+    """Replace `rs`, its member ops and the all_gathers of their results with one op; with
+    `bodies`, one naming the body of a group alike fused before (`SharedBodies`)."""
     dim = rs.dim.value.data
     inputs, outputs = interface(members)
     inputs = [v for v in inputs if v is not rs.result]
@@ -164,7 +168,11 @@ def fuse_into_collective(
             yields.append(v)
             result_types.append(gathers[0].result.type)
             replaced.append((v, gathers))
-    body = build_body(members, inputs, yields, leading=[rs.result], cache=bodies)
+    if bodies is None:
+        body: Region | str = build_body(members, inputs, yields, leading=[rs.result])
+        entry = None
+    else:
+        body, entry = bodies.body(members, inputs, yields, leading=[rs.result])
     fused = coll.FusedAllReduceOp(
         rs.input,
         inputs,
@@ -172,10 +180,12 @@ def fuse_into_collective(
         dim,
         rs.kind,
         result_types,
-        body,  # type: ignore[arg-type]
+        body,
         None if rs.algorithm is None else rs.algorithm.data.value,
         None if rs.chunks is None else rs.chunks.value.data,  # overlap's count for the pair
     )
+    if entry is not None:
+        bodies.note(fused, entry)  # type: ignore[union-attr]
     set_tag(derive(fused, rs), joined_tag([rs, *members]))
     ops = [rs, *members]
     insert_after_group(fused, ops, order)
@@ -235,13 +245,13 @@ class FuseCollective(ModulePass):
             self.fuse_tagged(op)
             return
         order = ProgramOrder()
-        bodies: BodyCache = {}
+        bodies = SharedBodies(op)
         for rs in of_class(ops_outside_bodies(op), coll.ReduceScatterOp):
             members = plan_members(rs, None, order)
             if members and has_live_results(rs, members):
                 fuse_into_collective(rs, members, order, bodies)
-        release_bodies(bodies)  # (only copies went into the IR)
         drop_orphan_bodies(op)  # of fused members that named a body (fuse-elementwise)
+        bodies.share_inline(coll.FusedAllReduceOp)  # (after: no orphan is named again)
 
     def fuse_tagged(self, module: ModuleOp) -> None:
         require_tagged(module, self.group, self.name)

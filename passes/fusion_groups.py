@@ -16,9 +16,11 @@ from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, i64
 from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.body import (
     BodyCopier,
+    NamedBodyOp,
     clone_body,
     drop_unnamed_bodies,
 )
@@ -385,11 +387,12 @@ def joined_tag(ops: Iterable[Operation]) -> str | None:
 
 
 class SharedBodies:
-    """The scalar bodies of a module's `dtensor.fused` ops, each kept once: a body that two
-    fused ops compute (a model's layers repeat the same few) becomes one module-level
-    `kernel.body` that both name (`body @fused_body<N>`), as convert-to-kernel outlines the
-    kernels' bodies; a body used once stays inline. The copies were half of a fused model's
-    ops, and the pipeline's peak memory.
+    """The scalar bodies of a module's `dtensor.fused` ops (or fuse-collective's
+    `coll.fused_all_reduce` ops), each kept once: a body that two fused ops compute (a model's
+    layers repeat the same few) becomes one module-level `kernel.body` that both name
+    (`body @fused_body<N>`), as convert-to-kernel outlines the kernels' bodies; a body used
+    once stays inline. The copies were half of a fused model's ops, and the pipeline's peak
+    memory.
 
     Two ways to find alike bodies, both one dict lookup per body: groups that read and compute
     alike (`body_signature`, known before the body is built: the second such group's op names
@@ -406,18 +409,22 @@ class SharedBodies:
         self.after: dict[Operation, Operation] = {}  # function -> the last body placed after it
 
     def body(
-        self, ops: Sequence[Operation], inputs: Sequence[SSAValue], yields: Sequence[SSAValue]
+        self,
+        ops: Sequence[Operation],
+        inputs: Sequence[SSAValue],
+        yields: Sequence[SSAValue],
+        leading: Sequence[SSAValue] = (),
     ) -> tuple[Region | str, list]:
         """The body of the group `ops` (a region, or the name of a group alike's), and the
-        entry to `note` the fused op under."""
-        signature = body_signature(ops, inputs, yields)
+        entry to `note` the fused op under (`leading`: as for `build_body`)."""
+        signature = body_signature(ops, [*leading, *inputs] if leading else inputs, yields)
         entry = self.by_signature.get(signature)
         if entry is None:
             entry = self.by_signature[signature] = [None, None]
-            return _new_body(ops, inputs, yields, ()), entry
+            return _new_body(ops, inputs, yields, leading), entry
         return self.name_of(entry), entry
 
-    def note(self, fused: dt.FusedOp, entry: list) -> None:
+    def note(self, fused: NamedBodyOp, entry: list) -> None:
         """`fused` was made with a body from `body` under `entry`."""
         if entry[0] is None:
             entry[0] = fused
@@ -438,7 +445,7 @@ class SharedBodies:
         self.taken.add(name)
         return name
 
-    def outline(self, op: dt.FusedOp) -> str:
+    def outline(self, op: NamedBodyOp) -> str:
         """Move `op`'s body into a new module-level `kernel.body` that `op` names; its name."""
         from ccopt.dialects import kernel as k
 
@@ -453,9 +460,10 @@ class SharedBodies:
         dt.note_symbols(self.module, [body])
         return name
 
-    def share_inline(self) -> None:
-        """Name every inline `dtensor.fused` body that an existing module-level body or another
-        fused op's body equals (`body_key`), in program order."""
+    def share_inline(self, kind: type[NamedBodyOp] = dt.FusedOp) -> None:
+        """Name every inline body of a `kind` op (`dtensor.fused`, or fuse-collective's
+        `coll.fused_all_reduce`) that an existing module-level body or another such op's body
+        equals (`body_key`), in program order."""
         from ccopt.dialects.body import ModuleBodyOp, body_key
 
         by_key: dict[object, list] = {}
@@ -465,9 +473,9 @@ class SharedBodies:
                 if key is not None:
                     by_key.setdefault(key, [None, dt.symbol_name(o)])
         for op in ops_outside_bodies(self.module):
-            if type(op) is not dt.FusedOp or not op.regions:
+            if type(op) is not kind or not op.regions:
                 continue
-            key = body_key(op.body_block())
+            key = body_key(op.body_block())  # type: ignore[attr-defined]
             if key is None:
                 continue
             entry = by_key.get(key)
@@ -493,3 +501,15 @@ def drop_orphan_bodies(module: Operation) -> None:
     """Erase and free the module-level bodies no op names any more (`drop_unnamed_bodies`)."""
     for body in drop_unnamed_bodies(module):
         release(body)
+
+
+def shares_as_copies(op: Operation) -> bool:
+    """Whether `op`'s named body is one the fusion passes shared (`SharedBodies`): later passes
+    (overlap's chunks, convert-to-kernel's kernels) treat it as a copy of its own, so that
+    what they make does not depend on that sharing. `dtensor.fused` and an unchunked
+    `coll.fused_all_reduce` (overlap's chunks carry an index box, and name their body for
+    good)."""
+    cls = type(op)
+    return cls is dt.FusedOp or (
+        cls is coll.FusedAllReduceOp and "index_offsets" not in op.properties
+    )

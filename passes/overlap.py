@@ -66,6 +66,7 @@ from ccopt.dialects.body import (
     ModuleBodyOp,
     body_key,
     clone_body,
+    drop_unnamed_bodies,
     index_box_props,
     named_only_by,
     walk_outside_bodies,
@@ -84,6 +85,7 @@ from ccopt.passes.common import (
     require_tagged,
     tag_of,
 )
+from ccopt.passes.fusion_groups import shares_as_copies
 from ccopt.passes.options import option
 
 COMM_STREAM = 1
@@ -516,34 +518,50 @@ class ChunkBodies:
         self.names = BodyNames(module, "chunk_body")
         self.by_key: dict[object, str] = {}
         self.last: tuple[object, str | None] = (None, None)  # the last key looked up, its name
-        skipped = named_only_by(module, dt.FusedOp)  # (chunks name their own, as without)
+        # (chunks name their own, as without: `shares_as_copies`)
+        self.skipped = named_only_by(module, shares_as_copies)
+        self.copied: set[str] = set()  # skipped bodies copied for chunks: orphans, maybe
         for o in module.ops:
-            if isinstance(o, ModuleBodyOp) and o.sym_name.data not in skipped:  # type: ignore[attr-defined]
+            if isinstance(o, ModuleBodyOp) and o.sym_name.data not in self.skipped:  # type: ignore[attr-defined]
                 key = body_key(o.body_block())
                 if key is not None:
                     self.by_key.setdefault(key, o.sym_name.data)  # type: ignore[attr-defined]
 
     def name_of(self, op: coll.FusedAllReduceOp) -> str | None:
         """The name of the body `op`'s chunks run; `op`'s own body (it is erased after its
-        chunks) becomes that body or is released. None for a body to copy per chunk."""
+        chunks) becomes that body or is released. None for a body to copy per chunk. A body
+        fuse-collective shared (`skipped`) counts as `op`'s own: its copy, if one is needed."""
         named = op.body_name()
-        if named is not None:
+        if named is not None and named not in self.skipped:
             return named
         key = body_key(op.body_block())
         if key is None:
-            return None
+            return named
         last_key, name = self.last
         if key != last_key:  # (alike ops come in a row: equal keys compare faster than they hash)
             name = self.by_key.get(key)
-        region = op.detach_region(op.regions[0])
+        if named is not None:
+            region = None
+        else:
+            region = op.detach_region(op.regions[0])
         if name is not None:
-            release(region)  # (self-contained, as it has a key: nothing outside uses it)
+            if region is not None:
+                release(region)  # (self-contained, as it has a key: nothing outside uses it)
             self.last = (key, name)
             return name
+        if region is None:
+            region = clone_body(op.body_block().parent)  # type: ignore[arg-type]
+            self.copied.add(named)  # type: ignore[arg-type]
         name = self.by_key[key] = self.names.fresh()
         self.last = (key, name)
         self.module.body.block.add_op(k.BodyOp(name, region))
         return name
+
+    def drop_copied(self) -> None:
+        """Erase and free the shared bodies copied for chunks that no op names any more."""
+        if self.copied:
+            for body in drop_unnamed_bodies(self.module, self.copied):
+                release(body)
 
 
 def overlap_matmul_then_fused(
@@ -933,6 +951,8 @@ class Overlap(ModulePass):
                 continue
             if len(plan.ranges) < requested:
                 warn_fewer_chunks(candidate, plan, requested)
+        if bodies is not None:
+            bodies.drop_copied()
 
     def _candidates(self, module: ModuleOp) -> list[Operation]:
         """The selected ops the pass may rewrite (any selected op when tags were given: a

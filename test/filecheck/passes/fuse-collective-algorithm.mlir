@@ -8,7 +8,8 @@
 dtensor.mesh @dp [dp=4]
 
 // CHECK-LABEL: func.func @keeps_algorithm(
-// CHECK:       coll.fused_all_reduce sum %{{.*}}, ins() over [dp] dim 0 algorithm ring
+// CHECK:       coll.fused_all_reduce sum %{{.*}}, ins() over [dp] dim 0 algorithm ring body @[[BODY:fused_body[0-9]+]] :
+// CHECK:       kernel.body @[[BODY]] {
 func.func @keeps_algorithm(%g: !p) -> !r {
   %g_s = coll.reduce_scatter sum %g over [dp] dim 0 algorithm ring : !p -> !s
   %e_s = dtensor.exp %g_s : !s
@@ -20,7 +21,8 @@ func.func @keeps_algorithm(%g: !p) -> !r {
 // overlap then chunks the fused collective with its matmul in that many (auto-shard's
 // overlap-tries with overlap-pipeline=fused writes it).
 // CHECK-LABEL: func.func @keeps_chunks(
-// CHECK:       coll.fused_all_reduce sum %{{.*}}, ins() over [dp] dim 0 algorithm ring chunks 3 :
+// (Both bodies are alike: they name one `kernel.body`.)
+// CHECK:       coll.fused_all_reduce sum %{{.*}}, ins() over [dp] dim 0 algorithm ring chunks 3 body @[[BODY]] :
 func.func @keeps_chunks(%g: !p) -> !r {
   %g_s = coll.reduce_scatter sum %g over [dp] dim 0 algorithm ring chunks 3 : !p -> !s
   %e_s = dtensor.exp %g_s : !s
