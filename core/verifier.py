@@ -57,6 +57,9 @@ _CHECKED_ORDER = "_ccopt_plan_order"
 _LOCAL_DIALECTS = frozenset({"dtensor", "coll", "sched", "kernel", "arith", "math"})
 _CONTEXTUAL = frozenset({"dtensor.mesh"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
+_FUNCTION_KINDS = frozenset({"func.func", "func.return"})
+"""Ops whose verifiers read more than the op's structure - a function's name, a return's
+function - but only a little more: they verify once per `function_structure`."""
 _CONTEXT_CHECKED = frozenset({"dtensor.update"})
 """Ops of those dialects whose verifiers read more than the op's structure only in their
 `verify_context` (the enclosing function, uses): the rest verifies once per structural key, as
@@ -256,7 +259,14 @@ def verify_ops(
                 kept,
                 deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
             )
-        if shape is None or shape not in shapes:
+        if shape is None and name in _FUNCTION_KINDS:
+            # (remembered in `shapes` too, but not a structural key: `DeepShapes` never sees it)
+            function_shape = function_structure(op, key)
+            if function_shape is None or function_shape not in shapes:
+                run_verifier(op)
+                if function_shape is not None:
+                    shapes.add(function_shape)
+        elif shape is None or shape not in shapes:
             run_verifier(op)
             if shape is not None:
                 shapes.add(shape)
@@ -266,6 +276,47 @@ def verify_ops(
         if (shape is None and deep_shapes.open) or (op.regions and shape is not None):
             deep_shapes.checked(i, op, shape)
     deep_shapes.finish()
+
+
+def function_structure(op: Operation, key: Key) -> Key | None:
+    """What the verifier of a `func.func` or `func.return` reads, up to the function's name:
+    every function has its own `sym_name`, so the structural key of a model's hundreds of alike
+    functions never repeats. A function's verifier (`FuncOp.verify_`, its IRDL definition, its
+    traits) reads its name only as an attribute of the class `StringAttr`, the rest of its
+    properties, its attributes, its regions' blocks and their argument types and where it sits;
+    a return's reads its operand types and its function's `function_type` (and that it sits in
+    a function, last in its block). None when that is not what `op` is (a name of another
+    class, a return outside a function, an erased operand: the verifier runs)."""
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.ir import ErasedSSAValue
+
+    if op._successors:  # pyright: ignore[reportPrivateUsage]
+        return None
+    operands = key[0]
+    if any(type(v) is ErasedSSAValue for v in operands):  # type: ignore[attr-defined]
+        return None
+    shape = key[2]
+    block = op.parent
+    region = block.parent if block is not None else None
+    around = region.parent if region is not None else None
+    head = (
+        op.name,
+        type(op),
+        same_values(operands),  # type: ignore[arg-type]
+        shape[1:4],  # type: ignore[index]  (whether it ends its block, operand and result types)
+        shape[5],  # type: ignore[index]  attributes
+        type(around),
+        region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
+    )
+    if op.name == "func.return":
+        signature = around.properties.get("function_type") if around is not None else None
+        return head + (shape[4], signature)  # type: ignore[index]
+    properties = tuple(
+        (name, StringAttr) if name == "sym_name" and type(value) is StringAttr else (name, value)
+        for name, value in op.properties.items()
+    )
+    regions = tuple(tuple(arg_types(b) for b in blocks_of(r)) for r in op.regions)
+    return head + (properties, regions)
 
 
 def region_around(block: Block | None) -> tuple[type, bool]:

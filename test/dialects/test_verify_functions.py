@@ -1,0 +1,131 @@
+"""Alike functions verify once (ccopt.verifier.function_structure): every function has its own
+name, and a model (an optimizer step per parameter) has hundreds of functions alike but for it,
+so `func.func` and `func.return` verify once per structure up to the name. These check that the
+memo is as strict as verifying every function: a function or return that differs from verified
+ones in what its verifier reads is verified again and rejected with the verifier's message."""
+
+from __future__ import annotations
+
+import pytest
+from verify_support import expect_error
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, StringAttr
+from xdsl.ir import Operation
+
+from ccopt.diagnostics import OpError
+from ccopt.dialects.dtensor_type import DTensorType, R
+from ccopt.ir import verify_module
+from ccopt.program import load_program
+
+T = "!dtensor.tensor<8x4xf32, @m[S(0)]>"
+
+
+def alike_functions(count: int = 3) -> Operation:
+    """`count` functions alike but for their names, verified."""
+    functions = "\n".join(
+        f"""func.func @f{n}(%x: {T}, %y: {T}) -> {T} {{
+  %a = dtensor.add %x, %y : ({T}, {T}) -> {T}
+  func.return %a : {T}
+}}"""
+        for n in range(count)
+    )
+    module = load_program(f"dtensor.mesh @m [tp=4]\n{functions}\n")
+    verify_module(module)
+    return module
+
+
+def functions_of(module: Operation) -> list[func.FuncOp]:
+    return [op for op in module.walk() if isinstance(op, func.FuncOp)]
+
+
+def replicated(t: DTensorType) -> DTensorType:
+    return DTensorType(t.get_shape(), t.element_type, "m", [R])
+
+
+def test_alike_functions_run_their_verifiers_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four functions alike but for their names: the return verifier runs for the first only,
+    the function verifier for the first and the last (which ends the module's block, as its
+    verifier reads), so the memo is in use and the tests below test it."""
+    runs: list[Operation] = []
+    for op_class in (func.FuncOp, func.ReturnOp):
+        check = op_class.verify_
+
+        def counted(op: Operation, check=check) -> None:  # noqa: ANN001
+            runs.append(op)
+            check(op)
+
+        monkeypatch.setattr(op_class, "verify_", counted)
+    module = alike_functions(4)
+    f = functions_of(module)
+    assert [op.name for op in runs] == ["func.func", "func.return", "func.func"]
+    assert runs[0] is f[0] and runs[2] is f[3]
+
+
+def test_a_signature_changed_in_an_alike_function_is_rejected() -> None:
+    """The third function's signature takes a replicated first argument while its block's
+    argument stays split: it differs from the verified ones only in its `function_type`."""
+    module = alike_functions()
+    f = functions_of(module)[2]
+    inputs = list(f.function_type.inputs.data)
+    f.properties["function_type"] = FunctionType.from_lists(
+        [replicated(inputs[0]), *inputs[1:]], list(f.function_type.outputs.data)
+    )
+    with pytest.raises(OpError, match="entry block arguments to have the same types") as error:
+        verify_module(module)
+    assert error.value.op is f
+
+
+def test_a_block_argument_retyped_in_an_alike_function_is_rejected() -> None:
+    """The second function's entry block argument changes type under an unchanged signature
+    (its uses are gone, so only the function can object)."""
+    module = alike_functions()
+    f = functions_of(module)[1]
+    add = f.body.blocks.first.first_op
+    ret = f.body.blocks.first.last_op
+    ret.operands = [f.body.blocks.first.args[1]]
+    add.detach()
+    add.erase()
+    arg = f.body.blocks.first.args[0]
+    arg._type = replicated(arg.type)  # type: ignore[attr-defined]
+    expect_error(module, "entry block arguments to have the same types")
+
+
+def test_a_return_of_another_type_in_an_alike_function_is_rejected() -> None:
+    """The second function's add result becomes replicated: its return no longer returns the
+    function's result type, the one detail in which it differs from verified returns."""
+    module = alike_functions()
+    f = functions_of(module)[1]
+    ret = f.body.blocks.first.last_op
+    g = functions_of(module)[0]
+    ret.operands = [g.body.blocks.first.args[0]]  # (another function's value, of the same type)
+    f.properties["function_type"] = FunctionType.from_lists(
+        list(f.function_type.inputs.data), [replicated(f.function_type.outputs.data[0])]
+    )
+    with pytest.raises(OpError, match="same types as the function output types") as error:
+        verify_module(module)
+    assert error.value.op is ret
+
+
+def test_a_renamed_function_verifies_as_alike() -> None:
+    """A name is not part of the memo: renaming a verified function keeps it verified (and a
+    name of another kind still reaches the verifier)."""
+    module = alike_functions()
+    f = functions_of(module)[1]
+    f.properties["sym_name"] = StringAttr("renamed")
+    verify_module(module)
+    f.properties["sym_name"] = FunctionType.from_lists([], [])
+    with pytest.raises(OpError, match="should be a string"):
+        verify_module(module)
+
+
+def test_a_return_moved_before_the_end_of_an_alike_function_is_rejected() -> None:
+    """The third function's return moves before its add: it no longer ends its block."""
+    module = alike_functions()
+    f = functions_of(module)[2]
+    block = f.body.blocks.first
+    ret = block.last_op
+    ret.detach()
+    block.insert_op_before(ret, block.first_op)
+    with pytest.raises(OpError) as error:
+        verify_module(module)
+    assert error.value.op in (ret, block.last_op)
