@@ -43,8 +43,10 @@ model's 20,000 ops)."""
 
 _MODULE_STATE = "_ccopt_verification"
 """Where the verified module keeps its mesh declarations, the structural keys that verified in
-it (of ops, and of ops with everything nested in them: `DeepShapes`), its `KeySharing` and its
-region structures (each distinct one once)."""
+it (of ops, and of ops with everything nested in them: `DeepShapes`), its `KeySharing`, its
+region structures (each distinct one once), its tensor type verdicts, its verified leaf
+structures (`verify_ops`) and the kept tuples of result types that passed `check_tensor_types`
+(by identity: `KeySharing` keeps them alive)."""
 
 _PLANNED = "_ccopt_planned"
 """Where a function keeps the memory plan `plan-memory` just made and checked by construction
@@ -71,6 +73,8 @@ _LOCAL_KINDS: dict[str, bool] = {}
 """Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
 _ONE = (0,)
 """`same_values` of one operand."""
+_NO_BODY = id(None)
+"""The identity of a leaf memo entry's named body when there is none (`verify_ops`)."""
 _TYPE_PARTS = (2, 3)
 _ATTRIBUTE_PARTS = (4, 5)
 """The parts of a verification key's shape that ops share (`KeySharing`): operand types, result
@@ -128,10 +132,12 @@ def verify_module(module: Operation, locate: bool = False) -> None:
     first do what `ccopt.ir.inherit_locations` does, in the same walk (after every pass)."""
     previous = module.__dict__.get(_MODULE_STATE)
     walk = VerificationWalk(module, KeySharing() if previous is None else previous[2], locate)
+    if previous is not None:  # (what verified before: `VerificationWalk.verified_leaf`)
+        walk.leaves, walk.typed = previous[6], previous[7]
     walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing, set(), {}, {}, {})
+        previous = (meshes, set(), walk.sharing, set(), {}, {}, {}, set())
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
@@ -152,6 +158,8 @@ def verify_module(module: Operation, locate: bool = False) -> None:
         walk.keys,
         {op.sym_name.data: op.mesh for op in walk.meshes},  # type: ignore[attr-defined]
         previous[5],
+        previous[7],
+        walk.sharing.kept,
     )
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -626,6 +634,10 @@ class VerificationWalk:
         self.unplanned: dict[Operation, OpError] = {}
         self.dirty_functions: set[Operation] = set()
         self.visible: set[int] = set()  # the identities of the values in scope
+        self.leaves: dict[Key, tuple[Key, object]] = {}
+        self.typed: set[int] = set()
+        """The module's verified leaf structures (`verify_ops`) and tuples of result types found
+        fine (`check_tensor_types`), from its last verification (`verified_leaf`)."""
         self.visited = 0
         """How many ops the walk visited: all of them changed on a module's first
         verification (no op verified before), and `changed` is then every op's key."""
@@ -699,6 +711,29 @@ class VerificationWalk:
         self.scope = outer
         return changed
 
+    def verified_leaf(self, name: str, key: Key, around: tuple[type, bool]) -> bool:
+        """Whether a changed op without regions, successors, callee or named body, with the
+        compacted `key`, in a block of an isolated op (a function: no `DeepShapes` counts its
+        nested ops) whose kind and region are `around`, verifies without a look: its verifier
+        reads only its structure, that structure verified (`verify_ops`' leaf memo: the
+        module's, from its last verification; dropped with the module's state when a mesh
+        changed, and then every op is verified again anyway) and its result types passed
+        `check_tensor_types`. Such ops - every op of a function whose signature a pass
+        changed, ops given new operands - are then not handed to `verify_ops` at all."""
+        local = _LOCAL_KINDS.get(name)
+        if local is None:
+            local = is_local(name)
+        if not local or name in _CONTEXT_CHECKED:
+            return False
+        shape = key[2]
+        results = shape[3]  # type: ignore[index]
+        if results and id(results) not in self.typed:
+            return False
+        operands = key[0]
+        same = same_values(operands) if len(operands) > 1 else _ONE if operands else ()  # type: ignore[arg-type]
+        found = self.leaves.get((id(shape), same, around, _NO_BODY))
+        return found is not None and found[0] is shape and found[1] is None
+
     def dominance_failure(self, op: Operation) -> None:
         """The first operand of `op` that is not visible where it is used."""
         for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
@@ -737,6 +772,7 @@ class VerificationWalk:
         leaves = 0  # (ops without regions visited, added to `visited` before a nested visit)
         around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
+        memo = isolated and bool(self.leaves)  # (`verified_leaf`)
         for r, region in enumerate(op.regions):
             # An isolated op's regions each start from nothing and are dropped whole at their
             # end; another op's regions add to the scope around and take back what they added
@@ -753,6 +789,7 @@ class VerificationWalk:
                 )
             scoped = [id(v) for b in blocks for v in b.args]
             single = len(blocks) == 1
+            structure = (type(op), not single)  # (`region_around` of its blocks)
             if not single:
                 scoped += [id(r) for b in blocks for o in b.ops for r in o.results]
             visible.update(scoped)
@@ -831,13 +868,17 @@ class VerificationWalk:
                                         ),
                                     )
                                 )
-                            changed_ops.append(inner)
-                            changed_keys.append(
+                            compacted = (
                                 compact(key, previous, moved)
                                 if kept is None
                                 else (operands, place, kept)
                             )
                             changed = True
+                            if memo and plain and self.verified_leaf(name, compacted, structure):
+                                setattr(inner, _VERIFIED, compacted)
+                            else:
+                                changed_ops.append(inner)
+                                changed_keys.append(compacted)
                     if single and results:
                         if isolated:
                             visible.update(map(id, results))
@@ -1154,6 +1195,8 @@ def check_tensor_types(
     keys: list[Key],
     meshes: dict[str, Mesh],
     verdicts: dict[int, tuple[Attribute, str | None]] | None = None,
+    typed: set[int] | None = None,
+    kept: set[int] | None = None,
 ) -> None:
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
@@ -1162,10 +1205,12 @@ def check_tensor_types(
     between keys: `KeySharing`) is checked once per call, and each distinct type once while
     `verdicts` (the module's, kept with its meshes: a verdict depends on nothing else) holds
     it - also inside a signature a pass made anew around the same types. Both by identity:
-    `verdicts` keeps each type it judged alive."""
+    `verdicts` keeps each type it judged alive. `typed` (the module's, kept with its meshes
+    too) gets the identities of the tuples of result types found fine that are `kept`
+    (`KeySharing.kept`: alive while the module is), for `VerificationWalk.verified_leaf`."""
     if verdicts is None:
         verdicts = {}
-    fine_results: set[int] = set()
+    fine_results: set[int] = set() if typed is None else set(typed)
 
     def problem(t: Attribute) -> str | None:
         known = verdicts.get(id(t))
@@ -1184,6 +1229,8 @@ def check_tensor_types(
                 if problem(t) is not None:
                     raise OpError(op, f"result #{r}: {problem(t)}")
             fine_results.add(id(results))
+            if typed is not None and kept is not None and id(results) in kept:
+                typed.add(id(results))
         if len(key) == 3:  # (no regions, no signature)
             continue
         for region in op.regions:

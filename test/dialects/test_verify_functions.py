@@ -129,3 +129,42 @@ def test_a_return_moved_before_the_end_of_an_alike_function_is_rejected() -> Non
     with pytest.raises(OpError) as error:
         verify_module(module)
     assert error.value.op in (ret, block.last_op)
+
+
+def test_ops_of_a_function_given_another_signature_are_not_verified_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A function's properties change (here its visibility; a pass slicing optimizer state
+    changes its signature): every op in it has a new place, and those whose structure verified
+    before are recognised in the walk (`VerificationWalk.verified_leaf`), without a verifier."""
+    from ccopt import verifier
+
+    module = alike_functions()
+    f = functions_of(module)[1]
+    add = f.body.blocks.first.first_op
+    f.properties["sym_visibility"] = StringAttr("private")
+    runs: list[str] = []
+    check = verifier.run_verifier
+
+    def counted(op: Operation, context_only: bool = False) -> None:
+        runs.append(op.name)
+        check(op, context_only)
+
+    monkeypatch.setattr(verifier, "run_verifier", counted)
+    verify_module(module)
+    assert "dtensor.add" not in runs
+    place = getattr(add, verifier._VERIFIED)[1]  # pyright: ignore[reportPrivateUsage]
+    assert place[0] is f.body.blocks.first and ("sym_visibility", StringAttr("private")) in place[1]
+
+
+def test_an_op_retyped_in_a_function_given_another_signature_is_rejected() -> None:
+    """As above, and the add's result also changes type: the walk's memo does not know its
+    structure, and its verifier rejects it."""
+    module = alike_functions()
+    f = functions_of(module)[1]
+    add = f.body.blocks.first.first_op
+    f.properties["sym_visibility"] = StringAttr("private")
+    add.results[0]._type = replicated(add.results[0].type)  # type: ignore[attr-defined]
+    with pytest.raises(OpError, match="does not match the inferred type") as error:
+        verify_module(module)
+    assert error.value.op is add
