@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
-from operator import attrgetter, is_not
+from operator import attrgetter, is_, is_not
 
 from xdsl.dialects.builtin import UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
@@ -131,12 +131,20 @@ def verify_module(module: Operation, locate: bool = False) -> None:
     an OpError. Ops unchanged since the last verification are not verified again. `locate`:
     first do what `ccopt.ir.inherit_locations` does, in the same walk (after every pass)."""
     previous = module.__dict__.get(_MODULE_STATE)
-    walk = VerificationWalk(module, KeySharing() if previous is None else previous[2], locate)
-    if previous is not None:  # (what verified before: `VerificationWalk.verified_leaf`)
-        walk.leaves, walk.typed = previous[6], previous[7]
+    state = previous or (None, set(), KeySharing(), set(), {}, {}, {}, set())
+    walk = VerificationWalk(module, state[2], locate)
+    walk.memo = (state[1], state[5], state[6], state[7])  # (`VerificationWalk.verified_leaf`)
     walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
-    if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
+    learned = walk.meshes_as_typed()  # (else the walk's type verdicts read other meshes)
+    if previous is None and learned:  # (the walk learned with these meshes: keep it)
+        previous = (meshes, *state[1:])
+        if walk.visited != len(walk.changed) + walk.remembered:  # (ops with others' keys)
+            walk.changed = list(module.walk())
+            walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
+            walk.subtrees = None
+        walk.dirty_functions.update(op for op in walk.changed if op.name == "func.func")
+    elif previous is None or previous[0] != meshes or not learned:  # (verifiers read meshes)
         previous = (meshes, set(), walk.sharing, set(), {}, {}, {}, set())
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
@@ -634,10 +642,21 @@ class VerificationWalk:
         self.unplanned: dict[Operation, OpError] = {}
         self.dirty_functions: set[Operation] = set()
         self.visible: set[int] = set()  # the identities of the values in scope
-        self.leaves: dict[Key, tuple[Key, object]] = {}
-        self.typed: set[int] = set()
-        """The module's verified leaf structures (`verify_ops`) and tuples of result types found
-        fine (`check_tensor_types`), from its last verification (`verified_leaf`)."""
+        self.module = module
+        self.memo: tuple[
+            set[Key],
+            dict[int, tuple[Attribute, str | None]],
+            dict[Key, tuple[Key, object]],
+            set[int],
+        ] = (set(), {}, {}, set())
+        """The module's structural keys that verified, type verdicts, verified leaf
+        structures (`verify_ops`) and tuples of result types found fine (`check_tensor_types`),
+        which `verified_leaf` reads and adds to."""
+        self.remembered = 0
+        """How many changed ops `verified_leaf` verified (not in `changed`)."""
+        self.typed_meshes: list[Operation] | None = None
+        self.mesh_table: dict[str, Mesh] = {}
+        """The meshes `fine_results` judges types with, once it did."""
         self.visited = 0
         """How many ops the walk visited: all of them changed on a module's first
         verification (no op verified before), and `changed` is then every op's key."""
@@ -711,15 +730,17 @@ class VerificationWalk:
         self.scope = outer
         return changed
 
-    def verified_leaf(self, name: str, key: Key, around: tuple[type, bool]) -> bool:
+    def verified_leaf(self, op: Operation, name: str, key: Key, around: tuple[type, bool]) -> bool:
         """Whether a changed op without regions, successors, callee or named body, with the
         compacted `key`, in a block of an isolated op (a function: no `DeepShapes` counts its
-        nested ops) whose kind and region are `around`, verifies without a look: its verifier
-        reads only its structure, that structure verified (`verify_ops`' leaf memo: the
-        module's, from its last verification; dropped with the module's state when a mesh
-        changed, and then every op is verified again anyway) and its result types passed
-        `check_tensor_types`. Such ops - every op of a function whose signature a pass
-        changed, ops given new operands - are then not handed to `verify_ops` at all."""
+        nested ops) whose kind and region are `around`, is verified here, in the walk: its
+        verifier reads only its structure, and that structure verifies (`verify_ops`' leaf
+        memo and structural keys, the module's: learned in this walk or before it), and its
+        result types pass `check_tensor_types`' rule. Such ops - most ops of a model's alike
+        functions - are then not handed to `verify_ops` and `check_tensor_types` at all; an
+        op that fails either is, and fails there, in the order a full verification reports
+        it. (The memo is the module's for its meshes: when a mesh changed, or the walk's
+        verdicts read other meshes than the walk found, every op is verified again.)"""
         local = _LOCAL_KINDS.get(name)
         if local is None:
             local = is_local(name)
@@ -727,12 +748,75 @@ class VerificationWalk:
             return False
         shape = key[2]
         results = shape[3]  # type: ignore[index]
-        if results and id(results) not in self.typed:
-            return False
+        typed = self.memo[3]
+        if results and id(results) not in typed:
+            if not self.fine_results(results):  # type: ignore[arg-type]
+                return False
+            typed.add(id(results))
         operands = key[0]
         same = same_values(operands) if len(operands) > 1 else _ONE if operands else ()  # type: ignore[arg-type]
-        found = self.leaves.get((id(shape), same, around, _NO_BODY))
-        return found is not None and found[0] is shape and found[1] is None
+        seen = (id(shape), same, around, _NO_BODY)
+        leaves = self.memo[2]
+        found = leaves.get(seen)
+        if found is None or found[0] is not shape or found[1] is not None:
+            if not self.verified_structure(op, shape, same, around):  # type: ignore[arg-type]
+                return False
+            if len(leaves) >= _LEAF_LIMIT:
+                leaves.clear()
+            leaves[seen] = (shape, None)
+        self.remembered += 1
+        return True
+
+    def verified_structure(
+        self, op: Operation, shape: Key, same: Key, around: tuple[type, bool]
+    ) -> bool:
+        """Whether the structural key of a local op without regions (made as `verify_ops`
+        makes it) verified, or verifies now; a verifier that fails (or raises anything) leaves
+        the op to `verify_ops`, which runs it again in order."""
+        kept = self.sharing.kept
+        parts = shape[2:6]  # type: ignore[index]
+        identities = tuple(map(id, parts))
+        typed = identities if kept.issuperset(identities) else parts
+        structure = (type(op), same, around[0], shape[1], around[1], typed, (), None)
+        shapes = self.memo[0]
+        if structure not in shapes:
+            try:
+                run_verifier(op)
+            except Exception:
+                return False
+            shapes.add(structure)
+        return True
+
+    def fine_results(self, results: Key) -> bool:
+        """Whether every tensor type in a kept tuple of result types passes
+        `check_tensor_types` (with the module's verdicts; the meshes the module declares at
+        its top, as `module_meshes` finds them, read once per walk)."""
+        if id(results) not in self.sharing.kept:
+            return False
+        if self.typed_meshes is None:
+            self.typed_meshes = [op for op, _ in module_meshes(self.module)]
+            self.mesh_table = {op.sym_name.data: op.mesh for op in self.typed_meshes}  # type: ignore[attr-defined]
+        verdicts = self.memo[1]
+        meshes = self.mesh_table
+
+        def problem(t: Attribute) -> str | None:
+            known = verdicts.get(id(t))
+            if known is not None:
+                return known[1]
+            verdict = tensor_type_problem(t, meshes, problem)
+            if len(verdicts) >= _VERDICT_LIMIT:
+                verdicts.clear()
+            verdicts[id(t)] = (t, verdict)
+            return verdict
+
+        return all(problem(t) is None for t in results)  # type: ignore[union-attr]
+
+    def meshes_as_typed(self) -> bool:
+        """Whether the meshes `fine_results` judged with, if any, are those the walk found."""
+        found = self.typed_meshes
+        return found is None or (
+            len(found) == len(self.meshes) and all(map(is_, found, self.meshes))
+        )
 
     def dominance_failure(self, op: Operation) -> None:
         """The first operand of `op` that is not visible where it is used."""
@@ -772,7 +856,7 @@ class VerificationWalk:
         leaves = 0  # (ops without regions visited, added to `visited` before a nested visit)
         around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
-        memo = isolated and bool(self.leaves)  # (`verified_leaf`)
+        memo = isolated  # (`verified_leaf`)
         for r, region in enumerate(op.regions):
             # An isolated op's regions each start from nothing and are dropped whole at their
             # end; another op's regions add to the scope around and take back what they added
@@ -874,7 +958,11 @@ class VerificationWalk:
                                 else (operands, place, kept)
                             )
                             changed = True
-                            if memo and plain and self.verified_leaf(name, compacted, structure):
+                            if (
+                                memo
+                                and plain
+                                and self.verified_leaf(inner, name, compacted, structure)
+                            ):
                                 setattr(inner, _VERIFIED, compacted)
                             else:
                                 changed_ops.append(inner)

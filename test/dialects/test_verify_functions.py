@@ -12,9 +12,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, StringAttr
 from xdsl.ir import Operation
 
-from ccopt.diagnostics import OpError
+from ccopt.diagnostics import OpError, SourceText
 from ccopt.dialects.dtensor_type import DTensorType, R
-from ccopt.ir import verify_module
+from ccopt.ir import make_context, parse_module, verify_module
 from ccopt.program import load_program
 
 T = "!dtensor.tensor<8x4xf32, @m[S(0)]>"
@@ -168,3 +168,80 @@ def test_an_op_retyped_in_a_function_given_another_signature_is_rejected() -> No
     with pytest.raises(OpError, match="does not match the inferred type") as error:
         verify_module(module)
     assert error.value.op is add
+
+
+def test_a_walk_verified_failure_is_reported_after_the_function_before_it() -> None:
+    """On a first verification the walk verifies alike ops itself; an op that fails there is
+    left to the op verifiers, which report failures in walk order: the function (which holds
+    the op, before it) is reported first, as a full verification does."""
+    module = parse_module(
+        make_context(),
+        SourceText(
+            "<test>",
+            f"""dtensor.mesh @m [tp=4]
+func.func @f(%x: {T}, %y: {T}) -> {T} {{
+  %a = dtensor.add %x, %y : ({T}, {T}) -> {T}
+  func.return %a : {T}
+}}
+""",
+        ),
+    )
+    f = functions_of(module)[0]
+    add = f.body.blocks.first.first_op
+    add.results[0]._type = replicated(add.results[0].type)  # type: ignore[attr-defined]
+    inputs = list(f.function_type.inputs.data)
+    f.properties["function_type"] = FunctionType.from_lists(
+        [replicated(inputs[0]), *inputs[1:]], list(f.function_type.outputs.data)
+    )
+    with pytest.raises(OpError, match="entry block arguments") as error:
+        verify_module(module)
+    assert error.value.op is f
+    f.properties["function_type"] = FunctionType.from_lists(
+        inputs, list(f.function_type.outputs.data)
+    )
+    with pytest.raises(OpError, match="does not match the inferred type") as error:
+        verify_module(module)
+    assert error.value.op is add
+
+
+def test_a_result_type_naming_no_mesh_in_an_alike_function_is_rejected() -> None:
+    """An op whose structure verified but whose result type names a mesh nobody declares (the
+    walk's type verdict) is left to the tensor type check, which rejects it."""
+    module = alike_functions()
+    f = functions_of(module)[2]
+    add = f.body.blocks.first.first_op
+    t = add.results[0].type
+    add.results[0]._type = DTensorType(t.get_shape(), t.element_type, "nowhere", [R])  # type: ignore[attr-defined]
+    with pytest.raises(OpError) as error:
+        verify_module(module)
+    assert error.value.op is add
+
+
+def test_alike_functions_verify_again_when_a_mesh_changes() -> None:
+    """The memo the walk reads is the module's for its meshes: a mesh resized is seen (every op
+    is verified again: a tensor placed over one axis of a mesh that now has two is rejected)."""
+    from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, i64
+
+    module = alike_functions()
+    mesh = next(op for op in module.walk() if op.name == "dtensor.mesh")
+    mesh.properties["axis_sizes"] = DenseArrayBase.from_list(i64, [2, 2])
+    mesh.properties["axis_names"] = ArrayAttr([StringAttr("tp"), StringAttr("dp")])
+    with pytest.raises(OpError, match="placements but mesh"):
+        verify_module(module)
+
+
+def test_the_walk_verifies_alike_ops_of_functions_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a first verification, the adds of four alike functions are verified in the walk (the
+    first by its verifier, the rest by its structure) and never reach `verify_ops`."""
+    from ccopt import verifier
+
+    handed: list[str] = []
+    verify_ops = verifier.verify_ops
+
+    def recorded(changed: list[Operation], *args: object) -> None:
+        handed.extend(op.name for op in changed)
+        verify_ops(changed, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verifier, "verify_ops", recorded)
+    alike_functions(4)
+    assert "dtensor.add" not in handed and "func.func" in handed
