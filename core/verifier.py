@@ -70,9 +70,15 @@ one per state tensor, are alike)."""
 
 Key = tuple[object, ...]
 _LOCAL_KINDS: dict[str, bool] = {}
+_WALK_VERIFIED: dict[str, bool] = {}
+"""Per op name: whether the walk may verify its ops (`VerificationWalk.verified_leaf`): local,
+and not `_CONTEXT_CHECKED`."""
 """Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
 _ONE = (0,)
 """`same_values` of one operand."""
+_SAME = (0, 0)
+_OTHER = (0, 1)
+"""`same_values` of two operands, the same value or not."""
 _NO_BODY = id(None)
 """The identity of a leaf memo entry's named body when there is none (`verify_ops`)."""
 _TYPE_PARTS = (2, 3)
@@ -133,7 +139,7 @@ def verify_module(module: Operation, locate: bool = False) -> None:
     previous = module.__dict__.get(_MODULE_STATE)
     state = previous or (None, set(), KeySharing(), set(), {}, {}, {}, set())
     walk = VerificationWalk(module, state[2], locate)
-    walk.memo = (state[1], state[5], state[6], state[7])  # (`VerificationWalk.verified_leaf`)
+    walk.remember(state)
     walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
     learned = walk.meshes_as_typed()  # (else the walk's type verdicts read other meshes)
@@ -643,15 +649,13 @@ class VerificationWalk:
         self.dirty_functions: set[Operation] = set()
         self.visible: set[int] = set()  # the identities of the values in scope
         self.module = module
-        self.memo: tuple[
-            set[Key],
-            dict[int, tuple[Attribute, str | None]],
-            dict[Key, tuple[Key, object]],
-            set[int],
-        ] = (set(), {}, {}, set())
+        self.shapes: set[Key] = set()
+        self.verdicts: dict[int, tuple[Attribute, str | None]] = {}
+        self.leaves: dict[Key, tuple[Key, object]] = {}
+        self.typed: set[int] = set()
         """The module's structural keys that verified, type verdicts, verified leaf
         structures (`verify_ops`) and tuples of result types found fine (`check_tensor_types`),
-        which `verified_leaf` reads and adds to."""
+        which `verified_leaf` reads and adds to (`remember`)."""
         self.remembered = 0
         """How many changed ops `verified_leaf` verified (not in `changed`)."""
         self.typed_meshes: list[Operation] | None = None
@@ -730,6 +734,15 @@ class VerificationWalk:
         self.scope = outer
         return changed
 
+    def remember(self, state: Key) -> None:
+        """Read and add to the memo of the module's verification `state` (`_MODULE_STATE`)."""
+        self.shapes, self.verdicts, self.leaves, self.typed = (  # type: ignore[assignment]
+            state[1],
+            state[5],
+            state[6],
+            state[7],
+        )
+
     def verified_leaf(self, op: Operation, name: str, key: Key, around: tuple[type, bool]) -> bool:
         """Whether a changed op without regions, successors, callee or named body, with the
         compacted `key`, in a block of an isolated op (a function: no `DeepShapes` counts its
@@ -741,22 +754,27 @@ class VerificationWalk:
         op that fails either is, and fails there, in the order a full verification reports
         it. (The memo is the module's for its meshes: when a mesh changed, or the walk's
         verdicts read other meshes than the walk found, every op is verified again.)"""
-        local = _LOCAL_KINDS.get(name)
+        local = _WALK_VERIFIED.get(name)
         if local is None:
-            local = is_local(name)
-        if not local or name in _CONTEXT_CHECKED:
+            local = _WALK_VERIFIED[name] = is_local(name) and name not in _CONTEXT_CHECKED
+        if not local:
             return False
         shape = key[2]
         results = shape[3]  # type: ignore[index]
-        typed = self.memo[3]
+        typed = self.typed
         if results and id(results) not in typed:
             if not self.fine_results(results):  # type: ignore[arg-type]
                 return False
             typed.add(id(results))
         operands = key[0]
-        same = same_values(operands) if len(operands) > 1 else _ONE if operands else ()  # type: ignore[arg-type]
+        count = len(operands)  # type: ignore[arg-type]
+        if count == 2:  # (most ops: `same_values` without a call, nor xDSL's `__getitem__`)
+            first, second = operands  # type: ignore[misc]
+            same = _SAME if first is second else _OTHER
+        else:
+            same = same_values(operands) if count > 1 else _ONE if count else ()  # type: ignore[arg-type]
         seen = (id(shape), same, around, _NO_BODY)
-        leaves = self.memo[2]
+        leaves = self.leaves
         found = leaves.get(seen)
         if found is None or found[0] is not shape or found[1] is not None:
             if not self.verified_structure(op, shape, same, around):  # type: ignore[arg-type]
@@ -778,7 +796,7 @@ class VerificationWalk:
         identities = tuple(map(id, parts))
         typed = identities if kept.issuperset(identities) else parts
         structure = (type(op), same, around[0], shape[1], around[1], typed, (), None)
-        shapes = self.memo[0]
+        shapes = self.shapes
         if structure not in shapes:
             try:
                 run_verifier(op)
@@ -796,7 +814,7 @@ class VerificationWalk:
         if self.typed_meshes is None:
             self.typed_meshes = [op for op, _ in module_meshes(self.module)]
             self.mesh_table = {op.sym_name.data: op.mesh for op in self.typed_meshes}  # type: ignore[attr-defined]
-        verdicts = self.memo[1]
+        verdicts = self.verdicts
         meshes = self.mesh_table
 
         def problem(t: Attribute) -> str | None:
