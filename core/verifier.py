@@ -70,10 +70,10 @@ one per state tensor, are alike)."""
 
 Key = tuple[object, ...]
 _LOCAL_KINDS: dict[str, bool] = {}
+"""Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
 _WALK_VERIFIED: dict[str, bool] = {}
 """Per op name: whether the walk may verify its ops (`VerificationWalk.verified_leaf`): local,
 and not `_CONTEXT_CHECKED`."""
-"""Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
 _ONE = (0,)
 """`same_values` of one operand."""
 _SAME = (0, 0)
