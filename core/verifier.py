@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
-from operator import attrgetter, is_not
+from operator import attrgetter, is_, is_not
 
 from xdsl.dialects.builtin import UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
@@ -43,8 +43,10 @@ model's 20,000 ops)."""
 
 _MODULE_STATE = "_ccopt_verification"
 """Where the verified module keeps its mesh declarations, the structural keys that verified in
-it (of ops, and of ops with everything nested in them: `DeepShapes`), its `KeySharing` and its
-region structures (each distinct one once)."""
+it (of ops, and of ops with everything nested in them: `DeepShapes`), its `KeySharing`, its
+region structures (each distinct one once), its tensor type verdicts, its verified leaf
+structures (`verify_ops`) and the kept tuples of result types that passed `check_tensor_types`
+(by identity: `KeySharing` keeps them alive)."""
 
 _PLANNED = "_ccopt_planned"
 """Where a function keeps the memory plan `plan-memory` just made and checked by construction
@@ -57,6 +59,9 @@ _CHECKED_ORDER = "_ccopt_plan_order"
 _LOCAL_DIALECTS = frozenset({"dtensor", "coll", "sched", "kernel", "arith", "math"})
 _CONTEXTUAL = frozenset({"dtensor.mesh"})
 """Ops of those dialects whose verifiers read more than the op's structure (symbols, uses)."""
+_FUNCTION_KINDS = frozenset({"func.func", "func.return"})
+"""Ops whose verifiers read more than the op's structure - a function's name, a return's
+function - but only a little more: they verify once per `function_structure`."""
 _CONTEXT_CHECKED = frozenset({"dtensor.update"})
 """Ops of those dialects whose verifiers read more than the op's structure only in their
 `verify_context` (the enclosing function, uses): the rest verifies once per structural key, as
@@ -66,8 +71,16 @@ one per state tensor, are alike)."""
 Key = tuple[object, ...]
 _LOCAL_KINDS: dict[str, bool] = {}
 """Per op name: whether its verifier reads only the op (a local dialect, not `_CONTEXTUAL`)."""
+_WALK_VERIFIED: dict[str, bool] = {}
+"""Per op name: whether the walk may verify its ops (`VerificationWalk.verified_leaf`): local,
+and not `_CONTEXT_CHECKED`."""
 _ONE = (0,)
 """`same_values` of one operand."""
+_SAME = (0, 0)
+_OTHER = (0, 1)
+"""`same_values` of two operands, the same value or not."""
+_NO_BODY = id(None)
+"""The identity of a leaf memo entry's named body when there is none (`verify_ops`)."""
 _TYPE_PARTS = (2, 3)
 _ATTRIBUTE_PARTS = (4, 5)
 """The parts of a verification key's shape that ops share (`KeySharing`): operand types, result
@@ -124,11 +137,21 @@ def verify_module(module: Operation, locate: bool = False) -> None:
     an OpError. Ops unchanged since the last verification are not verified again. `locate`:
     first do what `ccopt.ir.inherit_locations` does, in the same walk (after every pass)."""
     previous = module.__dict__.get(_MODULE_STATE)
-    walk = VerificationWalk(module, KeySharing() if previous is None else previous[2], locate)
+    state = previous or (None, set(), KeySharing(), set(), {}, {}, {}, set())
+    walk = VerificationWalk(module, state[2], locate)
+    walk.remember(state)
     walk.visit(module, None, (module.parent, around_properties(module)))
     meshes = tuple((op, tuple(op.properties.values())) for op in walk.meshes)
-    if previous is None or previous[0] != meshes:  # op verifiers look their meshes up
-        previous = (meshes, set(), walk.sharing, set(), {}, {}, {})
+    learned = walk.meshes_as_typed()  # (else the walk's type verdicts read other meshes)
+    if previous is None and learned:  # (the walk learned with these meshes: keep it)
+        previous = (meshes, *state[1:])
+        if walk.visited != len(walk.changed) + walk.remembered:  # (ops with others' keys)
+            walk.changed = list(module.walk())
+            walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
+            walk.subtrees = None
+        walk.dirty_functions.update(op for op in walk.changed if op.name == "func.func")
+    elif previous is None or previous[0] != meshes or not learned:  # (verifiers read meshes)
+        previous = (meshes, set(), walk.sharing, set(), {}, {}, {}, set())
         if walk.visited != len(walk.changed):  # (else the walk already has every op's key)
             walk.changed = list(module.walk())
             walk.keys = [walk.compact(verification_key(op)) for op in walk.changed]
@@ -149,6 +172,8 @@ def verify_module(module: Operation, locate: bool = False) -> None:
         walk.keys,
         {op.sym_name.data: op.mesh for op in walk.meshes},  # type: ignore[attr-defined]
         previous[5],
+        previous[7],
+        walk.sharing.kept,
     )
     if walk.dominance_error is not None:
         raise walk.dominance_error
@@ -256,7 +281,14 @@ def verify_ops(
                 kept,
                 deep_shapes.structure_maker(i, changed, keys, kept) if op.regions else None,
             )
-        if shape is None or shape not in shapes:
+        if shape is None and name in _FUNCTION_KINDS:
+            # (remembered in `shapes` too, but not a structural key: `DeepShapes` never sees it)
+            function_shape = function_structure(op, key)
+            if function_shape is None or function_shape not in shapes:
+                run_verifier(op)
+                if function_shape is not None:
+                    shapes.add(function_shape)
+        elif shape is None or shape not in shapes:
             run_verifier(op)
             if shape is not None:
                 shapes.add(shape)
@@ -266,6 +298,47 @@ def verify_ops(
         if (shape is None and deep_shapes.open) or (op.regions and shape is not None):
             deep_shapes.checked(i, op, shape)
     deep_shapes.finish()
+
+
+def function_structure(op: Operation, key: Key) -> Key | None:
+    """What the verifier of a `func.func` or `func.return` reads, up to the function's name:
+    every function has its own `sym_name`, so the structural key of a model's hundreds of alike
+    functions never repeats. A function's verifier (`FuncOp.verify_`, its IRDL definition, its
+    traits) reads its name only as an attribute of the class `StringAttr`, the rest of its
+    properties, its attributes, its regions' blocks and their argument types and where it sits;
+    a return's reads its operand types and its function's `function_type` (and that it sits in
+    a function, last in its block). None when that is not what `op` is (a name of another
+    class, a return outside a function, an erased operand: the verifier runs)."""
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.ir import ErasedSSAValue
+
+    if op._successors:  # pyright: ignore[reportPrivateUsage]
+        return None
+    operands = key[0]
+    if any(type(v) is ErasedSSAValue for v in operands):  # type: ignore[attr-defined]
+        return None
+    shape = key[2]
+    block = op.parent
+    region = block.parent if block is not None else None
+    around = region.parent if region is not None else None
+    head = (
+        op.name,
+        type(op),
+        same_values(operands),  # type: ignore[arg-type]
+        shape[1:4],  # type: ignore[index]  (whether it ends its block, operand and result types)
+        shape[5],  # type: ignore[index]  attributes
+        type(around),
+        region is not None and region._first_block is not region._last_block,  # pyright: ignore[reportPrivateUsage]
+    )
+    if op.name == "func.return":
+        signature = around.properties.get("function_type") if around is not None else None
+        return head + (shape[4], signature)  # type: ignore[index]
+    properties = tuple(
+        (name, StringAttr) if name == "sym_name" and type(value) is StringAttr else (name, value)
+        for name, value in op.properties.items()
+    )
+    regions = tuple(tuple(arg_types(b) for b in blocks_of(r)) for r in op.regions)
+    return head + (properties, regions)
 
 
 def region_around(block: Block | None) -> tuple[type, bool]:
@@ -575,6 +648,19 @@ class VerificationWalk:
         self.unplanned: dict[Operation, OpError] = {}
         self.dirty_functions: set[Operation] = set()
         self.visible: set[int] = set()  # the identities of the values in scope
+        self.module = module
+        self.shapes: set[Key] = set()
+        self.verdicts: dict[int, tuple[Attribute, str | None]] = {}
+        self.leaves: dict[Key, tuple[Key, object]] = {}
+        self.typed: set[int] = set()
+        """The module's structural keys that verified, type verdicts, verified leaf
+        structures (`verify_ops`) and tuples of result types found fine (`check_tensor_types`),
+        which `verified_leaf` reads and adds to (`remember`)."""
+        self.remembered = 0
+        """How many changed ops `verified_leaf` verified (not in `changed`)."""
+        self.typed_meshes: list[Operation] | None = None
+        self.mesh_table: dict[str, Mesh] = {}
+        """The meshes `fine_results` judges types with, once it did."""
         self.visited = 0
         """How many ops the walk visited: all of them changed on a module's first
         verification (no op verified before), and `changed` is then every op's key."""
@@ -648,6 +734,108 @@ class VerificationWalk:
         self.scope = outer
         return changed
 
+    def remember(self, state: Key) -> None:
+        """Read and add to the memo of the module's verification `state` (`_MODULE_STATE`)."""
+        self.shapes, self.verdicts, self.leaves, self.typed = (  # type: ignore[assignment]
+            state[1],
+            state[5],
+            state[6],
+            state[7],
+        )
+
+    def verified_leaf(self, op: Operation, name: str, key: Key, around: tuple[type, bool]) -> bool:
+        """Whether a changed op without regions, successors, callee or named body, with the
+        compacted `key`, in a block of an isolated op (a function: no `DeepShapes` counts its
+        nested ops) whose kind and region are `around`, is verified here, in the walk: its
+        verifier reads only its structure, and that structure verifies (`verify_ops`' leaf
+        memo and structural keys, the module's: learned in this walk or before it), and its
+        result types pass `check_tensor_types`' rule. Such ops - most ops of a model's alike
+        functions - are then not handed to `verify_ops` and `check_tensor_types` at all; an
+        op that fails either is, and fails there, in the order a full verification reports
+        it. (The memo is the module's for its meshes: when a mesh changed, or the walk's
+        verdicts read other meshes than the walk found, every op is verified again.)"""
+        local = _WALK_VERIFIED.get(name)
+        if local is None:
+            local = _WALK_VERIFIED[name] = is_local(name) and name not in _CONTEXT_CHECKED
+        if not local:
+            return False
+        shape = key[2]
+        results = shape[3]  # type: ignore[index]
+        typed = self.typed
+        if results and id(results) not in typed:
+            if not self.fine_results(results):  # type: ignore[arg-type]
+                return False
+            typed.add(id(results))
+        operands = key[0]
+        count = len(operands)  # type: ignore[arg-type]
+        if count == 2:  # (most ops: `same_values` without a call, nor xDSL's `__getitem__`)
+            first, second = operands  # type: ignore[misc]
+            same = _SAME if first is second else _OTHER
+        else:
+            same = same_values(operands) if count > 1 else _ONE if count else ()  # type: ignore[arg-type]
+        seen = (id(shape), same, around, _NO_BODY)
+        leaves = self.leaves
+        found = leaves.get(seen)
+        if found is None or found[0] is not shape or found[1] is not None:
+            if not self.verified_structure(op, shape, same, around):  # type: ignore[arg-type]
+                return False
+            if len(leaves) >= _LEAF_LIMIT:
+                leaves.clear()
+            leaves[seen] = (shape, None)
+        self.remembered += 1
+        return True
+
+    def verified_structure(
+        self, op: Operation, shape: Key, same: Key, around: tuple[type, bool]
+    ) -> bool:
+        """Whether the structural key of a local op without regions (made as `verify_ops`
+        makes it) verified, or verifies now; a verifier that fails (or raises anything) leaves
+        the op to `verify_ops`, which runs it again in order."""
+        kept = self.sharing.kept
+        parts = shape[2:6]  # type: ignore[index]
+        identities = tuple(map(id, parts))
+        typed = identities if kept.issuperset(identities) else parts
+        structure = (type(op), same, around[0], shape[1], around[1], typed, (), None)
+        shapes = self.shapes
+        if structure not in shapes:
+            try:
+                run_verifier(op)
+            except Exception:
+                return False
+            shapes.add(structure)
+        return True
+
+    def fine_results(self, results: Key) -> bool:
+        """Whether every tensor type in a kept tuple of result types passes
+        `check_tensor_types` (with the module's verdicts; the meshes the module declares at
+        its top, as `module_meshes` finds them, read once per walk)."""
+        if id(results) not in self.sharing.kept:
+            return False
+        if self.typed_meshes is None:
+            self.typed_meshes = [op for op, _ in module_meshes(self.module)]
+            self.mesh_table = {op.sym_name.data: op.mesh for op in self.typed_meshes}  # type: ignore[attr-defined]
+        verdicts = self.verdicts
+        meshes = self.mesh_table
+
+        def problem(t: Attribute) -> str | None:
+            known = verdicts.get(id(t))
+            if known is not None:
+                return known[1]
+            verdict = tensor_type_problem(t, meshes, problem)
+            if len(verdicts) >= _VERDICT_LIMIT:
+                verdicts.clear()
+            verdicts[id(t)] = (t, verdict)
+            return verdict
+
+        return all(problem(t) is None for t in results)  # type: ignore[union-attr]
+
+    def meshes_as_typed(self) -> bool:
+        """Whether the meshes `fine_results` judged with, if any, are those the walk found."""
+        found = self.typed_meshes
+        return found is None or (
+            len(found) == len(self.meshes) and all(map(is_, found, self.meshes))
+        )
+
     def dominance_failure(self, op: Operation) -> None:
         """The first operand of `op` that is not visible where it is used."""
         for i, v in enumerate(op._operands):  # pyright: ignore[reportPrivateUsage]
@@ -686,6 +874,7 @@ class VerificationWalk:
         leaves = 0  # (ops without regions visited, added to `visited` before a nested visit)
         around = self.sharing.kept_properties(op)  # (the same for every op inside)
         outside = self.visible
+        memo = isolated  # (`verified_leaf`)
         for r, region in enumerate(op.regions):
             # An isolated op's regions each start from nothing and are dropped whole at their
             # end; another op's regions add to the scope around and take back what they added
@@ -702,6 +891,7 @@ class VerificationWalk:
                 )
             scoped = [id(v) for b in blocks for v in b.args]
             single = len(blocks) == 1
+            structure = (type(op), not single)  # (`region_around` of its blocks)
             if not single:
                 scoped += [id(r) for b in blocks for o in b.ops for r in o.results]
             visible.update(scoped)
@@ -780,13 +970,21 @@ class VerificationWalk:
                                         ),
                                     )
                                 )
-                            changed_ops.append(inner)
-                            changed_keys.append(
+                            compacted = (
                                 compact(key, previous, moved)
                                 if kept is None
                                 else (operands, place, kept)
                             )
                             changed = True
+                            if (
+                                memo
+                                and plain
+                                and self.verified_leaf(inner, name, compacted, structure)
+                            ):
+                                setattr(inner, _VERIFIED, compacted)
+                            else:
+                                changed_ops.append(inner)
+                                changed_keys.append(compacted)
                     if single and results:
                         if isolated:
                             visible.update(map(id, results))
@@ -1103,6 +1301,8 @@ def check_tensor_types(
     keys: list[Key],
     meshes: dict[str, Mesh],
     verdicts: dict[int, tuple[Attribute, str | None]] | None = None,
+    typed: set[int] | None = None,
+    kept: set[int] | None = None,
 ) -> None:
     """Every distributed tensor type - of a result, a block argument or a function signature,
     also inside futures and buffers - names a declared mesh and has one placement per mesh axis.
@@ -1111,10 +1311,12 @@ def check_tensor_types(
     between keys: `KeySharing`) is checked once per call, and each distinct type once while
     `verdicts` (the module's, kept with its meshes: a verdict depends on nothing else) holds
     it - also inside a signature a pass made anew around the same types. Both by identity:
-    `verdicts` keeps each type it judged alive."""
+    `verdicts` keeps each type it judged alive. `typed` (the module's, kept with its meshes
+    too) gets the identities of the tuples of result types found fine that are `kept`
+    (`KeySharing.kept`: alive while the module is), for `VerificationWalk.verified_leaf`."""
     if verdicts is None:
         verdicts = {}
-    fine_results: set[int] = set()
+    fine_results: set[int] = set() if typed is None else set(typed)
 
     def problem(t: Attribute) -> str | None:
         known = verdicts.get(id(t))
@@ -1133,6 +1335,8 @@ def check_tensor_types(
                 if problem(t) is not None:
                     raise OpError(op, f"result #{r}: {problem(t)}")
             fine_results.add(id(results))
+            if typed is not None and kept is not None and id(results) in kept:
+                typed.add(id(results))
         if len(key) == 3:  # (no regions, no signature)
             continue
         for region in op.regions:
