@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, Use
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -70,6 +70,7 @@ from ccopt.dialects.body import body_key, clone_body, named_only_by, walk_outsid
 from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
+from ccopt.passes.alike_functions import FunctionCopier, structure_key
 from ccopt.passes.common import (
     ProgramOrder,
     append_op,
@@ -1335,6 +1336,39 @@ class Outliner:
                 release(o)
 
 
+class LoweredAlike:
+    """The lowered functions by the structure of their L1 form (`structure_key`, with what
+    lowering reads of how calls see them): a function alike an earlier one is lowered to a
+    copy of that one's kernel-level form (`FunctionCopier`), outlined and folded as it is. Its
+    kernels name the bodies that one's name: outlining gives a body alike the name it gave the
+    first, and no body is left inline in a function copied. A model's optimizer steps are such
+    functions, one per parameter; a function whose type no other has is not keyed."""
+
+    def __init__(self, functions: Sequence[func.FuncOp], calls: dt.CallUpdates) -> None:
+        seen: set[Attribute] = set()
+        self.typed: set[Attribute] = set()  # the function types of two or more functions
+        for f in functions:
+            t = f.function_type
+            (self.typed if t in seen else seen).add(t)
+        self.calls = calls
+        self.lowered: dict[tuple, func.FuncOp | FunctionCopier] = {}
+
+    def key(self, f: func.FuncOp) -> tuple | None:
+        if f.function_type not in self.typed:
+            return None
+        name = f.sym_name.data
+        return structure_key(f, (tuple(sorted(self.calls.updated[name])), name in self.calls.calls))
+
+    def copy(self, key: tuple, name: str) -> func.FuncOp | None:
+        """The lowering of the function alike one of `key` already lowered, under `name`."""
+        found = self.lowered.get(key)
+        if found is None:
+            return None
+        if type(found) is func.FuncOp:
+            found = self.lowered[key] = FunctionCopier(found)
+        return found.copy(name) if found.steps is not None else None  # type: ignore[union-attr]
+
+
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
@@ -1367,7 +1401,16 @@ class ConvertToKernel(ModulePass):
         names = BodyNames(op)
         outliner = Outliner(op)
         memo = FoldMemo() if self.views else None
+        alike = LoweredAlike(functions, calls)
         for f in [f for f in functions if f.body.blocks]:
+            key = alike.key(f)
+            copied = alike.copy(key, f.sym_name.data) if key is not None else None
+            if copied is not None:  # (an alike function's lowering, copied)
+                Rewriter.insert_op(copied, InsertPoint.after(f))
+                f.detach()
+                dt.note_symbols(op, [copied])
+                release(f)
+                continue
             speculative: Speculated | None = {} if self.views else None
             lazy: list[list] = []
             made: set[type] = set()  # (no concat or fill made: no block scan looking for one)
@@ -1405,4 +1448,6 @@ class ConvertToKernel(ModulePass):
             outliner.function(lowered, bodies, empty)
             if memo is not None:
                 memo.record()
+            if key is not None:
+                alike.lowered.setdefault(key, lowered)
         outliner.finish()
