@@ -1341,8 +1341,9 @@ class LoweredAlike:
     lowering reads of how calls see them): a function alike an earlier one is lowered to a
     copy of that one's kernel-level form (`FunctionCopier`), outlined and folded as it is. Its
     kernels name the bodies that one's name: outlining gives a body alike the name it gave the
-    first, and no body is left inline in a function copied. A model's optimizer steps are such
-    functions, one per parameter; a function whose type no other has is not keyed."""
+    first, and no body is left inline in a function copied. Nor is it checked (`check_function`):
+    it passes or fails as the earlier one, which is checked first. A model's optimizer steps are
+    such functions, one per parameter; a function whose type no other has is not keyed."""
 
     def __init__(self, functions: Sequence[func.FuncOp], calls: dt.CallUpdates) -> None:
         seen: set[Attribute] = set()
@@ -1353,11 +1354,20 @@ class LoweredAlike:
         self.calls = calls
         self.lowered: dict[tuple, func.FuncOp | FunctionCopier] = {}
 
-    def key(self, f: func.FuncOp) -> tuple | None:
-        if f.function_type not in self.typed:
-            return None
-        name = f.sym_name.data
-        return structure_key(f, (tuple(sorted(self.calls.updated[name])), name in self.calls.calls))
+    def keys(self, functions: Sequence[func.FuncOp]) -> list[tuple | None]:
+        """Each function's key (None: its type is its own), alike functions sharing one."""
+        kept: dict[tuple, tuple] = {}
+        out: list[tuple | None] = []
+        updated, called = self.calls.updated, self.calls.calls
+        for f in functions:
+            key = None
+            if f.function_type in self.typed:
+                name = f.sym_name.data
+                key = structure_key(f, (tuple(sorted(updated[name])), name in called))
+                if key is not None:
+                    key = kept.setdefault(key, key)
+            out.append(key)
+        return out
 
     def copy(self, key: tuple, name: str) -> func.FuncOp | None:
         """The lowering of the function alike one of `key` already lowered, under `name`."""
@@ -1367,6 +1377,17 @@ class LoweredAlike:
         if type(found) is func.FuncOp:
             found = self.lowered[key] = FunctionCopier(found)
         return found.copy(name) if found.steps is not None else None  # type: ignore[union-attr]
+
+
+def first_of_kind(keys: Sequence[tuple | None]) -> list[bool]:
+    """Per key, whether no earlier one is the same (None: always)."""
+    seen: set[int] = set()  # (by `id`: alike functions share their key, `LoweredAlike.keys`)
+    out = []
+    for key in keys:
+        out.append(key is None or id(key) not in seen)
+        if key is not None:
+            seen.add(id(key))
+    return out
 
 
 @dataclass(frozen=True)
@@ -1394,16 +1415,20 @@ class ConvertToKernel(ModulePass):
         for callee, sites in calls.calls.items():
             if callee not in bodies:
                 raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
-        for f in [f for f in functions if f.body.blocks]:
-            check_signature(f)
-        for f in [f for f in functions if f.body.blocks]:
-            check_function(f, calls)  # every refusal before anything is lowered
+        lowerable = [f for f in functions if f.body.blocks]
+        alike = LoweredAlike(lowerable, calls)
+        keys = alike.keys(lowerable)
+        firsts = first_of_kind(keys)  # (one alike an earlier function passes as that one)
+        for f, first in zip(lowerable, firsts, strict=True):
+            if first:
+                check_signature(f)
+        for f, first in zip(lowerable, firsts, strict=True):
+            if first:
+                check_function(f, calls)  # every refusal before anything is lowered
         names = BodyNames(op)
         outliner = Outliner(op)
         memo = FoldMemo() if self.views else None
-        alike = LoweredAlike(functions, calls)
-        for f in [f for f in functions if f.body.blocks]:
-            key = alike.key(f)
+        for f, key in zip(lowerable, keys, strict=True):
             copied = alike.copy(key, f.sym_name.data) if key is not None else None
             if copied is not None:  # (an alike function's lowering, copied)
                 Rewriter.insert_op(copied, InsertPoint.after(f))

@@ -150,3 +150,36 @@ def test_a_copy_keeps_each_values_use_order() -> None:
     first, second = use_orders(module)
     assert first == second
     assert str(copy) == str(f).replace("@f0", "@g")
+
+
+def test_alike_functions_refused_are_refused_at_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the first of alike functions is checked: the refusal names the one it named."""
+    from ccopt.diagnostics import OpError, SourceText
+
+    refused = ADD.replace("  func.return", "  %k = arith.constant 1 : i64\n  func.return")
+    text = module_of(ADD, refused, refused)
+    errors = []
+    for copies in (True, False):
+        with pytest.raises(OpError) as caught:
+            lowered(text, "convert-to-kernel", monkeypatch, copies=copies)
+        errors.append(caught.value.render(SourceText("f.mlir", text)))
+    assert errors[0] == errors[1]
+    assert ":10:3:" in errors[0]  # (f1's constant, not f2's)
+
+
+def test_plan_memory_sizes_each_buffer_type_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Functions of one module share their buffer types' sizes (optimizer steps: all alike)."""
+    from ccopt.dialects import kernel as k
+
+    module, _ = lowered(steps("adam", 4), PIPELINE.removesuffix(",plan-memory"), monkeypatch, True)
+    sized = []
+    buffer_bytes = k.buffer_bytes
+
+    def counting(t, mesh):  # noqa: ANN001, ANN202
+        sized.append(t)
+        return buffer_bytes(t, mesh)
+
+    monkeypatch.setattr(k, "buffer_bytes", counting)
+    run_pipeline(module, "plan-memory")
+    types = {op.results[0].type for op in module.walk() if isinstance(op, k.AllocOp)}
+    assert len(sized) == len(types)
