@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue, Use
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -70,7 +70,7 @@ from ccopt.dialects.body import body_key, clone_body, named_only_by, walk_outsid
 from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.alike_functions import FunctionCopier, structure_key
+from ccopt.passes.alike_functions import AlikeFunctions
 from ccopt.passes.common import (
     ProgramOrder,
     append_op,
@@ -1336,52 +1336,16 @@ class Outliner:
                 release(o)
 
 
-class LoweredAlike:
-    """The lowered functions by the structure of their L1 form (`structure_key`, with what
-    lowering reads of how calls see them): a function alike an earlier one is lowered to a
-    copy of that one's kernel-level form (`FunctionCopier`), outlined and folded as it is. Its
-    kernels name the bodies that one's name: outlining gives a body alike the name it gave the
-    first, and no body is left inline in a function copied. Nor is it checked (`check_function`):
-    it passes or fails as the earlier one, which is checked first. A model's optimizer steps are
-    such functions, one per parameter; a function whose type no other has is not keyed."""
-
-    def __init__(self, functions: Sequence[func.FuncOp], calls: dt.CallUpdates) -> None:
-        seen: set[Attribute] = set()
-        self.typed: set[Attribute] = set()  # the function types of two or more functions
-        for f in functions:
-            t = f.function_type
-            (self.typed if t in seen else seen).add(t)
-        self.calls = calls
-        self.lowered: dict[tuple, func.FuncOp | FunctionCopier] = {}
-
-    def keys(self, functions: Sequence[func.FuncOp]) -> list[tuple | None]:
-        """Each function's key (None: its type is its own), alike functions sharing one."""
-        kept: dict[tuple, tuple] = {}
-        out: list[tuple | None] = []
-        updated, called = self.calls.updated, self.calls.calls
-        for f in functions:
-            key = None
-            if f.function_type in self.typed:
-                name = f.sym_name.data
-                key = structure_key(f, (tuple(sorted(updated[name])), name in called))
-                if key is not None:
-                    key = kept.setdefault(key, key)
-            out.append(key)
-        return out
-
-    def copy(self, key: tuple, name: str) -> func.FuncOp | None:
-        """The lowering of the function alike one of `key` already lowered, under `name`."""
-        found = self.lowered.get(key)
-        if found is None:
-            return None
-        if type(found) is func.FuncOp:
-            found = self.lowered[key] = FunctionCopier(found)
-        return found.copy(name) if found.steps is not None else None  # type: ignore[union-attr]
+def call_context(f: func.FuncOp, calls: dt.CallUpdates) -> tuple:
+    """What lowering reads of how calls see `f`: the arguments it updates, whether it is
+    called (it joins its streams then)."""
+    name = f.sym_name.data
+    return (tuple(sorted(calls.updated[name])), name in calls.calls)
 
 
 def first_of_kind(keys: Sequence[tuple | None]) -> list[bool]:
     """Per key, whether no earlier one is the same (None: always)."""
-    seen: set[int] = set()  # (by `id`: alike functions share their key, `LoweredAlike.keys`)
+    seen: set[int] = set()  # (by `id`: alike functions share their key, `AlikeFunctions.key`)
     out = []
     for key in keys:
         out.append(key is None or id(key) not in seen)
@@ -1416,8 +1380,14 @@ class ConvertToKernel(ModulePass):
             if callee not in bodies:
                 raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
         lowerable = [f for f in functions if f.body.blocks]
-        alike = LoweredAlike(lowerable, calls)
-        keys = alike.keys(lowerable)
+        # A function alike an earlier one (`AlikeFunctions`: its L1 form the same, and how
+        # calls see it) is lowered to a copy of that one's kernel-level form, folded and
+        # outlined as it is: its kernels name the bodies that one's name (outlining gives a
+        # body alike the name it gave the first; none is left inline in a function copied).
+        # Nor is it checked: it passes or fails as the earlier one, checked first. A model's
+        # optimizer steps are such functions, one per parameter.
+        alike = AlikeFunctions(lowerable)
+        keys = [alike.key(f, call_context(f, calls)) for f in lowerable]
         firsts = first_of_kind(keys)  # (one alike an earlier function passes as that one)
         for f, first in zip(lowerable, firsts, strict=True):
             if first:
@@ -1429,13 +1399,8 @@ class ConvertToKernel(ModulePass):
         outliner = Outliner(op)
         memo = FoldMemo() if self.views else None
         for f, key in zip(lowerable, keys, strict=True):
-            copied = alike.copy(key, f.sym_name.data) if key is not None else None
-            if copied is not None:  # (an alike function's lowering, copied)
-                Rewriter.insert_op(copied, InsertPoint.after(f))
-                f.detach()
-                dt.note_symbols(op, [copied])
-                release(f)
-                continue
+            if key is not None and alike.replace(key, f) is not None:
+                continue  # (an alike function's lowering, copied)
             speculative: Speculated | None = {} if self.views else None
             lazy: list[list] = []
             made: set[type] = set()  # (no concat or fill made: no block scan looking for one)
@@ -1474,5 +1439,5 @@ class ConvertToKernel(ModulePass):
             if memo is not None:
                 memo.record()
             if key is not None:
-                alike.lowered.setdefault(key, lowered)
+                alike.settle(key, f, lowered)
         outliner.finish()

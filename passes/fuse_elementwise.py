@@ -28,16 +28,18 @@ create a cycle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
+from ccopt.passes.alike_functions import AlikeFunctions
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
@@ -58,6 +60,7 @@ from ccopt.passes.fusion_groups import (
     iteration_key,
     joined_tag,
     place_fused,
+    top_level,
 )
 from ccopt.passes.options import option
 
@@ -103,6 +106,29 @@ def check_group(ops: Sequence[Operation]) -> None:
         raise Refusal("no result of the group is used outside it: it is dead code (run dce)")
 
 
+def by_function(blocks: Iterable[Block]) -> Iterator[tuple[Operation, list[Block]]]:
+    """The blocks (in program order) by the op of the module's block holding them, in order."""
+    function: Operation | None = None
+    inner: list[Block] = []
+    for block in blocks:
+        holder = top_level(block.parent_op())  # type: ignore[arg-type]
+        if holder is not function:
+            if inner:
+                yield function, inner  # type: ignore[misc]
+            function, inner = holder, []
+        inner.append(block)
+    if inner:
+        yield function, inner  # type: ignore[misc]
+
+
+def named_entries(bodies: SharedBodies) -> tuple[int, int]:
+    """How many group signatures `bodies` knows, and how many of them name a shared body: a
+    function fused without changing them named only bodies shared before (its groups each
+    computing like an earlier function's), as an alike function will (`AlikeFunctions`)."""
+    entries = bodies.by_signature
+    return len(entries), sum(1 for entry in entries.values() if entry[1] is not None)
+
+
 @dataclass(frozen=True)
 class FuseElementwise(ModulePass):
     """Fuse maximal convex groups of elementwise ops into dtensor.fused kernels."""
@@ -125,14 +151,25 @@ class FuseElementwise(ModulePass):
         )
         order = ProgramOrder()
         bodies = SharedBodies(op)
-        for block in blocks:
-            assert isinstance(block, Block)
-            for members in find_groups(block):
-                if len(members) < 2:
-                    continue
-                known = interface(members)
-                if known[1]:  # dead groups stay for dce
-                    fuse(members, order, bodies, known)
+        alike = AlikeFunctions([o for o in op.ops if type(o) is func.FuncOp])
+        for function, inner in by_function(blocks):
+            key = alike.key(function) if type(function) is func.FuncOp else None
+            if key is not None and alike.replace(key, function) is not None:  # type: ignore[arg-type]
+                continue  # (alike a function fused before, which named only bodies shared)
+            shared = named_entries(bodies)
+            for block in inner:
+                for members in find_groups(block):
+                    if len(members) < 2:
+                        continue
+                    known = interface(members)
+                    if known[1]:  # dead groups stay for dce
+                        fuse(members, order, bodies, known)
+            if key is None:
+                continue
+            if named_entries(bodies) == shared:  # an alike function would fuse as this one
+                alike.settle(key, function, function)  # type: ignore[arg-type]
+            else:
+                alike.forget(function)  # type: ignore[arg-type]
         bodies.share_inline()
         drop_orphan_bodies(op)  # fused ops that named a body may have been fused again
 

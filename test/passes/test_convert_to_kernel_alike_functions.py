@@ -1,4 +1,4 @@
-"""convert-to-kernel lowers functions alike once (`LoweredAlike`): a function whose L1 form is an
+"""convert-to-kernel lowers functions alike once (`AlikeFunctions`): a function whose L1 form is an
 earlier one's under another name (`structure_key`) gets a copy of that one's kernel-level form
 (`FunctionCopier`), the same as lowering it would make - ops, names, bodies named, and each
 value's uses in the same order."""
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects import func
 
+import ccopt.passes.alike_functions as alike_functions
 import ccopt.passes.convert_to_kernel as c2k
 from ccopt.passes.alike_functions import FunctionCopier, structure_key
 from ccopt.passes.pipeline import run_pipeline
@@ -49,6 +50,11 @@ def use_orders(module) -> list:  # noqa: ANN001
     return out
 
 
+def places(module) -> list[str]:  # noqa: ANN001
+    """Every op's location, in walk order: diagnostics point at them."""
+    return [str(op.location) for op in module.walk()]
+
+
 def lowered(text: str, pipeline: str, monkeypatch: pytest.MonkeyPatch, copies: bool):  # noqa: ANN201
     """The module after `pipeline`, and how many functions were lowered (not copied)."""
     count = [0]
@@ -61,7 +67,7 @@ def lowered(text: str, pipeline: str, monkeypatch: pytest.MonkeyPatch, copies: b
     with monkeypatch.context() as m:
         m.setattr(c2k, "lower_function", counting)
         if not copies:
-            m.setattr(c2k, "structure_key", lambda f, context=None: None)
+            m.setattr(alike_functions, "structure_key", lambda *args: None)
         module = load_program(text)
         run_pipeline(module, pipeline)
     return module, count[0]
@@ -79,6 +85,7 @@ def test_optimizer_steps_are_lowered_once_and_copied(
     assert (lowered_count, each_count) == (1, 4)
     assert str(copied) == str(each)
     assert use_orders(copied) == use_orders(each)
+    assert places(copied) == places(each)
 
 
 def module_of(*bodies: str, calls: str = "") -> str:
@@ -116,6 +123,7 @@ def test_functions_that_differ_are_lowered_each(
     each, _ = lowered(text, "convert-to-kernel,plan-memory", monkeypatch, copies=False)
     assert count == 2 + bool(calls)  # f2 is f0's copy
     assert str(copied) == str(each)
+    assert places(copied) == places(each)
 
 
 def test_structure_key_ignores_only_the_name() -> None:
@@ -143,9 +151,11 @@ def test_a_copy_keeps_each_values_use_order() -> None:
         x.remove_use(use)
     for use in uses:
         x.add_use(use)
-    copier = FunctionCopier(f)
+    locations: list = []
+    structure_key(f, None, locations)
+    copier = FunctionCopier(f, locations)
     assert [at for at, _ in copier.orders] == [0]  # (x: the others' uses are as built)
-    copy = copier.copy("g")
+    copy = copier.copy("g", locations)
     module.body.block.add_op(copy)
     first, second = use_orders(module)
     assert first == second
@@ -183,3 +193,36 @@ def test_plan_memory_sizes_each_buffer_type_once(monkeypatch: pytest.MonkeyPatch
     run_pipeline(module, "plan-memory")
     types = {op.results[0].type for op in module.walk() if isinstance(op, k.AllocOp)}
     assert len(sized) == len(types)
+
+
+@pytest.mark.parametrize("kind", ["adam", "lamb"])
+def test_fuse_elementwise_copies_steps_once_they_name_only_shared_bodies(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first step's bodies are inline until the second computes alike (then both name
+    them): from the third on, a step fuses as the one before without changing what is shared,
+    and the steps after it are its copies."""
+    import ccopt.passes.fuse_elementwise as fe
+
+    pipeline = "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise"
+    results = []
+    for copies in (True, False):
+        fused = [0]
+        find_groups = fe.find_groups
+
+        def counting(block, _find=find_groups, _fused=fused):  # noqa: ANN001, ANN202
+            _fused[0] += 1
+            return _find(block)
+
+        with monkeypatch.context() as m:
+            m.setattr(fe, "find_groups", counting)
+            if not copies:
+                m.setattr(alike_functions, "structure_key", lambda *args: None)
+            module = load_program(steps(kind, 6))
+            run_pipeline(module, pipeline)
+        results.append((str(module), places(module), use_orders(module), fused[0]))
+    (text, where, uses, fused_copying), (text_each, where_each, uses_each, fused_each) = results
+    assert (fused_copying, fused_each) == (3, 6)
+    assert text == text_each
+    assert where == where_each
+    assert uses == uses_each
