@@ -67,9 +67,11 @@ class AlikeFunctions:
         """`f` was transformed, its result not settled (it changed the module's symbols)."""
         self.located.pop(id(f), None)
 
-    def replace(self, key: tuple, f: func.FuncOp) -> func.FuncOp | None:
+    def replace(self, key: tuple, f: func.FuncOp, in_place: bool = False) -> func.FuncOp | None:
         """`f` replaced by a copy of the result settled for `key` under its name (`f` is
-        freed); None, `f` left as it is, when there is none or it cannot be copied."""
+        freed); None, `f` left as it is, when there is none or it cannot be copied. `in_place`
+        (a pass that keeps the function's signature, properties and attributes): `f` keeps
+        its place, op, block and arguments, with the result's ops."""
         found = self.settled.get(key)
         if found is None:
             return None
@@ -78,6 +80,12 @@ class AlikeFunctions:
         assert isinstance(found, FunctionCopier)
         if found.steps is None:
             return None
+        if in_place:
+            source = found.function
+            assert source.properties.keys() == f.properties.keys()
+            assert source.function_type == f.function_type and source.attributes == f.attributes
+            found.copy_into(f, self.located.pop(id(f)))
+            return f
         copy = found.copy(f.sym_name.data, self.located.pop(id(f)))
         Rewriter.insert_op(copy, InsertPoint.after(f))
         module = f.parent_op()
@@ -216,11 +224,41 @@ class FunctionCopier:
 
     def copy(self, name: str, sources: Sequence[LocationAttr]) -> func.FuncOp:
         """The function under `name`, replacing one whose locations are `sources`."""
-        assert self.steps is not None
         block = Block(arg_types=self.arg_types)
-        values: list[SSAValue] = list(block._args)  # pyright: ignore[reportPrivateUsage]
-        for arg, hint in zip(values, self.arg_names, strict=True):
+        for arg, hint in zip(block._args, self.arg_names, strict=True):  # pyright: ignore[reportPrivateUsage]
             arg._name = hint  # pyright: ignore[reportPrivateUsage]
+        self.fill(block, sources)
+        original = self.function
+        properties = dict(original.properties)
+        properties["sym_name"] = StringAttr(name)
+        copy = func.FuncOp.__new__(func.FuncOp)
+        shape = op_shape(func.FuncOp)
+        assert shape is not None
+        _fill(copy, shape, [], [], properties, dict(original.attributes), [Region(block)])
+        place = self.place
+        copy.location = sources[place] if type(place) is int else place  # type: ignore[assignment]
+        return copy
+
+    def copy_into(self, f: func.FuncOp, sources: Sequence[LocationAttr]) -> None:
+        """The function's ops in place of `f`'s (freed), whose block arguments (alike the
+        function's: `f` is alike its source) they read: `f`, its block and its arguments stay
+        (the verifier knows them unchanged), as a pass changing `f` in place leaves them."""
+        block = f.regions[0].blocks.first
+        assert block is not None
+        op = block.first_op
+        while op is not None:
+            following = op.next_op
+            block.detach_op(op)
+            release(op)  # (with all the others: no use is left to drop)
+            op = following
+        for arg in block._args:  # pyright: ignore[reportPrivateUsage]
+            arg.first_use = None
+        self.fill(block, sources)
+
+    def fill(self, block: Block, sources: Sequence[LocationAttr]) -> None:
+        """The function's ops, built into `block` (empty, its arguments alike the function's)."""
+        assert self.steps is not None
+        values: list[SSAValue] = list(block._args)  # pyright: ignore[reportPrivateUsage]
         ops: list[Operation] = []
         for cls, shape, operands, types, properties, attributes, place, names in self.steps:
             op = cls.__new__(cls)
@@ -241,16 +279,6 @@ class FunctionCopier:
         for at, order in self.orders:
             relink(values[at], [ops[i]._operand_uses[j] for i, j in order])  # pyright: ignore[reportPrivateUsage]
         link_ops(block, ops)
-        original = self.function
-        properties = dict(original.properties)
-        properties["sym_name"] = StringAttr(name)
-        copy = func.FuncOp.__new__(func.FuncOp)
-        shape = op_shape(func.FuncOp)
-        assert shape is not None
-        _fill(copy, shape, [], [], properties, dict(original.attributes), [Region(block)])
-        place = self.place
-        copy.location = sources[place] if type(place) is int else place  # type: ignore[assignment]
-        return copy
 
 
 def use_orders(values: list[SSAValue], index: dict[int, int]) -> list[tuple[int, list]]:

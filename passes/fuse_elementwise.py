@@ -121,12 +121,13 @@ def by_function(blocks: Iterable[Block]) -> Iterator[tuple[Operation, list[Block
         yield function, inner  # type: ignore[misc]
 
 
-def named_entries(bodies: SharedBodies) -> tuple[int, int]:
-    """How many group signatures `bodies` knows, and how many of them name a shared body: a
-    function fused without changing them named only bodies shared before (its groups each
-    computing like an earlier function's), as an alike function will (`AlikeFunctions`)."""
-    entries = bodies.by_signature
-    return len(entries), sum(1 for entry in entries.values() if entry[1] is not None)
+def shared_so_far(bodies: SharedBodies) -> tuple[int, int]:
+    """How many group signatures `bodies` knows and names it gave (each body it outlines takes
+    a fresh name): a function fused without changing either named only bodies shared before
+    (its groups each computing like an earlier function's), as an alike function will
+    (`AlikeFunctions`). Two counts: no walk of what is shared per function."""
+    taken = bodies.taken
+    return len(bodies.by_signature), 0 if taken is None else len(taken)
 
 
 @dataclass(frozen=True)
@@ -154,9 +155,9 @@ class FuseElementwise(ModulePass):
         alike = AlikeFunctions([o for o in op.ops if type(o) is func.FuncOp])
         for function, inner in by_function(blocks):
             key = alike.key(function) if type(function) is func.FuncOp else None
-            if key is not None and alike.replace(key, function) is not None:  # type: ignore[arg-type]
+            if key is not None and alike.replace(key, function, True) is not None:  # type: ignore[arg-type]
                 continue  # (alike a function fused before, which named only bodies shared)
-            shared = named_entries(bodies)
+            shared = shared_so_far(bodies) if key is not None else None
             for block in inner:
                 for members in find_groups(block):
                     if len(members) < 2:
@@ -166,7 +167,7 @@ class FuseElementwise(ModulePass):
                         fuse(members, order, bodies, known)
             if key is None:
                 continue
-            if named_entries(bodies) == shared:  # an alike function would fuse as this one
+            if shared_so_far(bodies) == shared:  # an alike function would fuse as this one
                 alike.settle(key, function, function)  # type: ignore[arg-type]
             else:
                 alike.forget(function)  # type: ignore[arg-type]

@@ -219,7 +219,11 @@ def test_fuse_elementwise_copies_steps_once_they_name_only_shared_bodies(
             if not copies:
                 m.setattr(alike_functions, "structure_key", lambda *args: None)
             module = load_program(steps(kind, 6))
-            run_pipeline(module, pipeline)
+            run_pipeline(module, pipeline.removesuffix(",fuse-elementwise"))
+            functions = [o for o in module.ops if isinstance(o, func.FuncOp)]
+            run_pipeline(module, "fuse-elementwise")
+        # (copies in place: the functions, their blocks and arguments stay, as fusing leaves them)
+        assert functions == [o for o in module.ops if isinstance(o, func.FuncOp)]
         results.append((str(module), places(module), use_orders(module), fused[0]))
     (text, where, uses, fused_copying), (text_each, where_each, uses_each, fused_each) = results
     assert (fused_copying, fused_each) == (3, 6)
