@@ -27,6 +27,8 @@ writes into its destination:
   in its order), then lowered op by op, each L1 op freed once it and its readers are lowered
   (`Lowering.done`): the L1 and kernel forms of a function no longer coexist in full (they
   were the pipeline's peak memory), and a refused function is left whole;
+* a function alike an earlier one (the same L1 form under another name: a model's optimizer
+  steps, one per parameter) becomes a copy of that one's kernel level (`AlikeFunctions`);
 * calls stay calls: each callee is lowered once, its results become output buffers the caller
   passes, its updates write the operands' buffers (the caller's arguments), and a called
   function joins its streams before returning, so a call is one op of the compute stream.

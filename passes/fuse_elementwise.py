@@ -19,7 +19,9 @@ replaces each group of two or more with a `dtensor.fused` whose body is their pe
 ```
 A body that another fused op of the module computes too (a model repeats its layers) is kept
 once, as a module-level `kernel.body` that the fused ops name (`dtensor.fused ins(...) body
-@fused_body0 : ...`, see `SharedBodies`); a body used once stays inline.
+@fused_body0 : ...`, see `SharedBodies`); a body used once stays inline. A function alike one
+fused before that named only bodies already shared (a model's optimizer steps from the third
+on) gets that one's ops, copied in place (`AlikeFunctions`).
 
 With `group=t1,t2` it fuses exactly the ops carrying those tags, and refuses with the reason when
 they are not all elementwise, do not share an iteration space, or are not convex (fusing would
