@@ -43,6 +43,7 @@ class AlikeFunctions:
             t = f.function_type
             (self.typed if t in seen else seen).add(t)
         self.kept: dict[tuple, tuple] = {}  # each key once: alike functions share it
+        self.last: tuple | None = None  # the last key kept
         self.settled: dict[tuple, tuple[func.FuncOp, list] | FunctionCopier] = {}
         self.located: dict[int, list[LocationAttr]] = {}  # by function (`id`): its ops' places
 
@@ -55,7 +56,10 @@ class AlikeFunctions:
         if key is None:
             return None
         self.located[id(f)] = locations
-        return self.kept.setdefault(key, key)
+        if key == self.last:  # (alike functions come in a row: compared, mostly by identity,
+            return self.last  # without hashing every attribute of the key)
+        self.last = self.kept.setdefault(key, key)
+        return self.last
 
     def settle(self, key: tuple, f: func.FuncOp, result: func.FuncOp) -> None:
         """`result` is what the pass made of `f`, keyed `key`, and would make of any alike."""
@@ -246,11 +250,11 @@ class FunctionCopier:
         block = f.regions[0].blocks.first
         assert block is not None
         op = block.first_op
-        while op is not None:
-            following = op.next_op
-            block.detach_op(op)
-            release(op)  # (with all the others: no use is left to drop)
+        while op is not None:  # (all of them: no use is left to drop, no op to unlink singly)
+            following = op._next_op  # pyright: ignore[reportPrivateUsage]
+            release(op)  # (its links to the block and its neighbours too)
             op = following
+        block._first_op = block._last_op = None  # pyright: ignore[reportPrivateUsage]
         for arg in block._args:  # pyright: ignore[reportPrivateUsage]
             arg.first_use = None
         self.fill(block, sources)
