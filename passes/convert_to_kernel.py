@@ -27,6 +27,8 @@ writes into its destination:
   in its order), then lowered op by op, each L1 op freed once it and its readers are lowered
   (`Lowering.done`): the L1 and kernel forms of a function no longer coexist in full (they
   were the pipeline's peak memory), and a refused function is left whole;
+* a function alike an earlier one (the same L1 form under another name: a model's optimizer
+  steps, one per parameter) becomes a copy of that one's kernel level (`AlikeFunctions`);
 * calls stay calls: each callee is lowered once, its results become output buffers the caller
   passes, its updates write the operands' buffers (the caller's arguments), and a called
   function joins its streams before returning, so a call is one op of the compute stream.
@@ -70,6 +72,7 @@ from ccopt.dialects.body import body_key, clone_body, named_only_by, walk_outsid
 from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
+from ccopt.passes.alike_functions import AlikeFunctions
 from ccopt.passes.common import (
     ProgramOrder,
     append_op,
@@ -1345,6 +1348,24 @@ class Outliner:
                 release(o)
 
 
+def call_context(f: func.FuncOp, calls: dt.CallUpdates) -> tuple:
+    """What lowering reads of how calls see `f`: the arguments it updates, whether it is
+    called (it joins its streams then)."""
+    name = f.sym_name.data
+    return (tuple(sorted(calls.updated[name])), name in calls.calls)
+
+
+def first_of_kind(keys: Sequence[tuple | None]) -> list[bool]:
+    """Per key, whether no earlier one is the same (None: always)."""
+    seen: set[int] = set()  # (by `id`: alike functions share their key, `AlikeFunctions.key`)
+    out = []
+    for key in keys:
+        out.append(key is None or id(key) not in seen)
+        if key is not None:
+            seen.add(id(key))
+    return out
+
+
 @dataclass(frozen=True)
 class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
@@ -1370,14 +1391,28 @@ class ConvertToKernel(ModulePass):
         for callee, sites in calls.calls.items():
             if callee not in bodies:
                 raise OpError(sites[0], f"calls @{callee}, which has no body to lower")
-        for f in [f for f in functions if f.body.blocks]:
-            check_signature(f)
-        for f in [f for f in functions if f.body.blocks]:
-            check_function(f, calls)  # every refusal before anything is lowered
+        lowerable = [f for f in functions if f.body.blocks]
+        # A function alike an earlier one (`AlikeFunctions`: its L1 form the same, and how
+        # calls see it) is lowered to a copy of that one's kernel-level form, folded and
+        # outlined as it is: its kernels name the bodies that one's name (outlining gives a
+        # body alike the name it gave the first; none is left inline in a function copied).
+        # Nor is it checked: it passes or fails as the earlier one, checked first. A model's
+        # optimizer steps are such functions, one per parameter.
+        alike = AlikeFunctions(lowerable)
+        keys = [alike.key(f, call_context(f, calls)) for f in lowerable]
+        firsts = first_of_kind(keys)  # (one alike an earlier function passes as that one)
+        for f, first in zip(lowerable, firsts, strict=True):
+            if first:
+                check_signature(f)
+        for f, first in zip(lowerable, firsts, strict=True):
+            if first:
+                check_function(f, calls)  # every refusal before anything is lowered
         names = BodyNames(op)
         outliner = Outliner(op)
         memo = FoldMemo() if self.views else None
-        for f in [f for f in functions if f.body.blocks]:
+        for f, key in zip(lowerable, keys, strict=True):
+            if key is not None and alike.replace(key, f) is not None:
+                continue  # (an alike function's lowering, copied)
             speculative: Speculated | None = {} if self.views else None
             lazy: list[list] = []
             made: set[type] = set()  # (no concat or fill made: no block scan looking for one)
@@ -1415,4 +1450,6 @@ class ConvertToKernel(ModulePass):
             outliner.function(lowered, bodies, empty)
             if memo is not None:
                 memo.record()
+            if key is not None:
+                alike.settle(key, f, lowered)
         outliner.finish()

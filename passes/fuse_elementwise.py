@@ -19,7 +19,9 @@ replaces each group of two or more with a `dtensor.fused` whose body is their pe
 ```
 A body that another fused op of the module computes too (a model repeats its layers) is kept
 once, as a module-level `kernel.body` that the fused ops name (`dtensor.fused ins(...) body
-@fused_body0 : ...`, see `SharedBodies`); a body used once stays inline.
+@fused_body0 : ...`, see `SharedBodies`); a body used once stays inline. A function alike one
+fused before that named only bodies already shared (a model's optimizer steps from the third
+on) gets that one's ops, copied in place (`AlikeFunctions`).
 
 With `group=t1,t2` it fuses exactly the ops carrying those tags, and refuses with the reason when
 they are not all elementwise, do not share an iteration space, or are not convex (fusing would
@@ -28,16 +30,18 @@ create a cycle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
+from ccopt.passes.alike_functions import AlikeFunctions
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
@@ -58,6 +62,7 @@ from ccopt.passes.fusion_groups import (
     iteration_key,
     joined_tag,
     place_fused,
+    top_level,
 )
 from ccopt.passes.options import option
 
@@ -103,6 +108,30 @@ def check_group(ops: Sequence[Operation]) -> None:
         raise Refusal("no result of the group is used outside it: it is dead code (run dce)")
 
 
+def by_function(blocks: Iterable[Block]) -> Iterator[tuple[Operation, list[Block]]]:
+    """The blocks (in program order) by the op of the module's block holding them, in order."""
+    function: Operation | None = None
+    inner: list[Block] = []
+    for block in blocks:
+        holder = top_level(block.parent_op())  # type: ignore[arg-type]
+        if holder is not function:
+            if inner:
+                yield function, inner  # type: ignore[misc]
+            function, inner = holder, []
+        inner.append(block)
+    if inner:
+        yield function, inner  # type: ignore[misc]
+
+
+def shared_so_far(bodies: SharedBodies) -> tuple[int, int]:
+    """How many group signatures `bodies` knows and names it gave (each body it outlines takes
+    a fresh name): a function fused without changing either named only bodies shared before
+    (its groups each computing like an earlier function's), as an alike function will
+    (`AlikeFunctions`). Two counts: no walk of what is shared per function."""
+    taken = bodies.taken
+    return len(bodies.by_signature), 0 if taken is None else len(taken)
+
+
 @dataclass(frozen=True)
 class FuseElementwise(ModulePass):
     """Fuse maximal convex groups of elementwise ops into dtensor.fused kernels."""
@@ -125,14 +154,25 @@ class FuseElementwise(ModulePass):
         )
         order = ProgramOrder()
         bodies = SharedBodies(op)
-        for block in blocks:
-            assert isinstance(block, Block)
-            for members in find_groups(block):
-                if len(members) < 2:
-                    continue
-                known = interface(members)
-                if known[1]:  # dead groups stay for dce
-                    fuse(members, order, bodies, known)
+        alike = AlikeFunctions([o for o in op.ops if type(o) is func.FuncOp])
+        for function, inner in by_function(blocks):
+            key = alike.key(function) if type(function) is func.FuncOp else None
+            if key is not None and alike.replace(key, function, True) is not None:  # type: ignore[arg-type]
+                continue  # (alike a function fused before, which named only bodies shared)
+            shared = shared_so_far(bodies) if key is not None else None
+            for block in inner:
+                for members in find_groups(block):
+                    if len(members) < 2:
+                        continue
+                    known = interface(members)
+                    if known[1]:  # dead groups stay for dce
+                        fuse(members, order, bodies, known)
+            if key is None:
+                continue
+            if shared_so_far(bodies) == shared:  # an alike function would fuse as this one
+                alike.settle(key, function, function)  # type: ignore[arg-type]
+            else:
+                alike.forget(function)  # type: ignore[arg-type]
         bodies.share_inline()
         drop_orphan_bodies(op)  # fused ops that named a body may have been fused again
 

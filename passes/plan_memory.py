@@ -49,15 +49,25 @@ def first_fit(busy: list[tuple[int, int]], size: int) -> int:
     return offset
 
 
-def plan_function(f: func.FuncOp, reuse: bool, meshes: Key | None = None) -> int:
-    """Set every alloc's offset; returns the workspace bytes the function needs."""
+def plan_function(
+    f: func.FuncOp,
+    reuse: bool,
+    meshes: Key | None = None,
+    sizes: dict[Attribute, int] | None = None,
+    offsets: dict[int, Attribute] | None = None,
+) -> int:
+    """Set every alloc's offset; returns the workspace bytes the function needs. `sizes`: the
+    bytes of buffer types already sized in functions of the same module (its meshes);
+    `offsets`: offset attributes already made."""
     found = lives_in_order(f)
     if found is None:
         return 0
     lives, live = found
     top = 0
-    sizes: dict[Attribute, int] = {}
-    offsets: dict[int, Attribute] = {}  # (`i64_attr` keys its cache by the value and its type)
+    if sizes is None:
+        sizes = {}
+    if offsets is None:
+        offsets = {}  # (`i64_attr` keys its cache by the value and its type)
     for life in lives:
         size = life.bytes(sizes)
         if life.first is None:
@@ -94,5 +104,7 @@ class PlanMemory(ModulePass):
         if not kernels:
             raise CcoptError("plan-memory: no kernel-level function; run convert-to-kernel first")
         meshes = tuple(module_meshes(op))  # (what every function's plan record reads)
+        sizes: dict[Attribute, int] = {}  # (functions alike size the same types: once)
+        offsets: dict[int, Attribute] = {}
         for f in kernels:
-            plan_function(f, self.reuse, meshes)
+            plan_function(f, self.reuse, meshes, sizes, offsets)
