@@ -660,6 +660,7 @@ class VerificationWalk:
         """How many changed ops `verified_leaf` verified (not in `changed`)."""
         self.typed_meshes: list[Operation] | None = None
         self.mesh_table: dict[str, Mesh] = {}
+        self.judge: Callable[[Attribute], str | None] | None = None  # (with `typed_meshes`)
         """The meshes `fine_results` judges types with, once it did."""
         self.visited = 0
         """How many ops the walk visited: all of them changed on a module's first
@@ -814,19 +815,9 @@ class VerificationWalk:
         if self.typed_meshes is None:
             self.typed_meshes = [op for op, _ in module_meshes(self.module)]
             self.mesh_table = {op.sym_name.data: op.mesh for op in self.typed_meshes}  # type: ignore[attr-defined]
-        verdicts = self.verdicts
-        meshes = self.mesh_table
-
-        def problem(t: Attribute) -> str | None:
-            known = verdicts.get(id(t))
-            if known is not None:
-                return known[1]
-            verdict = tensor_type_problem(t, meshes, problem)
-            if len(verdicts) >= _VERDICT_LIMIT:
-                verdicts.clear()
-            verdicts[id(t)] = (t, verdict)
-            return verdict
-
+            self.judge = TypeVerdicts(self.verdicts, self.mesh_table).problem
+        problem = self.judge
+        assert problem is not None
         return all(problem(t) is None for t in results)  # type: ignore[union-attr]
 
     def meshes_as_typed(self) -> bool:
@@ -1317,16 +1308,7 @@ def check_tensor_types(
     if verdicts is None:
         verdicts = {}
     fine_results: set[int] = set() if typed is None else set(typed)
-
-    def problem(t: Attribute) -> str | None:
-        known = verdicts.get(id(t))
-        if known is not None:
-            return known[1]
-        verdict = tensor_type_problem(t, meshes, problem)
-        if len(verdicts) >= _VERDICT_LIMIT:  # (types made per op: no hoarding)
-            verdicts.clear()
-        verdicts[id(t)] = (t, verdict)
-        return verdict
+    problem = TypeVerdicts(verdicts, meshes).problem
 
     for op, key in zip(changed, keys, strict=True):
         results = key[2][3]  # type: ignore[index]
@@ -1348,6 +1330,31 @@ def check_tensor_types(
             signature = op.function_type  # type: ignore[attr-defined]
             if problem(signature) is not None:
                 raise OpError(op, f"signature: {problem(signature)}")
+
+
+class TypeVerdicts:
+    """`tensor_type_problem` of each type once while `verdicts` (by the type's identity, which
+    the entry keeps alive; bounded: types made per op are not hoarded) holds it. The recursion
+    into nested types is a bound method: a closure that calls itself is a reference cycle, one
+    more for the collector per verification."""
+
+    __slots__ = ("meshes", "verdicts")
+
+    def __init__(
+        self, verdicts: dict[int, tuple[Attribute, str | None]], meshes: dict[str, Mesh]
+    ) -> None:
+        self.verdicts = verdicts
+        self.meshes = meshes
+
+    def problem(self, t: Attribute) -> str | None:
+        known = self.verdicts.get(id(t))
+        if known is not None:
+            return known[1]
+        verdict = tensor_type_problem(t, self.meshes, self.problem)
+        if len(self.verdicts) >= _VERDICT_LIMIT:
+            self.verdicts.clear()
+        self.verdicts[id(t)] = (t, verdict)
+        return verdict
 
 
 def tensor_type_problem(
