@@ -49,6 +49,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects.body import walk_outside_bodies
+from ccopt.passes.common import erase_op
 from ccopt.passes.options import option
 
 
@@ -154,7 +155,7 @@ def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
     results = [values.get(v, v) for v in terminator.arguments]
     for old, new in zip(call.results, results, strict=True):
         old.replace_all_uses_with(new)
-    Rewriter.erase_op(call)
+    erase_op(call)  # (released: freed now, not at a full collection)
 
 
 def inlinable_functions(module: ModuleOp, asked: tuple[str, ...]) -> dict[str, func.FuncOp]:
@@ -208,7 +209,7 @@ def apply_inline(module: ModuleOp, asked: tuple[str, ...], max_ops: int | None =
                 inline_call(call, inlinable[callee_name(call)])
     for name, f in inlinable.items():
         if remaining.get(name) == 0 and is_private(f):
-            Rewriter.erase_op(f)
+            erase_op(f)  # (released with its body)
 
 
 def is_private(f: Operation) -> bool:

@@ -30,6 +30,14 @@ finally:
     sys.path.remove(str(BENCH))
 
 
+def gpt_layers(n: int) -> str:
+    """A GPT stack of `n` layers (the front end's tiny model): a function per layer kind,
+    called per layer, which `inline` inlines and erases."""
+    from ccopt.frontend.gpt import gpt_step
+
+    return str(gpt_step("tiny", {"dp": 2, "tp": 2}, layers=n).module)
+
+
 def cyclic_garbage(program: str, pipeline: str) -> int:
     """Objects the pipeline leaves unreachable in reference cycles (only a collection frees
     them), counted while the module is still alive."""
@@ -52,8 +60,9 @@ def cyclic_garbage(program: str, pipeline: str) -> int:
         (megatron_blocks, _FUSED_PIPELINE),
         (lambda n: optimizer_copies("adam", n), _ADAM_PIPELINE),
         (lambda n: optimizer_copies("lamb", n), _LAMB_PIPELINE),
+        (gpt_layers, "inline," + _FUSED_PIPELINE.replace(",inline", "")),
     ],
-    ids=["megatron", "megatron+fuse-collective", "adam", "lamb"],
+    ids=["megatron", "megatron+fuse-collective", "adam", "lamb", "gpt-stack inlined"],
 )
 def test_pipelines_leave_no_cyclic_garbage_that_grows_with_the_program(
     program: Callable[[int], str], pipeline: str
