@@ -482,73 +482,108 @@ def clone_body(body: Region) -> Region:
     return Region(copy)
 
 
+Recipe = list[tuple]
+"""Per op of a block, what building it again takes: its class, its `op_shape`, its operands'
+positions (the block's arguments first, then every result in order), result types,
+properties, attributes, place (its location, or what stands for it) and result names."""
+
+
+def read_recipe(
+    block: Block, place: Callable[[Operation], object] | None = None
+) -> tuple[Recipe, list[Operation], list[SSAValue]] | None:
+    """`block`'s recipe, its ops and its values (arguments, then results) in recipe order;
+    None for a block it cannot describe (nested regions, successors, ops whose class builds
+    otherwise, values from outside, an op `place` gives None for). `place`: what stands for
+    an op's location in the recipe (by default the location itself)."""
+    numbers: dict[int, int] = {id(arg): i for i, arg in enumerate(block.args)}
+    values: list[SSAValue] = list(block.args)
+    steps: Recipe = []
+    ops: list[Operation] = []
+    for op in block.ops:
+        shape = op_shape(type(op)) if isinstance(op, IRDLOperation) else None
+        if shape is None or not shape.direct or op.regions or op._successors:  # pyright: ignore[reportPrivateUsage]
+            return None
+        where = op.location if place is None else place(op)
+        if where is None:
+            return None
+        try:
+            operands = tuple([numbers[id(v)] for v in op._operands])  # pyright: ignore[reportPrivateUsage]
+        except KeyError:
+            return None
+        results = op.results
+        steps.append(
+            (
+                type(op),
+                shape,
+                operands,
+                [r.type for r in results],
+                op.properties,
+                op.attributes,
+                where,
+                [r._name for r in results],  # pyright: ignore[reportPrivateUsage]
+            )
+        )
+        for r in results:
+            numbers[id(r)] = len(numbers)
+            values.append(r)
+        ops.append(op)
+    return steps, ops, values
+
+
+def build_recipe(
+    block: Block, steps: Recipe, locate: Callable[[object], Attribute] | None = None
+) -> tuple[list[Operation], list[SSAValue]]:
+    """The ops of `steps` built directly (`_fill`) and linked into `block` (empty, its
+    arguments alike the recipe's), and the values in recipe order; `locate` turns a recipe's
+    place into the op's location (by default the place is the location)."""
+    values: list[SSAValue] = list(block.args)
+    ops: list[Operation] = []
+    for cls, shape, operands, types, properties, attributes, where, names in steps:
+        op = cls.__new__(cls)
+        _fill(
+            op,
+            shape,
+            [values[i] for i in operands],
+            list(types),
+            dict(properties),  # (passes after change them in place: plan-memory's offsets)
+            dict(attributes),
+            [],
+        )
+        op.location = where if locate is None else locate(where)
+        for r, name in zip(op.results, names, strict=True):
+            r._name = name  # pyright: ignore[reportPrivateUsage]
+            values.append(r)
+        ops.append(op)
+    link_ops(block, ops)
+    return ops, values
+
+
 class BodyCopier:
     """Copies of one scalar body, made many times (a model repeats a group: one copy per
-    fused collective or kernel computing it): each op's class, operand positions, result
-    types, properties and attributes are read off the body once, and each copy builds its ops
-    from them directly (`_fill`) and links them into its block; what `clone_body` makes, for
-    about half the time. `copy` returns None for a body it cannot copy this way (nested
-    regions, successors, ops whose class builds otherwise, values from outside)."""
+    fused collective or kernel computing it): the body's recipe is read once
+    (`read_recipe`), and each copy builds its ops from it directly (`build_recipe`); what
+    `clone_body` makes, for about half the time. `copy` returns None for a body it cannot copy
+    this way (nested regions, successors, ops whose class builds otherwise, values from
+    outside)."""
 
     def __init__(self, body: Region) -> None:
-        self.steps: list[tuple] | None = None
+        self.steps: Recipe | None = None
         block = body.blocks.first
         if block is None or block is not body.blocks.last:
             return
         self.arg_types = block.arg_types
         self.arg_names = [arg._name for arg in block.args]  # pyright: ignore[reportPrivateUsage]
-        numbers: dict[int, int] = {id(arg): i for i, arg in enumerate(block.args)}
-        steps = []
-        for op in block.ops:
-            shape = op_shape(type(op)) if isinstance(op, IRDLOperation) else None
-            if shape is None or not shape.direct or op.regions or op._successors:  # pyright: ignore[reportPrivateUsage]
-                return
-            try:
-                operands = tuple([numbers[id(v)] for v in op._operands])  # pyright: ignore[reportPrivateUsage]
-            except KeyError:
-                return
-            results = op.results
-            steps.append(
-                (
-                    type(op),
-                    shape,
-                    operands,
-                    [r.type for r in results],
-                    op.properties,
-                    op.attributes,
-                    op.location,
-                    [r._name for r in results],  # pyright: ignore[reportPrivateUsage]
-                )
-            )
-            for r in results:
-                numbers[id(r)] = len(numbers)
-        self.steps = steps
+        recipe = read_recipe(block)
+        if recipe is not None:
+            self.steps = recipe[0]
 
     def copy(self) -> Region | None:
         if self.steps is None:
             return None
         block = Block(arg_types=self.arg_types)
-        values: list[SSAValue] = list(block.args)
-        for arg, name in zip(values, self.arg_names, strict=True):
+        for arg, name in zip(block.args, self.arg_names, strict=True):
             arg._name = name  # pyright: ignore[reportPrivateUsage]
-        ops: list[Operation] = []
-        for cls, shape, operands, types, properties, attributes, location, names in self.steps:
-            op = cls.__new__(cls)
-            _fill(
-                op,
-                shape,
-                [values[i] for i in operands],
-                list(types),
-                dict(properties),
-                dict(attributes),
-                [],
-            )
-            op.location = location
-            for r, name in zip(op.results, names, strict=True):
-                r._name = name  # pyright: ignore[reportPrivateUsage]
-                values.append(r)
-            ops.append(op)
-        link_ops(block, ops)
+        build_recipe(block, self.steps)
         return Region(block)
 
 

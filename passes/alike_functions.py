@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from xdsl.dialects import func
 from xdsl.dialects.builtin import LocationAttr, StringAttr, UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, Use
-from xdsl.irdl import IRDLOperation
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from ccopt.dialects.construct import _fill, link_ops, op_shape  # pyright: ignore[reportPrivateUsage]
+from ccopt.dialects.body import Recipe, build_recipe, read_recipe
+from ccopt.dialects.construct import _fill, op_shape  # pyright: ignore[reportPrivateUsage]
 from ccopt.dialects.symbols import note_symbols
 from ccopt.passes.common import release
 
@@ -161,60 +161,30 @@ def structure_key(
 
 class FunctionCopier:
     """Copies of `f`, a function of a single block of ops without regions (a kernel-level
-    one), under other names: each op's class, operand positions, result types and names,
-    properties, attributes and location are read once, and each copy builds its ops from them
-    directly (`_fill`). Each value's uses come in the original's order (passes after may walk
-    them). An op located where an op of `f`'s source was (`sources`: the source's locations,
-    `structure_key`) is located where that op of the copy's source is; an unknown location
-    stays unknown. `steps` is None for a function it cannot copy this way (an op at a place
-    of no op of the source)."""
+    one), under other names: its block's recipe is read once (`read_recipe`, as `BodyCopier`
+    does for scalar bodies) and each copy builds its ops from it (`build_recipe`). Each
+    value's uses come in the original's order (passes after may walk them). An op located
+    where an op of `f`'s source was (`sources`: the source's locations, `structure_key`) is
+    located where that op of the copy's source is; an unknown location stays unknown. `steps`
+    is None for a function it cannot copy this way (an op at a place of no op of the source)."""
 
     def __init__(self, f: func.FuncOp, sources: Sequence[LocationAttr]) -> None:
-        self.steps: list[tuple] | None = None
+        self.steps: Recipe | None = None
         block = f.regions[0].blocks.first
         assert block is not None and block is f.regions[0].blocks.last
         self.arg_types = block.arg_types
         self.arg_names = [a._name for a in block._args]  # pyright: ignore[reportPrivateUsage]
-        numbers: dict[int, int] = {id(a): i for i, a in enumerate(block._args)}  # pyright: ignore[reportPrivateUsage]
         places: dict[int, int] = {}
         for i, location in enumerate(sources):
             places.setdefault(id(location), i)
         self.place = self.located(f, places)
         if self.place is None:
             return
-        values: list[SSAValue] = list(block._args)  # pyright: ignore[reportPrivateUsage]
-        steps = []
-        ops: list[Operation] = []
-        for op in block.ops:
-            shape = op_shape(type(op)) if isinstance(op, IRDLOperation) else None
-            place = self.located(op, places)
-            if (
-                shape is None
-                or not shape.direct
-                or op.regions
-                or op._successors  # pyright: ignore[reportPrivateUsage]
-                or place is None
-            ):
-                return
-            results = op.results
-            steps.append(
-                (
-                    type(op),
-                    shape,
-                    tuple([numbers[id(v)] for v in op._operands]),  # pyright: ignore[reportPrivateUsage]
-                    [r.type for r in results],
-                    op.properties,
-                    op.attributes,
-                    place,
-                    [r._name for r in results],  # pyright: ignore[reportPrivateUsage]
-                )
-            )
-            for r in results:
-                numbers[id(r)] = len(numbers)
-                values.append(r)
-            ops.append(op)
+        recipe = read_recipe(block, lambda op: self.located(op, places))
+        if recipe is None:
+            return
         self.function = f
-        self.steps = steps
+        self.steps, ops, values = recipe
         self.orders = use_orders(values, {id(o): i for i, o in enumerate(ops)})
 
     @staticmethod
@@ -262,27 +232,13 @@ class FunctionCopier:
     def fill(self, block: Block, sources: Sequence[LocationAttr]) -> None:
         """The function's ops, built into `block` (empty, its arguments alike the function's)."""
         assert self.steps is not None
-        values: list[SSAValue] = list(block._args)  # pyright: ignore[reportPrivateUsage]
-        ops: list[Operation] = []
-        for cls, shape, operands, types, properties, attributes, place, names in self.steps:
-            op = cls.__new__(cls)
-            _fill(
-                op,
-                shape,
-                [values[i] for i in operands],
-                list(types),
-                dict(properties),  # (passes after change them in place: plan-memory's offsets)
-                dict(attributes),
-                [],
-            )
-            op.location = sources[place] if type(place) is int else place
-            for r, hint in zip(op.results, names, strict=True):
-                r._name = hint  # pyright: ignore[reportPrivateUsage]
-                values.append(r)
-            ops.append(op)
+        ops, values = build_recipe(
+            block,
+            self.steps,
+            lambda place: sources[place] if type(place) is int else place,  # type: ignore[index, return-value]
+        )
         for at, order in self.orders:
             relink(values[at], [ops[i]._operand_uses[j] for i, j in order])  # pyright: ignore[reportPrivateUsage]
-        link_ops(block, ops)
 
 
 def use_orders(values: list[SSAValue], index: dict[int, int]) -> list[tuple[int, list]]:
