@@ -8,7 +8,7 @@ times. Attributes are immutable, so equal ones are built once and shared by ever
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from functools import lru_cache
 from typing import TypeVar
@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    SymbolRefAttr,
     f64,
     i64,
 )
@@ -75,6 +76,29 @@ _CANONICAL = "_ccopt_canonical"
 its `__init__`, which Python calls again on every construction, returns at once."""
 
 _A = TypeVar("_A", bound=Attribute)
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def shared_entry(table: dict[_K, _V], key: _K, make: Callable[[_K], _V]) -> _V:
+    """`make(key)`, built once per key and kept in `table` (cleared past 4096 entries: a model
+    has a few dozen distinct keys, a stream of distinct ones must not grow it forever)."""
+    found = table.get(key)
+    if found is None:
+        if len(table) > 4096:
+            table.clear()
+        found = table[key] = make(key)
+    return found
+
+
+_BODY_REFS: dict[str, SymbolRefAttr] = {}
+
+
+def body_ref(name: str) -> SymbolRefAttr:
+    """`SymbolRefAttr(name)`, one per name: a model's fused ops and kernels name a handful of
+    bodies hundreds of times, and building the attribute verifies it (about a third of
+    building such a kernel)."""
+    return shared_entry(_BODY_REFS, name, SymbolRefAttr)
 
 
 def uniqued(cls: type[_A]) -> type[_A]:

@@ -78,7 +78,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects import inference as infer
-from ccopt.dialects.attrs import float_attr, i64_array, i64_attr
+from ccopt.dialects.attrs import body_ref, float_attr, i64_array, i64_attr
 from ccopt.dialects.body import NamedBodyOp, UniformOp, YieldOp, walk_outside_bodies
 from ccopt.dialects.construct import init_op, value_of
 from ccopt.dialects.dtensor_type import (
@@ -1066,20 +1066,6 @@ def is_entry_argument(value: SSAValue, f: func.FuncOp) -> bool:
 # --- fused computation ----------------------------------------------------------------------
 
 
-_BODY_REFS: dict[str, SymbolRefAttr] = {}
-
-
-def _body_ref(name: str) -> SymbolRefAttr:
-    """`SymbolRefAttr(name)`, one per name (building one verifies it: a model's fused ops name
-    a handful of bodies, hundreds of times)."""
-    found = _BODY_REFS.get(name)
-    if found is None:
-        if len(_BODY_REFS) > 4096:
-            _BODY_REFS.clear()
-        found = _BODY_REFS[name] = SymbolRefAttr(name)
-    return found
-
-
 @irdl_op_definition
 class FusedOp(NamedBodyOp):
     """Elementwise ops fused into one kernel: the body computes one element of every result.
@@ -1120,7 +1106,7 @@ class FusedOp(NamedBodyOp):
         """`body`: the region, or the name of the module-level `kernel.body` to run."""
         props: dict[str, Attribute] = {}
         if isinstance(body, str):
-            props["body_ref"] = _body_ref(body)
+            props["body_ref"] = body_ref(body)
         init_op(
             self,
             operands=[list(inputs)],

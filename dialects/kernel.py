@@ -20,10 +20,10 @@ kernel.body @sgd { ...scalar body... }     // at module level, shared by every k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from math import prod
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -74,7 +74,7 @@ from xdsl.traits import IsolatedFromAbove, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
-from ccopt.dialects.attrs import float_attr, i64_array, i64_attr, uniqued
+from ccopt.dialects.attrs import body_ref, float_attr, i64_array, i64_attr, shared_entry, uniqued
 from ccopt.dialects.body import BODY_KINDS, INDEX_FORMAT, ModuleBodyOp, YieldOp
 from ccopt.dialects.body import UniformOp as BodyUniformOp
 from ccopt.dialects.coll import (
@@ -125,28 +125,13 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         self.tensor.print_parameters(printer)
 
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
-
-
-def _shared(table: dict[_K, _V], key: _K, make: Callable[[_K], _V]) -> _V:
-    """`make(key)`, built once per key and kept in `table` (cleared past 4096 entries: a model
-    has a few dozen distinct keys, a stream of distinct ones must not grow it forever)."""
-    found = table.get(key)
-    if found is None:
-        if len(table) > 4096:
-            table.clear()
-        found = table[key] = make(key)
-    return found
-
-
 _BUFFER_TYPES: dict[DTensorType, BufferType] = {}
 
 
 def buffer_type(tensor: DTensorType) -> BufferType:
     """`BufferType(tensor)`, shared: lowering a model builds one per value (each verifies its
     parameter), and a model has a few dozen distinct tensor types."""
-    return _shared(_BUFFER_TYPES, tensor, BufferType)
+    return shared_entry(_BUFFER_TYPES, tensor, BufferType)
 
 
 @uniqued
@@ -194,15 +179,6 @@ def stream_attr(stream: int) -> IntegerAttr:
     """Streams are a handful of small numbers; every device op names one (attributes are
     immutable, and building one verifies it)."""
     return i64_attr(stream)
-
-
-_BODY_REFS: dict[str, SymbolRefAttr] = {}
-
-
-def body_ref(name: str) -> SymbolRefAttr:
-    """`SymbolRefAttr(name)`, shared: the kernels of a model name a handful of bodies, and
-    building the attribute verifies it (about a third of building such a kernel)."""
-    return _shared(_BODY_REFS, name, SymbolRefAttr)
 
 
 def _expect(actual: DTensorType, expected: DTensorType, what: str) -> None:
