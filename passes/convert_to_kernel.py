@@ -51,10 +51,12 @@ from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
     Float32Type,
     FunctionType,
+    LocationAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
+    UnknownLoc,
     i64,
 )
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, Use
@@ -166,6 +168,8 @@ class Lowering:
     # the classes of the kernels that the rewrites after lowering look for, made (`rewrites`)
     made: set[type] = field(default_factory=set)
     concats: list[Operation] = field(default_factory=list)  # in order, for `concat_in_place`
+    # where the L1 op being lowered is: the kernels made for it are located there
+    location: LocationAttr = field(default_factory=UnknownLoc)
 
     def body_of(self, op: Operation, shareable: bool = False) -> Region | str:
         """A region for the kernel that runs `op`'s body, holding `op`'s blocks: the L1 op is
@@ -325,6 +329,8 @@ class Lowering:
         """Append a new op to the function's block (on the current stream if it runs on one)."""
         if on_device(op):
             op.properties["stream"] = k.stream_attr(self.stream)
+        if type(op.location) is UnknownLoc:
+            op.location = self.location
         append_op(self.block, op)
         return op
 
@@ -1183,6 +1189,7 @@ def lower_function(
     while op is not None:
         following = op.next_op  # (`done` may free `op`)
         if type(op) is not func.ReturnOp:
+            low.location = op.location
             lower_op(low, op)
             low.done(op)
         op = following
@@ -1193,6 +1200,7 @@ def lower_function(
     lowered = func.FuncOp(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
     )
+    lowered.location = f.location
     lowered.attributes[RESULTS_ATTR] = i64_attr(len(outputs))
     lowered.attributes[UPDATED_ATTR] = i64_array(updated)
     if f.sym_visibility is not None:

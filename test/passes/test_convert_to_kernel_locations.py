@@ -1,0 +1,61 @@
+"""convert-to-kernel locates each kernel-level op where the L1 op it lowers was, and each lowered
+function where its source function was, so diagnostics after lowering point at the program's
+own lines; a function copied from an alike one (`AlikeFunctions`) at its own lines."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from test_erased_ir_freed import _ADAM_PIPELINE, optimizer_copies
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FileLineColLoc
+
+from ccopt.diagnostics import SourceText
+from ccopt.ir import make_context, parse_module, verify_module
+from ccopt.passes.pipeline import checked_pipeline
+
+
+def source_ranges(text: str) -> dict[str, range]:
+    """Each function's lines (1-based), from its `func.func` line to the next one's."""
+    starts = [
+        (m.group(1), text.count("\n", 0, m.start()) + 1)
+        for m in re.finditer(r"^func\.func @(\w+)\(", text, re.M)
+    ]
+    ends = [line for _, line in starts[1:]] + [text.count("\n") + 2]
+    return {name: range(line, end) for (name, line), end in zip(starts, ends, strict=True)}
+
+
+def test_lowered_ops_are_located_at_their_functions_own_source_lines() -> None:
+    text = optimizer_copies("adam", 4)
+    ranges = source_ranges(text)
+    ctx = make_context()
+    module = parse_module(ctx, SourceText("adam4.mlir", text))
+    verify_module(module)
+    checked_pipeline(_ADAM_PIPELINE).apply(ctx, module)
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    assert [f.sym_name.data for f in functions] == list(ranges)
+    for f in functions:
+        lines = ranges[f.sym_name.data]
+        assert isinstance(f.location, FileLineColLoc)
+        assert f.location.line.data == lines.start
+        located = [o.location for o in f.walk() if o is not f]
+        assert located and all(isinstance(loc, FileLineColLoc) for loc in located)
+        assert {loc.line.data for loc in located} <= set(lines), f.sym_name.data  # type: ignore[attr-defined]
+        assert len({loc.line.data for loc in located}) > 1  # type: ignore[attr-defined]
+
+
+def test_an_error_found_after_lowering_names_the_op_it_lowered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """examples/open_mlp.mlir leaves its weights' placements open: the gemm lowered from its
+    first matmul is refused, at the matmul's line (not the mesh declaration's)."""
+    from ccopt.tools.ccopt_opt import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "open_mlp.mlir"
+    line = 1 + example.read_text().splitlines().index(
+        "  %h = dtensor.matmul %x, %w1 : (!act, !w1) -> !hid"
+    )
+    assert main([str(example), "-p", "inline,convert-to-kernel,plan-memory"]) != 0
+    assert f"open_mlp.mlir:{line}:3: error: 'kernel.gemm' op" in capsys.readouterr().err
