@@ -20,6 +20,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
+from ccopt.backends.cuda.blocks import block_table, failed_ranks
 from ccopt.backends.cuda.build import cache_root, import_module
 from ccopt.diagnostics import CcoptError
 from ccopt.files import write_atomic
@@ -142,32 +143,12 @@ def run_on_host(
     it by events only - `sync` makes the run block instead. `fault` ("RANK:CALL:KIND", see
     `host/nccl_host.h`) injects an NCCL failure; a failed rank raises HostRunError."""
     from ccopt.backends.cuda.emit import emit_cuda
-    from ccopt.interpreters.distributed import distribute, garbage, numpy_dtype
-    from ccopt.program import argument_names, argument_tensor, input_arguments, module_meshes
 
     f = kernel_function(module, entry)
     source = emit_cuda(module, f.sym_name.data)
     library = ctypes.CDLL(str(compile_host(source, f"ccopt_{f.sym_name.data}")))
-    (mesh,) = module_meshes(module).values()
-    args = input_arguments(f)
-    names = argument_names(f)
-    per_arg: list[list[np.ndarray]] = [
-        distribute(inputs[n], argument_tensor(a), mesh).shards
-        for n, a in zip(names, args, strict=True)
-    ]
-    results = list(f.body.blocks[0].args[len(args) :])
-    for r in results:
-        t = argument_tensor(r)
-        dtype = numpy_dtype(t.element_type)
-        per_arg.append([garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()])
-    per_arg = [[np.array(s, order="C") for s in shards] for shards in per_arg]
-    count = mesh.rank_count * len(per_arg)
-    pointers = (ctypes.c_void_p * count)()
-    sizes = (ctypes.c_int64 * count)()
-    for rank in range(mesh.rank_count):
-        for i, shards in enumerate(per_arg):
-            pointers[rank * len(per_arg) + i] = shards[rank].ctypes.data
-            sizes[rank * len(per_arg) + i] = shards[rank].nbytes
+    per_arg = caller_blocks(module, f, inputs)
+    pointers, sizes = block_table(per_arg)
     report = ctypes.create_string_buffer(1 << 16)
     library.ccopt_host_run.argtypes = [
         ctypes.c_void_p,
@@ -180,11 +161,38 @@ def run_on_host(
     with _environment(CCOPT_HOST_SCHEDULE=schedule, CCOPT_HOST_FAULT=fault):
         failed = library.ccopt_host_run(pointers, sizes, int(sync), timeout_s, report, len(report))
     if failed:
-        lines = report.value.decode().splitlines()
-        raise HostRunError(
-            f.sym_name.data, {int(line.split(":")[0].removeprefix("rank ")): line for line in lines}
-        )
-    outputs = {f"result{i}": per_arg[len(args) + i] for i in range(len(results))}
+        raise HostRunError(f.sym_name.data, failed_ranks(report.value))
+    return written_blocks(f, per_arg)
+
+
+def caller_blocks(
+    module: ModuleOp, f: func.FuncOp, inputs: Mapping[str, np.ndarray]
+) -> list[list[np.ndarray]]:
+    """Per argument of the kernel-level function `f`, every rank's block as a caller passes it:
+    the inputs' shards, then garbage (as cudaMalloc hands it out) for each result."""
+    from ccopt.interpreters.distributed import distribute, garbage, numpy_dtype
+    from ccopt.program import argument_names, argument_tensor, input_arguments, module_meshes
+
+    (mesh,) = module_meshes(module).values()
+    args = input_arguments(f)
+    per_arg: list[list[np.ndarray]] = [
+        distribute(inputs[n], argument_tensor(a), mesh).shards
+        for n, a in zip(argument_names(f), args, strict=True)
+    ]
+    for r in f.body.blocks[0].args[len(args) :]:
+        t = argument_tensor(r)
+        dtype = numpy_dtype(t.element_type)
+        per_arg.append([garbage(t.local_shape(mesh, c), dtype) for c in mesh.all_coords()])
+    return [[np.array(s, order="C") for s in shards] for shards in per_arg]
+
+
+def written_blocks(f: func.FuncOp, per_arg: list[list[np.ndarray]]) -> dict[str, list[np.ndarray]]:
+    """The blocks a run wrote, by output name: `result<i>` and the arguments updated in place."""
+    from ccopt.program import argument_names, input_arguments
+
+    inputs = len(input_arguments(f))
+    outputs = {f"result{i}": per_arg[inputs + i] for i in range(len(per_arg) - inputs)}
+    names = argument_names(f)
     for index in f.attributes["kernel.updated"].get_values():  # type: ignore[union-attr]
         outputs[names[index]] = per_arg[index]
     return outputs

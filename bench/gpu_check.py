@@ -1,0 +1,397 @@
+"""GPU check: generated code on a real GPU against the reference interpreter, and the Megatron
+MLP's schedules timed at a model-sized shape - every rank of a program sharing one GPU
+(`ccopt.backends.cuda.shared_gpu`: real NCCL refuses two ranks on one device).
+
+Checked, rank by rank: every bundled example under every schedule of
+`ccopt.frontend.workloads.PIPELINES` (memory planned), every entry of the kernel-level zoo, the
+two-layer GPT stack with its layers kept as functions, and the 25 library collective algorithms
+on 8 ranks. Timed: `examples/megatron_mlp.mlir` at 8x1024x4096 (f32, hidden 16384, dp=2 x tp=4)
+under each of its schedules.
+
+Two halves, so that the GPU machine only runs what needs a GPU:
+
+    python bench/gpu_check.py prepare .gpucheck   # here: lower, emit, nvcc, reference outputs
+    python bench/gpu_check.py run .gpucheck       # on the GPU: numpy and ctypes only
+
+`run` prints a table per half (max error relative to each output's scale; ms per step and the
+ratio to the unoptimized program) and writes them as markdown to `--report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.abc
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+TOLERANCE = 1e-4
+"""Max |gpu - interpreter| over an output's scale: cuBLAS sums in another order than numpy, and
+nvcc contracts a*b+c into one rounding."""
+
+TIMED_SHAPES = {
+    "x": "8x1024x4096",
+    "w1": "4096x16384",
+    "b1": "16384",
+    "h": "8x1024x16384",
+    "w2": "16384x4096",
+    "partial": "8x1024x4096",
+    "b2": "4096",
+}
+"""The Megatron MLP's type aliases at the timed size (hidden 4096, FFN 16384, 8K tokens)."""
+
+
+def cases() -> list[tuple[str, object, str | None, dict | None]]:
+    """(case id, kernel-level module, entry, inputs or None for the interpreter's own)."""
+    sys.path[:0] = [str(ROOT / "test" / "backends"), str(ROOT / "test" / "frontend")]
+    from test_cuda import CASES, ZOO, lowered
+    from test_cuda_algorithms import PIPELINE as ALGORITHMS
+    from test_cuda_algorithms import PROGRAM as ALGORITHM_PROGRAM
+    from test_gpt import inputs_for
+
+    from ccopt.frontend.gpt import gpt_step
+    from ccopt.passes.pipeline import run_pipeline
+    from ccopt.program import bind_mesh, load_program
+
+    out: list = [(f"{n}/{s}", lowered(n, s), None, None) for n, s in CASES]
+    zoo = load_program(ZOO)
+    run_pipeline(zoo, "convert-to-kernel,plan-memory")
+    for entry in (
+        "elementwise",
+        "half",
+        "contractions",
+        "integers",
+        "reductions",
+        "big_reductions",
+        "constants",
+        "shapes",
+        "collectives",
+    ):
+        out.append((f"zoo/{entry}", zoo, entry, None))
+    step = gpt_step("tiny", {"dp": 2, "tp": 2})
+    gpt = step.module.clone()
+    run_pipeline(
+        gpt,
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2},"
+        "convert-to-kernel,plan-memory",
+    )
+    out.append(("gpt_stack/calls-overlap", gpt, None, inputs_for(step, "float32")))
+    algorithms = load_program(ALGORITHM_PROGRAM)
+    bind_mesh(algorithms, "node=2,gpu=4")
+    run_pipeline(algorithms, f"{ALGORITHMS},convert-to-kernel,plan-memory")
+    out.append(("algorithms/node=2,gpu=4", algorithms, None, None))
+    return out
+
+
+def timed_modules() -> list[tuple[str, object]]:
+    from ccopt.frontend.workloads import PIPELINES
+    from ccopt.passes.pipeline import run_pipeline
+    from ccopt.program import load_program
+
+    text = re.sub(
+        r"^!(\w+) = !dtensor.tensor<[0-9x]+xf32",
+        lambda m: f"!{m[1]} = !dtensor.tensor<{TIMED_SHAPES[m[1]]}xf32",
+        (ROOT / "examples" / "megatron_mlp.mlir").read_text(),
+        flags=re.MULTILINE,
+    )
+    out = []
+    for schedule, pipeline in {"unoptimized": "", **PIPELINES["megatron_mlp"]}.items():
+        module = load_program(text)
+        run_pipeline(module, ",".join(p for p in (pipeline, "convert-to-kernel,plan-memory") if p))
+        out.append((f"megatron_mlp-8x1024x4096/{schedule}", module))
+    return out
+
+
+def library_for(module, entry: str | None, into: Path, case: str) -> tuple[str, object]:  # noqa: ANN001
+    from ccopt.backends.cuda.cpu import kernel_function
+    from ccopt.backends.cuda.emit import emit_cuda
+    from ccopt.backends.cuda.shared_gpu import compile_shared_gpu
+
+    f = kernel_function(module, entry)
+    built = compile_shared_gpu(emit_cuda(module, f.sym_name.data), f"ccopt_{f.sym_name.data}")
+    name = case.replace("/", "__").replace(",", "_").replace("=", "") + ".so"
+    shutil.copyfile(built, into / name)
+    return name, f
+
+
+def prepare(into: Path) -> None:
+    import ccopt
+    from ccopt.backends.cuda.cpu import caller_blocks, written_blocks
+
+    into.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, list] = {"checked": [], "timed": []}
+    start = time.perf_counter()
+    for case, module, entry, inputs in cases():
+        library, f = library_for(module, entry, into, case)
+        reference = ccopt.run(module, inputs, entry=entry, seed=11)
+        per_arg = caller_blocks(module, f, reference.inputs)
+        outputs = {
+            name: next(i for i, b in enumerate(per_arg) if b is blocks)
+            for name, blocks in written_blocks(f, per_arg).items()
+        }
+        arrays = {f"in_{i}_{r}": b for i, bs in enumerate(per_arg) for r, b in enumerate(bs)}
+        arrays |= {
+            f"want_{i}_{r}": np.asarray(s)
+            for name, i in outputs.items()
+            for r, s in enumerate(reference.shards[name])
+        }
+        data = library.removesuffix(".so") + ".npz"
+        np.savez_compressed(into / data, **arrays)
+        manifest["checked"].append(
+            {
+                "case": case,
+                "library": library,
+                "data": data,
+                "args": len(per_arg),
+                "ranks": len(per_arg[0]),
+                "outputs": outputs,
+            }
+        )
+        print(f"{case}: {time.perf_counter() - start:.0f} s", flush=True)
+    for case, module in timed_modules():
+        library, f = library_for(module, None, into, case)
+        manifest["timed"].append(
+            {"case": case, "library": library, "blocks": block_shapes(module, f)}
+        )
+        print(f"{case}: {time.perf_counter() - start:.0f} s", flush=True)
+    (into / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def block_shapes(module, f) -> list[list[tuple[list[int], str]]]:  # noqa: ANN001
+    """Per argument of `f` (inputs, then results), every rank's block shape and dtype."""
+    from ccopt.interpreters.distributed import numpy_dtype
+    from ccopt.program import argument_tensor, module_meshes
+
+    (mesh,) = module_meshes(module).values()
+    return [
+        [
+            (list(t.local_shape(mesh, c)), str(np.dtype(numpy_dtype(t.element_type))))
+            for c in mesh.all_coords()
+        ]
+        for t in map(argument_tensor, f.body.blocks[0].args)
+    ]
+
+
+class _Checkout(importlib.abc.MetaPathFinder):
+    """Imports `ccopt.*` from this checkout's folders (pyproject's package-dir), for a GPU
+    machine where ccopt is not installed."""
+
+    def __init__(self) -> None:
+        section = (ROOT / "pyproject.toml").read_text().split("[tool.setuptools.package-dir]")[1]
+        self.folders = dict(re.findall(r'^"([\w.]+)" = "(\w+)"', section, re.MULTILINE))
+
+    def find_spec(self, name: str, path: object, target: object = None):  # noqa: ANN201
+        folder = self.folders.get(name)
+        if folder is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            name, ROOT / folder / "__init__.py", submodule_search_locations=[str(ROOT / folder)]
+        )
+
+
+def use_checkout() -> None:
+    """ccopt from an install if there is one, else from this checkout."""
+    if importlib.util.find_spec("ccopt") is None:
+        sys.meta_path.insert(0, _Checkout())
+
+
+def one_line(e: BaseException) -> str:
+    """An error as a markdown table cell: its lines joined, cut at 300 characters."""
+    return "; ".join(str(e).splitlines())[:300]
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    if not np.array_equal(np.isnan(got), np.isnan(want)):
+        return float("inf")
+    finite = np.isfinite(want)
+    scale = max(float(np.abs(want[finite]).max()) if finite.any() else 1.0, 1.0)
+    diff = np.abs(got - want)[finite & np.isfinite(got)]
+    return float(diff.max()) / scale if diff.size else 0.0
+
+
+def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
+    """Check every prepared case (whose id starts with one of the comma-separated `only`), then
+    time the timed ones (none when `iterations` is 0); 1 when any failed."""
+    use_checkout()
+    from ccopt.backends.cuda import shared_gpu
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    prefixes = tuple(p for p in only.split(",") if p) or ("",)
+    manifest["checked"] = [c for c in manifest["checked"] if c["case"].startswith(prefixes)]
+    manifest["timed"] = manifest["timed"] if iterations > 0 else []
+    lines = [
+        "| program / schedule | ranks | outputs | max error / scale | exact | result |",
+        "|---|---|---|---|---|---|",
+    ]
+    failures = 0
+    for c in manifest["checked"]:
+        data = np.load(folder / c["data"])
+        per_arg = [
+            [np.array(data[f"in_{i}_{r}"]) for r in range(c["ranks"])] for i in range(c["args"])
+        ]
+        try:
+            shared_gpu.run_library(folder / c["library"], per_arg, timeout_s=30, name=c["case"])
+        except RuntimeError as e:
+            failures += 1
+            lines.append(f"| {c['case']} | {c['ranks']} | | | | FAILED: {one_line(e)} |")
+            print(e, flush=True)
+            continue
+        errors, exact = [], True
+        for i in c["outputs"].values():
+            for r in range(c["ranks"]):
+                want = data[f"want_{i}_{r}"]
+                errors.append(relative_error(per_arg[i][r], want))
+                exact &= bool(np.array_equal(per_arg[i][r], want, equal_nan=True))
+        worst = max(errors, default=0.0)
+        ok = worst <= TOLERANCE
+        failures += not ok
+        lines.append(
+            f"| {c['case']} | {c['ranks']} | {len(c['outputs'])} | {worst:.1e} | "
+            f"{'yes' if exact else 'no'} | {'ok' if ok else 'MISMATCH'} |"
+        )
+        print(lines[-1], flush=True)
+    lines += [
+        "",
+        "| Megatron MLP 8x1024x4096 f32, 8 ranks on one GPU | ms per step | vs unoptimized |",
+        "|---|---|---|",
+    ]
+    base = None
+    rng = np.random.default_rng(0)
+    inputs: dict[str, list[list[np.ndarray]]] = {}  # the schedules share their blocks' shapes
+    for t in manifest["timed"]:
+        key = json.dumps(t["blocks"])
+        if key not in inputs:
+            inputs.clear()
+            inputs[key] = [
+                [
+                    (rng.standard_normal(shape, np.float32) * 0.02).astype(dtype)
+                    for shape, dtype in bs
+                ]
+                for bs in t["blocks"]
+            ]
+        per_arg = inputs[key]
+        try:
+            seconds = shared_gpu.run_library(
+                folder / t["library"], per_arg, iterations=iterations, name=t["case"]
+            )
+        except RuntimeError as e:
+            failures += 1
+            lines.append(f"| {t['case']} | FAILED: {one_line(e)} | |")
+            print(e, flush=True)
+            continue
+        ms = max(seconds) * 1e3
+        base = base or ms
+        lines.append(f"| {t['case']} | {ms:.2f} | {ms / base:.2f}x |")
+        print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if report:
+        report.write_text(text)
+    return 1 if failures else 0
+
+
+GPT_SCHEDULE = "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2}"
+WORLD_OF_ONE = [
+    ("megatron_mlp", "dp=1,tp=1", "fused-collective-overlap"),
+    ("adam", "dp=1", "fused-collective"),
+]
+"""Examples bound to a mesh of one device, then the GPT stack's tiny step on one: `ccopt.build`'s
+own module, real NCCL and cuBLAS."""
+
+
+def world_of_one() -> list[tuple[str, object, dict | None]]:
+    """(case, L2 module, inputs or None for the interpreter's own) for `real_nccl`."""
+    sys.path.insert(0, str(ROOT / "test" / "frontend"))
+    from test_gpt import inputs_for
+
+    from ccopt.frontend.gpt import gpt_step
+    from ccopt.frontend.workloads import PIPELINES
+    from ccopt.passes.pipeline import run_pipeline
+    from ccopt.program import bind_mesh, load_program
+
+    out: list = []
+    for name, mesh, schedule in WORLD_OF_ONE:
+        module = load_program(ROOT / "examples" / f"{name}.mlir")
+        bind_mesh(module, mesh)
+        run_pipeline(module, PIPELINES[name][schedule])
+        out.append((f"{name}/{schedule} ({mesh})", module, None))
+    step = gpt_step("tiny", {"dp": 1, "tp": 1})
+    gpt = step.module.clone()
+    run_pipeline(gpt, GPT_SCHEDULE)
+    out.append(("gpt_stack/calls-overlap (dp=1,tp=1)", gpt, inputs_for(step, "float32")))
+    return out
+
+
+def real_nccl(report: Path | None) -> int:
+    """Each of WORLD_OF_ONE built by `ccopt.build` (nvcc, the pybind11 binding, NCCL from its
+    wheel) and run from PyTorch on one rank, against the interpreter; 1 when any failed."""
+    use_checkout()
+    import torch
+
+    import ccopt
+    from ccopt.backends.cuda.build import lower
+    from ccopt.backends.cuda.cpu import caller_blocks, kernel_function, written_blocks
+
+    torch.cuda.set_device(0)
+    lines = ["| program / schedule, world of 1 | max error / scale | result |", "|---|---|---|"]
+    failures = 0
+    for case, module, inputs in world_of_one():
+        try:
+            reference = ccopt.run(module, inputs, seed=11)
+            lower(module)
+            built = ccopt.build(module)
+            per_arg = caller_blocks(module, kernel_function(module, None), reference.inputs)
+            tensors = [torch.from_numpy(blocks[0]).cuda() for blocks in per_arg]
+            program = built.Program(0, 1, built.unique_id())
+            program.run(*tensors, sync=True)
+            for blocks, tensor in zip(per_arg, tensors, strict=True):
+                blocks[0][...] = tensor.cpu().numpy()
+            program.close()
+            got = written_blocks(kernel_function(module, None), per_arg)
+            worst = max(relative_error(got[k][0], reference.shards[k][0]) for k in got)
+        except Exception as e:  # noqa: BLE001 - every failure is a row of the report
+            failures += 1
+            lines.append(f"| {case} | | FAILED: {one_line(e)} |")
+            print(e, flush=True)
+            continue
+        failures += worst > TOLERANCE
+        lines.append(f"| {case} | {worst:.1e} | {'ok' if worst <= TOLERANCE else 'MISMATCH'} |")
+        print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if report:
+        report.write_text(text)
+    return 1 if failures else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare", help="lower, emit and build every case; reference outputs")
+    p.add_argument("folder", type=Path)
+    r = sub.add_parser("run", help="run the prepared cases on this machine's GPU")
+    r.add_argument("folder", type=Path)
+    r.add_argument("--report", type=Path, default=None)
+    r.add_argument("--iterations", type=int, default=10, help="timed runs (0: no timing)")
+    r.add_argument("--only", default="", help="comma-separated case prefixes to check")
+    n = sub.add_parser("nccl", help="programs of one rank through ccopt.build and real NCCL")
+    n.add_argument("--report", type=Path, default=None)
+    args = parser.parse_args()
+    if args.command == "prepare":
+        prepare(args.folder)
+    elif args.command == "nccl":
+        sys.exit(real_nccl(args.report))
+    else:
+        sys.exit(run(args.folder, args.report, args.iterations, args.only))
+
+
+if __name__ == "__main__":
+    main()
