@@ -37,6 +37,12 @@
     if (ccopt_rt::nccl_issued(ctx->host, (call), #call, __LINE__) != 0) return -1;              \
   } while (0)
 
+// An init or split that makes the communicator *made: returns once it exists and is ready.
+#define CCOPT_CHECK_NCCL_MADE(call, made)                                                       \
+  do {                                                                                          \
+    if (ccopt_rt::comm_made(ctx->host, (call), (made), #call, __LINE__) != 0) return -1;        \
+  } while (0)
+
 namespace ccopt_rt {
 namespace {
 
@@ -210,6 +216,26 @@ int nccl_issued(Host& h, ncclResult_t result, const char* call, int line) {
     mark(h, stream, comm, name + where);
   }
   return 0;
+}
+
+// A non-blocking init or split is done once the communicator it makes exists and no
+// communicator is still in progress. NCCL may return ncclSuccess at once and fill a split's new
+// communicator only when its parent's work completes (NCCL 2.28 on an H200 did: the next split
+// on the parent then failed with "Attempt to use communicator before the previous operation
+// returned ncclSuccess", and a collective on the new one with "comm argument is NULL").
+int comm_made(Host& h, ncclResult_t result, ncclComm_t* made, const char* call, int line) {
+  if (nccl_issued(h, result, call, line) != 0) return -1;
+  return poll(
+      h,
+      [&h, made] {
+        if (!*made) return 0;
+        for (ncclComm_t* slot : h.comms) {
+          ncclResult_t state = ncclSuccess;
+          if (*slot && ncclCommGetAsyncError(*slot, &state) == ncclSuccess && state == ncclInProgress) return 0;
+        }
+        return 1;
+      },
+      call_name(call));
 }
 
 ncclConfig_t nonblocking_config() {

@@ -326,7 +326,7 @@ inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
   member->state = ncclInProgress;
   ccopt_nccl::Member* child = member.get();
   const int me = parent->rank;
-  member->pending = [shared, barrier, color, me, child] {
+  auto join = [shared, barrier, color, me, child] {
     if (!shared->passed(barrier)) return false;
     std::lock_guard<std::mutex> lock(shared->mu);
     std::vector<std::pair<int, int>> members;  // (key, parent rank) of my color
@@ -342,8 +342,23 @@ inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     child->size = (int)members.size();
     return true;
   };
-  *newcomm = new ncclComm{member, config ? config->blocking != 0 : comm->blocking};
-  return ccopt_nccl::started(*newcomm);
+  const bool blocking = config ? config->blocking != 0 : comm->blocking;
+  if (blocking) {
+    member->pending = join;
+    *newcomm = new ncclComm{member, blocking};
+    return ccopt_nccl::settle(*newcomm);
+  }
+  // Non-blocking, as NCCL 2.28 does it: ncclSuccess at once, the parent in progress until every
+  // member has arrived, and the new communicator filled in only then.
+  *newcomm = nullptr;
+  parent->state = ncclInProgress;
+  parent->pending = [join, member, newcomm] {
+    if (!join()) return false;
+    member->state = ncclSuccess;
+    *newcomm = new ncclComm{member, false};
+    return true;
+  };
+  return ncclSuccess;
 }
 
 // Flushes nothing: the harness's queued work holds its membership, so the comm may go.
