@@ -2,7 +2,7 @@
 // f32 (or f64) accumulation, queued on the handle's stream like the real call.
 #pragma once
 
-enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
+enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 enum cudaDataType { CUDA_R_16F = 2, CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16BF = 14 };
 enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
@@ -80,6 +80,17 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(
     cublasComputeType_t compute, cublasGemmAlgo_t) {
   (void)alpha;  // ccopt always computes C = A B (alpha 1, beta 0)
   (void)beta;
+  // cuBLAS's argument checks (numbered as cublasGemmEx's parameters, handle first): a leading
+  // dimension below max(1, rows stored) is refused even where the matrix is empty
+  const auto rows = [](int stored) { return stored > 1 ? stored : 1; };
+  const int illegal = m < 0 ? 4 : n < 0 ? 5 : k < 0 ? 6 : batch < 0 ? 21
+                    : lda < rows(ta == CUBLAS_OP_N ? m : k) ? 10
+                    : ldb < rows(tb == CUBLAS_OP_N ? k : n) ? 13
+                    : ldc < rows(m) ? 17 : 0;
+  if (illegal) {
+    std::fprintf(stderr, " ** On entry to GEMM_EX  parameter number %d had an illegal value\n", illegal);
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
   ccopt_host::enqueue(h->stream, [=] {
     if (compute == CUBLAS_COMPUTE_64F)
       ccopt_host::gemm<double>(ta, tb, m, n, k, A, at, lda, sa, B, bt, ldb, sb, C, ct, ldc, sc, batch);
