@@ -5,13 +5,16 @@ MLP's schedules timed at a model-sized shape - every rank of a program sharing o
 Checked, rank by rank: every bundled example under every schedule of
 `ccopt.frontend.workloads.PIPELINES` (memory planned), every entry of the kernel-level zoo, the
 two-layer GPT stack with its layers kept as functions, and the 25 library collective algorithms
-on 8 ranks. Timed: `examples/megatron_mlp.mlir` at 8x1024x4096 (f32, hidden 16384, dp=2 x tp=4)
-under each of its schedules.
+on 8 ranks (against the interpreter stepping through the same algorithms: bit for bit). Timed:
+`examples/megatron_mlp.mlir` at 8x1024x4096 (hidden 4096, FFN 16384, dp=2 x tp=4) under each
+of its schedules, with f32 and with TF32 gemms. Also (`nccl`): three programs bound to a mesh of
+one device, built by `ccopt.build` and run from PyTorch through real NCCL.
 
 Two halves, so that the GPU machine only runs what needs a GPU:
 
     python bench/gpu_check.py prepare .gpucheck   # here: lower, emit, nvcc, reference outputs
     python bench/gpu_check.py run .gpucheck       # on the GPU: numpy and ctypes only
+    python bench/gpu_check.py nccl                # on the GPU: ccopt, PyTorch, NCCL's wheel
 
 `run` prints a table per half (max error relative to each output's scale; ms per step and the
 ratio to the unoptimized program) and writes them as markdown to `--report`.
@@ -48,8 +51,9 @@ TIMED_SHAPES = {
 """The Megatron MLP's type aliases at the timed size (hidden 4096, FFN 16384, 8K tokens)."""
 
 
-def cases() -> list[tuple[str, object, str | None, dict | None]]:
-    """(case id, kernel-level module, entry, inputs or None for the interpreter's own)."""
+def cases() -> list[tuple[str, object, str | None, dict | None, object]]:
+    """(case id, kernel-level module, entry, inputs or None for the interpreter's own, the module
+    the interpreter runs for the reference or None for the kernel-level one)."""
     sys.path[:0] = [str(ROOT / "test" / "backends"), str(ROOT / "test" / "frontend")]
     from test_cuda import CASES, ZOO, lowered
     from test_cuda_algorithms import PIPELINE as ALGORITHMS
@@ -60,7 +64,7 @@ def cases() -> list[tuple[str, object, str | None, dict | None]]:
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import bind_mesh, load_program
 
-    out: list = [(f"{n}/{s}", lowered(n, s), None, None) for n, s in CASES]
+    out: list = [(f"{n}/{s}", lowered(n, s), None, None, None) for n, s in CASES]
     zoo = load_program(ZOO)
     run_pipeline(zoo, "convert-to-kernel,plan-memory")
     for entry in (
@@ -74,7 +78,7 @@ def cases() -> list[tuple[str, object, str | None, dict | None]]:
         "shapes",
         "collectives",
     ):
-        out.append((f"zoo/{entry}", zoo, entry, None))
+        out.append((f"zoo/{entry}", zoo, entry, None, None))
     step = gpt_step("tiny", {"dp": 2, "tp": 2})
     gpt = step.module.clone()
     run_pipeline(
@@ -82,11 +86,13 @@ def cases() -> list[tuple[str, object, str | None, dict | None]]:
         "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2},"
         "convert-to-kernel,plan-memory",
     )
-    out.append(("gpt_stack/calls-overlap", gpt, None, inputs_for(step, "float32")))
+    out.append(("gpt_stack/calls-overlap", gpt, None, inputs_for(step, "float32"), None))
     algorithms = load_program(ALGORITHM_PROGRAM)
     bind_mesh(algorithms, "node=2,gpu=4")
-    run_pipeline(algorithms, f"{ALGORITHMS},convert-to-kernel,plan-memory")
-    out.append(("algorithms/node=2,gpu=4", algorithms, None, None))
+    run_pipeline(algorithms, ALGORITHMS)
+    stepped = algorithms.clone()  # the interpreter steps through each algorithm's chunks
+    run_pipeline(algorithms, "convert-to-kernel,plan-memory")
+    out.append(("algorithms/node=2,gpu=4", algorithms, None, None, stepped))
     return out
 
 
@@ -102,10 +108,14 @@ def timed_modules() -> list[tuple[str, object]]:
         flags=re.MULTILINE,
     )
     out = []
-    for schedule, pipeline in {"unoptimized": "", **PIPELINES["megatron_mlp"]}.items():
-        module = load_program(text)
-        run_pipeline(module, ",".join(p for p in (pipeline, "convert-to-kernel,plan-memory") if p))
-        out.append((f"megatron_mlp-8x1024x4096/{schedule}", module))
+    for precision, lowering in (
+        ("f32", "convert-to-kernel"),
+        ("tf32", "convert-to-kernel{tf32=true}"),
+    ):
+        for schedule, pipeline in {"unoptimized": "", **PIPELINES["megatron_mlp"]}.items():
+            module = load_program(text)
+            run_pipeline(module, ",".join(p for p in (pipeline, lowering, "plan-memory") if p))
+            out.append((f"megatron_mlp-8x1024x4096-{precision}/{schedule}", module))
     return out
 
 
@@ -128,9 +138,9 @@ def prepare(into: Path) -> None:
     into.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, list] = {"checked": [], "timed": []}
     start = time.perf_counter()
-    for case, module, entry, inputs in cases():
+    for case, module, entry, inputs, stepped in cases():
         library, f = library_for(module, entry, into, case)
-        reference = ccopt.run(module, inputs, entry=entry, seed=11)
+        reference = ccopt.run(stepped or module, inputs, entry=entry, seed=11)
         per_arg = caller_blocks(module, f, reference.inputs)
         outputs = {
             name: next(i for i, b in enumerate(per_arg) if b is blocks)
@@ -143,7 +153,8 @@ def prepare(into: Path) -> None:
             for r, s in enumerate(reference.shards[name])
         }
         data = library.removesuffix(".so") + ".npz"
-        np.savez_compressed(into / data, **arrays)
+        dtypes = {key: str(a.dtype) for key, a in arrays.items() if a.dtype.kind == "V"}
+        np.savez_compressed(into / data, **arrays)  # numpy stores ml_dtypes' types as void
         manifest["checked"].append(
             {
                 "case": case,
@@ -152,6 +163,7 @@ def prepare(into: Path) -> None:
                 "args": len(per_arg),
                 "ranks": len(per_arg[0]),
                 "outputs": outputs,
+                "dtypes": dtypes,
             }
         )
         print(f"{case}: {time.perf_counter() - start:.0f} s", flush=True)
@@ -202,6 +214,21 @@ def use_checkout() -> None:
         sys.meta_path.insert(0, _Checkout())
 
 
+class Arrays:
+    """A prepared case's arrays, ml_dtypes' types (bfloat16, float8) restored from the manifest."""
+
+    def __init__(self, path: Path, dtypes: dict[str, str]) -> None:
+        self.data, self.dtypes = np.load(path), dtypes
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        array = self.data[key]
+        if key in self.dtypes:
+            import ml_dtypes
+
+            array = array.view(getattr(ml_dtypes, self.dtypes[key]))
+        return array
+
+
 def one_line(e: BaseException) -> str:
     """An error as a markdown table cell: its lines joined, cut at 300 characters."""
     return "; ".join(str(e).splitlines())[:300]
@@ -233,7 +260,7 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
     ]
     failures = 0
     for c in manifest["checked"]:
-        data = np.load(folder / c["data"])
+        data = Arrays(folder / c["data"], c["dtypes"])
         per_arg = [
             [np.array(data[f"in_{i}_{r}"]) for r in range(c["ranks"])] for i in range(c["args"])
         ]
@@ -260,10 +287,10 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
         print(lines[-1], flush=True)
     lines += [
         "",
-        "| Megatron MLP 8x1024x4096 f32, 8 ranks on one GPU | ms per step | vs unoptimized |",
+        "| Megatron MLP 8x1024x4096, 8 ranks on one GPU | ms per step | vs unoptimized |",
         "|---|---|---|",
     ]
-    base = None
+    bases: dict[str, float] = {}  # each precision's unoptimized program
     rng = np.random.default_rng(0)
     inputs: dict[str, list[list[np.ndarray]]] = {}  # the schedules share their blocks' shapes
     for t in manifest["timed"]:
@@ -288,7 +315,7 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
             print(e, flush=True)
             continue
         ms = max(seconds) * 1e3
-        base = base or ms
+        base = bases.setdefault(t["case"].split("/")[0], ms)
         lines.append(f"| {t['case']} | {ms:.2f} | {ms / base:.2f}x |")
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
