@@ -1379,6 +1379,7 @@ class ConvertToKernel(ModulePass):
     """Lower dtensor/coll/sched to the kernel level: buffers, kernels, gemm, NCCL calls, events."""
 
     name = "convert-to-kernel"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     views: bool = option(
         True,

@@ -233,6 +233,7 @@ class FuseCollective(ModulePass):
     """Fuse reduce_scatter + elementwise ops + all_gather into one coll.fused_all_reduce."""
 
     name = "fuse-collective"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     group: tuple[str, ...] = option(
         (),

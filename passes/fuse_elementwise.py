@@ -137,6 +137,7 @@ class FuseElementwise(ModulePass):
     """Fuse maximal convex groups of elementwise ops into dtensor.fused kernels."""
 
     name = "fuse-elementwise"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     group: tuple[str, ...] = option(
         (),

@@ -58,6 +58,7 @@ class Inline(ModulePass):
     """Replace calls by the callee's body, callees first; erase private callees left uncalled."""
 
     name = "inline"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     callees: tuple[str, ...] = option(
         (), "Functions whose calls are inlined; default: every function with a body."

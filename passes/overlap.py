@@ -888,6 +888,7 @@ class Overlap(ModulePass):
     """Pipeline matmul -> all_reduce/reduce_scatter/fused_all_reduce, and all_gather -> matmul, in chunks on two streams."""
 
     name = "overlap"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     chunks: int = option(
         4,

@@ -94,6 +94,7 @@ class PlanMemory(ModulePass):
     overlap on any stream."""
 
     name = "plan-memory"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     reuse: bool = option(True, "Share the bytes of dead buffers; false gives each buffer its own.")
 

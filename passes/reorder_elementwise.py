@@ -357,6 +357,7 @@ class ReorderElementwise(ModulePass):
     """Move all_gathers below the elementwise ops that consume them (compute on slices)."""
 
     name = "reorder-elementwise"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     tags: tuple[str, ...] = option(
         (), "Only move all_gathers with one of these `tag` attributes (then refusals are errors)."

@@ -98,6 +98,7 @@ class SliceState(ModulePass):
     """Keep in-place-updated state (optimizer moments) permanently sliced across ranks."""
 
     name = "slice-state"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     args: tuple[str, ...] = option(
         (),

@@ -93,6 +93,7 @@ class SlicedNorm(ModulePass):
     """Compute norms of gathered tensors from their slices: sum of squares, scalar all_reduce, sqrt."""
 
     name = "sliced-norm"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     tags: tuple[str, ...] = option(
         (), "Only rewrite norms with one of these `tag` attributes (then refusals are errors)."

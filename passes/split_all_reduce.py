@@ -97,6 +97,7 @@ class SplitAllReduce(ModulePass):
     """Split all_reduce into reduce_scatter + all_gather (so computation can run on slices)."""
 
     name = "split-all-reduce"
+    releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
 
     dim: int | None = option(
         None, "Tensor dimension to scatter; default: the first one the mesh allows."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 Main = Callable[[Sequence[str] | None], int]
 
@@ -31,18 +31,37 @@ def batch_gc(main: Main) -> Main:
     CPython's default collector thresholds (a young collection every 700 allocations, full ones
     as the heap grows) then rescan the IR over and over, which cost a third of a pipeline's
     time at 400 Megatron blocks. Collect young objects every 100,000 allocations instead, and
-    restore the settings afterwards (tests call `main` in process). Cyclic garbage from
-    rewrites is still collected."""
+    restore the settings and the collector's state (`pause_collection` may switch it off)
+    afterwards: tests call `main` in process. Cyclic garbage from rewrites is still collected
+    where a pass leaves some."""
 
     @functools.wraps(main)
     def wrapped(argv: Sequence[str] | None = None) -> int:
         import gc
 
-        thresholds = gc.get_threshold()
+        thresholds, enabled = gc.get_threshold(), gc.isenabled()
         gc.set_threshold(100_000, 50, 100)
         try:
             return main(argv)
         finally:
             gc.set_threshold(*thresholds)
+            if enabled:
+                gc.enable()
 
     return wrapped
+
+
+def pause_collection(passes: Iterable[object]) -> bool:
+    """Inside `batch_gc`, when every pass of a run frees the IR it erases by reference counting
+    (its class says `releases_erased_ir`; `test/passes/test_erased_ir_freed.py` checks that
+    such pipelines leave no cyclic garbage that grows with the program), the collector has
+    nothing to find: at 10,000 Megatron blocks its collections took 5.4 s of a 44 s run (one
+    middle-generation collection scanning 5 million live IR objects for 2.2 s, and 59 young
+    ones) and freed 141 objects. It is switched off for the rest of the run (`batch_gc` switches
+    it back on). Returns whether it was."""
+    import gc
+
+    if not all(getattr(p, "releases_erased_ir", False) for p in passes):
+        return False
+    gc.disable()
+    return True

@@ -7,6 +7,7 @@ diagnostics instead of tracebacks, a `--help` that lists every pass, and atomic 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -17,7 +18,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ccopt.diagnostics import CcoptError, SourceText, first_line, printing_op_warnings
 from ccopt.files import read_text, write_atomic
 from ccopt.ir import make_context, parse_module, verify_module
-from ccopt.tools import batch_gc, quiet_on_closed_pipe
+from ccopt.tools import batch_gc, pause_collection, quiet_on_closed_pipe
 from ccopt.tools.targets import TARGET_HELP, TARGETS
 from ccopt.verifier import forget_verifications
 
@@ -160,6 +161,7 @@ class CcoptMain(xDSLOptMain):
         self.pipeline = checked_pipeline(
             self.args.passes, verify=not self.args.disable_verify, times=self.times
         )
+        pause_collection(self.pipeline.passes)
 
     def time_step(self, name: str) -> None:
         if self.times is not None:
@@ -240,7 +242,9 @@ class CcoptMain(xDSLOptMain):
 
     def run(self) -> int:  # type: ignore[override]
         outputs: list[str] = []
-        for source in self.read_sources():
+        for index, source in enumerate(self.read_sources()):
+            if index and not gc.isenabled():
+                gc.collect()  # the previous chunk's module (`pause_collection`)
             try:
                 outputs.append(self.process(source))
             except CcoptError as e:

@@ -1,6 +1,8 @@
 """Passes free what they erase by reference counting (`ccopt.passes.common.release`): a compiler
 run collects young objects only now and then and old ones almost never (`ccopt.tools.batch_gc`),
-so erased IR left in reference cycles would stay in memory until the run ends."""
+and not at all when every pass of its pipeline frees what it erases
+(`ccopt.tools.pause_collection`), so erased IR left in reference cycles would stay in memory
+until the run ends."""
 
 from __future__ import annotations
 
@@ -70,3 +72,51 @@ def test_pipelines_leave_no_cyclic_garbage_that_grows_with_the_program(
     cyclic_garbage(program(2), pipeline)  # (warm-up: imports and caches)
     small, large = cyclic_garbage(program(2), pipeline), cyclic_garbage(program(6), pipeline)
     assert large - small < 4, (small, large)  # less than one object per added copy
+
+
+CHECKED_PIPELINES = (_MLP_PIPELINE, _FUSED_PIPELINE, _ADAM_PIPELINE, _LAMB_PIPELINE)
+
+
+def test_every_pass_that_claims_to_free_what_it_erases_is_checked_above() -> None:
+    """`ccopt` switches the collector off when every pass of its pipeline says it frees what it
+    erases (`ccopt.tools.pause_collection`): a pass may say so only once the test above runs
+    it."""
+    from ccopt.passes import BUILTIN_PASSES
+
+    claimed = {
+        n for n, cls in BUILTIN_PASSES.items() if getattr(cls(), "releases_erased_ir", False)
+    }
+    checked = {p.split("{")[0] for pipeline in CHECKED_PIPELINES for p in pipeline.split(",")}
+    assert claimed <= checked, claimed - checked
+    assert "cse" not in claimed and "auto-shard" not in claimed
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "paused"),
+    [
+        (_FUSED_PIPELINE, True),
+        ("", True),  # parse and print: nothing erased
+        ("split-all-reduce,cse", False),  # xDSL's cse leaves what it erases to the collector
+        ("auto-shard", False),
+    ],
+)
+def test_ccopt_pauses_the_collector_only_when_every_pass_frees_what_it_erases(
+    pipeline: str, paused: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from ccopt.tools import ccopt_opt
+
+    seen: list[bool] = []
+    apply = ccopt_opt.CcoptMain.process
+
+    def process(self, source):  # noqa: ANN001, ANN202 - records the collector's settings
+        seen.append(gc.isenabled())
+        return apply(self, source)
+
+    monkeypatch.setattr(ccopt_opt.CcoptMain, "process", process)
+    program = tmp_path / "mlp.mlir"
+    program.write_text(megatron_blocks(1))
+    before = gc.get_threshold(), gc.isenabled()
+    args = [str(program), "-o", str(tmp_path / "out.mlir")]
+    assert ccopt_opt.main([*args, "-p", pipeline] if pipeline else args) == 0
+    assert (gc.get_threshold(), gc.isenabled()) == before  # restored after the run
+    assert seen == [not paused]
