@@ -32,6 +32,13 @@ finally:
     sys.path.remove(str(BENCH))
 
 
+ALGORITHM_PIPELINE = (
+    "split-all-reduce,reorder-elementwise,fuse-elementwise,"
+    "lower-collectives{algorithm=halving_doubling chunk_factor=2},convert-to-kernel,plan-memory"
+)
+"""The collectives as chunk-level algorithms (`algo.algorithm`), down to the kernel level."""
+
+
 def gpt_layers(n: int) -> str:
     """A GPT stack of `n` layers (the front end's tiny model): a function per layer kind,
     called per layer, which `inline` inlines and erases."""
@@ -63,8 +70,9 @@ def cyclic_garbage(program: str, pipeline: str) -> int:
         (lambda n: optimizer_copies("adam", n), _ADAM_PIPELINE),
         (lambda n: optimizer_copies("lamb", n), _LAMB_PIPELINE),
         (gpt_layers, "inline," + _FUSED_PIPELINE.replace(",inline", "")),
+        (megatron_blocks, ALGORITHM_PIPELINE),
     ],
-    ids=["megatron", "megatron+fuse-collective", "adam", "lamb", "gpt-stack inlined"],
+    ids=["megatron", "megatron+fuse-collective", "adam", "lamb", "gpt-stack inlined", "algorithms"],
 )
 def test_pipelines_leave_no_cyclic_garbage_that_grows_with_the_program(
     program: Callable[[int], str], pipeline: str
@@ -74,7 +82,13 @@ def test_pipelines_leave_no_cyclic_garbage_that_grows_with_the_program(
     assert large - small < 4, (small, large)  # less than one object per added copy
 
 
-CHECKED_PIPELINES = (_MLP_PIPELINE, _FUSED_PIPELINE, _ADAM_PIPELINE, _LAMB_PIPELINE)
+CHECKED_PIPELINES = (
+    _MLP_PIPELINE,
+    _FUSED_PIPELINE,
+    _ADAM_PIPELINE,
+    _LAMB_PIPELINE,
+    ALGORITHM_PIPELINE,
+)
 
 
 def test_every_pass_that_claims_to_free_what_it_erases_is_checked_above() -> None:
