@@ -99,8 +99,8 @@ def test_every_pass_that_claims_to_free_what_it_erases_is_checked_above() -> Non
 
     claimed = {
         n
-        for n, pass_class in BUILTIN_PASSES.items()
-        if getattr(pass_class(), "releases_erased_ir", False)
+        for n, load_class in BUILTIN_PASSES.items()
+        if getattr(load_class(), "releases_erased_ir", False)
     }
     checked = {p.split("{")[0] for pipeline in CHECKED_PIPELINES for p in pipeline.split(",")}
     assert claimed <= checked, claimed - checked
