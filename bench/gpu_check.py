@@ -49,6 +49,8 @@ TIMED_SHAPES = {
     "b2": "4096",
 }
 """The Megatron MLP's type aliases at the timed size (hidden 4096, FFN 16384, 8K tokens)."""
+PREDICTION_MACHINE = "dgx-h100"
+"""An H100 SXM's figures: the H200's compute peaks are the same (it has more and faster HBM)."""
 
 
 def cases() -> list[tuple[str, object, str | None, dict | None, object]]:
@@ -170,10 +172,25 @@ def prepare(into: Path) -> None:
     for case, module in timed_modules():
         library, f = library_for(module, None, into, case)
         manifest["timed"].append(
-            {"case": case, "library": library, "blocks": block_shapes(module, f)}
+            {
+                "case": case,
+                "library": library,
+                "blocks": block_shapes(module, f),
+                "predicted_ms": predicted_compute_ms(module),
+            }
         )
         print(f"{case}: {time.perf_counter() - start:.0f} s", flush=True)
     (into / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def predicted_compute_ms(module) -> float:  # noqa: ANN001
+    """ccopt-sim's compute time of one step on PREDICTION_MACHINE, summed over the ranks (which
+    share one GPU here): what the cost model says the chip does, communication left out."""
+    from ccopt.sim.machine import load_machine
+    from ccopt.sim.program import simulate_module
+
+    report = simulate_module(module, load_machine(PREDICTION_MACHINE))
+    return report.compute_ns * report.ranks / 1e6
 
 
 def block_shapes(module, f) -> list[list[tuple[list[int], str]]]:  # noqa: ANN001
@@ -287,8 +304,9 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
         print(lines[-1], flush=True)
     lines += [
         "",
-        "| Megatron MLP 8x1024x4096, 8 ranks on one GPU | ms per step | vs unoptimized |",
-        "|---|---|---|",
+        "| Megatron MLP 8x1024x4096, 8 ranks on one GPU | ms per step | vs unoptimized "
+        f"| ccopt-sim compute x ranks ({PREDICTION_MACHINE}) | measured / predicted |",
+        "|---|---|---|---|---|",
     ]
     bases: dict[str, float] = {}  # each precision's unoptimized program
     rng = np.random.default_rng(0)
@@ -311,12 +329,15 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
             )
         except RuntimeError as e:
             failures += 1
-            lines.append(f"| {t['case']} | FAILED: {one_line(e)} | |")
+            lines.append(f"| {t['case']} | FAILED: {one_line(e)} | | | |")
             print(e, flush=True)
             continue
         ms = max(seconds) * 1e3
         base = bases.setdefault(t["case"].split("/")[0], ms)
-        lines.append(f"| {t['case']} | {ms:.2f} | {ms / base:.2f}x |")
+        predicted = t["predicted_ms"]
+        lines.append(
+            f"| {t['case']} | {ms:.2f} | {ms / base:.2f}x | {predicted:.2f} | {ms / predicted:.2f} |"
+        )
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print(text)

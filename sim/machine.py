@@ -7,7 +7,8 @@ dimension 0 innermost), read by `ccopt.sim.network`; the rest is ccopt's:
 ```yaml
 network: {topology: [Switch, Switch], npus_count: [8, 4], bandwidth: [279.4, 23.28], latency: [500, 2000]}
 gpu:
-  peak-tflops: {f16: 312, bf16: 312, f32: 19.5}   # dense, per GPU, by element type
+  peak-tflops: {f16: 312, bf16: 312, tf32: 156, f32: 19.5}  # dense, per GPU, by element type
+                                                  # (tf32: f32 gemms allowed tensor cores)
   hbm-tbps: 2.0                                   # device memory bandwidth (TB/s, 1e12)
   launch-overhead-ns: 3000                        # host time to issue one kernel or NCCL call
   collective-sm-share: 0.15                       # share of SMs a running collective takes
@@ -42,7 +43,7 @@ KNOWN_KEYS = {"name", "description", "network", "gpu", "nic-sharing", "collectiv
               "mesh-axes", "grow-outermost"}  # fmt: skip
 GPU_KEYS = {"name", "peak-tflops", "hbm-tbps", "launch-overhead-ns", "collective-sm-share",
             "matmul-efficiency"}  # fmt: skip
-ELEMENT_TYPES = ("f16", "bf16", "f32", "f64", "i1", "i8", "i32", "i64")
+ELEMENT_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "i1", "i8", "i32", "i64")
 
 
 class MachineError(CcoptError):
@@ -69,7 +70,8 @@ class Gpu:
     matmul_efficiency: tuple[tuple[float, float], ...]  # (geometric-mean dimension, share)
 
     def peak(self, element: str) -> float:
-        """Peak FLOP/s for an element type; integer and unknown types run at the f32 rate."""
+        """Peak FLOP/s for an element type; integer and unknown types run at the f32 rate, and
+        so does tf32 on a GPU without it (cuBLAS then computes in f32)."""
         return self.peak_flops.get(element) or self.peak_flops["f32"]
 
     def efficiency(self, m: int, n: int, k: int) -> float:

@@ -175,7 +175,10 @@ def _matmul(op: Operation, blocks: Blocks, coords: tuple[int, ...], moved: int) 
     m, n = (c[-2] if len(c) > 1 else 1), c[-1]
     batch = prod(c[:-2])
     flops = 2.0 * batch * m * n * k
-    return Work(flops, float(moved), blocks.element(lhs), matmul=(batch * m, n, k))
+    element = blocks.element(lhs)
+    if element == "f32" and op.properties.get("tf32") is not None:
+        element = "tf32"  # convert-to-kernel{tf32=true}: cuBLAS may use tensor cores
+    return Work(flops, float(moved), element, matmul=(batch * m, n, k))
 
 
 def collective_bytes(op: Operation, blocks: Blocks, coords: tuple[int, ...]) -> int:
