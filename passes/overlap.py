@@ -35,8 +35,9 @@ on the communication stream and each chunk's matmul waits only for its own gathe
 operands are gathered, the larger gather (bytes per device; a tie: the first operand) is
 pipelined and the other runs whole before it (`gather_to_pipeline`).
 
-Chunks are ceil-div blocks (the last may be shorter); each chunk computes exactly the elements of
-the unchunked op, so the result does not depend on the chunk count. A collective's own `chunks`
+Chunks are ceil-div blocks (the last may be shorter), rounded up to 16 bytes where they cut the
+innermost dimension and that keeps the chunk count (`chunk_ranges`); each chunk computes exactly
+the elements of the unchunked op, so the result does not depend on the chunk count. A collective's own `chunks`
 attribute overrides the pass option. A dimension too short for the count asked for gets fewer
 chunks (8 rows make 8 chunks of 99999999 requested; 4 rows in blocks of 2 make 2 of 3), and a
 located warning (`OpWarning`) says so.
@@ -122,9 +123,32 @@ def is_split(t: DTensorType, dim: int) -> bool:
     return any(p.split_dim == dim for p in t.placement_list)
 
 
-def chunk_ranges(size: int, chunks: int) -> list[tuple[int, int]]:
+ALIGNMENT_BYTES = 16
+"""Where a chunk of the innermost dimension starts: tensor-core gemms want 16-byte aligned
+operands, and on an H200 a bf16 gemm whose rows are not a multiple of 8 elements ran at 115
+TFLOP/s against 764 (`bench/gemm_calibration.py`)."""
+
+
+def chunk_ranges(size: int, chunks: int, align: int = 1) -> list[tuple[int, int]]:
+    """Ceil-div blocks of a dimension; with `align` > 1 (elements), blocks rounded up to a
+    multiple of it, unless that would make fewer chunks."""
     ranges = [block_range(size, chunks, c) for c in range(chunks)]
-    return [(a, b) for a, b in ranges if b > a]
+    ranges = [(a, b) for a, b in ranges if b > a]
+    if align > 1:
+        block = -(-ranges[0][1] // align) * align
+        aligned = [(min(c * block, size), min((c + 1) * block, size)) for c in range(chunks)]
+        aligned = [(a, b) for a, b in aligned if b > a]
+        if len(aligned) == len(ranges):
+            return aligned
+    return ranges
+
+
+def chunk_alignment(y: DTensorType, dim: int) -> int:
+    """Elements per ALIGNMENT_BYTES where chunks of `dim` start in memory: the innermost
+    dimension's (an outer one's chunks start at multiples of whole rows)."""
+    if dim != len(y.get_shape()) - 1:
+        return 1
+    return max(1, ALIGNMENT_BYTES // k.element_bytes(y))
 
 
 _INFERRED: dict[tuple, tuple] = {}
@@ -339,7 +363,9 @@ def plan_matmul_chunks(
         if cut_elsewhere(d):
             reasons.append(f"dimension {d} is split in an input of the body")
             continue
-        ranges = chunk_ranges(y.get_shape()[d], min(chunks, y.get_shape()[d]))
+        ranges = chunk_ranges(
+            y.get_shape()[d], min(chunks, y.get_shape()[d]), chunk_alignment(y, d)
+        )
         try:
             for a, b in ranges:
                 fits(y.with_shape(chunk_shape(y, d, a, b)))
@@ -724,7 +750,8 @@ def plan_gather_then_matmul(
             if i != operand  # type: ignore[arg-type]
         ):
             continue
-        return Plan(d, chunk_ranges(y.get_shape()[d], min(chunks, y.get_shape()[d])))
+        size = y.get_shape()[d]
+        return Plan(d, chunk_ranges(size, min(chunks, size), chunk_alignment(y, d)))
     raise Refusal(
         "no output dimension of the matmul can be chunked without cutting the gathered dimension"
     )

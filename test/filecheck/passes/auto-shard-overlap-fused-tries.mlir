@@ -8,10 +8,10 @@
 // (S(0): the partial product all-reduced, then added to b) costs 329 us more than w2
 // replicated by the search's alpha-beta conversions. The simulator says the fused pipeline
 // (split-all-reduce, reorder-elementwise, fuse-elementwise, fuse-collective, overlap{chunks=N})
-// saves on the matmul, its all-reduce and the add 258.6 us for N=2, 368.3 us for 4, 380.5 us
+// saves on the matmul, its all-reduce and the add 258.6 us for N=2, 368.3 us for 4, 380.3 us
 // for 6 and 367.6 us for 8:
 // - overlap=2 alone: 258.6 us < 329 us, w2 stays replicated (no credit taken);
-// - overlap=2 overlap-tries=4,6,8: each pair credited with its best count, 6 chunks' 380.5 us
+// - overlap=2 overlap-tries=4,6,8: each pair credited with its best count, 6 chunks' 380.3 us
 //   > 329 us: row-parallel wins, and 6 is written as the all-reduce's `chunks`;
 // - split-all-reduce gives it to the reduce-scatter, fuse-collective to the fused collective,
 //   and overlap{chunks=2} follows it: 6 chunks, not 2.
