@@ -7,8 +7,10 @@ Checked, rank by rank: every bundled example under every schedule of
 two-layer GPT stack with its layers kept as functions, and the 25 library collective algorithms
 on 8 ranks (against the interpreter stepping through the same algorithms: bit for bit). Timed:
 `examples/megatron_mlp.mlir` at 8x1024x4096 (hidden 4096, FFN 16384, dp=2 x tp=4) under each
-of its schedules, with f32 and with TF32 gemms. Also (`nccl`): three programs bound to a mesh of
-one device, built by `ccopt.build` and run from PyTorch through real NCCL.
+of its schedules, with f32 and with TF32 gemms, and a bf16 row-parallel layer under
+overlap{chunks=3} with its chunks 16-byte aligned and not (`aligned_chunks`); each beside
+ccopt-sim's compute time. Also (`nccl`): three programs bound to a mesh of one device, built by
+`ccopt.build` and run from PyTorch through real NCCL.
 
 Two halves, so that the GPU machine only runs what needs a GPU:
 
