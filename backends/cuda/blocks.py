@@ -5,6 +5,9 @@ compiler installed can run a library built elsewhere."""
 from __future__ import annotations
 
 import ctypes
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -26,3 +29,22 @@ def failed_ranks(report: bytes) -> dict[int, str]:
     """A driver's report ("rank R: ..." per failed rank) by rank."""
     lines = report.decode().splitlines()
     return {int(line.split(":")[0].removeprefix("rank ")): line for line in lines if line}
+
+
+@contextmanager
+def environment(**values: str | None) -> Iterator[None]:
+    """Set (or, for None, unset) environment variables a driver reads, then restore them."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

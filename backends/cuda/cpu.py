@@ -10,8 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import subprocess
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +19,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from ccopt.backends.cuda.blocks import block_table, failed_ranks
+from ccopt.backends.cuda.blocks import block_table, environment, failed_ranks
 from ccopt.backends.cuda.build import cache_root, import_module
 from ccopt.diagnostics import CcoptError
 from ccopt.files import write_atomic
@@ -158,7 +157,7 @@ def run_on_host(
         ctypes.c_char_p,
         ctypes.c_long,
     ]
-    with _environment(CCOPT_HOST_SCHEDULE=schedule, CCOPT_HOST_FAULT=fault):
+    with environment(CCOPT_HOST_SCHEDULE=schedule, CCOPT_HOST_FAULT=fault):
         failed = library.ccopt_host_run(pointers, sizes, int(sync), timeout_s, report, len(report))
     if failed:
         raise HostRunError(f.sym_name.data, failed_ranks(report.value))
@@ -196,22 +195,3 @@ def written_blocks(f: func.FuncOp, per_arg: list[list[np.ndarray]]) -> dict[str,
     for index in f.attributes["kernel.updated"].get_values():  # type: ignore[union-attr]
         outputs[names[index]] = per_arg[index]
     return outputs
-
-
-@contextmanager
-def _environment(**values: str | None) -> Iterator[None]:
-    """Set (or, for None, unset) environment variables the harness reads, then restore them."""
-    saved = {name: os.environ.get(name) for name in values}
-    try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ccopt.backends.cuda.blocks import block_table, failed_ranks
+from ccopt.backends.cuda.blocks import block_table, environment, failed_ranks
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -126,10 +126,11 @@ def run_library(
     ranks = len(per_arg[0]) if per_arg else 0
     seconds = (ctypes.c_double * max(ranks, 1))()
     report = ctypes.create_string_buffer(1 << 16)
-    os.environ.setdefault("CCOPT_SHARED_GPU_WAIT_S", str(timeout_s))
-    failed = lib.ccopt_shared_gpu_run(
-        pointers, sizes, iterations, timeout_s, seconds, report, len(report)
-    )
+    wait_s = os.environ.get("CCOPT_SHARED_GPU_WAIT_S") or str(timeout_s)  # (rendezvous)
+    with environment(CCOPT_SHARED_GPU_WAIT_S=wait_s):
+        failed = lib.ccopt_shared_gpu_run(
+            pointers, sizes, iterations, timeout_s, seconds, report, len(report)
+        )
     if failed:
         raise SharedGpuRunError(name, failed_ranks(report.value))
     return list(seconds)[:ranks] if iterations else []
