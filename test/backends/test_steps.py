@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from bench_programs import bench_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,12 +30,7 @@ PIPELINE = (
 
 def chained_blocks(n: int):  # noqa: ANN201
     """n chained Megatron MLP blocks (examples/megatron_mlp.mlir), inlined and planned."""
-    bench = str(ROOT / "bench")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    from compile_speed import megatron_blocks
-
-    module = load_program(megatron_blocks(n))
+    module = load_program(bench_module("compile_speed").megatron_blocks(n))
     run_pipeline(module, PIPELINE)
     return module
 

@@ -5,9 +5,8 @@ value's uses in the same order."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from bench_programs import bench_module
 from xdsl.dialects import func
 
 import ccopt.passes.alike_functions as alike_functions
@@ -16,7 +15,6 @@ from ccopt.passes.alike_functions import FunctionCopier, structure_key
 from ccopt.passes.pipeline import run_pipeline
 from ccopt.program import load_program
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 PIPELINE = (
     "split-all-reduce,reorder-elementwise,slice-state{args=m,v},fuse-elementwise,fuse-collective,"
     "convert-to-kernel,plan-memory"
@@ -26,14 +24,7 @@ T = "!dtensor.tensor<8x6xf32, @t[R]>"
 
 def steps(kind: str, count: int) -> str:
     """`count` copies of an optimizer step, as the compile-speed benchmark makes them."""
-    import sys
-
-    sys.path.insert(0, str(BENCH))
-    try:
-        from compile_speed import optimizer_copies
-    finally:
-        sys.path.pop(0)
-    return optimizer_copies(kind, count)
+    return bench_module("compile_speed").optimizer_copies(kind, count)
 
 
 def use_orders(module) -> list:  # noqa: ANN001

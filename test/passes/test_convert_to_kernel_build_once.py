@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_programs import bench_module
 
 from ccopt.dialects import kernel as k
 from ccopt.passes.pipeline import run_pipeline
@@ -78,14 +79,7 @@ def test_a_slice_whose_source_changes_before_its_reader_stays_a_copy(
 
 def steps(count: int) -> str:
     """`count` copies of the Adam example's step, as the compile-speed benchmark makes them."""
-    import sys
-
-    sys.path.insert(0, str(EXAMPLES.parent / "bench"))
-    try:
-        from compile_speed import optimizer_copies
-    finally:
-        sys.path.pop(0)
-    return optimizer_copies("adam", count)
+    return bench_module("compile_speed").optimizer_copies("adam", count)
 
 
 def lowered_steps(count: int, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:

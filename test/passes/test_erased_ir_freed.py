@@ -7,29 +7,20 @@ until the run ends."""
 from __future__ import annotations
 
 import gc
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from bench_programs import bench_module
 
 from ccopt.diagnostics import SourceText
 from ccopt.ir import make_context, parse_module, verify_module
 from ccopt.passes.pipeline import checked_pipeline
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
-try:
-    from compile_speed import (  # noqa: E402 - the benchmark's programs and pipelines
-        _ADAM_PIPELINE,
-        _FUSED_PIPELINE,
-        _LAMB_PIPELINE,
-        _MLP_PIPELINE,
-        megatron_blocks,
-        optimizer_copies,
-    )
-finally:
-    sys.path.remove(str(BENCH))
+bench = bench_module("compile_speed")  # the benchmark's programs and pipelines
+_ADAM_PIPELINE, _LAMB_PIPELINE = bench._ADAM_PIPELINE, bench._LAMB_PIPELINE
+_MLP_PIPELINE, _FUSED_PIPELINE = bench._MLP_PIPELINE, bench._FUSED_PIPELINE
+megatron_blocks, optimizer_copies = bench.megatron_blocks, bench.optimizer_copies
 
 
 ALGORITHM_PIPELINE = (

@@ -13,22 +13,17 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
+from bench_programs import bench_module
 from xdsl.dialects.builtin import ModuleOp
 
 from ccopt.ir import verify_module
 from ccopt.program import load_program
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
-try:
-    from compile_speed import megatron_blocks, optimizer_copies  # noqa: E402
-
-    import passes as bench_passes  # noqa: E402 - the benchmark's programs and cases
-finally:
-    sys.path.remove(str(BENCH))
+megatron_blocks = bench_module("compile_speed").megatron_blocks
+optimizer_copies = bench_module("compile_speed").optimizer_copies
+bench_passes = bench_module("passes")  # the benchmark's programs and cases
 
 N = 36
 """The smallest program's op count: a few blocks of every generated program."""

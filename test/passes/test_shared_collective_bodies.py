@@ -8,10 +8,8 @@ two sizes."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from bench_programs import bench_module
 from xdsl.dialects import func
 
 import ccopt
@@ -21,12 +19,7 @@ from ccopt.dialects.body import drop_unnamed_bodies
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import load_program
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
-try:
-    import compile_speed as bench  # noqa: E402
-finally:
-    sys.path.remove(str(BENCH))
+bench = bench_module("compile_speed")
 
 CASES = {
     "adam": (bench.optimizer_copies("adam", 3), bench._ADAM_PIPELINE),

@@ -7,22 +7,15 @@ agree. The cut programs do share bodies (else this would test nothing)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from bench_programs import bench_module
 
 import ccopt
 from ccopt.dialects import dtensor as dt
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import load_program
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
-try:
-    import compile_speed as bench  # noqa: E402
-finally:
-    sys.path.remove(str(BENCH))
+bench = bench_module("compile_speed")
 
 CASES = {
     "megatron": (bench.megatron_blocks(3), bench._MLP_PIPELINE, [None]),
