@@ -38,6 +38,16 @@ def functions_of(module: Operation) -> list[func.FuncOp]:
     return [op for op in module.walk() if isinstance(op, func.FuncOp)]
 
 
+def replicate_first_input(f: func.FuncOp) -> list:
+    """Give `f`'s signature a replicated first argument (its block argument keeps its type);
+    the inputs as they were."""
+    inputs = list(f.function_type.inputs.data)
+    f.properties["function_type"] = FunctionType.from_lists(
+        [replicated(inputs[0]), *inputs[1:]], list(f.function_type.outputs.data)
+    )
+    return inputs
+
+
 def replicated(t: DTensorType) -> DTensorType:
     return DTensorType(t.get_shape(), t.element_type, "m", [R])
 
@@ -66,10 +76,7 @@ def test_a_signature_changed_in_an_alike_function_is_rejected() -> None:
     argument stays split: it differs from the verified ones only in its `function_type`."""
     module = alike_functions()
     f = functions_of(module)[2]
-    inputs = list(f.function_type.inputs.data)
-    f.properties["function_type"] = FunctionType.from_lists(
-        [replicated(inputs[0]), *inputs[1:]], list(f.function_type.outputs.data)
-    )
+    replicate_first_input(f)
     with pytest.raises(OpError, match="entry block arguments to have the same types") as error:
         verify_module(module)
     assert error.value.op is f
@@ -189,10 +196,7 @@ func.func @f(%x: {T}, %y: {T}) -> {T} {{
     f = functions_of(module)[0]
     add = f.body.blocks.first.first_op
     add.results[0]._type = replicated(add.results[0].type)  # type: ignore[attr-defined]
-    inputs = list(f.function_type.inputs.data)
-    f.properties["function_type"] = FunctionType.from_lists(
-        [replicated(inputs[0]), *inputs[1:]], list(f.function_type.outputs.data)
-    )
+    inputs = replicate_first_input(f)
     with pytest.raises(OpError, match="entry block arguments") as error:
         verify_module(module)
     assert error.value.op is f
