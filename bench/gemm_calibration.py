@@ -55,11 +55,20 @@ def main() -> None:
     from gpu_check import use_checkout
 
     use_checkout()
-    import torch
+    try:
+        import torch
+    except ImportError:
+        sys.exit("gemm_calibration: needs PyTorch with CUDA (the GPU machine's python3 has it)")
+    if not torch.cuda.is_available():
+        sys.exit("gemm_calibration: PyTorch sees no CUDA device")
 
+    from ccopt.diagnostics import CcoptError
     from ccopt.sim.machine import calibrate_matmul, load_machine
 
-    gpu = load_machine(args.machine).gpu
+    try:
+        gpu = load_machine(args.machine).gpu
+    except CcoptError as e:
+        sys.exit(f"gemm_calibration: {e}")
     out: dict[str, object] = {"device": torch.cuda.get_device_name(), "machine": args.machine}
     for element in ELEMENTS:
         runs = [(m, n, k, measure(m, n, k, element)) for m, n, k in SIZES]

@@ -51,6 +51,8 @@ TIMED_SHAPES = {
     "b2": "4096",
 }
 """The Megatron MLP's type aliases at the timed size (hidden 4096, FFN 16384, 8K tokens)."""
+GPT_SCHEDULE = "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2}"
+"""The GPT stack's schedule (README's), checked with its layers kept as functions."""
 PREDICTION_MACHINE = "dgx-h100"
 """An H100 SXM's figures: the H200's compute peaks are the same (it has more and faster HBM)."""
 
@@ -59,7 +61,7 @@ def cases() -> list[tuple[str, object, str | None, dict | None, object]]:
     """(case id, kernel-level module, entry, inputs or None for the interpreter's own, the module
     the interpreter runs for the reference or None for the kernel-level one)."""
     sys.path[:0] = [str(ROOT / "test" / "backends"), str(ROOT / "test" / "frontend")]
-    from test_cuda import CASES, ZOO, lowered
+    from test_cuda import CASES, ZOO, ZOO_ENTRIES, lowered
     from test_cuda_algorithms import PIPELINE as ALGORITHMS
     from test_cuda_algorithms import PROGRAM as ALGORITHM_PROGRAM
     from test_gpt import inputs_for
@@ -71,25 +73,11 @@ def cases() -> list[tuple[str, object, str | None, dict | None, object]]:
     out: list = [(f"{n}/{s}", lowered(n, s), None, None, None) for n, s in CASES]
     zoo = load_program(ZOO)
     run_pipeline(zoo, "convert-to-kernel,plan-memory")
-    for entry in (
-        "elementwise",
-        "half",
-        "contractions",
-        "integers",
-        "reductions",
-        "big_reductions",
-        "constants",
-        "shapes",
-        "collectives",
-    ):
+    for entry in ZOO_ENTRIES:
         out.append((f"zoo/{entry}", zoo, entry, None, None))
     step = gpt_step("tiny", {"dp": 2, "tp": 2})
     gpt = step.module.clone()
-    run_pipeline(
-        gpt,
-        "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2},"
-        "convert-to-kernel,plan-memory",
-    )
+    run_pipeline(gpt, f"{GPT_SCHEDULE},convert-to-kernel,plan-memory")
     out.append(("gpt_stack/calls-overlap", gpt, None, inputs_for(step, "float32"), None))
     algorithms = load_program(ALGORITHM_PROGRAM)
     bind_mesh(algorithms, "node=2,gpu=4")
@@ -274,6 +262,15 @@ class Arrays:
         return array
 
 
+def finish(lines: list[str], report: Path | None, failures: int) -> int:
+    """Print the tables (and write them to `report`); the exit status: 1 when any case failed."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if report:
+        report.write_text(text)
+    return 1 if failures else 0
+
+
 def one_line(e: BaseException) -> str:
     """An error as a markdown table cell: its lines joined, cut at 300 characters."""
     return "; ".join(str(e).splitlines())[:300]
@@ -295,6 +292,8 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
     use_checkout()
     from ccopt.backends.cuda import shared_gpu
 
+    if not (folder / "manifest.json").is_file():
+        sys.exit(f"gpu_check: {folder} holds no manifest.json: run `gpu_check.py prepare {folder}`")
     manifest = json.loads((folder / "manifest.json").read_text())
     prefixes = tuple(p for p in only.split(",") if p) or ("",)
     manifest["checked"] = [c for c in manifest["checked"] if c["case"].startswith(prefixes)]
@@ -369,14 +368,9 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
             f"| {t['case']} | {ms:.2f} | {ms / base:.2f}x | {predicted:.2f} | {ms / predicted:.2f} |"
         )
         print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if report:
-        report.write_text(text)
-    return 1 if failures else 0
+    return finish(lines, report, failures)
 
 
-GPT_SCHEDULE = "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2}"
 WORLD_OF_ONE = [
     ("megatron_mlp", "dp=1,tp=1", "fused-collective-overlap"),
     ("adam", "dp=1", "fused-collective"),
@@ -443,11 +437,7 @@ def real_nccl(report: Path | None) -> int:
         failures += worst > TOLERANCE
         lines.append(f"| {case} | {worst:.1e} | {'ok' if worst <= TOLERANCE else 'MISMATCH'} |")
         print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if report:
-        report.write_text(text)
-    return 1 if failures else 0
+    return finish(lines, report, failures)
 
 
 def main() -> None:
@@ -463,12 +453,15 @@ def main() -> None:
     n = sub.add_parser("nccl", help="programs of one rank through ccopt.build and real NCCL")
     n.add_argument("--report", type=Path, default=None)
     args = parser.parse_args()
-    if args.command == "prepare":
-        prepare(args.folder)
-    elif args.command == "nccl":
-        sys.exit(real_nccl(args.report))
-    else:
-        sys.exit(run(args.folder, args.report, args.iterations, args.only))
+    try:
+        if args.command == "prepare":
+            prepare(args.folder)
+        elif args.command == "nccl":
+            sys.exit(real_nccl(args.report))
+        else:
+            sys.exit(run(args.folder, args.report, args.iterations, args.only))
+    except (OSError, ValueError, KeyError) as e:  # unreadable or unwritable files, a bad manifest
+        sys.exit(f"gpu_check: {type(e).__name__}: {e}")
 
 
 if __name__ == "__main__":

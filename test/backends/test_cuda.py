@@ -25,6 +25,18 @@ from ccopt.program import bind_mesh, load_program
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT / "test" / "backends" / "zoo.mlir"
+ZOO_ENTRIES = [
+    "elementwise",
+    "half",
+    "contractions",
+    "integers",
+    "reductions",
+    "big_reductions",
+    "constants",
+    "shapes",
+    "collectives",
+]
+"""The zoo's functions: together every dtensor and coll op, hence every kernel-level op."""
 MESHES = {
     "sgd": "dp=3",
     "adam": "dp=4",
@@ -84,20 +96,7 @@ def test_cpu_build_equals_the_interpreter(name: str, schedule: str, memory: str)
         assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
 
 
-@pytest.mark.parametrize(
-    "entry",
-    [
-        "elementwise",
-        "half",
-        "contractions",
-        "integers",
-        "reductions",
-        "big_reductions",
-        "constants",
-        "shapes",
-        "collectives",
-    ],
-)
+@pytest.mark.parametrize("entry", ZOO_ENTRIES)
 def test_every_kernel_level_construct_runs_on_the_cpu_harness(entry: str) -> None:
     """The zoo uses every dtensor and coll op (uneven blocks, both directions of every split),
     hence every L3 op and every template; memory planned, so staging buffers share bytes."""
