@@ -60,6 +60,12 @@ def cuda_home() -> Path:
     raise CcoptError("cannot find the CUDA toolkit's headers: set CUDA_HOME")
 
 
+def header_text(dirs: Sequence[str]) -> str:
+    """Every header in `dirs`, for a build's cache key: what was built against other headers is
+    built again."""
+    return "".join(Path(d, name).read_text() for d in dirs for name in sorted(os.listdir(d)))
+
+
 def cache_root() -> Path:
     """Where built modules and CPU-harness libraries are cached: $CCOPT_CACHE, else
     ~/.cache/ccopt."""

@@ -20,7 +20,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from ccopt.backends.cuda.blocks import block_table, environment, failed_ranks
-from ccopt.backends.cuda.build import cache_root, import_module
+from ccopt.backends.cuda.build import cache_root, header_text, import_module
 from ccopt.diagnostics import CcoptError
 from ccopt.files import write_atomic
 
@@ -43,10 +43,9 @@ def compile_host(
 
     from ccopt.backends.cuda.emit import content_hash
 
-    headers = "".join(
-        Path(d, name).read_text() for d in include_dirs() for name in sorted(os.listdir(d))
+    key = content_hash(
+        source, prefix, " ".join(HOST_FLAGS), header_text(include_dirs()), binding or ""
     )
-    key = content_hash(source, prefix, " ".join(HOST_FLAGS), headers, binding or "")
     directory = cache_root() / f"host-{key}"
     library = directory / (
         f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"

@@ -46,24 +46,24 @@ class SharedGpuRunError(RuntimeError):
 
 
 def include_dirs() -> list[str]:
-    """Before NCCL's own include folder: `#include <nccl.h>` finds the shared-GPU one."""
+    """Before NCCL's own include folder: `#include <nccl.h>` finds the shared-GPU one; then the
+    CPU harness's, for what both harnesses share (NCCL's API types, the drivers' report)."""
     return [
         str(resources.files("ccopt.backends.nccl") / "shared_gpu"),
         str(resources.files("ccopt.backends.cuda") / "shared_gpu"),
+        str(resources.files("ccopt.backends.nccl") / "host"),
+        str(resources.files("ccopt.backends.cuda") / "host"),
     ]
 
 
 def compile_shared_gpu(source: str, prefix: str, archs: Sequence[str] = ARCHS) -> Path:
     """The shared library of the program `source` (emitted with `prefix`) with the shared-GPU
     driver, built by nvcc (cached by content hash like `ccopt.build`'s modules)."""
-    from ccopt.backends.cuda.build import cache_root, cuda_home, nvidia_dirs, run
+    from ccopt.backends.cuda.build import cache_root, cuda_home, header_text, nvidia_dirs, run
     from ccopt.backends.cuda.emit import content_hash
     from ccopt.files import write_atomic
 
-    headers = "".join(
-        Path(d, name).read_text() for d in include_dirs() for name in sorted(os.listdir(d))
-    )
-    key = content_hash(source, prefix, " ".join(archs), headers)
+    key = content_hash(source, prefix, " ".join(archs), header_text(include_dirs()))
     directory = cache_root() / f"shared-gpu-{key}"
     library = directory / f"lib{prefix}_shared_gpu.so"
     if library.exists():

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "rank_failures.h"
+
 namespace ccopt_host {
 
 // One rank's caller: device blocks, the caller's and a producer's stream.
@@ -120,13 +122,5 @@ void ccopt_host_synchronize(void* stream) { cudaStreamSynchronize(static_cast<cu
         }                                                                                        \
       });                                                                                        \
     for (auto& t : ranks) t.join();                                                              \
-    std::string all;                                                                             \
-    int failed = 0;                                                                              \
-    for (const std::string& e : errors)                                                          \
-      if (!e.empty()) {                                                                          \
-        all += e + "\n";                                                                         \
-        ++failed;                                                                                \
-      }                                                                                          \
-    std::snprintf(report, (size_t)report_size, "%s", all.c_str());                               \
-    return failed;                                                                               \
+    return ccopt_driver::report_failures(errors, report, report_size);                        \
   }

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "rank_failures.h"
+
 namespace ccopt_shared_gpu {
 
 // One rank's caller: device blocks, the caller's and a producer's stream.
@@ -116,13 +118,5 @@ inline std::string time_runs(int rank, Caller& c, int iterations, Run run, Wait 
         if (prefix##_destroy(ctx) != 0 && errors[r].empty()) errors[r] = prefix##_last_error();       \
       });                                                                                              \
     for (auto& t : ranks) t.join();                                                                    \
-    std::string all;                                                                                   \
-    int failed = 0;                                                                                    \
-    for (const std::string& e : errors)                                                                \
-      if (!e.empty()) {                                                                                \
-        all += e + "\n";                                                                               \
-        ++failed;                                                                                      \
-      }                                                                                                \
-    std::snprintf(report, (size_t)report_size, "%s", all.c_str());                                     \
-    return failed;                                                                                     \
+    return ccopt_driver::report_failures(errors, report, report_size);                        \
   }

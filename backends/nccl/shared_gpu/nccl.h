@@ -38,56 +38,7 @@
 #include <utility>
 #include <vector>
 
-typedef enum {
-  ncclSuccess = 0,
-  ncclUnhandledCudaError = 1,
-  ncclSystemError = 2,
-  ncclInternalError = 3,
-  ncclInvalidArgument = 4,
-  ncclInvalidUsage = 5,
-  ncclRemoteError = 6,
-  ncclInProgress = 7
-} ncclResult_t;
-typedef enum {
-  ncclInt8 = 0,
-  ncclUint8 = 1,
-  ncclInt32 = 2,
-  ncclUint32 = 3,
-  ncclInt64 = 4,
-  ncclUint64 = 5,
-  ncclFloat16 = 6,
-  ncclFloat32 = 7,
-  ncclFloat64 = 8,
-  ncclBfloat16 = 9
-} ncclDataType_t;
-typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 } ncclRedOp_t;
-
-#define NCCL_UNIQUE_ID_BYTES 128
-typedef struct {
-  char internal[NCCL_UNIQUE_ID_BYTES];
-} ncclUniqueId;
-#define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
-typedef struct {
-  int blocking;
-  int cgaClusterSize;
-  int minCTAs;
-  int maxCTAs;
-} ncclConfig_t;
-#define NCCL_CONFIG_INITIALIZER \
-  { NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT }
-
-inline const char* ncclGetErrorString(ncclResult_t r) {
-  switch (r) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (a member did not arrive in time)";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "internal error - please report this issue to the NCCL developers";
-  }
-}
+#include "nccl_api.h"  // (backends/nccl/host)
 
 namespace ccopt_shared_gpu {
 
@@ -123,7 +74,11 @@ struct Shared {
   template <class Ready>
   ncclResult_t await(std::unique_lock<std::mutex>& lock, Ready ready) {
     const auto limit = std::chrono::duration<double>(wait_seconds());
-    if (!changed.wait_for(lock, limit, [&] { return aborted || ready(); })) return ncclSystemError;
+    if (!changed.wait_for(lock, limit, [&] { return aborted || ready(); })) {
+      std::fprintf(stderr, "ccopt shared-GPU NCCL: a member did not arrive within %g s (CCOPT_SHARED_GPU_WAIT_S)\n",
+                   limit.count());
+      return ncclSystemError;
+    }
     return aborted ? ncclRemoteError : ncclSuccess;
   }
 

@@ -1,0 +1,55 @@
+// NCCL's API types, codes and messages (nccl.h's, as the generated code uses them), for the
+// harnesses that stand in for NCCL: the CPU harness (nccl_host.h) and the shared-GPU one
+// (../shared_gpu/nccl.h).
+#pragma once
+
+typedef enum {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError = 1,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7
+} ncclResult_t;
+typedef enum {
+  ncclInt8 = 0,
+  ncclUint8 = 1,
+  ncclInt32 = 2,
+  ncclUint32 = 3,
+  ncclInt64 = 4,
+  ncclUint64 = 5,
+  ncclFloat16 = 6,
+  ncclFloat32 = 7,
+  ncclFloat64 = 8,
+  ncclBfloat16 = 9
+} ncclDataType_t;
+typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 } ncclRedOp_t;
+
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
+#define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+typedef struct {
+  int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+} ncclConfig_t;
+#define NCCL_CONFIG_INITIALIZER \
+  { NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT }
+
+inline const char* ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "internal error - please report this issue to the NCCL developers";
+  }
+}
