@@ -3,6 +3,8 @@
 // (../shared_gpu/nccl.h).
 #pragma once
 
+#include <cstddef>
+
 typedef enum {
   ncclSuccess = 0,
   ncclUnhandledCudaError = 1,
@@ -53,3 +55,21 @@ inline const char* ncclGetErrorString(ncclResult_t r) {
     default: return "internal error - please report this issue to the NCCL developers";
   }
 }
+
+namespace ccopt_nccl {
+
+// Bytes per element of an NCCL data type.
+inline size_t size_of(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    default: return 8;
+  }
+}
+
+}  // namespace ccopt_nccl

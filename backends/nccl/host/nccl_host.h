@@ -106,19 +106,6 @@ inline Fault inject() {
   return std::string(kind) == "async" ? Fault::async : Fault::error;
 }
 
-inline size_t size_of(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8: return 1;
-    case ncclFloat16:
-    case ncclBfloat16: return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32: return 4;
-    default: return 8;
-  }
-}
-
 // numpy's maximum/minimum propagate NaN
 template <class T>
 inline T combine(T a, T b, ncclRedOp_t op) {

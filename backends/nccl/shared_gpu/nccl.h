@@ -130,19 +130,6 @@ inline std::map<std::string, std::shared_ptr<Shared>>& registry() {
   return r;
 }
 
-inline size_t size_of(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8: return 1;
-    case ncclFloat16:
-    case ncclBfloat16: return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32: return 4;
-    default: return 8;
-  }
-}
-
 // The members' send buffers a kernel reads, passed by value.
 struct Sources {
   const void* at[kMaxRanks];
@@ -422,7 +409,7 @@ inline ncclResult_t ncclCommAbort(ncclComm_t comm) {
 inline ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
                                   ncclComm_t comm, cudaStream_t stream) {
   const int n = comm ? comm->size : 0;
-  return ccopt_shared_gpu::collective(comm, send, recv, count * ccopt_shared_gpu::size_of(t), stream,
+  return ccopt_shared_gpu::collective(comm, send, recv, count * ccopt_nccl::size_of(t), stream,
                                       [=](const ccopt_shared_gpu::Sources& s, void* out) {
                                         ccopt_shared_gpu::reduce_into(s, n, 0, count, t, op, out, stream);
                                         return ncclSuccess;
@@ -432,7 +419,7 @@ inline ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, nc
 inline ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t, ncclRedOp_t op,
                                       ncclComm_t comm, cudaStream_t stream) {
   const int n = comm ? comm->size : 0, rank = comm ? comm->rank : 0;
-  return ccopt_shared_gpu::collective(comm, send, recv, recvcount * ccopt_shared_gpu::size_of(t), stream,
+  return ccopt_shared_gpu::collective(comm, send, recv, recvcount * ccopt_nccl::size_of(t), stream,
                                       [=](const ccopt_shared_gpu::Sources& s, void* out) {
                                         ccopt_shared_gpu::reduce_into(s, n, (size_t)rank * recvcount, recvcount, t, op, out, stream);
                                         return ncclSuccess;
@@ -442,7 +429,7 @@ inline ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvc
 inline ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclDataType_t t, ncclComm_t comm,
                                   cudaStream_t stream) {
   const int n = comm ? comm->size : 0;
-  const size_t bytes = sendcount * ccopt_shared_gpu::size_of(t);
+  const size_t bytes = sendcount * ccopt_nccl::size_of(t);
   return ccopt_shared_gpu::collective(comm, send, recv, bytes * n, stream, [=](const ccopt_shared_gpu::Sources& s, void* out) {
     for (int r = 0; r < n; ++r)
       if (bytes && cudaMemcpyAsync(static_cast<char*>(out) + r * bytes, s.at[r], bytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
@@ -454,7 +441,7 @@ inline ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount
 inline ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
                                   cudaStream_t stream) {
   if (comm && (root < 0 || root >= comm->size)) return ncclInvalidArgument;
-  const size_t bytes = count * ccopt_shared_gpu::size_of(t);
+  const size_t bytes = count * ccopt_nccl::size_of(t);
   return ccopt_shared_gpu::collective(comm, send, recv, bytes, stream, [=](const ccopt_shared_gpu::Sources& s, void* out) {
     return ccopt_shared_gpu::cuda(cudaMemcpyAsync(out, s.at[root], bytes, cudaMemcpyDeviceToDevice, stream));
   });
@@ -465,7 +452,7 @@ inline ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclD
   if (comm && (root < 0 || root >= comm->size)) return ncclInvalidArgument;
   const int n = comm ? comm->size : 0;
   const bool mine = comm && comm->rank == root;
-  return ccopt_shared_gpu::collective(comm, send, recv, mine ? count * ccopt_shared_gpu::size_of(t) : 0, stream,
+  return ccopt_shared_gpu::collective(comm, send, recv, mine ? count * ccopt_nccl::size_of(t) : 0, stream,
                                       [=](const ccopt_shared_gpu::Sources& s, void* out) {
                                         if (mine) ccopt_shared_gpu::reduce_into(s, n, 0, count, t, op, out, stream);
                                         return ncclSuccess;
@@ -488,13 +475,13 @@ inline ncclResult_t ncclGroupEnd() {
 inline ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
   if (!comm || peer < 0 || peer >= comm->size) return ncclInvalidArgument;
   ncclGroupStart();
-  ccopt_shared_gpu::pending.push_back({true, const_cast<void*>(send), count * ccopt_shared_gpu::size_of(t), peer, comm, stream});
+  ccopt_shared_gpu::pending.push_back({true, const_cast<void*>(send), count * ccopt_nccl::size_of(t), peer, comm, stream});
   return ncclGroupEnd();
 }
 
 inline ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
   if (!comm || peer < 0 || peer >= comm->size) return ncclInvalidArgument;
   ncclGroupStart();
-  ccopt_shared_gpu::pending.push_back({false, recv, count * ccopt_shared_gpu::size_of(t), peer, comm, stream});
+  ccopt_shared_gpu::pending.push_back({false, recv, count * ccopt_nccl::size_of(t), peer, comm, stream});
   return ncclGroupEnd();
 }
