@@ -13,6 +13,7 @@ gpu:
   launch-overhead-ns: 3000                        # host time to issue one kernel or NCCL call
   collective-sm-share: 0.15                       # share of SMs a running collective takes
   matmul-efficiency: [[64, 0.04], [8192, 0.8]]    # [geometric mean of m, n, k; share of peak]
+  misaligned-matmul: {bf16: 0.15, tf32: 0.33}     # share kept when rows are off 16 bytes
 nic-sharing: [1, 1]        # GPUs sharing one link (NIC) of each dimension when all communicate
 collective-algorithm: [ring, ring]   # NCCL's choice per dimension unless an op names one
 mesh-axes: innermost       # or axis names, innermost first: how mesh ranks sit on the network
@@ -42,7 +43,7 @@ ALGORITHMS = ("ring", "tree", "direct", "halving_doubling", "hierarchical")
 KNOWN_KEYS = {"name", "description", "network", "gpu", "nic-sharing", "collective-algorithm",
               "mesh-axes", "grow-outermost"}  # fmt: skip
 GPU_KEYS = {"name", "peak-tflops", "hbm-tbps", "launch-overhead-ns", "collective-sm-share",
-            "matmul-efficiency"}  # fmt: skip
+            "matmul-efficiency", "misaligned-matmul"}  # fmt: skip
 ELEMENT_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "i1", "i8", "i32", "i64")
 
 
@@ -68,6 +69,7 @@ class Gpu:
     launch_ns: float
     collective_sm_share: float
     matmul_efficiency: tuple[tuple[float, float], ...]  # (geometric-mean dimension, share)
+    misaligned_share: Mapping[str, float] = field(default_factory=dict)  # element type -> share
 
     def peak(self, element: str) -> float:
         """Peak FLOP/s for an element type; integer and unknown types run at the f32 rate, and
@@ -87,6 +89,12 @@ class Gpu:
                 t = (math.log(size) - math.log(s0)) / (math.log(s1) - math.log(s0))
                 return e0 + t * (e1 - e0)
         return table[-1][1]
+
+    def misaligned(self, element: str) -> float:
+        """The share of its rate a matmul of this element type keeps when an operand's rows or
+        start are off 16-byte boundaries (tensor-core kernels need them; 1 where the file
+        gives no figure)."""
+        return self.misaligned_share.get(element, 1.0)
 
 
 @dataclass(frozen=True)
@@ -316,7 +324,23 @@ def _gpu(gpu: Any, source: str) -> Gpu:
         launch_ns=_number(gpu, "launch-overhead-ns", source),
         collective_sm_share=_number(gpu, "collective-sm-share", source, 0.0, 0.95),
         matmul_efficiency=_efficiency_table(gpu.get("matmul-efficiency"), source),
+        misaligned_share=_shares(gpu.get("misaligned-matmul", {}), source),
     )
+
+
+def _shares(shares: Any, source: str) -> dict[str, float]:
+    key = "key 'gpu.misaligned-matmul'"
+    if not isinstance(shares, dict):
+        raise MachineError(source, f"{key}: a mapping of element type to a share in (0, 1]")
+    for element, share in shares.items():
+        if element not in ELEMENT_TYPES:
+            raise MachineError(
+                source,
+                f"{key}: unknown element type '{element}' (known: {', '.join(ELEMENT_TYPES)})",
+            )
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise MachineError(source, f"{key}: '{element}' needs a share in (0, 1], got {share!r}")
+    return {e: float(v) for e, v in shares.items()}
 
 
 def _efficiency_table(table: Any, source: str) -> tuple[tuple[float, float], ...]:

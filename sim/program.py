@@ -312,7 +312,7 @@ class Engine:
         gpu = self.machine.gpu
         peak = gpu.peak(w.element) / 1e9
         if w.matmul is not None:
-            peak *= gpu.efficiency(*w.matmul)
+            peak *= gpu.efficiency(*w.matmul) * (1.0 if w.aligned else gpu.misaligned(w.element))
         return cost.roofline_ns(w.flops, w.bytes, peak, gpu.hbm_bytes_per_ns)
 
     def _comm_ns(self, c: int, task: Task, axes: tuple[int, ...], now: float) -> float:

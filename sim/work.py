@@ -61,6 +61,7 @@ class Work:
     element: str
     copy_bytes: float = 0.0
     matmul: tuple[int, int, int] | None = None
+    aligned: bool = True  # a matmul whose operands' rows and starts lie on 16-byte boundaries
 
 
 def tensor_type(value: SSAValue) -> DTensorType | None:
@@ -111,6 +112,9 @@ class Blocks:
 
     def element(self, t: DTensorType) -> str:
         return self._fact(t)[3]
+
+    def element_bytes(self, t: DTensorType) -> int:
+        return self._fact(t)[2]
 
 
 Layout = tuple[tuple[int, ...], tuple[int | None, ...]]
@@ -178,7 +182,55 @@ def _matmul(op: Operation, blocks: Blocks, coords: tuple[int, ...], moved: int) 
     element = blocks.element(lhs)
     if element == "f32" and op.properties.get("tf32") is not None:
         element = "tf32"  # convert-to-kernel{tf32=true}: cuBLAS may use tensor cores
-    return Work(flops, float(moved), element, matmul=(batch * m, n, k))
+    operands = (
+        *op.operands[:2],
+        op.operands[2] if isinstance(op, kernel.GemmOp) else op.results[0],
+    )
+    aligned = all(rows_aligned(v, blocks, coords) for v in operands)
+    return Work(flops, float(moved), element, matmul=(batch * m, n, k), aligned=aligned)
+
+
+ALIGNMENT_BYTES = 16
+"""Tensor-core gemm kernels load rows in 16-byte vectors: a row length or start off that grid
+sends cuBLAS to slower kernels (an H200 ran a bf16 4096x1365x4096 matmul at 0.15 of the rate of
+4096x1024x4096)."""
+
+
+def rows_aligned(value: SSAValue, blocks: Blocks, coords: tuple[int, ...]) -> bool:
+    """Whether the rank's block of a matmul operand has rows on 16-byte boundaries: its row
+    length (the leading dimension cuBLAS gets) and, for a box read in place (`kernel.subview`,
+    or the `dtensor.slice` it lowers to), the row of the tensor it reads and its start there."""
+    t = tensor_type(value)
+    assert t is not None
+    size = blocks.element_bytes(t)
+    row = blocks.shape(t, coords)[-1] if t.rank else 1
+    start = 0
+    owner = value.owner
+    while isinstance(owner, kernel.SubviewOp | dtensor.SliceOp):
+        source = owner.operands[0]
+        whole = tensor_type(source)
+        assert whole is not None
+        start += _local_start(owner, whole, blocks, coords)
+        row = blocks.shape(whole, coords)[-1]
+        value, owner = source, source.owner
+    return (row * size) % ALIGNMENT_BYTES == 0 and (start * size) % ALIGNMENT_BYTES == 0
+
+
+def _local_start(op: Operation, whole: DTensorType, blocks: Blocks, coords: tuple[int, ...]) -> int:
+    """Elements from the rank's block of `whole` to where the box `op` reads begins (a slice
+    never cuts a split dimension, so its offsets are local ones there)."""
+    shape = blocks.shape(whole, coords)
+    offsets = op.properties["offsets"].get_values()  # type: ignore[attr-defined]
+    if isinstance(op, kernel.SubviewOp):
+        part = tensor_type(op.results[0])
+        assert part is not None
+        box = kernel.subview_box(whole, part, offsets, blocks.mesh, coords)
+        offsets = [b.start for b in box] if box is not None else offsets
+    start, stride = 0, 1
+    for offset, extent in zip(reversed(offsets), reversed(shape), strict=True):
+        start += offset * stride
+        stride *= extent
+    return start
 
 
 def collective_bytes(op: Operation, blocks: Blocks, coords: tuple[int, ...]) -> int:

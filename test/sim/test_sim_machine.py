@@ -48,6 +48,15 @@ def test_a_machine_file(tmp_path: Path) -> None:
     assert m.network.npus == 16 and m.gpu.launch_ns == 2000
     assert m.gpu.efficiency(64, 64, 64) == 0.1 and m.gpu.efficiency(10**5, 10**5, 10**5) == 0.8
     assert 0.1 < m.gpu.efficiency(512, 512, 512) < 0.8
+    assert m.gpu.misaligned("f16") == 1.0  # no figure: rows off 16 bytes cost nothing extra
+
+
+def test_misaligned_matmul_shares(tmp_path: Path) -> None:
+    m = load_machine(write(tmp_path, GOOD + "  misaligned-matmul: {f16: 0.2}\n"))
+    assert m.gpu.misaligned("f16") == 0.2 and m.gpu.misaligned("f32") == 1.0
+    h100 = load_machine("dgx-h100")
+    assert h100.gpu.misaligned("bf16") == pytest.approx(115 / 764, rel=0.01)
+    assert h100.gpu.misaligned("tf32") == pytest.approx(95 / 286, rel=0.01)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +68,15 @@ def test_a_machine_file(tmp_path: Path) -> None:
         (("f16: 100", "f7: 100"), ["gpu.peak-tflops.f7"]),
         (("[[64, 0.1], [4096, 0.8]]", "[[4096, 0.1], [64, 0.8]]"), ["matmul-efficiency"]),
         (("collective-sm-share: 0.1", "collective-sm-share: 2"), ["collective-sm-share"]),
+        (
+            ("hbm-tbps: 1.0", "hbm-tbps: 1.0\n  misaligned-matmul: {f16: 0}"),
+            ["misaligned-matmul", "f16"],
+        ),
+        (
+            ("hbm-tbps: 1.0", "hbm-tbps: 1.0\n  misaligned-matmul: {f9: 1}"),
+            ["misaligned-matmul", "f9"],
+        ),
+        (("hbm-tbps: 1.0", "hbm-tbps: 1.0\n  misaligned-matmul: 0.5"), ["misaligned-matmul"]),
         (("topology: [Switch, Switch]", "topology: [Switch, Torus]"), ["'topology'", "Torus"]),
         (("npus_count: [8, 2]", "npus_count: [8]"), ["'npus_count'"]),
     ],
