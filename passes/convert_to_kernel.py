@@ -147,7 +147,11 @@ class Lowering:
     tokens: dict[SSAValue, SSAValue] = field(default_factory=dict)
     deferred_copies: list[tuple[SSAValue, SSAValue]] = field(default_factory=list)
     regions_done: list[SSAValue] = field(default_factory=list)
-    waited: set[tuple[int, SSAValue]] = field(default_factory=set)
+    # event -> (the stream that records it, how many events that stream recorded before it)
+    recorded: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
+    # (waiting stream, recording stream) -> the latest of the recording stream's events waited
+    waited: dict[tuple[int, int], int] = field(default_factory=dict)
+    unwaited: list[SSAValue] = field(default_factory=list)  # events whose waits were merged
     stream: int = sched.COMPUTE_STREAM
     calls: dt.CallUpdates | None = None
     order: ProgramOrder = field(default_factory=ProgramOrder)
@@ -319,11 +323,44 @@ class Lowering:
         self.source.detach_op(op)
         release(op)
 
+    def record(self, stream: int) -> SSAValue:
+        """A new event marking what `stream` has been issued so far."""
+        event = self.add(k.EventRecordOp(stream)).results[0]
+        self.recorded[event] = (stream, len(self.recorded))
+        return event
+
     def wait(self, event: SSAValue) -> None:
-        """The current stream waits for `event`, unless it already did."""
-        if (self.stream, event) not in self.waited:
-            self.waited.add((self.stream, event))
-            self.add(k.EventWaitOp(event, self.stream))
+        """The current stream waits for `event`, unless it already waited for that event or a
+        later one of the same stream (a stream runs in order: the later event implies it). The
+        waits for earlier events of that stream just before it are dropped, for the same
+        reason: a region joining chunks awaits each chunk's event, and one wait does."""
+        stream, seq = self.recorded[event]
+        key = (self.stream, stream)
+        if self.waited.get(key, -1) >= seq:
+            self.unwaited.append(event)  # (its record may have no wait left)
+            return
+        self.waited[key] = seq
+        last = self.block.last_op
+        while (
+            type(last) is k.EventWaitOp
+            and last.properties["stream"].value.data == self.stream  # type: ignore[attr-defined]
+            and self.recorded[last.operands[0]][0] == stream
+        ):
+            earlier = last.prev_op
+            self.unwaited.append(last.operands[0])
+            self.block.erase_op(last)
+            release(last)
+            last = earlier
+        self.add(k.EventWaitOp(event, self.stream))
+
+    def drop_unwaited_events(self) -> None:
+        """Erase the records of events that no wait reads any more (`wait` merged theirs)."""
+        for event in self.unwaited:
+            record = event.owner
+            if record.parent is not None and event.first_use is None:
+                assert isinstance(record, Operation)
+                self.block.erase_op(record)
+                release(record)
 
     def add(self, op: Operation) -> Operation:
         """Append a new op to the function's block (on the current stream if it runs on one)."""
@@ -980,7 +1017,7 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
     issuing, stream = low.stream, op.stream.value.data
     block, deps, inputs, futures = execute_parts(op)
     require_tensors(op, inputs, "input", "passed to a region")
-    ready = low.add(k.EventRecordOp(issuing)).event
+    ready = low.record(issuing)
     low.stream = stream
     low.wait(ready)
     for dep in deps:
@@ -992,7 +1029,7 @@ def lower_execute(low: Lowering, op: sched.ExecuteOp) -> None:
         if type(inner) is sched.YieldOp:
             values = inner._operands  # pyright: ignore[reportPrivateUsage]
             require_tensors(inner, values, "value", "yielded")
-            done = low.add(k.EventRecordOp(stream)).event
+            done = low.record(stream)
             low.regions_done.append(done)
             for future, value in zip(futures, values, strict=True):
                 low.futures[future] = (buffers[value], done)
@@ -1194,6 +1231,7 @@ def lower_function(
             low.done(op)
         op = following
     finish(low, returned, outputs, join=called)
+    low.drop_unwaited_events()
     bodies = low.move_bodies()
     release_bodies(low.bodies)
     block.add_op(func.ReturnOp())

@@ -1,0 +1,115 @@
+// RUN: ccopt %s -p 'convert-to-kernel' | filecheck %s
+
+// A stream runs its work in order, so waiting for one of its events is waiting for every event
+// it recorded before: convert-to-kernel drops a wait for an event that an earlier wait of the
+// same stream already implies, merges waits for one stream's events that follow each other
+// into the wait for the last, and drops the records nothing waits for any more.
+!p = !dtensor.tensor<8x16xf32, @tp[P(sum)]>
+!r = !dtensor.tensor<8x16xf32, @tp[R]>
+dtensor.mesh @tp [tp=4]
+
+// Both awaits together (as overlap joins its chunks): one wait, for the later event.
+// CHECK-LABEL: func.func @together(
+// CHECK:         kernel.nccl_all_reduce sum %a
+// CHECK-NOT:     kernel.event_record stream 1
+// CHECK:         kernel.nccl_all_reduce sum %b
+// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
+// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
+// CHECK-NOT:     kernel.event_wait
+// CHECK:         func.return
+func.func @together(%a: !p, %b: !p) -> !r {
+  %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %tb, %fb = sched.execute stream 1 ins(%b) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %va = sched.await %fa : !sched.future<!r> -> !r
+  %vb = sched.await %fb : !sched.future<!r> -> !r
+  %d = dtensor.add %va, %vb : (!r, !r) -> !r
+  func.return %d : !r
+}
+
+// Work between the awaits reads only the first value: it waits for the first event only, and
+// the second wait stays where it was.
+// CHECK-LABEL: func.func @apart(
+// CHECK:         kernel.nccl_all_reduce sum %a
+// CHECK-NEXT:    %[[A:.*]] = kernel.event_record stream 1
+// CHECK:         kernel.nccl_all_reduce sum %b
+// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
+// CHECK-NEXT:    kernel.event_wait %[[A]] stream 0
+// CHECK-NEXT:    %[[C:.*]] = kernel.alloc
+// CHECK-NEXT:    kernel.elementwise ins(%{{.*}}) outs(%[[C]])
+// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
+// CHECK-NEXT:    kernel.elementwise ins(%[[C]], %{{.*}}) outs(%result0)
+func.func @apart(%a: !p, %b: !p) -> !r {
+  %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %tb, %fb = sched.execute stream 1 ins(%b) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %va = sched.await %fa : !sched.future<!r> -> !r
+  %c = dtensor.add %va, %va : (!r, !r) -> !r
+  %vb = sched.await %fb : !sched.future<!r> -> !r
+  %d = dtensor.add %c, %vb : (!r, !r) -> !r
+  func.return %d : !r
+}
+
+// The later value awaited first: the earlier one needs no wait of its own, nor a record.
+// CHECK-LABEL: func.func @later_first(
+// CHECK:         kernel.nccl_all_reduce sum %a
+// CHECK-NOT:     kernel.event_record stream 1
+// CHECK:         kernel.nccl_all_reduce sum %b
+// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
+// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
+// CHECK-NOT:     kernel.event_wait
+// CHECK:         func.return
+func.func @later_first(%a: !p, %b: !p) -> !r {
+  %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %tb, %fb = sched.execute stream 1 ins(%b) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %vb = sched.await %fb : !sched.future<!r> -> !r
+  %c = dtensor.add %vb, %vb : (!r, !r) -> !r
+  %va = sched.await %fa : !sched.future<!r> -> !r
+  %d = dtensor.add %c, %va : (!r, !r) -> !r
+  func.return %d : !r
+}
+
+// Two streams: a wait for stream 2's event implies nothing of stream 1's; both are kept.
+// CHECK-LABEL: func.func @two_streams(
+// CHECK:         %[[A:.*]] = kernel.event_record stream 1
+// CHECK:         %[[B:.*]] = kernel.event_record stream 2
+// CHECK-NEXT:    kernel.event_wait %[[A]] stream 0
+// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
+func.func @two_streams(%a: !p, %b: !p) -> !r {
+  %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %tb, %fb = sched.execute stream 2 ins(%b) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %va = sched.await %fa : !sched.future<!r> -> !r
+  %vb = sched.await %fb : !sched.future<!r> -> !r
+  %d = dtensor.add %va, %vb : (!r, !r) -> !r
+  func.return %d : !r
+}
