@@ -9,7 +9,8 @@ run. Verification after every pass stays on, as `ccopt -p` does by default.
 
 Columns: seconds and ratio per size; `growth` is time(10N) / time(N) for the smallest and the
 largest size 10x apart (10.0 is linear); `memory` is the peak of Python allocations
-(tracemalloc) while compiling the largest size below 1000 blocks, over that of parse+print.
+(tracemalloc) while compiling the largest size below 1000 blocks, over that of parse+print;
+`output text` the size of what ccopt printed there, over what parse+print printed.
 Two more tables compare with xDSL: ccopt's parse+print of the dtensor program against
 `xdsl-opt`'s parse+print of a plain arith program with the same op count (per op), and `--help`
 start-up of both tools (subprocesses, CPU time of the child; see bench/startup.py for more
@@ -116,8 +117,8 @@ WORKLOADS = [
 ]
 
 
-def run_ccopt(argv: Sequence[str]) -> None:
-    """ccopt's `main` in this process, its output discarded."""
+def run_ccopt(argv: Sequence[str]) -> int:
+    """ccopt's `main` in this process, its output discarded; the output's length."""
     from ccopt.tools.ccopt_opt import main
 
     out = io.StringIO()
@@ -125,6 +126,7 @@ def run_ccopt(argv: Sequence[str]) -> None:
         code = main(list(argv))
     if code != 0:
         sys.exit(f"compile_speed.py: ccopt {' '.join(argv)} failed")
+    return out.tell()
 
 
 def cpu_seconds(argv: Sequence[str], repeat: int) -> float:
@@ -138,13 +140,13 @@ def cpu_seconds(argv: Sequence[str], repeat: int) -> float:
     return best
 
 
-def peak_bytes(argv: Sequence[str]) -> int:
-    """Peak Python allocation (tracemalloc) while ccopt runs `argv`."""
+def peak_bytes(argv: Sequence[str]) -> tuple[int, int]:
+    """Peak Python allocation (tracemalloc) while ccopt runs `argv`, and its output's length."""
     gc.collect()
     tracemalloc.start()
     try:
-        run_ccopt(argv)
-        return tracemalloc.get_traced_memory()[1]
+        printed = run_ccopt(argv)
+        return tracemalloc.get_traced_memory()[1], printed
     finally:
         tracemalloc.stop()
 
@@ -173,7 +175,8 @@ def growth(times: dict[int, float]) -> str:
 
 def bench_workload(work: Workload, sizes: Sequence[int], repeat: int, tmp: Path) -> list[list[str]]:
     """One row for parse+print and one per pipeline: seconds and ratio per size, growth,
-    memory ratio."""
+    memory ratio, and the output text's size against parse+print's (what the pipeline's
+    result is made of: its printing and much of its passes' work grow with it)."""
     files = {}
     for n in sizes:
         files[n] = tmp / f"{work.name}_{n}.mlir"
@@ -186,15 +189,16 @@ def bench_workload(work: Workload, sizes: Sequence[int], repeat: int, tmp: Path)
         for label, flags in runs.items():
             seconds[label][n] = cpu_seconds([*flags, str(files[n])], repeat)
     mem_n = max((n for n in sizes if n < 1000), default=min(sizes))
-    base_mem = peak_bytes([str(files[mem_n])])
+    base_mem, base_text = peak_bytes([str(files[mem_n])])
     rows = []
     for label, flags in runs.items():
         cells = [f"{work.name}: {label}"]
         for n in sizes:
             base = seconds["parse+print"][n]
             cells.append(f"{seconds[label][n]:.2f}s {seconds[label][n] / base:.2f}x")
-        mem = peak_bytes([*flags, str(files[mem_n])]) / base_mem if flags else 1.0
-        cells += [growth(seconds[label]), f"{mem:.2f}x @{mem_n}"]
+        mem, text = peak_bytes([*flags, str(files[mem_n])]) if flags else (base_mem, base_text)
+        cells += [growth(seconds[label]), f"{mem / base_mem:.2f}x @{mem_n}"]
+        cells.append(f"{text / base_text:.2f}x")
         rows.append(cells)
     return rows
 
@@ -240,7 +244,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ccopt-compile-") as tmp:
         rows = [r for w in chosen for r in bench_workload(w, sizes, args.repeat, Path(tmp))]
         print("CPU seconds and ratio to `ccopt FILE` (parse+print) on the same input, this run")
-        print_table(["blocks", *map(str, sizes), "growth", "peak memory"], rows)
+        print_table(["blocks", *map(str, sizes), "growth", "peak memory", "output text"], rows)
         print()
         print_table(
             ["vs xDSL (CPU s, subprocess)", "ccopt", "xdsl-opt", "ratio"],

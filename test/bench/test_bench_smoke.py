@@ -90,6 +90,10 @@ def test_gpu_ops_bench_counts_every_example_and_schedule() -> None:
     assert copied_per_gemm_input <= 0.10  # and at most 10% of the bytes the gemms read
 
 
+TEXT = re.compile(r"^(\w+: \S+).* (\d+\.\d+)x$")
+"""A compile_speed row: its label and its last column (output text over parse+print's)."""
+
+
 def test_compile_speed_bench_rates_every_pipeline() -> None:
     lines = run_bench("compile_speed.py")
     rows = [m.group(1) for m in map(re.compile(r"^(\w+: \S+)").match, lines) if m]
@@ -104,6 +108,9 @@ def test_compile_speed_bench_rates_every_pipeline() -> None:
         "lamb: lamb",
     ]
     assert any(line.startswith("--help start-up") and line.endswith("x") for line in lines)
+    texts = {m.group(1): float(m.group(2)) for m in map(TEXT.match, lines) if m}
+    assert texts["megatron_mlp: parse+print"] == 1.0
+    assert texts["megatron_mlp: pipeline"] > 1.0  # overlap's chunks: more IR out than in
 
 
 def test_gpt_build_prints_stage_ratios_and_code_per_block() -> None:
