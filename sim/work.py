@@ -25,8 +25,8 @@ COPIES = (
 )  # fmt: skip
 """Ops that only move bytes (counted as copies in the report)."""
 
-FREE = (dtensor.ReshapeOp, kernel.AllocOp, kernel.ViewOp, kernel.BlockViewOp)
-"""Ops that cost nothing: views and storage."""
+FREE = (dtensor.ReshapeOp, kernel.AllocOp, kernel.ViewOp, kernel.BlockViewOp, kernel.SubviewOp)
+"""Ops that cost nothing: views and storage (the host computes a view's address; no kernel)."""
 
 ROW_OPS = (
     dtensor.ReduceOp, dtensor.NormOp, dtensor.SoftmaxOp, dtensor.LayerNormOp,

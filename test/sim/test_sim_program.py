@@ -85,6 +85,18 @@ def test_l2_and_l3_of_one_schedule_agree() -> None:
     assert abs(l2.step_time_ns - l3.step_time_ns) <= 0.05 * l2.step_time_ns
 
 
+def test_views_cost_nothing_at_the_kernel_level() -> None:
+    """A `kernel.subview` (a weight's chunk, a collective's slot in its concatenation) is an
+    address the host computes: no task, no launch, no bytes. (It was priced as a kernel: an
+    overlapped layer's chunks paid a launch and a pass over every chunk they read.)"""
+    module = module_of(row_parallel(4096, 2048, 8192), SCHEDULE + "," + LOWER)
+    assert any(op.name == "kernel.subview" for op in module.walk())
+    graph = TaskGraph(find_entry(module, None))
+    assert graph.tasks and all(t.op.name != "kernel.subview" for t in graph.tasks)
+    kinds = {t.op.name for t in graph.tasks if t.kind in ("compute", "copy")}
+    assert kinds == {"kernel.gemm", "kernel.elementwise"}
+
+
 @pytest.mark.parametrize(("machine", "speedup"), [("dgx-h100", 494.7 / 67), ("dgx2-v100", 1.0)])
 def test_tf32_gemms_run_at_the_tf32_peak_where_the_gpu_has_one(
     machine: str, speedup: float
