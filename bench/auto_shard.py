@@ -84,7 +84,9 @@ def gpt_stack(model: str, layers: int, mesh: str) -> str:
     """The open GPT training step of `model` with `layers` layers on `mesh` (axis=size,...)."""
     from ccopt.frontend.gpt import Layout, gpt_step
 
-    axes = {k: int(v) for k, v in (a.split("=") for a in mesh.split(","))}
+    from ccopt.program import parse_mesh_spec
+
+    axes = parse_mesh_spec(mesh)
     return str(gpt_step(model, axes, layers=layers, layout=Layout.open(list(axes))).module)
 
 
@@ -140,9 +142,19 @@ def main() -> None:
     )
     args = p.parse_args()
     if args.gpt:
-        gpt_rows(args.gpt, args.layers, args.mesh, args.repeat, args.memory)
-        if args.overlap:
-            overlap_rows(args.gpt, args.layers, args.mesh, args.overlap, args.time_strategies)
+        from ccopt.diagnostics import CcoptError
+        from ccopt.frontend.gpt import MODELS
+        from ccopt.program import parse_mesh_spec
+
+        try:
+            if args.gpt not in MODELS:
+                raise CcoptError(f"unknown model '{args.gpt}' (one of {', '.join(MODELS)})")
+            parse_mesh_spec(args.mesh)
+            gpt_rows(args.gpt, args.layers, args.mesh, args.repeat, args.memory)
+            if args.overlap:
+                overlap_rows(args.gpt, args.layers, args.mesh, args.overlap, args.time_strategies)
+        except CcoptError as e:  # an unknown model or a bad mesh: said, not a traceback
+            p.error(str(e))
         return
 
     from ccopt.passes.pipeline import apply_pipeline
