@@ -51,6 +51,8 @@ import xml.parsers.expat
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_args import positive
+
 from ccopt.algorithms import generate
 from ccopt.backends.msccl_xml import write_xml
 from ccopt.diagnostics import SourceText
@@ -126,8 +128,8 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ranks", type=int, nargs="+", default=[128, 1024])
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--ranks", type=positive, nargs="+", default=[128, 1024])
+    parser.add_argument("--repeat", type=positive, default=2)
     parser.add_argument("--no-tool", action="store_true", help="skip the ccopt process rows")
     args = parser.parse_args()
     print(

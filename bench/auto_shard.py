@@ -45,6 +45,8 @@ import argparse
 import time
 from collections.abc import Callable
 
+from bench_args import mesh, positive
+
 HIDDEN, FFN, TOKENS = 64, 256, 128
 
 
@@ -83,7 +85,6 @@ def stack(layers: int) -> str:
 def gpt_stack(model: str, layers: int, mesh: str) -> str:
     """The open GPT training step of `model` with `layers` layers on `mesh` (axis=size,...)."""
     from ccopt.frontend.gpt import Layout, gpt_step
-
     from ccopt.program import parse_mesh_spec
 
     axes = parse_mesh_spec(mesh)
@@ -123,10 +124,10 @@ def total_cost(module, key: str = "cost") -> float:  # noqa: ANN001 - a ModuleOp
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--layers", type=int, nargs="+", default=[12, 48, 96])
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--layers", type=positive, nargs="+", default=[12, 48, 96])
+    p.add_argument("--repeat", type=positive, default=3)
     p.add_argument("--gpt", metavar="MODEL", help="search the open GPT step of MODEL instead")
-    p.add_argument("--mesh", default="dp=8,tp=8", help="with --gpt: axis=size,...")
+    p.add_argument("--mesh", type=mesh, default="dp=8,tp=8", help="with --gpt: axis=size,...")
     p.add_argument(
         "--memory", type=float, default=0.0, help="with --gpt: a row under this GiB limit too"
     )
@@ -144,12 +145,10 @@ def main() -> None:
     if args.gpt:
         from ccopt.diagnostics import CcoptError
         from ccopt.frontend.gpt import MODELS
-        from ccopt.program import parse_mesh_spec
 
         try:
             if args.gpt not in MODELS:
                 raise CcoptError(f"unknown model '{args.gpt}' (one of {', '.join(MODELS)})")
-            parse_mesh_spec(args.mesh)
             gpt_rows(args.gpt, args.layers, args.mesh, args.repeat, args.memory)
             if args.overlap:
                 overlap_rows(args.gpt, args.layers, args.mesh, args.overlap, args.time_strategies)

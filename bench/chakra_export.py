@@ -122,6 +122,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_args import positive
+
 from ccopt.algorithms import generate
 from ccopt.backends.msccl_xml import write_xml
 from ccopt.diagnostics import SourceText
@@ -182,9 +184,9 @@ def measure(name: str, ranks: int, repeat: int, folder: Path) -> list[tuple[str,
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--ranks", type=int, nargs="+", default=[128, 1024])
+    p.add_argument("--ranks", type=positive, nargs="+", default=[128, 1024])
     p.add_argument("--algorithms", nargs="+", default=["halving_doubling", "ring"])
-    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--repeat", type=positive, default=1)
     args = p.parse_args()
     from ccopt.sim import et_def_pb2  # noqa: F401  (load protobuf before timing)
 

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_args import positive, positives
 from startup import best_cpu_time, plain_program, tool
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -229,17 +230,21 @@ def xdsl_rows(ops: int, repeat: int, tmp: Path) -> list[list[str]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--blocks", default="100,400,1000", help="comma-separated block counts")
+    parser.add_argument(
+        "--blocks", type=positives, default="100,400,1000", help="comma-separated block counts"
+    )
     parser.add_argument(
         "--xdsl-ops", type=int, default=0, help="op count of the xDSL rows (default 8 x largest)"
     )
     parser.add_argument("--huge", action="store_true", help="also 10,000 blocks (minutes)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement (best kept)")
+    parser.add_argument(
+        "--repeat", type=positive, default=1, help="runs per measurement (best kept)"
+    )
     parser.add_argument(
         "--only", default="", help="comma-separated workloads (megatron_mlp, adam, lamb)"
     )
     args = parser.parse_args()
-    sizes = [int(b) for b in args.blocks.split(",")] + ([10_000] if args.huge else [])
+    sizes = args.blocks + ([10_000] if args.huge else [])
     chosen = [w for w in WORKLOADS if not args.only or w.name in args.only.split(",")]
     with tempfile.TemporaryDirectory(prefix="ccopt-compile-") as tmp:
         rows = [r for w in chosen for r in bench_workload(w, sizes, args.repeat, Path(tmp))]

@@ -28,6 +28,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench_args import positive
+
 from ccopt.algorithms import generate
 from ccopt.algorithms.fused_body import with_body_steps
 from ccopt.sim.chakra_algo import simulate_algorithm
@@ -92,12 +94,17 @@ def program_level(elements: int) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--size", type=int, default=256 << 20, help="bytes per rank")
-    p.add_argument("--passes", type=int, default=7, help="body's passes over its bytes")
-    p.add_argument("--elements", type=int, default=1 << 24, help="Adam's parameter count")
+    p.add_argument("--size", type=positive, default=256 << 20, help="bytes per rank")
+    p.add_argument("--passes", type=positive, default=7, help="body's passes over its bytes")
+    p.add_argument("--elements", type=positive, default=1 << 24, help="Adam's parameter count")
     args = p.parse_args()
-    step_level(args.size, args.passes)
-    program_level(args.elements)
+    from ccopt.dialects.algo import AlgorithmError
+
+    try:
+        step_level(args.size, args.passes)
+        program_level(args.elements)
+    except AlgorithmError as e:  # a size the algorithm cannot cut in chunks: said, not raised
+        p.error(str(e))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_args import mesh as mesh_spec
+from bench_args import positive, positives
+
 from ccopt.backends.cuda.emit import emit_cuda
 from ccopt.frontend.gpt import gpt_step
 from ccopt.ir import verify_module
@@ -201,20 +204,24 @@ def blocks_table(sizes: list[int], inlined_up_to: int, nvcc_up_to: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=96)
-    parser.add_argument("--mesh", default="dp=8,tp=8")
-    parser.add_argument("--blocks", default="100,400,1000", help="sizes of the per-block table")
-    parser.add_argument("--inlined-up-to", type=int, default=1000, help="largest inlined size")
+    parser.add_argument("--layers", type=positive, default=96)
+    parser.add_argument("--mesh", type=mesh_spec, default="dp=8,tp=8")
+    parser.add_argument(
+        "--blocks", type=positives, default="100,400,1000", help="sizes of the per-block table"
+    )
+    parser.add_argument("--inlined-up-to", type=positive, default=1000, help="largest inlined size")
     parser.add_argument("--nvcc", action="store_true", help="also time nvcc -c of the .cu files")
     parser.add_argument(
         "--nvcc-up-to", type=int, default=100, help="largest block count nvcc builds"
     )
     parser.add_argument("--no-gpt", action="store_true", help="only the per-block table")
     args = parser.parse_args()
-    mesh = {k: int(v) for k, v in (a.split("=") for a in args.mesh.split(","))}
+    from ccopt.program import parse_mesh_spec
+
+    mesh = parse_mesh_spec(args.mesh)
     if not args.no_gpt:
         gpt_table(args.layers, mesh, args.nvcc)
-    sizes = [int(b) for b in args.blocks.split(",") if b]
+    sizes = args.blocks
     blocks_table(sizes, args.inlined_up_to, args.nvcc_up_to if args.nvcc else 0)
     sys.stdout.flush()
 

@@ -20,6 +20,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from bench_args import positive
+
 
 def best_of(repeat: int, work: Callable[[], object]) -> float:
     times = []
@@ -42,16 +44,16 @@ def cold_run(args: argparse.Namespace) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="80B")
-    p.add_argument("--gpus", type=int, default=4096)
-    p.add_argument("--batch", type=int, default=4096)
-    p.add_argument("--machine", default="perlmutter")
-    p.add_argument("--repeat", type=int, default=5)
-    args = p.parse_args()
-
-    from ccopt.sim.axonn import GPT_MODELS, count_grids, rank_axonn
+    from ccopt.sim.axonn import AXONN_BANDWIDTH, GPT_MODELS, count_grids, rank_axonn
     from ccopt.sim.plan4d import plan
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=list(GPT_MODELS), default="80B")
+    p.add_argument("--gpus", type=positive, default=4096)
+    p.add_argument("--batch", type=positive, default=4096)
+    p.add_argument("--machine", choices=list(AXONN_BANDWIDTH), default="perlmutter")
+    p.add_argument("--repeat", type=positive, default=5)
+    args = p.parse_args()
 
     model = GPT_MODELS[args.model]
 

@@ -25,6 +25,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from bench_args import positive, positives
+
 from ccopt.sim.astra import simulate_collective
 from ccopt.sim.network import network_from_dict
 from ccopt.sim.system import system_from_dict
@@ -140,12 +142,12 @@ def astra_sim(binaries: Path, folder: Path, ranks: int) -> tuple[int, float, flo
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--ranks", default="256,1024,4096,16384")
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--ranks", type=positives, default="256,1024,4096,16384")
+    p.add_argument("--repeat", type=positive, default=3)
     p.add_argument(
         "--astra-sim", type=Path, default=ROOT / ".oracle/src/build/astra_analytical/build/bin"
     )
-    p.add_argument("--astra-max-ranks", type=int, default=1024)
+    p.add_argument("--astra-max-ranks", type=positive, default=1024)
     args = p.parse_args()
     have_astra = (args.astra_sim / "AstraSim_Analytical_Congestion_Unaware").exists()
     print(
@@ -154,7 +156,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for ranks in (int(r) for r in args.ranks.split(",")):
+        for ranks in args.ranks:
             time_ns, seconds, peak = ccopt_in_process(ranks, args.repeat)
             command_ns, command_s = ccopt_command(folder, ranks)
             assert command_ns == time_ns

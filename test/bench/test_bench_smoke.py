@@ -150,3 +150,34 @@ def test_auto_shard_bench_times_every_strategy() -> None:
         "auto-shard cd",
         "auto-shard ilp, memory-bound",
     ]
+
+
+BAD_OPTIONS = [
+    ("compile_speed.py", ["--blocks", "100,x"], "argument --blocks"),
+    ("compile_speed.py", ["--repeat", "0"], "argument --repeat"),
+    ("gpt_build.py", ["--mesh", "dp=x", "--no-gpt"], "argument --mesh: bad mesh 'dp=x'"),
+    ("gpt_build.py", ["--blocks", "0", "--no-gpt"], "argument --blocks"),
+    ("algorithms.py", ["--ranks", "0"], "argument --ranks"),
+    ("chakra_export.py", ["--ranks", "-1"], "argument --ranks"),
+    ("plan_axonn.py", ["--model", "1.3B"], "argument --model"),
+    ("plan_axonn.py", ["--machine", "dgx-h100"], "argument --machine"),
+    ("auto_shard.py", ["--gpt", "1.3B", "--layers", "2"], "unknown model '1.3B'"),
+    ("auto_shard.py", ["--gpt", "tiny", "--mesh", "dp=x"], "argument --mesh"),
+    ("sim_astra.py", ["--ranks", "x"], "argument --ranks"),
+    ("fused_in_algorithm.py", ["--size", "3"], "less than one byte per chunk"),
+]
+
+
+def test_bad_options_are_one_line_errors() -> None:
+    """A bad value is argparse's `script.py: error: ...` and exit status 2, not a traceback."""
+    for script, argv, message in BAD_OPTIONS:
+        done = subprocess.run(
+            [sys.executable, str(BENCH / script), *argv],
+            capture_output=True,
+            text=True,
+            cwd=BENCH,
+            timeout=300,
+        )
+        assert done.returncode == 2, (script, argv, done.stderr)
+        assert "Traceback" not in done.stderr, (script, argv)
+        assert f"{script}: error: " in done.stderr and message in done.stderr, (script, done.stderr)
