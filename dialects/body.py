@@ -176,7 +176,8 @@ def check_body(
         except InferenceError as e:
             raise InferenceError(f"in the body, '{op.name}': {e.message}", e.axis) from None
     terminator = block.last_op
-    assert terminator is not None
+    if terminator is None:
+        raise InferenceError("the body must end with dtensor.yield")
     if any(v not in types for v in terminator.operands):
         raise InferenceError("the body yields a value defined outside it")
     return [types[v] for v in terminator.operands]
@@ -332,10 +333,10 @@ class ScalarBodyOp(IRDLOperation, ABC):
                     f"iteration space {list(iteration.get_shape())}"
                 )
         block = self.body_block()
-        yielded = check_body(block, inputs, iteration)
         terminator = block.last_op
-        if not isinstance(terminator, YieldOp):
+        if not isinstance(terminator, YieldOp):  # (an empty body too: nothing to replay)
             raise InferenceError("the body must end with dtensor.yield")
+        yielded = check_body(block, inputs, iteration)
         if len(yielded) != len(results):
             raise InferenceError(
                 f"the body yields {len(yielded)} values for {len(results)} results"
