@@ -330,13 +330,14 @@ class Lowering:
         return event
 
     def wait(self, event: SSAValue) -> None:
-        """The current stream waits for `event`, unless it already waited for that event or a
-        later one of the same stream (a stream runs in order: the later event implies it). The
+        """The current stream waits for `event`, unless the event is its own (recorded on it
+        earlier: a stream runs in order) or it already waited for that event or a later one of
+        the same stream (the later event implies it). The
         waits for earlier events of that stream just before it are dropped, for the same
         reason: a region joining chunks awaits each chunk's event, and one wait does."""
         stream, seq = self.recorded[event]
         key = (self.stream, stream)
-        if self.waited.get(key, -1) >= seq:
+        if stream == self.stream or self.waited.get(key, -1) >= seq:
             self.unwaited.append(event)  # (its record may have no wait left)
             return
         self.waited[key] = seq

@@ -1,8 +1,8 @@
 // RUN: ccopt %s -p 'convert-to-kernel' | filecheck %s
 
 // A stream runs its work in order, so waiting for one of its events is waiting for every event
-// it recorded before: convert-to-kernel drops a wait for an event that an earlier wait of the
-// same stream already implies, merges waits for one stream's events that follow each other
+// it recorded before: convert-to-kernel drops a wait for a stream's own event and one that an
+// earlier wait of the same stream already implies, merges waits for one stream's events that follow each other
 // into the wait for the last, and drops the records nothing waits for any more.
 !p = !dtensor.tensor<8x16xf32, @tp[P(sum)]>
 !r = !dtensor.tensor<8x16xf32, @tp[R]>
@@ -112,4 +112,45 @@ func.func @two_streams(%a: !p, %b: !p) -> !r {
   %vb = sched.await %fb : !sched.future<!r> -> !r
   %d = dtensor.add %va, %vb : (!r, !r) -> !r
   func.return %d : !r
+}
+
+// A region that depends on an earlier region of its own stream needs no wait for it (the
+// stream runs them in order); one on another stream waits for that region's event.
+// CHECK-LABEL: func.func @chain(
+// CHECK:         kernel.nccl_all_reduce sum %a {{.*}} stream 1
+// CHECK-NEXT:    %[[A:.*]] = kernel.event_record stream 1
+// CHECK-NEXT:    %[[R1:.*]] = kernel.event_record stream 0
+// CHECK-NEXT:    kernel.event_wait %[[R1]] stream 1
+// CHECK-NOT:     kernel.event_wait
+// CHECK:         kernel.nccl_all_reduce sum %b {{.*}} stream 1
+// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
+// CHECK-NEXT:    %[[R2:.*]] = kernel.event_record stream 0
+// CHECK-NEXT:    kernel.event_wait %[[R2]] stream 2
+// CHECK-NEXT:    kernel.event_wait %[[A]] stream 2
+// CHECK:         kernel.nccl_all_reduce sum %b {{.*}} stream 2
+// CHECK-NEXT:    %[[C:.*]] = kernel.event_record stream 2
+// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
+// CHECK-NEXT:    kernel.event_wait %[[C]] stream 0
+func.func @chain(%a: !p, %b: !p) -> !r {
+  %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %tb, %fb = sched.execute stream 1 deps(%ta) ins(%b) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %tc, %fc = sched.execute stream 2 deps(%ta) ins(%b) : (!p) -> !sched.future<!r> {
+  ^bb0(%x: !p):
+    %s = coll.all_reduce sum %x over [tp] : !p -> !r
+    sched.yield %s : !r
+  }
+  %va = sched.await %fa : !sched.future<!r> -> !r
+  %vb = sched.await %fb : !sched.future<!r> -> !r
+  %vc = sched.await %fc : !sched.future<!r> -> !r
+  %d = dtensor.add %va, %vb : (!r, !r) -> !r
+  %e = dtensor.add %d, %vc : (!r, !r) -> !r
+  func.return %e : !r
 }
