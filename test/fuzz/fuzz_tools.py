@@ -4,7 +4,8 @@ Seeds are every `.mlir` under examples/ and test/ (each `// -----` chunk on its 
 seed with a few small edits (a token replaced by another of the file or by a nasty value, a span or
 line deleted, duplicated or swapped, a sigil inserted, the text truncated, a byte made non-UTF-8).
 Each mutant goes through `ccopt FILE` (parse, verify, print), `ccopt FILE -p PIPELINE` with a
-random pipeline, and sometimes `ccopt-run FILE --check-pipeline PIPELINE`, all in-process. Exit
+random pipeline, and sometimes `ccopt-run FILE --check-pipeline PIPELINE`, all in-process; with
+`--emit-share`, some are also lowered and emitted as CUDA and simulated (`ccopt-sim`). Exit
 status 0 or 1 is an answer; a Python exception escaping a tool's `main` is a crash, and a run
 longer than the time limit is a hang. The test suite runs a few hundred mutants; longer runs:
 
@@ -301,18 +302,46 @@ def call_tool(
     return ("accepted" if status in (0, None) else "rejected"), ""
 
 
+LOWERINGS = (
+    "inline,convert-to-kernel,plan-memory",
+    "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2},inline,"
+    "convert-to-kernel,plan-memory",
+    "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,inline,"
+    "convert-to-kernel,plan-memory",
+)
+"""Pipelines to the kernel level, for the emitting and simulating commands (`emit_share`)."""
+
+MACHINES = ("dgx-a100", "dgx-h100", "dgx2-v100")
+
+
 def commands(
-    path: str, rng: random.Random, run_share: float, runnable: bool = True
+    path: str, rng: random.Random, run_share: float, runnable: bool = True, emit_share: float = 0.0
 ) -> list[list[str]]:
     """The tool invocations for one mutant: ccopt, ccopt -p, sometimes ccopt-run - never for a
     mutant of a seed too large to interpret (`runnable` False: the draws are made all the same,
-    so the other mutants stay what they were)."""
+    so the other mutants stay what they were). With `emit_share`, that share of mutants is also
+    lowered and emitted as CUDA (`ccopt -p LOWERING -t cuda`) and simulated as given and
+    lowered (`ccopt-sim`; not the seeds too large to interpret either)."""
     out = [["ccopt", path], ["ccopt", path, "-p", rng.choice(PIPELINES)]]
     if rng.random() < run_share:
         run = ["ccopt-run", path, "--check-pipeline", rng.choice(PIPELINES)]
         if runnable:
             out.append(run)
+    if emit_share and rng.random() < emit_share:
+        lowering, machine = rng.choice(LOWERINGS), rng.choice(MACHINES)
+        out.append(["ccopt", path, "-p", lowering, "-t", "cuda"])
+        if runnable:
+            out.append(["ccopt-sim", path, "--machine", machine])
+            out.append(["ccopt-sim", path, "--machine", machine, "-p", lowering])
     return out
+
+
+def label_of(command: Sequence[str]) -> str:
+    """How the report counts a command: its tool, with `-p` and the target where given."""
+    label = command[0] + (" -p" if "-p" in command else "")
+    if "-t" in command:
+        label += " -t " + command[command.index("-t") + 1]
+    return label
 
 
 NO_NUMERICS = re.compile(r"^// NO-NUMERICS: \S", re.MULTILINE)
@@ -344,12 +373,14 @@ def fuzz(
     seconds: float = 20.0,
     run_share: float = 0.25,
     progress: Callable[[int, int], None] | None = None,
+    emit_share: float = 0.0,
 ) -> Report:
     """Run `mutants` mutants of seeds drawn at random; report every crash and hang."""
     from ccopt.tools.ccopt_opt import main as ccopt_main
     from ccopt.tools.ccopt_run import main as run_main
+    from ccopt.tools.ccopt_sim import main as sim_main
 
-    tools = {"ccopt": ccopt_main, "ccopt-run": run_main}
+    tools = {"ccopt": ccopt_main, "ccopt-run": run_main, "ccopt-sim": sim_main}
     rng = random.Random(seed)
     pool = seeds()
     too_large = unrunnable()
@@ -360,15 +391,13 @@ def fuzz(
             name, text = pool[rng.randrange(len(pool))]
             mutant = mutate(text, rng)
             path.write_bytes(mutant)
-            for command in commands(str(path), rng, run_share, name not in too_large):
-                label = " ".join(c for c in command[:3] if not c.startswith("/"))
+            runnable = name not in too_large
+            for command in commands(str(path), rng, run_share, runnable, emit_share):
                 try:
                     outcome, detail = call_tool(tools[command[0]], command[1:], seconds)
                 except Hang as e:
                     outcome, detail = "hang", str(e)
-                report.outcomes[
-                    (label.split(" ")[0] + (" -p" if len(command) > 2 else ""), outcome)
-                ] += 1
+                report.outcomes[(label_of(command), outcome)] += 1
                 if outcome in ("crash", "hang"):
                     report.failures.append(Failure(name, command, outcome, detail, mutant))
             if progress is not None:
@@ -394,6 +423,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--run-share", type=float, default=0.25, help="share of mutants run by ccopt-run"
     )
+    p.add_argument(
+        "--emit-share",
+        type=float,
+        default=0.0,
+        help="share of mutants also lowered to CUDA and simulated (ccopt -t cuda, ccopt-sim)",
+    )
     p.add_argument("--save", type=Path, help="folder for failing mutants and their tracebacks")
     args = p.parse_args(argv)
     started = time.monotonic()
@@ -403,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rate = done / (time.monotonic() - started)
             print(f"{done}/{args.mutants} mutants, {failed} failures ({rate:.1f}/s)", flush=True)
 
-    report = fuzz(args.mutants, args.seed, args.timeout, args.run_share, progress)
+    report = fuzz(args.mutants, args.seed, args.timeout, args.run_share, progress, args.emit_share)
     failures = report.failures
     signatures: dict[str, Failure] = {}
     for f in failures:
@@ -417,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     print()
     for (command, outcome), count in sorted(report.outcomes.items()):
-        print(f"  {command:<14} {outcome:<9} {count}")
+        print(f"  {command:<18} {outcome:<9} {count}")
     print(
         f"\n{args.mutants} mutants in {elapsed:.0f} s: {len(failures)} failures "
         f"({sum(f.kind == 'crash' for f in failures)} crashes, "
