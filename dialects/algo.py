@@ -811,6 +811,8 @@ def fast_steps(body: str) -> np.ndarray | None:
     if not found:
         return steps_array([])
     cols = np.array(found, dtype=str).T
+    if np.char.str_len(cols[[0, 3, 5, 6, 7, 8]]).max() > 10:
+        return None  # a number past int32 (and maybe int64): `parse_steps` says where
 
     def number(col: np.ndarray) -> np.ndarray:
         return np.where(col == "", "-1", col).astype(np.int64)

@@ -151,3 +151,16 @@ algo.algorithm @body_in_broadcast broadcast ranks 1 root 0 channels 1 chunksperl
     }
   }
 }
+
+// -----
+
+// A count past int64 (the fast reader of step lines converts columns to int64): the step's
+// diagnostic, not an OverflowError.
+algo.algorithm @huge_count allreduce ranks 2 channels 1 chunksperloop 1 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 1 out 1 scratch 0 {
+    algo.tb 0 send 1 recv 1 chan 0 {
+      // CHECK: :[[# @LINE + 1]]:7: error: a number of this step exceeds 2147483647
+      0: s i[0] -> _ x99999999999999999999
+    }
+  }
+}
