@@ -74,6 +74,17 @@ def cache_root() -> Path:
     return root
 
 
+def write_harness(directory: Path, source: str, driver: str, header: str, macro: str) -> Path:
+    """`directory` made, holding the program (`program.cu`) and a harness's driver file `driver`
+    that includes it and the harness `header` and instantiates the header's `macro` call (the
+    CPU and the shared-GPU harnesses build alike); returns the driver's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / "program.cu", source)
+    path = directory / driver
+    write_atomic(path, f'#include "program.cu"\n#include "{header}"\n{macro}\n')
+    return path
+
+
 def run(command: Sequence[str], what: str) -> None:
     result = subprocess.run(list(command), capture_output=True, text=True)
     if result.returncode != 0:

@@ -20,7 +20,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from ccopt.backends.cuda.blocks import block_table, environment, failed_ranks
-from ccopt.backends.cuda.build import cache_root, header_text, import_module
+from ccopt.backends.cuda.build import cache_root, header_text, import_module, write_harness
 from ccopt.diagnostics import CcoptError
 from ccopt.files import write_atomic
 
@@ -54,13 +54,10 @@ def compile_host(
     )
     if library.exists():
         return library
-    directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / "program.cu", source)
-    write_atomic(
-        directory / "driver.cpp",
-        f'#include "program.cu"\n#include "ccopt_host_driver.h"\nCCOPT_HOST_DRIVER({prefix})\n',
+    driver = write_harness(
+        directory, source, "driver.cpp", "ccopt_host_driver.h", f"CCOPT_HOST_DRIVER({prefix})"
     )
-    sources = [str(directory / "driver.cpp")]
+    sources = [str(driver)]
     python: list[str] = []
     if binding is not None:
         import pybind11

@@ -59,20 +59,23 @@ def include_dirs() -> list[str]:
 def compile_shared_gpu(source: str, prefix: str, archs: Sequence[str] = ARCHS) -> Path:
     """The shared library of the program `source` (emitted with `prefix`) with the shared-GPU
     driver, built by nvcc (cached by content hash like `ccopt.build`'s modules)."""
-    from ccopt.backends.cuda.build import cache_root, cuda_home, header_text, nvidia_dirs, run
+    from ccopt.backends.cuda.build import (
+        cache_root,
+        cuda_home,
+        header_text,
+        nvidia_dirs,
+        run,
+        write_harness,
+    )
     from ccopt.backends.cuda.emit import content_hash
-    from ccopt.files import write_atomic
 
     key = content_hash(source, prefix, " ".join(archs), header_text(include_dirs()))
     directory = cache_root() / f"shared-gpu-{key}"
     library = directory / f"lib{prefix}_shared_gpu.so"
     if library.exists():
         return library
-    directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / "program.cu", source)
-    write_atomic(
-        directory / "driver.cu",
-        f'#include "program.cu"\n#include "shared_gpu_driver.h"\nCCOPT_SHARED_GPU_DRIVER({prefix})\n',
+    driver = write_harness(
+        directory, source, "driver.cu", "shared_gpu_driver.h", f"CCOPT_SHARED_GPU_DRIVER({prefix})"
     )
     blas_include, blas_lib = nvidia_dirs("cu13")
     partial = directory / f".{library.name}.partial"
@@ -88,7 +91,7 @@ def compile_shared_gpu(source: str, prefix: str, archs: Sequence[str] = ARCHS) -
             *(f"-I{d}" for d in include_dirs()),
             f"-I{blas_include}",
             f"-I{cuda_home() / 'include'}",
-            str(directory / "driver.cu"),
+            str(driver),
             "-o",
             str(partial),
             f"-L{blas_lib}",

@@ -4,6 +4,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 
 typedef enum {
   ncclSuccess = 0,
@@ -70,6 +75,18 @@ inline size_t size_of(ncclDataType_t t) {
     case ncclFloat32: return 4;
     default: return 8;
   }
+}
+
+// The state every member of one communicator shares, found by its unique id: the first member to
+// arrive makes it (for `nranks` members), the others get the same one.
+template <class Shared>
+std::shared_ptr<Shared> shared_state(const ncclUniqueId& id, int nranks) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<Shared>> registry;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& entry = registry[std::string(id.internal, strnlen(id.internal, sizeof(id.internal)))];
+  if (!entry) entry = std::make_shared<Shared>(nranks);
+  return entry;
 }
 
 }  // namespace ccopt_nccl

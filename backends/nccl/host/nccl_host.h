@@ -78,15 +78,6 @@ struct Member {
   }
 };
 
-inline std::mutex& registry_mutex() {
-  static std::mutex m;
-  return m;
-}
-inline std::map<std::string, std::shared_ptr<Shared>>& registry() {
-  static std::map<std::string, std::shared_ptr<Shared>> r;
-  return r;
-}
-
 // --- fault injection ---------------------------------------------------------------------------
 struct RankDied {};
 inline thread_local int world_rank = -1;
@@ -222,13 +213,7 @@ inline ncclResult_t started(ncclComm_t comm) {
 inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
   ccopt_nccl::world_rank = rank;
   if (ccopt_nccl::inject() != ccopt_nccl::Fault::none) return ncclSystemError;
-  std::shared_ptr<ccopt_nccl::Shared> shared;
-  {
-    std::lock_guard<std::mutex> lock(ccopt_nccl::registry_mutex());
-    auto& entry = ccopt_nccl::registry()[std::string(id.internal)];
-    if (!entry) entry = std::make_shared<ccopt_nccl::Shared>(nranks);
-    shared = entry;
-  }
+  auto shared = ccopt_nccl::shared_state<ccopt_nccl::Shared>(id, nranks);
   if (shared->size != nranks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   // the harness has no CTAs: a cap is checked as NCCL checks it, not enforced
   if (config && config->maxCTAs != NCCL_CONFIG_UNDEF_INT && config->maxCTAs < 1) return ncclInvalidArgument;

@@ -121,15 +121,6 @@ struct Shared {
   }
 };
 
-inline std::mutex& registry_mutex() {
-  static std::mutex m;
-  return m;
-}
-inline std::map<std::string, std::shared_ptr<Shared>>& registry() {
-  static std::map<std::string, std::shared_ptr<Shared>> r;
-  return r;
-}
-
 // The members' send buffers a kernel reads, passed by value.
 struct Sources {
   const void* at[kMaxRanks];
@@ -323,13 +314,7 @@ inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUni
   *comm = nullptr;
   if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks) return ncclInvalidArgument;
   if (config && config->maxCTAs != NCCL_CONFIG_UNDEF_INT && config->maxCTAs < 1) return ncclInvalidArgument;
-  std::shared_ptr<Shared> shared;
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex());
-    auto& entry = registry()[std::string(id.internal, strnlen(id.internal, sizeof(id.internal)))];
-    if (!entry) entry = std::make_shared<Shared>(nranks);
-    shared = entry;
-  }
+  auto shared = ccopt_nccl::shared_state<Shared>(id, nranks);
   if (shared->size != nranks) return ncclInvalidArgument;
   keep_freed_memory();
   auto* c = new ncclComm{shared, rank, nranks};
