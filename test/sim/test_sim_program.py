@@ -14,7 +14,7 @@ from sim_programs import row_parallel
 import ccopt
 from ccopt.diagnostics import CcoptError
 from ccopt.passes.pipeline import apply_pipeline
-from ccopt.program import bind_mesh, find_entry, load_program
+from ccopt.program import bind_mesh, find_entry, load_program, module_meshes
 from ccopt.sim.machine import load_machine
 from ccopt.sim.program import (
     Engine,
@@ -39,8 +39,6 @@ def module_of(text: str, pipeline: str = "", mesh: str | None = None):  # noqa: 
 
 
 def engine_of(module, machine=V100, symmetric: bool = True) -> Engine:  # noqa: ANN001
-    from ccopt.program import module_meshes
-
     graph = TaskGraph(find_entry(module, None))
     mesh, types = program_mesh(graph, module_meshes(module))
     classes, _ = rank_classes(types, mesh, symmetric)
@@ -175,15 +173,9 @@ func.func @f(%a: {a}, %w: {w}) -> {out} {{
     for pipeline in ("", LOWER):
         module = module_of(text, pipeline)
         (gemm,) = [op for op in module.walk() if op.name in ("dtensor.matmul", "kernel.gemm")]
-        blocks = Blocks(program_mesh(TaskGraph(find_entry(module, None)), _meshes(module))[0])
+        blocks = Blocks(module_meshes(module)["m"])
         values = [*gemm.operands[:2], gemm.operands[2] if pipeline else gemm.results[0]]
         assert all(rows_aligned(v, blocks, (0,)) for v in values) == aligned
-
-
-def _meshes(module):  # noqa: ANN001, ANN202
-    from ccopt.program import module_meshes
-
-    return module_meshes(module)
 
 
 @settings(max_examples=12, deadline=None)
