@@ -77,7 +77,7 @@ def measure(name: str, pipeline: str, repeat: int) -> Cost:
     return Cost(
         kernels=sum(
             isinstance(op, k.DeviceOp)
-            and not isinstance(op, k.NcclOp | k.EventRecordOp | k.EventWaitOp)
+            and not isinstance(op, k.NcclOp | k.EventRecordOp | k.EventWaitOp | k.StreamWaitOp)
             for op in ops
         ),
         nccl_calls=len(nccl),

@@ -1,9 +1,10 @@
 """What runs before what at the kernel level, and how long each workspace buffer lives.
 
 The host issues device ops in program order; each stream runs its ops in issue order; an
-`event_wait` makes later work on its stream wait for everything its `event_record` marked. So
-op `a` surely completes before op `b` starts exactly when `a` is on `b`'s stream and issued
-earlier, or a chain of record/wait pairs leads from after `a` to before `b`. Vector clocks give
+`event_wait` makes later work on its stream wait for everything its `event_record` marked (a
+`stream_wait` is a record on the stream it names and its wait, in one op). So op `a` surely
+completes before op `b` starts exactly when `a` is on `b`'s stream and issued earlier, or a
+chain of record/wait pairs leads from after `a` to before `b`. Vector clocks give
 that in one pass: for every op, how many ops of each stream are known complete when it starts.
 
 Buffer lives are what memory planning (`plan-memory`) and its checker need: a buffer's bytes
@@ -49,7 +50,7 @@ class StreamOrder:
 
     An op's clock is how many ops of each stream are known complete when it starts: its own
     stream's count is its index there (`place`), the other streams' counts change only at an
-    `event_wait`, so consecutive ops of a stream share one dict of them (`others`), copied
+    `event_wait` or a `stream_wait`, so consecutive ops of a stream share one dict of them (`others`), copied
     when a wait changes it: a lowered model has tens of thousands of device ops, and a dict per
     op was most of plan-memory's memory."""
 
@@ -74,13 +75,18 @@ class StreamOrder:
             kind = type(op)
             if kind is k.EventWaitOp:
                 seen = events.get(op.event)  # type: ignore[attr-defined]
-                if seen:
-                    others = known[s] = dict(others)  # (earlier ops keep the old one)
-                    for t, n in seen.items():
-                        if t == s:
-                            own = max(own, n)
-                        else:
-                            others[t] = max(others.get(t, 0), n)
+            elif kind is k.StreamWaitOp:  # (a record on `on` just now, and its wait)
+                on = op.properties["on"].value.data  # type: ignore[attr-defined]
+                seen = {**known.get(on, {}), on: issued.get(on, 0)}
+            else:
+                seen = None
+            if seen:
+                others = known[s] = dict(others)  # (earlier ops keep the old one)
+                for t, n in seen.items():
+                    if t == s:
+                        own = max(own, n)
+                    else:
+                        others[t] = max(others.get(t, 0), n)
             self.place[op] = (s, own)
             self.others[op] = others
             issued[s] = own + 1
@@ -193,6 +199,7 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
     )
     kinds = _DEVICE_KINDS
     alloc, wait, record = k.AllocOp, k.EventWaitOp, k.EventRecordOp
+    stream_wait = k.StreamWaitOp
     position = -1
     following = block.first_op
     while following is not None:  # (the linked list: no iterator object stepped per op)
@@ -224,12 +231,17 @@ def buffer_lives(block: Block) -> tuple[list[BufferLife], StreamIssue]:
             others = known[stream]
             if kind is wait:
                 seen = events.get(id(_item(op._operands, 0)))  # pyright: ignore[reportPrivateUsage]
-                if seen is not None:
-                    recorded, on, count = seen
-                    others = known[stream] = dict(others)  # (earlier ops keep the old one)
-                    for t, n in (*recorded.items(), (on, count)):
-                        if t != stream:
-                            others[t] = max(others.get(t, 0), n)
+            elif kind is stream_wait:  # (a record on `on` just now, and its wait)
+                on = op.properties["on"].value.data  # type: ignore[attr-defined]
+                seen = (known.get(on, {}), on, len(all_positions.get(on, ())))
+            else:
+                seen = None
+            if seen is not None:
+                recorded, on, count = seen
+                others = known[stream] = dict(others)  # (earlier ops keep the old one)
+                for t, n in (*recorded.items(), (on, count)):
+                    if t != stream:
+                        others[t] = max(others.get(t, 0), n)
             positions.append(position)
             all_others[stream].append(others)
             if kind is record:

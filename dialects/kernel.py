@@ -5,7 +5,8 @@ distributed tensor type); every op writes into destination buffers it is given, 
 explicit: `kernel.view` reinterprets a buffer, `kernel.block_view` is the rank's block inside a
 full buffer (what NCCL's in-place all-gather and reduce-scatter use), and an in-place update of
 an argument is a kernel whose output *is* the argument's buffer. Device ops carry the stream
-they run on; `kernel.event_record` / `kernel.event_wait` order streams. Emission walks this level
+they run on; `kernel.event_record` / `kernel.event_wait` order streams (`kernel.stream_wait`
+is the pair where the wait directly follows its record). Emission walks this level
 with one template per op (backends/cuda).
 
 ```mlir
@@ -402,6 +403,32 @@ class EventWaitOp(DeviceOp):
 
     def __init__(self, event: SSAValue, stream: int):
         init_op(self, operands=[event], properties=_stream(stream))
+
+
+@irdl_op_definition
+class StreamWaitOp(DeviceOp):
+    """Later work on `stream` waits until everything issued so far on stream `on` is done: an
+    `event_record` on `on` and its one `event_wait`, with nothing issued on `on` between them
+    (PyTorch's `Stream.wait_stream`). One op and no event value where most stream joins need no
+    more (convert-to-kernel makes these)."""
+
+    name = "kernel.stream_wait"
+    on = prop_def(IntegerAttr[I64])
+    assembly_format = "`for` $on `stream` $stream attr-dict"
+
+    def __init__(self, on: int, stream: int):
+        init_op(self, properties={"on": stream_attr(on), **_stream(stream)})
+
+    def on_index(self) -> int:
+        return self.on.value.data
+
+    def verify_(self) -> None:
+        self.check_stream()
+        on = self.on.value.data
+        if on < 0:
+            raise VerifyException(f"the stream waited for must be >= 0, got {on}")
+        if on == self.stream.value.data:
+            raise VerifyException(f"stream {on} cannot wait for itself (a stream runs in order)")
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -1119,6 +1146,7 @@ Kernel = Dialect(
         SubviewOp,
         EventRecordOp,
         EventWaitOp,
+        StreamWaitOp,
         BodyOp,
         ElementwiseOp,
         GemmOp,

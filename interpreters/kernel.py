@@ -122,6 +122,12 @@ class KernelFunctions(InterpreterFunctions):
     ) -> PythonValues:
         return ()
 
+    @impl(k.StreamWaitOp)
+    def run_stream_wait(
+        self, interpreter: Interpreter, op: k.StreamWaitOp, args: PythonValues
+    ) -> PythonValues:
+        return ()
+
     # --- kernels and library calls ---------------------------------------------------------------
     @impl(k.ElementwiseOp)
     def run_elementwise(

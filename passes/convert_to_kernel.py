@@ -101,6 +101,7 @@ from ccopt.passes.kernel_views import (
 )
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
+from ccopt.streams import stream_of
 from ccopt.verifier import forget_verification
 
 if TYPE_CHECKING:
@@ -406,6 +407,65 @@ def unused(op: Operation) -> bool:
 
 
 _ON_DEVICE: dict[type, bool] = {}
+
+
+def pair_stream_waits(block: Block) -> None:
+    """Make each event record whose one wait follows it with nothing issued on the recording
+    stream in between a `kernel.stream_wait` at the wait: the same order for one op and no
+    event value (most joins of overlap's chunks are such pairs). Records in between do not
+    count: they change nothing a later record would mark."""
+    fresh: dict[int, list[SSAValue]] = {}  # stream -> events recorded since its last other op
+    roles = _PAIRING_ROLES
+    op = block.first_op
+    while op is not None:
+        following = op._next_op  # pyright: ignore[reportPrivateUsage]
+        role = roles.get(type(op))
+        if role is None:
+            role = roles[type(op)] = _pairing_role(op)
+        if role is _RECORD:
+            stream = op.properties["stream"].value.data  # type: ignore[attr-defined]
+            fresh.setdefault(stream, []).append(op.results[0])
+        elif role is not _HOST and fresh:
+            stream = 0 if role is _CALL else op.properties["stream"].value.data  # type: ignore[attr-defined]
+            fresh.pop(stream, None)
+            if role is _WAIT:
+                pair_if_fresh(block, op, fresh)  # type: ignore[arg-type]
+        op = following
+
+
+_HOST, _RECORD, _WAIT, _CALL, _WORK = "host", "record", "wait", "call", "work"
+_PAIRING_ROLES: dict[type, str] = {}
+
+
+def _pairing_role(op: Operation) -> str:
+    """What an op of this class is to `pair_stream_waits` (`ccopt.streams.stream_of`)."""
+    if isinstance(op, k.EventRecordOp):
+        return _RECORD
+    if isinstance(op, k.EventWaitOp):
+        return _WAIT
+    if isinstance(op, k.DeviceOp):
+        return _WORK
+    return _CALL if stream_of(op) is not None else _HOST
+
+
+def pair_if_fresh(block: Block, wait: k.EventWaitOp, fresh: dict[int, list[SSAValue]]) -> None:
+    """`wait` and its record as one `kernel.stream_wait`, if the record is `fresh` on its
+    stream and `wait` is its only wait."""
+    event = wait.event
+    record = event.owner
+    assert isinstance(record, k.EventRecordOp)
+    on = record.stream_index()
+    recorded = fresh.get(on, ())
+    use = event.first_use
+    if event not in recorded or use is None or use._next_use is not None:  # pyright: ignore[reportPrivateUsage]
+        return
+    recorded.remove(event)  # type: ignore[union-attr]
+    joined = k.StreamWaitOp(on, wait.stream_index())
+    joined.location = wait.location
+    block.insert_op_before(joined, wait)
+    for dead in (wait, record):
+        block.erase_op(dead)
+        release(dead)
 
 
 def on_device(op: Operation) -> bool:
@@ -1492,6 +1552,7 @@ class ConvertToKernel(ModulePass):
                     fold_fills(
                         lowered.body.blocks[0], {b.sym_name.data for b in bodies}, memo, empty
                     )
+            pair_stream_waits(lowered.body.blocks[0])  # (after the views' copies: the final order)
             copy_named_bodies(lazy, memo)
             if self.tf32:
                 allow_tf32(lowered)

@@ -7,8 +7,9 @@ orders tasks is exactly what the interpreter and the GPU respect:
 - L1/L2: an op waits for the producers of its operands; `sched.execute` waits for its tokens
   and inputs; `sched.await` / `sched.wait` make their stream wait for the region;
 - L3: only streams and events: `kernel.event_wait` waits for its `kernel.event_record`, which
-  completes once everything issued before it on its stream has (buffers add no edges: the GPU
-  does not see them, and `ccopt.streams.StreamOrder` proves plans against exactly these edges).
+  completes once everything issued before it on its stream has (`kernel.stream_wait` is both
+  tasks, the record on the stream it names); buffers add no edges (the GPU does not see them,
+  and `ccopt.streams.StreamOrder` proves plans against exactly these edges).
 Calls are expanded at each call site (a repeated layer costs what it costs each time).
 """
 
@@ -91,6 +92,10 @@ class TaskGraph:
             return self._call(op, stream)  # type: ignore[arg-type]
         if role == CONTROL:
             raise OpError(op, "the simulator times straight-line code: no loops or branches")
+        if role == STREAM_WAIT:  # kernel.stream_wait: a record on `on` and its wait
+            recorded = self._add(op, op.on_index(), SYNC, set(), "kernel.event_record")  # type: ignore[attr-defined]
+            self._add(op, op.stream_index(), SYNC, {recorded}, "kernel.event_wait")  # type: ignore[attr-defined]
+            return None
         if role == WAIT:  # sched.await / sched.wait, kernel.event_record / event_wait
             s = op.stream_index() if isinstance(op, kernel.DeviceOp) else stream
             t = self._add(op, s, SYNC, self._deps(op.operands))
@@ -137,7 +142,7 @@ class TaskGraph:
             self._ready[r] = ready
 
 
-EXECUTE, CALL, WAIT, DEVICE, FREE_OP, PRICED, CONTROL, OTHER = range(8)
+EXECUTE, CALL, WAIT, STREAM_WAIT, DEVICE, FREE_OP, PRICED, CONTROL, OTHER = range(9)
 _ROLES: dict[type[Operation], int] = {}
 
 
@@ -157,6 +162,8 @@ def _classify(t: type[Operation]) -> int:
         return CALL
     if issubclass(t, sched.AwaitOp | sched.WaitOp | kernel.EventRecordOp | kernel.EventWaitOp):
         return WAIT
+    if issubclass(t, kernel.StreamWaitOp):
+        return STREAM_WAIT
     if issubclass(t, FREE):
         return FREE_OP
     if issubclass(t, kernel.DeviceOp):

@@ -179,6 +179,7 @@ class Program:
     functions: list[HostFunction] = field(default_factory=list)
     workspace: int = 0
     events: int = 0
+    stream_events: dict[int, int] = field(default_factory=dict)  # stream -> its `stream_wait` event
     streams: int = 1
     groups: dict[tuple[tuple[int, ...], int], int] = field(default_factory=dict)
     uses_blas: bool = False
@@ -332,6 +333,20 @@ class Emitter:
         if b.strides is not None:
             return b.strides[self.mesh.rank(coords)]
         return contiguous_strides(b.tensor.local_shape(self.mesh, coords))
+
+    def stream_wait(self, op: k.StreamWaitOp) -> None:
+        """Record stream `on`'s event, and make the op's stream wait for it. One event per
+        stream waited for serves every such pair: a wait holds the record issued before it,
+        whatever records follow (CUDA's cudaStreamWaitEvent)."""
+        on = op.on_index()
+        index = self.program.stream_events.get(on)
+        if index is None:
+            index = self.program.stream_events[on] = self.program.events
+            self.program.events += 1
+        self.program.streams = max(self.program.streams, on + 1)
+        recording = f"ctx->streams[{on}]"
+        self.emit_template("event_record.cu.j2", event=index, stream=recording)
+        self.emit_template("event_wait.cu.j2", event=index, stream=self.stream(op))
 
     def subview(self, op: k.SubviewOp) -> None:
         """A box of the source read in place: a per-rank pointer offset, the source's strides."""
@@ -487,6 +502,8 @@ class Emitter:
                 self.emit_template(
                     "event_wait.cu.j2", event=self.events[op.event], stream=self.stream(op)
                 )
+            case k.StreamWaitOp():
+                self.stream_wait(op)
             case k.ElementwiseOp():
                 self.elementwise(op)
             case k.GemmOp():

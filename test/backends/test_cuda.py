@@ -35,8 +35,10 @@ ZOO_ENTRIES = [
     "constants",
     "shapes",
     "collectives",
+    "streams",
 ]
-"""The zoo's functions: together every dtensor and coll op, hence every kernel-level op."""
+"""The zoo's functions: together every dtensor and coll op, and streams joined both ways (a
+record with two waits, stream waits), hence every kernel-level op."""
 MESHES = {
     "sgd": "dp=3",
     "adam": "dp=4",
@@ -270,6 +272,10 @@ def test_overlap_uses_two_streams_ordered_by_events() -> None:
     assert run_body.count("cudaEventRecord") == chunks + 1
     assert run_body.count("cudaStreamWaitEvent(ctx->streams[1]") == chunks
     assert run_body.count("cudaStreamWaitEvent(ctx->streams[0]") == 1
+    # each wait follows its record (kernel.stream_wait): one event per stream waited for serves
+    # them all (a wait holds the record issued before it, whatever records follow)
+    assert set(re.findall(r"ctx->events\[(\d+)\], ctx->streams\[0\]\)", run_body)) == {"0"}
+    assert set(re.findall(r"ctx->events\[(\d+)\], ctx->streams\[1\]\)", run_body)) == {"1"}
     # chunk c+1's gemm is issued before anything waits for chunk c: they overlap
     first_wait = run_body.index("cudaStreamWaitEvent(ctx->streams[0]")
     assert all(m.start() < first_wait for m in re.finditer("cublasGemmStridedBatchedEx", run_body))

@@ -53,13 +53,13 @@ def overlapped():  # noqa: ANN201
 
 
 @pytest.mark.parametrize("which", [0, -1], ids=["first-wait", "last-wait"])
-def test_a_missing_event_wait_is_a_race(which: int) -> None:
+def test_a_missing_stream_wait_is_a_race(which: int) -> None:
     """Without the communication stream's wait for a chunk's gemm, its collective may read the
     chunk before it is written; without the compute stream's wait for a collective, the
     result is read before it arrives."""
     f = overlapped()
     check_stream_races(f)
-    waits = [op for op in f.walk() if isinstance(op, k.EventWaitOp)]
+    waits = [op for op in f.walk() if isinstance(op, k.EventWaitOp | k.StreamWaitOp)]
     assert len(waits) >= 2
     waits[which].detach()
     waits[which].erase()

@@ -107,3 +107,24 @@ func.func @constants(%x: !dtensor.tensor<2x6xf32, @m[R, S(1)]>) -> (!dtensor.ten
   %z = dtensor.fill 0.0 : !dtensor.tensor<2x6xf32, @m[R, S(1)]>
   func.return %y, %i, %z : !dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<3xi32, @m[R, R]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>
 }
+
+// Streams: a region on stream 1, one on stream 2 after it (deps), joined by the compute stream.
+// Stream 1's completion is waited for twice (by stream 2 and by stream 0): an event record and
+// its two waits; every other join is one stream wait.
+func.func @streams(%x: !dtensor.tensor<7x5xf32, @m[P(sum), R]>, %y: !dtensor.tensor<7x5xf32, @m[R, P(sum)]>) -> (!dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, R]>) {
+  %t0, %f0 = sched.execute stream 1 ins(%x) : (!dtensor.tensor<7x5xf32, @m[P(sum), R]>) -> !sched.future<!dtensor.tensor<7x5xf32, @m[R, R]>> {
+  ^bb0(%a: !dtensor.tensor<7x5xf32, @m[P(sum), R]>):
+    %s = coll.all_reduce sum %a over [a] : !dtensor.tensor<7x5xf32, @m[P(sum), R]> -> !dtensor.tensor<7x5xf32, @m[R, R]>
+    sched.yield %s : !dtensor.tensor<7x5xf32, @m[R, R]>
+  }
+  %t1, %f1 = sched.execute stream 2 deps(%t0) ins(%y) : (!dtensor.tensor<7x5xf32, @m[R, P(sum)]>) -> !sched.future<!dtensor.tensor<7x5xf32, @m[R, R]>> {
+  ^bb0(%b: !dtensor.tensor<7x5xf32, @m[R, P(sum)]>):
+    %s = coll.all_reduce sum %b over [b] : !dtensor.tensor<7x5xf32, @m[R, P(sum)]> -> !dtensor.tensor<7x5xf32, @m[R, R]>
+    sched.yield %s : !dtensor.tensor<7x5xf32, @m[R, R]>
+  }
+  sched.wait %t0, %t1
+  %v0 = sched.await %f0 : !sched.future<!dtensor.tensor<7x5xf32, @m[R, R]>> -> !dtensor.tensor<7x5xf32, @m[R, R]>
+  %v1 = sched.await %f1 : !sched.future<!dtensor.tensor<7x5xf32, @m[R, R]>> -> !dtensor.tensor<7x5xf32, @m[R, R]>
+  %z = dtensor.add %v0, %v1 : (!dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, R]>) -> !dtensor.tensor<7x5xf32, @m[R, R]>
+  func.return %z, %v1 : !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, R]>
+}

@@ -95,6 +95,31 @@ def test_views_cost_nothing_at_the_kernel_level() -> None:
     assert kinds == {"kernel.gemm", "kernel.elementwise"}
 
 
+def unpaired(module):  # noqa: ANN001, ANN201
+    """`module` with each `kernel.stream_wait` written as the event record and wait it is."""
+    from ccopt.dialects import kernel as k
+
+    for op in [o for o in module.walk() if isinstance(o, k.StreamWaitOp)]:
+        record = k.EventRecordOp(op.on_index())
+        op.parent.insert_ops_before([record, k.EventWaitOp(record.event, op.stream_index())], op)
+        op.detach()
+        op.erase()
+    return module
+
+
+def test_a_stream_wait_is_timed_as_its_record_and_wait() -> None:
+    """The overlapped layer's joins are stream waits at L3: the simulator orders and times them
+    exactly as the event pairs they stand for (same step time, per stream busy time)."""
+    lowered = module_of(row_parallel(4096, 2048, 8192), SCHEDULE + "," + LOWER)
+    assert sum(op.name == "kernel.stream_wait" for op in lowered.walk()) == 5  # 4 chunks + join
+    assert not any(op.name == "kernel.event_record" for op in lowered.walk())
+    paired = ccopt.simulate(str(lowered), "dgx-a100")
+    events = ccopt.simulate(str(unpaired(lowered)), "dgx-a100")
+    assert paired.step_time_ns == events.step_time_ns
+    assert paired.stream_busy_ns == events.stream_busy_ns
+    assert paired.exposed_comm_ns == events.exposed_comm_ns
+
+
 @pytest.mark.parametrize(("machine", "speedup"), [("dgx-h100", 494.7 / 67), ("dgx2-v100", 1.0)])
 def test_tf32_gemms_run_at_the_tf32_peak_where_the_gpu_has_one(
     machine: str, speedup: float

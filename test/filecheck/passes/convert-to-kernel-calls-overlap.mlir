@@ -3,7 +3,7 @@
 // A called layer that overlaps its all-reduce with its matmul in chunks on a second stream: the
 // callee joins that stream into the compute stream before it returns, so each call is one op of
 // the caller's compute stream and the next layer (or the caller's add) sees the whole result.
-// Stream 1 runs the chunks in order: the join waits for the last chunk's event only.
+// Stream 1 runs the chunks in order: the join waits for stream 1 once, after the last chunk.
 !x = !dtensor.tensor<8x16xf32, @tp[S(1)]>
 !w = !dtensor.tensor<16x16xf32, @tp[S(0)]>
 !r = !dtensor.tensor<8x16xf32, @tp[R]>
@@ -11,10 +11,9 @@ dtensor.mesh @tp [tp=4]
 
 // CHECK-LABEL: func.func private @layer(
 // CHECK:         kernel.nccl_all_reduce sum {{.*}} stream 1
-// CHECK-NOT:     kernel.event_record stream 1
+// CHECK-NOT:     kernel.stream_wait for 1
 // CHECK:         kernel.nccl_all_reduce sum {{.*}} stream 1
-// CHECK-NEXT:    %[[LAST:.*]] = kernel.event_record stream 1
-// CHECK-NEXT:    kernel.event_wait %[[LAST]] stream 0
+// CHECK-NEXT:    kernel.stream_wait for 1 stream 0
 // CHECK-NEXT:    kernel.concat {{.*}} -> %result0 dim 0 stream 0
 // CHECK-NEXT:    func.return
 func.func private @layer(%x: !x, %w: !w) -> !r {

@@ -3,19 +3,22 @@
 // A stream runs its work in order, so waiting for one of its events is waiting for every event
 // it recorded before: convert-to-kernel drops a wait for a stream's own event and one that an
 // earlier wait of the same stream already implies, merges waits for one stream's events that follow each other
-// into the wait for the last, and drops the records nothing waits for any more.
+// into the wait for the last, and drops the records nothing waits for any more. A record whose one
+// wait follows it with nothing issued on the recording stream in between becomes one
+// `kernel.stream_wait` at the wait.
 !p = !dtensor.tensor<8x16xf32, @tp[P(sum)]>
 !r = !dtensor.tensor<8x16xf32, @tp[R]>
 dtensor.mesh @tp [tp=4]
 
 // Both awaits together (as overlap joins its chunks): one wait, for the later event.
 // CHECK-LABEL: func.func @together(
+// CHECK-NEXT:    kernel.stream_wait for 0 stream 1
 // CHECK:         kernel.nccl_all_reduce sum %a
-// CHECK-NOT:     kernel.event_record stream 1
+// CHECK-NEXT:    kernel.stream_wait for 0 stream 1
 // CHECK:         kernel.nccl_all_reduce sum %b
-// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
-// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
-// CHECK-NOT:     kernel.event_wait
+// CHECK-NEXT:    kernel.stream_wait for 1 stream 0
+// CHECK-NOT:     kernel.event
+// CHECK-NOT:     kernel.stream_wait
 // CHECK:         func.return
 func.func @together(%a: !p, %b: !p) -> !r {
   %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
@@ -37,14 +40,15 @@ func.func @together(%a: !p, %b: !p) -> !r {
 // Work between the awaits reads only the first value: it waits for the first event only, and
 // the second wait stays where it was.
 // CHECK-LABEL: func.func @apart(
+// (The first record is followed by work on its stream before its wait: it stays a pair.)
 // CHECK:         kernel.nccl_all_reduce sum %a
 // CHECK-NEXT:    %[[A:.*]] = kernel.event_record stream 1
+// CHECK-NEXT:    kernel.stream_wait for 0 stream 1
 // CHECK:         kernel.nccl_all_reduce sum %b
-// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
 // CHECK-NEXT:    kernel.event_wait %[[A]] stream 0
 // CHECK-NEXT:    %[[C:.*]] = kernel.alloc
 // CHECK-NEXT:    kernel.elementwise ins(%{{.*}}) outs(%[[C]])
-// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
+// CHECK-NEXT:    kernel.stream_wait for 1 stream 0
 // CHECK-NEXT:    kernel.elementwise ins(%[[C]], %{{.*}}) outs(%result0)
 func.func @apart(%a: !p, %b: !p) -> !r {
   %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
@@ -67,11 +71,11 @@ func.func @apart(%a: !p, %b: !p) -> !r {
 // The later value awaited first: the earlier one needs no wait of its own, nor a record.
 // CHECK-LABEL: func.func @later_first(
 // CHECK:         kernel.nccl_all_reduce sum %a
-// CHECK-NOT:     kernel.event_record stream 1
+// CHECK-NEXT:    kernel.stream_wait for 0 stream 1
 // CHECK:         kernel.nccl_all_reduce sum %b
-// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
-// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
-// CHECK-NOT:     kernel.event_wait
+// CHECK-NEXT:    kernel.stream_wait for 1 stream 0
+// CHECK-NOT:     kernel.event
+// CHECK-NOT:     kernel.stream_wait
 // CHECK:         func.return
 func.func @later_first(%a: !p, %b: !p) -> !r {
   %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
@@ -93,10 +97,10 @@ func.func @later_first(%a: !p, %b: !p) -> !r {
 
 // Two streams: a wait for stream 2's event implies nothing of stream 1's; both are kept.
 // CHECK-LABEL: func.func @two_streams(
-// CHECK:         %[[A:.*]] = kernel.event_record stream 1
-// CHECK:         %[[B:.*]] = kernel.event_record stream 2
-// CHECK-NEXT:    kernel.event_wait %[[A]] stream 0
-// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
+// CHECK:         kernel.nccl_all_reduce sum %a {{.*}} stream 1
+// CHECK:         kernel.nccl_all_reduce sum %b {{.*}} stream 2
+// CHECK-NEXT:    kernel.stream_wait for 1 stream 0
+// CHECK-NEXT:    kernel.stream_wait for 2 stream 0
 func.func @two_streams(%a: !p, %b: !p) -> !r {
   %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
   ^bb0(%x: !p):
@@ -119,18 +123,14 @@ func.func @two_streams(%a: !p, %b: !p) -> !r {
 // CHECK-LABEL: func.func @chain(
 // CHECK:         kernel.nccl_all_reduce sum %a {{.*}} stream 1
 // CHECK-NEXT:    %[[A:.*]] = kernel.event_record stream 1
-// CHECK-NEXT:    %[[R1:.*]] = kernel.event_record stream 0
-// CHECK-NEXT:    kernel.event_wait %[[R1]] stream 1
+// CHECK-NEXT:    kernel.stream_wait for 0 stream 1
 // CHECK-NOT:     kernel.event_wait
 // CHECK:         kernel.nccl_all_reduce sum %b {{.*}} stream 1
-// CHECK-NEXT:    %[[B:.*]] = kernel.event_record stream 1
-// CHECK-NEXT:    %[[R2:.*]] = kernel.event_record stream 0
-// CHECK-NEXT:    kernel.event_wait %[[R2]] stream 2
+// CHECK-NEXT:    kernel.stream_wait for 0 stream 2
 // CHECK-NEXT:    kernel.event_wait %[[A]] stream 2
 // CHECK:         kernel.nccl_all_reduce sum %b {{.*}} stream 2
-// CHECK-NEXT:    %[[C:.*]] = kernel.event_record stream 2
-// CHECK-NEXT:    kernel.event_wait %[[B]] stream 0
-// CHECK-NEXT:    kernel.event_wait %[[C]] stream 0
+// CHECK-NEXT:    kernel.stream_wait for 1 stream 0
+// CHECK-NEXT:    kernel.stream_wait for 2 stream 0
 func.func @chain(%a: !p, %b: !p) -> !r {
   %ta, %fa = sched.execute stream 1 ins(%a) : (!p) -> !sched.future<!r> {
   ^bb0(%x: !p):

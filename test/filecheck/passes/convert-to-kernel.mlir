@@ -541,19 +541,17 @@ func.func @update_through_view(%w: !r, %g: !r) -> !dtensor.tensor<32xf32, @t[R]>
 
 // ===== streams and events ==========================================================================
 
-// A region on stream 1: stream 1 waits for an event recorded after the gemm, runs the
-// all-reduce, records its completion; the await makes stream 0 wait for it. The awaited value
-// is the region's buffer, copied into the result.
+// A region on stream 1: stream 1 waits for stream 0 after the gemm (an event recorded there and
+// waited for at once: one `kernel.stream_wait`), runs the all-reduce; the await makes stream 0
+// wait for stream 1. The awaited value is the region's buffer, copied into the result.
 // CHECK-LABEL: func.func @execute_await(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<6x8xf32, @t[S(1)]>, %[[W:.*]]: !kernel.buffer<8x5xf32, @t[S(0)]>, %[[OUT:.*]]: !kernel.buffer<6x5xf32, @t[R]>)
 // CHECK-NEXT:  %[[Y:.*]] = kernel.alloc : !kernel.buffer<6x5xf32, @t[P(sum)]>
 // CHECK-NEXT:  kernel.gemm %[[X]], %[[W]] -> %[[Y]] stream 0
-// CHECK-NEXT:  %[[READY:.*]] = kernel.event_record stream 0
-// CHECK-NEXT:  kernel.event_wait %[[READY]] stream 1
+// CHECK-NEXT:  kernel.stream_wait for 0 stream 1
 // CHECK-NEXT:  %[[S:.*]] = kernel.alloc : !kernel.buffer<6x5xf32, @t[R]>
 // CHECK-NEXT:  kernel.nccl_all_reduce sum %[[Y]] -> %[[S]] over [tp] stream 1 : !kernel.buffer<6x5xf32, @t[P(sum)]> -> !kernel.buffer<6x5xf32, @t[R]>
-// CHECK-NEXT:  %[[DONE:.*]] = kernel.event_record stream 1
-// CHECK-NEXT:  kernel.event_wait %[[DONE]] stream 0
+// CHECK-NEXT:  kernel.stream_wait for 1 stream 0
 // CHECK-NEXT:  kernel.copy %[[S]] -> %[[OUT]] stream 0 : !kernel.buffer<6x5xf32, @t[R]>
 // CHECK-NEXT:  func.return
 func.func @execute_await(%x: !dtensor.tensor<6x8xf32, @t[S(1)]>, %w: !dtensor.tensor<8x5xf32, @t[S(0)]>) -> !dtensor.tensor<6x5xf32, @t[R]> {
@@ -568,22 +566,20 @@ func.func @execute_await(%x: !dtensor.tensor<6x8xf32, @t[S(1)]>, %w: !dtensor.te
 }
 
 // deps: the stream-2 region also waits for the stream-1 region's completion event. sched.wait
-// makes stream 0 wait for both; the awaits after it wait for nothing more.
+// makes stream 0 wait for both; the awaits after it wait for nothing more. The stream-1 event
+// has two waits: it stays a record and its waits.
 // CHECK-LABEL: func.func @execute_deps_wait(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x4xf32, @t[P(sum)]>, %[[Y:.*]]: !kernel.buffer<8x4xf32, @t[P(sum)]>, %[[R0:.*]]: !kernel.buffer<8x4xf32, @t[R]>, %[[R1:.*]]: !kernel.buffer<8x4xf32, @t[R]>)
-// CHECK-NEXT:  %[[READY0:.*]] = kernel.event_record stream 0
-// CHECK-NEXT:  kernel.event_wait %[[READY0]] stream 1
+// CHECK-NEXT:  kernel.stream_wait for 0 stream 1
 // CHECK-NEXT:  %[[S0:.*]] = kernel.alloc
 // CHECK-NEXT:  kernel.nccl_all_reduce sum %[[X]] -> %[[S0]] over [tp] stream 1
 // CHECK-NEXT:  %[[DONE0:.*]] = kernel.event_record stream 1
-// CHECK-NEXT:  %[[READY1:.*]] = kernel.event_record stream 0
-// CHECK-NEXT:  kernel.event_wait %[[READY1]] stream 2
+// CHECK-NEXT:  kernel.stream_wait for 0 stream 2
 // CHECK-NEXT:  kernel.event_wait %[[DONE0]] stream 2
 // CHECK-NEXT:  %[[S1:.*]] = kernel.alloc
 // CHECK-NEXT:  kernel.nccl_all_reduce sum %[[Y]] -> %[[S1]] over [tp] stream 2
-// CHECK-NEXT:  %[[DONE1:.*]] = kernel.event_record stream 2
 // CHECK-NEXT:  kernel.event_wait %[[DONE0]] stream 0
-// CHECK-NEXT:  kernel.event_wait %[[DONE1]] stream 0
+// CHECK-NEXT:  kernel.stream_wait for 2 stream 0
 // CHECK-NEXT:  kernel.elementwise ins(%[[S0]], %[[S1]]) outs(%[[R0]]) body @[[BODY9]] stream 0
 // CHECK:       kernel.copy %[[S1]] -> %[[R1]] stream 0
 // CHECK-NEXT:  func.return
@@ -607,19 +603,18 @@ func.func @execute_deps_wait(%x: !p, %y: !p) -> (!r, !r) {
 
 // A region on stream 1 reads %w while stream 0 computes its update: writing the new value into
 // %w in place would race with the region, so it is staged and copied at the end, after stream 0
-// waited for the region (which nothing awaited).
+// waited for the region (which nothing awaited): nothing was issued on stream 1 since the
+// region, so the record moves to the wait (one `kernel.stream_wait`).
 // CHECK-LABEL: func.func @execute_reads_updated(
 // CHECK-SAME:  %[[W:.*]]: !kernel.buffer<8x4xf32, @t[R]>, %[[G:.*]]: !kernel.buffer<8x4xf32, @t[P(sum)]>) attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 0>} {
-// CHECK-NEXT:  %[[READY:.*]] = kernel.event_record stream 0
-// CHECK-NEXT:  kernel.event_wait %[[READY]] stream 1
+// CHECK-NEXT:  kernel.stream_wait for 0 stream 1
 // CHECK-NEXT:  %[[S:.*]] = kernel.alloc
 // CHECK-NEXT:  kernel.nccl_all_reduce sum %[[G]] -> %[[S]] over [tp] stream 1
 // CHECK-NEXT:  %[[N:.*]] = kernel.alloc
 // CHECK-NEXT:  kernel.elementwise ins(%[[W]], %[[S]]) outs(%[[N]]) body @[[BODY10]] stream 1
-// CHECK:       %[[DONE:.*]] = kernel.event_record stream 1
 // CHECK-NEXT:  %[[W1:.*]] = kernel.alloc : !kernel.buffer<8x4xf32, @t[R]>
 // CHECK-NEXT:  kernel.elementwise ins(%[[W]]) outs(%[[W1]]) body @{{[a-z0-9_]+}} stream 0
-// CHECK:       kernel.event_wait %[[DONE]] stream 0
+// CHECK-NEXT:  kernel.stream_wait for 1 stream 0
 // CHECK-NEXT:  kernel.copy %[[W1]] -> %[[W]] stream 0
 // CHECK-NEXT:  func.return
 func.func @execute_reads_updated(%w: !r, %g: !p) {
@@ -674,9 +669,9 @@ func.func @sgd(%g: !dtensor.tensor<1032xf32, @dp[P(sum)]>, %w: !dtensor.tensor<1
 
 // A Megatron MLP block (examples/megatron_mlp.mlir without dropout). After the schedule, FC2's
 // row-parallel gemm is cut into two column chunks; each chunk's reduce-scatter runs on stream 1
-// after an event of stream 0 while the next chunk's gemm runs on stream 0; stream 0 waits
-// once, for the last chunk's event (stream 1 ran the chunks in order: it implies the first
-// one's, whose record is dropped), for the joined value, the fused epilogue (bias + residual) runs on the rank's slice and the
+// after waiting for stream 0 while the next chunk's gemm runs on stream 0; stream 0 waits
+// once, for stream 1 after the last chunk (stream 1 ran the chunks in order: it implies the
+// first one's), for the joined value, the fused epilogue (bias + residual) runs on the rank's slice and the
 // all-gather writes the result. The gemms read the weight's column chunks in place (subviews:
 // cuBLAS gets the weight's row as leading dimension), each reduce-scatter writes its chunk
 // straight into the concatenation (no concat), the epilogue reads the rank's rows of %x.
@@ -695,20 +690,17 @@ func.func @sgd(%g: !dtensor.tensor<1032xf32, @dp[P(sum)]>, %w: !dtensor.tensor<1
 // PIPE:        %[[W2A:.*]] = kernel.subview %[[W2]] offsets [0, 0] : !kernel.buffer<96x24xf32, @m[R, S(0)]> -> !kernel.buffer<96x12xf32, @m[R, S(0)]>
 // PIPE-NEXT:   %[[YA:.*]] = kernel.alloc : !kernel.buffer<6x10x12xf32, @m[S(0), P(sum)]>
 // PIPE-NEXT:   kernel.gemm %[[H2]], %[[W2A]] -> %[[YA]] stream 0
-// PIPE-NEXT:   %[[READYA:.*]] = kernel.event_record stream 0
-// PIPE-NEXT:   kernel.event_wait %[[READYA]] stream 1
+// PIPE-NEXT:   kernel.stream_wait for 0 stream 1
 // PIPE-NEXT:   %[[YS:.*]] = kernel.alloc : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   %[[RA:.*]] = kernel.subview %[[YS]] offsets [0, 0, 0] : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x10x12xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   kernel.nccl_reduce_scatter sum %[[YA]] -> %[[RA]] over [tp] dim 1 stream 1 : !kernel.buffer<6x10x12xf32, @m[S(0), P(sum)]> -> !kernel.buffer<6x10x12xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   %[[W2B:.*]] = kernel.subview %[[W2]] offsets [0, 12] : !kernel.buffer<96x24xf32, @m[R, S(0)]> -> !kernel.buffer<96x12xf32, @m[R, S(0)]>
 // PIPE-NEXT:   %[[YB:.*]] = kernel.alloc : !kernel.buffer<6x10x12xf32, @m[S(0), P(sum)]>
 // PIPE-NEXT:   kernel.gemm %[[H2]], %[[W2B]] -> %[[YB]] stream 0
-// PIPE-NEXT:   %[[READYB:.*]] = kernel.event_record stream 0
-// PIPE-NEXT:   kernel.event_wait %[[READYB]] stream 1
+// PIPE-NEXT:   kernel.stream_wait for 0 stream 1
 // PIPE-NEXT:   %[[RB:.*]] = kernel.subview %[[YS]] offsets [0, 0, 12]
 // PIPE-NEXT:   kernel.nccl_reduce_scatter sum %[[YB]] -> %[[RB]] over [tp] dim 1 stream 1
-// PIPE-NEXT:   %[[DONEB:.*]] = kernel.event_record stream 1
-// PIPE-NEXT:   kernel.event_wait %[[DONEB]] stream 0
+// PIPE-NEXT:   kernel.stream_wait for 1 stream 0
 // PIPE-NEXT:   %[[XS:.*]] = kernel.subview %[[X]] offsets [0, 0, 0] : !kernel.buffer<6x10x24xf32, @m[S(0), R]> -> !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   %[[OS:.*]] = kernel.alloc : !kernel.buffer<6x10x24xf32, @m[S(0), S(1)]>
 // PIPE-NEXT:   kernel.elementwise ins(%[[YS]], %[[B2]], %[[XS]]) outs(%[[OS]]) body @[[BODY33:[a-z0-9_]+]] stream 0

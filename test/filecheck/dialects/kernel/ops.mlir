@@ -112,8 +112,20 @@ func.func @events() {
   func.return
 }
 
-// An overlapped chunk as convert-to-kernel emits it: the gemm on the compute stream, the
-// all-reduce on stream 1 after an event, the compute stream waits for its completion.
+// The same order as one op per join: stream 1 waits for stream 0, then stream 0 for stream 1.
+// CHECK-LABEL: func.func @stream_waits() {
+// CHECK-NEXT:  kernel.stream_wait for 0 stream 1
+// CHECK-NEXT:  kernel.stream_wait for 1 stream 0
+// CHECK-NEXT:  func.return
+func.func @stream_waits() {
+  kernel.stream_wait for 0 stream 1
+  kernel.stream_wait for 1 stream 0
+  func.return
+}
+
+// An overlapped chunk: the gemm on the compute stream, the all-reduce on stream 1 after an
+// event, the compute stream waits for its completion (convert-to-kernel makes each of these
+// pairs one `kernel.stream_wait`).
 // CHECK-LABEL: func.func @overlapped(
 // CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x16xf32, @t[S(1)]>, %[[W:.*]]: !kernel.buffer<16x4xf32, @t[S(0)]>, %[[R:.*]]: !kernel.buffer<8x4xf32, @t[R]>) attributes {kernel.results = 1 : i64, kernel.updated = array<i64>} {
 // CHECK-NEXT:  %[[Y:.*]] = kernel.alloc : !kernel.buffer<8x4xf32, @t[P(sum)]>

@@ -20,6 +20,34 @@ func.func @fill_stream(%o: !kernel.buffer<8xf32, @t[R]>) {
 
 // -----
 
+// A stream waits for another stream: never for itself, never for a negative one.
+dtensor.mesh @t [tp=4]
+func.func @stream_wait_self() {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.stream_wait' op stream 1 cannot wait for itself (a stream runs in order)
+  kernel.stream_wait for 1 stream 1
+  func.return
+}
+
+// -----
+
+dtensor.mesh @t [tp=4]
+func.func @stream_wait_negative() {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.stream_wait' op the stream waited for must be >= 0, got -1
+  kernel.stream_wait for -1 stream 0
+  func.return
+}
+
+// -----
+
+dtensor.mesh @t [tp=4]
+func.func @stream_wait_stream() {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.stream_wait' op stream must be >= 0, got -3
+  kernel.stream_wait for 0 stream -3
+  func.return
+}
+
+// -----
+
 // A buffer's mesh must be declared.
 dtensor.mesh @t [tp=4]
 func.func @unknown_mesh() {
