@@ -124,6 +124,11 @@ def _defaults(definitions: Mapping[str, object]) -> tuple[tuple[str, Attribute],
     )
 
 
+_NO_VALUES: SSAValues = SSAValues(())
+"""Every op without operands or results shares one empty (immutable) value tuple: most
+kernel-level ops write into their operands and have no results."""
+
+
 def _fill(
     op: Operation,
     shape: OpShape,
@@ -136,7 +141,7 @@ def _fill(
     """What `Operation.__init__` and IRDL's `__post_init__` do for these arguments (operand
     uses, results, defaults, regions attached), set directly: their generic steps (generators,
     property setters, the definition's lookup) were a third of building an op."""
-    values = SSAValues(operands)
+    values = SSAValues(operands) if operands else _NO_VALUES
     uses = tuple([Use(op, i) for i in range(len(values))])
     for value, use in zip(values, uses, strict=True):  # (`value.add_use(use)`, inlined)
         first = value.first_use
@@ -146,7 +151,11 @@ def _fill(
         value.first_use = use
     op._operands = values  # pyright: ignore[reportPrivateUsage]
     op._operand_uses = uses  # pyright: ignore[reportPrivateUsage]
-    op.results = SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
+    op.results = (
+        SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
+        if result_types
+        else _NO_VALUES
+    )
     for name, default in shape.defaults:
         properties.setdefault(name, default)
     for name, default in shape.attribute_defaults:

@@ -33,6 +33,19 @@ def test_a_fixed_op_is_built_as_irdl_builds_it() -> None:
     assert tuple(wait.operands) == (record.event,) and wait.event is record.event
 
 
+def test_ops_without_values_share_one_empty_tuple() -> None:
+    """Kernel-level ops mostly have no results (they write their operands) and allocs have no
+    operands: one shared empty tuple each, which setting operands replaces, never changes."""
+    a, b = k.StreamWaitOp(0, 1), k.StreamWaitOp(1, 0)
+    empty = a._operands  # pyright: ignore[reportPrivateUsage]
+    assert a.results is b.results is empty and b._operands is empty and not empty  # pyright: ignore[reportPrivateUsage]
+    alloc = k.AllocOp(tensor())
+    assert alloc._operands is empty and len(alloc.results) == 1  # pyright: ignore[reportPrivateUsage]
+    a.operands = [alloc.result]
+    assert tuple(a.operands) == (alloc.result,) and not b.operands and not empty
+    assert [use.operation for use in alloc.result.uses] == [a]
+
+
 def test_none_properties_are_dropped() -> None:
     assert "offset" not in k.AllocOp(tensor()).properties
 
