@@ -5,9 +5,9 @@ distributed tensor type); every op writes into destination buffers it is given, 
 explicit: `kernel.view` reinterprets a buffer, `kernel.block_view` is the rank's block inside a
 full buffer (what NCCL's in-place all-gather and reduce-scatter use), and an in-place update of
 an argument is a kernel whose output *is* the argument's buffer. Device ops carry the stream
-they run on; `kernel.event_record` / `kernel.event_wait` order streams (`kernel.stream_wait`
-is the pair where the wait directly follows its record). Emission walks this level
-with one template per op (backends/cuda).
+they run on; `kernel.event_record` / `kernel.event_wait` order streams (`kernel.stream_wait` is
+a record and its one wait with nothing issued on the recording stream between them). Emission
+walks this level with one template per op (backends/cuda).
 
 ```mlir
 %g_s = kernel.alloc : !kernel.buffer<1030xf32, @dp[S(0)]>
