@@ -100,6 +100,39 @@ func.func @event_too_early(%x: !v, %result0: !v, %result1: !v) attributes {kerne
   func.return
 }
 
+// A stream wait orders the streams as its record and wait do: stream 1 waits for everything
+// stream 0 issued so far, a's last use included, so b reuses a.
+// CHECK-LABEL: func.func @stream_wait_orders(
+// CHECK-NEXT:    %a = kernel.alloc offset 0
+// CHECK:         %b = kernel.alloc offset 0
+func.func @stream_wait_orders(%x: !v, %result0: !v, %result1: !v) attributes {kernel.results = 2 : i64, kernel.updated = array<i64>} {
+  %a = kernel.alloc : !v
+  kernel.copy %x -> %a stream 0 : !v
+  kernel.copy %a -> %result0 stream 0 : !v
+  kernel.stream_wait for 0 stream 1
+  %b = kernel.alloc : !v
+  kernel.copy %x -> %b stream 1 : !v
+  kernel.copy %b -> %result1 stream 1 : !v
+  kernel.stream_wait for 1 stream 0
+  func.return
+}
+
+// One before a's last use orders nothing after it: b keeps its own bytes.
+// CHECK-LABEL: func.func @stream_wait_too_early(
+// CHECK-NEXT:    %a = kernel.alloc offset 0
+// CHECK:         %b = kernel.alloc offset 256
+func.func @stream_wait_too_early(%x: !v, %result0: !v, %result1: !v) attributes {kernel.results = 2 : i64, kernel.updated = array<i64>} {
+  %a = kernel.alloc : !v
+  kernel.copy %x -> %a stream 0 : !v
+  kernel.stream_wait for 0 stream 1
+  kernel.copy %a -> %result0 stream 0 : !v
+  %b = kernel.alloc : !v
+  kernel.copy %x -> %b stream 1 : !v
+  kernel.copy %b -> %result1 stream 1 : !v
+  kernel.stream_wait for 1 stream 0
+  func.return
+}
+
 // A view is the same storage: reading it later keeps its buffer alive.
 // CHECK-LABEL: func.func @view_keeps_alive(
 // CHECK-NEXT:    %a = kernel.alloc offset 0
