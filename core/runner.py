@@ -206,6 +206,88 @@ def check_options(seed: int, steps: int, rtol: float = 0.0, atol: float | None =
             raise InputError(f"{name} must be a finite number >= 0, got {value}")
 
 
+def available_memory() -> int | None:
+    """Bytes this machine can give a new allocation without paging (Linux's MemAvailable),
+    else its physical memory; None where neither is known."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def held_bytes(f: func.FuncOp, meshes: Mapping[str, Mesh]) -> int:
+    """What the interpreter holds running `f`: every tensor value of `f` and of the functions it
+    calls, on every rank (it keeps a function's values until it returns), each rank's block
+    counted at the largest block's size, in numpy's element sizes."""
+    from xdsl.traits import SymbolTable
+
+    from ccopt.dialects import kernel as k
+    from ccopt.dialects.dtensor_type import DTensorType
+    from ccopt.interpreters.distributed import numpy_dtype
+
+    total, seen, todo = 0, {f.sym_name.data}, [f]
+    sizes: dict[object, int] = {}  # type -> bytes on all ranks (a program repeats few types)
+    while todo:
+        for op in todo.pop().walk():
+            if isinstance(op, func.CallOp):
+                callee = SymbolTable.lookup_symbol(op, op.callee)
+                if isinstance(callee, func.FuncOp) and callee.sym_name.data not in seen:
+                    seen.add(callee.sym_name.data)
+                    todo.append(callee)
+            values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
+            for v in values:
+                size = sizes.get(v.type)
+                if size is None:
+                    t = v.type.tensor if isinstance(v.type, k.BufferType) else v.type
+                    mesh = meshes.get(t.mesh_name) if isinstance(t, DTensorType) else None
+                    size = sizes[v.type] = (
+                        0
+                        if mesh is None
+                        else math.prod(t.local_shape(mesh, (0,) * mesh.ndim))  # type: ignore[union-attr]
+                        * mesh.rank_count
+                        * numpy_dtype(t.element_type).itemsize  # type: ignore[union-attr]
+                    )
+                total += size
+    return total
+
+
+def check_memory(f: func.FuncOp, meshes: Mapping[str, Mesh], limit: int | None) -> None:
+    """Refuse, before any input is drawn, a run whose values together would not fit in `limit`
+    bytes (None: the memory available now; 0: no limit): the interpreter would page for minutes
+    (`check_interpretable` refuses a single argument or result too large)."""
+    given = limit is not None
+    if limit is None:
+        limit = available_memory() or 0
+    if limit <= 0:
+        return
+    needed = held_bytes(f, meshes)
+    if needed > limit:
+        ranks = max(m.rank_count for m in meshes.values())
+        room = f"the limit of {_size(limit)}" if given else f"the {_size(limit)} available now"
+        raise OpError(
+            f,
+            f"@{f.sym_name.data} holds about {_size(needed)} of tensors on {ranks} ranks (its "
+            "values and those of the functions it calls, all kept until it returns), more than "
+            f"{room}: run it on a smaller mesh or with smaller shapes, or raise the limit "
+            "(--max-memory; memory_limit= in Python)",
+        )
+
+
+def _size(n: int) -> str:
+    """Bytes in the largest binary unit that keeps a whole number in front."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
 def closed_for_interpreter(module: ModuleOp, f: func.FuncOp) -> tuple[ModuleOp, func.FuncOp]:
     """A program with open placements (`?`) runs as its all-`R` twin, which has the same global
     meaning (`ccopt.dialects.open_placements`); others run as they are."""
@@ -268,15 +350,19 @@ def run(
     mesh: Mapping[str, int] | str | None = None,
     seed: int = 0,
     steps: int = 1,
+    memory_limit: int | None = None,
 ) -> RunResult:
     """Interpret `entry` of `program` (a path, IR text, a module, a front-end program: see
     `ccopt.program.load_program`) on its mesh (resized by `mesh`) with `inputs` (global arrays
     by argument name) or random inputs drawn from `seed`; `steps` > 1 runs it repeatedly,
-    feeding in-place updates (optimizer state) into the next step."""
+    feeding in-place updates (optimizer state) into the next step. A program whose values
+    would not fit in `memory_limit` bytes (default: the memory available; 0: no limit) is
+    refused (`check_memory`)."""
     check_options(seed, steps)
     module = load_program(program)
     meshes = bind_mesh(module, mesh)
     f = entry_function(module, entry, meshes)
+    check_memory(f, meshes, memory_limit)
     return _execute(module, meshes, f, prepare_inputs(f, meshes, inputs, seed), steps)
 
 
@@ -317,9 +403,10 @@ def check_pipeline(
     steps: int = 1,
     rtol: float = 1e-5,
     atol: float | None = None,
+    memory_limit: int | None = None,
 ) -> CheckReport:
     """Run `program` before and after `pipeline` on the same inputs; compare every output
-    (`|after - before| <= atol + rtol * |before|`, see `compare`)."""
+    (`|after - before| <= atol + rtol * |before|`, see `compare`; `memory_limit` as `run`'s)."""
     from ccopt.passes.pipeline import apply_pipeline
 
     check_options(seed, steps, rtol, atol)
@@ -336,6 +423,7 @@ def check_pipeline(
         rtol=rtol,
         atol=atol,
         description=pipeline,
+        memory_limit=memory_limit,
     )
 
 
@@ -351,17 +439,21 @@ def compare_modules(
     rtol: float = 1e-5,
     atol: float | None = None,
     description: str = "",
+    memory_limit: int | None = None,
 ) -> CheckReport:
-    """Run two versions of a program on the same inputs and compare every output."""
+    """Run two versions of a program on the same inputs and compare every output
+    (`memory_limit` as `run`'s, for each version)."""
     check_options(seed, steps, rtol, atol)
     module, optimized = module.clone(), optimized.clone()
     meshes = bind_mesh(module, mesh)
     bind_mesh(optimized, mesh)
     f = entry_function(module, entry, meshes)
-    values = prepare_inputs(f, meshes, inputs, seed)
-    reference = _execute(module, meshes, f, values, steps)
     optimized_meshes = module_meshes(optimized)
     g = entry_function(optimized, f.sym_name.data, optimized_meshes)
+    check_memory(f, meshes, memory_limit)
+    check_memory(g, optimized_meshes, memory_limit)
+    values = prepare_inputs(f, meshes, inputs, seed)
+    reference = _execute(module, meshes, f, values, steps)
     after = _execute(optimized, optimized_meshes, g, values, steps)
     comparisons = []
     for name, want in reference.outputs.items():

@@ -82,6 +82,14 @@ def parser() -> argparse.ArgumentParser:
         "interpreter functions (repeatable)",
     )
     p.add_argument(
+        "--max-memory",
+        metavar="GIB",
+        type=number(float, 0, "a finite number >= 0"),
+        default=None,
+        help="refuse a program whose values need more than this many GiB on all simulated "
+        "ranks together (default: the memory available now; 0: no limit)",
+    )
+    p.add_argument(
         "--rtol",
         type=number(float, 0, "a finite number >= 0"),
         default=1e-5,
@@ -168,7 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\n".join(verdicts))
             return 0
         inputs = load_inputs(args.inputs) if args.inputs else None
-        common = dict(entry=args.entry, mesh=args.mesh, seed=args.seed, steps=args.steps)
+        limit = None if args.max_memory is None else int(args.max_memory * 2**30)
+        common = dict(
+            entry=args.entry, mesh=args.mesh, seed=args.seed, steps=args.steps, memory_limit=limit
+        )
         if args.check_pipeline is None:
             result = ccopt.run(source, inputs, **common)
         else:

@@ -13,6 +13,7 @@ import pytest
 from cli_support import ROOT, ccopt_run
 
 import ccopt
+from ccopt.diagnostics import CcoptError
 
 
 def error_of(result: subprocess.CompletedProcess[str], status: int = 1) -> str:
@@ -205,3 +206,62 @@ def test_meshes_and_values_too_large_to_interpret_are_refused_before_allocating(
     message = error_of(ccopt_run(path))
     assert f"{path}:2:1: error: 'func.func' op argument 'x' of @f" in message
     assert "more than half of this machine's memory" in message
+
+
+# --- programs too large to interpret -------------------------------------------------------------
+
+GROWS = """\
+!a = !dtensor.tensor<300000x1xf32, @tp[R]>
+!b = !dtensor.tensor<1x300000xf32, @tp[R]>
+!big = !dtensor.tensor<300000x300000xf32, @tp[R]>
+!sum = !dtensor.tensor<f32, @tp[R]>
+dtensor.mesh @tp [tp=4]
+func.func @grows(%a: !a, %b: !b) -> !sum {
+  %outer = dtensor.matmul %a, %b : (!a, !b) -> !big
+  %s = dtensor.reduce sum %outer dims [0, 1] : !big -> !sum
+  func.return %s : !sum
+}
+"""
+
+
+def test_a_program_whose_values_outgrow_memory_is_refused_before_its_inputs(
+    tmp_path: Path,
+) -> None:
+    """Small arguments and result, but an outer product of 300000^2 f32 replicated on 4 ranks
+    (1.3 TiB): refused at the function, with what it holds and what there is, instead of
+    drawing inputs and paging for minutes (or dying in numpy)."""
+    path = write(tmp_path, "grows.mlir", GROWS)
+    message = error_of(ccopt_run(path))
+    assert f"{path}:6:1: error: 'func.func' op @grows holds about 1341.1 GiB" in message
+    assert "of tensors on 4 ranks" in message and "available now" in message
+    checked = error_of(ccopt_run(path, "--check-pipeline", "cse,dce"))
+    assert "@grows holds about 1341.1 GiB" in checked
+
+
+def test_the_memory_limit_is_an_option(tmp_path: Path) -> None:
+    """`--max-memory GIB` sets the limit (0: none); the same for the Python API in bytes."""
+    small = ROOT / "examples" / "megatron_mlp.mlir"  # 240 KiB on its 8 ranks
+    message = error_of(ccopt_run(small, "--max-memory", "0.0001"))
+    assert "@mlp holds about 240.0 KiB of tensors on 8 ranks" in message
+    assert "more than the limit of 104.9 KiB" in message
+    assert ccopt_run(small, "--max-memory", "0").returncode == 0
+    assert ccopt_run(small, "--max-memory", "0.001").returncode == 0
+    with pytest.raises(CcoptError, match="more than the limit of 1000 bytes"):
+        ccopt.run(small, memory_limit=1000)
+    assert ccopt.check_pipeline(small, "cse,dce", memory_limit=0).ok
+
+
+def test_held_bytes_counts_every_value_on_every_rank() -> None:
+    """An argument and a result of 8x16 f32 split in 4 blocks: 2x16x4 bytes on each of 4 ranks,
+    twice; a replicated one counts its whole copy on every rank."""
+    from ccopt.program import bind_mesh, find_entry, load_program
+    from ccopt.runner import held_bytes
+
+    for placement, expected in (("S(0)", 2 * 128 * 4), ("R", 2 * 512 * 4)):
+        t = f"!dtensor.tensor<8x16xf32, @tp[{placement}]>"
+        text = (
+            f"dtensor.mesh @tp [tp=4]\nfunc.func @f(%x: {t}) -> {t} {{\n"
+            f"  %y = dtensor.relu %x : {t}\n  func.return %y : {t}\n}}\n"
+        )
+        module = load_program(text)
+        assert held_bytes(find_entry(module, None), bind_mesh(module, None)) == expected
