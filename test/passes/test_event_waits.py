@@ -123,12 +123,16 @@ BUFFER = "!kernel.buffer<4xf32, @t[R]>"
 
 @st.composite
 def stream_programs(draw: st.DrawFn) -> str:
-    """A kernel-level function of fills on streams 0-2, event records, and waits (each on a
-    stream other than its event's) for events recorded earlier, some waited for twice."""
+    """A kernel-level function of fills on streams 0-2, event records, waits (each on a stream
+    other than its event's) for events recorded earlier, some waited for twice, and stream
+    waits."""
     lines, events = [], []  # events: (name, recording stream)
     for _ in range(draw(st.integers(1, 14))):
-        step = draw(st.sampled_from(["work", "work", "record", "wait"]))
-        if step == "wait" and events:
+        step = draw(st.sampled_from(["work", "work", "record", "wait", "stream_wait"]))
+        if step == "stream_wait":
+            on, stream = draw(st.permutations(range(3)))[:2]
+            lines.append(f"  kernel.stream_wait for {on} stream {stream}")
+        elif step == "wait" and events:
             name, on = draw(st.sampled_from(events))
             stream = draw(st.sampled_from([s for s in range(3) if s != on]))
             lines.append(f"  kernel.event_wait {name} stream {stream}")
