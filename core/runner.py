@@ -128,11 +128,18 @@ MAX_INTERPRETED_RANKS = 4096
 """The interpreter runs every rank in this process, one numpy array per rank and value."""
 
 
+def interpreted_bytes(t: DTensorType, mesh: Mesh) -> int:
+    """The interpreter's bytes for one value of type `t`: a numpy array per rank, each counted
+    at the largest block's size (ceil-div blocks are largest at the mesh origin)."""
+    from ccopt.interpreters.distributed import numpy_dtype
+
+    block = math.prod(t.local_shape(mesh, (0,) * mesh.ndim))
+    return block * mesh.rank_count * numpy_dtype(t.element_type).itemsize
+
+
 def check_interpretable(f: func.FuncOp, what: str, t: DTensorType, mesh: Mesh) -> None:
     """Refuse, before allocating anything, a mesh with more ranks than the interpreter runs or
     a value whose blocks on all ranks do not fit in half of this machine's memory."""
-    from ccopt.interpreters.distributed import numpy_dtype
-
     advice = "run it on a smaller mesh with --mesh (global shapes stay the same)"
     if mesh.rank_count > MAX_INTERPRETED_RANKS:
         raise OpError(
@@ -140,8 +147,7 @@ def check_interpretable(f: func.FuncOp, what: str, t: DTensorType, mesh: Mesh) -
             f"mesh {mesh} has {mesh.rank_count} ranks; the interpreter runs at most "
             f"{MAX_INTERPRETED_RANKS} in one process: {advice}",
         )
-    block = math.prod(t.local_shape(mesh, (0,) * mesh.ndim))  # the largest block
-    needed = block * mesh.rank_count * numpy_dtype(t.element_type).itemsize
+    needed = interpreted_bytes(t, mesh)
     budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
     if needed > budget:
         raise OpError(
@@ -224,13 +230,12 @@ def available_memory() -> int | None:
 
 def held_bytes(f: func.FuncOp, meshes: Mapping[str, Mesh]) -> int:
     """What the interpreter holds running `f`: every tensor value of `f` and of the functions it
-    calls, on every rank (it keeps a function's values until it returns), each rank's block
-    counted at the largest block's size, in numpy's element sizes."""
+    calls, on every rank (it keeps a function's values until it returns): `interpreted_bytes`
+    each."""
     from xdsl.traits import SymbolTable
 
     from ccopt.dialects import kernel as k
     from ccopt.dialects.dtensor_type import DTensorType
-    from ccopt.interpreters.distributed import numpy_dtype
 
     total, seen, todo = 0, {f.sym_name.data}, [f]
     sizes: dict[object, int] = {}  # type -> bytes on all ranks (a program repeats few types)
@@ -247,13 +252,7 @@ def held_bytes(f: func.FuncOp, meshes: Mapping[str, Mesh]) -> int:
                 if size is None:
                     t = v.type.tensor if isinstance(v.type, k.BufferType) else v.type
                     mesh = meshes.get(t.mesh_name) if isinstance(t, DTensorType) else None
-                    size = sizes[v.type] = (
-                        0
-                        if mesh is None
-                        else math.prod(t.local_shape(mesh, (0,) * mesh.ndim))  # type: ignore[union-attr]
-                        * mesh.rank_count
-                        * numpy_dtype(t.element_type).itemsize  # type: ignore[union-attr]
-                    )
+                    size = sizes[v.type] = 0 if mesh is None else interpreted_bytes(t, mesh)  # type: ignore[arg-type]
                 total += size
     return total
 
