@@ -320,6 +320,27 @@ def subview_box(
     return box if all(inside) else None
 
 
+def contiguous_strides(shape: Sequence[int]) -> list[int]:
+    """Element strides of a row-major block of `shape`."""
+    return [prod(shape[d + 1 :]) for d in range(len(shape))]
+
+
+def is_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Strides that index `shape` row-major without gaps (size-1 dimensions are free)."""
+    expected = contiguous_strides(shape)
+    return all(n == 1 or s == e for n, s, e in zip(shape, strides, expected, strict=True))
+
+
+def dense_subview(source: DTensorType, result: DTensorType, mesh: Mesh) -> bool:
+    """Every rank's block of a subview of a row-major buffer is itself row-major without gaps
+    (a leading-dimension box, a rank's block of a value replicated or split on its first
+    dimension): any kernel can read it as a buffer of its own."""
+    return all(
+        is_dense(result.local_shape(mesh, c), contiguous_strides(source.local_shape(mesh, c)))
+        for c in mesh.all_coords()
+    )
+
+
 @irdl_op_definition
 class SubviewOp(IRDLOperation):
     """A box of another buffer without a copy: element i of the result's global value is

@@ -14,9 +14,11 @@ kernel.gemm %h, %w0 -> %y stream 0 : ...
 %w0 = kernel.subview %w2 offsets [0, 8] : !kernel.buffer<96x24xf32, ...> -> !kernel.buffer<96x8xf32, ...>
 kernel.gemm %h, %w0 -> %y stream 0 : ...     // ldb = 24 (the weight's row), no copy
 ```
-A copy stays where a reader needs contiguous memory (NCCL, reductions, memcpy), where the
-destination is a result the caller sees, or where the source is written after the copy (a
-view would see the new values, or race with the writer on another stream).
+Other kernels (NCCL, reductions, memcpy) need contiguous memory: they read a view only where
+its box is row-major without gaps on every rank (leading-dimension chunks, a rank's block of a
+value split on its first dimension) and they write nothing in its source. A copy stays there
+otherwise, where the destination is a result the caller sees, or where the source is written
+after the copy (a view would see the new values, or race with the writer on another stream).
 
 A fill that only elementwise kernels read (a scalar hyper-parameter, `one`, `eps`) is folded into
 their bodies as a constant: no launch, no buffer.
@@ -41,6 +43,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from ccopt.dialects import kernel as k
 from ccopt.dialects.body import clone_body
 from ccopt.dialects.construct import build_op, op_shape, segments_attr
+from ccopt.dialects.dtensor import lookup_mesh
 from ccopt.passes.common import block_ops, copy_name, is_a, of_class, release, replace_uses
 from ccopt.passes.scalarize import constant_attr
 from ccopt.verifier import forget_verification
@@ -107,6 +110,43 @@ def reads_strided(op: Operation, value: SSAValue) -> bool:
             return True  # already strided copies: they read the box where it lies
         case _:
             return False
+
+
+def reads_dense(op: Operation, value: SSAValue, root: SSAValue) -> bool:
+    """Whether `op` is a kernel that only reads `value` and writes nothing in `root`'s bytes
+    (the storage a view of `value` would share): it can read a dense view as its own buffer."""
+    if not isinstance(op, k.DeviceOp):
+        return False
+    outs = written(op)
+    return all(w is not value and storage(w) is not root for w in outs)
+
+
+class DenseViews:
+    """Whether a copy of a box could be a view that every reader takes, per copy: the readers
+    read strided rows (`reads_strided`), or they are kernels reading a view that is row-major on
+    every rank (`k.dense_subview`, remembered per pair of types: a model repeats a few)."""
+
+    def __init__(self) -> None:
+        self.dense: dict[tuple[Attribute, Attribute], bool] = {}
+
+    def fits(
+        self, source: SSAValue, dest: SSAValue, readers: list[Operation], at: Operation
+    ) -> bool:
+        rest = [r for r in readers if not reads_strided(r, dest)]
+        if not rest:
+            return True
+        if type(source.owner) in _VIEW_CLASSES:
+            return False  # (its rows may already be strided)
+        root = storage(source)
+        if not all(reads_dense(r, dest, root) for r in rest):
+            return False
+        key = (source.type, dest.type)
+        found = self.dense.get(key)
+        if found is None:
+            src, dst = k.tensor_of(source), k.tensor_of(dest)
+            mesh = lookup_mesh(at, dst.mesh_name)
+            found = self.dense[key] = mesh is not None and k.dense_subview(src, dst, mesh)
+        return found
 
 
 def ordered_after(writer: Operation, readers: list[Operation], position: Positions) -> bool:
@@ -248,6 +288,7 @@ def view_in_place(block: Block, speculative: Speculated | None = None) -> int:
             by.sort(key=position.of)
             writers[root] = ([position.of(o) for o in by], by)
     done = 0
+    dense = DenseViews()
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     for op, found in zip(reversed(copies), reversed(boxes), strict=True):
         assert found is not None
@@ -261,7 +302,7 @@ def view_in_place(block: Block, speculative: Speculated | None = None) -> int:
         else:
             alloc = None
             readers = [u.operation for u in dest.uses]
-        fits = all(reads_strided(r, dest) for r in readers)
+        fits = dense.fits(source, dest, readers, op)
         if fits:
             at, by = writers.get(storage_upto(source, spec), ((), ()))
             later = by[bisect_right(at, position.of(op)) :]  # (positions ascend)

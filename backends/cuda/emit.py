@@ -48,6 +48,7 @@ from ccopt.backends.cuda.steps import StepLibrary
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
+from ccopt.dialects.kernel import contiguous_strides, is_dense
 from ccopt.interpreters.distributed import identity, intersect, numpy_dtype, relative
 from ccopt.mesh import Mesh
 
@@ -112,10 +113,6 @@ def accumulator(c: str) -> str:
         "int32_t": "int64_t",
         "int64_t": "int64_t",
     }[c]
-
-
-def contiguous_strides(shape: Sequence[int]) -> list[int]:
-    return [prod(shape[d + 1 :]) for d in range(len(shape))]
 
 
 def dims(values: Sequence[int]) -> str:
@@ -365,7 +362,7 @@ class Emitter:
 
         strides = self.per_rank(lambda c: self.layout(source, c))
         dense = all(
-            _dense(t.local_shape(self.mesh, c), st)
+            is_dense(t.local_shape(self.mesh, c), st)
             for c, st in zip(self.mesh.all_coords(), strides, strict=True)
         )
         self.buffers[op.result] = Buffer(
@@ -374,7 +371,7 @@ class Emitter:
             None if dense else strides,
         )
 
-    def require_dense(self, op: Operation) -> None:
+    def requireis_dense(self, op: Operation) -> None:
         """Kernels other than elementwise, gemm and copies index their buffers densely."""
         for v in op.operands:
             b = self.buffers.get(v)
@@ -479,7 +476,7 @@ class Emitter:
             | k.NcclReduceScatterOp
             | k.FusedAllReduceKernelOp,
         ):
-            self.require_dense(op)
+            self.requireis_dense(op)
         match op:
             case k.SubviewOp():
                 self.subview(op)
@@ -892,7 +889,8 @@ class Emitter:
         if self.read_in_place(op):  # readers take the rank's block where it lies
             strides = [list(whole)] * self.mesh.rank_count
             dense = all(
-                _dense(out.tensor.local_shape(self.mesh, c), whole) for c in self.mesh.all_coords()
+                is_dense(out.tensor.local_shape(self.mesh, c), whole)
+                for c in self.mesh.all_coords()
             )
             self.buffers[op.out] = Buffer(
                 f"({stored} + {base}[0])", out.tensor, None if dense else strides
@@ -1971,12 +1969,6 @@ def _contiguous(box: Sequence[slice], shape: Sequence[int]) -> bool:
     extents = [s.stop - s.start for s in box]
     partial = [d for d, (e, n) in enumerate(zip(extents, shape, strict=True)) if e != n]
     return not partial or all(e == 1 for e in extents[: partial[-1]])
-
-
-def _dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """Strides that index `shape` row-major without gaps (size-1 dimensions are free)."""
-    expected = contiguous_strides(shape)
-    return all(n == 1 or s == e for n, s, e in zip(shape, strides, expected, strict=True))
 
 
 def pad(values: Sequence[int], n: int, value: int) -> list[int]:

@@ -36,9 +36,11 @@ ZOO_ENTRIES = [
     "shapes",
     "collectives",
     "streams",
+    "dense_views",
 ]
 """The zoo's functions: together every dtensor and coll op, and streams joined both ways (a
-record with two waits, stream waits), hence every kernel-level op."""
+record with two waits, stream waits), hence every kernel-level op; and views read in place by
+kernels that need dense rows."""
 MESHES = {
     "sgd": "dp=3",
     "adam": "dp=4",

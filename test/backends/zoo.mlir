@@ -128,3 +128,14 @@ func.func @streams(%x: !dtensor.tensor<7x5xf32, @m[P(sum), R]>, %y: !dtensor.ten
   %z = dtensor.add %v0, %v1 : (!dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, R]>) -> !dtensor.tensor<7x5xf32, @m[R, R]>
   func.return %z, %v1 : !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7x5xf32, @m[R, R]>
 }
+
+// Blocks read in place: a rank's rows of a replicated value are a dense view, which a reduction
+// and NCCL read as their own buffers; a column box is strided, so the reduction reads a copy.
+func.func @dense_views(%r: !dtensor.tensor<7x5xf32, @m[R, R]>) -> (!dtensor.tensor<5xf32, @m[R, P(sum)]>, !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7xf32, @m[R, R]>) {
+  %s = coll.slice %r over [b] dim 0 : !dtensor.tensor<7x5xf32, @m[R, R]> -> !dtensor.tensor<7x5xf32, @m[R, S(0)]>
+  %n = dtensor.reduce sum %s dims [0] : !dtensor.tensor<7x5xf32, @m[R, S(0)]> -> !dtensor.tensor<5xf32, @m[R, P(sum)]>
+  %g = coll.all_gather %s over [b] : !dtensor.tensor<7x5xf32, @m[R, S(0)]> -> !dtensor.tensor<7x5xf32, @m[R, R]>
+  %c = dtensor.slice %r offsets [0, 1] sizes [7, 3] : !dtensor.tensor<7x5xf32, @m[R, R]> -> !dtensor.tensor<7x3xf32, @m[R, R]>
+  %x = dtensor.reduce max %c dims [1] : !dtensor.tensor<7x3xf32, @m[R, R]> -> !dtensor.tensor<7xf32, @m[R, R]>
+  func.return %n, %g, %x : !dtensor.tensor<5xf32, @m[R, P(sum)]>, !dtensor.tensor<7x5xf32, @m[R, R]>, !dtensor.tensor<7xf32, @m[R, R]>
+}

@@ -45,3 +45,38 @@ func.func @fill_folded(%x: !dtensor.tensor<8xf32, @t[R]>) -> !dtensor.tensor<8xf
   %y = dtensor.add %x, %f : (!dtensor.tensor<8xf32, @t[R]>, !dtensor.tensor<8xf32, @t[R]>) -> !dtensor.tensor<8xf32, @t[R]>
   func.return %y : !dtensor.tensor<8xf32, @t[R]>
 }
+
+// A box of whole rows is row-major on every rank: kernels that need dense memory (a reduction,
+// NCCL) read it in place too. views=false keeps both copies.
+// CHECK-LABEL: func.func @dense_rows_read_by_any_kernel(
+// CHECK-SAME:  %[[X:.*]]: !kernel.buffer<8x6xf32, @t[R]>, %[[N:.*]]: !kernel.buffer<4xf32, @t[R]>, %[[G:.*]]: !kernel.buffer<8x6xf32, @t[R]>)
+// CHECK-NEXT:  %[[S:.*]] = kernel.subview %[[X]] offsets [2, 0] : !kernel.buffer<8x6xf32, @t[R]> -> !kernel.buffer<4x6xf32, @t[R]>
+// CHECK-NEXT:  kernel.reduce sum %[[S]] -> %[[N]] dims [1] stream 0
+// CHECK-NEXT:  %[[B:.*]] = kernel.subview %[[X]] offsets [0, 0] : !kernel.buffer<8x6xf32, @t[R]> -> !kernel.buffer<8x6xf32, @t[S(0)]>
+// CHECK-NEXT:  kernel.nccl_all_gather %[[B]] -> %[[G]] over [tp] stream 0
+// CHECK-NEXT:  func.return
+// COPY-LABEL:  func.func @dense_rows_read_by_any_kernel(
+// COPY:        kernel.slice
+// COPY:        kernel.local_block
+// COPY-NOT:    kernel.subview
+// COPY:        func.return
+func.func @dense_rows_read_by_any_kernel(%x: !dtensor.tensor<8x6xf32, @t[R]>) -> (!dtensor.tensor<4xf32, @t[R]>, !dtensor.tensor<8x6xf32, @t[R]>) {
+  %s = dtensor.slice %x offsets [2, 0] sizes [4, 6] : !dtensor.tensor<8x6xf32, @t[R]> -> !dtensor.tensor<4x6xf32, @t[R]>
+  %n = dtensor.reduce sum %s dims [1] : !dtensor.tensor<4x6xf32, @t[R]> -> !dtensor.tensor<4xf32, @t[R]>
+  %b = coll.slice %x over [tp] dim 0 : !dtensor.tensor<8x6xf32, @t[R]> -> !dtensor.tensor<8x6xf32, @t[S(0)]>
+  %g = coll.all_gather %b over [tp] : !dtensor.tensor<8x6xf32, @t[S(0)]> -> !dtensor.tensor<8x6xf32, @t[R]>
+  func.return %n, %g : !dtensor.tensor<4xf32, @t[R]>, !dtensor.tensor<8x6xf32, @t[R]>
+}
+
+// A box of columns has gaps between its rows: the reduction reads a copy.
+// CHECK-LABEL: func.func @strided_box_copied_for_a_reduction(
+// CHECK:       %[[C:.*]] = kernel.alloc
+// CHECK-NEXT:  kernel.slice %{{.*}} -> %[[C]] offsets [0, 1] stream 0
+// CHECK-NEXT:  kernel.reduce sum %[[C]]
+// CHECK-NOT:   kernel.subview
+// CHECK:       func.return
+func.func @strided_box_copied_for_a_reduction(%x: !dtensor.tensor<8x6xf32, @t[R]>) -> !dtensor.tensor<8xf32, @t[R]> {
+  %c = dtensor.slice %x offsets [0, 1] sizes [8, 3] : !dtensor.tensor<8x6xf32, @t[R]> -> !dtensor.tensor<8x3xf32, @t[R]>
+  %n = dtensor.reduce sum %c dims [1] : !dtensor.tensor<8x3xf32, @t[R]> -> !dtensor.tensor<8xf32, @t[R]>
+  func.return %n : !dtensor.tensor<8xf32, @t[R]>
+}
