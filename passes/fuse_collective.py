@@ -35,14 +35,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
+from ccopt.dialects import dtensor as dt
+from ccopt.dialects.attrs import i64_attr
 from ccopt.dialects.dtensor import mesh_of
+from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
     ProgramOrder,
@@ -157,10 +161,13 @@ def fuse_into_collective(
     yields: list[SSAValue] = []
     result_types = []
     replaced: list[tuple[SSAValue, list[coll.AllGatherOp] | None]] = []  # (value, its gathers)
+    resliced: list[tuple[SSAValue, coll.AllGatherOp]] = []  # (value, a gather to slice back)
     for v in outputs:
         gathers = gathers_of(v, rs, dim, mesh)
         rest = [u for u in v.uses if u.operation not in members and u.operation not in gathers]
-        if rest:
+        if rest and gathers and reslices_freely(v, gathers[0], rest, dim, mesh):
+            resliced.append((v, gathers[0]))
+        elif rest:
             yields.append(v)
             result_types.append(v.type)
             replaced.append((v, None))
@@ -189,6 +196,7 @@ def fuse_into_collective(
     set_tag(derive(fused, rs), joined_tag([rs, *members]))
     ops = [rs, *members]
     insert_after_group(fused, ops, order)
+    slice_back(resliced, fused, replaced, rs, dim, mesh)
     sliced: list[tuple[SSAValue, SSAValue]] = []
     for (v, gathers), result in zip(replaced, fused.results, strict=True):
         if gathers is None:
@@ -200,6 +208,48 @@ def fuse_into_collective(
             erase_op(g)  # (released: else a reference cycle, kept until a full collection)
     replace_group(ops, sliced)
     return fused
+
+
+def reslices_freely(
+    v: SSAValue, gather: coll.AllGatherOp, rest: Sequence[Use], dim: int, mesh: Mesh
+) -> bool:
+    """`v`, used both split and gathered, can be the gathered result's own block
+    (`coll.slice`, a view at the kernel level) rather than a second result the body yields
+    again: a second write of each element and a second buffer. Not where the split value is
+    returned or stored (a copy out of the view would replace the write into place)."""
+    if any(isinstance(u.operation, func.ReturnOp | dt.UpdateOp) for u in rest):
+        return False
+    props = {"axes": gather.axes, "dim": i64_attr(dim)}
+    try:
+        return coll.SliceOp.infer(gather.result.type, props, mesh) == v.type  # type: ignore[arg-type]
+    except InferenceError:
+        return False
+
+
+def slice_back(
+    resliced: Sequence[tuple[SSAValue, coll.AllGatherOp]],
+    fused: coll.FusedAllReduceOp,
+    replaced: Sequence[tuple[SSAValue, list[coll.AllGatherOp] | None]],
+    rs: coll.ReduceScatterOp,
+    dim: int,
+    mesh: Mesh,
+) -> None:
+    """The split uses of each value in `resliced` read a `coll.slice` of its gathered result,
+    placed right after `fused` (before the ops `insert_after_group` moved after it)."""
+    if not resliced:
+        return
+    gathered = {
+        id(v): result
+        for (v, gathers), result in zip(replaced, fused.results, strict=True)
+        if gathers
+    }
+    anchor: Operation = fused
+    for v, _gather in resliced:
+        block = coll.SliceOp(gathered[id(v)], mesh, rs.axes.names, dim)
+        Rewriter.insert_op(block, InsertPoint.after(anchor))
+        anchor = block
+        block.result.name_hint = v.name_hint
+        replace_uses(v, block.result)
 
 
 def split_and_reorder(
@@ -222,9 +272,7 @@ def split_and_reorder(
     return rs, moved
 
 
-def _before(op: Operation):  # noqa: ANN202
-    from xdsl.rewriter import InsertPoint
-
+def _before(op: Operation) -> InsertPoint:
     return InsertPoint.before(op)
 
 

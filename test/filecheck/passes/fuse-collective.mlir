@@ -81,8 +81,8 @@ func.func @reduced_slice_used(%g: !p) -> (!s, !r) {
   func.return %g_s, %e : !s, !r
 }
 
-// One value used both split and gathered gives two results of the same scalar: the slice and
-// the gathered tensor.
+// One value returned split and also gathered gives two results of the same scalar: the slice,
+// written straight into the result buffer, and the gathered tensor.
 // CHECK-LABEL: func.func @sliced_and_gathered(
 // CHECK-SAME:  %[[G:.*]]: !dtensor.tensor<1030xf32, @dp[P(sum)]>)
 // CHECK-NEXT:  %[[ES:.*]], %[[E:.*]] = coll.fused_all_reduce sum %[[G]], ins() over [dp] dim 0 : (!dtensor.tensor<1030xf32, @dp[P(sum)]>) -> (!dtensor.tensor<1030xf32, @dp[S(0)]>, !dtensor.tensor<1030xf32, @dp[R]>) {
@@ -96,6 +96,27 @@ func.func @sliced_and_gathered(%g: !p) -> (!s, !r) {
   %e_s = dtensor.exp %g_s : !s
   %e = coll.all_gather %e_s over [dp] : !s -> !r
   func.return %e_s, %e : !s, !r
+}
+
+// One value used split by an op that does not join, and gathered, is yielded once: the split
+// use reads the gathered result's own block (coll.slice, a view at the kernel level) instead
+// of a second result, written twice per element into a buffer of its own.
+// CHECK-LABEL: func.func @split_use_reads_the_gathered_block(
+// CHECK-SAME:  %[[G:.*]]: !dtensor.tensor<1030xf32, @dp[P(sum)]>)
+// CHECK-NEXT:  %[[E:.*]] = coll.fused_all_reduce sum %[[G]], ins() over [dp] dim 0 : (!dtensor.tensor<1030xf32, @dp[P(sum)]>) -> !dtensor.tensor<1030xf32, @dp[R]> {
+// CHECK-NEXT:  ^bb0(%[[I:.*]]: i64, %[[V:.*]]: f32):
+// CHECK-NEXT:    %[[X:.*]] = math.exp %[[V]] : f32
+// CHECK-NEXT:    dtensor.yield %[[X]] : f32
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[ES:.*]] = coll.slice %[[E]] over [dp] dim 0 : !dtensor.tensor<1030xf32, @dp[R]> -> !dtensor.tensor<1030xf32, @dp[S(0)]>
+// CHECK-NEXT:  %[[N:.*]] = dtensor.reduce sum %[[ES]] dims [0]
+// CHECK-NEXT:  func.return %[[N]], %[[E]]
+func.func @split_use_reads_the_gathered_block(%g: !p) -> (!dtensor.tensor<f32, @dp[P(sum)]>, !r) {
+  %g_s = coll.reduce_scatter sum %g over [dp] dim 0 : !p -> !s
+  %e_s = dtensor.exp %g_s : !s
+  %n = dtensor.reduce sum %e_s dims [0] : !s -> !dtensor.tensor<f32, @dp[P(sum)]>
+  %e = coll.all_gather %e_s over [dp] : !s -> !r
+  func.return %n, %e : !dtensor.tensor<f32, @dp[P(sum)]>, !r
 }
 
 // No elementwise op computes on the reduced slice: nothing to fuse, the pair stays.
