@@ -296,8 +296,12 @@ def insert_after(new: Operation, op: Operation) -> None:
 
 def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
     """slice(f(a, b)) -> f(slice(a), slice(b)) when every use of f's result is that same slice:
-    then the replicated computation was only needed on blocks. Returns the new slices."""
+    then the replicated computation was only needed on blocks. Returns the new slices.
+    slice(all_gather(x)) -> x (`take_back`)."""
     producer = piece.input.owner
+    if type(producer) is coll.AllGatherOp:
+        take_back(piece, producer)
+        return []
     if not is_elementwise(producer) or not isinstance(producer, Operation):
         return []
     uses = [u.operation for u in producer.results[0].uses]
@@ -340,6 +344,20 @@ def hoist_slice(piece: coll.SliceOp) -> list[coll.SliceOp]:
         replace_uses(use.results[0], new)
         erase_op(use)
     return new_slices
+
+
+def take_back(piece: coll.SliceOp, ag: coll.AllGatherOp) -> None:
+    """A slice that takes back exactly the blocks an all_gather joined reads the gather's input
+    instead (and the gather goes when nothing else reads it). A chain of layers makes these: a
+    region planned first slices a value that a later region's all_gather then produces (the
+    residual of one block is the dropout of the next), which would gather a value only to
+    slice it again, and keep the residual out of the next fused collective."""
+    if piece.axes != ag.axes or ag.input.type != piece.result.type:
+        return
+    replace_uses(piece.result, ag.input)
+    erase_op(piece)
+    if ag.result.first_use is None:
+        erase_op(ag)
 
 
 def hoist_slices(slices: list[coll.SliceOp]) -> None:

@@ -24,14 +24,22 @@
 // CHECK-NEXT:  }
 
 // fuse-collective builds its collectives' bodies from the fused ops it absorbs (reading the
-// named body) and drops the body no op names any more; the GELUs still share theirs.
+// named body) and drops the body no op names any more; the GELUs still share theirs. Each block's
+// output is used gathered (the next matmul) and split (the next residual): the body yields it
+// once and the split use reads the gathered result's own block (coll.slice). Both blocks' fused
+// collectives then compute alike (bias, dropout, residual) and name one body.
 // COLL-LABEL: func.func @mlp(
 // COLL:       dtensor.fused ins(%{{.*}}, %{{.*}}) body @fused_body0 : (
-// COLL:       coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [tp] dim 1 : ({{.*}}) -> ({{.*}}) {
-// COLL:         dtensor.uniform %{{.*}} seed 7
+// COLL:       %[[OUT:.*]] = coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %{{.*}}) over [tp] dim 1 body @[[COLLBODY:fused_body[0-9]+]] : ({{.*}}) -> !dtensor.tensor<6x10x24xf32, @m[S(0), R]>
+// COLL-NEXT:  %[[OUT_S:.*]] = coll.slice %[[OUT]] over [tp] dim 1
 // COLL:       dtensor.fused ins(%{{.*}}, %{{.*}}) body @fused_body0 : (
-// COLL:       coll.fused_all_reduce sum
+// COLL:       coll.fused_all_reduce sum %{{.*}}, ins(%{{.*}}, %[[OUT_S]]) over [tp] dim 1 body @[[COLLBODY]] : (
+// COLL-NOT:   coll.all_gather
 // COLL:       func.return
+// COLL-NEXT:  }
+// COLL-NEXT:  kernel.body @[[COLLBODY]] {
+// COLL:         dtensor.uniform %{{.*}} seed 7
+// COLL:         dtensor.yield %{{.*}} : f32
 // COLL-NEXT:  }
 // COLL-NEXT:  kernel.body @fused_body0 {
 // COLL-NOT:   kernel.body @fused_body1
@@ -56,7 +64,7 @@
 // L3:       kernel.body @body0 {
 // L3-NOT:   @fused_body
 // L3-LABEL: func.func @lone(
-// L3:       kernel.elementwise ins(%x, %b) outs(%result0) body @body2 stream 0
+// L3:       kernel.elementwise ins(%x, %b) outs(%result0) body @{{body[0-9]+}} stream 0
 // L3-NOT:   @fused_body
 
 // A group whose body no other op computes keeps it inline.

@@ -119,6 +119,42 @@ func.func @same_gather_used_split(%a_s: !dtensor.tensor<10xf32, @dp[S(0)]>, %b_s
   func.return %c : !dtensor.tensor<10xf32, @dp[R]>
 }
 
+// A chain of residual blocks: the first gather's region reaches the second block's residual
+// and slices its other operand, which the second gather's region then produces. The slice takes
+// back what that gather joined: the gather goes, and one gather per block is left.
+// CHECK-LABEL: func.func @residual_chain(
+// CHECK-SAME:  %[[A:.*]]: !dtensor.tensor<1030xf32, @dp[S(0)]>, %[[B:.*]]: !dtensor.tensor<1030xf32, @dp[S(0)]>, %[[X:.*]]: !dtensor.tensor<1030xf32, @dp[R]>)
+// CHECK-NEXT:  %[[XS:.*]] = coll.slice %[[X]] over [dp] dim 0
+// CHECK-NEXT:  %[[O0:.*]] = dtensor.add %[[A]], %[[XS]]
+// CHECK-NEXT:  %[[D:.*]] = dtensor.neg %[[B]]
+// CHECK-NEXT:  %[[O1:.*]] = dtensor.add %[[D]], %[[O0]]
+// CHECK-NEXT:  %[[G:.*]] = coll.all_gather %[[O1]] over [dp]
+// CHECK-NEXT:  func.return %[[G]]
+func.func @residual_chain(%a_s: !dtensor.tensor<1030xf32, @dp[S(0)]>, %b_s: !dtensor.tensor<1030xf32, @dp[S(0)]>, %x: !dtensor.tensor<1030xf32, @dp[R]>) -> !dtensor.tensor<1030xf32, @dp[R]> {
+  %a = coll.all_gather %a_s over [dp] : !dtensor.tensor<1030xf32, @dp[S(0)]> -> !dtensor.tensor<1030xf32, @dp[R]>
+  %o0 = dtensor.add %a, %x : (!dtensor.tensor<1030xf32, @dp[R]>, !dtensor.tensor<1030xf32, @dp[R]>) -> !dtensor.tensor<1030xf32, @dp[R]>
+  %b = coll.all_gather %b_s over [dp] : !dtensor.tensor<1030xf32, @dp[S(0)]> -> !dtensor.tensor<1030xf32, @dp[R]>
+  %d = dtensor.neg %b : !dtensor.tensor<1030xf32, @dp[R]>
+  %o1 = dtensor.add %d, %o0 : (!dtensor.tensor<1030xf32, @dp[R]>, !dtensor.tensor<1030xf32, @dp[R]>) -> !dtensor.tensor<1030xf32, @dp[R]>
+  func.return %o1 : !dtensor.tensor<1030xf32, @dp[R]>
+}
+
+// The gathered value is also used whole: the gather stays for that use, the slice still goes.
+// CHECK-LABEL: func.func @residual_chain_gather_kept(
+// CHECK:       %[[D:.*]] = dtensor.neg %{{.*}} : !dtensor.tensor<1030xf32, @dp[S(0)]>
+// CHECK-NEXT:  %[[DG:.*]] = coll.all_gather %[[D]] over [dp]
+// CHECK-NEXT:  %[[O1:.*]] = dtensor.add %[[D]], %{{.*}}
+// CHECK-NOT:   coll.slice %[[DG]]
+// CHECK:       func.return %{{.*}}, %[[DG]]
+func.func @residual_chain_gather_kept(%a_s: !dtensor.tensor<1030xf32, @dp[S(0)]>, %b_s: !dtensor.tensor<1030xf32, @dp[S(0)]>, %x: !dtensor.tensor<1030xf32, @dp[R]>) -> (!dtensor.tensor<1030xf32, @dp[R]>, !dtensor.tensor<1030xf32, @dp[R]>) {
+  %a = coll.all_gather %a_s over [dp] : !dtensor.tensor<1030xf32, @dp[S(0)]> -> !dtensor.tensor<1030xf32, @dp[R]>
+  %o0 = dtensor.add %a, %x : (!dtensor.tensor<1030xf32, @dp[R]>, !dtensor.tensor<1030xf32, @dp[R]>) -> !dtensor.tensor<1030xf32, @dp[R]>
+  %b = coll.all_gather %b_s over [dp] : !dtensor.tensor<1030xf32, @dp[S(0)]> -> !dtensor.tensor<1030xf32, @dp[R]>
+  %d = dtensor.neg %b : !dtensor.tensor<1030xf32, @dp[R]>
+  %o1 = dtensor.add %d, %o0 : (!dtensor.tensor<1030xf32, @dp[R]>, !dtensor.tensor<1030xf32, @dp[R]>) -> !dtensor.tensor<1030xf32, @dp[R]>
+  func.return %o1, %d : !dtensor.tensor<1030xf32, @dp[R]>, !dtensor.tensor<1030xf32, @dp[R]>
+}
+
 // Adam's `0.9 * m`: the slice moves above the scale, so the state m itself is read only
 // through a slice (what slice-state needs) and the scale runs on the block.
 // CHECK-LABEL: func.func @hoist_slice_through_scale(
