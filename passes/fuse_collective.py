@@ -13,6 +13,11 @@ and results used in split form (sliced optimizer state) stay split:
 // becomes
 %w1 = coll.fused_all_reduce sum %g, ins(%lr, %w_s) over [dp] dim 0 : (...) -> ...[R] { ... }
 ```
+A value used both ways (a residual stream: gathered for the next matmul, split for the next
+residual add) is yielded once and gathered; its split uses read `coll.slice` of the gathered
+result, a view of its own block at the kernel level. Only a value returned or stored split
+keeps a result of its own, written where the caller reads it.
+
 Fused collectives that compute alike (an optimizer step per parameter group, a model's
 layers) name one module-level `kernel.body` (`body @fused_body<N>`, see `SharedBodies`), built
 once; a body used once stays inline. Later passes treat a shared body as each op's own copy
