@@ -41,6 +41,10 @@ the elements of the unchunked op, so the result does not depend on the chunk cou
 attribute overrides the pass option. A dimension too short for the count asked for gets fewer
 chunks (8 rows make 8 chunks of 99999999 requested; 4 rows in blocks of 2 make 2 of 3), and a
 located warning (`OpWarning`) says so.
+
+Layers that chunk one weight alike share its chunks: after rewriting, identical slices of one
+value in one block become the first of them (`share_slices`), so a model of N layers slices each
+weight once, not N times.
 """
 
 from __future__ import annotations
@@ -890,6 +894,21 @@ def join(
     release(op)
 
 
+def share_slices(module: ModuleOp) -> None:
+    """Identical slices of one value in one block become the first of them (a slice is a pure
+    function of its operand and box): every layer chunks the same weights alike, and each layer's
+    copy of a weight's chunks would be another op at every level below (a view per chunk and
+    layer at the kernel level)."""
+    first: dict[tuple, dt.SliceOp] = {}
+    for op in [o for o in walk_outside_bodies(module) if type(o) is dt.SliceOp]:
+        key = (id(op.parent), op.input, op.offsets, op.sizes)
+        kept = first.setdefault(key, op)
+        if kept is not op:
+            replace_uses(op.result, kept.result)
+            Rewriter.erase_op(op)
+            release(op)
+
+
 def warn_fewer_chunks(op: Operation, plan: Plan, requested: int) -> None:
     """Say so when a dimension is too short for the chunk count asked for: ceil-div blocks of it
     make fewer chunks (99999999 chunks of 8 rows are 8 chunks; 3 chunks of 4 rows are 2)."""
@@ -935,6 +954,7 @@ class Overlap(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
         declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
+        rewritten = False
         bodies: ChunkBodies | None = None
         plans = Plans()
         for candidate in self._candidates(op):
@@ -977,10 +997,13 @@ class Overlap(ModulePass):
                 if self.tags and tag_of(candidate) in self.tags:
                     raise OpError(candidate, f"cannot overlap: {why}") from None
                 continue
+            rewritten = True
             if len(plan.ranges) < requested:
                 warn_fewer_chunks(candidate, plan, requested)
         if bodies is not None:
             bodies.drop_copied()
+        if rewritten:
+            share_slices(op)
 
     def _candidates(self, module: ModuleOp) -> list[Operation]:
         """The selected ops the pass may rewrite (any selected op when tags were given: a

@@ -293,3 +293,26 @@ func.func @fused_inner_chunks(%x: !dtensor.tensor<3x5x40xf32, @tp[S(2)]>, %w: !w
   }
   func.return %o : !dtensor.tensor<3x5x10xf32, @tp[S(0)]>
 }
+
+// Two layers chunk one weight alike: the second reads the first's chunks of it (a slice is a
+// pure function of its operand and box) instead of slicing it again.
+// TWO-LABEL: func.func @layers_share_weight_chunks(
+// TWO-SAME:  %[[H0:.*]]: !dtensor.tensor<8x40xf32, @m[S(0), S(1)]>, %[[H1:.*]]: !dtensor.tensor<8x40xf32, @m[S(0), S(1)]>, %[[W:.*]]: !dtensor.tensor<40x10xf32, @m[R, S(0)]>)
+// TWO-NEXT:  %[[C0:.*]] = dtensor.slice %[[W]] offsets [0, 0] sizes [40, 8]
+// TWO-NEXT:  dtensor.matmul %[[H0]], %[[C0]]
+// TWO:       %[[C1:.*]] = dtensor.slice %[[W]] offsets [0, 8] sizes [40, 2]
+// TWO-NEXT:  dtensor.matmul %[[H0]], %[[C1]]
+// TWO:       %[[A0:.*]] = dtensor.concat
+// TWO-NOT:   dtensor.slice
+// TWO:       dtensor.matmul %[[H1]], %[[C0]]
+// TWO-NOT:   dtensor.slice
+// TWO:       dtensor.matmul %[[H1]], %[[C1]]
+// TWO-NOT:   dtensor.slice
+// TWO:       func.return %[[A0]], %{{.*}}
+func.func @layers_share_weight_chunks(%h0: !dtensor.tensor<8x40xf32, @m[S(0), S(1)]>, %h1: !dtensor.tensor<8x40xf32, @m[S(0), S(1)]>, %w: !dtensor.tensor<40x10xf32, @m[R, S(0)]>) -> (!dtensor.tensor<8x10xf32, @m[S(0), R]>, !dtensor.tensor<8x10xf32, @m[S(0), R]>) {
+  %y0 = dtensor.matmul %h0, %w : (!dtensor.tensor<8x40xf32, @m[S(0), S(1)]>, !dtensor.tensor<40x10xf32, @m[R, S(0)]>) -> !dtensor.tensor<8x10xf32, @m[S(0), P(sum)]>
+  %a0 = coll.all_reduce sum %y0 over [tp] : !dtensor.tensor<8x10xf32, @m[S(0), P(sum)]> -> !dtensor.tensor<8x10xf32, @m[S(0), R]>
+  %y1 = dtensor.matmul %h1, %w : (!dtensor.tensor<8x40xf32, @m[S(0), S(1)]>, !dtensor.tensor<40x10xf32, @m[R, S(0)]>) -> !dtensor.tensor<8x10xf32, @m[S(0), P(sum)]>
+  %a1 = coll.all_reduce sum %y1 over [tp] : !dtensor.tensor<8x10xf32, @m[S(0), P(sum)]> -> !dtensor.tensor<8x10xf32, @m[S(0), R]>
+  func.return %a0, %a1 : !dtensor.tensor<8x10xf32, @m[S(0), R]>, !dtensor.tensor<8x10xf32, @m[S(0), R]>
+}
