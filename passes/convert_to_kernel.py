@@ -594,7 +594,9 @@ def lower_fused(low: Lowering, op: dt.FusedOp) -> None:
 
 def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
     """reduce-scatter, the body on the slice, all-gathers (in place when the blocks are the
-    leading dimension's and equal)."""
+    leading dimension's and equal). The first result gathered out of a buffer of its own is
+    written over the reduced slice: the body reads each element of it once, where it writes
+    that element, and nothing else reads it (a buffer less per fused collective)."""
     if ALGORITHM_ATTRIBUTE in op.attributes:
         lower_fused_in_algorithm(low, op)
         return
@@ -614,6 +616,7 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
     in_place = (
         op.dim.value.data == 0 and iteration.get_shape()[0] % mesh.group_size(op.group(mesh)) == 0
     )
+    spare: SSAValue | None = reduced  # (the reduced slice, until a gathered result takes it)
     for result in op.outputs:
         if result.type == iteration:
             outs.append(low.destination(result))
@@ -621,6 +624,8 @@ def lower_fused_all_reduce(low: Lowering, op: coll.FusedAllReduceOp) -> None:
         full = low.destination(result)
         if in_place and not _outer_split(iteration, op.group(mesh)):
             block = low.add(k.BlockViewOp(full, axes, iteration)).results[0]
+        elif spare is not None:
+            block, spare = spare, None
         else:
             block = low.add(k.AllocOp(iteration)).results[0]
         outs.append(block)

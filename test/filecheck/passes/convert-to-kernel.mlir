@@ -394,8 +394,9 @@ func.func @fused_all_reduce_in_place(%g: !dtensor.tensor<1032xf32, @t[P(sum)]>, 
   func.return
 }
 
-// 1030 rows do not divide by 4: the kernel writes a staging slice, gathered into the result
-// (the weights are also returned, so they are copied into %w at the end). The sliced state m
+// 1030 rows do not divide by 4: the kernel writes its gathered result over the reduced slice
+// (each element read once, where it is written), gathered into the result (the weights are
+// also returned, so they are copied into %w at the end). The sliced state m
 // (an S(0) result) is written in place into its argument; the algorithm hint stays on both calls.
 // The kernel reads the rank's block of %w in place: %w is only overwritten after it, on its stream.
 // CHECK-LABEL: func.func @fused_all_reduce_staged(
@@ -403,9 +404,8 @@ func.func @fused_all_reduce_in_place(%g: !dtensor.tensor<1032xf32, @t[P(sum)]>, 
 // CHECK-NEXT:  %[[WS:.*]] = kernel.subview %[[W]] offsets [0] : !kernel.buffer<1030xf32, @t[R]> -> !kernel.buffer<1030xf32, @t[S(0)]>
 // CHECK-NEXT:  %[[RED:.*]] = kernel.alloc : !kernel.buffer<1030xf32, @t[S(0)]>
 // CHECK-NEXT:  kernel.nccl_reduce_scatter sum %[[G]] -> %[[RED]] over [tp] dim 0 stream 0 {algorithm = #coll<algorithm ring>} : !kernel.buffer<1030xf32, @t[P(sum)]> -> !kernel.buffer<1030xf32, @t[S(0)]>
-// CHECK-NEXT:  %[[STAGE:.*]] = kernel.alloc : !kernel.buffer<1030xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[M]], %[[WS]]) outs(%[[M]], %[[STAGE]]) body @[[BODY27:[a-z0-9_]+]] stream 0 : !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]>
-// CHECK-NEXT:  kernel.nccl_all_gather %[[STAGE]] -> %[[OUT]] over [tp] stream 0 {algorithm = #coll<algorithm ring>} : !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[R]>
+// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[M]], %[[WS]]) outs(%[[M]], %[[RED]]) body @[[BODY27:[a-z0-9_]+]] stream 0 : !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[S(0)]>, !kernel.buffer<1030xf32, @t[S(0)]>
+// CHECK-NEXT:  kernel.nccl_all_gather %[[RED]] -> %[[OUT]] over [tp] stream 0 {algorithm = #coll<algorithm ring>} : !kernel.buffer<1030xf32, @t[S(0)]> -> !kernel.buffer<1030xf32, @t[R]>
 // CHECK-NEXT:  kernel.copy %[[OUT]] -> %[[W]] stream 0 : !kernel.buffer<1030xf32, @t[R]>
 // CHECK-NEXT:  func.return
 // CHECK:       kernel.body @[[BODY27]] {
@@ -428,17 +428,17 @@ func.func @fused_all_reduce_staged(%g: !dtensor.tensor<1030xf32, @t[P(sum)]>, %w
 }
 
 // Scattered along the columns (dim 1), on a mesh whose dp axis splits the rows: a rank's
-// column block is not contiguous in the gathered buffer, so the kernel writes a staging slice
-// that the all-gather reads (the result is written directly into the result buffer). The
+// column block is not contiguous in the gathered buffer, so the kernel writes its result over
+// the reduced slice, which the all-gather reads (the result is written directly into the result
+// buffer). The
 // kernel reads the rank's column block of %w in place (a strided subview, no copy).
 // CHECK-LABEL: func.func @fused_all_reduce_columns(
 // CHECK-SAME:  %[[G:.*]]: !kernel.buffer<6x8xf32, @m[S(0), P(sum)]>, %[[W:.*]]: !kernel.buffer<6x8xf32, @m[S(0), R]>, %[[OUT:.*]]: !kernel.buffer<6x8xf32, @m[S(0), R]>)
 // CHECK-NEXT:  %[[WS:.*]] = kernel.subview %[[W]] offsets [0, 0] : !kernel.buffer<6x8xf32, @m[S(0), R]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  %[[RED:.*]] = kernel.alloc : !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
 // CHECK-NEXT:  kernel.nccl_reduce_scatter sum %[[G]] -> %[[RED]] over [tp] dim 1 stream 0 : !kernel.buffer<6x8xf32, @m[S(0), P(sum)]> -> !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
-// CHECK-NEXT:  %[[STAGE:.*]] = kernel.alloc : !kernel.buffer<6x8xf32, @m[S(0), S(1)]>
-// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[WS]]) outs(%[[STAGE]]) body @[[BODY28:[a-z0-9_]+]] stream 0
-// CHECK-NEXT:  kernel.nccl_all_gather %[[STAGE]] -> %[[OUT]] over [tp] stream 0 : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), R]>
+// CHECK-NEXT:  kernel.elementwise ins(%[[RED]], %[[WS]]) outs(%[[RED]]) body @[[BODY28:[a-z0-9_]+]] stream 0
+// CHECK-NEXT:  kernel.nccl_all_gather %[[RED]] -> %[[OUT]] over [tp] stream 0 : !kernel.buffer<6x8xf32, @m[S(0), S(1)]> -> !kernel.buffer<6x8xf32, @m[S(0), R]>
 // CHECK-NEXT:  func.return
 // CHECK:       kernel.body @[[BODY28]] {
 // CHECK-NEXT:  ^bb0

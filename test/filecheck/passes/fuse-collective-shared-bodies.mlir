@@ -36,12 +36,12 @@
 // At the kernel level bodies are outlined as if the collectives had carried copies: both SGD
 // kernels name @body0, and no L1 body is left.
 // L3-LABEL: func.func @sgd_0(
-// L3:       kernel.elementwise ins(%0, %lr, %w_s) outs(%1) body @body0 stream 0
+// L3:       kernel.elementwise ins(%0, %lr, %w_s) outs(%0) body @body0 stream 0
 // L3:       kernel.body @body0 {
 // L3-LABEL: func.func @sgd_1(
-// L3:       kernel.elementwise ins(%0, %lr, %w_s) outs(%1) body @body0 stream 0
+// L3:       kernel.elementwise ins(%0, %lr, %w_s) outs(%0) body @body0 stream 0
 // L3-LABEL: func.func @decay(
-// L3:       kernel.elementwise ins(%0, %lr, %w_s) outs(%1) body @body1 stream 0
+// L3:       kernel.elementwise ins(%0, %lr, %w_s) outs(%0) body @body1 stream 0
 // L3:       kernel.body @body1 {
 // L3-NOT:   @fused_body
 
