@@ -42,9 +42,10 @@ attribute overrides the pass option. A dimension too short for the count asked f
 chunks (8 rows make 8 chunks of 99999999 requested; 4 rows in blocks of 2 make 2 of 3), and a
 located warning (`OpWarning`) says so.
 
-Layers that chunk one weight alike share its chunks: after rewriting, identical slices of one
-value in one block become the first of them (`share_slices`), so a model of N layers slices each
-weight once, not N times.
+Layers that chunk one weight alike share its chunks: a chunk of a value already sliced in the
+block is read again (`Slices`, while rewriting), and after rewriting the identical slices left
+(gathered chunks, the user's own) become the first of them (`share_slices`), so a model of N
+layers slices each weight once, not N times.
 """
 
 from __future__ import annotations
@@ -199,6 +200,29 @@ def slice_dim(value: SSAValue, dim: int, start: int, stop: int) -> dt.SliceOp:
         props,
         lambda: dt.SliceOp(value, offsets, sizes),
     )  # type: ignore[return-value]
+
+
+class Slices:
+    """The chunk slices made so far, by block, value and box: a later chunk of the same value
+    in the same block reads the earlier slice (a slice is a pure function of its operand and
+    box), so layers that chunk one weight alike slice it once. Only rewrites that insert their
+    ops right before the op they replace use it: ops are rewritten in program order, so an
+    earlier slice precedes every later one's position."""
+
+    def __init__(self) -> None:
+        self.made: dict[tuple, dt.SliceOp] = {}
+
+    def get(
+        self, value: SSAValue, dim: int, start: int, stop: int, block: Block, new_ops: list
+    ) -> SSAValue:
+        """`value`'s rows [start, stop) along `dim`: an earlier slice, or a new one in
+        `new_ops` (to be inserted in `block`)."""
+        key = (id(block), value, dim, start, stop)
+        piece = self.made.get(key)
+        if piece is None or piece.parent is not block:
+            piece = self.made[key] = slice_dim(value, dim, start, stop)
+            new_ops.append(piece)
+        return piece.result
 
 
 def matmul(lhs: SSAValue, rhs: SSAValue, transpose_lhs: bool, transpose_rhs: bool) -> dt.MatmulOp:
@@ -413,7 +437,7 @@ def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
 
 
 def overlap_matmul_then_collective(
-    op: coll.CollectiveOp, chunks: int, plans: Plans | None = None
+    op: coll.CollectiveOp, chunks: int, plans: Plans | None = None, slices: Slices | None = None
 ) -> Plan:
     mm = producing_matmul(op, op.input, "its operand")
     mesh = mesh_of(op)
@@ -430,8 +454,9 @@ def overlap_matmul_then_collective(
     carriers = owners(mm)[plan.dim]
     new_ops: list[Operation] = []
     futures = []
+    block = op.parent
     for c, (a, b) in enumerate(plan.ranges):
-        part = chunk_matmul(mm, carriers, a, b, new_ops)
+        part = chunk_matmul(mm, carriers, a, b, new_ops, None, slices, block)
         task = async_region(
             COMM_STREAM,
             [part.result],
@@ -599,6 +624,7 @@ def overlap_matmul_then_fused(
     chunks: int,
     bodies: ChunkBodies | None = None,
     plans: Plans | None = None,
+    slices: Slices | None = None,
 ) -> Plan:
     """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
     slice, all-gather) on the communication stream; the outputs are joined chunk by chunk.
@@ -631,14 +657,18 @@ def overlap_matmul_then_fused(
     shared = bodies.name_of(op) if bodies is not None else op.body_name()
     ref = None if shared is None else SymbolRefAttr(shared)
     dims = [input_dim(v, plan.dim, y) for v in op.inputs]
+    block = op.parent
     for c, (a, b) in enumerate(plan.ranges):
-        part = chunk_matmul(mm, carriers, a, b, new_ops)
+        part = chunk_matmul(mm, carriers, a, b, new_ops, None, slices, block)
         inputs = []
         for v, d in zip(op.inputs, dims, strict=True):
             if d is not None:
-                piece = slice_dim(v, d, a, b)
-                new_ops.append(piece)
-                v = piece.result
+                if slices is not None and block is not None:
+                    v = slices.get(v, d, a, b, block, new_ops)
+                else:
+                    piece = slice_dim(v, d, a, b)
+                    new_ops.append(piece)
+                    v = piece.result
             inputs.append(v)
         types = result_types(part.result.type)  # type: ignore[arg-type]
         body = ref if ref is not None else chunk_body(op, c == len(plan.ranges) - 1)
@@ -719,13 +749,19 @@ def chunk_matmul(
     b: int,
     new_ops: list[Operation],
     given: dict[int, SSAValue] | None = None,
+    slices: Slices | None = None,
+    block: Block | None = None,
 ) -> dt.MatmulOp:
     """The matmul on rows (or columns, or batches) [a, b) of the carrying operands; operands in
-    `given` are already that chunk (a gathered piece)."""
+    `given` are already that chunk (a gathered piece); `slices`: earlier chunks of an operand in
+    `block` are read again."""
     given = given or {}
     operands = [given.get(i, v) for i, v in enumerate(mm.operands)]
     for i, od in carriers:
         if i in given:
+            continue
+        if slices is not None and block is not None:
+            operands[i] = slices.get(operands[i], od, a, b, block, new_ops)
             continue
         piece = slice_dim(operands[i], od, a, b)
         new_ops.append(piece)
@@ -957,6 +993,7 @@ class Overlap(ModulePass):
         rewritten = False
         bodies: ChunkBodies | None = None
         plans = Plans()
+        slices = Slices()
         for candidate in self._candidates(op):
             if candidate.parent is None:
                 continue
@@ -965,11 +1002,11 @@ class Overlap(ModulePass):
             requested = chunk_count(candidate, self.chunks)
             try:
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
-                    plan = overlap_matmul_then_collective(candidate, requested, plans)
+                    plan = overlap_matmul_then_collective(candidate, requested, plans, slices)
                 elif isinstance(candidate, coll.FusedAllReduceOp):
                     if bodies is None:
                         bodies = ChunkBodies(op)
-                    plan = overlap_matmul_then_fused(candidate, requested, bodies, plans)
+                    plan = overlap_matmul_then_fused(candidate, requested, bodies, plans, slices)
                 elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
                     candidate
                 ):
