@@ -13,8 +13,10 @@ tensor on every rank, each rank computes on its block and the results are gather
 The region grows greedily through elementwise ops in the same block whose other operands can be
 sliced: replicated operands are sliced along the gathered dimension - never along a dimension a
 broadcast operand does not have (`b[H]` stays whole when `[B,S,H]` is split along 0) - and values
-gathered over the same axes and dimension are used in their split form. A partial (P) or varying
-(V) operand stops the region. Every region value used outside the region gets one all_gather. Then slices move up through
+gathered over the same axes and dimension are used in their split form. A `dtensor.reduce` that
+keeps the gathered dimension (a layernorm's mean and variance over the hidden dimension of a
+sequence-split activation) joins too: each rank reduces its own rows. A partial (P) or varying
+(V) operand, or a reduction over the gathered dimension, stops the region. Every region value used outside the region gets one all_gather. Then slices move up through
 elementwise ops on replicated values whose results are only sliced (`slice(0.9 * m)` becomes
 `0.9 * slice(m)`), so optimizer state ends up used only through slices (see slice-state).
 Options: `tags` (all_gathers to move; then a consumer that cannot follow is an error).
@@ -33,6 +35,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import coll
+from ccopt.dialects import dtensor as dt
+from ccopt.dialects import inference as infer
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
 from ccopt.dialects.inference import InferenceError
@@ -178,6 +182,33 @@ class RegionBuilder:
                 self.other_gathers[owner] = None
 
 
+    def try_add_reduce(self, op: dt.ReduceOp) -> None:
+        """Plan a reduction of a region value over dimensions it is not split along: each rank
+        reduces its block whole along them (a mean divides by the same count), and the result
+        stays split along the same dimension (a row's layernorm statistics, on its rows)."""
+        piece = self.split_form(op.input)
+        if piece is None:
+            raise Refusal("its operand is not gathered here")
+        t: DTensorType = piece.type  # type: ignore[assignment]
+        own = split_dim(t, self.group)
+        assert own is not None
+        if own in {d % t.rank for d in op.dims.get_values()}:
+            raise Refusal("it reduces the gathered dimension")
+        try:
+            result_type = infer.infer_reduce(
+                t, op.kind.data.value, op.dims.get_values(), op.keepdim is not None
+            )
+        except InferenceError as e:
+            raise Refusal(e.located(None)) from None
+        new = OpResult(result_type, op, 0)
+        name_split(new, op.results[0])
+        self.split[op.results[0]] = new
+        self.planned.append((op, [], [piece], op.results[0], new))
+        owner = op.input.owner
+        if type(owner) is coll.AllGatherOp and owner is not self.ag:
+            self.other_gathers[owner] = None
+
+
 _SPLIT_NAMES: dict[str, str | None] = {}
 """`<name>_s` as xDSL's name setter keeps it (two regular expressions per call), by name."""
 
@@ -227,10 +258,14 @@ def plan_region(
     assert isinstance(block, Block)
     walk = UserWalk(order or ProgramOrder(), block, [ag.result])
     for op in walk:
-        if not is_elementwise(op) or (allowed is not None and op not in allowed):
+        reduces = type(op) is dt.ReduceOp
+        if not (reduces or is_elementwise(op)) or (allowed is not None and op not in allowed):
             continue
         try:
-            builder.try_add(op)
+            if reduces:
+                builder.try_add_reduce(op)  # type: ignore[arg-type]
+            else:
+                builder.try_add(op)
         except Refusal as why:
             if strict and ag.result in op.operands:
                 raise Refusal(f"cannot move it below '{op.name}': {why}") from None

@@ -155,6 +155,47 @@ func.func @residual_chain_gather_kept(%a_s: !dtensor.tensor<1030xf32, @dp[S(0)]>
   func.return %o1, %d : !dtensor.tensor<1030xf32, @dp[R]>, !dtensor.tensor<1030xf32, @dp[R]>
 }
 
+// A row's statistics (layernorm's mean over the last dimension) reduce dimensions the gather
+// did not join: each rank reduces its own rows, the region goes on through the normalization,
+// and only the result is gathered.
+// CHECK-LABEL: func.func @row_reduction_on_blocks(
+// CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x6xf32, @dp[S(0)]>)
+// CHECK-NEXT:  %[[M:.*]] = dtensor.reduce mean %[[X]] dims [1] keepdim : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x1xf32, @dp[S(0)]>
+// CHECK-NEXT:  %[[C:.*]] = dtensor.sub %[[X]], %[[M]] : (!dtensor.tensor<8x6xf32, @dp[S(0)]>, !dtensor.tensor<8x1xf32, @dp[S(0)]>) -> !dtensor.tensor<8x6xf32, @dp[S(0)]>
+// CHECK-NEXT:  %[[G:.*]] = coll.all_gather %[[C]] over [dp]
+// CHECK-NEXT:  func.return %[[G]]
+func.func @row_reduction_on_blocks(%x_s: !dtensor.tensor<8x6xf32, @dp[S(0)]>) -> !dtensor.tensor<8x6xf32, @dp[R]> {
+  %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[R]>
+  %m = dtensor.reduce mean %x dims [1] keepdim : !dtensor.tensor<8x6xf32, @dp[R]> -> !dtensor.tensor<8x1xf32, @dp[R]>
+  %c = dtensor.sub %x, %m : (!dtensor.tensor<8x6xf32, @dp[R]>, !dtensor.tensor<8x1xf32, @dp[R]>) -> !dtensor.tensor<8x6xf32, @dp[R]>
+  func.return %c : !dtensor.tensor<8x6xf32, @dp[R]>
+}
+
+// Without keepdim the split dimension keeps its place before the reduced one, and a slice of the
+// reduced value takes back its gathered form: no gather is left.
+// CHECK-LABEL: func.func @row_reduction_sliced(
+// CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x6x3xf32, @dp[S(0)]>)
+// CHECK-NEXT:  %[[S:.*]] = dtensor.reduce max %[[X]] dims [1] : !dtensor.tensor<8x6x3xf32, @dp[S(0)]> -> !dtensor.tensor<8x3xf32, @dp[S(0)]>
+// CHECK-NEXT:  func.return %[[S]]
+func.func @row_reduction_sliced(%x_s: !dtensor.tensor<8x6x3xf32, @dp[S(0)]>) -> !dtensor.tensor<8x3xf32, @dp[S(0)]> {
+  %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6x3xf32, @dp[S(0)]> -> !dtensor.tensor<8x6x3xf32, @dp[R]>
+  %m = dtensor.reduce max %x dims [1] : !dtensor.tensor<8x6x3xf32, @dp[R]> -> !dtensor.tensor<8x3xf32, @dp[R]>
+  %s = coll.slice %m over [dp] dim 0 : !dtensor.tensor<8x3xf32, @dp[R]> -> !dtensor.tensor<8x3xf32, @dp[S(0)]>
+  func.return %s : !dtensor.tensor<8x3xf32, @dp[S(0)]>
+}
+
+// A reduction over the gathered dimension needs every rank's rows: the gather stays before it.
+// CHECK-LABEL: func.func @reduction_of_the_gathered_dim(
+// CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x6xf32, @dp[S(0)]>)
+// CHECK-NEXT:  %[[G:.*]] = coll.all_gather %[[X]] over [dp]
+// CHECK-NEXT:  %[[S:.*]] = dtensor.reduce sum %[[G]] dims [0]
+// CHECK-NEXT:  func.return %[[S]]
+func.func @reduction_of_the_gathered_dim(%x_s: !dtensor.tensor<8x6xf32, @dp[S(0)]>) -> !dtensor.tensor<6xf32, @dp[R]> {
+  %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[R]>
+  %s = dtensor.reduce sum %x dims [0] : !dtensor.tensor<8x6xf32, @dp[R]> -> !dtensor.tensor<6xf32, @dp[R]>
+  func.return %s : !dtensor.tensor<6xf32, @dp[R]>
+}
+
 // Adam's `0.9 * m`: the slice moves above the scale, so the state m itself is read only
 // through a slice (what slice-state needs) and the scale runs on the block.
 // CHECK-LABEL: func.func @hoist_slice_through_scale(

@@ -1,0 +1,68 @@
+"""Reductions across a moved all_gather, on random shapes and meshes.
+
+reorder-elementwise moves an all_gather below a `dtensor.reduce` when the reduction keeps the
+gathered dimension (a layernorm's statistics over the hidden dimension of a sequence-split
+activation): each rank reduces its own block. Hypothesis draws the rank, the gathered
+dimension, the reduced dimensions (with or without keepdim), the kind and an elementwise use
+of the statistic; the reduction must run on the block exactly when it keeps the gathered
+dimension, and the program's result must not change.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from test_random_programs import SETTINGS
+
+import ccopt
+from ccopt.dialects import coll
+from ccopt.dialects import dtensor as dt
+from ccopt.passes.pipeline import apply_pipeline
+
+
+def tensor(shape: list[int], placement: str) -> str:
+    dims = "".join(f"{n}x" for n in shape)
+    return f"!dtensor.tensor<{dims}f32, @dp[{placement}]>"
+
+
+@SETTINGS
+@given(data=st.data())
+def test_reductions_keeping_the_gathered_dim_run_on_blocks(data: st.DataObject) -> None:
+    ranks = data.draw(st.integers(1, 6))
+    shape = data.draw(st.lists(st.integers(1, 7), min_size=2, max_size=3))
+    split = data.draw(st.integers(0, len(shape) - 1))
+    dims = sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1)))
+    keepdim = data.draw(st.booleans())
+    kind = data.draw(st.sampled_from(["sum", "mean", "max", "min"]))
+    out = (
+        [1 if d in dims else n for d, n in enumerate(shape)]
+        if keepdim
+        else [n for d, n in enumerate(shape) if d not in dims]
+    )
+    s, r = tensor(shape, f"S({split})"), tensor(shape, "R")
+    o = tensor(out, "R")
+    use = (
+        "%y = dtensor.exp %m : " + o
+        if not out or not keepdim
+        else (f"%y = dtensor.sub %x, %m : ({r}, {o}) -> {r}")
+    )
+    y = r if keepdim and out else o
+    text = (
+        f"dtensor.mesh @dp [dp={ranks}]\n"
+        f"func.func @f(%x_s: {s}) -> {y} {{\n"
+        f"  %x = coll.all_gather %x_s over [dp] : {s} -> {r}\n"
+        f"  %m = dtensor.reduce {kind} %x dims [{', '.join(map(str, dims))}]"
+        f"{' keepdim' if keepdim else ''} : {r} -> {o}\n"
+        f"  {use}\n"
+        f"  func.return %y : {y}\n"
+        "}\n"
+    )
+    moved = apply_pipeline(ccopt.load_program(text), "reorder-elementwise")
+    (reduce,) = [op for op in moved.walk() if isinstance(op, dt.ReduceOp)]
+    on_block = split not in dims
+    assert not isinstance(reduce.input.owner, coll.AllGatherOp) == on_block, moved
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    inputs = {"x_s": rng.uniform(0.5, 1.5, shape).astype(np.float32)}
+    report = ccopt.check_pipeline(text, "reorder-elementwise,fuse-elementwise", inputs, rtol=1e-6)
+    assert report.ok, (text, report.comparisons)
