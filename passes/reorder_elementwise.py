@@ -181,7 +181,6 @@ class RegionBuilder:
             if type(owner) is coll.AllGatherOp and owner is not self.ag:
                 self.other_gathers[owner] = None
 
-
     def try_add_reduce(self, op: dt.ReduceOp) -> None:
         """Plan a reduction of a region value over dimensions it is not split along: each rank
         reduces its block whole along them (a mean divides by the same count), and the result
