@@ -38,7 +38,13 @@ from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import inference as infer
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
+from ccopt.dialects.dtensor_type import (
+    DTensorType,
+    PartialAttr,
+    ReductionKind,
+    ReductionKindAttr,
+    ReplicatedAttr,
+)
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
@@ -96,6 +102,9 @@ class RegionBuilder:
         self.planned: list[tuple[Operation, list[Operation], list[SSAValue], OpResult, OpResult]]
         self.planned = []
         self.other_gathers: dict[coll.AllGatherOp, None] = {}  # ordered set
+        # reductions over the gathered dimension: (op, its operand on blocks, its partial
+        # result on blocks, the all_reduce kind that completes it); each ends the region
+        self.partials: list[tuple[dt.ReduceOp, SSAValue, OpResult, str]] = []
 
     def split_form(self, value: SSAValue) -> SSAValue | None:
         """`value` on blocks, when the region already has it: a region value, or an all_gather
@@ -181,18 +190,20 @@ class RegionBuilder:
             if type(owner) is coll.AllGatherOp and owner is not self.ag:
                 self.other_gathers[owner] = None
 
-    def try_add_reduce(self, op: dt.ReduceOp) -> None:
-        """Plan a reduction of a region value over dimensions it is not split along: each rank
-        reduces its block whole along them (a mean divides by the same count), and the result
-        stays split along the same dimension (a row's layernorm statistics, on its rows)."""
+    def try_add_reduce(self, op: dt.ReduceOp) -> bool:
+        """Plan a reduction of a region value; returns whether the region goes on through it.
+        Over dimensions the value is not split along, each rank reduces its block whole along
+        them (a mean divides by the same count) and the result stays split along the same
+        dimension (a row's layernorm statistics, on its rows). Over the gathered dimension,
+        each rank reduces its block into a partial result that an all_reduce completes: the
+        reduced values travel instead of the whole tensor (a layernorm's weight gradient, a
+        bias gradient), and the region ends there."""
         piece = self.split_form(op.input)
         if piece is None:
             raise Refusal("its operand is not gathered here")
         t: DTensorType = piece.type  # type: ignore[assignment]
         own = split_dim(t, self.group)
         assert own is not None
-        if own in {d % t.rank for d in op.dims.get_values()}:
-            raise Refusal("it reduces the gathered dimension")
         try:
             result_type = infer.infer_reduce(
                 t, op.kind.data.value, op.dims.get_values(), op.keepdim is not None
@@ -200,12 +211,38 @@ class RegionBuilder:
         except InferenceError as e:
             raise Refusal(e.located(None)) from None
         new = OpResult(result_type, op, 0)
-        name_split(new, op.results[0])
-        self.split[op.results[0]] = new
-        self.planned.append((op, [], [piece], op.results[0], new))
+        reduces_blocks = own in {d % t.rank for d in op.dims.get_values()}
+        if reduces_blocks:
+            kind = self.completion(result_type, op.results[0].type)  # type: ignore[arg-type]
+            self.partials.append((op, piece, new, kind))
+        else:
+            name_split(new, op.results[0])
+            self.split[op.results[0]] = new
+            self.planned.append((op, [], [piece], op.results[0], new))
         owner = op.input.owner
         if type(owner) is coll.AllGatherOp and owner is not self.ag:
             self.other_gathers[owner] = None
+        return not reduces_blocks
+
+    def completion(self, partial: DTensorType, whole: DTensorType) -> str:
+        """The reduction kind of the all_reduce over the gather's axes that turns the partial
+        result of reducing blocks into the whole one (Refusal when none does)."""
+        kinds = {
+            p.kind.data.value
+            for a, p in enumerate(partial.placement_list)
+            if a in self.group and isinstance(p, PartialAttr)
+        }
+        if len(kinds) != 1:
+            raise Refusal("its blocks do not reduce to one partial result")
+        (kind,) = kinds
+        try:
+            props = {"axes": self.axes, "kind": ReductionKindAttr(ReductionKind(kind))}
+            done = coll.AllReduceOp.infer(partial, props, self.mesh)
+        except InferenceError as e:
+            raise Refusal(e.located(None)) from None
+        if done != whole:
+            raise Refusal("an all_reduce of its partial blocks would not give its result's type")
+        return kind
 
 
 _SPLIT_NAMES: dict[str, str | None] = {}
@@ -262,7 +299,8 @@ def plan_region(
             continue
         try:
             if reduces:
-                builder.try_add_reduce(op)  # type: ignore[arg-type]
+                if not builder.try_add_reduce(op):  # type: ignore[arg-type]
+                    continue  # (its result is whole again: the region ends)
             else:
                 builder.try_add(op)
         except Refusal as why:
@@ -275,14 +313,27 @@ def plan_region(
 
 def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
     """Turn each planned op into its block version in place (operands and result on blocks,
-    its slices inserted before it), gather every value used outside the region, drop the
-    all_gathers left unused; returns the slices of replicated operands it made.
+    its slices inserted before it), reduce blocks into partial results completed by an
+    all_reduce where nothing else needs the whole value, gather every value used outside the
+    region, drop the all_gathers left unused; returns the slices of replicated operands it made.
 
     In place, not by building an op alike and erasing this one: that was a third of the pass.
     The ops end where the built ones went, and each value's uses in the same order."""
     for op, slices, operands, _, new in builder.planned:
         insert_before(slices, op)
         retarget(op, operands, new)
+    partial = {id(op) for op, _, _, _ in builder.partials}
+    for op, piece, new, kind in builder.partials:
+        if not all(id(u.operation) in partial for u in op.input.uses):
+            continue  # the whole value is gathered anyway: its reduction adds no collective
+        old = op.results[0]
+        retarget(op, [piece], new)
+        done = coll.AllReduceOp(new, builder.mesh, builder.ag.axes.names, kind)
+        set_tag(derive(done, op), derived_tag(op, "ar"))
+        copy_name(done.result, old)
+        new.name_hint = f"{old.name_hint}_p" if old.name_hint else None
+        insert_after(done, op)
+        replace_uses(old, done.result)
     for op, _, _, old, new in builder.planned:
         if old.first_use is None:  # (region ops use `new` now: what is left is outside)
             continue
@@ -428,7 +479,7 @@ class ReorderElementwise(ModulePass):
                 builder = plan_region(ag, strict, order=order)
             except Refusal as why:
                 raise OpError(ag, str(why)) from None
-            if not builder.planned:
+            if not builder.planned and not builder.partials:
                 if strict:
                     raise OpError(
                         ag, f"nothing to reorder: no elementwise op consumes {tag_of(ag)!r}"

@@ -1,11 +1,14 @@
 """Reductions across a moved all_gather, on random shapes and meshes.
 
-reorder-elementwise moves an all_gather below a `dtensor.reduce` when the reduction keeps the
+reorder-elementwise moves an all_gather below a `dtensor.reduce`: a reduction that keeps the
 gathered dimension (a layernorm's statistics over the hidden dimension of a sequence-split
-activation): each rank reduces its own block. Hypothesis draws the rank, the gathered
+activation) runs on each rank's rows and stays split; one over the gathered dimension (a
+layernorm's weight gradient) reduces each block into a partial result that an all_reduce
+completes, when nothing else needs the whole value. Hypothesis draws the rank, the gathered
 dimension, the reduced dimensions (with or without keepdim), the kind and an elementwise use
-of the statistic; the reduction must run on the block exactly when it keeps the gathered
-dimension, and the program's result must not change.
+of the statistic; the reduction must run on the block, an all_reduce must appear exactly when
+it reduces the gathered dimension, and the program's result must not change (a partial sum
+adds in another order: rtol 1e-5).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def tensor(shape: list[int], placement: str) -> str:
 
 @SETTINGS
 @given(data=st.data())
-def test_reductions_keeping_the_gathered_dim_run_on_blocks(data: st.DataObject) -> None:
+def test_reductions_run_on_blocks(data: st.DataObject) -> None:
     ranks = data.draw(st.integers(1, 6))
     shape = data.draw(st.lists(st.integers(1, 7), min_size=2, max_size=3))
     split = data.draw(st.integers(0, len(shape) - 1))
@@ -60,9 +63,10 @@ def test_reductions_keeping_the_gathered_dim_run_on_blocks(data: st.DataObject) 
     )
     moved = apply_pipeline(ccopt.load_program(text), "reorder-elementwise")
     (reduce,) = [op for op in moved.walk() if isinstance(op, dt.ReduceOp)]
-    on_block = split not in dims
-    assert not isinstance(reduce.input.owner, coll.AllGatherOp) == on_block, moved
+    assert not isinstance(reduce.input.owner, coll.AllGatherOp), moved
+    completed = [op for op in moved.walk() if isinstance(op, coll.AllReduceOp)]
+    assert bool(completed) == (split in dims), moved
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     inputs = {"x_s": rng.uniform(0.5, 1.5, shape).astype(np.float32)}
-    report = ccopt.check_pipeline(text, "reorder-elementwise,fuse-elementwise", inputs, rtol=1e-6)
+    report = ccopt.check_pipeline(text, "reorder-elementwise,fuse-elementwise", inputs, rtol=1e-5)
     assert report.ok, (text, report.comparisons)

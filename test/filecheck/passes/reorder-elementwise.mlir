@@ -184,16 +184,44 @@ func.func @row_reduction_sliced(%x_s: !dtensor.tensor<8x6x3xf32, @dp[S(0)]>) -> 
   func.return %s : !dtensor.tensor<8x3xf32, @dp[S(0)]>
 }
 
-// A reduction over the gathered dimension needs every rank's rows: the gather stays before it.
+// A reduction over the gathered dimension (a layernorm's weight gradient) reduces each rank's
+// rows into a partial sum, and an all_reduce of the 6 sums replaces the gather of 8x6 values.
 // CHECK-LABEL: func.func @reduction_of_the_gathered_dim(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x6xf32, @dp[S(0)]>)
-// CHECK-NEXT:  %[[G:.*]] = coll.all_gather %[[X]] over [dp]
-// CHECK-NEXT:  %[[S:.*]] = dtensor.reduce sum %[[G]] dims [0]
+// CHECK-NEXT:  %[[P:.*]] = dtensor.reduce sum %[[X]] dims [0] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<6xf32, @dp[P(sum)]>
+// CHECK-NEXT:  %[[S:.*]] = coll.all_reduce sum %[[P]] over [dp] : !dtensor.tensor<6xf32, @dp[P(sum)]> -> !dtensor.tensor<6xf32, @dp[R]>
 // CHECK-NEXT:  func.return %[[S]]
 func.func @reduction_of_the_gathered_dim(%x_s: !dtensor.tensor<8x6xf32, @dp[S(0)]>) -> !dtensor.tensor<6xf32, @dp[R]> {
   %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[R]>
   %s = dtensor.reduce sum %x dims [0] : !dtensor.tensor<8x6xf32, @dp[R]> -> !dtensor.tensor<6xf32, @dp[R]>
   func.return %s : !dtensor.tensor<6xf32, @dp[R]>
+}
+
+// A max over every dimension completes with an all_reduce max.
+// CHECK-LABEL: func.func @max_of_the_gathered_dim(
+// CHECK-NEXT:  %[[P:.*]] = dtensor.reduce max %{{.*}} dims [0, 1] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<f32, @dp[P(max)]>
+// CHECK-NEXT:  %[[S:.*]] = coll.all_reduce max %[[P]] over [dp]
+// CHECK-NEXT:  func.return %[[S]]
+func.func @max_of_the_gathered_dim(%x_s: !dtensor.tensor<8x6xf32, @dp[S(0)]>) -> !dtensor.tensor<f32, @dp[R]> {
+  %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[R]>
+  %s = dtensor.reduce max %x dims [0, 1] : !dtensor.tensor<8x6xf32, @dp[R]> -> !dtensor.tensor<f32, @dp[R]>
+  func.return %s : !dtensor.tensor<f32, @dp[R]>
+}
+
+// The whole value is needed anyway (a matmul reads it): its reduction adds no collective and
+// stays on the gathered value (a bias gradient next to the input gradient's matmul).
+// CHECK-LABEL: func.func @reduction_beside_a_gathered_use(
+// CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x6xf32, @dp[S(0)]>, %[[W:.*]]: !dtensor.tensor<6x4xf32, @dp[R]>)
+// CHECK-NEXT:  %[[G:.*]] = coll.all_gather %[[X]] over [dp]
+// CHECK-NEXT:  %[[S:.*]] = dtensor.reduce sum %[[G]] dims [0]
+// CHECK-NEXT:  %[[Y:.*]] = dtensor.matmul %[[G]], %[[W]]
+// CHECK-NOT:   coll.all_reduce
+// CHECK:       func.return %[[S]], %[[Y]]
+func.func @reduction_beside_a_gathered_use(%x_s: !dtensor.tensor<8x6xf32, @dp[S(0)]>, %w: !dtensor.tensor<6x4xf32, @dp[R]>) -> (!dtensor.tensor<6xf32, @dp[R]>, !dtensor.tensor<8x4xf32, @dp[R]>) {
+  %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[R]>
+  %s = dtensor.reduce sum %x dims [0] : !dtensor.tensor<8x6xf32, @dp[R]> -> !dtensor.tensor<6xf32, @dp[R]>
+  %y = dtensor.matmul %x, %w : (!dtensor.tensor<8x6xf32, @dp[R]>, !dtensor.tensor<6x4xf32, @dp[R]>) -> !dtensor.tensor<8x4xf32, @dp[R]>
+  func.return %s, %y : !dtensor.tensor<6xf32, @dp[R]>, !dtensor.tensor<8x4xf32, @dp[R]>
 }
 
 // Adam's `0.9 * m`: the slice moves above the scale, so the state m itself is read only
