@@ -457,7 +457,7 @@ def hoist_slices(slices: list[coll.SliceOp]) -> None:
 
 @dataclass(frozen=True)
 class ReorderElementwise(ModulePass):
-    """Move all_gathers below the elementwise ops that consume them (compute on slices)."""
+    """Move all_gathers below the elementwise ops and reductions that consume them (compute on slices)."""
 
     name = "reorder-elementwise"
     releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage
