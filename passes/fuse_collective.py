@@ -166,12 +166,12 @@ def fuse_into_collective(
     yields: list[SSAValue] = []
     result_types = []
     replaced: list[tuple[SSAValue, list[coll.AllGatherOp] | None]] = []  # (value, its gathers)
-    resliced: list[tuple[SSAValue, coll.AllGatherOp]] = []  # (value, a gather to slice back)
+    resliced: list[tuple[SSAValue, list[Use]]] = []  # (value, its split uses): sliced back
     for v in outputs:
         gathers = gathers_of(v, rs, dim, mesh)
         rest = [u for u in v.uses if u.operation not in members and u.operation not in gathers]
         if rest and gathers and reslices_freely(v, gathers[0], rest, dim, mesh):
-            resliced.append((v, gathers[0]))
+            resliced.append((v, rest))
         elif rest:
             yields.append(v)
             result_types.append(v.type)
@@ -232,7 +232,7 @@ def reslices_freely(
 
 
 def slice_back(
-    resliced: Sequence[tuple[SSAValue, coll.AllGatherOp]],
+    resliced: Sequence[tuple[SSAValue, list[Use]]],
     fused: coll.FusedAllReduceOp,
     replaced: Sequence[tuple[SSAValue, list[coll.AllGatherOp] | None]],
     rs: coll.ReduceScatterOp,
@@ -240,7 +240,8 @@ def slice_back(
     mesh: Mesh,
 ) -> None:
     """The split uses of each value in `resliced` read a `coll.slice` of its gathered result,
-    placed right after `fused` (before the ops `insert_after_group` moved after it)."""
+    placed right after `fused` (before the ops `insert_after_group` moved after it); its other
+    uses (members, gathers) go with the group."""
     if not resliced:
         return
     gathered = {
@@ -249,12 +250,13 @@ def slice_back(
         if gathers
     }
     anchor: Operation = fused
-    for v, _gather in resliced:
-        block = coll.SliceOp(gathered[id(v)], mesh, rs.axes.names, dim)
-        Rewriter.insert_op(block, InsertPoint.after(anchor))
-        anchor = block
-        block.result.name_hint = v.name_hint
-        replace_uses(v, block.result)
+    for v, uses in resliced:
+        piece = coll.SliceOp(gathered[id(v)], mesh, rs.axes.names, dim)
+        Rewriter.insert_op(piece, InsertPoint.after(anchor))
+        anchor = piece
+        piece.result.name_hint = v.name_hint
+        for use in uses:
+            use.operation.operands[use.index] = piece.result
 
 
 def split_and_reorder(
