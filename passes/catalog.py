@@ -48,7 +48,7 @@ CATALOG: dict[str, PassInfo] = {
         ),
     ),
     'reorder-elementwise': PassInfo(
-        'Move all_gathers below the elementwise ops and reductions that consume them (compute on slices).',
+        'Move all_gathers below the elementwise, reduction and normalization ops that consume them (compute on slices).',
         (
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only move all_gathers with one of these `tag` attributes (then refusals are errors).'),
         ),

@@ -13,10 +13,14 @@ tensor on every rank, each rank computes on its block and the results are gather
 The region grows greedily through elementwise ops in the same block whose other operands can be
 sliced: replicated operands are sliced along the gathered dimension - never along a dimension a
 broadcast operand does not have (`b[H]` stays whole when `[B,S,H]` is split along 0) - and values
-gathered over the same axes and dimension are used in their split form. A `dtensor.reduce` that
-keeps the gathered dimension (a layernorm's mean and variance over the hidden dimension of a
-sequence-split activation) joins too: each rank reduces its own rows. A partial (P) or varying
-(V) operand, or a reduction over the gathered dimension, stops the region. Every region value used outside the region gets one all_gather. Then slices move up through
+gathered over the same axes and dimension are used in their split form. Ops along other
+dimensions join too, each rank computing on its own rows: a `dtensor.reduce` that keeps the
+gathered dimension (a layernorm's mean over the hidden dimension of a sequence-split
+activation), and a `dtensor.softmax` or `dtensor.layernorm` along another dimension (Megatron's
+sequence-parallel layernorm). A reduction over the gathered dimension reduces each block into a
+partial result that an all_reduce completes, where nothing else needs the whole value; it ends
+the region. A partial (P) or varying (V) operand, or a softmax along the gathered dimension,
+stops the region. Every region value used outside the region gets one all_gather. Then slices move up through
 elementwise ops on replicated values whose results are only sliced (`slice(0.9 * m)` becomes
 `0.9 * slice(m)`), so optimizer state ends up used only through slices (see slice-state).
 Options: `tags` (all_gathers to move; then a consumer that cannot follow is an error).
@@ -224,6 +228,32 @@ class RegionBuilder:
             self.other_gathers[owner] = None
         return not reduces_blocks
 
+    def try_add_along_rows(self, op: Operation) -> None:
+        """Plan a softmax or layernorm of a region value along a dimension it is not split
+        along: each rank normalizes its own rows (weight and bias stay whole); the result is
+        split as its operand."""
+        piece = self.split_form(op.operands[0])
+        if piece is None:
+            raise Refusal("its operand is not gathered here")
+        rest = list(op.operands[1:])
+        if any(self.split_form(v) is not None for v in rest):
+            raise Refusal("its weight or bias is gathered here")
+        t: DTensorType = piece.type  # type: ignore[assignment]
+        try:
+            if type(op) is dt.SoftmaxOp:
+                result_type = infer.infer_softmax(t, op.dim.value.data)
+            else:
+                result_type = infer.infer_layernorm(t, [v.type for v in rest])  # type: ignore[misc]
+        except InferenceError:
+            raise Refusal("it normalizes along the gathered dimension") from None
+        new = OpResult(result_type, op, 0)
+        name_split(new, op.results[0])
+        self.split[op.results[0]] = new
+        self.planned.append((op, [], [piece, *rest], op.results[0], new))
+        owner = op.operands[0].owner
+        if type(owner) is coll.AllGatherOp and owner is not self.ag:
+            self.other_gathers[owner] = None
+
     def completion(self, partial: DTensorType, whole: DTensorType) -> str:
         """The reduction kind of the all_reduce over the gather's axes that turns the partial
         result of reducing blocks into the whole one (Refusal when none does)."""
@@ -244,6 +274,9 @@ class RegionBuilder:
             raise Refusal("an all_reduce of its partial blocks would not give its result's type")
         return kind
 
+
+_ALONG_ROWS = (dt.ReduceOp, dt.SoftmaxOp, dt.LayerNormOp)
+"""Ops that reduce or normalize along some dimensions: they run on blocks of the others."""
 
 _SPLIT_NAMES: dict[str, str | None] = {}
 """`<name>_s` as xDSL's name setter keeps it (two regular expressions per call), by name."""
@@ -294,13 +327,17 @@ def plan_region(
     assert isinstance(block, Block)
     walk = UserWalk(order or ProgramOrder(), block, [ag.result])
     for op in walk:
-        reduces = type(op) is dt.ReduceOp
-        if not (reduces or is_elementwise(op)) or (allowed is not None and op not in allowed):
+        kind = type(op)
+        if not (kind in _ALONG_ROWS or is_elementwise(op)) or (
+            allowed is not None and op not in allowed
+        ):
             continue
         try:
-            if reduces:
+            if kind is dt.ReduceOp:
                 if not builder.try_add_reduce(op):  # type: ignore[arg-type]
                     continue  # (its result is whole again: the region ends)
+            elif kind in _ALONG_ROWS:
+                builder.try_add_along_rows(op)
             else:
                 builder.try_add(op)
         except Refusal as why:
@@ -457,7 +494,7 @@ def hoist_slices(slices: list[coll.SliceOp]) -> None:
 
 @dataclass(frozen=True)
 class ReorderElementwise(ModulePass):
-    """Move all_gathers below the elementwise ops and reductions that consume them (compute on slices)."""
+    """Move all_gathers below the elementwise, reduction and normalization ops that consume them (compute on slices)."""
 
     name = "reorder-elementwise"
     releases_erased_ir = True  # frees what it erases (common.release): no old cyclic garbage

@@ -224,6 +224,35 @@ func.func @reduction_beside_a_gathered_use(%x_s: !dtensor.tensor<8x6xf32, @dp[S(
   func.return %s, %y : !dtensor.tensor<6xf32, @dp[R]>, !dtensor.tensor<8x4xf32, @dp[R]>
 }
 
+// A layernorm over the last dimension of a value gathered along the first runs on each rank's
+// rows (sequence-parallel layernorm); its weight stays whole, and its output is gathered.
+// CHECK-LABEL: func.func @layernorm_on_rows(
+// CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x6xf32, @dp[S(0)]>, %[[G:.*]]: !dtensor.tensor<6xf32, @dp[R]>)
+// CHECK-NEXT:  %[[N:.*]] = dtensor.layernorm %[[X]] weight %[[G]] : !dtensor.tensor<6xf32, @dp[R]> eps 1.000000e-05 : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[S(0)]>
+// CHECK-NEXT:  %[[A:.*]] = coll.all_gather %[[N]] over [dp]
+// CHECK-NEXT:  func.return %[[A]]
+func.func @layernorm_on_rows(%x_s: !dtensor.tensor<8x6xf32, @dp[S(0)]>, %g: !dtensor.tensor<6xf32, @dp[R]>) -> !dtensor.tensor<8x6xf32, @dp[R]> {
+  %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[R]>
+  %n = dtensor.layernorm %x weight %g : !dtensor.tensor<6xf32, @dp[R]> eps 1.000000e-05 : !dtensor.tensor<8x6xf32, @dp[R]> -> !dtensor.tensor<8x6xf32, @dp[R]>
+  func.return %n : !dtensor.tensor<8x6xf32, @dp[R]>
+}
+
+// A softmax along another dimension than the gathered one runs on blocks; along the gathered
+// dimension it needs every rank's values, and the gather stays before it.
+// CHECK-LABEL: func.func @softmax_along_rows_or_not(
+// CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<8x6xf32, @dp[S(0)]>)
+// CHECK-NEXT:  %[[A:.*]] = coll.all_gather %[[X]] over [dp]
+// CHECK-NEXT:  %[[S:.*]] = dtensor.softmax %[[X]] dim 1 : !dtensor.tensor<8x6xf32, @dp[S(0)]>
+// CHECK-NEXT:  %[[G:.*]] = coll.all_gather %[[S]] over [dp]
+// CHECK-NEXT:  %[[T:.*]] = dtensor.softmax %[[A]] dim 0 : !dtensor.tensor<8x6xf32, @dp[R]>
+// CHECK-NEXT:  func.return %[[G]], %[[T]]
+func.func @softmax_along_rows_or_not(%x_s: !dtensor.tensor<8x6xf32, @dp[S(0)]>) -> (!dtensor.tensor<8x6xf32, @dp[R]>, !dtensor.tensor<8x6xf32, @dp[R]>) {
+  %x = coll.all_gather %x_s over [dp] : !dtensor.tensor<8x6xf32, @dp[S(0)]> -> !dtensor.tensor<8x6xf32, @dp[R]>
+  %s = dtensor.softmax %x dim 1 : !dtensor.tensor<8x6xf32, @dp[R]>
+  %t = dtensor.softmax %x dim 0 : !dtensor.tensor<8x6xf32, @dp[R]>
+  func.return %s, %t : !dtensor.tensor<8x6xf32, @dp[R]>, !dtensor.tensor<8x6xf32, @dp[R]>
+}
+
 // Adam's `0.9 * m`: the slice moves above the scale, so the state m itself is read only
 // through a slice (what slice-state needs) and the scale runs on the block.
 // CHECK-LABEL: func.func @hoist_slice_through_scale(
