@@ -225,6 +225,24 @@ class Slices:
         return piece.result
 
 
+def chunk_of(
+    value: SSAValue,
+    dim: int,
+    start: int,
+    stop: int,
+    new_ops: list[Operation],
+    slices: Slices | None = None,
+    block: Block | None = None,
+) -> SSAValue:
+    """`value`'s rows [start, stop) along `dim`: an earlier slice in `block` (`slices`), or a
+    new one in `new_ops`."""
+    if slices is not None and block is not None:
+        return slices.get(value, dim, start, stop, block, new_ops)
+    piece = slice_dim(value, dim, start, stop)
+    new_ops.append(piece)
+    return piece.result
+
+
 def matmul(lhs: SSAValue, rhs: SSAValue, transpose_lhs: bool, transpose_rhs: bool) -> dt.MatmulOp:
     """`dt.MatmulOp(lhs, rhs, transpose_lhs, transpose_rhs)` (its type inferred once, `built`)."""
     props: dict[str, Attribute] = {}
@@ -663,12 +681,7 @@ def overlap_matmul_then_fused(
         inputs = []
         for v, d in zip(op.inputs, dims, strict=True):
             if d is not None:
-                if slices is not None and block is not None:
-                    v = slices.get(v, d, a, b, block, new_ops)
-                else:
-                    piece = slice_dim(v, d, a, b)
-                    new_ops.append(piece)
-                    v = piece.result
+                v = chunk_of(v, d, a, b, new_ops, slices, block)
             inputs.append(v)
         types = result_types(part.result.type)  # type: ignore[arg-type]
         body = ref if ref is not None else chunk_body(op, c == len(plan.ranges) - 1)
@@ -760,12 +773,7 @@ def chunk_matmul(
     for i, od in carriers:
         if i in given:
             continue
-        if slices is not None and block is not None:
-            operands[i] = slices.get(operands[i], od, a, b, block, new_ops)
-            continue
-        piece = slice_dim(operands[i], od, a, b)
-        new_ops.append(piece)
-        operands[i] = piece.result
+        operands[i] = chunk_of(operands[i], od, a, b, new_ops, slices, block)
     part = matmul(
         operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
     )

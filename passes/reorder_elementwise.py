@@ -186,9 +186,19 @@ class RegionBuilder:
         except Refusal:
             discard(slices)
             raise
+        self.plan(op, slices, operands, new)
+
+    def plan(
+        self, op: Operation, slices: list[Operation], operands: list[SSAValue], new: OpResult
+    ) -> None:
+        """`op` on blocks, computing `new` from `operands` (after `slices`): a region value."""
         name_split(new, op.results[0])
         self.split[op.results[0]] = new
         self.planned.append((op, slices, operands, op.results[0], new))
+        self.note_gathers(op)
+
+    def note_gathers(self, op: Operation) -> None:
+        """The other all_gathers `op` reads (dropped at the end when nothing reads them)."""
         for v in op._operands:  # pyright: ignore[reportPrivateUsage]
             owner = v.owner
             if type(owner) is coll.AllGatherOp and owner is not self.ag:
@@ -215,18 +225,13 @@ class RegionBuilder:
         except InferenceError as e:
             raise Refusal(e.located(None)) from None
         new = OpResult(result_type, op, 0)
-        reduces_blocks = own in {d % t.rank for d in op.dims.get_values()}
-        if reduces_blocks:
-            kind = self.completion(result_type, op.results[0].type)  # type: ignore[arg-type]
-            self.partials.append((op, piece, new, kind))
-        else:
-            name_split(new, op.results[0])
-            self.split[op.results[0]] = new
-            self.planned.append((op, [], [piece], op.results[0], new))
-        owner = op.input.owner
-        if type(owner) is coll.AllGatherOp and owner is not self.ag:
-            self.other_gathers[owner] = None
-        return not reduces_blocks
+        if own not in {d % t.rank for d in op.dims.get_values()}:
+            self.plan(op, [], [piece], new)
+            return True
+        kind = self.completion(result_type, op.results[0].type)  # type: ignore[arg-type]
+        self.partials.append((op, piece, new, kind))
+        self.note_gathers(op)
+        return False
 
     def try_add_along_rows(self, op: Operation) -> None:
         """Plan a softmax or layernorm of a region value along a dimension it is not split
@@ -246,13 +251,7 @@ class RegionBuilder:
                 result_type = infer.infer_layernorm(t, [v.type for v in rest])  # type: ignore[misc]
         except InferenceError:
             raise Refusal("it normalizes along the gathered dimension") from None
-        new = OpResult(result_type, op, 0)
-        name_split(new, op.results[0])
-        self.split[op.results[0]] = new
-        self.planned.append((op, [], [piece, *rest], op.results[0], new))
-        owner = op.operands[0].owner
-        if type(owner) is coll.AllGatherOp and owner is not self.ag:
-            self.other_gathers[owner] = None
+        self.plan(op, [], [piece, *rest], OpResult(result_type, op, 0))
 
     def completion(self, partial: DTensorType, whole: DTensorType) -> str:
         """The reduction kind of the all_reduce over the gather's axes that turns the partial

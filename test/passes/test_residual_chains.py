@@ -15,16 +15,13 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from test_overlap_fused import tensor
 from test_random_programs import SETTINGS
 
 import ccopt
 from ccopt.dialects import coll
 from ccopt.dialects.body import YieldOp
 from ccopt.passes.pipeline import apply_pipeline
-
-
-def tensor(shape: list[int], placement: str) -> str:
-    return f"!dtensor.tensor<{'x'.join(map(str, shape))}xf32, @tp[{placement}]>"
 
 
 @st.composite
