@@ -332,22 +332,44 @@ class Refusal(Exception):
     """Why a rewrite is not legal here; becomes an OpError when the user asked for it."""
 
 
-def rewrite_each(module: Operation, kind: type[Operation], pattern: object) -> None:
+def rewrite_each(module: Operation, kind: type[Operation], pattern: object) -> bool:
     """What `PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)`
     does for a pattern that rewrites only ops of class `kind` and makes none: the pattern
     applied to each such op in program order (pre-order), an exception turned into the op's
     error as the walker does. The walker pushes every op of the module onto its worklist and
     makes an insertion point for each; most ops of a program are of no interest to a pass
-    that rewrites its all_reduces or norms."""
+    that rewrites its all_reduces or norms. Returns whether any rewrite happened."""
     from xdsl.pattern_rewriter import PatternRewriter
 
+    changed = False
     for op in of_class(ops_outside_bodies(module), kind):
         if op.parent is None:
             continue  # erased by an earlier rewrite (the walker drops it from its worklist)
+        rewriter = PatternRewriter(op)
         try:
-            pattern.match_and_rewrite(op, PatternRewriter(op))  # type: ignore[attr-defined]
+            pattern.match_and_rewrite(op, rewriter)  # type: ignore[attr-defined]
         except Exception as err:
             op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+        changed = changed or rewriter.has_done_action
+    return changed
+
+
+_UNCHANGED = "_ccopt_unchanged"
+"""Where a module notes that the last pass changed nothing in it (`mark_unchanged`)."""
+
+
+def mark_unchanged(module: Operation) -> None:
+    """The pass that ran on `module` changed nothing in it (MLIR's `markAllAnalysesPreserved`):
+    the pass manager then skips the verification after it, as mlir-opt's does, since the module
+    is the one verified before the pass. Call it only where the pass knows it did nothing - a
+    pass that called it and changed the module leaves its changes unverified."""
+    module.__dict__[_UNCHANGED] = True
+
+
+def take_unchanged(module: Operation) -> bool:
+    """Whether the pass that just ran marked `module` unchanged (`mark_unchanged`); the mark is
+    dropped, so it holds for one pass."""
+    return module.__dict__.pop(_UNCHANGED, False)
 
 
 def refuse_if_selected(op: Operation, tags: Sequence[str], why: str) -> None:

@@ -49,7 +49,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects.body import walk_outside_bodies
-from ccopt.passes.common import erase_op
+from ccopt.passes.common import erase_op, mark_unchanged
 from ccopt.passes.options import option
 
 
@@ -75,7 +75,8 @@ class Inline(ModulePass):
             raise ValueError(f"inline: max-ops must be >= 0, got {self.max_ops}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_inline(op, self.callees, self.max_ops)
+        if not apply_inline(op, self.callees, self.max_ops):
+            mark_unchanged(op)
 
 
 NO_INLINE = "no_inline"
@@ -181,7 +182,9 @@ def body_size(f: func.FuncOp) -> int:
     return sum(1 for _ in f.walk()) - 2  # the function itself and its return
 
 
-def apply_inline(module: ModuleOp, asked: tuple[str, ...], max_ops: int | None = None) -> None:
+def apply_inline(module: ModuleOp, asked: tuple[str, ...], max_ops: int | None = None) -> bool:
+    """Inline the chosen calls, callees first, and erase private callees left uncalled;
+    returns whether anything was inlined or erased."""
     inlinable = inlinable_functions(module, asked)
     sizes: dict[str, int] = {}  # measured once a callee's own calls are inlined (bottom-up)
 
@@ -203,14 +206,18 @@ def apply_inline(module: ModuleOp, asked: tuple[str, ...], max_ops: int | None =
         for op in found[top]:
             remaining[callee_name(op)] = remaining.get(callee_name(op), 0) + 1
     order = bottom_up(functions, set(inlinable), bool(asked), lambda f: found[f])
+    changed = False
     for _, calls in order:
         for call in calls:
             if chosen(call):
                 remaining[callee_name(call)] -= 1
                 inline_call(call, inlinable[callee_name(call)])
+                changed = True
     for name, f in inlinable.items():
         if remaining.get(name) == 0 and is_private(f):
             erase_op(f)  # (released with its body)
+            changed = True
+    return changed
 
 
 def is_private(f: Operation) -> bool:

@@ -37,6 +37,7 @@ from ccopt.dialects.dtensor_type import DTensorType, PartialAttr
 from ccopt.passes.common import (
     derive,
     is_selected,
+    mark_unchanged,
     refuse_if_selected,
     release,
     require_tagged,
@@ -101,4 +102,5 @@ class SlicedNorm(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
-        rewrite_each(op, dt.NormOp, SlicedNormPattern(self.tags))
+        if not rewrite_each(op, dt.NormOp, SlicedNormPattern(self.tags)):
+            mark_unchanged(op)

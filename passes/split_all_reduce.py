@@ -32,6 +32,7 @@ from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import (
     derive,
     is_selected,
+    mark_unchanged,
     refuse_if_selected,
     release,
     require_tagged,
@@ -114,4 +115,5 @@ class SplitAllReduce(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_tagged(op, self.tags, self.name)
-        rewrite_each(op, coll.AllReduceOp, SplitPattern(self.dim, self.tags))
+        if not rewrite_each(op, coll.AllReduceOp, SplitPattern(self.dim, self.tags)):
+            mark_unchanged(op)
