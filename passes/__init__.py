@@ -39,6 +39,12 @@ def _cse() -> type[ModulePass]:
     return CommonSubexpressionElimination
 
 
+def _dce() -> type[ModulePass]:
+    from ccopt.passes.dce import DeadCodeElimination
+
+    return DeadCodeElimination
+
+
 def _auto_shard() -> type[ModulePass]:
     from ccopt.passes.auto_shard import AutoShard
 
@@ -132,6 +138,7 @@ def _plan_memory() -> type[ModulePass]:
 BUILTIN_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     **{name: _xdsl(name) for name in XDSL_PASSES},
     "cse": _cse,  # xDSL's driver with cheaper keys (ccopt.passes.cse)
+    "dce": _dce,  # xDSL's, saying when it removed nothing (ccopt.passes.dce)
     "split-all-reduce": _split_all_reduce,
     "propagate-placements": _propagate_placements,
     "auto-shard": _auto_shard,

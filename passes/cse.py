@@ -33,6 +33,8 @@ from xdsl.transforms.common_subexpression_elimination import (
     OperationInfo,
 )
 
+from ccopt.passes.common import mark_unchanged
+
 __all__ = ["CommonSubexpressionElimination", "CseKeys"]
 
 _TYPE = attrgetter("_type")
@@ -139,6 +141,7 @@ class _Driver(CSEDriver):
 
     cse_keys: CseKeys
     _scope: _KnownOps
+    replaced = False  # (`changed`)
 
     @property
     def _known_ops(self) -> KnownOps:  # type: ignore[override]
@@ -152,6 +155,14 @@ class _Driver(CSEDriver):
             scope = _KnownOps(self.cse_keys, scope._known_ops)  # pyright: ignore[reportPrivateUsage]
         self._scope = scope
 
+    def _replace_and_delete(self, op: Operation, existing: Operation) -> None:
+        self.replaced = True  # (uses may move even when `op` stays: it changed the module)
+        super()._replace_and_delete(op, existing)
+
+    def changed(self) -> bool:
+        """Whether the run replaced uses or erased ops (after `simplify`)."""
+        return self.replaced or bool(self._to_erase)
+
 
 @dataclass(frozen=True)
 class CommonSubexpressionElimination(XdslCommonSubexpressionElimination):
@@ -160,4 +171,7 @@ class CommonSubexpressionElimination(XdslCommonSubexpressionElimination):
     name = "cse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _Driver().simplify(op)
+        driver = _Driver()
+        driver.simplify(op)
+        if not driver.changed():
+            mark_unchanged(op)

@@ -17,7 +17,7 @@ from ccopt.passes import parse_pipeline, pipeline
 from ccopt.passes.common import take_unchanged
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-MARKING = ["split-all-reduce", "sliced-norm", "inline", "inline{max-ops=0}"]
+MARKING = ["split-all-reduce", "sliced-norm", "inline", "inline{max-ops=0}", "cse", "dce"]
 """The passes that mark a module they did not change."""
 
 
