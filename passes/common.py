@@ -354,24 +354,6 @@ def rewrite_each(module: Operation, kind: type[Operation], pattern: object) -> b
     return changed
 
 
-_UNCHANGED = "_ccopt_unchanged"
-"""Where a module notes that the last pass changed nothing in it (`mark_unchanged`)."""
-
-
-def mark_unchanged(module: Operation) -> None:
-    """The pass that ran on `module` changed nothing in it (MLIR's `markAllAnalysesPreserved`):
-    the pass manager then skips the verification after it, as mlir-opt's does, since the module
-    is the one verified before the pass. Call it only where the pass knows it did nothing - a
-    pass that called it and changed the module leaves its changes unverified."""
-    module.__dict__[_UNCHANGED] = True
-
-
-def take_unchanged(module: Operation) -> bool:
-    """Whether the pass that just ran marked `module` unchanged (`mark_unchanged`); the mark is
-    dropped, so it holds for one pass."""
-    return module.__dict__.pop(_UNCHANGED, False)
-
-
 def refuse_if_selected(op: Operation, tags: Sequence[str], why: str) -> None:
     """A greedy pass skips an op it cannot rewrite; an explicitly tagged request fails loudly."""
     if tags and tag_of(op) in tags:

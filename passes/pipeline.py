@@ -14,6 +14,23 @@ from ccopt.diagnostics import CcoptError, first_line
 from ccopt.ir import inherit_locations, make_context, verify_module
 from ccopt.passes import parse_pipeline
 
+_UNCHANGED = "_ccopt_unchanged"
+"""Where a module notes that the last pass changed nothing in it (`mark_unchanged`)."""
+
+
+def mark_unchanged(module: ModuleOp) -> None:
+    """The pass that ran on `module` changed nothing in it (MLIR's `markAllAnalysesPreserved`):
+    the pass manager then skips the verification after it, as mlir-opt's does, since the module
+    is the one verified before the pass. Call it only where the pass knows it did nothing - a
+    pass that called it and changed the module leaves its changes unverified."""
+    module.__dict__[_UNCHANGED] = True
+
+
+def take_unchanged(module: ModuleOp) -> bool:
+    """Whether the pass that just ran marked `module` unchanged (`mark_unchanged`); the mark is
+    dropped, so it holds for one pass."""
+    return module.__dict__.pop(_UNCHANGED, False)
+
 
 def after_each_pass(module: ModuleOp, verify: bool = True) -> None:
     """Ops the pass created without a location get one (so diagnostics point at source lines),
@@ -59,14 +76,12 @@ def checked_pipeline(
 
     def after(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
         if previous is None:
+            take_unchanged(module)  # (a mark left by a pass applied outside a pipeline)
             if times is not None:
                 times.restart()
             return
         if times is not None:
             times.stop(previous.name)
-        # (imported here: the passes loaded it, and an empty run loads no dialect)
-        from ccopt.passes.common import take_unchanged
-
         if take_unchanged(module):
             return  # (as mlir-opt: a pass that preserved everything is not verified again)
         after_each_pass(module, verify)

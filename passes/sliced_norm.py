@@ -37,13 +37,13 @@ from ccopt.dialects.dtensor_type import DTensorType, PartialAttr
 from ccopt.passes.common import (
     derive,
     is_selected,
-    mark_unchanged,
     refuse_if_selected,
     release,
     require_tagged,
     rewrite_each,
 )
 from ccopt.passes.options import option
+from ccopt.passes.pipeline import mark_unchanged
 
 
 @dataclass

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ccopt.diagnostics import SourceText
 from ccopt.ir import make_context, parse_module
 from ccopt.passes import parse_pipeline, pipeline
-from ccopt.passes.common import take_unchanged
+from ccopt.passes.pipeline import take_unchanged
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MARKING = ["split-all-reduce", "sliced-norm", "inline", "inline{max-ops=0}", "cse", "dce"]
@@ -84,3 +84,18 @@ def test_pipeline_skips_verification_after_unchanged_passes(
     verified.clear()
     pipeline.checked_pipeline("split-all-reduce,inline").apply(make_context(), mlp)
     assert verified == []
+
+
+def test_a_mark_left_outside_a_pipeline_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass applied on its own (no pipeline takes its mark) must not stop the verification
+    after the first pass of a later pipeline."""
+    verified: list[int] = []
+    real = pipeline.verify_module
+    monkeypatch.setattr(
+        pipeline, "verify_module", lambda m, **kw: (verified.append(1), real(m, **kw))[1]
+    )
+    mlp = example("megatron_mlp.mlir")
+    assert apply_alone(mlp, "inline") is True  # (taken: what a later pipeline would see)
+    parse_pipeline("inline").apply(make_context(), mlp)  # marks it and leaves the mark
+    pipeline.checked_pipeline("split-all-reduce").apply(make_context(), mlp)
+    assert verified == [1]
