@@ -33,7 +33,7 @@ from xdsl.transforms.common_subexpression_elimination import (
     OperationInfo,
 )
 
-from ccopt.passes.pipeline import mark_unchanged
+from ccopt.passes.unchanged import mark_unchanged
 
 __all__ = ["CommonSubexpressionElimination", "CseKeys"]
 

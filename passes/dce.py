@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination as XdslDeadCodeElimination
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from ccopt.passes.pipeline import mark_unchanged
+from ccopt.passes.unchanged import mark_unchanged
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects.body import walk_outside_bodies
 from ccopt.passes.common import erase_op
 from ccopt.passes.options import option
-from ccopt.passes.pipeline import mark_unchanged
+from ccopt.passes.unchanged import mark_unchanged
 
 
 @dataclass(frozen=True)

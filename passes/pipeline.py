@@ -13,23 +13,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from ccopt.diagnostics import CcoptError, first_line
 from ccopt.ir import inherit_locations, make_context, verify_module
 from ccopt.passes import parse_pipeline
-
-_UNCHANGED = "_ccopt_unchanged"
-"""Where a module notes that the last pass changed nothing in it (`mark_unchanged`)."""
-
-
-def mark_unchanged(module: ModuleOp) -> None:
-    """The pass that ran on `module` changed nothing in it (MLIR's `markAllAnalysesPreserved`):
-    the pass manager then skips the verification after it, as mlir-opt's does, since the module
-    is the one verified before the pass. Call it only where the pass knows it did nothing - a
-    pass that called it and changed the module leaves its changes unverified."""
-    module.__dict__[_UNCHANGED] = True
-
-
-def take_unchanged(module: ModuleOp) -> bool:
-    """Whether the pass that just ran marked `module` unchanged (`mark_unchanged`); the mark is
-    dropped, so it holds for one pass."""
-    return module.__dict__.pop(_UNCHANGED, False)
+from ccopt.passes.unchanged import take_unchanged
 
 
 def after_each_pass(module: ModuleOp, verify: bool = True) -> None:

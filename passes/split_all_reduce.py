@@ -38,7 +38,7 @@ from ccopt.passes.common import (
     rewrite_each,
 )
 from ccopt.passes.options import option
-from ccopt.passes.pipeline import mark_unchanged
+from ccopt.passes.unchanged import mark_unchanged
 
 
 def split(

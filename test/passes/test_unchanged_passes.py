@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ccopt.diagnostics import SourceText
 from ccopt.ir import make_context, parse_module
 from ccopt.passes import parse_pipeline, pipeline
-from ccopt.passes.pipeline import take_unchanged
+from ccopt.passes.unchanged import take_unchanged
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MARKING = ["split-all-reduce", "sliced-norm", "inline", "inline{max-ops=0}", "cse", "dce"]
