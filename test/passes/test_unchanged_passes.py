@@ -65,14 +65,18 @@ def test_work_done_is_not_marked() -> None:
     assert assert_claim_holds(mlp, "sliced-norm")
 
 
-def test_pipeline_skips_verification_after_unchanged_passes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    verified: list[int] = []
+@pytest.fixture
+def verified(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per verification the pass manager runs (`pipeline.verify_module`)."""
+    calls: list[int] = []
     real = pipeline.verify_module
     monkeypatch.setattr(
-        pipeline, "verify_module", lambda m, **kw: (verified.append(1), real(m, **kw))[1]
+        pipeline, "verify_module", lambda m, **kw: (calls.append(1), real(m, **kw))[1]
     )
+    return calls
+
+
+def test_pipeline_skips_verification_after_unchanged_passes(verified: list[int]) -> None:
     mlp = example("megatron_mlp.mlir")
     times = pipeline.StepTimes()
     passes = pipeline.checked_pipeline("split-all-reduce,inline,sliced-norm", times=times)
@@ -80,22 +84,17 @@ def test_pipeline_skips_verification_after_unchanged_passes(
     assert len(verified) == 1  # after split-all-reduce only
     steps = [name for name, _ in times.steps]
     assert steps == ["split-all-reduce", "  verify after split-all-reduce", "inline", "sliced-norm"]
-    # the mark holds for one pass: split-all-reduce, finding nothing left, marks it again
+    # passes that all find nothing (no all_reduce is left, no call) are verified by none
     verified.clear()
     pipeline.checked_pipeline("split-all-reduce,inline").apply(make_context(), mlp)
     assert verified == []
 
 
-def test_a_mark_left_outside_a_pipeline_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_mark_left_outside_a_pipeline_is_dropped(verified: list[int]) -> None:
     """A pass applied on its own (no pipeline takes its mark) must not stop the verification
     after the first pass of a later pipeline."""
-    verified: list[int] = []
-    real = pipeline.verify_module
-    monkeypatch.setattr(
-        pipeline, "verify_module", lambda m, **kw: (verified.append(1), real(m, **kw))[1]
-    )
     mlp = example("megatron_mlp.mlir")
-    assert apply_alone(mlp, "inline") is True  # (taken: what a later pipeline would see)
-    parse_pipeline("inline").apply(make_context(), mlp)  # marks it and leaves the mark
+    assert apply_alone(mlp, "inline")  # (inline marks this module; apply_alone takes the mark)
+    parse_pipeline("inline").apply(make_context(), mlp)  # marks it again and leaves the mark
     pipeline.checked_pipeline("split-all-reduce").apply(make_context(), mlp)
     assert verified == [1]
