@@ -17,7 +17,8 @@ A candidate that a pass refuses (no matmul to overlap with, nothing to fuse) is 
 fastest candidate wins (the earlier one on a tie), is applied, and the next collective is tuned
 on the result (greedy, one collective at a time). A `coll.reduce_scatter` is tried with the
 rows that do not split (leave, fused, overlap k, fused + overlap k), a `coll.all_gather` with
-leave and overlap k (with the matmul it feeds). Every candidate is made of ccopt's own
+leave and overlap k (with the matmul it feeds; chunks of each rank's block where no whole
+dimension can be chunked, `overlap{per-rank=true}`). Every candidate is made of ccopt's own
 verified passes, so the result passes `ccopt-run --check-pipeline 'autotune{...}'` as they do.
 
 ```mlir
@@ -91,7 +92,7 @@ def _overlap(chunks: int) -> Step:
     def step(t: str) -> ModulePass:
         from ccopt.passes.overlap import Overlap
 
-        return Overlap(chunks=chunks, tags=(t,))
+        return Overlap(chunks=chunks, tags=(t,), per_rank=True)  # (the simulator decides)
 
     return step
 

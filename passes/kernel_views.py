@@ -26,7 +26,10 @@ their bodies as a constant: no launch, no buffer.
 The other direction: a `kernel.concat` of chunks that all-gathers produced (an overlapped
 schedule joining its chunks) is written in place - each all-gather receives straight into its
 box of the concatenation, and the concat disappears (likewise chunks that reduce-scatters
-produced).
+produced, and chunks that gemms produced where each rank's box is row-major: a chunked
+matmul's rows or batches, cuBLAS writing them where they lie). Other kernels may read a chunk
+too (the chunk's matmul reading its gathered rows): they then read it in the concatenation,
+with strided rows or as a row-major box (`writes_chunk_in_place`, `reads_chunk_in_place`).
 """
 
 from __future__ import annotations
@@ -135,7 +138,7 @@ class DenseViews:
         rest = [r for r in readers if not reads_strided(r, dest)]
         if not rest:
             return True
-        if type(source.owner) in _VIEW_CLASSES:
+        if type(source.owner) in _VIEW_CLASSES and not reshaped_dense(source):
             return False  # (its rows may already be strided)
         root = storage(source)
         if not all(reads_dense(r, dest, root) for r in rest):
@@ -147,6 +150,16 @@ class DenseViews:
             mesh = lookup_mesh(at, dst.mesh_name)
             found = self.dense[key] = mesh is not None and k.dense_subview(src, dst, mesh)
         return found
+
+
+def reshaped_dense(buffer: SSAValue) -> bool:
+    """Whether `buffer` is a buffer of its own seen through reshapes only (`kernel.view`s): a
+    reshape keeps every rank's block one row-major block (`infer_reshape`), so a box of it is
+    as dense as the same box of a buffer of that shape (per-rank chunks of a split dimension
+    are taken from such a reshape)."""
+    while type(owner := buffer.owner) is k.ViewOp:
+        buffer = _item(owner._operands, 0)  # type: ignore[union-attr]
+    return type(buffer.owner) not in _VIEW_CLASSES
 
 
 def ordered_after(writer: Operation, readers: list[Operation], position: Positions) -> bool:
@@ -438,14 +451,16 @@ def concat_in_place(block: Block, concats: list[Operation] | None = None) -> int
         for v in op.inputs:
             alloc = v.owner
             users = [u.operation for u in v.uses]
-            # the collective writing it, and block views of it (an in-place all-gather's input)
-            writer = [u for u in users if u is not op and not is_a(u, k.BlockViewOp)]
+            # the op writing it, block views of it (an in-place all-gather's input), and ops that
+            # read it where it will lie (a chunk's matmul reading its gathered rows)
+            others = [u for u in users if u is not op and not is_a(u, k.BlockViewOp)]
+            writer = [u for u in others if v in written(u)]
             if (
                 not is_a(alloc, k.AllocOp)
                 or alloc.parent is not block
                 or len(writer) != 1
-                or not is_a(writer[0], k.NcclAllGatherOp | k.NcclReduceScatterOp)
-                or writer[0].out is not v
+                or not writes_chunk_in_place(writer[0], v, op)
+                or not all(u in writer or reads_chunk_in_place(u, v, op) for u in others)
             ):
                 break
             writers.append(writer[0])
@@ -474,6 +489,46 @@ def concat_in_place(block: Block, concats: list[Operation] | None = None) -> int
     for op in erased:
         release(op)
     return done
+
+
+def reads_chunk_in_place(reader: Operation, chunk: SSAValue, concat: Operation) -> bool:
+    """Whether `reader`, which reads `chunk` but does not write it, can read it as a box of the
+    concatenation: with strided rows, or as a buffer of its own where the box is row-major."""
+    if not isinstance(reader, k.DeviceOp):
+        return False
+    return reads_strided(reader, chunk) or dense_chunk(concat, chunk)
+
+
+def writes_chunk_in_place(writer: Operation, chunk: SSAValue, concat: Operation) -> bool:
+    """Whether `writer`, the op that writes `chunk` (a buffer `concat` joins), can write it as a
+    box of the concatenation instead: a collective (the emitter stages a strided box for NCCL),
+    or a gemm whose box is row-major on every rank (a chunked matmul's rows or batches; cuBLAS
+    then writes its rows where they lie)."""
+    if getattr(writer, "out", None) is not chunk:
+        return False
+    if is_a(writer, k.NcclAllGatherOp | k.NcclReduceScatterOp):
+        return True
+    return is_a(writer, k.GemmOp) and dense_chunk(concat, chunk)
+
+
+def dense_chunk(concat: Operation, chunk: SSAValue) -> bool:
+    """Whether every rank's block of `chunk`, as a box of `concat`'s output, is row-major
+    without gaps (`k.dense_subview`)."""
+    whole, part = k.tensor_of(concat.out), k.tensor_of(chunk)  # type: ignore[attr-defined]
+    key = (whole, part)
+    found = _DENSE_CHUNKS.get(key)
+    if found is None:
+        mesh = lookup_mesh(concat, whole.mesh_name)
+        found = mesh is not None and k.dense_subview(whole, part, mesh)
+        if len(_DENSE_CHUNKS) > 4096:
+            _DENSE_CHUNKS.clear()
+        _DENSE_CHUNKS[key] = found
+    return found
+
+
+_DENSE_CHUNKS: dict[tuple[Attribute, Attribute], bool] = {}
+"""`dense_chunk`'s verdicts, by the concatenation's and the chunk's types
+(a model's layers repeat a few; the mesh is named in the types)."""
 
 
 def earliest(op: Operation, wanted: set[int]) -> Operation:

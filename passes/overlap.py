@@ -33,7 +33,34 @@ The other direction (AxoNN's overlapped all-gather, async tensor parallelism): a
 feeding a matmul is chunked along a dimension that is not gathered; all chunk gathers are issued
 on the communication stream and each chunk's matmul waits only for its own gather. Where both
 operands are gathered, the larger gather (bytes per device; a tie: the first operand) is
-pipelined and the other runs whole before it (`gather_to_pipeline`).
+pipelined and the other runs whole before it (`gather_to_pipeline`). A gathered value read
+again after the matmul (a forward activation the backward pass reuses, a gradient that is also
+reduced) is pipelined with the matmul that reads it first; its later uses read the gathered
+chunks joined (`dtensor.concat` along the chunked dimension, which convert-to-kernel writes in
+place), so nothing is gathered twice (`matmul_fed_by`).
+
+Sequence- or batch-parallel activations (Megatron's sequence parallelism) leave no whole
+dimension to chunk: the batch is split over `dp`, the sequence is the gathered dimension and
+the columns are split over `tp`. With `per-rank=true` the chunks cut each rank's block of a
+split dimension instead (TransformerEngine's all-gather + GEMM overlap): the dimension is seen
+as [ranks, block] (`dtensor.reshape`, no data moved), chunk c takes rows [a, b) of every rank's
+block, the chunk matmuls write their rows of the result seen the same way, and a reshape
+gives back the result's own type:
+
+```mlir
+%xg = coll.all_gather %x over [tp] : <8x2048x4096, [S(0), S(1)]> -> <8x2048x4096, [S(0), R]>
+%y = dtensor.matmul %xg, %w : ... -> <8x2048x16384, [S(0), S(2)]>
+// becomes, per-rank=true, 2 chunks of each dp rank's 4 samples
+%x4 = dtensor.reshape %x : <8x2048x4096, ...> -> <2x4x2048x4096, [S(0), S(2)]>
+%x0 = dtensor.slice %x4 offsets [0, 0, 0, 0] sizes [2, 2, 2048, 4096] ...
+%t0, %f0 = sched.execute stream 1 ins(%x0) ... { coll.all_gather ... over [tp] }
+...                                  // chunk 1 likewise, then each chunk's matmul on its gather
+%y4 = dtensor.concat %y0, %y1 dim 1 : ... -> <2x4x2048x16384, [S(0), S(3)]>
+%y = dtensor.reshape %y4 : ... -> <8x2048x16384, [S(0), S(2)]>
+```
+It is off by default because smaller gemms cost time as well (the simulator's gemm model
+charges each chunk), and on a GPT-5B step the gathers it hides are smaller than that cost;
+`autotune` tries it, collective by collective, against leaving the gather whole.
 
 Chunks are ceil-div blocks (the last may be shorter), rounded up to 16 bytes where they cut the
 innermost dimension and that keeps the chunk count (`chunk_ranges`); each chunk computes exactly
@@ -66,6 +93,7 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects import inference as infer
 from ccopt.dialects import kernel as k
 from ccopt.dialects.attrs import i64_array, i64_attr
 from ccopt.dialects.body import (
@@ -348,6 +376,10 @@ def rebuild_collective(
 class Plan:
     dim: int  # result dimension the chunks cut
     ranges: list[tuple[int, int]]
+    factor: int | None = None
+    """Ranks that split the cut dimension where the chunks cut each rank's block of it (the
+    dimension seen as [factor, block], `per_rank_plan`; `ranges` are then within a block);
+    None: the chunks cut the whole dimension."""
 
 
 class Plans:
@@ -783,8 +815,11 @@ def chunk_matmul(
 
 
 def plan_gather_then_matmul(
-    mm: dt.MatmulOp, ag: coll.AllGatherOp, operand: int, chunks: int
+    mm: dt.MatmulOp, ag: coll.AllGatherOp, operand: int, chunks: int, per_rank: bool = False
 ) -> Plan:
+    """Chunks of an output dimension of `mm` that the gathered operand carries whole (not
+    split before the gather, nor split in any operand or the result); where there is none and
+    `per_rank`, chunks of each rank's block of one (`per_rank_plan`)."""
     x = ag.input.type
     y = mm.result.type
     assert isinstance(x, DTensorType) and isinstance(y, DTensorType)
@@ -800,9 +835,91 @@ def plan_gather_then_matmul(
             continue
         size = y.get_shape()[d]
         return Plan(d, chunk_ranges(size, min(chunks, size), chunk_alignment(y, d)))
-    raise Refusal(
-        "no output dimension of the matmul can be chunked without cutting the gathered dimension"
-    )
+    why = "no output dimension of the matmul can be chunked without cutting the gathered dimension"
+    if not per_rank:
+        raise Refusal(f"{why} (per-rank=true chunks each rank's block of a split one)")
+    plan = per_rank_plan(mm, ag, operand, chunks, mesh_of(mm))
+    if plan is None:
+        raise Refusal(
+            f"{why}, nor each rank's block of one: that needs the left operand gathered, a "
+            "rank-2 right operand, and a batch or row dimension split into blocks of 2 or more"
+        )
+    return plan
+
+
+def per_rank_plan(
+    mm: dt.MatmulOp, ag: coll.AllGatherOp, operand: int, chunks: int, mesh: Mesh
+) -> Plan | None:
+    """Chunks of each rank's block of a split dimension (Megatron's sequence-parallel
+    activations: split along the sequence or the batch, gathered before the matmul), where no
+    whole dimension can be cut: a dimension `e` of the gathered operand split over n ranks is
+    seen as [n, size / n] (`dtensor.reshape` keeps each rank's block whole), and the chunks cut
+    the second factor - chunk c is the c-th part of every rank's block, gathered from all of
+    them (TransformerEngine's all-gather + GEMM overlap). Only the left operand, under a rank-2
+    right one (it broadcasts over the extra dimension), along a batch dimension or its rows.
+    Every type on the way is inferred first, so the rewrite cannot fail. None: no such dimension."""
+    lhs, rhs, x = mm.lhs.type, mm.rhs.type, ag.input.type
+    y = mm.result.type
+    assert isinstance(x, DTensorType) and isinstance(y, DTensorType)
+    assert isinstance(lhs, DTensorType) and isinstance(rhs, DTensorType)
+    if operand != 0 or rhs.rank != 2:
+        return None
+    rows = lhs.rank - 2
+    sizes = mesh.axis_sizes
+    for d, carriers in enumerate(owners(mm)):
+        if carriers != [(0, d)] or d > rows or (d == rows and mm.transpose_lhs is not None):
+            continue
+        n = prod(s for s, p in zip(sizes, x.placement_list, strict=True) if p.split_dim == d)
+        size = x.get_shape()[d]
+        if n < 2 or size % n or size // n < 2:
+            continue
+        ranges = chunk_ranges(size // n, min(chunks, size // n))
+        try:
+            infer_per_rank_chunks(mm, ag, d, n, ranges, mesh)
+        except InferenceError:
+            continue
+        return Plan(d, ranges, n)
+    return None
+
+
+def per_rank_shape(t: DTensorType, dim: int, n: int) -> list[int]:
+    """`t`'s shape with dimension `dim` seen as [n, size / n]."""
+    shape = list(t.get_shape())
+    return [*shape[:dim], n, shape[dim] // n, *shape[dim + 1 :]]
+
+
+def infer_per_rank_chunks(
+    mm: dt.MatmulOp,
+    ag: coll.AllGatherOp,
+    dim: int,
+    n: int,
+    ranges: Sequence[tuple[int, int]],
+    mesh: Mesh,
+) -> None:
+    """Infer every type of `per_rank_plan`'s rewrite (InferenceError where one breaks): the
+    reshaped gather input, each chunk's slice, gather and matmul, and the joined result (and
+    gathered value) reshaped back to the matmul's (and the gather's) own types."""
+    x, xg, y, rhs = ag.input.type, ag.result.type, mm.result.type, mm.rhs.type
+    assert isinstance(x, DTensorType) and isinstance(xg, DTensorType)
+    assert isinstance(y, DTensorType) and isinstance(rhs, DTensorType)
+    sizes = mesh.axis_sizes
+    shaped = infer.infer_reshape(x, per_rank_shape(x, dim, n), sizes)
+    props = {k: v for k, v in ag.properties.items() if k != "chunks"}
+    parts, gathered = [], []
+    for a, b in ranges:
+        offsets = [a if i == dim + 1 else 0 for i in range(shaped.rank)]
+        box = [b - a if i == dim + 1 else s for i, s in enumerate(shaped.get_shape())]
+        piece = type(ag).infer(infer.infer_slice(shaped, offsets, box), props, mesh)
+        gathered.append(piece)
+        parts.append(
+            infer.infer_matmul(
+                piece, rhs, mm.transpose_lhs is not None, mm.transpose_rhs is not None
+            )
+        )
+    for chunks, whole in ((parts, y), (gathered, xg)):
+        joined = infer.infer_concat(chunks, dim + 1) if len(chunks) > 1 else chunks[0]
+        if infer.infer_reshape(joined, whole.get_shape(), sizes) != whole:
+            raise InferenceError(f"the chunks joined are not {whole}")
 
 
 def gathered_bytes(before: DTensorType, after: DTensorType, mesh: Mesh) -> Fraction:
@@ -820,28 +937,63 @@ def gathered_bytes(before: DTensorType, after: DTensorType, mesh: Mesh) -> Fract
     return Fraction(whole, shards(after)) - Fraction(whole, shards(before))
 
 
+def first_user(ag: coll.AllGatherOp) -> Operation | None:
+    """The op of the gather's block that first reads its result (itself or an op it nests),
+    found by walking forward from the gather: the walk ends at the first use, usually the next
+    op, so it costs the distance to that use, not the block's length."""
+    block = ag.parent
+    if block is None:
+        return None
+    users = {block.find_ancestor_op_in_block(use.operation) for use in ag.result.uses}
+    op = ag.next_op
+    while op is not None and op not in users:
+        op = op.next_op
+    return op
+
+
+def matmul_fed_by(ag: coll.AllGatherOp) -> dt.MatmulOp | None:
+    """The matmul the pass may pipeline `ag` with: its only use, or - a value read again later
+    - its first user, in its block, reading it as one operand (the later uses then read the
+    chunks joined, which exist only once every chunk arrived). None: no such matmul, e.g.
+    where another op reads the whole gathered value before any matmul."""
+    uses = ag.result.uses
+    if uses.get_length() == 1:
+        (use,) = uses
+        return use.operation if isinstance(use.operation, dt.MatmulOp) else None
+    mm = first_user(ag)
+    if not isinstance(mm, dt.MatmulOp) or tuple(mm.operands).count(ag.result) != 1:
+        return None
+    return mm
+
+
+def has_matmul_use(ag: coll.AllGatherOp) -> bool:
+    return any(isinstance(use.operation, dt.MatmulOp) for use in ag.result.uses)
+
+
 def gather_to_pipeline(
     mm: dt.MatmulOp,
     chunks: Callable[[coll.AllGatherOp], int],
     selected: Callable[[Operation], bool],
     plans: Plans | None = None,
+    per_rank: bool = False,
 ) -> tuple[int, coll.AllGatherOp, int, Plan]:
     """Which gathered operand of `mm` the pass pipelines: of the operands that are an
-    all_gather used only by `mm` (and `selected`) and can be chunked, the one whose gather
+    all_gather (`selected`) that `mm` may pipeline (`matmul_fed_by`) and can be chunked, the
+    one whose gather
     brings the most bytes (`gathered_bytes`; a tie: the first operand) - the larger gather
     has the more to hide, and the pass pipelines one collective per matmul. Returns (operand,
     gather, chunk count asked for, plan), or Refusal."""
     mesh: Mesh | None = None  # (looked up once a gather can be pipelined: most cannot)
     best: tuple[Fraction, int, coll.AllGatherOp, int, Plan] | None = None
-    why = "no operand is an all_gather used only by this matmul"
+    why = "no operand is an all_gather whose first use is this matmul"
     for i, v in enumerate(mm.operands):
         ag = v.owner
-        if not isinstance(ag, coll.AllGatherOp) or v.uses.get_length() != 1 or not selected(ag):
+        if not isinstance(ag, coll.AllGatherOp) or not selected(ag) or matmul_fed_by(ag) is not mm:
             continue
         requested = chunks(ag)
         try:
             if plans is None:
-                plan = plan_gather_then_matmul(mm, ag, i, requested)
+                plan = plan_gather_then_matmul(mm, ag, i, requested, per_rank)
             else:
                 key = (
                     "gather",
@@ -850,10 +1002,14 @@ def gather_to_pipeline(
                     *matmul_key(mm),
                     i,
                     requested,
+                    per_rank,
                 )
                 plan, _ = plans.get(
                     key,
-                    lambda ag=ag, i=i, n=requested: (plan_gather_then_matmul(mm, ag, i, n), None),
+                    lambda ag=ag, i=i, n=requested: (
+                        plan_gather_then_matmul(mm, ag, i, n, per_rank),
+                        None,
+                    ),
                 )
         except Refusal as e:
             why = str(e)
@@ -873,16 +1029,25 @@ def overlap_gather_then_matmul(
     chunks: Callable[[coll.AllGatherOp], int],
     selected: Callable[[Operation], bool] = lambda op: True,
     plans: Plans | None = None,
+    per_rank: bool = False,
 ) -> tuple[coll.AllGatherOp, int, Plan]:
-    """Chunk `mm` with the gather of one operand (`gather_to_pipeline`); returns that gather
-    (erased), the chunk count asked for and the plan."""
-    operand, ag, requested, plan = gather_to_pipeline(mm, chunks, selected, plans)
+    """Chunk `mm` with the gather of one operand (`gather_to_pipeline`); the gather's later
+    uses read its chunks joined. Returns that gather (erased), the chunk count asked for and
+    the plan."""
+    operand, ag, requested, plan = gather_to_pipeline(mm, chunks, selected, plans, per_rank)
     mesh = mesh_of(mm)
     carriers = dict(owners(mm)[plan.dim])
     new_ops: list[Operation] = []
     gathers = []
+    source, cut = ag.input, carriers[operand]
+    if plan.factor is not None:  # (chunks of each rank's block: `per_rank_plan`)
+        x = ag.input.type
+        assert isinstance(x, DTensorType)
+        shaped = dt.ReshapeOp(ag.input, per_rank_shape(x, cut, plan.factor), mesh)
+        new_ops.append(shaped)
+        source, cut = shaped.result, cut + 1
     for c, (a, b) in enumerate(plan.ranges):
-        piece = slice_dim(ag.input, carriers[operand], a, b)
+        piece = slice_dim(source, cut, a, b)
         task = async_region(
             COMM_STREAM, [piece.result], lambda args: rebuild_collective(ag, args[0], mesh)
         )
@@ -890,15 +1055,49 @@ def overlap_gather_then_matmul(
         new_ops += [piece, task]
         gathers.append(task.results[1])  # (its first future: the token comes first)
     parts = []
+    arrived = []
     for (a, b), future in zip(plan.ranges, gathers, strict=True):
         ready = sched.AwaitOp(future)
         new_ops.append(ready)
-        part = chunk_matmul(mm, list(carriers.items()), a, b, new_ops, {operand: ready.result})
+        arrived.append(ready.result)
+        if plan.factor is not None:  # (the whole right operand: rank 2, it broadcasts)
+            part = matmul(
+                ready.result, mm.rhs, mm.transpose_lhs is not None, mm.transpose_rhs is not None
+            )
+            part.attributes.update(mm.attributes)
+            new_ops.append(part)
+        else:
+            part = chunk_matmul(mm, list(carriers.items()), a, b, new_ops, {operand: ready.result})
         parts.append(part.result)
-    concat(mm, new_ops, parts, plan.dim)
+    if ag.result.uses.get_length() > 1:  # (read again after `mm`: the chunks, joined)
+        whole = joined(arrived, cut, ag.result.type, new_ops, mesh)
+        whole.name_hint = ag.result.name_hint
+        replace_uses(ag.result, whole)
+    if plan.factor is not None:
+        join(mm, new_ops, [[joined(parts, plan.dim + 1, mm.result.type, new_ops, mesh)]], 0)
+    else:
+        concat(mm, new_ops, parts, plan.dim)
     Rewriter.erase_op(ag)
     release(ag)  # the caller reads only its name and location (a warning)
     return ag, requested, plan
+
+
+def joined(
+    values: Sequence[SSAValue], dim: int, whole: Attribute, new_ops: list[Operation], mesh: Mesh
+) -> SSAValue:
+    """`values` concatenated along `dim` (in `new_ops`), reshaped to the type `whole` where
+    they are chunks of each rank's block (a per-rank plan: one more dimension)."""
+    value = values[0]
+    if len(values) > 1:
+        together = concat_op(values, dim)
+        new_ops.append(together)
+        value = together.result
+    assert isinstance(whole, DTensorType)
+    if value.type != whole:
+        back = dt.ReshapeOp(value, whole.get_shape(), mesh)
+        new_ops.append(back)
+        value = back.result
+    return value
 
 
 def finish(op: Operation, new_ops: list[Operation], futures: Sequence[SSAValue], dim: int) -> None:
@@ -957,12 +1156,14 @@ def warn_fewer_chunks(op: Operation, plan: Plan, requested: int) -> None:
     """Say so when a dimension is too short for the chunk count asked for: ceil-div blocks of it
     make fewer chunks (99999999 chunks of 8 rows are 8 chunks; 3 chunks of 4 rows are 2)."""
     size = plan.ranges[-1][1]
+    what = f"the chunked dimension {plan.dim} of the matmul output"
+    if plan.factor is not None:
+        what = f"each rank's block of {what} ({plan.factor} blocks)"
     warnings.warn(
         OpWarning(
             op,
-            f"overlap made {len(plan.ranges)} chunks, not the {requested} requested: the chunked "
-            f"dimension {plan.dim} of the matmul output has {size} elements, cut into blocks of "
-            f"{plan.ranges[0][1] - plan.ranges[0][0]}",
+            f"overlap made {len(plan.ranges)} chunks, not the {requested} requested: {what} "
+            f"has {size} elements, cut into blocks of {plan.ranges[0][1] - plan.ranges[0][0]}",
         ),
         stacklevel=2,
     )
@@ -991,6 +1192,14 @@ class Overlap(ModulePass):
         "Only overlap collectives with one of these `tag` attributes (then refusals are errors).",
     )
 
+    per_rank: bool = option(
+        False,
+        "Where an all_gather's matmul has no whole output dimension to chunk (activations split "
+        "along the sequence or the batch, Megatron's sequence parallelism), chunk each rank's "
+        "block of a split one (TransformerEngine's all-gather + GEMM overlap). Off by default: "
+        "smaller gemms cost time too, and `autotune` tries it by simulation.",
+    )
+
     def __post_init__(self) -> None:
         if self.chunks < 1:  # a bad option fails the pipeline before anything is rewritten
             raise ValueError(f"overlap: chunks must be >= 1, got {self.chunks}")
@@ -1015,12 +1224,10 @@ class Overlap(ModulePass):
                     if bodies is None:
                         bodies = ChunkBodies(op)
                     plan = overlap_matmul_then_fused(candidate, requested, bodies, plans, slices)
-                elif isinstance(candidate, coll.AllGatherOp) and self._gathers_into_matmul(
-                    candidate
+                elif (
+                    isinstance(candidate, coll.AllGatherOp)
+                    and (mm := matmul_fed_by(candidate)) is not None
                 ):
-                    (use,) = candidate.result.uses
-                    mm = use.operation
-                    assert isinstance(mm, dt.MatmulOp)
                     gathers = {
                         v.owner for v in mm.operands if isinstance(v.owner, coll.AllGatherOp)
                     }
@@ -1029,8 +1236,18 @@ class Overlap(ModulePass):
                         lambda g: chunk_count(g, self.chunks),
                         lambda g: is_selected(g, self.tags),
                         plans,
+                        self.per_rank,
                     )
                     declined |= gathers - {candidate}
+                elif (
+                    self.tags
+                    and isinstance(candidate, coll.AllGatherOp)
+                    and has_matmul_use(candidate)
+                ):
+                    raise Refusal(
+                        "the gathered value is read before any matmul reads it (that use needs "
+                        "the whole gather first)"
+                    )
                 elif self.tags:
                     raise Refusal(
                         "only all_reduce, reduce_scatter or fused_all_reduce after a matmul, or "
@@ -1058,8 +1275,3 @@ class Overlap(ModulePass):
             return [o for o in module.walk() if is_selected(o, self.tags)]
         # (collectives are never inside scalar bodies, most of a fused module's ops)
         return [o for o in walk_outside_bodies(module) if is_candidate(o)]
-
-    @staticmethod
-    def _gathers_into_matmul(ag: coll.AllGatherOp) -> bool:
-        uses = list(ag.result.uses)
-        return len(uses) == 1 and isinstance(uses[0].operation, dt.MatmulOp)

@@ -597,14 +597,12 @@ def annotate_chunks(module: ModuleOp, credit: OverlapCredit) -> int:
     it, and the count written on the reduction reaches the fused collective (`split-all-reduce`
     and `fuse-collective` carry it). Returns how many were set."""
     from ccopt.passes.common import Refusal
-    from ccopt.passes.overlap import Overlap, gather_to_pipeline
+    from ccopt.passes.overlap import gather_to_pipeline, matmul_fed_by
 
     written = 0
     for op in list(module.walk()):
-        if isinstance(op, coll.AllGatherOp) and Overlap._gathers_into_matmul(op):
-            (use,) = op.result.uses
-            mm, k = use.operation, use.index
-            assert isinstance(mm, MatmulOp)
+        if isinstance(op, coll.AllGatherOp) and (mm := matmul_fed_by(op)) is not None:
+            k = tuple(mm.operands).index(op.result)
             try:
                 if gather_to_pipeline(mm, lambda _: credit.chunks, lambda _: True)[1] is not op:
                     continue  # the pass pipelines the matmul's other gathered operand

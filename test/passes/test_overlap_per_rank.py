@@ -1,0 +1,195 @@
+"""`overlap` on gathers a plain chunking cannot pipeline: chunks of each rank's block of a split
+dimension (`per-rank=true`: sequence- or batch-parallel activations, TransformerEngine's
+all-gather + GEMM), and gathered values read again after their matmul (the later readers read
+the chunks joined). Every rank's result equals the unscheduled program's, at L2 and through
+convert-to-kernel (where the chunks are read and written in place) and the generated code on
+the CPU harness (FileCheck: test/filecheck/passes/overlap-per-rank.mlir and its _invalid)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_random_programs import SETTINGS
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+import ccopt
+from ccopt.backends.cuda.cpu import run_on_host
+from ccopt.dialects import coll, sched
+from ccopt.frontend.gpt import main as gpt_main
+from ccopt.passes.pipeline import run_pipeline
+from ccopt.program import load_program
+
+PROGRAM = (Path(__file__).parents[1] / "filecheck/passes/overlap-per-rank.mlir").read_text()
+ENTRIES = ["batch_blocks", "sequence_blocks", "row_blocks", "read_again", "read_before"]
+LOWER = ",convert-to-kernel,plan-memory"
+
+
+def exposed_gathers(module) -> int:  # noqa: ANN001
+    """All-gathers outside `sched.execute` regions: those the pass left whole."""
+    return sum(
+        1
+        for op in module.walk()
+        if isinstance(op, coll.AllGatherOp) and not isinstance(op.parent_op(), sched.ExecuteOp)
+    )
+
+
+@pytest.mark.parametrize("lower", [False, True], ids=["L2", "L3"])
+@pytest.mark.parametrize("chunks", [1, 2, 3, 4])
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_chunks_keep_every_rank_result(entry: str, chunks: int, lower: bool) -> None:
+    pipeline = f"overlap{{chunks={chunks} per-rank=true}}" + (LOWER if lower else "")
+    report = ccopt.check_pipeline(PROGRAM, pipeline, entry=entry, seed=7)
+    assert report.ok, report
+
+
+def test_per_rank_is_off_by_default_and_gathers_read_again_are_pipelined_anyway() -> None:
+    off = load_program(PROGRAM)
+    run_pipeline(off, "overlap{chunks=2}")
+    on = load_program(PROGRAM)
+    run_pipeline(on, "overlap{chunks=2 per-rank=true}")
+    by_name = {
+        name: {f.sym_name.data: exposed_gathers(f) for f in m.body.block.ops if hasattr(f, "body")}
+        for name, m in (("off", off), ("on", on))
+    }
+    assert by_name["off"] == {
+        "batch_blocks": 1,
+        "sequence_blocks": 1,
+        "row_blocks": 1,
+        "read_again": 0,
+        "read_before": 1,
+    }
+    assert by_name["on"] == {
+        **by_name["off"],
+        "batch_blocks": 0,
+        "sequence_blocks": 0,
+        "row_blocks": 0,
+    }
+
+
+def alone(module: ModuleOp, entry: str) -> ModuleOp:
+    """`module` with only function `entry` and the mesh it uses (the CUDA backend emits a
+    program on one mesh)."""
+    keep = next(op for op in module.ops if getattr(op, "sym_name", None) == StringAttr(entry))
+    mesh = str(keep.function_type).split("@")[1].split("[")[0]
+    for op in list(module.ops):
+        if op is not keep and getattr(op, "sym_name", None) != StringAttr(mesh):
+            op.detach()
+            op.erase()
+    return module
+
+
+@pytest.mark.parametrize("entry", ["batch_blocks", "sequence_blocks", "read_again"])
+def test_generated_code_equals_the_interpreter(entry: str) -> None:
+    """The in-place chunks (gemms writing rows of the joined result, gathers writing into the
+    joined gather, chunk reads of a reshaped buffer) as the CUDA backend emits them, run on
+    the CPU harness in both stream orders."""
+    module = alone(load_program(PROGRAM), entry)
+    run_pipeline(module, "overlap{chunks=2 per-rank=true}" + LOWER)
+    reference = ccopt.run(module, entry=entry, seed=5)
+    for order in ("low", "high"):
+        host = run_on_host(module, reference.inputs, entry=entry, schedule=order)
+        assert host.keys() == reference.shards.keys()
+        for name, shards in host.items():
+            for rank, (got, want) in enumerate(zip(shards, reference.shards[name], strict=True)):
+                np.testing.assert_allclose(
+                    got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} {rank}"
+                )
+
+
+@dataclass(frozen=True)
+class Case:
+    text: str
+    chunks: int
+
+
+def tensor(shape: tuple[int, ...], placements: str) -> str:
+    return f"!dtensor.tensor<{'x'.join(map(str, shape))}xf64, @m[{placements}]>"
+
+
+@st.composite
+def gathered_activations(draw: st.DrawFn) -> Case:
+    """x [batch, seq, hidden] split over dp along the batch and over tp along the sequence,
+    gathered over tp into a matmul with a column-split (or replicated) weight; blocks of 1 to
+    3 samples and rows per rank, at least one of them 2 or more; sometimes reduced afterwards
+    too (read again), or with the sequence split over both axes."""
+    dp, tp = draw(st.integers(1, 3)), draw(st.integers(2, 4))
+    per_sample, per_row = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    if (per_sample < 2 or dp < 2) and per_row < 2:  # (a batch on one dp rank is not split)
+        per_row = 2
+    both = dp > 1 and draw(st.booleans())  # the sequence split over (dp, tp), the batch whole
+    hidden, cols = draw(st.integers(1, 5)), tp * draw(st.integers(1, 3))
+    batch = per_sample * (1 if both else dp)
+    seq = per_row * tp * (dp if both else 1)
+    x_in = "S(1), S(1)" if both else "S(0), S(1)"
+    x_out = "S(1), R" if both else "S(0), R"
+    x, xg = tensor((batch, seq, hidden), x_in), tensor((batch, seq, hidden), x_out)
+    w_place = draw(st.sampled_from(["R, S(1)", "R, R"]))
+    w = tensor((hidden, cols), w_place)
+    y_place = x_out.replace("R", "S(2)") if w_place == "R, S(1)" else x_out
+    y = tensor((batch, seq, cols), y_place)
+    again = draw(st.booleans())
+    lines = [
+        f"dtensor.mesh @m [dp={dp}, tp={tp}]",
+        f"func.func @f(%x: {x}, %w: {w}) -> ({y}{', ' + xg if again else ''}) {{",
+        f"  %xg = coll.all_gather %x over [tp] : {x} -> {xg}",
+        f"  %y = dtensor.matmul %xg, %w : ({xg}, {w}) -> {y}",
+    ]
+    if again:
+        lines.append(f"  %z = dtensor.mul %xg, %xg : ({xg}, {xg}) -> {xg}")
+        lines.append(f"  func.return %y, %z : {y}, {xg}")
+    else:
+        lines.append(f"  func.return %y : {y}")
+    lines.append("}")
+    return Case("\n".join(lines) + "\n", draw(st.integers(1, 4)))
+
+
+@SETTINGS
+@given(case=gathered_activations())
+def test_per_rank_chunks_on_random_meshes_and_shapes(case: Case) -> None:
+    """Every such gather is pipelined (each rank's block of the batch or of the sequence has 2
+    or more rows), and every rank's results agree with the unscheduled program's, at L2 and at
+    L3."""
+    spec = f"overlap{{chunks={case.chunks} per-rank=true}}"
+    module = load_program(case.text)
+    run_pipeline(module, spec)
+    assert exposed_gathers(module) == 0, case.text
+    for pipeline in (spec, spec + LOWER):
+        report = ccopt.check_pipeline(case.text, pipeline, entry="f", seed=3)
+        assert report.ok, (case.text, pipeline, report)
+
+
+def test_sequence_parallel_gpt_step_keeps_its_result(tmp_path: Path) -> None:
+    """A small GPT training step (forward, backward, Adam) whose activations are split along the
+    sequence, so that every gather before a matmul needs per-rank chunks: all of them are
+    pipelined, and the step's results (every parameter and optimizer state) agree with the
+    unscheduled step's on every rank, through the kernel level (f64: Adam divides by the
+    gradients' magnitudes, which amplifies fp32 rounding of reordered sums)."""
+    path = tmp_path / "gpt.mlir"
+    gpt_main(
+        [
+            *("--model", "tiny", "--mesh", "dp=2,tp=2", "--layers", "2"),
+            *("--batch", "2", "--seq", "8", "--dtype", "f64", "-o", str(path)),
+        ]
+    )
+    text = path.read_text()
+    base = "inline,split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective"
+    module = load_program(text)
+    run_pipeline(module, base)
+    assert exposed_gathers(module) > 0
+    run_pipeline(module, "overlap{chunks=2 per-rank=true}")
+    before_matmul = [
+        op
+        for op in module.walk()
+        if isinstance(op, coll.AllGatherOp)
+        and not isinstance(op.parent_op(), sched.ExecuteOp)
+        and any(u.operation.name == "dtensor.matmul" for u in op.result.uses)
+    ]
+    assert before_matmul == []
+    for spec in ("overlap{chunks=2 per-rank=true}", "overlap{chunks=3 per-rank=true}" + LOWER):
+        report = ccopt.check_pipeline(text, f"{base},{spec}", entry="gpt_step", seed=1)
+        assert report.ok, report
