@@ -17,8 +17,9 @@ A candidate that a pass refuses (no matmul to overlap with, nothing to fuse) is 
 fastest candidate wins (the earlier one on a tie), is applied, and the next collective is tuned
 on the result (greedy, one collective at a time). A `coll.reduce_scatter` is tried with the
 rows that do not split (leave, fused, overlap k, fused + overlap k), a `coll.all_gather` with
-leave and overlap k (with the matmul it feeds; chunks of each rank's block where no whole
-dimension can be chunked, `overlap{per-rank=true}`). Every candidate is made of ccopt's own
+leave and overlap k (with the matmul it feeds). Every overlap candidate chunks each rank's
+block of a split dimension where no whole dimension can be chunked (`overlap{per-rank=true}`):
+the simulator decides whether that pays. Every candidate is made of ccopt's own
 verified passes, so the result passes `ccopt-run --check-pipeline 'autotune{...}'` as they do.
 
 ```mlir

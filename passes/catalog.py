@@ -88,7 +88,7 @@ CATALOG: dict[str, PassInfo] = {
         (
             OptionInfo(name='chunks', kind='int', default='4', meaning="Number of chunks (a collective's own `chunks` attribute takes precedence); a dimension too short for them is cut into fewer, with a warning."),
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only overlap collectives with one of these `tag` attributes (then refusals are errors).'),
-            OptionInfo(name='per_rank', kind='bool', default='false', meaning="Where an all_gather's matmul has no whole output dimension to chunk (activations split along the sequence or the batch, Megatron's sequence parallelism), chunk each rank's block of a split one (TransformerEngine's all-gather + GEMM overlap). Off by default: smaller gemms cost time too, and `autotune` tries it by simulation."),
+            OptionInfo(name='per_rank', kind='bool', default='false', meaning="Where a matmul has no whole output dimension to chunk (activations split along the sequence or the batch and gathered, Megatron's sequence parallelism; weight gradients reduce-scattered over dp), chunk each rank's block of a split one (TransformerEngine's all-gather + GEMM overlap). Off by default: smaller gemms cost time too, and `autotune` tries it by simulation."),
         ),
     ),
     'autotune': PassInfo(

@@ -117,7 +117,14 @@ def reads_strided(op: Operation, value: SSAValue) -> bool:
 
 def reads_dense(op: Operation, value: SSAValue, root: SSAValue) -> bool:
     """Whether `op` is a kernel that only reads `value` and writes nothing in `root`'s bytes
-    (the storage a view of `value` would share): it can read a dense view as its own buffer."""
+    (the storage a view of `value` would share): it can read a dense view as its own buffer.
+    A reshape of `value` (`kernel.view`: a chunk of each rank's block merged back, `overlap`'s
+    per-rank pieces) is such a reader where every reader of the reshape is, and so is a box of
+    it (`kernel.subview`: made where its own readers could take it, the box of a dense buffer)."""
+    if type(op) is k.SubviewOp:
+        return True
+    if type(op) is k.ViewOp:
+        return all(reads_dense(u.operation, op.result, root) for u in op.result.uses)  # type: ignore[attr-defined]
     if not isinstance(op, k.DeviceOp):
         return False
     outs = written(op)
@@ -138,11 +145,15 @@ class DenseViews:
         rest = [r for r in readers if not reads_strided(r, dest)]
         if not rest:
             return True
-        if type(source.owner) in _VIEW_CLASSES and not reshaped_dense(source):
+        if type(source.owner) in _VIEW_CLASSES and not reshaped_dense(source, self, at):
             return False  # (its rows may already be strided)
         root = storage(source)
         if not all(reads_dense(r, dest, root) for r in rest):
             return False
+        return self.is_dense(source, dest, at)
+
+    def is_dense(self, source: SSAValue, dest: SSAValue, at: Operation) -> bool:
+        """Whether a box of `source` of `dest`'s type is row-major on every rank."""
         key = (source.type, dest.type)
         found = self.dense.get(key)
         if found is None:
@@ -152,22 +163,36 @@ class DenseViews:
         return found
 
 
-def reshaped_dense(buffer: SSAValue) -> bool:
-    """Whether `buffer` is a buffer of its own seen through reshapes only (`kernel.view`s): a
-    reshape keeps every rank's block one row-major block (`infer_reshape`), so a box of it is
-    as dense as the same box of a buffer of that shape (per-rank chunks of a split dimension
-    are taken from such a reshape)."""
-    while type(owner := buffer.owner) is k.ViewOp:
-        buffer = _item(owner._operands, 0)  # type: ignore[union-attr]
-    return type(buffer.owner) not in _VIEW_CLASSES
+def reshaped_dense(
+    buffer: SSAValue, dense: DenseViews | None = None, at: Operation | None = None
+) -> bool:
+    """Whether `buffer` is row-major on every rank though it is a view: a buffer of its own seen
+    through reshapes (`kernel.view`: a reshape keeps every rank's block one row-major block,
+    `infer_reshape`) and, given `dense` (and an op `at` to find the mesh from), through boxes
+    that are row-major on every rank (`k.dense_subview`: a rank's block of rows). A box of
+    such a buffer is as dense as the same box of a buffer of that shape (per-rank chunks of a
+    split dimension are taken from such a reshape)."""
+    while type(owner := buffer.owner) in _VIEW_CLASSES:
+        source = _item(owner._operands, 0)  # type: ignore[union-attr]
+        if type(owner) is not k.ViewOp and (
+            dense is None or at is None or not dense.is_dense(source, buffer, at)
+        ):
+            return False
+        buffer = source
+    return True
 
 
 def ordered_after(writer: Operation, readers: list[Operation], position: Positions) -> bool:
     """`writer` surely runs after every reader: issued later on the same stream (readers that
-    are views themselves are checked through their own readers when they are made)."""
+    are views themselves are checked through their own readers when they are made; a reshape,
+    `kernel.view`, through its readers here)."""
     stream = writer.stream_index() if is_a(writer, k.DeviceOp) else None
     return all(
         is_a(r, k.SubviewOp)
+        or (
+            type(r) is k.ViewOp
+            and ordered_after(writer, [u.operation for u in r.result.uses], position)  # type: ignore[attr-defined]
+        )
         or (
             is_a(r, k.DeviceOp)
             and r.stream_index() == stream  # type: ignore[attr-defined]

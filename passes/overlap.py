@@ -58,9 +58,19 @@ gives back the result's own type:
 %y4 = dtensor.concat %y0, %y1 dim 1 : ... -> <2x4x2048x16384, [S(0), S(3)]>
 %y = dtensor.reshape %y4 : ... -> <8x2048x16384, [S(0), S(2)]>
 ```
+The reduction direction has the same gap: a weight gradient reduce-scattered over `dp` (or
+fused with its optimizer step: reduce-scatter, body, all-gather) has its rows scattered and
+its columns split over `tp`. With `per-rank=true` the chunks are rows [a, b) of every rank's
+block of a dimension the reduction leaves split: each operand that carries it, and each input
+of a fused body, is reshaped to [ranks, block], sliced and merged back (`per_rank_piece`), so
+the reduce-scatter of a chunk hands every rank its own block's rows; the chunks' results are
+joined the same way (`per_rank_join`). A body that reads element indices (dropout) is left
+whole: a rank's rows are no box of the whole value.
+
 It is off by default because smaller gemms cost time as well (the simulator's gemm model
-charges each chunk), and on a GPT-5B step the gathers it hides are smaller than that cost;
-`autotune` tries it, collective by collective, against leaving the gather whole.
+charges each chunk): on an f32 GPT-5B step the gathers it hides are smaller than that cost,
+while on the bf16 step it saves 7% (README, "Predicting a program's time"); `autotune` tries it,
+collective by collective, against leaving the collective whole.
 
 Chunks are ceil-div blocks (the last may be shorter), rounded up to 16 bytes where they cut the
 innermost dimension and that keeps the chunk count (`chunk_ranges`); each chunk computes exactly
@@ -460,9 +470,12 @@ def plan_matmul_then_collective(
     chunks: int,
     mesh: Mesh,
     inferred: dict[DTensorType, DTensorType] | None = None,
+    per_rank: bool = False,
 ) -> Plan:
     """The chunks of a matmul that feeds collective `op`; the collective's result type on
-    each chunk tried goes into `inferred` (the rewrite builds those collectives)."""
+    each chunk tried goes into `inferred` (the rewrite builds those collectives). Where no
+    whole dimension can be chunked and `per_rank`, chunks of each rank's block of one
+    (`per_rank_reduction_plan`)."""
     scatter = op.dim.value.data if isinstance(op, coll.ReduceScatterOp) else None
     props = {k: v for k, v in op.properties.items() if k != "chunks"}
     known = {} if inferred is None else inferred
@@ -473,7 +486,155 @@ def plan_matmul_then_collective(
             result = known[t] = type(op).infer(t, props, mesh)
         return result
 
-    return plan_matmul_chunks(mm, scatter, chunks, mesh, fits)
+    try:
+        return plan_matmul_chunks(mm, scatter, chunks, mesh, fits)
+    except Refusal as why:
+        if not per_rank:
+            raise
+        result = op.results[0].type
+        assert isinstance(result, DTensorType)
+        plan = per_rank_reduction_plan(mm, chunks, mesh, result, lambda t: [fits(t)], [result])
+        if plan is None:
+            raise Refusal(f"{why}, nor each rank's block of one") from None
+        return plan
+
+
+def per_rank_reduction_plan(
+    mm: dt.MatmulOp,
+    chunks: int,
+    mesh: Mesh,
+    reduced: DTensorType,
+    chunk_results: Callable[[DTensorType], Sequence[DTensorType]],
+    outputs: Sequence[DTensorType],
+    inputs: Sequence[SSAValue] = (),
+) -> Plan | None:
+    """Chunks of each rank's block of a matmul output dimension that the reduction leaves split
+    (`reduced`: its result, or a fused collective's iteration space), where every dimension is
+    split or scattered (a weight gradient reduce-scattered over `dp`, its columns split over
+    `tp`): the dimension is seen as [n, size / n] for the n ranks that end up holding its
+    blocks, and chunk c is rows [a, b) of every block - the carrying operands' rows, and the
+    fused body's inputs', taken the same way (`per_rank_piece`), so each rank's reduced chunk
+    is its own block's rows. `chunk_results`: the reduction's result types on a partial chunk;
+    `outputs`: its results, which the chunks joined (`per_rank_join`) must give back. Every
+    type on the way is inferred first. None: no such dimension."""
+    y = mm.result.type
+    assert isinstance(y, DTensorType)
+    sizes = mesh.axis_sizes
+    tl, tr = mm.transpose_lhs is not None, mm.transpose_rhs is not None
+    for d, carriers in enumerate(owners(mm)):
+        n = prod(s for s, p in zip(sizes, reduced.placement_list, strict=True) if p.split_dim == d)
+        size = y.get_shape()[d]
+        if n < 2 or size % n or size // n < 2:
+            continue
+        ranges = chunk_ranges(size // n, min(chunks, size // n))
+        dims = [(v.type, input_dim(v, d, y)) for v in inputs]
+        try:
+            parts = []
+            for a, b in ranges:
+                operands = [v.type for v in mm.operands]
+                for i, od in carriers:
+                    operands[i] = per_rank_piece_type(operands[i], od, n, a, b, sizes)  # type: ignore[arg-type]
+                for t, e in dims:
+                    if e is not None:
+                        per_rank_piece_type(t, e, n, a, b, sizes)  # type: ignore[arg-type]
+                part = infer.infer_matmul(operands[0], operands[1], tl, tr)  # type: ignore[arg-type]
+                parts.append(chunk_results(part))
+            for r, whole in enumerate(outputs):
+                per_rank_join_type([p[r] for p in parts], d, n, whole, sizes)
+        except InferenceError:
+            continue
+        return Plan(d, ranges, n)
+    return None
+
+
+def per_rank_piece_type(
+    t: DTensorType, dim: int, n: int, a: int, b: int, sizes: Sequence[int]
+) -> DTensorType:
+    """The type of `per_rank_piece` (InferenceError where a step breaks)."""
+    shaped = infer.infer_reshape(t, per_rank_shape(t, dim, n), sizes)
+    offsets = [a if i == dim + 1 else 0 for i in range(shaped.rank)]
+    box = [b - a if i == dim + 1 else s for i, s in enumerate(shaped.get_shape())]
+    piece = infer.infer_slice(shaped, offsets, box)
+    return infer.infer_reshape(piece, chunk_shape(t, dim, 0, n * (b - a)), sizes)
+
+
+def per_rank_join_type(
+    types: Sequence[DTensorType], dim: int, n: int, whole: DTensorType, sizes: Sequence[int]
+) -> None:
+    """Check that `per_rank_join` of chunks of these types gives `whole` (InferenceError)."""
+    shaped = [infer.infer_reshape(t, per_rank_shape(t, dim, n), sizes) for t in types]
+    together = infer.infer_concat(shaped, dim + 1) if len(shaped) > 1 else shaped[0]
+    if infer.infer_reshape(together, whole.get_shape(), sizes) != whole:
+        raise InferenceError(f"the chunks joined are not {whole}")
+
+
+def per_rank_piece(
+    value: SSAValue,
+    dim: int,
+    n: int,
+    a: int,
+    b: int,
+    new_ops: list[Operation],
+    mesh: Mesh,
+    shaped: dict[tuple[SSAValue, int], SSAValue],
+) -> SSAValue:
+    """Rows [a, b) of each of the n blocks of `value`'s dimension `dim`, as one dimension of
+    n * (b - a) rows: `value` seen as [n, size / n] there (a reshape, made once per value and
+    dimension: `shaped`), sliced, and merged back - a split dimension keeps its split, each
+    rank holding its own block's rows."""
+    t = value.type
+    assert isinstance(t, DTensorType)
+    whole = shaped.get((value, dim))
+    if whole is None:
+        reshape = dt.ReshapeOp(value, per_rank_shape(t, dim, n), mesh)
+        new_ops.append(reshape)
+        whole = shaped[(value, dim)] = reshape.result
+    piece = slice_dim(whole, dim + 1, a, b)
+    merged = dt.ReshapeOp(piece.result, chunk_shape(t, dim, 0, n * (b - a)), mesh)
+    new_ops += [piece, merged]
+    return merged.result
+
+
+def per_rank_join(
+    values: Sequence[SSAValue],
+    dim: int,
+    n: int,
+    whole: Attribute,
+    new_ops: list[Operation],
+    mesh: Mesh,
+) -> SSAValue:
+    """The inverse of `per_rank_piece` over all chunks: each chunk seen as [n, rows], the
+    chunks concatenated along the rows, and the result reshaped to the type `whole`."""
+    shaped = []
+    for v in values:
+        t = v.type
+        assert isinstance(t, DTensorType)
+        r = dt.ReshapeOp(v, per_rank_shape(t, dim, n), mesh)
+        new_ops.append(r)
+        shaped.append(r.result)
+    return joined(shaped, dim + 1, whole, new_ops, mesh)
+
+
+def per_rank_matmul(
+    mm: dt.MatmulOp,
+    carriers: Sequence[tuple[int, int]],
+    n: int,
+    a: int,
+    b: int,
+    new_ops: list[Operation],
+    mesh: Mesh,
+    shaped: dict[tuple[SSAValue, int], SSAValue],
+) -> dt.MatmulOp:
+    """The matmul on rows [a, b) of each of the n blocks of its carrying operands' dimension."""
+    operands = list(mm.operands)
+    for i, od in carriers:
+        operands[i] = per_rank_piece(operands[i], od, n, a, b, new_ops, mesh, shaped)
+    part = matmul(
+        operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
+    )
+    part.attributes.update(mm.attributes)
+    new_ops.append(part)
+    return part
 
 
 def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
@@ -487,26 +648,34 @@ def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
 
 
 def overlap_matmul_then_collective(
-    op: coll.CollectiveOp, chunks: int, plans: Plans | None = None, slices: Slices | None = None
+    op: coll.CollectiveOp,
+    chunks: int,
+    plans: Plans | None = None,
+    slices: Slices | None = None,
+    per_rank: bool = False,
 ) -> Plan:
     mm = producing_matmul(op, op.input, "its operand")
     mesh = mesh_of(op)
 
     def plan_it() -> tuple[Plan, dict[DTensorType, DTensorType]]:
         inferred: dict[DTensorType, DTensorType] = {}
-        return plan_matmul_then_collective(mm, op, chunks, mesh, inferred), inferred
+        return plan_matmul_then_collective(mm, op, chunks, mesh, inferred, per_rank), inferred
 
     if plans is None:
         plan, inferred = plan_it()
     else:
-        key = (type(op), *matmul_key(mm), tuple(op.properties.items()), chunks, mesh)
+        key = (type(op), *matmul_key(mm), tuple(op.properties.items()), chunks, mesh, per_rank)
         plan, inferred = plans.get(key, plan_it)  # type: ignore[assignment]
     carriers = owners(mm)[plan.dim]
     new_ops: list[Operation] = []
     futures = []
     block = op.parent
+    shaped: dict[tuple[SSAValue, int], SSAValue] = {}  # (`per_rank_piece`)
     for c, (a, b) in enumerate(plan.ranges):
-        part = chunk_matmul(mm, carriers, a, b, new_ops, None, slices, block)
+        if plan.factor is not None:
+            part = per_rank_matmul(mm, carriers, plan.factor, a, b, new_ops, mesh, shaped)
+        else:
+            part = chunk_matmul(mm, carriers, a, b, new_ops, None, slices, block)
         task = async_region(
             COMM_STREAM,
             [part.result],
@@ -515,7 +684,7 @@ def overlap_matmul_then_collective(
         derive(task, op, f"chunk{c}")
         new_ops.append(task)
         futures.append(task.results[1])  # (its first future: the token comes first)
-    finish(op, new_ops, futures, plan.dim)
+    finish(op, new_ops, futures, plan, mesh)
     Rewriter.erase_op(mm)
     release(mm)
     return plan
@@ -527,6 +696,7 @@ def plan_matmul_then_fused(
     chunks: int,
     mesh: Mesh,
     types: Callable[[DTensorType], object] | None = None,
+    per_rank: bool = False,
 ) -> Plan:
     """As for a reduce-scatter, and every other input of the body must be cut along the chunk
     dimension too (or broadcast along it). `types`: the chunks' result types (`ChunkTypes`)."""
@@ -537,14 +707,28 @@ def plan_matmul_then_fused(
         dims = [(v, input_dim(v, d, y)) for v in op.inputs]
         return any(e is not None and is_split(v.type, e) for v, e in dims)  # type: ignore[arg-type]
 
-    return plan_matmul_chunks(
-        mm,
-        op.dim.value.data,
-        chunks,
-        mesh,
-        types if types is not None else lambda t: chunk_result_types(op, t, mesh),
-        cut_elsewhere,
-    )
+    chunk_types = types if types is not None else lambda t: chunk_result_types(op, t, mesh)
+    try:
+        return plan_matmul_chunks(mm, op.dim.value.data, chunks, mesh, chunk_types, cut_elsewhere)
+    except Refusal as why:
+        if not per_rank:
+            raise
+        if op.body_block().args[0].uses:  # (dropout: an index box cannot hold a rank's block)
+            raise Refusal(
+                f"{why}, nor each rank's block of one: the body reads element indices"
+            ) from None
+        plan = per_rank_reduction_plan(
+            mm,
+            chunks,
+            mesh,
+            op.iteration_type(mesh),
+            chunk_types,  # type: ignore[arg-type]
+            [r.type for r in op.outputs],  # type: ignore[misc]
+            op.inputs,
+        )
+        if plan is None:
+            raise Refusal(f"{why}, nor each rank's block of one") from None
+        return plan
 
 
 def chunk_shape(t: DTensorType, dim: int, start: int, stop: int) -> list[int]:
@@ -675,6 +859,7 @@ def overlap_matmul_then_fused(
     bodies: ChunkBodies | None = None,
     plans: Plans | None = None,
     slices: Slices | None = None,
+    per_rank: bool = False,
 ) -> Plan:
     """Each chunk of the matmul feeds its own fused collective (reduce-scatter, body on the
     slice, all-gather) on the communication stream; the outputs are joined chunk by chunk.
@@ -684,7 +869,7 @@ def overlap_matmul_then_fused(
 
     def plan_it() -> tuple[Plan, ChunkTypes]:
         types = ChunkTypes(op, mesh)
-        return plan_matmul_then_fused(mm, op, chunks, mesh, types), types
+        return plan_matmul_then_fused(mm, op, chunks, mesh, types, per_rank), types
 
     if plans is None:
         plan, result_types = plan_it()
@@ -697,6 +882,7 @@ def overlap_matmul_then_fused(
             tuple([r.type for r in op.outputs]),
             chunks,
             mesh,
+            per_rank,
         )
         plan, result_types = plans.get(key, plan_it)  # type: ignore[assignment]
     y = mm.result.type
@@ -708,16 +894,24 @@ def overlap_matmul_then_fused(
     ref = None if shared is None else SymbolRefAttr(shared)
     dims = [input_dim(v, plan.dim, y) for v in op.inputs]
     block = op.parent
+    n = plan.factor
+    shaped: dict[tuple[SSAValue, int], SSAValue] = {}  # (`per_rank_piece`)
     for c, (a, b) in enumerate(plan.ranges):
-        part = chunk_matmul(mm, carriers, a, b, new_ops, None, slices, block)
         inputs = []
-        for v, d in zip(op.inputs, dims, strict=True):
-            if d is not None:
-                v = chunk_of(v, d, a, b, new_ops, slices, block)
-            inputs.append(v)
+        if n is None:
+            part = chunk_matmul(mm, carriers, a, b, new_ops, None, slices, block)
+            for v, d in zip(op.inputs, dims, strict=True):
+                inputs.append(v if d is None else chunk_of(v, d, a, b, new_ops, slices, block))
+            box = chunk_index_box(op, y.get_shape(), plan.dim, a)
+        else:  # (each rank's block's rows; the body reads no index: no box)
+            part = per_rank_matmul(mm, carriers, n, a, b, new_ops, mesh, shaped)
+            for v, d in zip(op.inputs, dims, strict=True):
+                piece = None if d is None else per_rank_piece(v, d, n, a, b, new_ops, mesh, shaped)
+                inputs.append(v if piece is None else piece)
+            box = {}
         types = result_types(part.result.type)  # type: ignore[arg-type]
         body = ref if ref is not None else chunk_body(op, c == len(plan.ranges) - 1)
-        props = chunk_properties(op, chunk_index_box(op, y.get_shape(), plan.dim, a), body)
+        props = chunk_properties(op, box, body)
 
         def build(
             args: Sequence[SSAValue],
@@ -737,6 +931,11 @@ def overlap_matmul_then_fused(
             wait = sched.AwaitOp(f)
             new_ops.append(wait)
             ready[r].append(wait.result)
+    if n is not None:
+        ready = [
+            [per_rank_join(values, plan.dim, n, r.type, new_ops, mesh)]
+            for values, r in zip(ready, op.outputs, strict=True)
+        ]
     join(op, new_ops, ready, plan.dim)
     Rewriter.erase_op(mm)
     release(mm)
@@ -1100,14 +1299,20 @@ def joined(
     return value
 
 
-def finish(op: Operation, new_ops: list[Operation], futures: Sequence[SSAValue], dim: int) -> None:
-    """Await every chunk (after all chunks were issued) and concatenate them in place of `op`."""
+def finish(
+    op: Operation, new_ops: list[Operation], futures: Sequence[SSAValue], plan: Plan, mesh: Mesh
+) -> None:
+    """Await every chunk (after all chunks were issued) and join them in place of `op`."""
     values = []
     for f in futures:
         ready = sched.AwaitOp(f)
         new_ops.append(ready)
         values.append(ready.result)
-    concat(op, new_ops, values, dim)
+    if plan.factor is None:
+        concat(op, new_ops, values, plan.dim)
+    else:
+        whole = per_rank_join(values, plan.dim, plan.factor, op.results[0].type, new_ops, mesh)
+        join(op, new_ops, [[whole]], plan.dim)
 
 
 def concat(op: Operation, new_ops: list[Operation], values: Sequence[SSAValue], dim: int) -> None:
@@ -1194,10 +1399,11 @@ class Overlap(ModulePass):
 
     per_rank: bool = option(
         False,
-        "Where an all_gather's matmul has no whole output dimension to chunk (activations split "
-        "along the sequence or the batch, Megatron's sequence parallelism), chunk each rank's "
-        "block of a split one (TransformerEngine's all-gather + GEMM overlap). Off by default: "
-        "smaller gemms cost time too, and `autotune` tries it by simulation.",
+        "Where a matmul has no whole output dimension to chunk (activations split along the "
+        "sequence or the batch and gathered, Megatron's sequence parallelism; weight gradients "
+        "reduce-scattered over dp), chunk each rank's block of a split one (TransformerEngine's "
+        "all-gather + GEMM overlap). Off by default: smaller gemms cost time too, and "
+        "`autotune` tries it by simulation.",
     )
 
     def __post_init__(self) -> None:
@@ -1219,11 +1425,15 @@ class Overlap(ModulePass):
             requested = chunk_count(candidate, self.chunks)
             try:
                 if isinstance(candidate, coll.AllReduceOp | coll.ReduceScatterOp):
-                    plan = overlap_matmul_then_collective(candidate, requested, plans, slices)
+                    plan = overlap_matmul_then_collective(
+                        candidate, requested, plans, slices, self.per_rank
+                    )
                 elif isinstance(candidate, coll.FusedAllReduceOp):
                     if bodies is None:
                         bodies = ChunkBodies(op)
-                    plan = overlap_matmul_then_fused(candidate, requested, bodies, plans, slices)
+                    plan = overlap_matmul_then_fused(
+                        candidate, requested, bodies, plans, slices, self.per_rank
+                    )
                 elif (
                     isinstance(candidate, coll.AllGatherOp)
                     and (mm := matmul_fed_by(candidate)) is not None

@@ -112,7 +112,7 @@ def test_the_readme_commands_work_as_written(tmp_path: Path) -> None:
 
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Predicting a program's time", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```sh\n(.*?)\n```", section, re.S)
+    block = re.findall(r"```sh\n(.*?)\n```", section, re.S)[0]
     shutil.copytree(ROOT / "bench", tmp_path / "bench", ignore=shutil.ignore_patterns("*.py"))
     outputs = []
     for line in block.splitlines():
@@ -133,3 +133,30 @@ def test_the_readme_commands_work_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "row.json").exists() and (tmp_path / "row.png").exists()
     assert "-> split+reorder+fuse, overlap 4" in outputs[2].stderr
     assert "sched.execute" in (tmp_path / "tuned.mlir").read_text()
+
+
+def test_the_readme_per_rank_commands_work_as_written(tmp_path: Path) -> None:
+    """README's second command block on predicting time: a bf16 GPT-5B step under
+    `overlap{per-rank=true}` prints the step time the text quotes, and the text's figure
+    without it is the same pipeline's without the option."""
+    import re
+    import shlex
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Predicting a program's time", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"```sh\n(.*?)\n```", section, re.S)[1]
+    build, simulate = block.splitlines()
+    python, flag, module, *args = shlex.split(build)
+    assert (python, flag) == ("python", "-m")
+    assert run_tool(module, *args, cwd=tmp_path).returncode == 0
+    tool, *args = shlex.split(simulate)
+    assert tool == "ccopt-sim"
+    done = run_tool("ccopt.tools.ccopt_sim", *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    quoted = re.search(r"prints `step time: (\d+) ns`, against\s+(\d+) ns", section)
+    assert quoted is not None
+    assert done.stdout.splitlines()[-1] == f"step time: {quoted[1]} ns"
+    pipeline = args[args.index("-p") + 1]
+    args[args.index("-p") + 1] = pipeline.replace(" per-rank=true", "")
+    without = run_tool("ccopt.tools.ccopt_sim", *args, cwd=tmp_path)
+    assert without.stdout.splitlines()[-1] == f"step time: {quoted[2]} ns"
