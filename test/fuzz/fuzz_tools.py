@@ -44,6 +44,7 @@ PIPELINES = (
     "fuse-collective",
     "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3}",
     "overlap{chunks=2}",
+    "split-all-reduce,reorder-elementwise,fuse-collective,overlap{chunks=2 per-rank=true}",
     "pipeline-p2p",
     "inline",
     "inline,convert-to-kernel",

@@ -7,6 +7,7 @@ the CPU harness (FileCheck: test/filecheck/passes/overlap-per-rank.mlir and its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,21 +46,19 @@ def exposed_gathers(module) -> int:  # noqa: ANN001
     )
 
 
-@pytest.mark.parametrize("lower", [False, True], ids=["L2", "L3"])
-@pytest.mark.parametrize("chunks", [1, 2, 3, 4])
-@pytest.mark.parametrize("entry", ENTRIES)
-def test_chunks_keep_every_rank_result(entry: str, chunks: int, lower: bool) -> None:
-    pipeline = f"overlap{{chunks={chunks} per-rank=true}}" + (LOWER if lower else "")
-    report = ccopt.check_pipeline(PROGRAM, pipeline, entry=entry, seed=7)
-    assert report.ok, report
+CASES = [(PROGRAM, "", e) for e in ENTRIES] + [
+    (REDUCTIONS, f"{FUSE},", e) for e in REDUCTION_ENTRIES
+]
 
 
 @pytest.mark.parametrize("lower", [False, True], ids=["L2", "L3"])
 @pytest.mark.parametrize("chunks", [1, 2, 3, 4])
-@pytest.mark.parametrize("entry", REDUCTION_ENTRIES)
-def test_reduction_chunks_keep_every_rank_result(entry: str, chunks: int, lower: bool) -> None:
-    pipeline = f"{FUSE},overlap{{chunks={chunks} per-rank=true}}" + (LOWER if lower else "")
-    report = ccopt.check_pipeline(REDUCTIONS, pipeline, entry=entry, seed=7)
+@pytest.mark.parametrize(("program", "before", "entry"), CASES, ids=[c[2] for c in CASES])
+def test_chunks_keep_every_rank_result(
+    program: str, before: str, entry: str, chunks: int, lower: bool
+) -> None:
+    pipeline = f"{before}overlap{{chunks={chunks} per-rank=true}}" + (LOWER if lower else "")
+    report = ccopt.check_pipeline(program, pipeline, entry=entry, seed=7)
     assert report.ok, report
 
 
@@ -209,13 +208,20 @@ def test_per_rank_chunks_on_random_meshes_and_shapes(case: Case) -> None:
     """Every such gather is pipelined (each rank's block of the batch or of the sequence has 2
     or more rows), and every rank's results agree with the unscheduled program's, at L2 and at
     L3."""
-    spec = f"overlap{{chunks={case.chunks} per-rank=true}}"
-    module = load_program(case.text)
+    assert_pipelined_and_equal(
+        case.text, f"overlap{{chunks={case.chunks} per-rank=true}}", exposed_gathers
+    )
+
+
+def assert_pipelined_and_equal(text: str, spec: str, exposed: Callable[[ModuleOp], int]) -> None:
+    """After `spec`, no collective is left whole (`exposed`), and every rank's results agree
+    with the unscheduled program's, at L2 and at L3."""
+    module = load_program(text)
     run_pipeline(module, spec)
-    assert exposed_gathers(module) == 0, case.text
+    assert exposed(module) == 0, text
     for pipeline in (spec, spec + LOWER):
-        report = ccopt.check_pipeline(case.text, pipeline, entry="f", seed=3)
-        assert report.ok, (case.text, pipeline, report)
+        report = ccopt.check_pipeline(text, pipeline, entry="f", seed=3)
+        assert report.ok, (text, pipeline, report)
 
 
 def test_sequence_parallel_gpt_step_keeps_its_result(tmp_path: Path) -> None:
@@ -291,9 +297,4 @@ def test_per_rank_reductions_on_random_meshes_and_shapes(case: Case) -> None:
     """Every such reduction is pipelined with its matmul, and every rank's results agree with
     the unscheduled program's, at L2 and at L3."""
     spec = f"{FUSE},overlap{{chunks={case.chunks} per-rank=true}}"
-    module = load_program(case.text)
-    run_pipeline(module, spec)
-    assert exposed_reductions(module) == 0, case.text
-    for pipeline in (spec, spec + LOWER):
-        report = ccopt.check_pipeline(case.text, pipeline, entry="f", seed=3)
-        assert report.ok, (case.text, pipeline, report)
+    assert_pipelined_and_equal(case.text, spec, exposed_reductions)
