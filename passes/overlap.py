@@ -69,8 +69,8 @@ whole: a rank's rows are no box of the whole value.
 
 It is off by default because smaller gemms cost time as well (the simulator's gemm model
 charges each chunk): on an f32 GPT-5B step the gathers it hides are smaller than that cost,
-while on the bf16 step it saves 7% (README, "Predicting a program's time"); `autotune` tries it,
-collective by collective, against leaving the collective whole.
+while on the bf16 step (optimizer state sliced) it saves 9% (README, "Predicting a program's
+time"); `autotune` tries it, collective by collective, against leaving the collective whole.
 
 Chunks are ceil-div blocks (the last may be shorter), rounded up to 16 bytes where they cut the
 innermost dimension and that keeps the chunk count (`chunk_ranges`); each chunk computes exactly

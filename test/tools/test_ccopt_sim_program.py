@@ -153,7 +153,7 @@ def test_the_readme_per_rank_commands_work_as_written(tmp_path: Path) -> None:
     assert tool == "ccopt-sim"
     done = run_tool("ccopt.tools.ccopt_sim", *args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    quoted = re.search(r"prints `step time: (\d+) ns`, against\s+(\d+) ns", section)
+    quoted = re.search(r"prints\s+`step time: (\d+) ns`, against\s+(\d+) ns", section)
     assert quoted is not None
     assert done.stdout.splitlines()[-1] == f"step time: {quoted[1]} ns"
     pipeline = args[args.index("-p") + 1]
