@@ -19,7 +19,8 @@ on the result (greedy, one collective at a time). A `coll.reduce_scatter` is tri
 rows that do not split (leave, fused, overlap k, fused + overlap k), a `coll.all_gather` with
 leave and overlap k (with the matmul it feeds). Every overlap candidate chunks each rank's
 block of a split dimension where no whole dimension can be chunked (`overlap{per-rank=true}`):
-the simulator decides whether that pays. Every candidate is made of ccopt's own
+the simulator decides whether that pays. A `coll.fused_all_reduce` that fuse-collective made
+before autotune runs is tried with leave and overlap k. Every candidate is made of ccopt's own
 verified passes, so the result passes `ccopt-run --check-pipeline 'autotune{...}'` as they do.
 
 ```mlir
@@ -105,24 +106,26 @@ def candidates(op: Operation, chunks: Sequence[int]) -> list[Candidate]:
     split = (_split, _reorder, _fuse_elementwise)
     fused = (_fuse_collective, _fuse_elementwise)
     out = [Candidate("leave", ())]
+    fusable = isinstance(op, coll.AllReduceOp | coll.ReduceScatterOp)
     if isinstance(op, coll.AllReduceOp):
         out.append(Candidate("split+reorder+fuse", split))
-    if not isinstance(op, coll.AllGatherOp):
+    if fusable:
         out.append(Candidate("fused", fused, whole_consumers=True))
     for k in chunks:
         out.append(Candidate(f"overlap {k}", (_overlap(k),)))
         if isinstance(op, coll.AllReduceOp):
             out.append(Candidate(f"split+reorder+fuse, overlap {k}", (*split, _overlap(k))))
-        if not isinstance(op, coll.AllGatherOp):
+        if fusable:
             out.append(
                 Candidate(f"fused, overlap {k}", (*fused, _overlap(k)), whole_consumers=True)
             )
     return out
 
 
-TUNED_OPS = (coll.AllReduceOp, coll.ReduceScatterOp, coll.AllGatherOp)
+TUNED_OPS = (coll.AllReduceOp, coll.ReduceScatterOp, coll.AllGatherOp, coll.FusedAllReduceOp)
 """The collectives autotune chooses a schedule for (those the program has before it runs;
-what an earlier choice makes of a collective belongs to that choice)."""
+what an earlier choice makes of a collective belongs to that choice): a fused collective that
+fuse-collective made before autotune runs (a model's optimizer steps) is left or overlapped."""
 
 
 @dataclass(frozen=True)

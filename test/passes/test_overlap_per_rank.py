@@ -298,3 +298,28 @@ def test_per_rank_reductions_on_random_meshes_and_shapes(case: Case) -> None:
     the unscheduled program's, at L2 and at L3."""
     spec = f"{FUSE},overlap{{chunks={case.chunks} per-rank=true}}"
     assert_pipelined_and_equal(case.text, spec, exposed_reductions)
+
+
+def test_autotune_overlaps_a_fused_collective_per_rank_where_communication_dominates() -> None:
+    """A fused collective that fuse-collective made before autotune runs is tuned too: on a
+    machine whose network is slow, its only overlap (per-rank chunks of the gradient's rows)
+    wins over leaving it, and the tuned step keeps every rank's result."""
+    g, w = tensor((64, 32), "P(sum), S(1)"), tensor((64, 32), "R, S(1)")
+    x, dy, lr = (
+        tensor((256, 64), "S(0), R"),
+        tensor((256, 32), "S(0), S(1)"),
+        "!dtensor.tensor<f64, @m[R, R]>",
+    )
+    text = f"""dtensor.mesh @m [dp=2, tp=2]
+func.func @f(%x: {x}, %dy: {dy}, %w: {w}, %lr: {lr}) -> {w} {{
+  %g = dtensor.matmul %x, %dy transpose_lhs : ({x}, {dy}) -> {g}
+  %gs = coll.all_reduce sum %g over [dp] : {g} -> {w}
+  %step = dtensor.mul %lr, %gs : ({lr}, {w}) -> {w}
+  %w1 = dtensor.sub %w, %step : ({w}, {w}) -> {w}
+  func.return %w1 : {w}
+}}
+"""
+    machine = FILECHECK / "inputs" / "comm-bound.yml"
+    assert_pipelined_and_equal(
+        text, f'{FUSE},autotune{{machine="{machine}" chunks=2}}', exposed_reductions
+    )
