@@ -219,7 +219,8 @@ def pass_help(width: int) -> str:
         entries.append((f"  {name}", info.summary))
         for o in info.options:
             default = f" Default: {o.default}." if o.default else ""
-            entries.append((f"    {o.name}=<{o.kind}>", o.meaning + default))
+            spelled = o.name.replace("_", "-")  # (MLIR's spelling; xDSL takes either)
+            entries.append((f"    {spelled}=<{o.kind}>", o.meaning + default))
     column = max(len(left) for left, _ in entries) + 2
     lines = []
     for left, text in entries:

@@ -40,3 +40,11 @@ def test_pass_help_wraps_summaries_under_their_pass() -> None:
     end = next(i for i, line in enumerate(lines) if line.startswith("    reuse=<bool> "))
     summary = " ".join(" ".join(line.split()) for line in lines[start:end])
     assert summary == "plan-memory " + CATALOG["plan-memory"].summary
+
+
+def test_help_spells_options_as_mlir_does() -> None:
+    """Options show in kebab-case (`inline{max-ops=...}`, `overlap{per-rank=...}`), as
+    mlir-opt spells them and README writes them; the pipeline parser takes either spelling."""
+    text = pass_help(100)
+    assert "max-ops=<int>" in text and "per-rank=<bool>" in text
+    assert "max_ops" not in text and "per_rank" not in text
