@@ -144,7 +144,7 @@ def test_help_lists_every_pass_with_its_options() -> None:
         listed = [
             line.split()[0] for line in lines[at + 1 :] if line.startswith("    ") and "=<" in line
         ]
-        wanted = [f"{o.name}=<{o.kind}>" for o in info.options]
+        wanted = [f"{o.name.replace('_', '-')}=<{o.kind}>" for o in info.options]
         assert listed[: len(wanted)] == wanted
     assert "Number of chunks" in result.stdout and "Default: 4." in result.stdout
 
