@@ -1,9 +1,11 @@
-"""`overlap` on gathers a plain chunking cannot pipeline: chunks of each rank's block of a split
-dimension (`per-rank=true`: sequence- or batch-parallel activations, TransformerEngine's
-all-gather + GEMM), and gathered values read again after their matmul (the later readers read
-the chunks joined). Every rank's result equals the unscheduled program's, at L2 and through
-convert-to-kernel (where the chunks are read and written in place) and the generated code on
-the CPU harness (FileCheck: test/filecheck/passes/overlap-per-rank.mlir and its _invalid)."""
+"""`overlap` on collectives a plain chunking cannot pipeline: chunks of each rank's block of a
+split dimension (`per-rank=true`: sequence- or batch-parallel activations gathered into a matmul,
+TransformerEngine's all-gather + GEMM; weight gradients reduce-scattered over dp, alone or fused
+with their optimizer step), gathered values read again after their matmul (the later readers
+read the chunks joined), and autotune's choice of them. Every rank's result equals the
+unscheduled program's, at L2, through convert-to-kernel (where the chunks are read and written
+in place) and in the generated code on the CPU harness (FileCheck:
+test/filecheck/passes/overlap-per-rank*.mlir, autotune-fused.mlir)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 from test_random_programs import SETTINGS
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
 
 import ccopt
 from ccopt.backends.cuda.cpu import run_on_host
@@ -72,16 +75,17 @@ def exposed_reductions(module) -> int:  # noqa: ANN001
     )
 
 
+def per_function(module: ModuleOp, count: Callable[[Operation], int]) -> dict[str, int]:
+    """`count` of each function of `module`, by name."""
+    return {f.sym_name.data: count(f) for f in module.body.block.ops if isinstance(f, func.FuncOp)}
+
+
 def test_reductions_are_chunked_per_rank_only_when_asked_and_not_under_dropout() -> None:
     counts = {}
     for spec in ("overlap{chunks=2}", "overlap{chunks=2 per-rank=true}"):
         module = load_program(REDUCTIONS)
         run_pipeline(module, f"{FUSE},{spec}")
-        counts[spec] = {
-            f.sym_name.data: exposed_reductions(f)
-            for f in module.body.block.ops
-            if isinstance(f, func.FuncOp)
-        }
+        counts[spec] = per_function(module, exposed_reductions)
     assert counts["overlap{chunks=2}"] == {"grad_scatter": 1, "sgd_step": 1, "dropped": 1}
     assert counts["overlap{chunks=2 per-rank=true}"] == {
         "grad_scatter": 0,
@@ -95,14 +99,7 @@ def test_per_rank_is_off_by_default_and_gathers_read_again_are_pipelined_anyway(
     run_pipeline(off, "overlap{chunks=2}")
     on = load_program(PROGRAM)
     run_pipeline(on, "overlap{chunks=2 per-rank=true}")
-    by_name = {
-        name: {
-            f.sym_name.data: exposed_gathers(f)
-            for f in m.body.block.ops
-            if isinstance(f, func.FuncOp)
-        }
-        for name, m in (("off", off), ("on", on))
-    }
+    by_name = {name: per_function(m, exposed_gathers) for name, m in (("off", off), ("on", on))}
     assert by_name["off"] == {
         "batch_blocks": 1,
         "sequence_blocks": 1,
