@@ -131,51 +131,32 @@ def reads_dense(op: Operation, value: SSAValue, root: SSAValue) -> bool:
     return all(w is not value and storage(w) is not root for w in outs)
 
 
-class DenseViews:
-    """Whether a copy of a box could be a view that every reader takes, per copy: the readers
-    read strided rows (`reads_strided`), or they are kernels reading a view that is row-major on
-    every rank (`k.dense_subview`, remembered per pair of types: a model repeats a few)."""
-
-    def __init__(self) -> None:
-        self.dense: dict[tuple[Attribute, Attribute], bool] = {}
-
-    def fits(
-        self, source: SSAValue, dest: SSAValue, readers: list[Operation], at: Operation
-    ) -> bool:
-        rest = [r for r in readers if not reads_strided(r, dest)]
-        if not rest:
-            return True
-        if type(source.owner) in _VIEW_CLASSES and not reshaped_dense(source, self, at):
-            return False  # (its rows may already be strided)
-        root = storage(source)
-        if not all(reads_dense(r, dest, root) for r in rest):
-            return False
-        return self.is_dense(source, dest, at)
-
-    def is_dense(self, source: SSAValue, dest: SSAValue, at: Operation) -> bool:
-        """Whether a box of `source` of `dest`'s type is row-major on every rank."""
-        key = (source.type, dest.type)
-        found = self.dense.get(key)
-        if found is None:
-            src, dst = k.tensor_of(source), k.tensor_of(dest)
-            mesh = lookup_mesh(at, dst.mesh_name)
-            found = self.dense[key] = mesh is not None and k.dense_subview(src, dst, mesh)
-        return found
+def view_fits(source: SSAValue, dest: SSAValue, readers: list[Operation], at: Operation) -> bool:
+    """Whether a copy of a box of `source` into `dest` could be a view that every reader
+    takes: the readers read strided rows (`reads_strided`), or they are kernels reading a view
+    that is row-major on every rank (`dense_box`)."""
+    rest = [r for r in readers if not reads_strided(r, dest)]
+    if not rest:
+        return True
+    if type(source.owner) in _VIEW_CLASSES and not reshaped_dense(source, at):
+        return False  # (its rows may already be strided)
+    root = storage(source)
+    if not all(reads_dense(r, dest, root) for r in rest):
+        return False
+    return dense_box(source.type, dest.type, at)
 
 
-def reshaped_dense(
-    buffer: SSAValue, dense: DenseViews | None = None, at: Operation | None = None
-) -> bool:
+def reshaped_dense(buffer: SSAValue, at: Operation | None = None) -> bool:
     """Whether `buffer` is row-major on every rank though it is a view: a buffer of its own seen
     through reshapes (`kernel.view`: a reshape keeps every rank's block one row-major block,
-    `infer_reshape`) and, given `dense` (and an op `at` to find the mesh from), through boxes
-    that are row-major on every rank (`k.dense_subview`: a rank's block of rows). A box of
-    such a buffer is as dense as the same box of a buffer of that shape (per-rank chunks of a
-    split dimension are taken from such a reshape)."""
+    `infer_reshape`) and, given an op `at` to find the mesh from, through boxes that are
+    row-major on every rank (`dense_box`: a rank's block of rows). A box of such a buffer is
+    as dense as the same box of a buffer of that shape (per-rank chunks of a split dimension
+    are taken from such a reshape)."""
     while type(owner := buffer.owner) in _VIEW_CLASSES:
         source = _item(owner._operands, 0)  # type: ignore[union-attr]
         if type(owner) is not k.ViewOp and (
-            dense is None or at is None or not dense.is_dense(source, buffer, at)
+            at is None or not dense_box(source.type, buffer.type, at)
         ):
             return False
         buffer = source
@@ -326,7 +307,6 @@ def view_in_place(block: Block, speculative: Speculated | None = None) -> int:
             by.sort(key=position.of)
             writers[root] = ([position.of(o) for o in by], by)
     done = 0
-    dense = DenseViews()
     erased: list[Operation] = []  # released at the end (`release`): loops still read them
     for op, found in zip(reversed(copies), reversed(boxes), strict=True):
         assert found is not None
@@ -340,7 +320,7 @@ def view_in_place(block: Block, speculative: Speculated | None = None) -> int:
         else:
             alloc = None
             readers = [u.operation for u in dest.uses]
-        fits = dense.fits(source, dest, readers, op)
+        fits = view_fits(source, dest, readers, op)
         if fits:
             at, by = writers.get(storage_upto(source, spec), ((), ()))
             later = by[bisect_right(at, position.of(op)) :]  # (positions ascend)
@@ -538,22 +518,30 @@ def writes_chunk_in_place(writer: Operation, chunk: SSAValue, concat: Operation)
 
 def dense_chunk(concat: Operation, chunk: SSAValue) -> bool:
     """Whether every rank's block of `chunk`, as a box of `concat`'s output, is row-major
-    without gaps (`k.dense_subview`)."""
-    whole, part = k.tensor_of(concat.out), k.tensor_of(chunk)  # type: ignore[attr-defined]
-    key = (whole, part)
-    found = _DENSE_CHUNKS.get(key)
+    without gaps."""
+    return dense_box(concat.out.type, chunk.type, concat)  # type: ignore[attr-defined]
+
+
+def dense_box(whole: Attribute, part: Attribute, at: Operation) -> bool:
+    """Whether a box of type `part` of a buffer of type `whole` is row-major on every rank
+    (`k.dense_subview`, on the mesh found from `at`), remembered by the pair of types and the
+    mesh's axis sizes (a model repeats a few types; two programs may name different meshes
+    alike)."""
+    assert isinstance(whole, k.BufferType) and isinstance(part, k.BufferType)
+    mesh = lookup_mesh(at, whole.tensor.mesh_name)
+    if mesh is None:
+        return False
+    key = (whole, part, mesh.axis_sizes)
+    found = _DENSE_BOXES.get(key)
     if found is None:
-        mesh = lookup_mesh(concat, whole.mesh_name)
-        found = mesh is not None and k.dense_subview(whole, part, mesh)
-        if len(_DENSE_CHUNKS) > 4096:
-            _DENSE_CHUNKS.clear()
-        _DENSE_CHUNKS[key] = found
+        found = k.dense_subview(whole.tensor, part.tensor, mesh)
+        if len(_DENSE_BOXES) > 4096:
+            _DENSE_BOXES.clear()
+        _DENSE_BOXES[key] = found
     return found
 
 
-_DENSE_CHUNKS: dict[tuple[Attribute, Attribute], bool] = {}
-"""`dense_chunk`'s verdicts, by the concatenation's and the chunk's types
-(a model's layers repeat a few; the mesh is named in the types)."""
+_DENSE_BOXES: dict[tuple[Attribute, Attribute, tuple[int, ...]], bool] = {}
 
 
 def earliest(op: Operation, wanted: set[int]) -> Operation:

@@ -62,7 +62,7 @@ The reduction direction has the same gap: a weight gradient reduce-scattered ove
 fused with its optimizer step: reduce-scatter, body, all-gather) has its rows scattered and
 its columns split over `tp`. With `per-rank=true` the chunks are rows [a, b) of every rank's
 block of a dimension the reduction leaves split: each operand that carries it, and each input
-of a fused body, is reshaped to [ranks, block], sliced and merged back (`per_rank_piece`), so
+of a fused body, is reshaped to [ranks, block], sliced and merged back (`PerRankPieces`), so
 the reduce-scatter of a chunk hands every rank its own block's rows; the chunks' results are
 joined the same way (`per_rank_join`). A body that reads element indices (dropout) is left
 whole: a rank's rows are no box of the whole value.
@@ -513,7 +513,7 @@ def per_rank_reduction_plan(
     split or scattered (a weight gradient reduce-scattered over `dp`, its columns split over
     `tp`): the dimension is seen as [n, size / n] for the n ranks that end up holding its
     blocks, and chunk c is rows [a, b) of every block - the carrying operands' rows, and the
-    fused body's inputs', taken the same way (`per_rank_piece`), so each rank's reduced chunk
+    fused body's inputs', taken the same way (`PerRankPieces`), so each rank's reduced chunk
     is its own block's rows. `chunk_results`: the reduction's result types on a partial chunk;
     `outputs`: its results, which the chunks joined (`per_rank_join`) must give back. Every
     type on the way is inferred first. None: no such dimension."""
@@ -550,7 +550,7 @@ def per_rank_reduction_plan(
 def per_rank_piece_type(
     t: DTensorType, dim: int, n: int, a: int, b: int, sizes: Sequence[int]
 ) -> DTensorType:
-    """The type of `per_rank_piece` (InferenceError where a step breaks)."""
+    """The type of `PerRankPieces.piece` (InferenceError where a step breaks)."""
     shaped = infer.infer_reshape(t, per_rank_shape(t, dim, n), sizes)
     offsets = [a if i == dim + 1 else 0 for i in range(shaped.rank)]
     box = [b - a if i == dim + 1 else s for i, s in enumerate(shaped.get_shape())]
@@ -568,31 +568,44 @@ def per_rank_join_type(
         raise InferenceError(f"the chunks joined are not {whole}")
 
 
-def per_rank_piece(
-    value: SSAValue,
-    dim: int,
-    n: int,
-    a: int,
-    b: int,
-    new_ops: list[Operation],
-    mesh: Mesh,
-    shaped: dict[tuple[SSAValue, int], SSAValue],
-) -> SSAValue:
-    """Rows [a, b) of each of the n blocks of `value`'s dimension `dim`, as one dimension of
-    n * (b - a) rows: `value` seen as [n, size / n] there (a reshape, made once per value and
-    dimension: `shaped`), sliced, and merged back - a split dimension keeps its split, each
-    rank holding its own block's rows."""
-    t = value.type
-    assert isinstance(t, DTensorType)
-    whole = shaped.get((value, dim))
-    if whole is None:
-        reshape = dt.ReshapeOp(value, per_rank_shape(t, dim, n), mesh)
-        new_ops.append(reshape)
-        whole = shaped[(value, dim)] = reshape.result
-    piece = slice_dim(whole, dim + 1, a, b)
-    merged = dt.ReshapeOp(piece.result, chunk_shape(t, dim, 0, n * (b - a)), mesh)
-    new_ops += [piece, merged]
-    return merged.result
+class PerRankPieces:
+    """The per-rank pieces of one rewrite: rows [a, b) of each of the `n` blocks of a
+    dimension, for the ops made into `new_ops` (`piece`, `matmul`); the reshape of a value to
+    [n, size / n] is made once per value and dimension."""
+
+    def __init__(self, n: int, new_ops: list[Operation], mesh: Mesh) -> None:
+        self.n, self.new_ops, self.mesh = n, new_ops, mesh
+        self.shaped: dict[tuple[SSAValue, int], SSAValue] = {}
+
+    def piece(self, value: SSAValue, dim: int, a: int, b: int) -> SSAValue:
+        """Rows [a, b) of each block of `value`'s dimension `dim`, as one dimension of
+        n * (b - a) rows: `value` seen as [n, size / n] there (a reshape), sliced, and merged
+        back - a split dimension keeps its split, each rank holding its own block's rows."""
+        t = value.type
+        assert isinstance(t, DTensorType)
+        whole = self.shaped.get((value, dim))
+        if whole is None:
+            reshape = dt.ReshapeOp(value, per_rank_shape(t, dim, self.n), self.mesh)
+            self.new_ops.append(reshape)
+            whole = self.shaped[(value, dim)] = reshape.result
+        piece = slice_dim(whole, dim + 1, a, b)
+        merged = dt.ReshapeOp(piece.result, chunk_shape(t, dim, 0, self.n * (b - a)), self.mesh)
+        self.new_ops += [piece, merged]
+        return merged.result
+
+    def matmul(
+        self, mm: dt.MatmulOp, carriers: Sequence[tuple[int, int]], a: int, b: int
+    ) -> dt.MatmulOp:
+        """`mm` on rows [a, b) of each block of its carrying operands' dimension."""
+        operands = list(mm.operands)
+        for i, od in carriers:
+            operands[i] = self.piece(operands[i], od, a, b)
+        part = matmul(
+            operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
+        )
+        part.attributes.update(mm.attributes)
+        self.new_ops.append(part)
+        return part
 
 
 def per_rank_join(
@@ -603,7 +616,7 @@ def per_rank_join(
     new_ops: list[Operation],
     mesh: Mesh,
 ) -> SSAValue:
-    """The inverse of `per_rank_piece` over all chunks: each chunk seen as [n, rows], the
+    """The inverse of `PerRankPieces.piece` over all chunks: each chunk seen as [n, rows], the
     chunks concatenated along the rows, and the result reshaped to the type `whole`."""
     shaped = []
     for v in values:
@@ -613,28 +626,6 @@ def per_rank_join(
         new_ops.append(r)
         shaped.append(r.result)
     return joined(shaped, dim + 1, whole, new_ops, mesh)
-
-
-def per_rank_matmul(
-    mm: dt.MatmulOp,
-    carriers: Sequence[tuple[int, int]],
-    n: int,
-    a: int,
-    b: int,
-    new_ops: list[Operation],
-    mesh: Mesh,
-    shaped: dict[tuple[SSAValue, int], SSAValue],
-) -> dt.MatmulOp:
-    """The matmul on rows [a, b) of each of the n blocks of its carrying operands' dimension."""
-    operands = list(mm.operands)
-    for i, od in carriers:
-        operands[i] = per_rank_piece(operands[i], od, n, a, b, new_ops, mesh, shaped)
-    part = matmul(
-        operands[0], operands[1], mm.transpose_lhs is not None, mm.transpose_rhs is not None
-    )
-    part.attributes.update(mm.attributes)
-    new_ops.append(part)
-    return part
 
 
 def producing_matmul(op: Operation, value: SSAValue, what: str) -> dt.MatmulOp:
@@ -670,10 +661,10 @@ def overlap_matmul_then_collective(
     new_ops: list[Operation] = []
     futures = []
     block = op.parent
-    shaped: dict[tuple[SSAValue, int], SSAValue] = {}  # (`per_rank_piece`)
+    pieces = None if plan.factor is None else PerRankPieces(plan.factor, new_ops, mesh)
     for c, (a, b) in enumerate(plan.ranges):
-        if plan.factor is not None:
-            part = per_rank_matmul(mm, carriers, plan.factor, a, b, new_ops, mesh, shaped)
+        if pieces is not None:
+            part = pieces.matmul(mm, carriers, a, b)
         else:
             part = chunk_matmul(mm, carriers, a, b, new_ops, None, slices, block)
         task = async_region(
@@ -895,7 +886,7 @@ def overlap_matmul_then_fused(
     dims = [input_dim(v, plan.dim, y) for v in op.inputs]
     block = op.parent
     n = plan.factor
-    shaped: dict[tuple[SSAValue, int], SSAValue] = {}  # (`per_rank_piece`)
+    pieces = None if n is None else PerRankPieces(n, new_ops, mesh)
     for c, (a, b) in enumerate(plan.ranges):
         inputs = []
         if n is None:
@@ -904,10 +895,10 @@ def overlap_matmul_then_fused(
                 inputs.append(v if d is None else chunk_of(v, d, a, b, new_ops, slices, block))
             box = chunk_index_box(op, y.get_shape(), plan.dim, a)
         else:  # (each rank's block's rows; the body reads no index: no box)
-            part = per_rank_matmul(mm, carriers, n, a, b, new_ops, mesh, shaped)
+            assert pieces is not None
+            part = pieces.matmul(mm, carriers, a, b)
             for v, d in zip(op.inputs, dims, strict=True):
-                piece = None if d is None else per_rank_piece(v, d, n, a, b, new_ops, mesh, shaped)
-                inputs.append(v if piece is None else piece)
+                inputs.append(v if d is None else pieces.piece(v, d, a, b))
             box = {}
         types = result_types(part.result.type)  # type: ignore[arg-type]
         body = ref if ref is not None else chunk_body(op, c == len(plan.ranges) - 1)

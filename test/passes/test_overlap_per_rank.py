@@ -320,3 +320,28 @@ func.func @f(%x: {x}, %dy: {dy}, %w: {w}, %lr: {lr}) -> {w} {{
     assert_pipelined_and_equal(
         text, f'{FUSE},autotune{{machine="{machine}" chunks=2}}', exposed_reductions
     )
+
+
+def test_row_major_verdicts_are_per_mesh_not_per_mesh_name() -> None:
+    """convert-to-kernel remembers whether a box is row-major on every rank (`dense_box`) across
+    modules: two programs naming different meshes `@m` must not share a verdict. A column
+    box of a buffer split by rows is row-major only where each rank holds one row."""
+    from ccopt.dialects import kernel as k
+    from ccopt.passes.kernel_views import dense_box
+
+    whole = k.BufferType(load_type("4x6xf32, @m[S(0)]"))
+    part = k.BufferType(load_type("4x3xf32, @m[S(0)]"))
+    verdicts = []
+    for size in (4, 2, 4):
+        module = load_program(f"dtensor.mesh @m [tp={size}]\n")
+        verdicts.append(dense_box(whole, part, next(iter(module.ops))))
+    assert verdicts == [True, False, True]
+
+
+def load_type(text: str):  # noqa: ANN201
+    """A `!dtensor.tensor<text>` type, parsed."""
+    module = load_program(
+        f"dtensor.mesh @m [tp=2]\nfunc.func private @f(%x: !dtensor.tensor<{text}>)\n"
+    )
+    f = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    return f.function_type.inputs.data[0]
