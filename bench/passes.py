@@ -141,6 +141,7 @@ CASES = [
     ("pipeline", "pipeline-p2p,fuse-elementwise", "convert-to-kernel"),
     ("calls", "", "cse"),
     ("calls", "", "inline"),
+    ("mlp", "", "autotune{machine=dgx-a100 chunks=2 window=8}"),
 ]
 
 

@@ -23,6 +23,14 @@ the simulator decides whether that pays. A `coll.fused_all_reduce` that fuse-col
 before autotune runs is tried with leave and overlap k. Every candidate is made of ccopt's own
 verified passes, so the result passes `ccopt-run --check-pipeline 'autotune{...}'` as they do.
 
+Each collective's candidates are tried on its window (`ccopt.passes.autotune_window`): the
+`window` ops on each side of it in its function, widened to the matmul producing it, its first
+reader and the elementwise ops computing on its result, cut out as a function of its own. The
+times compared (and printed) are that function's simulated step times, and the winner's window
+is spliced back. So tuning costs the same per collective however long the program is (trying
+every candidate on the whole function made autotune quadratic in it: a GPT step's optimizer
+alone has a fused collective per parameter); `window=0` tries them on the whole function.
+
 ```mlir
 %y = dtensor.matmul %x, %w : ... -> ...[P(sum)]
 %r = coll.all_reduce sum %y over [tp] : ...[P(sum)] -> ...[R]
@@ -47,6 +55,7 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import CcoptError, OpWarning
 from ccopt.dialects import coll, sched
+from ccopt.passes.autotune_window import ProgramSymbols, Window, splice, window_around
 from ccopt.passes.common import TAG, is_elementwise, release, tag_of
 from ccopt.passes.options import option
 
@@ -130,17 +139,23 @@ fuse-collective made before autotune runs (a model's optimizer steps) is left or
 
 @dataclass(frozen=True)
 class Autotune(ModulePass):
-    """Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time."""
+    """Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by the simulated step time of the ops around it."""
 
     name = "autotune"
 
     machine: str = option("dgx2-v100", "Machine preset or machine YAML file to simulate on.")
     chunks: tuple[int, ...] = option((1, 2, 4, 8), "Chunk counts tried for overlap.")
     print: bool = option(False, "Print every candidate's simulated step time on stderr.")
+    window: int = option(
+        64,
+        "Ops on each side of a collective that its candidates are simulated with (0: its whole function).",
+    )
 
     def __post_init__(self) -> None:
         if not self.chunks or any(k < 1 for k in self.chunks):
             raise ValueError(f"autotune: chunks must be >= 1, got {list(self.chunks)}")
+        if self.window < 0:
+            raise ValueError(f"autotune: window must be >= 0, got {self.window}")
         from ccopt.sim.machine import load_machine
 
         try:  # a bad machine fails the pipeline when it is read, as a bad option does
@@ -153,28 +168,37 @@ class Autotune(ModulePass):
 
         machine = load_machine(self.machine)
         targets = [o for o in op.walk() if isinstance(o, TUNED_OPS)]
+        tuned: dict[int, Operation] = {}
         for n, target in enumerate(targets):
             target.attributes[ID] = IntegerAttr(n, i64)
+            tuned[n] = target
+        labels = [_label(o, n) for n, o in enumerate(targets)]
+        tried = [candidates(o, self.chunks) for o in targets]
+        del targets  # (what an earlier choice rewrites is found again through `tuned`)
         rows: list[tuple[str, str, int | None]] = []
+        symbols = ProgramSymbols(op)
         try:
-            for n, original in enumerate(targets):
-                if _find(op, n) is None:  # an earlier choice fused it away
+            for n, label in enumerate(labels):
+                target = tuned.get(n)
+                if target is None:  # an earlier choice fused it away
                     continue
-                label = _label(original, n)
-                entry = _function_of(original)
-                timed = [
-                    (c, _time(op, n, c, machine, entry)) for c in candidates(original, self.chunks)
-                ]
+                window = window_around(target, self.window, symbols)
+                timed = [(c, _time(window, n, c, machine)) for c in tried[n]]
                 rows += [(label, c.name, t) for c, t in timed]
                 best = min((x for x in timed if x[1] is not None), key=lambda x: x[1])[0]  # type: ignore[arg-type,return-value]
-                _apply(op, n, best)
+                _apply(window.module, n, best)
+                stale = _numbered(window.ops)
+                moved = splice(window, symbols)
+                for k in stale:
+                    tuned.pop(k, None)
+                tuned.update(_numbered(moved))
                 rows.append((label, f"-> {best.name}", None))
         finally:
             for o in op.walk():
                 if ID in o.attributes:
                     del o.attributes[ID]
         if self.print:
-            _print_table(rows, machine.name)
+            _print_table(rows, machine.name, self.window)
 
 
 ID = "autotune.id"
@@ -190,36 +214,36 @@ def _find(module: Operation, n: int) -> Operation | None:
     return None
 
 
+def _numbered(ops: list[Operation]) -> dict[int, Operation]:
+    """The collectives among `ops` (and inside them) that carry a number, by number."""
+    out: dict[int, Operation] = {}
+    for top in ops:
+        for o in top.walk():
+            attr = o.attributes.get(ID)
+            if isinstance(attr, IntegerAttr):
+                out[attr.value.data] = o
+    return out
+
+
 def _label(op: Operation, n: int) -> str:
     name = op.results[0].name_hint
     return f"%{name}" if name else f"{op.name.removeprefix('coll.')} #{n}"
 
 
-def _function_of(op: Operation) -> str | None:
-    """The function holding a collective: the one whose step time decides its schedule."""
-    from xdsl.dialects import func
-
-    while op is not None and not isinstance(op, func.FuncOp):
-        op = op.parent_op()  # type: ignore[assignment]
-    return op.sym_name.data if op is not None else None
-
-
-def _time(
-    module: ModuleOp, n: int, candidate: Candidate, machine: Machine, entry: str | None
-) -> int | None:
-    """The simulated step time of the module with `candidate` applied to its n-th collective,
+def _time(window: Window, n: int, candidate: Candidate, machine: Machine) -> int | None:
+    """The simulated step time of the window with `candidate` applied to its n-th collective,
     or None when a pass refuses it."""
     from xdsl.utils.exceptions import DiagnosticException
 
     from ccopt.sim.program import simulate_module
 
-    trial = module.clone()
+    trial = window.module.clone()
     try:
         try:
             _apply(trial, n, candidate)
         except (CcoptError, DiagnosticException, ValueError):
             return None
-        return simulate_module(trial, machine, entry=entry).step_time_ns
+        return simulate_module(trial, machine, entry=window.name).step_time_ns
     finally:
         release(trial)  # (a trial per candidate: freed now, not at a full collection)
 
@@ -307,9 +331,10 @@ def _untag(module: ModuleOp, tag: str, saved: dict[Operation, str | None]) -> No
             o.attributes[TAG] = StringAttr(old)
 
 
-def _print_table(rows: list[tuple[str, str, int | None]], machine: str) -> None:
+def _print_table(rows: list[tuple[str, str, int | None]], machine: str, window: int) -> None:
     width = max((len(c) for _, c, _ in rows), default=10)
-    print(f"autotune on {machine}: simulated step time per candidate", file=sys.stderr)
+    span = f"window={window}: the ops around each collective" if window else "whole function"
+    print(f"autotune on {machine}: simulated step time per candidate ({span})", file=sys.stderr)
     for collective, name, ns in rows:
         if ns is None and name.startswith("->"):
             print(f"  {collective:<16} {name}", file=sys.stderr)

@@ -92,11 +92,12 @@ CATALOG: dict[str, PassInfo] = {
         ),
     ),
     'autotune': PassInfo(
-        "Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by simulated step time.",
+        "Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by the simulated step time of the ops around it.",
         (
             OptionInfo(name='machine', kind='str', default='dgx2-v100', meaning='Machine preset or machine YAML file to simulate on.'),
             OptionInfo(name='chunks', kind='int,...', default='(1, 2, 4, 8)', meaning='Chunk counts tried for overlap.'),
             OptionInfo(name='print', kind='bool', default='false', meaning="Print every candidate's simulated step time on stderr."),
+            OptionInfo(name='window', kind='int', default='64', meaning='Ops on each side of a collective that its candidates are simulated with (0: its whole function).'),
         ),
     ),
     'inline': PassInfo(

@@ -46,6 +46,7 @@ PIPELINES = (
     "overlap{chunks=2}",
     "split-all-reduce,reorder-elementwise,fuse-collective,overlap{chunks=2 per-rank=true}",
     "pipeline-p2p",
+    "autotune{chunks=1,2 window=2}",
     "inline",
     "inline,convert-to-kernel",
     "inline,convert-to-kernel,plan-memory",

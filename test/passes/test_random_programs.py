@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -648,6 +649,7 @@ def programs(draw: st.DrawFn, max_steps: int = 10) -> Program:
 
 # --- the tests ------------------------------------------------------------------------------------------
 SPLIT = "split-all-reduce"
+COMM_BOUND = '"' + str(Path(__file__).parents[1] / "filecheck/passes/inputs/comm-bound.yml") + '"'
 REORDER = "reorder-elementwise"
 FUSE = "fuse-elementwise"
 
@@ -678,6 +680,9 @@ PASSES = [
     "convert-to-kernel,plan-memory",
     f"{SPLIT},{REORDER},{FUSE},fuse-collective,overlap{{chunks=2}},convert-to-kernel,plan-memory",
     f"pipeline-p2p,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},overlap{{chunks=2}},convert-to-kernel,plan-memory",
+    # autotune on windows of one and two ops around each collective (cut between any two ops)
+    f"autotune{{machine={COMM_BOUND} chunks=1,2 window=1}}",
+    f"{SPLIT},{REORDER},autotune{{machine={COMM_BOUND} chunks=2 window=2}}",
 ]
 
 
