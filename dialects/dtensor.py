@@ -919,7 +919,15 @@ class ReshapeOp(DTensorOp):
         )
 
     def inferred_type(self) -> DTensorType:
-        t = _dtensor(self.input)
+        return self.inferred_type_for([_dtensor(self.input)])
+
+    def inferred_type_for(self, operand_types: Sequence[Attribute]) -> DTensorType:
+        """The mesh is looked up from this op: the detached copy the other ops infer on has
+        none, and without the mesh's sizes a split hidden dimension could not become heads
+        (the placement search then found no signature for Megatron's attention)."""
+        (t,) = operand_types
+        if not isinstance(t, DTensorType):
+            raise VerifyException(f"expected a !dtensor.tensor value, got {t}")
         mesh = lookup_mesh(self, t.mesh_name)
         return infer.infer_reshape(
             t, _dtensor(self.result).get_shape(), mesh.axis_sizes if mesh is not None else None
