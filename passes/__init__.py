@@ -241,9 +241,25 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
     if spec.rstrip().endswith(","):
         raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
     try:
-        return PassPipeline.parse_spec(PASSES, spec, callback)
+        return PassPipeline.parse_spec(PASSES, _decimal_exponents(spec), callback)
     except (ValueError, ArgSpecParseError) as e:
         raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
+
+
+def _decimal_exponents(spec: str) -> str:
+    """`memory=1e-4` as `memory=0.0001`: xDSL's option lexer reads a number with an exponent as
+    a word, which no float option takes, where mlir-opt reads it as the number. Only a whole
+    unquoted option value is rewritten (`name=1e-4`, or an item of a list `name=1e3,2e3`)."""
+    if "e" not in spec and "E" not in spec:
+        return spec
+    import re
+    from decimal import Decimal
+
+    def decimal(m: re.Match[str]) -> str:
+        text = format(Decimal(m.group(1)), "f")
+        return text if "." in text else text + ".0"
+
+    return re.sub(r"(?<=[=,])([-+]?\d+(?:\.\d*)?[eE][-+]?\d+)(?=[\s,}])", decimal, spec)
 
 
 def register_pass(pass_class: type[ModulePass]) -> type[ModulePass]:

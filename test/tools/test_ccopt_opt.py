@@ -68,6 +68,19 @@ def test_bad_pass_pipeline(pipeline: str, message: str) -> None:
     assert_user_error(ccopt(str(SGD), "-p", pipeline), "invalid pass pipeline", message)
 
 
+def test_option_values_may_have_exponents() -> None:
+    """`memory=7e-7` reads as mlir-opt reads it, the number 0.0000007 (xDSL's lexer took it for a
+    word, which no float option takes); a quoted value is left as written."""
+    from ccopt.passes import _decimal_exponents
+
+    open_mlp = str(ROOT / "examples" / "open_mlp.mlir")
+    with_exponent = ccopt(open_mlp, "-p", "auto-shard{strategy=ilp memory=7e-7}")
+    decimal = ccopt(open_mlp, "-p", "auto-shard{strategy=ilp memory=0.0000007}")
+    assert with_exponent.returncode == 0, with_exponent.stderr
+    assert with_exponent.stdout == decimal.stdout
+    assert _decimal_exponents('t{a=1E3,2.5e-1 b="x/1e5" c=2}') == 't{a=1000.0,0.25 b="x/1e5" c=2}'
+
+
 def test_overlap_says_when_it_makes_fewer_chunks_than_requested() -> None:
     """`overlap{chunks=99999999}` on 4 rows makes 4 chunks: a located warning (with the source
     line, as MLIR prints one) says so, and the compilation succeeds."""
