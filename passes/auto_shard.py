@@ -120,7 +120,7 @@ from ccopt.passes.placement_search import (
 )
 from ccopt.passes.propagate_placements import (
     FunctionPlacer,
-    axis_bytes,
+    conversion_collectives,
     conversion_order,
     element_bytes,
 )
@@ -345,10 +345,7 @@ class Cost:
         if not nests(t, start, goal, self.mesh):
             return math.inf
         total = 0.0
-        for axis in range(len(goal)):
-            if start[axis] == goal[axis]:
-                continue
-            nbytes = axis_bytes(t, start, axis, goal[axis], self.mesh)
+        for axis, nbytes in conversion_collectives(t, start, goal, self.mesh):
             if self.machine is None:
                 total += nbytes + 1.0
             elif math.isinf(nbytes):

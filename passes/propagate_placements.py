@@ -98,7 +98,22 @@ def axis_bytes(
 
 
 def conversion_bytes(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> float:
-    return sum(axis_bytes(t, start, a, goal[a], mesh) for a in range(len(goal)))
+    return sum(nbytes for _, nbytes in conversion_collectives(t, start, goal, mesh))
+
+
+def conversion_collectives(
+    t: DTensorType, start: Placements, goal: Placements, mesh: Mesh
+) -> list[tuple[int, float]]:
+    """The collectives `convert` writes for `start` -> `goal`, in its order: (mesh axis,
+    per-device bytes). Each moves the tensor as the steps before it left it: gathering `tp`
+    first and then `dp` moves the dp groups' whole blocks, not the blocks still split over `tp`
+    (pricing each axis from `start` made a two-axis gather look 1/tp of its cost)."""
+    current = list(start)
+    out = []
+    for axis in conversion_order(start, goal):
+        out.append((axis, axis_bytes(t, tuple(current), axis, goal[axis], mesh)))
+        current[axis] = goal[axis]
+    return out
 
 
 # --- conversions ----------------------------------------------------------------------------

@@ -348,3 +348,33 @@ def test_a_conversion_before_a_call_holds_its_operand_beside_its_output():
     assert memory[problem.points.index(before)] == 3 * 16384 + 4096
     straight = [at(x, "R"), at(y, "S(0)"), at(u, "R"), at(call, "S(0)"), at(w, "R")]
     assert problem.point_memory(straight)[problem.points.index(before)] == 2 * 16384 + 4096
+
+
+@pytest.mark.parametrize("objective", ["bytes", "time"])
+def test_a_conversion_costs_the_collectives_convert_writes(objective: str) -> None:
+    """[S(0), S(1)] -> [R, R] on dp=2 x tp=8 is written as a gather over tp, then one over dp
+    of blocks no longer split over tp: the search prices it as those two collectives, each from
+    where the one before left the tensor (priced from the start, the dp gather looked 1/8 of its
+    cost, and the search reported costs its own written programs did not have)."""
+    from ccopt.dialects.dtensor_type import DTensorType, R, S
+    from ccopt.mesh import Mesh
+    from ccopt.passes.auto_shard import Cost
+    from ccopt.passes.propagate_placements import conversion_bytes
+
+    mesh = Mesh("m", ("dp", "tp"), (2, 8))
+    t = load_program(
+        "dtensor.mesh @m [dp=2, tp=8]\n"
+        "func.func @f(%a: !dtensor.tensor<8x2048x4096xbf16, @m[S(0), S(1)]>) -> "
+        "!dtensor.tensor<8x2048x4096xbf16, @m[S(0), S(1)]> {\n"
+        "  func.return %a : !dtensor.tensor<8x2048x4096xbf16, @m[S(0), S(1)]>\n}\n"
+    )
+    arg = next(o for o in t.walk() if isinstance(o, func.FuncOp)).args[0].type
+    assert isinstance(arg, DTensorType)
+    start, middle, goal = (S(0), S(1)), (S(0), R), (R, R)
+    cost = Cost(objective, "dgx-a100", mesh)
+    written = cost.convert(arg, start, middle) + cost.convert(arg, middle, goal)
+    assert cost.convert(arg, start, goal) == pytest.approx(written)
+    whole = 8 * 2048 * 4096 * 2
+    assert conversion_bytes(arg, start, goal, mesh) == pytest.approx(
+        7 / 8 * whole / 2 + 1 / 2 * whole  # tp: the dp block; dp: the whole tensor
+    )
