@@ -21,6 +21,8 @@ import time
 
 from bench_args import mesh, positives
 
+from ccopt.diagnostics import CcoptError
+
 PREPARE = "inline,split-all-reduce,reorder-elementwise,slice-state,fuse-elementwise,fuse-collective"
 
 
@@ -61,6 +63,15 @@ def main() -> None:
     parser.add_argument("--machine", default="dgx-a100")
     parser.add_argument("--dtype", default="bf16")
     args = parser.parse_args()
+    if args.window < 0:
+        parser.error(f"argument --window: expected an integer >= 0, got {args.window}")
+    try:
+        run(args)
+    except CcoptError as e:  # a bad model, machine or dtype: one line, as ccopt says it
+        parser.error(str(e))
+
+
+def run(args: argparse.Namespace) -> None:
     print(
         f"autotune on {args.model} ({args.dtype}, {args.mesh}) inlined, machine {args.machine}: "
         f"whole function (window=0) against window={args.window}"

@@ -122,6 +122,7 @@ from ccopt.passes.propagate_placements import (
     FunctionPlacer,
     conversion_collectives,
     conversion_order,
+    conversion_steps,
     element_bytes,
 )
 
@@ -423,16 +424,6 @@ def size(nbytes: float) -> str:
         if nbytes >= scale:
             return f"{nbytes / scale:.4g} {unit}"
     return f"{nbytes:.4g} bytes"
-
-
-def conversion_steps(start: Placements, goal: Placements) -> list[Placements]:
-    """The placements `convert` passes through from `start` to `goal`, one per collective
-    (innermost axis widened first, then slices outermost first), `goal` last."""
-    current, out = list(start), []
-    for axis in conversion_order(start, goal):
-        current[axis] = goal[axis]
-        out.append(tuple(current))
-    return out
 
 
 def conversion_held(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> float:

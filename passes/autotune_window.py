@@ -66,9 +66,7 @@ def window_around(target: Operation, reach: int, symbols: ProgramSymbols) -> Win
         assert first is not None and last is not None
     else:
         first, last = _span(top, block, reach)
-    first, last = _close_async(first, last, block)
-    ops = _between(first, last)
-    inputs, outputs = _crossing(ops, block)
+    ops, inputs, outputs = _close_async(first, last, block)
     return _outline(block, ops, inputs, outputs, symbols)
 
 
@@ -160,9 +158,12 @@ def _between(first: Operation, last: Operation) -> list[Operation]:
 _ASYNC = (sched.FutureType, sched.TokenType)
 
 
-def _close_async(first: Operation, last: Operation, block: Block) -> tuple[Operation, Operation]:
-    """Widen the window until no future or token crosses its ends (an execute and the awaits
-    of its results stay together: a function cannot take or return them)."""
+def _close_async(
+    first: Operation, last: Operation, block: Block
+) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
+    """The window's ops, inputs and outputs (`_crossing`), widened until no future or token
+    crosses its ends (an execute and the awaits of its results stay together: a function
+    cannot take or return them)."""
     while True:
         ops = _between(first, last)
         inputs, outputs = _crossing(ops, block)
@@ -175,7 +176,7 @@ def _close_async(first: Operation, last: Operation, block: Block) -> tuple[Opera
             if (u := _ancestor_in(use.operation, block)) is not None
         }
         if not early and not late:
-            return first, last
+            return ops, inputs, outputs
         before = (first, last)
         inside = set(ops)
         o = first

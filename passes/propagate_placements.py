@@ -108,11 +108,20 @@ def conversion_collectives(
     per-device bytes). Each moves the tensor as the steps before it left it: gathering `tp`
     first and then `dp` moves the dp groups' whole blocks, not the blocks still split over `tp`
     (pricing each axis from `start` made a two-axis gather look 1/tp of its cost)."""
-    current = list(start)
-    out = []
+    current, out = list(start), []
     for axis in conversion_order(start, goal):
         out.append((axis, axis_bytes(t, tuple(current), axis, goal[axis], mesh)))
         current[axis] = goal[axis]
+    return out
+
+
+def conversion_steps(start: Placements, goal: Placements) -> list[Placements]:
+    """The placements `convert` passes through from `start` to `goal`, one per collective
+    (innermost axis widened first, then slices outermost first), `goal` last."""
+    current, out = list(start), []
+    for axis in conversion_order(start, goal):
+        current[axis] = goal[axis]
+        out.append(tuple(current))
     return out
 
 
