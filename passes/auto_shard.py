@@ -5,7 +5,11 @@ Every open placement (`?`) of a function is decided at once by a search instead 
 legal placement signatures (the operands' and the result's placements, chosen per mesh axis and
 combined), restricted to the placements the program annotates; each function argument is a node
 whose candidates are replicated or split layouts; an edge from a producer to a consumer costs
-the conversion of the producer's result to the placement the consumer's signature reads. The
+the conversion of the producer's result to the placement the consumer's signature reads, except
+where the producer's candidate converts its result once, right after it, for every read at that
+placement (`Signature.shared`: an op's candidates include such a conversion of its result to
+each placement two of its reads may take, reducing partial sums or gathering splits; not under
+a memory limit, where each read's conversion lives only while its reader runs). The
 objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step's time
 (`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
 roofline; `overlap=C` credits the reduction of a matmul's result with what the `overlap{chunks=C}`
@@ -172,6 +176,17 @@ class Signature:
     """For a call: that entry's own memory peak per device (its arguments included)."""
     callee_bound: float = 0.0
     """For a call: that entry's lower bound (its cost where its search was exact)."""
+    shared: Placements | None = None
+    """A placement the result is converted to once, right after the op, for every reader
+    that reads it there (`AutoShard.share_conversions`): a gradient reduced once for Adam's
+    three uses, not once per use."""
+    shared_cost: float = 0.0
+    """What that conversion costs, less `shared_credit`."""
+    shared_credit: float = 0.0
+    """What the `overlap` pass saves pipelining that conversion with the matmul (`overlap=C`),
+    as simulated; then every read takes the conversion (`only_shared`)."""
+    only_shared: bool = False
+    """Every read takes the shared conversion: the matmul's one use, which `overlap` needs."""
 
 
 @dataclass
@@ -767,6 +782,29 @@ class AutoShard(ModulePass):
         functions nobody calls are searched with every call choosing its table entry, the
         tables grow where those callers wish other boundaries (`refine`), and only then is
         anything outside the tables rewritten (`settle_variants` names what was used)."""
+        seeds = self.uncredited_boundaries(ctx, op)
+        tables, roots, found, memo = self.plan(op, seeds)
+        for f, (nodes, solution) in found.items():
+            self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
+        if tables:
+            settle_variants(op, tables)
+        if self.overlap_tries and self.objective == "time":
+            from ccopt.passes.overlap_credit import annotate_chunks
+
+            for cost in memo.costs.values():
+                if cost.credit is not None:
+                    annotate_chunks(op, cost.credit)
+
+    def plan(
+        self, op: ModuleOp, seeds: Sequence[tuple[str, FunctionType]] = ()
+    ) -> tuple[
+        dict[str, list[Variant]],
+        list[func.FuncOp],
+        dict[func.FuncOp, tuple[list[Node], Solution | None]],
+        Memo,
+    ]:
+        """The transfer tables (with entries at the `seeds` boundaries too), the functions
+        nobody calls and their solutions: everything `apply` writes, nothing written yet."""
         order = callees_first(op)
         memo = Memo()
         targets = called(order)
@@ -781,6 +819,7 @@ class AutoShard(ModulePass):
         # program: added first, they changed the wishes refinement followed, and on a small
         # forward/backward/update step dp then ended dearer than without them
         added = sum(self.joint_entries(f, tables, memo) for f in roots) if tables else 0
+        added += self.seed_entries(op, seeds, tables, memo)
         if added or (self.strategy == "cd" and self.joint_pays(found, memo)):
             latest = {f: self.search(f, memo, tables) for f in roots}
             if total(latest) < total(found) - 1e-12 * max(1.0, abs(total(found))):
@@ -788,16 +827,54 @@ class AutoShard(ModulePass):
             found, latest = self.grow(roots, found, latest, tables, memo, JOINT_ROUNDS)
         if tables:
             found = self.close_gap(roots, found, tables, memo)
-        for f, (nodes, solution) in found.items():
-            self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
-        if tables:
-            settle_variants(op, tables)
-        if self.overlap_tries and self.objective == "time":
-            from ccopt.passes.overlap_credit import annotate_chunks
+        return tables, roots, found, memo
 
-            for cost in memo.costs.values():
-                if cost.credit is not None:
-                    annotate_chunks(op, cost.credit)
+    def uncredited_boundaries(self, ctx: Context, op: ModuleOp) -> list[tuple[str, FunctionType]]:
+        """Under the overlap credit, the callee boundaries the search without it chooses (on a
+        copy of the module): seeds for the credited tables. The credit changes what a call
+        boundary is worth (a matmul's reduction pipelined inside the callee, or not), and the
+        credited tables, which the joint repetitions do not grow (`repetition_relaxation`),
+        missed boundaries the uncredited search finds: on GPT-3's 96-layer step its program
+        cost 5.31 s with the credit, the credited search's own 9.64 s. With them the credited
+        search is never dearer than that program, where `dp` is exact over the tables."""
+        if not (self.overlap > 0 and self.objective == "time"):
+            return []
+        from dataclasses import replace
+
+        copy = op.clone()
+        try:
+            tables, roots, found, _ = replace(self, overlap=0, overlap_tries=()).plan(copy)
+        except CcoptError:
+            return []
+        out: dict[tuple[str, FunctionType], None] = {}
+        for nodes, solution in found.values():
+            if solution is None:
+                continue
+            for n, c in zip(nodes, solution.choice, strict=True):
+                signature = n.signatures[c]
+                if n.primary and isinstance(n.op, func.CallOp) and signature.variant is not None:
+                    name = n.op.callee.root_reference.data
+                    out[(name, tables[name][signature.variant].function_type)] = None
+        return list(out)
+
+    def seed_entries(
+        self,
+        op: ModuleOp,
+        seeds: Sequence[tuple[str, FunctionType]],
+        tables: dict[str, list[Variant]],
+        memo: Memo,
+    ) -> int:
+        """Add an entry at each seed boundary (`uncredited_boundaries`); how many were new."""
+        added = 0
+        for name, ft in seeds:
+            if name not in tables:
+                continue
+            callee = SymbolTable.lookup_symbol(op, name)
+            assert isinstance(callee, func.FuncOp)
+            before = len(tables[name])
+            self.add_entry(callee, tuple(ft.inputs.data), tuple(ft.outputs.data), tables, memo)
+            added += len(tables[name]) - before
+        return added
 
     def grow(
         self,
@@ -1022,6 +1099,8 @@ class AutoShard(ModulePass):
         if self.overlap > 0 and self.objective == "time":
             memo.credited[f] = sum(
                 float(c[solution.choice[u], solution.choice[v]]) for u, v, c in credited
+            ) + sum(
+                n.signatures[c].shared_credit for n, c in zip(nodes, solution.choice, strict=True)
             )
         if problem.memory_limit is not None:
             solution.peak = problem.peak(solution.choice)
@@ -1373,8 +1452,7 @@ class AutoShard(ModulePass):
             cost = memo.costs.get(mesh) or memo.costs.setdefault(
                 mesh, Cost(self.objective, self.machine, mesh)
             )
-            rows: dict[int, list[float]] = {}
-            for i, n in enumerate(nodes):
+            for n in nodes:
                 if n.op is None and id(n.value) in outside:  # any layout, its cost outside
                     n.signatures = boundary_signatures(
                         n.value.type,  # type: ignore[union-attr, arg-type]
@@ -1382,10 +1460,18 @@ class AutoShard(ModulePass):
                         False,
                         memo.signatures,
                     )
+                elif id(n.op) in markers:
+                    n.signatures = boundary_signatures(
+                        markers[id(n.op)][1], mesh, markers[id(n.op)][0], memo.signatures
+                    )
+            index = {n.value: i for i, n in enumerate(nodes) if n.value is not None}
+            plain.share_conversions(piece, nodes, index, cost, memo.moves)  # rows match
+            rows: dict[int, list[float]] = {}
+            for i, n in enumerate(nodes):
+                if n.op is None and id(n.value) in outside:
                     rows[i] = [0.0] * len(n.signatures)
                 elif id(n.op) in markers:
                     given, t = markers[id(n.op)]
-                    n.signatures = boundary_signatures(t, mesh, given, memo.signatures)
                     rows[i] = [
                         math.inf
                         if given and any(isinstance(p, PartialAttr) for p in s.result)
@@ -1394,6 +1480,8 @@ class AutoShard(ModulePass):
                         else 0.0
                         for s in n.signatures
                     ]
+                    for a, s in enumerate(n.signatures):  # converting the marked value once
+                        rows[i][a] += s.shared_cost
             for arg, t in kept:  # an argument updated in place: the callee's argument too
                 i = next(i for i, n in enumerate(nodes) if n.value is arg)
                 row = rows.setdefault(i, [0.0] * len(nodes[i].signatures))
@@ -1491,7 +1579,13 @@ class AutoShard(ModulePass):
                     memo.signatures[key] = argument_signatures(t, cost.mesh)
                 goals = [s.result for s in memo.signatures[key]]
                 starts = [s.result for s in signatures]
+                import numpy as np
+
                 moved = self.moves(cost, nodes[u], operand, starts, goals, k in in_place)
+                for i, s in enumerate(signatures):  # the shared conversion: paid by the op
+                    if s.shared is not None:
+                        other = math.inf if s.only_shared else moved[i]
+                        moved[i] = np.where([g == s.shared for g in goals], 0.0, other)
                 memo.entering[known] = (moved.min(axis=1), signatures)  # alive: its id is key
             least = memo.entering[known][0]
             out[u] = out[u] + least if u in out else least
@@ -1842,6 +1936,7 @@ class AutoShard(ModulePass):
         # the layout holding fewer bytes (an argument's local size, weighted so lightly that it
         # never outweighs a real cost)
         moves = {} if moves is None else moves
+        self.share_conversions(f, nodes, index, cost, moves)
         node_cost = [own_costs(n, i in pipelined, cost, mesh, moves) for i, n in enumerate(nodes)]
         tables: dict[tuple[int, int], np.ndarray] = {}
         held = Held(f) if self.memory > 0 else None
@@ -1906,7 +2001,7 @@ class AutoShard(ModulePass):
             k = len(nodes[u].signatures)
             tables[(u, v)] = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
         self.update_costs(f, nodes, index, tables, cost, held)
-        self.return_costs(f, nodes, index, node_cost, cost, held)
+        self.return_costs(f, nodes, index, node_cost, cost, held, credited)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
         if held is not None:
             problem.memory = [
@@ -2052,9 +2147,18 @@ class AutoShard(ModulePass):
         credit = np.zeros(allowed.shape)
         if not starts:
             return credit
-        from ccopt.passes.overlap_credit import Reader, fusable_reader
+        from ccopt.passes.overlap_credit import Reader, fusable_reader, fused_reader
 
         fused = self.overlap_pipeline == "fused" and not pipelined and fusable_reader(consumer.op)
+        written = None  # a written reduction's placed elementwise reader, fused with it
+        if self.overlap_pipeline == "fused" and pipelined:
+            written = fused_reader(consumer.op)  # type: ignore[arg-type]
+            if written is not None and any(
+                isinstance(p, OpenAttr)
+                for placed in (*written.operands, written.result)
+                for p in placed or ()
+            ):
+                written = None  # its placements are still being chosen: credited unfused
         goals: dict[tuple, int] = {}
         cols = np.array(
             [
@@ -2078,7 +2182,11 @@ class AutoShard(ModulePass):
             consumer.op if pipelined else None,
             [final for _, final in goals] if pipelined else None,
             needed,
-            [Reader(consumer.op, k, *read) for _, read in goals] if fused else None,  # type: ignore[arg-type]
+            [Reader(consumer.op, k, *read) for _, read in goals]  # type: ignore[arg-type]
+            if fused
+            else [written] * len(goals)
+            if written is not None
+            else None,
         )
         credit[have] = small[np.ix_(rows[have], cols)]
         return np.where(np.isfinite(allowed), credit, 0.0)
@@ -2095,6 +2203,70 @@ class AutoShard(ModulePass):
             and (u := index.get(n.op.operands[0])) is not None
             and isinstance(nodes[u].op, MatmulOp)
         }
+
+    def share_conversions(
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        index: dict[SSAValue, int],
+        cost: Cost,
+        moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]],
+    ) -> None:
+        """Give each op whose result several operands may read at one placement the choice of
+        converting it there once (`Signature.shared`), so that an all-reduce feeding three
+        reads is paid once, as the program `rewrite` writes pays it: the op's candidates grow
+        by one copy per such placement, costing the conversion. Not under a memory limit: there
+        each reader's conversion lives only while that reader runs, as `Held` counts it. The
+        enlarged lists are remembered in `moves` per signature list and goals, so every
+        repetition of a layer shares them (and the edge tables keyed by their ids)."""
+        if self.memory > 0:
+            return
+        slots = reader_goals(f, nodes, index, moves)
+        for u, goal_sets in slots.items():
+            node = nodes[u]
+            if (
+                len(goal_sets) < 2
+                or node.op is None
+                or isinstance(node.op, func.CallOp)
+                or ("enlarged", id(node.signatures)) in moves
+                or self.overlaps(node)
+            ):
+                continue
+            counts = Counter(g for goals in goal_sets for g in goals)
+            common = frozenset(g for g, n in counts.items() if n >= 2)
+            t = node.value.type  # type: ignore[union-attr]
+            key = ("shared", id(node.signatures), t, common)
+            if key not in moves:
+                enlarged = with_shared(node, common, t, cost, self.shared_credits(node, cost))
+                if len(enlarged) == len(node.signatures):
+                    enlarged = node.signatures  # nothing worth sharing
+                else:
+                    moves[("enlarged", id(enlarged))] = (None, None, None, enlarged)  # type: ignore[assignment]
+                moves[key] = (enlarged, None, None, node.signatures)  # type: ignore[assignment]
+            node.signatures = moves[key][0]  # type: ignore[assignment]
+
+    def return_credits(self, node: Node, goal: Placements, cost: Cost) -> list[float]:
+        """Per signature of a matmul whose one use is the return, what `overlap` saves
+        pipelining it with the reduction of its partial result to the returned placement (as
+        on an edge: the pass pipelines it wherever the conversion is written)."""
+        if not self.overlaps(node):
+            return [0.0] * len(node.signatures)
+        credits = cost.overlap_credit(self.overlap, self.overlap_pipeline, self.overlap_tries)
+        out = []
+        for s in node.signatures:
+            if s.result == goal or not any(isinstance(p, PartialAttr) for p in s.result):
+                out.append(0.0)
+                continue
+            operands = [p for p in s.operands if p is not None]
+            out.append(float(credits.table(node.op, [(operands, s.result)], [goal])[0, 0]))  # type: ignore[arg-type]
+        return out
+
+    def shared_credits(self, node: Node, cost: Cost) -> OverlapCredit | None:
+        """The simulated credits of pipelining a matmul with its result's shared conversion,
+        where the search credits overlap (`with_shared`)."""
+        if self.overlap > 0 and self.objective == "time" and isinstance(node.op, MatmulOp):
+            return cost.overlap_credit(self.overlap, self.overlap_pipeline, self.overlap_tries)
+        return None
 
     @staticmethod
     def update_costs(
@@ -2120,7 +2292,14 @@ class AutoShard(ModulePass):
 
             moved = np.array(
                 [
-                    [cost.conversion(t, su.result, sv.result) for sv in nodes[v].signatures]
+                    [
+                        0.0
+                        if su.shared == sv.result
+                        else math.inf
+                        if su.only_shared
+                        else cost.conversion(t, su.result, sv.result)
+                        for sv in nodes[v].signatures
+                    ]
                     for su in nodes[u].signatures
                 ]
             )
@@ -2134,25 +2313,42 @@ class AutoShard(ModulePass):
                 )
                 held.add(op, u, v, holds)
 
-    @staticmethod
     def return_costs(
+        self,
         f: func.FuncOp,
         nodes: list[Node],
         index: dict[SSAValue, int],
         node_cost: list[list[float]],
         cost: Cost,
         held: Held | None = None,
+        credited: list[tuple[int, int, np.ndarray]] | None = None,
     ) -> None:
         """A value returned with a concrete function result type pays its conversion there
-        (and `held` counts its output at the return)."""
+        (and `held` counts its output at the return), less the overlap credit where it reduces
+        a matmul's result the return alone reads (`return_credits`; appended to `credited` as
+        a diagonal)."""
+        import numpy as np
+
         ret = f.body.block.last_op
         assert isinstance(ret, func.ReturnOp)
         for v, t in zip(ret.operands, f.function_type.outputs.data, strict=True):
             u = index.get(v)
             if u is None or not isinstance(t, DTensorType) or t.is_open:
                 continue
+            credits = self.return_credits(nodes[u], t.placement_list, cost)
+            saved = []
             for a, s in enumerate(nodes[u].signatures):
-                node_cost[u][a] += cost.conversion(t, s.result, t.placement_list)
+                moved = 0.0
+                if s.shared != t.placement_list:
+                    moved = (
+                        math.inf
+                        if s.only_shared
+                        else cost.conversion(t, s.result, t.placement_list)
+                    )
+                saved.append(min(credits[a], moved))
+                node_cost[u][a] += moved - saved[a]
+            if credited is not None and any(saved):
+                credited.append((u, u, np.diag(saved)))
             if held is not None:
                 holds = [cost.held(t, s.result, t.placement_list) for s in nodes[u].signatures]
                 held.add(ret, u, None, holds)
@@ -2168,6 +2364,7 @@ class AutoShard(ModulePass):
         a function with a transfer table calling the chosen entry's copy."""
         state = FunctionPlacer(f, Rewriter(), {}, {})
         mesh = self.mesh_of_nodes(f, nodes)
+        shared = SharedConversions(state, mesh)
         for node, c in zip(nodes, choice, strict=True):
             signature = node.signatures[c]
             if node.op is None:
@@ -2186,28 +2383,157 @@ class AutoShard(ModulePass):
             if node.primary:
                 for i, goal in enumerate(signature.operands):
                     if goal is not None:
-                        op.operands[i] = state.reach(op.operands[i], goal, mesh, op)
+                        op.operands[i] = shared.reach(op.operands[i], goal, op)
             if node.value is None:
                 continue
             result = node.value
             t = result.type
             assert isinstance(t, DTensorType)
             if t.placement_list != signature.result:
-                state.rewriter.replace_value_with_new_type(
+                result = state.rewriter.replace_value_with_new_type(
                     result, t.with_placements(signature.result)
                 )
+            if signature.shared is not None:
+                shared.offer(result, signature.shared, op)
         f.function_type = FunctionType.from_lists(
             [a.type for a in f.body.block.args], list(f.function_type.outputs.data)
         )
         for op in list(f.body.block.ops):
             if isinstance(op, UpdateOp):
                 goal = op.target.type.placement_list  # type: ignore[union-attr]
-                op.operands[1] = state.reach(op.value, goal, mesh, op)
+                op.operands[1] = shared.reach(op.value, goal, op)
         ret = f.body.block.last_op
         if isinstance(ret, func.ReturnOp):
+            for i, (v, t) in enumerate(
+                zip(ret.operands, f.function_type.outputs.data, strict=True)
+            ):
+                if isinstance(t, DTensorType) and not t.is_open:
+                    ret.operands[i] = shared.reach(v, t.placement_list, ret)
             state.place_return(ret)
         # no verification here: the pipeline verifies the module after every pass (a function
         # of a 96-layer step verified twice cost seconds)
+
+
+class SharedConversions:
+    """`rewrite`'s conversions of values whose chosen signature converts them once
+    (`Signature.shared`): the conversion written right after the producer, at its first read
+    there, and every read there takes it; other reads convert before the reader."""
+
+    def __init__(self, state: FunctionPlacer, mesh: Mesh) -> None:
+        self.state, self.mesh = state, mesh
+        self.offers: dict[SSAValue, tuple[Placements, Operation]] = {}
+        self.made: dict[SSAValue, SSAValue] = {}
+
+    def offer(self, value: SSAValue, goal: Placements, producer: Operation) -> None:
+        self.offers[value] = (goal, producer)
+
+    def reach(self, value: SSAValue, goal: Placements, reader: Operation) -> SSAValue:
+        offered = self.offers.get(value)
+        if offered is None or offered[0] != goal:
+            return self.state.reach(value, goal, self.mesh, reader)
+        made = self.made.get(value)
+        if made is None:
+            made = self.made[value] = self.state.reach_after(value, goal, self.mesh, offered[1])
+        return made
+
+
+def reader_goals(
+    f: func.FuncOp,
+    nodes: list[Node],
+    index: dict[SSAValue, int],
+    moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]],
+) -> dict[int, list[frozenset[Placements]]]:
+    """Per producer node, the placements each read of its value may take: an op's or call's
+    operand (its signatures'), an update's target (the argument's), a concrete result of the
+    function. The sets are remembered per signature list and operand in `moves`."""
+    out: dict[int, list[frozenset[Placements]]] = {}
+    for node in nodes:
+        if node.op is None or not node.primary:
+            continue
+        for k, operand in enumerate(node.op.operands):
+            u = index.get(operand)
+            if u is None:
+                continue
+            key = ("reads", id(node.signatures), k)
+            if key not in moves:
+                goals = frozenset(s.operands[k] for s in node.signatures)
+                moves[key] = (goals - {None}, None, None, node.signatures)  # type: ignore[assignment]
+            out.setdefault(u, []).append(moves[key][0])  # type: ignore[arg-type]
+    for op in f.body.block.ops:
+        if isinstance(op, UpdateOp):
+            u, v = index.get(op.value), index.get(op.target)
+            if u is not None and v is not None:
+                out.setdefault(u, []).append(frozenset(s.result for s in nodes[v].signatures))
+    ret = f.body.block.last_op
+    if isinstance(ret, func.ReturnOp):
+        for value, t in zip(ret.operands, f.function_type.outputs.data, strict=True):
+            u = index.get(value)
+            if u is not None and isinstance(t, DTensorType) and not t.is_open:
+                out.setdefault(u, []).append(frozenset([t.placement_list]))
+    return out
+
+
+def with_shared(
+    node: Node,
+    goals: frozenset[Placements],
+    t: DTensorType,
+    cost: Cost,
+    credits: OverlapCredit | None = None,
+) -> list[Signature]:
+    """The node's signatures and, after each, its copies converting the result once to each of
+    `goals` that moves bytes from there (a local slice is free whoever reads it); with
+    `credits` (a matmul under `overlap=C`) a partial result's conversion is credited with what
+    the pass saves pipelining it, and every read must take it (`only_shared`)."""
+    from dataclasses import replace
+
+    out = []
+    for s in node.signatures:
+        out.append(s)
+        for g in sorted(goals, key=str):
+            if not (resolves(s.result, g) and moves_bytes(t, s.result, g, cost.mesh)):
+                continue
+            moved = cost.conversion(t, s.result, g)
+            if credits is None or not any(isinstance(p, PartialAttr) for p in s.result):
+                out.append(replace(s, shared=g, shared_cost=moved))
+                continue
+            operands = [p for p in s.operands if p is not None]
+            credit = float(credits.table(node.op, [(operands, s.result)], [g])[0, 0])  # type: ignore[arg-type]
+            saved = min(credit, moved)  # as on an edge: a conversion never pays back
+            out.append(
+                replace(
+                    s,
+                    shared=g,
+                    shared_cost=moved - saved,
+                    shared_credit=saved,
+                    only_shared=True,
+                )
+            )
+    return out
+
+
+def resolves(start: Placements, goal: Placements) -> bool:
+    """Whether `goal` only reduces `start`'s partial sums (to replicas or splits) and gathers
+    its splits: the conversions several readers of one value need alike (a gradient's
+    all-reduce), unlike re-splits or conversions to a partial sum, which one reader's
+    layout asks for."""
+    changed = [(a, b) for a, b in zip(start, goal, strict=True) if a != b]
+    if len(changed) > 1:  # over several axes: only to replicas (an all-reduce of a sum)
+        return all(b == R for _, b in changed)
+    return bool(changed) and all(
+        isinstance(a, PartialAttr)
+        and not isinstance(b, PartialAttr)
+        or isinstance(a, SplitAttr)
+        and b == R
+        for a, b in changed
+    )
+
+
+def moves_bytes(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bool:
+    """Whether converting `start` to `goal` is possible and sends bytes between devices."""
+    if not nests(t, start, goal, mesh):
+        return False
+    steps = conversion_collectives(t, start, goal, mesh)
+    return any(nbytes > 0 for _, nbytes in steps) and not any(math.isinf(b) for _, b in steps)
 
 
 def conversion_table(
@@ -2233,10 +2559,16 @@ def conversion_table(
     small = cost.matrix(t, tuple(starts), tuple(goals))
     same = np.array([[a == b for b in goals] for a in starts]).reshape(len(starts), len(goals))
     pick = np.ix_(given, wanted)
+    moved, differs = small[pick], ~same[pick]
+    if any(s.shared is not None for s in producers):  # read at the shared conversion: paid
+        shared = np.array([goals.get(s.shared, -1) for s in producers])  # type: ignore[arg-type]
+        hit = shared[:, None] == wanted[None, :]
+        alone = np.array([s.only_shared for s in producers])[:, None] & ~hit
+        moved, differs = np.where(hit, 0.0, np.where(alone, math.inf, moved)), differs & ~hit
     if not holding:
-        return small[pick], ~same[pick], None
+        return moved, differs, None
     held = cost.held_matrix(t, tuple(starts), tuple(goals))
-    return small[pick], ~same[pick], held[pick]
+    return moved, differs, held[pick]
 
 
 def own_costs(
@@ -2266,6 +2598,7 @@ def own_costs(
                 cost.compute(op, s)
                 + (0.0 if pipelined or not n.primary else collective_cost(op, s, cost))
                 + (s.callee_cost if n.primary else 0.0)
+                + s.shared_cost
                 for s in n.signatures
             ]
         known = moves[key] = (row, None, None, n.signatures)  # alive: its id is the key

@@ -472,7 +472,7 @@ class OverlapCredit:
             ),
             {},
         )
-        fused = self.pipeline == "fused" and collective is None and readers is not None
+        fused = self.pipeline == "fused" and readers is not None
         reader_key = None
         if fused:
             first = next((r for r in readers if r is not None), None)  # type: ignore[union-attr]

@@ -138,3 +138,28 @@ def test_megatron_attention_has_a_placement_signature():
     opened = gpt_step("tiny", {"dp": 2, "tp": 2}, layers=1, layout=Layout.open(["dp", "tp"]))
     chosen = str(apply_pipeline(load_program(str(opened.module)), "auto-shard{strategy=dp}"))
     assert "?]" not in chosen and "?," not in chosen  # every placement chosen
+
+
+def test_a_value_read_several_times_is_converted_once():
+    """On GPT-5B's step inlined (one layer, bf16, dp=2 x tp=8) 14 of Megatron's 19 all-reduces
+    feed three reads each (a gradient into Adam's m and, twice, v). Charged once per read, the
+    search avoided them and found no program as fast as Megatron's (12.75 against 11.71 ms in
+    its own model); converting a value once for all its reads at one placement, it finds one
+    faster, and its cost is its written program's (auto-shard run again on it agrees)."""
+    time = "auto-shard{strategy=ilp objective=time machine=dgx-a100}"
+
+    def step(layout: Layout | None) -> str:
+        kwargs = {} if layout is None else {"layout": layout}
+        built = gpt_step("gpt-5b", {"dp": 2, "tp": 8}, layers=1, dtype="bf16", **kwargs)
+        return str(built.module)
+
+    def cost(module) -> float:  # noqa: ANN001 - a ModuleOp
+        (report,) = reports(module).values()
+        return report["cost"]
+
+    megatron = cost(apply_pipeline(load_program(step(None)), f"inline,{time}"))
+    searched = apply_pipeline(load_program(step(Layout.open(["dp", "tp"]))), f"inline,{time}")
+    assert cost(searched) < megatron
+    assert cost(apply_pipeline(load_program(str(searched)), time)) == pytest.approx(
+        cost(searched), rel=1e-9
+    )
