@@ -1197,6 +1197,11 @@ class _Model:
         )
         points = self.points() if minimize_peak or bounded else []
         scale = 1.0
+        unit = 1.0  # seconds are small beside HiGHS's absolute tolerances: costs up to about 1
+        finite = np.abs(objective[np.isfinite(objective)])
+        if not minimize_peak and finite.size and 0.0 < finite.max() < 1.0:
+            unit = float(finite.max())
+            objective = objective / unit
         if minimize_peak:
             scale = max([c + float(v.max(initial=0.0)) for _, v, c in points] + [1.0])
             objective = np.concatenate([np.zeros(ncol), [1.0]])
@@ -1225,6 +1230,7 @@ class _Model:
             h = highspy.Highs()
             h.setOptionValue("output_flag", False)
             h.setOptionValue("mip_rel_gap", 0.0)
+            h.setOptionValue("mip_abs_gap", 0.0)
             h.setOptionValue("time_limit", float(time_limit))
             upper = np.ones(ncol)
             if minimize_peak:
@@ -1316,7 +1322,7 @@ class _Model:
             int(np.argmax(values[self.start[n] : self.start[n + 1]]))
             for n in range(len(self.start) - 1)
         ]
-        unit = scale if minimize_peak else 1.0
+        unit = scale if minimize_peak else unit
         found = _Found(choice, bound * unit, proven)
         found.nodes = not proven and status == "Solution limit reached"
         if not proven:
