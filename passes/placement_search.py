@@ -1461,8 +1461,19 @@ def coordinate_descent(
         cost = problem.cost(choice)
         if best is None or cost < best.cost:
             best = Solution(list(choice), cost, "cd", 0.0)
+    if (best is None or math.isinf(best.cost)) and start is None and not bounded:
+        # every start ran into forbidden pairs (a call's ties, an in-place operand): start
+        # once more from a program that has none (`_fewest_bytes` finds one exactly)
+        choice = _fewest_bytes(problem, TIME_LIMIT)
+        _descend(problem, neighbours, choice, None)
+        if not math.isinf(cost := problem.cost(choice)):
+            best = Solution(list(choice), cost, "cd", 0.0)
     if best is None or math.isinf(best.cost):
-        raise NoSolution("coordinate descent found no combination within the memory limit")
+        raise NoSolution(
+            "coordinate descent found no combination within the memory limit"
+            if bounded
+            else "coordinate descent found no combination without a forbidden pair"
+        )
     best.lower_bound = min(bound, best.cost)
     return best
 

@@ -478,3 +478,24 @@ def test_least_peak_is_not_the_hints_when_highs_presolves_it():
     peak, proven, choice = placement_search.least_peak(problem)
     assert (peak, proven) == (3.0, True)
     assert problem.peak(choice) == 3.0 and choice[2] == 1 and choice[5] in (0, 1)
+
+
+def test_coordinate_descent_finds_a_program_where_every_start_meets_a_forbidden_pair():
+    """Each of cd's usual starts (the forest relaxation's optimum, the greedy pass, the cheapest
+    own candidates, random ones) ends in a forbidden pair here, although programs without one
+    exist: cd then starts from one that has none (found exactly), where it used to fail (as it
+    did on GPT-3's 2-layer step at dp=2 x tp=2, objective=time)."""
+    inf = math.inf
+    problem = Problem(
+        [[0, 10], [10, 0], [5, 5], [5, 0]],
+        [
+            (0, 1, [[inf, 0.0], [1.0, inf]]),
+            (0, 2, [[inf, 0.0], [3.0, 1.0]]),
+            (1, 2, [[inf, 1.0], [0.0, inf]]),
+        ],
+    )
+    best = exhaustive(problem).cost
+    found = coordinate_descent(problem)
+    assert math.isfinite(found.cost)
+    assert found.cost >= best
+    assert found.cost == problem.cost(found.choice)
