@@ -2,8 +2,8 @@
 // RUN: ccopt %s -p 'auto-shard{strategy=ilp}' | filecheck %s
 // RUN: ccopt %s -p 'auto-shard{strategy=cd}' | filecheck %s
 // RUN: ccopt %s -p 'auto-shard{strategy=dp objective=time}' | filecheck %s --check-prefix=TIME
-// RUN: ccopt-run %s --check-pipeline 'auto-shard{strategy=dp}' | filecheck %s --check-prefix=SAME
 // RUN: ccopt %s -p 'auto-shard{strategy=dp memory=1}' | filecheck %s --check-prefix=HELD
+// RUN: ccopt-run %s --check-pipeline 'auto-shard{strategy=dp}' | filecheck %s --check-prefix=SAME
 // RUN: ccopt-run %s --check-pipeline 'auto-shard{strategy=dp memory=1}' | filecheck %s --check-prefix=SAME
 
 // A data-parallel weight gradient read three times by Adam (m's update, and twice by v's
