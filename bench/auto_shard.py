@@ -110,16 +110,9 @@ def cost_of(module) -> float:  # noqa: ANN001 - a ModuleOp
 def total_cost(module, key: str = "cost") -> float:  # noqa: ANN001 - a ModuleOp
     """Every function's cost (or its `bound`) once per run of it (a layer function once per
     call)."""
-    from xdsl.dialects import func
+    from ccopt.passes.auto_shard import reported_total
 
-    from ccopt.passes.auto_shard import call_counts, callees_first
-
-    counts = call_counts(callees_first(module))
-    return sum(
-        counts[f.sym_name.data] * f.attributes["auto_shard"].data[key].value.data
-        for f in module.walk()
-        if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes
-    )
+    return reported_total(module, key)
 
 
 def main() -> None:

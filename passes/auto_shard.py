@@ -2813,6 +2813,18 @@ def called(order: Sequence[func.FuncOp]) -> set[str]:
     }
 
 
+def reported_total(module: ModuleOp, key: str = "cost") -> float:
+    """What the `auto_shard` attributes of a searched module report for a whole run of it:
+    every function's `key` (its cost, or its bound) once per run of it, a layer function once
+    per call (each function's report leaves its calls' out)."""
+    counts = call_counts(callees_first(module))
+    return sum(
+        counts[f.sym_name.data] * f.attributes["auto_shard"].data[key].value.data  # type: ignore[attr-defined]
+        for f in module.walk()
+        if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes
+    )
+
+
 def call_counts(order: Sequence[func.FuncOp]) -> dict[str, int]:
     """How many times each function runs per run of the functions nobody calls (a layer
     called from a loop-free step once per layer)."""

@@ -16,22 +16,13 @@ from ccopt.diagnostics import CcoptError
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.dialects.open_placements import candidates
 from ccopt.passes import auto_shard
-from ccopt.passes.auto_shard import AutoShard, call_counts, callees_first
+from ccopt.passes.auto_shard import AutoShard
+from ccopt.passes.auto_shard import reported_total as total
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import load_program
 
 OPEN = "!dtensor.tensor<8x8xf32, @m[?]>"
 FIXED = {"R": "!dtensor.tensor<8x8xf32, @m[R]>", "S1": "!dtensor.tensor<8x8xf32, @m[S(1)]>"}
-
-
-def total(module, key: str) -> float:  # noqa: ANN001 - a ModuleOp
-    """Every function's `key` once per run of it (as bench/auto_shard.py's total_cost)."""
-    counts = call_counts(callees_first(module))
-    return sum(
-        counts[f.sym_name.data] * f.attributes["auto_shard"].data[key].value.data
-        for f in module.walk()
-        if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes
-    )
 
 
 def complete_tables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,24 +8,13 @@ reads (`Signature.shared`)."""
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects import func
 
 from ccopt.frontend.gpt import Layout, gpt_step
-from ccopt.passes.auto_shard import call_counts, callees_first
+from ccopt.passes.auto_shard import reported_total as total
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import load_program
 
 MACHINE = "machine=dgx-a100"
-
-
-def total(module) -> float:  # noqa: ANN001 - a ModuleOp
-    """Every function's cost once per run of it (as bench/auto_shard.py's total_cost)."""
-    counts = call_counts(callees_first(module))
-    return sum(
-        counts[f.sym_name.data] * f.attributes["auto_shard"].data["cost"].value.data
-        for f in module.walk()
-        if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes
-    )
 
 
 @pytest.fixture(scope="module")

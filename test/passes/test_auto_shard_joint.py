@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from xdsl.dialects import func
 
 from ccopt.passes import auto_shard
-from ccopt.passes.auto_shard import AutoShard, call_counts, callees_first, repetitions
+from ccopt.passes.auto_shard import AutoShard, repetitions
+from ccopt.passes.auto_shard import reported_total as total
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import load_program
 
@@ -57,16 +58,6 @@ def training_step(batch: int, hidden: int, gelu: bool = False, update: str = "su
             f"  func.return %d0 : {x}",
             "}",
         ]
-    )
-
-
-def total(module) -> float:  # noqa: ANN001 - a ModuleOp
-    """Every function's cost once per run of it (as bench/auto_shard.py's total_cost)."""
-    counts = call_counts(callees_first(module))
-    return sum(
-        counts[f.sym_name.data] * f.attributes["auto_shard"].data["cost"].value.data
-        for f in module.walk()
-        if isinstance(f, func.FuncOp) and "auto_shard" in f.attributes
     )
 
 
