@@ -2000,7 +2000,7 @@ class AutoShard(ModulePass):
         for u, v in tied(nodes):  # a call's results come from the same table entry
             k = len(nodes[u].signatures)
             tables[(u, v)] = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
-        self.update_costs(f, nodes, index, tables, cost, held)
+        self.update_costs(f, nodes, index, tables, cost, held, credited)
         self.return_costs(f, nodes, index, node_cost, cost, held, credited)
         problem = Problem(node_cost, [(u, v, t) for (u, v), t in tables.items()])
         if held is not None:
@@ -2246,9 +2246,10 @@ class AutoShard(ModulePass):
             node.signatures = moves[key][0]  # type: ignore[assignment]
 
     def return_credits(self, node: Node, goal: Placements, cost: Cost) -> list[float]:
-        """Per signature of a matmul whose one use is the return, what `overlap` saves
-        pipelining it with the reduction of its partial result to the returned placement (as
-        on an edge: the pass pipelines it wherever the conversion is written)."""
+        """Per signature of a matmul whose one use is the return (or an in-place update),
+        what `overlap` saves pipelining it with the reduction of its partial result to `goal`,
+        the placement returned (or stored): as on an edge, the pass pipelines the collective
+        wherever the conversion is written."""
         if not self.overlaps(node):
             return [0.0] * len(node.signatures)
         credits = cost.overlap_credit(self.overlap, self.overlap_pipeline, self.overlap_tries)
@@ -2268,18 +2269,20 @@ class AutoShard(ModulePass):
             return cost.overlap_credit(self.overlap, self.overlap_pipeline, self.overlap_tries)
         return None
 
-    @staticmethod
     def update_costs(
+        self,
         f: func.FuncOp,
         nodes: list[Node],
         index: dict[SSAValue, int],
         tables: dict[tuple[int, int], np.ndarray],
         cost: Cost,
         held: Held | None = None,
+        credited: list[tuple[int, int, np.ndarray]] | None = None,
     ) -> None:
         """An in-place update stores its value at the placement of the argument it updates:
         an edge from the value to the argument, costing the conversion (whose output `held`
-        counts at the update)."""
+        counts at the update), less the overlap credit where it reduces a matmul's result the
+        update alone reads (`return_credits`; appended to `credited`)."""
         for op in f.body.block.ops:
             if not isinstance(op, UpdateOp):
                 continue
@@ -2303,6 +2306,19 @@ class AutoShard(ModulePass):
                     for su in nodes[u].signatures
                 ]
             )
+            if self.overlaps(nodes[u]):
+                goals = list(dict.fromkeys(sv.result for sv in nodes[v].signatures))
+                per_goal = {g: self.return_credits(nodes[u], g, cost) for g in goals}
+                credit = np.array(
+                    [
+                        [per_goal[sv.result][a] for sv in nodes[v].signatures]
+                        for a in range(len(nodes[u].signatures))
+                    ]
+                )
+                saved = np.minimum(credit, moved)
+                moved = moved - np.where(np.isfinite(moved), saved, 0.0)
+                if credited is not None:
+                    credited.append((u, v, np.where(np.isfinite(saved), saved, 0.0)))
             tables[(u, v)] = tables[(u, v)] + moved if (u, v) in tables else moved
             if held is not None:
                 holds = np.array(

@@ -47,6 +47,8 @@ PIPELINES = (
     "split-all-reduce,reorder-elementwise,fuse-collective,overlap{chunks=2 per-rank=true}",
     "pipeline-p2p",
     "autotune{chunks=1,2 window=2}",
+    "auto-shard{strategy=dp}",
+    "auto-shard{strategy=ilp objective=time overlap=2}",
     "inline",
     "inline,convert-to-kernel",
     "inline,convert-to-kernel,plan-memory",
