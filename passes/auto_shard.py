@@ -806,6 +806,13 @@ class AutoShard(ModulePass):
         """The transfer tables (with entries at the `seeds` boundaries too), the functions
         nobody calls and their solutions: everything `apply` writes, nothing written yet."""
         order = callees_first(op)
+        for f in order:
+            if len(f.body.blocks) > 1:
+                raise OpError(
+                    f,
+                    f"auto-shard: @{f.sym_name.data} has {len(f.body.blocks)} blocks; only "
+                    "functions of one block (straight-line code) can be searched",
+                )
         memo = Memo()
         targets = called(order)
         tables: dict[str, list[Variant]] = {}

@@ -378,3 +378,25 @@ def test_a_conversion_costs_the_collectives_convert_writes(objective: str) -> No
     assert conversion_bytes(arg, start, goal, mesh) == pytest.approx(
         7 / 8 * whole / 2 + 1 / 2 * whole  # tp: the dp block; dp: the whole tensor
     )
+
+
+def test_a_function_of_several_blocks_is_refused_where_it_is():
+    """Found by the fuzzer: a function with a branch crashed the search (its nodes are a
+    block's ops); it is refused with a located error naming the function."""
+    text = "\n".join(
+        [
+            "!r = !dtensor.tensor<8xf32, @tp[R]>",
+            "dtensor.mesh @tp [tp=4]",
+            "func.func private @branchy(%x: !r) -> !r {",
+            "  cf.br ^next",
+            "^next:",
+            "  func.return %x : !r",
+            "}",
+            "func.func @main(%x: !r) -> !r {",
+            "  %y = func.call @branchy(%x) : (!r) -> !r",
+            "  func.return %y : !r",
+            "}",
+        ]
+    )
+    with pytest.raises(OpError, match="@branchy has 2 blocks; only functions of one block"):
+        apply_pipeline(load_program(text), "auto-shard{strategy=dp}")
