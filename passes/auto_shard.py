@@ -782,7 +782,7 @@ class AutoShard(ModulePass):
         functions nobody calls are searched with every call choosing its table entry, the
         tables grow where those callers wish other boundaries (`refine`), and only then is
         anything outside the tables rewritten (`settle_variants` names what was used)."""
-        seeds = self.uncredited_boundaries(ctx, op)
+        seeds = self.uncredited_boundaries(op)
         tables, roots, found, memo = self.plan(op, seeds)
         for f, (nodes, solution) in found.items():
             self.finish(f, nodes, solution, tables, memo.credited.get(f), memo)
@@ -836,13 +836,13 @@ class AutoShard(ModulePass):
             found = self.close_gap(roots, found, tables, memo)
         return tables, roots, found, memo
 
-    def uncredited_boundaries(self, ctx: Context, op: ModuleOp) -> list[tuple[str, FunctionType]]:
+    def uncredited_boundaries(self, op: ModuleOp) -> list[tuple[str, FunctionType]]:
         """Under the overlap credit, the callee boundaries the search without it chooses (on a
         copy of the module): seeds for the credited tables. The credit changes what a call
         boundary is worth (a matmul's reduction pipelined inside the callee, or not), and the
         credited tables, which the joint repetitions do not grow (`repetition_relaxation`),
         missed boundaries the uncredited search finds: on GPT-3's 96-layer step its program
-        cost 5.31 s with the credit, the credited search's own 9.64 s. With them the credited
+        cost 5.31 s with the credit, the credited search's own about 10 s. With them the credited
         search is never dearer than that program, where `dp` is exact over the tables."""
         if not (self.overlap > 0 and self.objective == "time"):
             return []
