@@ -2266,7 +2266,7 @@ class AutoShard(ModulePass):
                 out.append(0.0)
                 continue
             operands = [p for p in s.operands if p is not None]
-            out.append(float(credits.table(node.op, [(operands, s.result)], [goal])[0, 0]))  # type: ignore[arg-type]
+            out.append(credits.credit(node.op, operands, s.result, goal))  # type: ignore[arg-type]
         return out
 
     def shared_credits(self, node: Node, cost: Cost) -> OverlapCredit | None:
@@ -2520,7 +2520,7 @@ def with_shared(
                 out.append(replace(s, shared=g, shared_cost=moved))
                 continue
             operands = [p for p in s.operands if p is not None]
-            credit = float(credits.table(node.op, [(operands, s.result)], [g])[0, 0])  # type: ignore[arg-type]
+            credit = credits.credit(node.op, operands, s.result, g)  # type: ignore[arg-type]
             saved = min(credit, moved)  # as on an edge: a conversion never pays back
             out.append(
                 replace(
