@@ -98,6 +98,29 @@ func.func @big_reductions(%x: !dtensor.tensor<6x1500xf32, @m[R, R]>) -> (!dtenso
   func.return %n, %rows, %cols, %sm, %ln : !dtensor.tensor<f32, @m[R, R]>, !dtensor.tensor<6xf32, @m[R, R]>, !dtensor.tensor<1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>, !dtensor.tensor<6x1500xf32, @m[R, R]>
 }
 
+// Reductions over leading dimensions to few outputs (a bias gradient): a thread per (output,
+// range of the reduced elements), the ranges' partials combined in order by a second pass;
+// ranges uneven and some empty, blocks uneven across ranks; a reduction over a split dimension
+// (partial sums) and a bf16 max (exact in any order).
+func.func @split_reductions(%x: !dtensor.tensor<700x100xf32, @m[R, S(1)]>, %h: !dtensor.tensor<8x90x64xf32, @m[S(0), R]>, %y: !dtensor.tensor<300x40xbf16, @m[R, R]>) -> (!dtensor.tensor<100xf32, @m[R, S(0)]>, !dtensor.tensor<100xf32, @m[R, S(0)]>, !dtensor.tensor<100xf32, @m[R, S(0)]>, !dtensor.tensor<64xf32, @m[P(sum), R]>, !dtensor.tensor<40xbf16, @m[R, R]>) {
+  %s = dtensor.reduce sum %x dims [0] : !dtensor.tensor<700x100xf32, @m[R, S(1)]> -> !dtensor.tensor<100xf32, @m[R, S(0)]>
+  %mean = dtensor.reduce mean %x dims [0] : !dtensor.tensor<700x100xf32, @m[R, S(1)]> -> !dtensor.tensor<100xf32, @m[R, S(0)]>
+  %mx = dtensor.reduce max %x dims [0] : !dtensor.tensor<700x100xf32, @m[R, S(1)]> -> !dtensor.tensor<100xf32, @m[R, S(0)]>
+  %hs = dtensor.reduce sum %h dims [0, 1] : !dtensor.tensor<8x90x64xf32, @m[S(0), R]> -> !dtensor.tensor<64xf32, @m[P(sum), R]>
+  %ym = dtensor.reduce max %y dims [0] : !dtensor.tensor<300x40xbf16, @m[R, R]> -> !dtensor.tensor<40xbf16, @m[R, R]>
+  func.return %s, %mean, %mx, %hs, %ym : !dtensor.tensor<100xf32, @m[R, S(0)]>, !dtensor.tensor<100xf32, @m[R, S(0)]>, !dtensor.tensor<100xf32, @m[R, S(0)]>, !dtensor.tensor<64xf32, @m[P(sum), R]>, !dtensor.tensor<40xbf16, @m[R, R]>
+}
+
+// Transposes whose sides are contiguous along different dimensions of 16 elements or more go
+// through 32x32 shared-memory tiles: a matrix (blocks uneven across ranks, edges not a multiple
+// of 32), a batch of bf16 matrices, and attention's [b, s, h, d] -> [b, h, d, s].
+func.func @transposes(%a: !dtensor.tensor<100x70xf32, @m[R, S(0)]>, %b: !dtensor.tensor<4x50x36xbf16, @m[S(0), R]>, %c: !dtensor.tensor<2x20x3x24xf32, @m[R, R]>) -> (!dtensor.tensor<70x100xf32, @m[R, S(1)]>, !dtensor.tensor<4x36x50xbf16, @m[S(0), R]>, !dtensor.tensor<2x3x24x20xf32, @m[R, R]>) {
+  %at = dtensor.transpose %a perm [1, 0] : !dtensor.tensor<100x70xf32, @m[R, S(0)]> -> !dtensor.tensor<70x100xf32, @m[R, S(1)]>
+  %bt = dtensor.transpose %b perm [0, 2, 1] : !dtensor.tensor<4x50x36xbf16, @m[S(0), R]> -> !dtensor.tensor<4x36x50xbf16, @m[S(0), R]>
+  %ct = dtensor.transpose %c perm [0, 2, 3, 1] : !dtensor.tensor<2x20x3x24xf32, @m[R, R]> -> !dtensor.tensor<2x3x24x20xf32, @m[R, R]>
+  func.return %at, %bt, %ct : !dtensor.tensor<70x100xf32, @m[R, S(1)]>, !dtensor.tensor<4x36x50xbf16, @m[S(0), R]>, !dtensor.tensor<2x3x24x20xf32, @m[R, R]>
+}
+
 // Constants live in device memory uploaded once by create(): read in place by a kernel (a
 // column block of the constant), copied where the caller receives it; zero fills are memsets.
 func.func @constants(%x: !dtensor.tensor<2x6xf32, @m[R, S(1)]>) -> (!dtensor.tensor<2x6xf32, @m[R, S(1)]>, !dtensor.tensor<3xi32, @m[R, R]>, !dtensor.tensor<2x6xf32, @m[R, S(1)]>) {

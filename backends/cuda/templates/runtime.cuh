@@ -144,13 +144,78 @@ __global__ void strided_copy(Index n, int ndim, Dims extent, const T* src, Dims 
     Index rem = i, s = 0, d = 0;
     for (int k = ndim - 1; k >= 0; --k) {
       const Index e = (Index)extent.v[k];
-      const Index idx = rem % e;
-      rem /= e;
+      const Index idx = k == 0 ? rem : rem % e;  // the outermost index needs no division
+      rem = k == 0 ? 0 : rem / e;
       s += idx * (Index)src_stride.v[k];
       d += idx * (Index)dst_stride.v[k];
     }
     dst[d] = src[s];
   }
+}
+
+// A copy whose sides are contiguous along different dimensions (a transpose: `read` on the
+// source, `write` on the destination): 32x32 tiles through shared memory, so that a warp reads
+// 32 neighbouring source elements and writes 32 neighbouring destination elements. The plain
+// strided_copy reads such a box a sector per element (on an H200, attention's transposes in a
+// GPT-5B layer step took 9% of its kernel time). A block per tile; blockDim.x a multiple of 32.
+constexpr int kTile = 32;
+template <class T, class Index>
+__global__ void tiled_copy(Index tiles, int ndim, Dims extent, const T* src, Dims src_stride,
+                           T* dst, Dims dst_stride, int read, int write) {
+  __shared__ T tile[kTile][kTile + 1];
+  const Index er = (Index)extent.v[read], ew = (Index)extent.v[write];
+  const Index tr = (er + kTile - 1) / kTile, tw = (ew + kTile - 1) / kTile;
+  const unsigned lane = threadIdx.x % kTile, rows = blockDim.x / kTile;
+  for (Index t = blockIdx.x; t < tiles; t += gridDim.x) {
+    Index rem = t;
+    const Index ir = rem % tr;
+    rem /= tr;
+    const Index iw = rem % tw;
+    rem /= tw;
+    Index s = 0, d = 0;  // the tile's corner: the other dimensions, row-major
+    for (int k = ndim - 1; k >= 0; --k) {
+      if (k == read || k == write) continue;
+      const Index e = (Index)extent.v[k];
+      const Index idx = rem % e;
+      rem /= e;
+      s += idx * (Index)src_stride.v[k];
+      d += idx * (Index)dst_stride.v[k];
+    }
+    for (unsigned y = threadIdx.x / kTile; y < kTile; y += rows) {
+      const Index a = ir * kTile + lane, b = iw * kTile + y;
+      if (a < er && b < ew)
+        tile[y][lane] = src[s + a * (Index)src_stride.v[read] + b * (Index)src_stride.v[write]];
+    }
+    __syncthreads();
+    for (unsigned y = threadIdx.x / kTile; y < kTile; y += rows) {
+      const Index a = ir * kTile + y, b = iw * kTile + lane;
+      if (a < er && b < ew)
+        dst[d + a * (Index)dst_stride.v[read] + b * (Index)dst_stride.v[write]] = tile[lane][y];
+    }
+    __syncthreads();  // the tile is refilled for the block's next one
+  }
+}
+
+// The tiled copy's (read, write) dimensions when the two sides are contiguous along different
+// dimensions of at least 16 elements each, else -1 (a plain strided copy): read * 8 + write.
+inline int transposed_dims(int ndim, const Dims& extent, const Dims& src_stride,
+                           const Dims& dst_stride) {
+  int read = -1, write = -1;
+  for (int k = 0; k < ndim; ++k) {
+    if (extent.v[k] < 2) continue;
+    if (src_stride.v[k] == 1) read = k;
+    if (dst_stride.v[k] == 1) write = k;
+  }
+  if (read < 0 || write < 0 || read == write) return -1;
+  if (extent.v[read] < 16 || extent.v[write] < 16) return -1;
+  return read * 8 + write;
+}
+
+inline int64_t tiles_of(int ndim, const Dims& extent, int read, int write) {
+  int64_t tiles = ((extent.v[read] + kTile - 1) / kTile) * ((extent.v[write] + kTile - 1) / kTile);
+  for (int k = 0; k < ndim; ++k)
+    if (k != read && k != write) tiles *= extent.v[k];
+  return tiles;
 }
 
 template <class T>
@@ -196,19 +261,44 @@ __host__ __device__ inline int64_t offset_of(int64_t r, int ndim, const Dims& ex
   return off;
 }
 
-// One thread per output element: for reductions over strided (leading) dimensions, where
-// neighbouring threads read neighbouring outputs' elements (coalesced). Accumulates in Acc (f32
-// for half types, as the reference does).
+// A thread per (output, split): for reductions over strided (leading) dimensions, where
+// neighbouring threads read neighbouring outputs' elements (coalesced). Each split takes one
+// range of the reduced elements, so that few outputs over many elements (a bias gradient: 4096
+// outputs over 8192 tokens) still fill the GPU; with one split the thread writes the output,
+// otherwise its partial goes to `partial[s * out_n + o]` and reduce_finish_strided combines the
+// splits in order. Accumulates in Acc (f32 for half types, as the reference does).
 template <class T, class Acc>
 __global__ void reduce(int64_t out_n, int kept_ndim, Dims kept_extent, Dims kept_stride,
-                       int red_ndim, Dims red_extent, Dims red_stride, int64_t red_n, int kind,
-                       double count, Acc init, const T* src, T* dst) {
+                       int red_ndim, Dims red_extent, Dims red_stride, int64_t red_n,
+                       int64_t splits, int kind, double count, Acc init, const T* src, T* dst,
+                       Acc* partial) {
+  const int64_t per_split = (red_n + splits - 1) / splits;
+  for (int64_t item = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; item < out_n * splits;
+       item += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t o = item % out_n, s = item / out_n;
+    const int64_t base = offset_of(o, kept_ndim, kept_extent, kept_stride);
+    const int64_t end = red_n < (s + 1) * per_split ? red_n : (s + 1) * per_split;
+    Acc acc = init;
+    for (int64_t r = s * per_split; r < end; ++r)
+      acc = combine(kind, acc, (Acc)src[base + offset_of(r, red_ndim, red_extent, red_stride)]);
+    if (splits > 1) {
+      partial[item] = acc;
+    } else {
+      if (kind == kMean) acc = (Acc)(acc / (Acc)count);
+      dst[o] = (T)acc;
+    }
+  }
+}
+
+// The second pass of a split thread-per-output reduction: a thread per output combines its
+// splits' partials in split order (neighbouring threads, neighbouring partials).
+template <class T, class Acc>
+__global__ void reduce_finish_strided(int64_t out_n, int64_t splits, int kind, double count,
+                                      Acc init, const Acc* partial, T* dst) {
   for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < out_n;
        o += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t base = offset_of(o, kept_ndim, kept_extent, kept_stride);
     Acc acc = init;
-    for (int64_t r = 0; r < red_n; ++r)
-      acc = combine(kind, acc, (Acc)src[base + offset_of(r, red_ndim, red_extent, red_stride)]);
+    for (int64_t s = 0; s < splits; ++s) acc = combine(kind, acc, partial[s * out_n + o]);
     if (kind == kMean) acc = (Acc)(acc / (Acc)count);
     dst[o] = (T)acc;
   }
