@@ -1,16 +1,19 @@
-"""GPU check: generated code on a real GPU against the reference interpreter, and the Megatron
-MLP's schedules timed at a model-sized shape - every rank of a program sharing one GPU
-(`ccopt.backends.cuda.shared_gpu`: real NCCL refuses two ranks on one device).
+"""GPU check: generated code on a real GPU against the reference interpreter, and model-sized
+programs timed - every rank of a program sharing one GPU (`ccopt.backends.cuda.shared_gpu`:
+real NCCL refuses two ranks on one device).
 
 Checked, rank by rank: every bundled example under every schedule of
 `ccopt.frontend.workloads.PIPELINES` (memory planned), every entry of the kernel-level zoo, the
-two-layer GPT stack with its layers kept as functions, and the 25 library collective algorithms
+two-layer GPT stack with its layers kept as functions (Megatron's placements, and auto-shard's
+from every placement open under each overlap credit), and the 25 library collective algorithms
 on 8 ranks (against the interpreter stepping through the same algorithms: bit for bit). Timed:
 `examples/megatron_mlp.mlir` at 8x1024x4096 (hidden 4096, FFN 16384, dp=2 x tp=4) under each
-of its schedules, with f32 and with TF32 gemms, and a bf16 row-parallel layer under
-overlap{chunks=3} with its chunks 16-byte aligned and not (`aligned_chunks`); each beside
-ccopt-sim's compute time. Also (`nccl`): three programs bound to a mesh of one device, built by
-`ccopt.build` and run from PyTorch through real NCCL.
+of its schedules, with f32 and with TF32 gemms; a bf16 row-parallel layer under
+overlap{chunks=3} with its chunks 16-byte aligned and not (`aligned_chunks`); GPT-5B's training
+step, one layer in bf16 on dp=2 x tp=4, with Megatron's and auto-shard's placements, as is and
+pipelined (`gpt_layer`); each beside ccopt-sim's compute time and its step on the modelled
+machine. Also (`nccl`): three programs bound to a mesh of one device, built by `ccopt.build` and
+run from PyTorch through real NCCL.
 
 Two halves, so that the GPU machine only runs what needs a GPU:
 
@@ -19,7 +22,8 @@ Two halves, so that the GPU machine only runs what needs a GPU:
     python bench/gpu_check.py nccl                # on the GPU: ccopt, PyTorch, NCCL's wheel
 
 `run` prints a table per half (max error relative to each output's scale; ms per step and the
-ratio to the unoptimized program) and writes them as markdown to `--report`.
+ratio to the first schedule of its program) and writes them as markdown to `--report`; with
+`--profile` (PyTorch's profiler), each timed case's GPU time kernel by kernel too.
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ TIMED_SHAPES = {
 """The Megatron MLP's type aliases at the timed size (hidden 4096, FFN 16384, 8K tokens)."""
 GPT_SCHEDULE = "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=2}"
 """The GPT stack's schedule (README's), checked with its layers kept as functions."""
+AUTO_SHARD_SCHEDULES = {
+    "auto-shard-time-overlap": "auto-shard{strategy=dp objective=time overlap=2},overlap{chunks=2}",
+    "auto-shard-fused": "auto-shard{strategy=dp objective=time overlap=2 overlap-pipeline=fused},"
+    "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,overlap{chunks=2}",
+}
+"""The GPT stack with every placement open, placed by auto-shard under each overlap credit and
+scheduled as the credit assumed, layers kept as functions."""
 PREDICTION_MACHINE = "dgx-h100"
 """An H100 SXM's figures: the H200's compute peaks are the same (it has more and faster HBM)."""
 
@@ -66,7 +77,7 @@ def cases() -> list[tuple[str, object, str | None, dict | None, object]]:
     from test_cuda_algorithms import PROGRAM as ALGORITHM_PROGRAM
     from test_gpt import inputs_for
 
-    from ccopt.frontend.gpt import gpt_step
+    from ccopt.frontend.gpt import Layout, gpt_step
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import bind_mesh, load_program
 
@@ -79,6 +90,11 @@ def cases() -> list[tuple[str, object, str | None, dict | None, object]]:
     gpt = step.module.clone()
     run_pipeline(gpt, f"{GPT_SCHEDULE},convert-to-kernel,plan-memory")
     out.append(("gpt_stack/calls-overlap", gpt, None, inputs_for(step, "float32"), None))
+    opened = gpt_step("tiny", {"dp": 2, "tp": 2}, layout=Layout.open(["dp", "tp"]))
+    for schedule, pipeline in AUTO_SHARD_SCHEDULES.items():
+        searched = opened.module.clone()
+        run_pipeline(searched, f"{pipeline},convert-to-kernel,plan-memory")
+        out.append((f"gpt_stack/{schedule}", searched, None, inputs_for(opened, "float32"), None))
     algorithms = load_program(ALGORITHM_PROGRAM)
     bind_mesh(algorithms, "node=2,gpu=4")
     run_pipeline(algorithms, ALGORITHMS)
@@ -108,7 +124,40 @@ def timed_modules() -> list[tuple[str, object]]:
             module = load_program(text)
             run_pipeline(module, ",".join(p for p in (pipeline, lowering, "plan-memory") if p))
             out.append((f"megatron_mlp-8x1024x4096-{precision}/{schedule}", module))
-    return out + aligned_chunks()
+    return out + aligned_chunks() + gpt_layer()
+
+
+GPT_TIMED = ("gpt-5b", {"dp": 2, "tp": 4}, "bf16")
+"""The timed GPT step: GPT-5B's shape (hidden 4096, 32 heads, 16K tokens), one layer, in bf16."""
+SEARCH = f"auto-shard{{strategy=dp objective=time machine={PREDICTION_MACHINE}"
+GPT_TIMED_SCHEDULES = {
+    "megatron": (False, "inline"),
+    "megatron+overlap": (False, "inline,overlap{chunks=4}"),
+    "auto-shard": (True, f"{SEARCH}}},inline"),
+    "auto-shard+overlap": (True, f"{SEARCH}}},inline,overlap{{chunks=4}}"),
+    "auto-shard-credit+overlap": (True, f"{SEARCH} overlap=4}},inline,overlap{{chunks=4}}"),
+}
+"""(placements open for auto-shard, pipeline) of each timed GPT schedule: Megatron's placements
+and auto-shard's, with and without the overlap credit, as is and pipelined."""
+
+
+def gpt_layer() -> list[tuple[str, object]]:
+    """GPT_TIMED's step (forward, backward, Adam) under each of GPT_TIMED_SCHEDULES."""
+    from ccopt.frontend.gpt import Layout, gpt_step
+    from ccopt.passes.pipeline import run_pipeline
+
+    model, mesh, dtype = GPT_TIMED
+    steps = {
+        False: gpt_step(model, mesh, layers=1, dtype=dtype),
+        True: gpt_step(model, mesh, layers=1, dtype=dtype, layout=Layout.open(list(mesh))),
+    }
+    label = f"{model}-layer-{dtype}-" + "x".join(f"{a}{n}" for a, n in mesh.items())
+    out = []
+    for schedule, (is_open, pipeline) in GPT_TIMED_SCHEDULES.items():
+        module = steps[is_open].module.clone()
+        run_pipeline(module, f"{pipeline},convert-to-kernel,plan-memory")
+        out.append((f"{label}/{schedule}", module))
+    return out
 
 
 def aligned_chunks() -> list[tuple[str, object]]:
@@ -192,21 +241,25 @@ def prepare(into: Path) -> None:
                 "case": case,
                 "library": library,
                 "blocks": block_shapes(module, f),
-                "predicted_ms": predicted_compute_ms(module),
+                **predicted_ms(module),
             }
         )
         print(f"{case}: {time.perf_counter() - start:.0f} s", flush=True)
     (into / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def predicted_compute_ms(module) -> float:  # noqa: ANN001
-    """ccopt-sim's compute time of one step on PREDICTION_MACHINE, summed over the ranks (which
-    share one GPU here): what the cost model says the chip does, communication left out."""
+def predicted_ms(module) -> dict[str, float]:  # noqa: ANN001
+    """ccopt-sim on PREDICTION_MACHINE: one step's compute summed over the ranks (which share one
+    GPU here: what the cost model says the chip does, communication left out), and the step time
+    of the modelled machine (a GPU per rank, its network), which one chip cannot measure."""
     from ccopt.sim.machine import load_machine
     from ccopt.sim.program import simulate_module
 
     report = simulate_module(module, load_machine(PREDICTION_MACHINE))
-    return report.compute_ns * report.ranks / 1e6
+    return {
+        "predicted_ms": report.compute_ns * report.ranks / 1e6,
+        "step_ms": report.step_time_ns / 1e6,
+    }
 
 
 def block_shapes(module, f) -> list[list[tuple[list[int], str]]]:  # noqa: ANN001
@@ -286,9 +339,12 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     return float(diff.max()) / scale if diff.size else 0.0
 
 
-def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
-    """Check every prepared case (whose id starts with one of the comma-separated `only`), then
-    time the timed ones (none when `iterations` is 0); 1 when any failed."""
+def run(
+    folder: Path, report: Path | None, iterations: int, only: str, profile: Path | None = None
+) -> int:
+    """Check every prepared case whose id starts with one of the comma-separated `only`, then
+    time the timed ones so chosen (none when `iterations` is 0) and, with `profile`, write
+    where each one's GPU time goes; 1 when any failed."""
     use_checkout()
     from ccopt.backends.cuda import shared_gpu
 
@@ -297,7 +353,9 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
     manifest = json.loads((folder / "manifest.json").read_text())
     prefixes = tuple(p for p in only.split(",") if p) or ("",)
     manifest["checked"] = [c for c in manifest["checked"] if c["case"].startswith(prefixes)]
+    manifest["timed"] = [t for t in manifest["timed"] if t["case"].startswith(prefixes)]
     manifest["timed"] = manifest["timed"] if iterations > 0 else []
+    profiles: dict[str, list] = {}
     lines = [
         "| program / schedule | ranks | outputs | max error / scale | exact | result |",
         "|---|---|---|---|---|---|",
@@ -332,43 +390,101 @@ def run(folder: Path, report: Path | None, iterations: int, only: str) -> int:
     lines += [
         "",
         "| program, every rank on one GPU | ms per step | vs the first of its kind "
-        f"| ccopt-sim compute x ranks ({PREDICTION_MACHINE}) | measured / predicted |",
-        "|---|---|---|---|---|",
+        f"| ccopt-sim compute x ranks ({PREDICTION_MACHINE}) | measured / predicted "
+        f"| ccopt-sim step, a {PREDICTION_MACHINE} GPU per rank |",
+        "|---|---|---|---|---|---|",
     ]
     import ml_dtypes  # noqa: F401 - numpy knows "bfloat16" once it is imported
 
     bases: dict[str, float] = {}  # each program's first (unoptimized, unaligned) schedule
-    rng = np.random.default_rng(0)
-    inputs: dict[str, list[list[np.ndarray]]] = {}  # the schedules share their blocks' shapes
     for t in manifest["timed"]:
-        key = json.dumps(t["blocks"])
-        if key not in inputs:
-            inputs.clear()
-            inputs[key] = [
-                [
-                    (rng.standard_normal(shape, np.float32) * 0.02).astype(dtype)
-                    for shape, dtype in bs
-                ]
-                for bs in t["blocks"]
-            ]
-        per_arg = inputs[key]
+        per_arg = timed_inputs(t["blocks"])
         try:
             seconds = shared_gpu.run_library(
                 folder / t["library"], per_arg, iterations=iterations, name=t["case"]
             )
         except RuntimeError as e:
             failures += 1
-            lines.append(f"| {t['case']} | FAILED: {one_line(e)} | | | |")
+            lines.append(f"| {t['case']} | FAILED: {one_line(e)} | | | | |")
             print(e, flush=True)
             continue
         ms = max(seconds) * 1e3
         base = bases.setdefault(t["case"].split("/")[0], ms)
         predicted = t["predicted_ms"]
+        step = f"{t['step_ms']:.2f}" if "step_ms" in t else ""
         lines.append(
-            f"| {t['case']} | {ms:.2f} | {ms / base:.2f}x | {predicted:.2f} | {ms / predicted:.2f} |"
+            f"| {t['case']} | {ms:.2f} | {ms / base:.2f}x | {predicted:.2f} "
+            f"| {ms / predicted:.2f} | {step} |"
         )
         print(lines[-1], flush=True)
+        if profile:
+            try:
+                profiles[t["case"]] = gpu_activities(folder / t["library"], per_arg, t["case"])
+            except Exception as e:  # noqa: BLE001 - no PyTorch or no CUPTI: a row says so
+                profiles[t["case"]] = [[f"profile failed: {one_line(e)}", 0, 0.0]]
+    if profile:
+        profile.write_text(json.dumps(profiles, indent=1))
+        lines += profile_tables(profiles)
     return finish(lines, report, failures)
+
+
+def gpu_activities(library: Path, per_arg: list[list[np.ndarray]], case: str) -> list:
+    """One more run of a timed library under PyTorch's profiler (CUPTI records every kernel,
+    copy and fill of the process, the harness's too): [name, calls, total us] per activity
+    name, largest first."""
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from ccopt.backends.cuda import shared_gpu
+
+    torch.cuda.init()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        shared_gpu.run_library(library, per_arg, name=case)
+    with tempfile.TemporaryDirectory() as scratch:
+        trace = Path(scratch) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text())["traceEvents"]
+    totals: dict[str, list] = {}
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e:
+            row = totals.setdefault(e["name"], [e["name"], 0, 0.0])
+            row[1] += 1
+            row[2] += float(e["dur"])
+    return sorted(totals.values(), key=lambda row: -row[2])
+
+
+def profile_tables(profiles: dict[str, list], top: int = 12) -> list[str]:
+    """Per profiled case, its `top` activities by GPU time (every rank's, summed; ranks running
+    at once share the chip, so the sum exceeds the step). The harness's copies between host and
+    device (pageable memory), before and after the step, are left out."""
+    lines = []
+    for case, rows in profiles.items():
+        rows = [r for r in rows if "Pageable" not in r[0]]
+        total = sum(r[2] for r in rows) or 1.0
+        lines += [
+            "",
+            f"| {case}: kernel or copy (one step, all ranks) | calls | ms | share |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{name[:90]}` | {calls} | {us / 1e3:.2f} | {us / total:.1%} |"
+            for name, calls, us in rows[:top]
+        ]
+        lines.append(f"| all {len(rows)} kinds | {sum(r[1] for r in rows)} | {total / 1e3:.2f} | |")
+    return lines
+
+
+def timed_inputs(blocks: list[list[tuple[list[int], str]]]) -> list[list[np.ndarray]]:
+    """Every rank's block of every argument, drawn from one pool of small normal values: a
+    model-sized step has billions of elements, too many to draw one by one."""
+    sizes = [int(np.prod(shape)) for bs in blocks for shape, _ in bs]
+    pool = np.random.default_rng(0).standard_normal(max(sizes, default=0), np.float32) * 0.02
+    return [
+        [pool[: int(np.prod(shape))].reshape(shape).astype(dtype) for shape, dtype in bs]
+        for bs in blocks
+    ]
 
 
 WORLD_OF_ONE = [
@@ -449,7 +565,10 @@ def main() -> None:
     r.add_argument("folder", type=Path)
     r.add_argument("--report", type=Path, default=None)
     r.add_argument("--iterations", type=int, default=10, help="timed runs (0: no timing)")
-    r.add_argument("--only", default="", help="comma-separated case prefixes to check")
+    r.add_argument("--only", default="", help="comma-separated case prefixes to check and time")
+    r.add_argument(
+        "--profile", type=Path, default=None, help="JSON of each timed case's GPU activities"
+    )
     n = sub.add_parser("nccl", help="programs of one rank through ccopt.build and real NCCL")
     n.add_argument("--report", type=Path, default=None)
     args = parser.parse_args()
@@ -459,7 +578,7 @@ def main() -> None:
         elif args.command == "nccl":
             sys.exit(real_nccl(args.report))
         else:
-            sys.exit(run(args.folder, args.report, args.iterations, args.only))
+            sys.exit(run(args.folder, args.report, args.iterations, args.only, args.profile))
     except (OSError, ValueError, KeyError) as e:  # unreadable or unwritable files, a bad manifest
         sys.exit(f"gpu_check: {type(e).__name__}: {e}")
 
