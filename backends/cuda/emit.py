@@ -1521,7 +1521,7 @@ class Emitter:
         rows = []
         for coords in self.mesh.all_coords():
             region = full.tensor.local_slices(self.mesh, coords)
-            full_st, piece_st = self.layout(full, coords), self.layout(piece, coords)
+            full_st = self.layout(full, coords)
             me = self.mesh.group_index(coords, axes)
             row: list[int] = []
             runs = 0
@@ -1530,6 +1530,9 @@ class Emitter:
                 extents = [b.stop - b.start for b in box]
                 if any(e <= 0 for e in extents):
                     continue
+                # the member's own piece decides its runs, so that every rank cuts them alike
+                # (a rank's own piece may be empty, its strides then saying nothing of q's)
+                piece_st = self.layout(piece, member)
                 inner = max(_run_start(extents, full_st), _run_start(extents, piece_st))
                 runs += prod(extents[:inner])
                 if runs > MAX_RUNS:

@@ -282,6 +282,28 @@ def test_elementwise_kernels_index_the_fewest_dimensions() -> None:
     assert_same_shards(run_on_host(module, reference.inputs), reference.shards)
 
 
+ONE_OWNER = """
+dtensor.mesh @m [a=3, b=2]
+func.func @f(%w: !dtensor.tensor<8x7x1xf64, @m[R, R]>) -> !dtensor.tensor<8x7x1xf64, @m[R, R]> {
+  %s = coll.slice %w over [a, b] dim 2 : !dtensor.tensor<8x7x1xf64, @m[R, R]> -> !dtensor.tensor<8x7x1xf64, @m[S(2), S(2)]>
+  %x = dtensor.scale %s by 9.000000e-01 : !dtensor.tensor<8x7x1xf64, @m[S(2), S(2)]>
+  %g = coll.all_gather %x over [a, b] : !dtensor.tensor<8x7x1xf64, @m[S(2), S(2)]> -> !dtensor.tensor<8x7x1xf64, @m[R, R]>
+  func.return %g : !dtensor.tensor<8x7x1xf64, @m[R, R]>
+}
+"""
+
+
+def test_rooted_calls_are_cut_alike_on_every_rank() -> None:
+    """An all-gather of a dimension of 1 over 6 ranks: only rank 0 holds a block. Rank 0 cut
+    its block into runs by its own piece's strides (one run of 56) and the others by theirs,
+    empty (56 runs of 1): different broadcasts, and every rank but 0 waited forever (found by
+    the random programs on the CPU harness). Each member's runs now follow its own piece."""
+    module = load_program(ONE_OWNER)
+    run_pipeline(module, "convert-to-kernel,plan-memory")
+    reference = ccopt.run(module, seed=3)
+    assert_same_shards(run_on_host(module, reference.inputs, timeout_s=20), reference.shards)
+
+
 def test_templates_render_for_every_kernel_level_op() -> None:
     from ccopt.dialects.kernel import Kernel
 
