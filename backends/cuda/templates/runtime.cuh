@@ -261,6 +261,19 @@ __host__ __device__ inline int64_t offset_of(int64_t r, int ndim, const Dims& ex
   return off;
 }
 
+// A reduction's value: its split's partial (`item`), combined by a second pass, when there are
+// several splits; else the output (a mean divided by its count).
+template <class T, class Acc>
+__device__ inline void store_reduced(int kind, int64_t splits, double count, Acc acc,
+                                     int64_t item, int64_t o, T* dst, Acc* partial) {
+  if (splits > 1) {
+    partial[item] = acc;
+    return;
+  }
+  if (kind == kMean) acc = (Acc)(acc / (Acc)count);
+  dst[o] = (T)acc;
+}
+
 // A thread per (output, split): for reductions over strided (leading) dimensions, where
 // neighbouring threads read neighbouring outputs' elements (coalesced). Each split takes one
 // range of the reduced elements, so that few outputs over many elements (a bias gradient: 4096
@@ -281,12 +294,7 @@ __global__ void reduce(int64_t out_n, int kept_ndim, Dims kept_extent, Dims kept
     Acc acc = init;
     for (int64_t r = s * per_split; r < end; ++r)
       acc = combine(kind, acc, (Acc)src[base + offset_of(r, red_ndim, red_extent, red_stride)]);
-    if (splits > 1) {
-      partial[item] = acc;
-    } else {
-      if (kind == kMean) acc = (Acc)(acc / (Acc)count);
-      dst[o] = (T)acc;
-    }
+    store_reduced(kind, splits, count, acc, item, o, dst, partial);
   }
 }
 
@@ -325,14 +333,7 @@ __global__ void reduce_blocks(int64_t out_n, int kept_ndim, Dims kept_extent, Di
       acc = combine(kind, acc, (Acc)src[base + off]);
     }
     acc = block_reduce(kind, acc, shared);
-    if (threadIdx.x == 0) {
-      if (splits > 1) {
-        partial[item] = acc;
-      } else {
-        if (kind == kMean) acc = (Acc)(acc / (Acc)count);
-        dst[o] = (T)acc;
-      }
-    }
+    if (threadIdx.x == 0) store_reduced(kind, splits, count, acc, item, o, dst, partial);
   }
 }
 
