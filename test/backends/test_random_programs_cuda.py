@@ -1,9 +1,10 @@
 """Random programs (test/passes/test_random_programs.py's generator: meshes of 1-3 axes, uneven
 blocks, broadcast biases, partial sums, in-place updates, f32/f64/f16/bf16) under a random
-CoCoNeT schedule, lowered to the kernel level, emitted as CUDA and run on the CPU harness
-against the interpreter running the same kernel-level program. The emitter's index math - the
-dimensions it merges per operand, split reductions, tiled copies, per-rank tables - meets shapes
-no example has. About a third of `CCOPT_HYPOTHESIS_EXAMPLES` programs: each is a C++ build."""
+CoCoNeT schedule or collective algorithm, lowered to the kernel level, emitted as CUDA and run
+on the CPU harness against the interpreter running the same kernel-level program. The emitter's
+index math - the dimensions it merges per operand, split reductions, tiled copies, per-rank
+tables, the NCCL calls every rank must issue alike - meets shapes no example has. About a third
+of `CCOPT_HYPOTHESIS_EXAMPLES` programs: each is a C++ build."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ SCHEDULES = [
     f"{SPLIT},{REORDER},{FUSE}",
     f"{SPLIT},{REORDER},{FUSE},fuse-collective,overlap{{chunks=2}}",
     f"pipeline-p2p,{SPLIT},{REORDER},sliced-norm,slice-state,{FUSE},overlap{{chunks=3}}",
+    # collectives as chunk-level algorithms (send/recv/reduce steps), the fused body inside
+    "lower-collectives{algorithm=halving_doubling chunk_factor=2}",
+    f"{SPLIT},{REORDER},{FUSE},fuse-collective,lower-collectives{{fused_body=in-algorithm}}",
 ]
 
 
