@@ -1,6 +1,7 @@
 """The backend's shape-dependent kernels on random shapes and placements, run on the CPU harness
-against the interpreter: every reduction layout `reduce_layout` picks (a thread per output and
-range of the reduced elements, a block per output split or not, rows), copies that transpose
+against the interpreter: the reduction layouts `reduce_layout` picks (a thread per output and
+range of the reduced elements or not, a block per output or row; the zoo's norms cover blocks
+split per output, which need thousands of elements a row), copies that transpose
 (`tiled_copy`: edges off the 32x32 tiles, batches) or not, and elementwise kernels whose
 operands broadcast (the dimensions `merge_dims` folds). Shapes reach 70 per dimension, past the
 thresholds (a warp of outputs, 16 elements a tile side) the fixed examples sit beside; blocks
