@@ -354,6 +354,8 @@ def run(
     prefixes = tuple(p for p in only.split(",") if p) or ("",)
     manifest["checked"] = [c for c in manifest["checked"] if c["case"].startswith(prefixes)]
     manifest["timed"] = [t for t in manifest["timed"] if t["case"].startswith(prefixes)]
+    if not manifest["checked"] and not manifest["timed"]:
+        sys.exit(f"gpu_check: no prepared case in {folder} starts with any of --only {only!r}")
     manifest["timed"] = manifest["timed"] if iterations > 0 else []
     profiles: dict[str, list] = {}
     lines = [
