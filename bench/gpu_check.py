@@ -129,13 +129,16 @@ def timed_modules() -> list[tuple[str, object]]:
 
 GPT_TIMED = ("gpt-5b", {"dp": 2, "tp": 4}, "bf16")
 """The timed GPT step: GPT-5B's shape (hidden 4096, 32 heads, 16K tokens), one layer, in bf16."""
-SEARCH = f"auto-shard{{strategy=dp objective=time machine={PREDICTION_MACHINE}"
+SEARCH = f"strategy=dp objective=time machine={PREDICTION_MACHINE}"
 GPT_TIMED_SCHEDULES = {
     "megatron": (False, "inline"),
     "megatron+overlap": (False, "inline,overlap{chunks=4}"),
-    "auto-shard": (True, f"{SEARCH}}},inline"),
-    "auto-shard+overlap": (True, f"{SEARCH}}},inline,overlap{{chunks=4}}"),
-    "auto-shard-credit+overlap": (True, f"{SEARCH} overlap=4}},inline,overlap{{chunks=4}}"),
+    "auto-shard": (True, f"auto-shard{{{SEARCH}}},inline"),
+    "auto-shard+overlap": (True, f"auto-shard{{{SEARCH}}},inline,overlap{{chunks=4}}"),
+    "auto-shard-credit+overlap": (
+        True,
+        f"auto-shard{{{SEARCH} overlap=4}},inline,overlap{{chunks=4}}",
+    ),
 }
 """(placements open for auto-shard, pipeline) of each timed GPT schedule: Megatron's placements
 and auto-shard's, with and without the overlap credit, as is and pipelined."""
