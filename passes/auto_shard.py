@@ -762,6 +762,11 @@ class AutoShard(ModulePass):
             raise ValueError(f"auto-shard: objective must be bytes or time, got '{self.objective}'")
         if self.overlap < 0:
             raise ValueError(f"auto-shard: overlap must be >= 0 chunks, got {self.overlap}")
+        if self.overlap and self.objective != "time":
+            raise ValueError(
+                f"auto-shard: overlap={self.overlap} credits simulated time and needs "
+                f"objective=time, got objective={self.objective}"
+            )
         if self.overlap_pipeline not in ("overlap", "fused"):
             raise ValueError(
                 "auto-shard: overlap-pipeline must be overlap or fused, "

@@ -245,6 +245,7 @@ def test_time_objective_uses_the_machine():
         ("objective=flops", "objective must be bytes or time"),
         ("memory=-1", "memory must be >= 0 GiB"),
         ("time-limit=0", "time-limit must be > 0 seconds"),
+        ("overlap=4", "overlap=4 credits simulated time and needs objective=time"),
     ],
 )
 def test_bad_options_fail_before_rewriting(options, message):
