@@ -248,7 +248,7 @@ def prepare(into: Path) -> None:
             }
         )
         print(f"{case}: {time.perf_counter() - start:.0f} s", flush=True)
-    (into / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    write_whole(into / "manifest.json", json.dumps(manifest, indent=1))
 
 
 def predicted_ms(module) -> dict[str, float]:  # noqa: ANN001
@@ -323,8 +323,16 @@ def finish(lines: list[str], report: Path | None, failures: int) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if report:
-        report.write_text(text)
+        write_whole(report, text)
     return 1 if failures else 0
+
+
+def write_whole(path: Path, text: str) -> None:
+    """`text` into `path` by a rename, so an interrupted run leaves the old file or the new one,
+    never half of one (`ccopt.files.write_atomic` does more, but `run` stays numpy-only)."""
+    part = path.with_name(f".{path.name}.part")
+    part.write_text(text)
+    part.replace(path)
 
 
 def one_line(e: BaseException) -> str:
@@ -428,7 +436,7 @@ def run(
             except Exception as e:  # noqa: BLE001 - no PyTorch or no CUPTI: a row says so
                 profiles[t["case"]] = [[f"profile failed: {one_line(e)}", 0, 0.0]]
     if profile:
-        profile.write_text(json.dumps(profiles, indent=1))
+        write_whole(profile, json.dumps(profiles, indent=1))
         lines += profile_tables(profiles)
     return finish(lines, report, failures)
 

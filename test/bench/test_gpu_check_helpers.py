@@ -1,6 +1,6 @@
 """bench/gpu_check.py's helpers that need no GPU: the timed inputs drawn from one pool (a
 model-sized step has billions of elements) and the profile tables, which leave out the harness's
-own host copies before and after the step."""
+own host copies before and after the step; the report written whole."""
 
 from __future__ import annotations
 
@@ -35,3 +35,12 @@ def test_profile_tables_rank_kernels_and_leave_out_host_copies() -> None:
     assert lines[1].startswith("| p/s: kernel or copy")
     assert lines[3] == "| `void ccopt_rt::reduce<float, float>(long)` | 2 | 3.00 | 75.0% |"
     assert lines[4] == "| all 2 kinds | 3 | 4.00 | |"
+
+
+def test_the_report_replaces_the_old_one_whole(tmp_path: Path, capsys) -> None:
+    report = tmp_path / "report.md"
+    report.write_text("an older run\n")
+    assert gpu_check.finish(["| a | b |"], report, failures=1) == 1
+    assert report.read_text() == "| a | b |\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]  # no part left behind
+    assert "| a | b |" in capsys.readouterr().out
