@@ -7,9 +7,11 @@ combined), restricted to the placements the program annotates; each function arg
 whose candidates are replicated or split layouts; an edge from a producer to a consumer costs
 the conversion of the producer's result to the placement the consumer's signature reads, except
 where the producer's candidate converts its result once, right after it, for every read at that
-placement (`Signature.shared`: an op's candidates include such a conversion of its result to
-each placement two of its reads may take, reducing partial sums or gathering splits; not under
-a memory limit, where each read's conversion lives only while its reader runs). The
+placement (`Signature.shared`: an op's or an argument's candidates include such a conversion of
+its value to each placement two of its reads may take, reducing partial sums or gathering
+splits - a sharded weight gathered once for the forward and the backward matmul; an argument's
+is written before its first reader; not for a call's results; not under a memory limit, where
+each read's conversion lives only while its reader runs). The
 objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step's time
 (`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
 roofline; `overlap=C` credits the reduction of a matmul's result with what the `overlap{chunks=C}`
@@ -88,7 +90,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
@@ -220,6 +222,9 @@ class Node:
     primary: bool = True
     """False for a call's second and later results: the first result's node carries the
     call's operand edges."""
+    outside: bool = False
+    """A value from outside a repetition's piece (`AutoShard.repetition_optimum`): any layout
+    at no cost, so never converted once for its reads (that would make a second layout free)."""
 
 
 @dataclass
@@ -1466,6 +1471,7 @@ class AutoShard(ModulePass):
             )
             for n in nodes:
                 if n.op is None and id(n.value) in outside:  # any layout, its cost outside
+                    n.outside = True
                     n.signatures = boundary_signatures(
                         n.value.type,  # type: ignore[union-attr, arg-type]
                         mesh,
@@ -2224,10 +2230,11 @@ class AutoShard(ModulePass):
         cost: Cost,
         moves: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, object]],
     ) -> None:
-        """Give each op whose result several operands may read at one placement the choice of
-        converting it there once (`Signature.shared`), so that an all-reduce feeding three
-        reads is paid once, as the program `rewrite` writes pays it: the op's candidates grow
-        by one copy per such placement, costing the conversion. Not under a memory limit: there
+        """Give each op or argument whose value several operands may read at one placement the
+        choice of converting it there once (`Signature.shared`), so that an all-reduce feeding
+        three reads, or a weight's all-gather read by the forward and the backward matmul, is
+        paid once, as the program `rewrite` writes pays it: the candidates grow by one copy per
+        such placement, costing the conversion. Not under a memory limit: there
         each reader's conversion lives only while that reader runs, as `Held` counts it. The
         enlarged lists are remembered in `moves` per signature list and goals, so every
         repetition of a layer shares them (and the edge tables keyed by their ids)."""
@@ -2238,7 +2245,7 @@ class AutoShard(ModulePass):
             node = nodes[u]
             if (
                 len(goal_sets) < 2
-                or node.op is None
+                or node.outside
                 or isinstance(node.op, func.CallOp)
                 or ("enlarged", id(node.signatures)) in moves
                 or self.overlaps(node)
@@ -2398,10 +2405,13 @@ class AutoShard(ModulePass):
             if node.op is None:
                 t = node.value.type
                 assert isinstance(t, DTensorType)
+                value = node.value
                 if t.placement_list != signature.result:  # the function type: once, below
-                    state.rewriter.replace_value_with_new_type(
-                        node.value, t.with_placements(signature.result)
+                    value = state.rewriter.replace_value_with_new_type(
+                        value, t.with_placements(signature.result)
                     )
+                if signature.shared is not None:
+                    shared.offer(value, signature.shared, None)
                 continue
             op = node.op
             if node.primary and signature.variant is not None:
@@ -2444,16 +2454,29 @@ class AutoShard(ModulePass):
 
 class SharedConversions:
     """`rewrite`'s conversions of values whose chosen signature converts them once
-    (`Signature.shared`): the conversion written right after the producer, at its first read
-    there, and every read there takes it; other reads convert before the reader."""
+    (`Signature.shared`): the conversion written right after the producer (an argument's:
+    before its first reader), at its first read there, and every read there takes it; other
+    reads convert before the reader."""
 
     def __init__(self, state: FunctionPlacer, mesh: Mesh) -> None:
         self.state, self.mesh = state, mesh
-        self.offers: dict[SSAValue, tuple[Placements, Operation]] = {}
+        self.offers: dict[SSAValue, tuple[Placements, Operation | None]] = {}
         self.made: dict[SSAValue, SSAValue] = {}
+        self.positions: dict[Operation, int] | None = None
 
-    def offer(self, value: SSAValue, goal: Placements, producer: Operation) -> None:
-        self.offers[value] = (goal, producer)
+    def offer(self, value: SSAValue, goal: Placements, producer: Operation | None) -> None:
+        """`producer` None: `value` is an argument, offered before `rewrite` converts any of
+        its reads (its readers are still the program's own ops)."""
+        self.offers[value] = (goal, producer if producer is not None else self.first_reader(value))
+
+    def first_reader(self, argument: SSAValue) -> Operation:
+        """The op of the function's block reading `argument` first (an op inside a region
+        counts as the op holding it)."""
+        block = self.state.f.body.block
+        if self.positions is None:
+            self.positions = {op: i for i, op in enumerate(block.ops)}
+        readers = (block.find_ancestor_op_in_block(use.operation) for use in argument.uses)
+        return min((op for op in readers if op is not None), key=self.positions.__getitem__)
 
     def reach(self, value: SSAValue, goal: Placements, reader: Operation) -> SSAValue:
         offered = self.offers.get(value)
@@ -2461,8 +2484,14 @@ class SharedConversions:
             return self.state.reach(value, goal, self.mesh, reader)
         made = self.made.get(value)
         if made is None:
-            made = self.made[value] = self.state.reach_after(value, goal, self.mesh, offered[1])
+            made = self.made[value] = self.convert_once(value, goal, offered[1])
         return made
+
+    def convert_once(self, value: SSAValue, goal: Placements, at: Operation) -> SSAValue:
+        """An op's result converted right after it; an argument's before its first reader."""
+        if isinstance(value, BlockArgument):
+            return self.state.reach(value, goal, self.mesh, at)
+        return self.state.reach_after(value, goal, self.mesh, at)
 
 
 def reader_goals(
@@ -2618,6 +2647,7 @@ def own_costs(
         if n.op is None:
             row = [
                 cost.tie_break * local_bytes(n.value.type, s.result, mesh)  # type: ignore[arg-type,union-attr]
+                + s.shared_cost
                 for s in n.signatures
             ]
         else:
