@@ -10,6 +10,7 @@ from xdsl.dialects import func
 import ccopt
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.frontend.gpt import Layout, gpt_step
+from ccopt.passes.auto_shard import reported_total
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.passes.placement_search import Problem, exhaustive, solve
 from ccopt.program import load_program
@@ -163,3 +164,18 @@ def test_a_value_read_several_times_is_converted_once():
     assert cost(apply_pipeline(load_program(str(searched)), time)) == pytest.approx(
         cost(searched), rel=1e-9
     )
+
+
+def test_coordinate_descent_reaches_the_optimum_of_the_tiny_step():
+    """The tiny GPT step on dp=2 x tp=2, objective=time: cd's single-node sweeps stopped at
+    19.6 us, 5,700x dp's optimum (3.4 ns: the tiny model converts nothing), in the layer
+    functions' entries, where a chain of ops had to move at once; its block moves reach it."""
+    mesh = {"dp": 2, "tp": 2}
+    text = str(gpt_step("tiny", mesh, layers=1, layout=Layout.open(list(mesh))).module)
+    totals = {
+        s: reported_total(
+            apply_pipeline(load_program(text), f"auto-shard{{strategy={s} objective=time}}")
+        )
+        for s in ("dp", "cd")
+    }
+    assert totals["cd"] == pytest.approx(totals["dp"], rel=1e-6)

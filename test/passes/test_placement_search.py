@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -499,3 +500,31 @@ def test_coordinate_descent_finds_a_program_where_every_start_meets_a_forbidden_
     assert math.isfinite(found.cost)
     assert found.cost >= best
     assert found.cost == problem.cost(found.choice)
+
+
+def test_cds_block_moves_leave_a_local_optimum_of_single_moves():
+    """Two placements per node, a conversion between unlike neighbours. From every start the
+    single-node sweeps stop at 17 (moving any one node pays more conversions than its own cost
+    saves); re-choosing every node but one end of the edge off the spanning forest at once
+    (`_tree_blocks`) reaches the optimum, 16."""
+
+    def unlike(cost: float) -> list[list[float]]:
+        return [[0.0, cost], [cost, 0.0]]
+
+    problem = Problem(
+        [[3.0, 0.0], [4.0, 3.0], [3.0, 3.0], [3.0, 1.0], [1.0, 4.0], [0.0, 4.0], [2.0, 3.0]],
+        [
+            (0, 1, unlike(11.0)),
+            (1, 2, unlike(4.0)),
+            (0, 3, unlike(3.0)),
+            (1, 4, unlike(4.0)),
+            (1, 5, unlike(3.0)),
+            (5, 6, unlike(8.0)),
+            (4, 5, unlike(4.0)),
+        ],
+    )
+    assert exhaustive(problem).cost == 16.0
+    found = coordinate_descent(problem)
+    assert found.cost == 16.0 == problem.cost(found.choice)
+    with mock.patch.object(placement_search, "_tree_blocks"):  # the sweeps alone
+        assert coordinate_descent(problem).cost == 17.0
