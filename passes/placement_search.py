@@ -1448,6 +1448,7 @@ def coordinate_descent(
     first = -2 if relaxed is not None else -1
     best: Solution | None = None
     extra = 2 if bounded else 0  # a limit: two more random starts
+    polished: set[tuple[int, ...]] = set()
     for k in range(1) if start is not None else range(first, starts - 2 + extra):
         if start is not None:
             choice = list(start)
@@ -1463,7 +1464,8 @@ def coordinate_descent(
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
         held = _Held(problem, choice, layout) if layout is not None else None
         _descend(problem, neighbours, choice, held)
-        if held is None:
+        if held is None and tuple(choice) not in polished:  # starts often meet
+            polished.add(tuple(choice))
             _tree_blocks(problem, neighbours, choice, rng, patience=2)
         if not problem.fits(choice):
             continue
@@ -1478,7 +1480,7 @@ def coordinate_descent(
         if not math.isinf(cost := problem.cost(choice)):
             best = Solution(list(choice), cost, "cd", 0.0)
     if best is not None and not bounded and not math.isinf(best.cost):
-        _tree_blocks(problem, neighbours, best.choice, rng, patience=BLOCK_ROUNDS)
+        _tree_blocks(problem, neighbours, best.choice, rng, BLOCK_ROUNDS, other_forests=True)
         best.cost = problem.cost(best.choice)
     if best is None or math.isinf(best.cost):
         raise NoSolution(
@@ -1543,19 +1545,22 @@ def _tree_blocks(
     choice: list[int],
     rng: random.Random,
     patience: int,
+    other_forests: bool = False,
 ) -> None:
     """Block moves after the single-node sweeps (`choice` changed in place): hold one end of
     every edge outside a spanning forest at its choice, and re-choose all the other nodes at
     once, exactly (`eliminate` on what is left: a forest, the held nodes folded into their
     neighbours; the ends of a forbidden pair are never held); keep the result where it is
     cheaper, sweep again, and repeat with other ends held (each end in turn, then other
-    spanning forests, their ends at random) until `patience` moves in a row gain nothing. A
+    spanning forests, their ends at random; with `other_forests` those from the start) until
+    `patience` moves in a row gain nothing. A
     single-node sweep cannot move a chain of elementwise ops from one placement to another:
     each step alone pays a conversion the whole move avoids. Without a memory limit only: the
     peak couples the nodes the move frees."""
     cut = _edges_off_forest(problem)
     cost = problem.cost(choice)
-    rounds = idle = 0
+    rounds = 2 if other_forests else 0
+    idle = 0
     while idle < (patience if cut else 1):  # a forest: one exact move frees every node
         if rounds >= 2:  # another spanning forest, other ends held
             cut = _edges_off_forest(problem, rng)
