@@ -49,6 +49,7 @@ PIPELINES = (
     "autotune{chunks=1,2 window=2}",
     "auto-shard{strategy=dp}",
     "auto-shard{strategy=ilp objective=time overlap=2}",
+    "auto-shard{strategy=cd objective=time}",
     "inline",
     "inline,convert-to-kernel",
     "inline,convert-to-kernel,plan-memory",
