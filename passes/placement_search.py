@@ -1426,11 +1426,14 @@ def coordinate_descent(
     random start; or only `start`, with the nodes' cheapest own costs as its bound); each sweep
     re-chooses every node given its neighbours, among the moves that lift no program point's
     memory past the limit (`_Held`); stop when a sweep changes nothing. Without a limit, tree
-    block moves (`_tree_blocks`) follow: two rounds after each start, and up to
-    `BLOCK_ROUNDS` idle rounds from the best. On GPT-3's 96-layer step (objective=time) the
-    sweeps alone stopped at 23.0 s, 4x dp's optimum (5.68 s): the layer functions' entries,
-    an Adam update 20x its optimum, were stuck where only a chain of ops could move."""
+    block moves (`_tree_blocks`) follow from each distinct end of the sweeps and again from
+    the best (up to `BLOCK_ROUNDS` idle rounds; 2 past `BLOCK_NODES`), never leaving a start
+    dearer, so cd never ends above its sweeps alone. On GPT-3's 96-layer step
+    (objective=time) the sweeps alone stopped at 23.0 s, 4x dp's optimum (5.68 s): the layer
+    functions' entries, an Adam update 20x its optimum, were stuck where only a chain of ops
+    could move; with the block moves cd ends at 5.73 s."""
     rng = random.Random(seed)
+    blocks = random.Random(seed + 1)  # apart: the starts stay those of the sweeps alone
     neighbours: dict[int, list[tuple[int, list[list[float]], bool]]] = {
         i: [] for i in range(problem.size)
     }
@@ -1449,6 +1452,8 @@ def coordinate_descent(
     best: Solution | None = None
     extra = 2 if bounded else 0  # a limit: two more random starts
     polished: set[tuple[int, ...]] = set()
+    stuck = True  # every start's sweeps ended in a forbidden pair
+    patience = BLOCK_ROUNDS if problem.size <= BLOCK_NODES else 2
     for k in range(1) if start is not None else range(first, starts - 2 + extra):
         if start is not None:
             choice = list(start)
@@ -1464,23 +1469,24 @@ def coordinate_descent(
             choice = [rng.randrange(len(cs)) for cs in problem.node_cost]
         held = _Held(problem, choice, layout) if layout is not None else None
         _descend(problem, neighbours, choice, held)
+        stuck = stuck and math.isinf(problem.cost(choice))
         if held is None and tuple(choice) not in polished:  # starts often meet
             polished.add(tuple(choice))
-            _tree_blocks(problem, neighbours, choice, rng, patience=2)
+            _tree_blocks(problem, neighbours, choice, blocks, patience)
         if not problem.fits(choice):
             continue
         cost = problem.cost(choice)
         if best is None or cost < best.cost:
             best = Solution(list(choice), cost, "cd", 0.0)
-    if (best is None or math.isinf(best.cost)) and start is None and not bounded:
-        # every start ran into forbidden pairs (a call's ties, an in-place operand): start
-        # once more from a program that has none (`_fewest_bytes` finds one exactly)
+    if stuck and start is None and not bounded:
+        # every start's sweeps ran into forbidden pairs (a call's ties, an in-place operand):
+        # start once more from a program that has none (`_fewest_bytes` finds one exactly)
         choice = _fewest_bytes(problem, TIME_LIMIT)
         _descend(problem, neighbours, choice, None)
-        if not math.isinf(cost := problem.cost(choice)):
-            best = Solution(list(choice), cost, "cd", 0.0)
+        if best is None or (cost := problem.cost(choice)) < best.cost:
+            best = Solution(list(choice), problem.cost(choice), "cd", 0.0)
     if best is not None and not bounded and not math.isinf(best.cost):
-        _tree_blocks(problem, neighbours, best.choice, rng, BLOCK_ROUNDS, other_forests=True)
+        _tree_blocks(problem, neighbours, best.choice, blocks, patience, other_forests=True)
         best.cost = problem.cost(best.choice)
     if best is None or math.isinf(best.cost):
         raise NoSolution(
@@ -1537,6 +1543,10 @@ def _descend(
 
 BLOCK_ROUNDS = 8
 """Most tree-block moves (`_tree_blocks`) coordinate descent tries in a row without a gain."""
+BLOCK_NODES = 2000
+"""Nodes past which it tries two: a round eliminates the whole problem (on GPT-3's 96-layer
+step, 4,906 nodes: 76 ms, where no round ever gained: the calls' entries move jointly there,
+`AutoShard.joint_start`); a layer function's few hundred take a few ms."""
 
 
 def _tree_blocks(
