@@ -2234,10 +2234,12 @@ class AutoShard(ModulePass):
         choice of converting it there once (`Signature.shared`), so that an all-reduce feeding
         three reads, or a weight's all-gather read by the forward and the backward matmul, is
         paid once, as the program `rewrite` writes pays it: the candidates grow by one copy per
-        such placement, costing the conversion. Not under a memory limit: there
-        each reader's conversion lives only while that reader runs, as `Held` counts it. The
-        enlarged lists are remembered in `moves` per signature list and goals, so every
-        repetition of a layer shares them (and the edge tables keyed by their ids)."""
+        such placement, costing the conversion. Not under a memory limit: there each reader's
+        conversion lives only while that reader runs, as `Held` counts it. Not for a value from
+        outside a repetition's piece (`Node.outside`), nor a call's results (their candidates
+        are the callee's table entries, by index). The enlarged lists are remembered in `moves`
+        per signature list and goals, so every repetition of a layer shares them (and the edge
+        tables keyed by their ids)."""
         if self.memory > 0:
             return
         slots = reader_goals(f, nodes, index, moves)
@@ -2460,7 +2462,7 @@ class SharedConversions:
 
     def __init__(self, state: FunctionPlacer, mesh: Mesh) -> None:
         self.state, self.mesh = state, mesh
-        self.offers: dict[SSAValue, tuple[Placements, Operation | None]] = {}
+        self.offers: dict[SSAValue, tuple[Placements, Operation]] = {}
         self.made: dict[SSAValue, SSAValue] = {}
         self.positions: dict[Operation, int] | None = None
 

@@ -29,8 +29,7 @@ cost, the optimum or a lower bound, and the gap:
   bound's relaxation, one a look-ahead greedy pass), each node re-chosen given its neighbours
   until a full sweep changes nothing, then block moves without a memory limit (`_tree_blocks`:
   one end of each edge off a spanning forest held, every other node re-chosen at once,
-  exactly), which move a chain of ops or a call with the arguments its entry reads where no
-  single node can move alone; its lower bound (`lower_bound`) is the optimum of a
+  exactly), which move a chain of ops where no single node can move alone; its lower bound (`lower_bound`) is the optimum of a
   spanning forest of the edges with the others folded in at their cheapest; a move never lifts
   a point's memory past the limit (one start is a program of few bytes: it fits whenever
   anything does, calls aside).
@@ -1483,8 +1482,9 @@ def coordinate_descent(
         # start once more from a program that has none (`_fewest_bytes` finds one exactly)
         choice = _fewest_bytes(problem, TIME_LIMIT)
         _descend(problem, neighbours, choice, None)
-        if best is None or (cost := problem.cost(choice)) < best.cost:
-            best = Solution(list(choice), problem.cost(choice), "cd", 0.0)
+        cost = problem.cost(choice)
+        if best is None or cost < best.cost:
+            best = Solution(list(choice), cost, "cd", 0.0)
     if best is not None and not bounded and not math.isinf(best.cost):
         _tree_blocks(problem, neighbours, best.choice, blocks, patience, other_forests=True)
         best.cost = problem.cost(best.choice)
@@ -1563,10 +1563,9 @@ def _tree_blocks(
     neighbours; the ends of a forbidden pair are never held); keep the result where it is
     cheaper, sweep again, and repeat with other ends held (each end in turn, then other
     spanning forests, their ends at random; with `other_forests` those from the start) until
-    `patience` moves in a row gain nothing. A
-    single-node sweep cannot move a chain of elementwise ops from one placement to another:
-    each step alone pays a conversion the whole move avoids. Without a memory limit only: the
-    peak couples the nodes the move frees."""
+    `patience` moves in a row gain nothing. A single-node sweep cannot move a chain of
+    elementwise ops from one placement to another: each step alone pays a conversion the whole
+    move avoids. Without a memory limit only: the peak couples the nodes the move frees."""
     cut = _edges_off_forest(problem)
     cost = problem.cost(choice)
     rounds = 2 if other_forests else 0
