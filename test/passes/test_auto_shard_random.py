@@ -171,3 +171,25 @@ def test_exact_strategies_agree_and_write_what_they_cost(text: str, options: str
     held = searched(text, f"strategy=dp {options} memory=1")
     assert held is not None
     assert cost(held) >= cost(found["dp"]) * (1 - 1e-9) - 1e-12
+
+
+@pytest.mark.parametrize("options", ["objective=bytes", "objective=time"])
+@settings(
+    max_examples=max(1, EXAMPLES // 2),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=os.environ.get("CI") == "true",
+)
+@given(text=open_programs())
+def test_coordinate_descent_writes_what_it_costs(text: str, options: str) -> None:
+    """cd (sweeps, then block moves) is refused exactly where dp is, never reports less than
+    dp's optimum, and writes a program that computes the same and costs what it reports."""
+    found = {s: searched(text, f"strategy={s} {options}") for s in ("dp", "cd")}
+    assert (found["dp"] is None) == (found["cd"] is None)
+    assume(found["cd"] is not None)
+    assert cost(found["cd"]) >= cost(found["dp"]) * (1 - 1e-9) - 1e-12
+    again = searched(str(found["cd"]), f"strategy=dp {options}")
+    assert again is not None
+    assert cost(again) == pytest.approx(cost(found["cd"]), rel=1e-9, abs=1e-12)
+    report = ccopt.check_pipeline(text, f"auto-shard{{strategy=cd {options}}}", seed=1)
+    assert report.ok, report
