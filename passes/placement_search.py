@@ -1425,9 +1425,9 @@ def coordinate_descent(
     random start; or only `start`, with the nodes' cheapest own costs as its bound); each sweep
     re-chooses every node given its neighbours, among the moves that lift no program point's
     memory past the limit (`_Held`); stop when a sweep changes nothing. Without a limit, tree
-    block moves (`_tree_blocks`) follow from each distinct end of the sweeps and again from
-    the best (up to `BLOCK_ROUNDS` idle rounds; 2 past `BLOCK_NODES`), never leaving a start
-    dearer, so cd never ends above its sweeps alone. On GPT-3's 96-layer step
+    block moves (`_tree_blocks`) follow from each distinct end of the sweeps (up to
+    `BLOCK_ROUNDS` idle rounds; 2 past `BLOCK_NODES`), never leaving a start dearer, so cd
+    never ends above its sweeps alone (more rounds from the best gained nothing on GPT-3). On GPT-3's 96-layer step
     (objective=time) the sweeps alone stopped at 23.0 s, 4x dp's optimum (5.68 s): the layer
     functions' entries, an Adam update 20x its optimum, were stuck where only a chain of ops
     could move; with the block moves cd ends at 5.73 s."""
@@ -1485,9 +1485,6 @@ def coordinate_descent(
         cost = problem.cost(choice)
         if best is None or cost < best.cost:
             best = Solution(list(choice), cost, "cd", 0.0)
-    if best is not None and not bounded and not math.isinf(best.cost):
-        _tree_blocks(problem, neighbours, best.choice, blocks, patience, other_forests=True)
-        best.cost = problem.cost(best.choice)
     if best is None or math.isinf(best.cost):
         raise NoSolution(
             "coordinate descent found no combination within the memory limit"
@@ -1555,21 +1552,19 @@ def _tree_blocks(
     choice: list[int],
     rng: random.Random,
     patience: int,
-    other_forests: bool = False,
 ) -> None:
     """Block moves after the single-node sweeps (`choice` changed in place): hold one end of
     every edge outside a spanning forest at its choice, and re-choose all the other nodes at
     once, exactly (`eliminate` on what is left: a forest, the held nodes folded into their
     neighbours; the ends of a forbidden pair are never held); keep the result where it is
     cheaper, sweep again, and repeat with other ends held (each end in turn, then other
-    spanning forests, their ends at random; with `other_forests` those from the start) until
-    `patience` moves in a row gain nothing. A single-node sweep cannot move a chain of
-    elementwise ops from one placement to another: each step alone pays a conversion the whole
-    move avoids. Without a memory limit only: the peak couples the nodes the move frees."""
+    spanning forests, their ends at random) until `patience` moves in a row gain nothing. A
+    single-node sweep cannot move a chain of elementwise ops from one placement to another:
+    each step alone pays a conversion the whole move avoids. Without a memory limit only: the
+    peak couples the nodes the move frees."""
     cut = _edges_off_forest(problem)
     cost = problem.cost(choice)
-    rounds = 2 if other_forests else 0
-    idle = 0
+    rounds = idle = 0
     while idle < (patience if cut else 1):  # a forest: one exact move frees every node
         if rounds >= 2:  # another spanning forest, other ends held
             cut = _edges_off_forest(problem, rng)
