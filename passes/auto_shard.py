@@ -1649,7 +1649,8 @@ class AutoShard(ModulePass):
         calls are inlined into a small function of their own (`slice_function`, what they
         read from outside its arguments, their results returned), searched exactly (ilp where
         the run's strategy is, else dp: exhaustive would not scale to three layers' ops, and cd
-        on GPT-3's repetition keeps every weight replicated, as the tables do) and each call's boundary read off its solution:
+        on GPT-3's repetition kept every weight replicated, as the tables do - before its block
+        moves, and not measured since) and each call's boundary read off its solution:
         an argument at the placement its producer gives, a result at the placement its
         returned value has (a partial sum left open). Each such boundary is then solved as
         every entry is (`variant`). One repetition per distinct sequence of callees (the
