@@ -1598,10 +1598,18 @@ def _cheaper(new: float, old: float) -> bool:
 def _edges_off_forest(problem: Problem, rng: random.Random | None = None) -> list[tuple[int, int]]:
     """The edges a spanning forest of the problem's graph leaves out (self-edges aside): the
     forest takes the edges in their order, or in a random one with `rng`."""
-    root = list(range(problem.size))
-    edges = problem.edges
-    if rng is not None:
-        edges = rng.sample(edges, len(edges))
+    edges = problem.edges if rng is None else rng.sample(problem.edges, len(problem.edges))
+    return [
+        (u, v)
+        for (u, v, _), kept in zip(edges, _in_forest(problem.size, edges), strict=True)
+        if u != v and not kept
+    ]
+
+
+def _in_forest(size: int, edges: Sequence[tuple[int, int, object]]) -> list[bool]:
+    """Per edge, in order, whether a spanning forest taking the edges in that order (Kruskal,
+    union-find) keeps it; a self-edge never."""
+    root = list(range(size))
 
     def find(x: int) -> int:
         while root[x] != x:
@@ -1609,16 +1617,13 @@ def _edges_off_forest(problem: Problem, rng: random.Random | None = None) -> lis
             x = root[x]
         return x
 
-    out = []
+    kept = []
     for u, v, _ in edges:
-        if u == v:
-            continue
         a, b = find(u), find(v)
-        if a == b:
-            out.append((u, v))
-        else:
+        kept.append(a != b)
+        if a != b:
             root[a] = b
-    return out
+    return kept
 
 
 def _exact_over(problem: Problem, choice: list[int], held: set[int]) -> list[int] | None:
@@ -1777,23 +1782,15 @@ def forest_relaxation(problem: Problem) -> tuple[float, list[int] | None]:
     simple = sum(min(cs) for cs in problem.node_cost)
     node_cost = [np.asarray(cs, dtype=float) for cs in problem.node_cost]
     tables = [(u, v, np.asarray(t, dtype=float)) for u, v, t in problem.edges]
-    root = list(range(problem.size))
-
-    def find(x: int) -> int:
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
 
     def spread(t: np.ndarray) -> float:
         finite = t[np.isfinite(t)]
         return float(finite.max() - finite.min()) if finite.size else 0.0
 
+    tables.sort(key=lambda e: -spread(e[2]))
     forest: list[tuple[int, int, np.ndarray]] = []
-    for u, v, t in sorted(tables, key=lambda e: -spread(e[2])):
-        a, b = find(u), find(v)
-        if u != v and a != b:
-            root[a] = b
+    for (u, v, t), kept in zip(tables, _in_forest(problem.size, tables), strict=True):
+        if kept:
             forest.append((u, v, t))
         elif u == v:
             node_cost[u] = node_cost[u] + np.diag(t)
