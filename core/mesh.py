@@ -10,6 +10,29 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
 
+MAX_RANKS = 1 << 20
+"""The largest mesh ccopt accepts: beyond any machine it models (Frontier has 75k GPUs), and an
+absurd size would otherwise surface as minutes of work or an out-of-memory error far away."""
+
+
+def mesh_problem(name: str, axis_names: Sequence[str], axis_sizes: Sequence[int]) -> str | None:
+    """Why these axes make no mesh, or None: the one check behind both the `dtensor.mesh`
+    verifier and the front end's `Program`, so that a mesh is refused alike wherever it is
+    written."""
+    names, sizes = list(axis_names), list(axis_sizes)
+    if not names:
+        return "a mesh needs at least one axis"
+    if len(names) != len(sizes):
+        return f"{len(names)} axis names but {len(sizes)} sizes"
+    if len(set(names)) != len(names):
+        return f"mesh axis names must be unique, got {names}"
+    for n, s in zip(names, sizes, strict=True):
+        if s < 1:
+            return f"mesh axis '{n}' has size {s}; sizes must be >= 1"
+    if prod(sizes) > MAX_RANKS:
+        return f"mesh @{name} has {prod(sizes)} ranks; ccopt handles at most {MAX_RANKS} (2^20)"
+    return None
+
 
 @dataclass(frozen=True)
 class Mesh:

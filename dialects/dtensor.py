@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from math import prod
 from typing import ClassVar
 
 from xdsl.dialects import func
@@ -101,13 +100,9 @@ from ccopt.dialects.symbols import (  # noqa: F401 - re-exported: passes read th
     symbol_table_of,
 )
 from ccopt.dialects.syntax import fast_syntax
-from ccopt.mesh import Mesh
+from ccopt.mesh import Mesh, mesh_problem
 
 # --- mesh ----------------------------------------------------------------------------------
-
-MAX_RANKS = 1 << 20
-"""The largest mesh ccopt accepts: beyond any machine it models (Frontier has 75k GPUs), and an
-absurd size would otherwise surface as minutes of work or an out-of-memory error far away."""
 
 
 @irdl_op_definition
@@ -152,21 +147,9 @@ class MeshOp(IRDLOperation):
 
     def verify_(self) -> None:
         names = [a.data for a in self.axis_names.data]
-        sizes = self.axis_sizes.get_values()
-        if not names:
-            raise VerifyException("a mesh needs at least one axis")
-        if len(names) != len(sizes):
-            raise VerifyException(f"{len(names)} axis names but {len(sizes)} sizes")
-        if len(set(names)) != len(names):
-            raise VerifyException(f"mesh axis names must be unique, got {names}")
-        for n, s in zip(names, sizes, strict=True):
-            if s < 1:
-                raise VerifyException(f"mesh axis '{n}' has size {s}; sizes must be >= 1")
-        if prod(sizes) > MAX_RANKS:
-            raise VerifyException(
-                f"mesh @{self.sym_name.data} has {prod(sizes)} ranks; ccopt handles at most "
-                f"{MAX_RANKS} (2^20)"
-            )
+        problem = mesh_problem(self.sym_name.data, names, self.axis_sizes.get_values())
+        if problem is not None:
+            raise VerifyException(problem)
 
     @classmethod
     def parse(cls, parser: Parser) -> MeshOp:

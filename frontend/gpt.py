@@ -52,6 +52,13 @@ class GPTShape:
     batch: int = 8
     ffn: int = 0  # 0: 4 * hidden
 
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden", "heads", "seq", "batch"):
+            if getattr(self, name) < 1:
+                raise CcoptError(f"a GPT needs {name} >= 1, got {getattr(self, name)}")
+        if self.ffn < 0:
+            raise CcoptError(f"a GPT needs ffn >= 1 (or 0: 4 x hidden), got {self.ffn}")
+
     @property
     def ffn_size(self) -> int:
         return self.ffn or 4 * self.hidden
@@ -287,6 +294,34 @@ class LayerBuilder:
                 f"{shape.heads} heads of hidden size {shape.hidden}: the heads must divide the "
                 f"hidden size and split evenly over the {ranks} ranks of axes {heads_split}"
             )
+        self.check_even_splits()
+
+    def check_even_splits(self) -> None:
+        """Every input splits into equal blocks on its mesh axes: the layer's reshapes (heads
+        out of the hidden size, tokens out of batch x seq) need whole blocks, and would
+        otherwise fail far inside the step, on an op the user never wrote."""
+        s, mesh = self.shape, self.p.mesh
+        inputs = {"activation": ([s.batch, s.seq, s.hidden], self.layout.activation)}
+        for name, shape in parameter_shapes(s).items():
+            inputs[name] = (shape, self.layout.parameter(name))
+        dims = ("batch", "seq", "hidden")
+        for what, (shape, placements) in inputs.items():
+            for dim, size in enumerate(shape):
+                axes = [
+                    a
+                    for a, pl in zip(mesh.axis_names, placements, strict=True)
+                    if pl.split_dim == dim
+                ]
+                ranks = math.prod(mesh.axis_sizes[mesh.axis_index(a)] for a in axes)
+                if size % ranks:
+                    label = (
+                        f"{dims[dim]} {size}"
+                        if what == "activation"
+                        else f"{what}'s dimension {dim} ({size})"
+                    )
+                    raise CcoptError(
+                        f"{label} does not split evenly over the {ranks} ranks of axes {axes}"
+                    )
 
     # --- inputs ------------------------------------------------------------------------------
     def activation(self, p: Program, name: str) -> Tensor:
@@ -603,9 +638,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", help="write here instead of stdout")
     args = parser.parse_args(argv)
     try:
-        mesh = {k: int(v) for k, v in (a.split("=") for a in args.mesh.split(","))}
+        pairs = [(k.strip(), int(v)) for k, v in (a.split("=") for a in args.mesh.split(","))]
     except ValueError:
         parser.error(f"--mesh: expected axis=size,... got '{args.mesh}'")
+    mesh = dict(pairs)
+    if len(mesh) != len(pairs):
+        parser.error(f"--mesh: an axis is named twice in '{args.mesh}'")
     try:
         step = gpt_step(
             args.model,

@@ -26,7 +26,7 @@ from ccopt.diagnostics import CcoptError
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor_type import DTensorType, Placement, ReductionKind
-from ccopt.mesh import Mesh
+from ccopt.mesh import Mesh, mesh_problem
 
 if TYPE_CHECKING:
     import numpy as np
@@ -234,6 +234,9 @@ class Program:
             raise CcoptError(
                 "a program needs a mesh: Program('f', dp=4) or Program('f', dp=2, tp=4)"
             )
+        problem = mesh_problem(mesh_name, list(axes), list(axes.values()))
+        if problem is not None:
+            raise CcoptError(problem)
         self.mesh = Mesh(mesh_name, tuple(axes), tuple(axes.values()))
         self.name = name
         self.block = Block()

@@ -110,6 +110,41 @@ def test_heads_must_split_evenly() -> None:
         gpt_step("tiny", {"dp": 1, "tp": 3})
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--layers", "0"], "error: a GPT needs layers >= 1, got 0"),
+        (["--layers", "-3"], "error: a GPT needs layers >= 1, got -3"),
+        (["--batch", "0"], "error: a GPT needs batch >= 1, got 0"),
+        (["--seq", "0"], "error: a GPT needs seq >= 1, got 0"),
+        (["--batch", "3"], "error: batch 3 does not split evenly over the 2 ranks of axes ['dp']"),
+        (["--mesh", "dp=0,tp=2"], "error: mesh axis 'dp' has size 0; sizes must be >= 1"),
+        (["--mesh", "dp=2,dp=2"], "error: --mesh: an axis is named twice in 'dp=2,dp=2'"),
+        (["--mesh", "dp=2,tp"], "error: --mesh: expected axis=size,... got 'dp=2,tp'"),
+    ],
+)
+def test_bad_command_lines_get_one_line_errors(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sizes the step cannot be built with are refused up front with what is wrong, not as a
+    traceback or as a verifier error on an op deep inside the step; nothing is written."""
+    out = tmp_path / "gpt.mlir"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--model", "tiny", *args, "-o", str(out)])
+    assert exit_.value.code != 0
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_parameter_must_split_evenly_too() -> None:
+    """An uneven split of a weight (the FFN width over the tensor ranks) is named by the
+    parameter, before any op is built."""
+    shape = GPTShape(1, 16, 4, seq=4, batch=2, ffn=30)
+    with pytest.raises(CcoptError, match=r"w1's dimension 1 \(30\) does not split evenly"):
+        gpt_step(shape, {"tp": 4})
+
+
 def test_unknown_axis_is_an_error() -> None:
     with pytest.raises(CcoptError, match="no mesh axis tp"):
         gpt_step("tiny", {"dp": 2, "mp": 2}, tensor_axes=["tp"])

@@ -88,3 +88,20 @@ def test_options_out_of_range_are_errors(options: dict[str, float], message: str
             ccopt.run(SGD, **options)  # type: ignore[arg-type]
     with pytest.raises(CcoptError, match=f"^{message}$"):
         ccopt.check_pipeline(SGD, "cse", **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("axes", "message"),
+    [
+        ({"dp": 0}, "mesh axis 'dp' has size 0; sizes must be >= 1"),
+        ({"dp": 2, "tp": -1}, "mesh axis 'tp' has size -1; sizes must be >= 1"),
+        ({"dp": 1 << 11, "tp": 1 << 10}, r"mesh @m has 2097152 ranks; ccopt handles at most"),
+    ],
+)
+def test_a_front_end_mesh_is_checked_as_the_verifier_checks_it(
+    axes: dict[str, int], message: str
+) -> None:
+    """A mesh `dtensor.mesh` would refuse is refused when the program is made, not by the
+    first op that divides by its size."""
+    with pytest.raises(CcoptError, match=f"^{message}"):
+        Program("f", **axes)
