@@ -92,6 +92,8 @@ def parse_mesh_spec(spec: str) -> dict[str, int]:
         name, eq, value = part.partition("=")
         if not eq or not name.strip() or not value.strip().isdigit():
             raise InputError(f"bad mesh '{spec}': expected axis=size pairs like dp=2,tp=4")
+        if name.strip() in sizes:
+            raise InputError(f"bad mesh '{spec}': axis '{name.strip()}' is named twice")
         sizes[name.strip()] = int(value)
     return sizes
 

@@ -622,8 +622,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     from ccopt.files import write_atomic
+    from ccopt.program import parse_mesh_spec
 
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ccopt.frontend.gpt", description=main.__doc__)
     parser.add_argument("--model", default="tiny", choices=list(MODELS))
     parser.add_argument("--mesh", default="dp=2,tp=2", help="axes, e.g. dp=8,tp=8")
     parser.add_argument("--layers", type=int, help="override the model's layer count")
@@ -638,12 +639,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", help="write here instead of stdout")
     args = parser.parse_args(argv)
     try:
-        pairs = [(k.strip(), int(v)) for k, v in (a.split("=") for a in args.mesh.split(","))]
-    except ValueError:
-        parser.error(f"--mesh: expected axis=size,... got '{args.mesh}'")
-    mesh = dict(pairs)
-    if len(mesh) != len(pairs):
-        parser.error(f"--mesh: an axis is named twice in '{args.mesh}'")
+        mesh = parse_mesh_spec(args.mesh)
+    except CcoptError as e:
+        parser.error(f"--mesh: {e}")
+    if not mesh:
+        parser.error("--mesh: expected axis=size pairs like dp=2,tp=4, got none")
     try:
         step = gpt_step(
             args.model,

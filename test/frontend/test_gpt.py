@@ -119,8 +119,9 @@ def test_heads_must_split_evenly() -> None:
         (["--seq", "0"], "error: a GPT needs seq >= 1, got 0"),
         (["--batch", "3"], "error: batch 3 does not split evenly over the 2 ranks of axes ['dp']"),
         (["--mesh", "dp=0,tp=2"], "error: mesh axis 'dp' has size 0; sizes must be >= 1"),
-        (["--mesh", "dp=2,dp=2"], "error: --mesh: an axis is named twice in 'dp=2,dp=2'"),
-        (["--mesh", "dp=2,tp"], "error: --mesh: expected axis=size,... got 'dp=2,tp'"),
+        (["--mesh", "dp=2,dp=2"], "error: --mesh: bad mesh 'dp=2,dp=2': axis 'dp' is named twice"),
+        (["--mesh", "dp=2,tp"], "error: --mesh: bad mesh 'dp=2,tp': expected axis=size pairs"),
+        (["--mesh", ""], "error: --mesh: expected axis=size pairs like dp=2,tp=4, got none"),
     ],
 )
 def test_bad_command_lines_get_one_line_errors(

@@ -347,6 +347,7 @@ def test_bad_mesh_entry_program_and_inputs_file(tmp_path: Path) -> None:
         "coll.shift",
     )
     assert_run_error(ccopt_run(sgd, "--mesh", "dp"), "bad mesh 'dp'")
+    assert_run_error(ccopt_run(sgd, "--mesh", "dp=2,dp=4"), "axis 'dp' is named twice")
     assert_run_error(ccopt_run(sgd, "--entry", "adam"), "no function @adam", "@sgd")
     assert_run_error(ccopt_run(tmp_path / "absent.mlir"), "cannot read input file", "absent.mlir")
     (tmp_path / "notes.txt").write_text("not an npz\n")
