@@ -1453,6 +1453,7 @@ def coordinate_descent(
     polished: set[tuple[int, ...]] = set()
     stuck = True  # every start's sweeps ended in a forbidden pair
     patience = BLOCK_ROUNDS if problem.size <= BLOCK_NODES else 2
+    arrays: _Arrays | None = None  # the block moves' costs, built at their first use
     for k in range(1) if start is not None else range(first, starts - 2 + extra):
         if start is not None:
             choice = list(start)
@@ -1471,7 +1472,9 @@ def coordinate_descent(
         stuck = stuck and math.isinf(problem.cost(choice))
         if held is None and tuple(choice) not in polished:  # starts often meet
             polished.add(tuple(choice))
-            _tree_blocks(problem, neighbours, choice, blocks, patience)
+            if arrays is None:
+                arrays = _Arrays(problem)
+            _tree_blocks(problem, arrays, neighbours, choice, blocks, patience)
         if not problem.fits(choice):
             continue
         cost = problem.cost(choice)
@@ -1541,13 +1544,14 @@ def _descend(
 BLOCK_ROUNDS = 8
 """Most tree-block moves (`_tree_blocks`) coordinate descent tries in a row without a gain."""
 BLOCK_NODES = 2000
-"""Nodes past which it tries two: a round eliminates the whole problem (on GPT-3's 96-layer
-step, 4,906 nodes: 76 ms, where rounds gained 1.7% at most: the calls' entries move jointly
-there, `AutoShard.joint_start`); a layer function's few hundred take a few ms."""
+"""Nodes past which it tries two: a round solves the whole problem (on GPT-3's 96-layer step,
+4,906 nodes: 10-18 ms by message passing, 76 ms by variable elimination before; rounds gained
+1.7% at most there: the calls' entries move jointly, `AutoShard.joint_start`)."""
 
 
 def _tree_blocks(
     problem: Problem,
+    arrays: _Arrays,
     neighbours: dict[int, list[tuple[int, list[list[float]], bool]]],
     choice: list[int],
     rng: random.Random,
@@ -1571,7 +1575,7 @@ def _tree_blocks(
         held = {edge[rounds if rounds < 2 else rng.randrange(2)] for edge in cut}
         held -= _forbidden_ends(problem, choice)  # a forbidden pair moves both its ends
         rounds += 1
-        moved = _exact_over(problem, choice, held)
+        moved = _exact_over(arrays, choice, held)
         if moved is None or not _cheaper(problem.cost(moved), cost):
             idle += 1
             continue
@@ -1626,22 +1630,105 @@ def _in_forest(size: int, edges: Sequence[tuple[int, int, object]]) -> list[bool
     return kept
 
 
-def _exact_over(problem: Problem, choice: list[int], held: set[int]) -> list[int] | None:
+class _Arrays:
+    """A problem's own and edge costs as numpy arrays, an edge's as [u's candidate, v's],
+    built once for the many exact solves of coordinate descent's block moves."""
+
+    def __init__(self, problem: Problem) -> None:
+        import numpy as np
+
+        self.node_cost = [np.asarray(c, dtype=float) for c in problem.node_cost]
+        sizes = [len(c) for c in self.node_cost]
+        self.edges = [
+            (u, v, np.asarray(t, dtype=float).reshape(sizes[u], sizes[v]))
+            for u, v, t in problem.edges
+        ]
+
+
+def _exact_over(arrays: _Arrays, choice: list[int], held: set[int]) -> list[int] | None:
     """The best choice with the `held` nodes at `choice` and every other node free (None
-    where the rest is too wide to eliminate)."""
-    node_cost = [
-        [cs[choice[n]]] if n in held else list(cs) for n, cs in enumerate(problem.node_cost)
-    ]
-    edges = []
-    for u, v, table in problem.edges:
-        rows = [table[choice[u]]] if u in held else table
-        if v in held:
-            rows = [[row[choice[v]]] for row in rows]
-        edges.append((u, v, rows))
-    eliminated = eliminate(fold_fixed(Problem(node_cost, edges)))  # (no pruning: a forest
-    if eliminated is None:  # is cheap to eliminate, and dominance checks cost more)
+    where the rest is too wide to eliminate): the held nodes' edges folded into their free
+    ends' costs, then the free nodes solved exactly - as trees (`_over_trees`) where their
+    edges form a forest, as they do when one end of every edge off a spanning forest is held,
+    else by variable elimination (a forbidden pair's ends are both free)."""
+    own = [c if n in held else c.copy() for n, c in enumerate(arrays.node_cost)]
+    free: list[tuple[int, int, np.ndarray]] = []
+    for u, v, table in arrays.edges:
+        if u in held:
+            if v not in held:
+                own[v] += table[choice[u]]
+        elif v in held:
+            own[u] += table[:, choice[v]]
+        elif u == v:
+            own[u] += table.diagonal()
+        else:
+            free.append((u, v, table))
+    picked = _over_trees(own, free, choice, held)
+    if picked is not None:
+        return picked
+    index = [n for n in range(len(own)) if n not in held]
+    at = {n: i for i, n in enumerate(index)}
+    edges = [(at[u], at[v], table) for u, v, table in free]
+    eliminated = eliminate(Problem([own[n] for n in index], edges))  # type: ignore[misc]
+    if eliminated is None:
         return None
-    return [choice[n] if n in held else c for n, c in enumerate(eliminated[0])]
+    picked = list(choice)
+    for n, c in zip(index, eliminated[0], strict=True):
+        picked[n] = c
+    return picked
+
+
+def _over_trees(
+    own: list[np.ndarray],
+    edges: list[tuple[int, int, np.ndarray]],
+    choice: list[int],
+    held: set[int],
+) -> list[int] | None:
+    """The free nodes' best choice where their `edges` form a forest, `own` their costs with
+    the held nodes folded in (changed): each tree by min-sum message passing from its leaves
+    to a root and back, a node's table against its parent only (variable elimination's
+    bookkeeping was most of cd's time on GPT-3's steps). None where the edges close a cycle
+    (or join two nodes twice)."""
+    size = len(own)
+    links: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(size)]
+    root = list(range(size))
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    for u, v, table in edges:
+        a, b = find(u), find(v)
+        if a == b:
+            return None
+        root[a] = b
+        links[u].append((v, table))  # oriented [this node's candidate, the neighbour's]
+        links[v].append((u, table.T))
+    picked = list(choice)
+    seen = [n in held for n in range(size)]
+    for top in range(size):
+        if seen[top]:
+            continue
+        seen[top] = True
+        order, parent = [top], {}
+        for x in order:  # breadth first: each node after its parent
+            for y, table in links[x]:
+                if not seen[y]:
+                    seen[y] = True
+                    parent[y] = (x, table)  # [the parent's candidate, y's]
+                    order.append(y)
+        best = {}
+        for x in reversed(order[1:]):  # leaves first: x's subtree folded into its parent
+            p, table = parent[x]
+            total = table + own[x]
+            best[x] = total.argmin(axis=1)
+            own[p] += total.min(axis=1)
+        picked[top] = int(own[top].argmin())
+        for x in order[1:]:
+            picked[x] = int(best[x][picked[parent[x][0]]])
+    return picked
 
 
 def _smallest(problem: Problem) -> list[int]:

@@ -4,6 +4,7 @@ solution reports its cost, bound and gap."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 from unittest import mock
@@ -528,6 +529,38 @@ def test_cds_block_moves_leave_a_local_optimum_of_single_moves():
     assert found.cost == 16.0 == problem.cost(found.choice)
     with mock.patch.object(placement_search, "_tree_blocks"):  # the sweeps alone
         assert coordinate_descent(problem).cost == 17.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.data())
+def test_a_block_move_is_exact_over_its_free_nodes(problem, data):
+    """A block move (`_exact_over`) re-chooses every node it does not hold at their joint
+    optimum given the held ones: equal to the best of every combination of the free nodes.
+    The held set is one end of each edge off a spanning forest (the free nodes a forest:
+    message passing over trees), less any nodes (the free nodes may then close a cycle, as a
+    forbidden pair's freed ends do: variable elimination); self-edges and forbidden pairs
+    included."""
+    sizes = [len(c) for c in problem.node_cost]
+    for k, (_, _, table) in enumerate(problem.edges[: data.draw(st.integers(0, 3))]):
+        table[k % len(table)][0] = math.inf
+    u = data.draw(st.integers(0, problem.size - 1))
+    problem.edges.append((u, u, [[float(a + b) for b in range(sizes[u])] for a in range(sizes[u])]))
+    choice = [data.draw(st.integers(0, k - 1)) for k in sizes]
+    ends = data.draw(
+        st.lists(st.integers(0, 1), min_size=problem.size * 2, max_size=problem.size * 2)
+    )
+    held = {edge[ends[k]] for k, edge in enumerate(placement_search._edges_off_forest(problem))}
+    held -= set(data.draw(st.lists(st.integers(0, problem.size - 1), max_size=problem.size)))
+    moved = placement_search._exact_over(placement_search._Arrays(problem), choice, held)
+    assert moved is not None and all(moved[n] == choice[n] for n in held)
+    free = [n for n in range(problem.size) if n not in held]
+    best = math.inf
+    for combination in itertools.product(*(range(sizes[n]) for n in free)):
+        candidate = list(choice)
+        for n, c in zip(free, combination, strict=True):
+            candidate[n] = c
+        best = min(best, problem.cost(candidate))
+    assert problem.cost(moved) == best or problem.cost(moved) == pytest.approx(best)
 
 
 @settings(max_examples=150, deadline=None)
