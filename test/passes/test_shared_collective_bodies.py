@@ -87,8 +87,11 @@ def test_shared_collective_bodies_compute_what_the_program_does(name: str, ranks
     axis = "tp" if name.startswith("megatron") else "dp"
     entry = None if name.startswith("megatron") else f"{name.split()[0]}_2"
     for cut in (split_at_fuse_collective(pipeline)[0], pipeline):
+        # atol scaled to each output (check_pipeline's default): the chained blocks' values reach
+        # 2.5e5 (seed 2), where float32 sums in another order differ by 0.0625, a unit in the last
+        # place (it failed with numpy 2.4.6's matmul)
         report = ccopt.check_pipeline(
-            program, cut, entry=entry, mesh={axis: ranks}, seed=ranks, rtol=1e-4, atol=1e-5
+            program, cut, entry=entry, mesh={axis: ranks}, seed=ranks, rtol=1e-4
         )
         bad = [c.name for c in report.comparisons if not c.ok]
         assert report.comparisons and not bad, (cut, bad)
