@@ -1545,7 +1545,7 @@ BLOCK_ROUNDS = 8
 """Most tree-block moves (`_tree_blocks`) coordinate descent tries in a row without a gain."""
 BLOCK_NODES = 2000
 """Nodes past which it tries two: a round solves the whole problem (on GPT-3's 96-layer step,
-4,906 nodes: 10-18 ms by message passing, 76 ms by variable elimination before; rounds gained
+4,906 nodes: 10-13 ms peeled leaf by leaf, 76 ms by variable elimination before; rounds gained
 1.7% at most there: the calls' entries move jointly, `AutoShard.joint_start`)."""
 
 
@@ -1648,11 +1648,9 @@ class _Arrays:
 def _exact_over(arrays: _Arrays, choice: list[int], held: set[int]) -> list[int] | None:
     """The best choice with the `held` nodes at `choice` and every other node free (None
     where the rest is too wide to eliminate): the held nodes' edges folded into their free
-    ends' costs, then the free nodes solved exactly - as trees (`_over_trees`) where their
-    edges form a forest, as they do when one end of every edge off a spanning forest is held,
-    else by variable elimination (a forbidden pair's ends are both free)."""
+    ends' costs, then the free nodes solved exactly (`_peeled`)."""
     own = [c if n in held else c.copy() for n, c in enumerate(arrays.node_cost)]
-    free: list[tuple[int, int, np.ndarray]] = []
+    links: list[dict[int, np.ndarray]] = [{} for _ in own]  # [this node's candidate, other's]
     for u, v, table in arrays.edges:
         if u in held:
             if v not in held:
@@ -1662,72 +1660,54 @@ def _exact_over(arrays: _Arrays, choice: list[int], held: set[int]) -> list[int]
         elif u == v:
             own[u] += table.diagonal()
         else:
-            free.append((u, v, table))
-    picked = _over_trees(own, free, choice, held)
-    if picked is not None:
-        return picked
-    index = [n for n in range(len(own)) if n not in held]
-    at = {n: i for i, n in enumerate(index)}
-    edges = [(at[u], at[v], table) for u, v, table in free]
-    eliminated = eliminate(Problem([own[n] for n in index], edges))  # type: ignore[misc]
-    if eliminated is None:
-        return None
-    picked = list(choice)
-    for n, c in zip(index, eliminated[0], strict=True):
-        picked[n] = c
-    return picked
+            links[u][v] = links[u][v] + table if v in links[u] else table
+            links[v][u] = links[u][v].T
+    return _peeled(own, links, choice, held)
 
 
-def _over_trees(
+def _peeled(
     own: list[np.ndarray],
-    edges: list[tuple[int, int, np.ndarray]],
+    links: list[dict[int, np.ndarray]],
     choice: list[int],
     held: set[int],
 ) -> list[int] | None:
-    """The free nodes' best choice where their `edges` form a forest, `own` their costs with
-    the held nodes folded in (changed): each tree by min-sum message passing from its leaves
-    to a root and back, a node's table against its parent only (variable elimination's
-    bookkeeping was most of cd's time on GPT-3's steps). None where the edges close a cycle
-    (or join two nodes twice)."""
-    size = len(own)
-    links: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(size)]
-    root = list(range(size))
-
-    def find(x: int) -> int:
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
-
-    for u, v, table in edges:
-        a, b = find(u), find(v)
-        if a == b:
-            return None
-        root[a] = b
-        links[u].append((v, table))  # oriented [this node's candidate, the neighbour's]
-        links[v].append((u, table.T))
+    """The free nodes' best choice, their costs `own` and edges `links` (both changed): a node
+    of at most one free neighbour is minimized out into that neighbour's costs (min-sum
+    message passing from the leaves in), until none is left; with one end of every edge off a
+    spanning forest held that is every node. What remains (the cycles a forbidden pair's freed
+    ends close) goes to variable elimination. Variable elimination over the whole forest
+    built and tracked a table per step: it was most of cd's time on GPT-3's steps."""
     picked = list(choice)
-    seen = [n in held for n in range(size)]
-    for top in range(size):
-        if seen[top]:
+    steps: list[tuple[int, int, np.ndarray | int]] = []  # (node, its neighbour or -1, best)
+    done = [n in held for n in range(len(own))]
+    todo = [n for n in range(len(own)) if not done[n] and len(links[n]) <= 1]
+    while todo:
+        x = todo.pop()
+        if done[x] or len(links[x]) > 1:
             continue
-        seen[top] = True
-        order, parent = [top], {}
-        for x in order:  # breadth first: each node after its parent
-            for y, table in links[x]:
-                if not seen[y]:
-                    seen[y] = True
-                    parent[y] = (x, table)  # [the parent's candidate, y's]
-                    order.append(y)
-        best = {}
-        for x in reversed(order[1:]):  # leaves first: x's subtree folded into its parent
-            p, table = parent[x]
-            total = table + own[x]
-            best[x] = total.argmin(axis=1)
-            own[p] += total.min(axis=1)
-        picked[top] = int(own[top].argmin())
-        for x in order[1:]:
-            picked[x] = int(best[x][picked[parent[x][0]]])
+        done[x] = True
+        if not links[x]:  # a tree's last node: the rest is folded into its costs
+            steps.append((x, -1, int(own[x].argmin())))
+            continue
+        ((y, table),) = links[x].items()
+        total = table.T + own[x]  # [y's candidate, x's]
+        steps.append((x, y, total.argmin(axis=1)))
+        own[y] += total.min(axis=1)
+        links[x] = {}
+        del links[y][x]
+        if len(links[y]) <= 1:
+            todo.append(y)
+    core = [n for n in range(len(own)) if not done[n]]
+    if core:
+        at = {n: i for i, n in enumerate(core)}
+        edges = [(at[u], at[v], t) for u in core for v, t in links[u].items() if u < v]
+        eliminated = eliminate(Problem([own[n] for n in core], edges))  # type: ignore[misc]
+        if eliminated is None:
+            return None
+        for n, c in zip(core, eliminated[0], strict=True):
+            picked[n] = c
+    for x, y, best in reversed(steps):  # each after the neighbour it was folded into
+        picked[x] = best if y < 0 else int(best[picked[y]])  # type: ignore[index]
     return picked
 
 

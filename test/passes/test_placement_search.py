@@ -536,21 +536,32 @@ def test_cds_block_moves_leave_a_local_optimum_of_single_moves():
 def test_a_block_move_is_exact_over_its_free_nodes(problem, data):
     """A block move (`_exact_over`) re-chooses every node it does not hold at their joint
     optimum given the held ones: equal to the best of every combination of the free nodes.
-    The held set is one end of each edge off a spanning forest (the free nodes a forest:
-    message passing over trees), less any nodes (the free nodes may then close a cycle, as a
-    forbidden pair's freed ends do: variable elimination); self-edges and forbidden pairs
-    included."""
+    The held set is one end of each edge off a spanning forest (the free nodes a forest,
+    peeled leaf by leaf), less any nodes (the free nodes may then close cycles, as a forbidden
+    pair's freed ends do: what is left goes to variable elimination); self-edges, forbidden
+    pairs and two edges between one pair of nodes included."""
     sizes = [len(c) for c in problem.node_cost]
     for k, (_, _, table) in enumerate(problem.edges[: data.draw(st.integers(0, 3))]):
         table[k % len(table)][0] = math.inf
     u = data.draw(st.integers(0, problem.size - 1))
     problem.edges.append((u, u, [[float(a + b) for b in range(sizes[u])] for a in range(sizes[u])]))
+    if problem.size >= 3 and data.draw(st.booleans()):  # a ring through every node: cycles
+        for i in range(problem.size):
+            a, b = i, (i + 1) % problem.size
+            ring = [[float((x + 2 * y + i) % 5) for y in range(sizes[b])] for x in range(sizes[a])]
+            problem.edges.append((a, b, ring))
+    if len(problem.edges) > 1:  # a second edge between the first edge's nodes, reversed
+        a, b, _ = problem.edges[0]
+        problem.edges.append(
+            (b, a, [[float(i * j) for j in range(sizes[a])] for i in range(sizes[b])])
+        )
     choice = [data.draw(st.integers(0, k - 1)) for k in sizes]
-    ends = data.draw(
-        st.lists(st.integers(0, 1), min_size=problem.size * 2, max_size=problem.size * 2)
-    )
-    held = {edge[ends[k]] for k, edge in enumerate(placement_search._edges_off_forest(problem))}
+    cut = placement_search._edges_off_forest(problem)
+    ends = data.draw(st.lists(st.integers(0, 1), min_size=len(cut), max_size=len(cut)))
+    held = {edge[end] for edge, end in zip(cut, ends, strict=True)}
     held -= set(data.draw(st.lists(st.integers(0, problem.size - 1), max_size=problem.size)))
+    if data.draw(st.booleans()):  # nothing held: every cycle of the problem left
+        held = set()
     moved = placement_search._exact_over(placement_search._Arrays(problem), choice, held)
     assert moved is not None and all(moved[n] == choice[n] for n in held)
     free = [n for n in range(problem.size) if n not in held]
