@@ -14,6 +14,7 @@ from typing import Protocol
 from xdsl.dialects.builtin import ModuleOp
 
 from ccopt.diagnostics import CcoptError
+from ccopt.files import STDIO
 
 
 class ChakraOptions(Protocol):
@@ -28,7 +29,7 @@ def export(module: ModuleOp, prefix: str | None, options: ChakraOptions) -> list
     """Write PREFIX.<rank>.et for every rank; the paths written."""
     from ccopt.dialects.algo import AlgorithmError, AlgorithmOp
 
-    if not prefix:
+    if not prefix or prefix == STDIO:
         raise CcoptError("-t chakra writes one file per rank: give -o DIR/PREFIX")
     algorithms = [op for op in module.walk() if isinstance(op, AlgorithmOp)]
     if options.algorithm is not None:

@@ -5,7 +5,8 @@ renamed into place, so a reader (or an interrupted run) never sees half of it; t
 mode it had, or gets the mode `open()` would give it (0666 less the umask); a symlink is written
 through (its target is replaced, the link stays). Files that are not regular (`/dev/stdout`, a FIFO, a
 terminal) cannot be renamed over: they are written directly. A target that cannot be written is a
-one-line `OutputError`.
+one-line `OutputError`. The path `-` is standard output (and, read, standard input), as it is for
+mlir-opt and the LLVM tools: never a file named `-`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from ccopt.diagnostics import CcoptError
 class OutputError(CcoptError):
     """An output file that cannot be written (missing folder, a directory, no permission)."""
 
+
+STDIO = "-"
+"""The path that names standard input or output rather than a file."""
 
 SPECIAL_FOLDERS = ("/dev/", "/proc/")
 """Paths there are devices or the kernel's magic links (`/dev/stdout` resolves to whatever fd 1
@@ -62,8 +66,8 @@ def _own_descriptor(path: str | os.PathLike[str]) -> int | None:
     """`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`: one of this process's own descriptors.
     Opening them anew would start a second file offset on a redirected stdout (and truncate it);
     writing to the descriptor itself appends where the shell's output stands."""
-    text = str(path)
-    named = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+    text = os.fspath(path)
+    named = {STDIO: 1, "/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
     if text in named:
         return named[text]
     for prefix in ("/dev/fd/", "/proc/self/fd/"):
@@ -117,13 +121,17 @@ def _error(path: str | os.PathLike[str], e: OSError) -> OutputError:
     return OutputError(f"cannot write '{path}': {e.strerror or e}")
 
 
+def is_stdin(path: str | os.PathLike[str] | None) -> bool:
+    return path is None or os.fspath(path) == STDIO
+
+
 def read_text(path: str | os.PathLike[str] | None) -> str:
-    """The UTF-8 text of an input file (standard input for None); a file that cannot be read
-    (missing, a directory, no permission) or that is not text is a CcoptError naming it, as
+    """The UTF-8 text of an input file (standard input for None or `-`); a file that cannot be
+    read (missing, a directory, no permission) or that is not text is a CcoptError naming it, as
     every ccopt tool reports it."""
-    name = "<stdin>" if path is None else os.fspath(path)
+    name = "<stdin>" if is_stdin(path) else os.fspath(path)
     try:
-        if path is None:  # decoded here: the locale's decoder may let bad bytes through
+        if is_stdin(path):  # decoded here: the locale's decoder may let bad bytes through
             return sys.stdin.buffer.read().decode("utf-8")
         with open(path, encoding="utf-8") as f:
             return f.read()

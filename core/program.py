@@ -15,7 +15,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 
 from ccopt.diagnostics import CcoptError, OpError, SourceText
-from ccopt.files import read_text
+from ccopt.files import is_stdin, read_text
 from ccopt.mesh import Mesh
 
 if TYPE_CHECKING:
@@ -51,9 +51,11 @@ def is_ir_text(program: str) -> bool:
 
 def program_source(program: str | os.PathLike[str] | SourceText) -> SourceText:
     """The text of a program given as a path (a path object always is one), as IR text (see
-    `is_ir_text`) or as a source already read."""
+    `is_ir_text`), as `-` for standard input, or as a source already read."""
     if isinstance(program, SourceText):
         return program
+    if is_stdin(program):
+        return SourceText("<stdin>", read_text(None))
     if isinstance(program, str) and is_ir_text(program):
         return SourceText("<string>", program)
     return SourceText(os.fspath(program), read_text(program))

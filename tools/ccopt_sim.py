@@ -125,14 +125,14 @@ def progress(args: argparse.Namespace) -> Iterator[None]:
 def load_algorithm(path: str):
     """The algorithm of an MSCCL XML file, an IR file holding one `algo.algorithm`, or a trace
     set written by `ccopt -t chakra` (given as PREFIX.<r>.et)."""
-    from ccopt.files import read_text
+    from ccopt.files import is_stdin, read_text
     from ccopt.frontend.msccl_xml import read_algorithm
 
     if path.endswith(".et"):
         from ccopt.sim.chakra_algo import read_algorithm_traces, trace_prefix
 
         return read_algorithm_traces(trace_prefix(path))
-    source = SourceText(path, read_text(path))
+    source = SourceText("<stdin>" if is_stdin(path) else path, read_text(path))
     if path.lower().endswith(".xml"):
         return read_algorithm(source)
     from ccopt.dialects.algo import AlgorithmOp

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import ROOT, SGD, assert_user_error, ccopt, ccopt_run
+from cli_support import ROOT, SGD, assert_user_error, ccopt, ccopt_run, run_tool
 from fuzz.fuzz_tools import PIPELINES
 
 DECLARATION = """\
@@ -131,6 +131,44 @@ def test_output_to_dev_stdout_appends_to_a_redirected_stdout(tmp_path: Path) -> 
     text = log.read_text()
     assert text.startswith("before\n") and text.rstrip().endswith("after")
     assert "dtensor.mesh" in text
+
+
+@pytest.mark.parametrize(
+    "tool, args",
+    [
+        ("ccopt.tools.ccopt_opt", [str(SGD)]),
+        ("ccopt.frontend.gpt", ["--model", "tiny", "--layers", "1", "--mesh", "dp=2"]),
+    ],
+)
+def test_dash_as_output_is_stdout_not_a_file_named_dash(
+    tmp_path: Path, tool: str, args: list[str]
+) -> None:
+    """`-o -` is standard output, as for mlir-opt (xdsl-opt writes a file named `-`; one was
+    once committed to this repository by accident)."""
+    result = run_tool(tool, *args, "-o", "-", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "dtensor.mesh" in result.stdout
+    assert not (tmp_path / "-").exists()
+
+
+def test_dash_as_input_is_stdin(tmp_path: Path) -> None:
+    """`ccopt -`, `ccopt-run -`: standard input, even where a file named `-` exists; errors name
+    `<stdin>`."""
+    (tmp_path / "-").write_text("not this file\n")
+    text = SGD.read_text()
+    opt = run_tool("ccopt.tools.ccopt_opt", "-", stdin=text, cwd=tmp_path)
+    assert opt.returncode == 0 and "dtensor.mesh" in opt.stdout, opt.stderr
+    run = run_tool("ccopt.tools.ccopt_run", "-", stdin=text, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.startswith("@sgd on @dp"), run.stderr
+    bad = run_tool("ccopt.tools.ccopt_opt", "-", stdin="func.func @f(", cwd=tmp_path)
+    assert_user_error(bad, "<stdin>:1:")
+
+
+def test_chakra_traces_cannot_go_to_stdout() -> None:
+    assert_user_error(
+        ccopt(str(SGD), "-t", "chakra", "-o", "-"),
+        "-t chakra writes one file per rank: give -o DIR/PREFIX",
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write read-only files")
