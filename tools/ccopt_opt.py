@@ -137,8 +137,26 @@ class CcoptMain(xDSLOptMain):
             raise CcoptError(
                 f"unknown target '{target}' (choose from {', '.join(self.available_targets)})"
             )
+        if "{" in self.args.target:
+            self.check_target_options()
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         self.setup_pipeline()
+
+    def check_target_options(self) -> None:
+        """`-t cuda{x=1}` is refused before any input is read, as a bad `-p` is (xDSL's own
+        check raises a ValueError only once the output is due)."""
+        import inspect
+
+        from xdsl.utils.arg_spec import parse_spec
+        from xdsl.utils.exceptions import ArgSpecParseError
+
+        try:
+            spec = parse_spec(self.args.target)
+            factory = self.available_targets[spec.name]
+            if not inspect.signature(factory).parameters:
+                factory().from_spec(spec)
+        except (ArgSpecParseError, ValueError, TypeError) as e:
+            raise CcoptError(f"invalid target '{self.args.target}': {first_line(e)}") from None
 
     def register_all_passes(self) -> None:
         from ccopt.passes import PASSES

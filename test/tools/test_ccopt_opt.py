@@ -123,6 +123,25 @@ def test_unknown_target() -> None:
     assert_user_error(ccopt(str(SGD), "-t", "nope"), "unknown target 'nope'")
 
 
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("cuda{x=1}", 'Provided arguments ["x"] not found in expected arguments ["entry"]'),
+        ("pybind11{x=1}", 'Provided arguments ["x"] not found'),
+        ("msccl-xml{x=1}", 'expected arguments ["algorithm"]'),
+        ("mlir{x=1}", 'Provided arguments ["x"] not found'),
+        ("chakra{size=abc}", "Incompatible types"),
+        ("cuda{", "Expected argument name here"),
+    ],
+)
+def test_bad_target_options_are_refused_before_reading_the_input(
+    tmp_path: Path, target: str, message: str
+) -> None:
+    """xDSL checks `-t`'s options only when the output is due, with a ValueError traceback."""
+    result = ccopt(str(tmp_path / "missing.mlir"), "-t", target)
+    assert_user_error(result, f"invalid target '{target}'", message)
+
+
 LOWERING = "inline,convert-to-kernel,plan-memory"
 
 
