@@ -21,11 +21,12 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
 from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
-from ccopt.files import write_atomic
+from ccopt.files import STDIO, is_stdin, write_atomic
 from ccopt.tools import quiet_on_closed_pipe
 
 
@@ -105,8 +106,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file (standard input for `-`)."""
     try:
-        data = np.load(path, allow_pickle=False)
+        file = io.BytesIO(sys.stdin.buffer.read()) if is_stdin(path) else path
+        data = np.load(file, allow_pickle=False)
     except OSError as e:
         raise CcoptError(f"cannot read inputs '{path}': {e}") from None
     except ValueError:
@@ -158,6 +161,31 @@ def prove_algorithms(source: SourceText, seed: int) -> list[str] | None:
     return None if found is None else [prove(op, seed) for op in found]
 
 
+def print_result(args: argparse.Namespace, result, stream: TextIO) -> None:
+    """What ran, and each output's summary (without --check-pipeline)."""
+    meshes = ", ".join(str(m) for m in result.meshes.values())
+    steps = f"{args.steps} step{'s' if args.steps > 1 else ''}"
+    print(f"@{result.entry} on {meshes} ({steps})", file=stream)
+    if args.check_pipeline is None:
+        for name, value in result.outputs.items():
+            print(describe(name, value), file=stream)
+
+
+def print_comparisons(args: argparse.Namespace, report, stream: TextIO) -> int:
+    """Each output before and after --check-pipeline; the exit status."""
+    atol = "scaled" if args.atol is None else f"{args.atol:g}"
+    print(f"pipeline '{args.check_pipeline}' (rtol {args.rtol:g}, atol {atol}):", file=stream)
+    for c in report.comparisons:
+        verdict = "ok" if c.ok else "MISMATCH"
+        note = f"  ({c.note})" if c.note else ""
+        errors = f"max abs error {c.max_abs_error:.3e}  max rel error {c.max_rel_error:.3e}"
+        print(f"  {c.name:<12} {errors}  {verdict}{note}", file=stream)
+    if report.ok:
+        return 0
+    print("ccopt-run: the pipeline changed the program's results", file=sys.stderr)
+    return 1
+
+
 @quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
@@ -170,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for plugin in args.load_plugin:
             load_plugin(plugin)
+        if is_stdin(args.program) and args.inputs == STDIO:
+            raise CcoptError("the program and --inputs cannot both be standard input ('-')")
         source = program_source(Path(args.program))
         verdicts = prove_algorithms(source, args.seed)
         if verdicts is not None:
@@ -192,24 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ccopt-run: {e.render(source)}", file=sys.stderr)
         return 1
 
-    meshes = ", ".join(str(m) for m in result.meshes.values())
-    print(f"@{result.entry} on {meshes} ({args.steps} step{'s' if args.steps > 1 else ''})")
-    if args.check_pipeline is None:
-        for name, value in result.outputs.items():
-            print(describe(name, value))
-        status = 0
-    else:
-        atol = "scaled" if args.atol is None else f"{args.atol:g}"
-        print(f"pipeline '{args.check_pipeline}' (rtol {args.rtol:g}, atol {atol}):")
-        for c in report.comparisons:
-            verdict = "ok" if c.ok else "MISMATCH"
-            note = f"  ({c.note})" if c.note else ""
-            print(
-                f"  {c.name:<12} max abs error {c.max_abs_error:.3e}  max rel error {c.max_rel_error:.3e}  {verdict}{note}"
-            )
-        status = 0 if report.ok else 1
-        if status:
-            print("ccopt-run: the pipeline changed the program's results", file=sys.stderr)
+    report_to = sys.stderr if args.outputs == STDIO else sys.stdout  # (stdout: the .npz)
+    print_result(args, result, report_to)
+    status = 0 if args.check_pipeline is None else print_comparisons(args, report, report_to)
     if args.outputs:
         try:
             save_outputs(args.outputs, result.outputs, result.shards if args.per_rank else None)

@@ -4,8 +4,10 @@ plus the Python API `ccopt.check_pipeline` with a plugin pass."""
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -262,6 +264,29 @@ def test_per_rank_replicated_and_stacked_values(tmp_path: Path) -> None:
 
 
 # --- atomic output -----------------------------------------------------------------------------
+def test_npz_through_standard_input_and_output(tmp_path: Path) -> None:
+    """`--inputs -` reads the .npz from stdin, `--outputs -` writes it to stdout (the summary
+    then goes to stderr, so that the archive stays whole)."""
+    inputs = sgd_inputs(3)
+    buffer = io.BytesIO()
+    np.savez(buffer, **inputs)
+    command = [sys.executable, "-m", "ccopt.tools.ccopt_run", str(EXAMPLES / "sgd.mlir")]
+    result = subprocess.run(
+        [*command, "--mesh", "dp=3", "--inputs", "-", "--outputs", "-"],
+        input=buffer.getvalue(),
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.decode().startswith("@sgd on @dp [dp=3] (1 step)")
+    with np.load(io.BytesIO(result.stdout)) as y:
+        expected = ccopt.run(EXAMPLES / "sgd.mlir", inputs, mesh="dp=3").outputs["w"]
+        np.testing.assert_array_equal(y["w"], expected)
+    assert not (tmp_path / "-").exists()
+    both = ccopt_run("-", "--inputs", "-", cwd=tmp_path)
+    assert_user_error(both, "the program and --inputs cannot both be standard input ('-')")
+
+
 def test_output_not_created_when_the_run_fails(tmp_path: Path) -> None:
     inputs = sgd_inputs(4)
     del inputs["lr"]
