@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from ccopt.diagnostics import CcoptError
 from ccopt.tools import quiet_on_closed_pipe
@@ -103,10 +104,11 @@ def run_axonn(args: argparse.Namespace) -> int:
     if args.emit:
         emit(result.rows[0].grid, model, args)
     rows = result.rows[: args.top]
+    stream = sys.stderr if args.emit == "-" else sys.stdout  # (`--emit -`: stdout is the program)
     if args.json:
-        print(json.dumps([r.as_json() for r in rows], indent=1))
+        print(json.dumps([r.as_json() for r in rows], indent=1), file=stream)
     else:
-        print_table(result, rows)
+        print_table(result, rows, stream)
     return 0
 
 
@@ -128,7 +130,7 @@ def emit(grid, model, args: argparse.Namespace) -> None:
     write_atomic(args.emit, emit_layer(grid, LayerShape(args.batch * args.seq, model.hidden)))
 
 
-def print_table(result, rows) -> None:
+def print_table(result, rows, stream: TextIO) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -154,7 +156,7 @@ def print_table(result, rows) -> None:
                 r.why,
             ]
         table.add_row(*cells)
-    console = Console(width=160)
+    console = Console(file=stream, width=160)
     console.print(table)
     if result.ranked_by == "ccopt":
         console.print(summary(result))

@@ -15,7 +15,7 @@ import json
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
 
@@ -54,6 +54,10 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             f"{', '.join(astra) or '--congestion'}: ASTRA-sim mode times one collective or a "
             "Chakra trace, not a PROGRAM.mlir (give one or the other)"
         )
+    from ccopt.files import STDIO
+
+    if args.trace == STDIO and args.plot == STDIO:
+        p.error("--trace and --plot cannot both be standard output ('-')")
     source: SourceText | None = None
     try:
         from ccopt.program import program_source
@@ -72,10 +76,11 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except CcoptError as e:
         print(f"ccopt-sim: {e.render(source)}", file=sys.stderr)
         return 1
+    stream = sys.stderr if STDIO in (args.trace, args.plot) else sys.stdout  # (stdout: the file)
     if args.json:
-        print(json.dumps(report.to_json()))
+        print(json.dumps(report.to_json()), file=stream)
     else:
-        print_report(report)
+        print_report(report, stream)
     return 0
 
 
@@ -117,7 +122,7 @@ def _progress(module: object) -> AbstractContextManager:
     return status()
 
 
-def print_report(report: Report) -> None:
+def print_report(report: Report, stream: TextIO = sys.stdout) -> None:
     """A short table; the last line is `step time: <int> ns`."""
     from rich.console import Console
     from rich.markup import escape
@@ -136,8 +141,8 @@ def print_report(report: Report) -> None:
     rows += [(f"stream {s} busy", f"{v} ns") for s, v in sorted(report.stream_busy_ns.items())]
     for key, value in rows:
         table.add_row(key, escape(value))
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(file=stream, highlight=False, soft_wrap=True)
     console.print(table)
     if report.critical_path:
         console.print(escape("critical path: " + " -> ".join(report.critical_path[-8:])))
-    print(f"step time: {report.step_time_ns} ns")
+    print(f"step time: {report.step_time_ns} ns", file=stream)

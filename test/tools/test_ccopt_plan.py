@@ -64,6 +64,15 @@ def test_emit_writes_the_chosen_layout_as_a_program(tmp_path):
     assert module is not None
 
 
+def test_emit_to_standard_output_sends_the_ranking_to_stderr():
+    r = plan("--model", "5B", "--gpus", "16", "--batch", "16", "--json", "--top", "1",
+             "--emit", "-")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    gr, gc, gd, gdata = json.loads(r.stderr)[0]["config"]
+    assert f"dtensor.mesh @grid [data={gdata}, row={gr}, col={gc}, depth={gd}]" in r.stdout
+    assert ccopt.load_program(r.stdout) is not None
+
+
 def test_user_errors():
     assert_user_error(
         plan("--model", "5B", "--gpus", "12", "--batch", "12"), "powers of two: 12 GPUs"

@@ -51,6 +51,16 @@ def test_trace_and_plot(tmp_path: Path) -> None:
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
+def test_trace_to_standard_output_keeps_the_report_apart() -> None:
+    """`--trace -` writes the JSON to stdout; the report then goes to stderr."""
+    done = ccopt_sim(MLP, "--machine", "dgx-a100", "--trace", "-")
+    assert done.returncode == 0, done.stderr
+    assert "traceEvents" in json.loads(done.stdout)
+    assert done.stderr.splitlines()[-1].startswith("step time: ")
+    both = ccopt_sim(MLP, "--machine", "dgx-a100", "--trace", "-", "--plot", "-")
+    assert both.returncode == 2 and "cannot both be standard output" in both.stderr
+
+
 def test_full_simulation_agrees(tmp_path: Path) -> None:
     one = json.loads(ccopt_sim(MLP, "--machine", "dgx-a100", "--mesh", "tp=3", "--json").stdout)
     full = ccopt_sim(MLP, "--machine", "dgx-a100", "--mesh", "tp=3", "--json", "--full")
