@@ -132,8 +132,8 @@ def read_text(path: str | os.PathLike[str] | None) -> str:
     name = "<stdin>" if is_stdin(path) else os.fspath(path)
     try:
         if is_stdin(path):  # decoded here: the locale's decoder may let bad bytes through
-            return sys.stdin.buffer.read().decode("utf-8")
-        with open(path, encoding="utf-8") as f:
+            return sys.stdin.buffer.read().decode("utf-8-sig")
+        with open(path, encoding="utf-8-sig") as f:  # (-sig: a byte order mark is dropped)
             return f.read()
     except OSError as e:
         raise CcoptError(f"cannot read input file '{name}': {e.strerror}") from None

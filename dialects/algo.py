@@ -75,6 +75,7 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError
+from ccopt.dialects.attrs import parse_i64
 
 INT32_MAX = 2**31 - 1
 """Offsets, counts and ids are stored as i32."""
@@ -900,7 +901,7 @@ def _keyword(parser: Parser, word: str) -> None:
 
 
 def _parse_int(parser: Parser) -> int:
-    return parser.parse_integer(allow_boolean=False)
+    return parse_i64(parser)
 
 
 @irdl_op_definition

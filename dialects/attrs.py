@@ -25,8 +25,31 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Data, ParametrizedAttribute
+from xdsl.parser import AttrParser
 
-__all__ = ["float_attr", "i64_array", "i64_attr", "int_attr", "mark_canonical", "uniqued"]
+__all__ = [
+    "float_attr",
+    "i64_array",
+    "i64_attr",
+    "int_attr",
+    "mark_canonical",
+    "parse_i64",
+    "uniqued",
+]
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
+    """An integer of the custom syntax that an i64 holds (a size, an offset, a stream): a larger
+    one is an error at the number, as in MLIR, not a ValueError (or `struct.error`) from the
+    attribute built with it."""
+    start = parser.pos
+    value = parser.parse_integer(allow_negative=allow_negative, allow_boolean=False)
+    if not I64_MIN <= value <= I64_MAX:
+        parser.raise_error(f"integer {value} does not fit in 64 bits", start, parser.pos)
+    return value
+
 
 _SIZE = 1 << 12
 

@@ -77,7 +77,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ccopt.dialects import inference as infer
-from ccopt.dialects.attrs import body_ref, float_attr, i64_array, i64_attr
+from ccopt.dialects.attrs import body_ref, float_attr, i64_array, i64_attr, parse_i64
 from ccopt.dialects.body import NamedBodyOp, UniformOp, YieldOp, walk_outside_bodies
 from ccopt.dialects.construct import init_op, value_of
 from ccopt.dialects.dtensor_type import (
@@ -158,7 +158,7 @@ class MeshOp(IRDLOperation):
         def axis() -> tuple[str, int]:
             n = parser.parse_identifier(" for a mesh axis name")
             parser.parse_punctuation("=")
-            return n, parser.parse_integer(allow_negative=False, allow_boolean=False)
+            return n, parse_i64(parser, allow_negative=False)
 
         axes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, axis)
         op = cls(name, axes)

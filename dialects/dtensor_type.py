@@ -42,7 +42,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from ccopt.dialects.attrs import mark_canonical, uniqued
+from ccopt.dialects.attrs import I64_MAX, mark_canonical, parse_i64, uniqued
 from ccopt.mesh import Mesh, local_slices
 
 
@@ -100,7 +100,7 @@ class SplitAttr(Placement):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            return (IntAttr(parser.parse_integer(allow_negative=False, allow_boolean=False)),)
+            return (IntAttr(parse_i64(parser, allow_negative=False)),)
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.dim.data}>")
@@ -200,7 +200,7 @@ def parse_placement(parser: AttrParser) -> Placement:
         return V
     if word == "S":
         with parser.in_parens():
-            return SplitAttr(parser.parse_integer(allow_negative=False, allow_boolean=False))
+            return SplitAttr(parse_i64(parser, allow_negative=False))
     if word == "P":
         with parser.in_parens():
             return PartialAttr(parser.parse_str_enum(ReductionKind))
@@ -456,6 +456,8 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
         if any(d < 0 for d in shape):
             dims = "x".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
             raise VerifyException(f"tensor dimensions must be static and non-negative, got {dims}")
+        if any(d > I64_MAX for d in shape):
+            raise VerifyException(f"tensor dimension {max(shape)} does not fit in 64 bits")
         if not placements:
             raise VerifyException("a distributed tensor needs one placement per mesh axis")
         for p in placements:

@@ -56,7 +56,7 @@ from xdsl.irdl.operations import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-from ccopt.dialects.attrs import float_attr, int_attr
+from ccopt.dialects.attrs import float_attr, int_attr, parse_i64
 from ccopt.dialects.construct import init_op, op_shape
 
 __all__ = ["fast_syntax"]
@@ -68,7 +68,7 @@ class SharedIntegerVariable(TypedAttributeVariable):
     than one-bit integer type: the parse takes no booleans, so the value is a plain int)."""
 
     def parse_attr(self, parser: Parser) -> Attribute | None:
-        value = parser.parse_integer(allow_boolean=False)
+        value = parse_i64(parser)
         return int_attr(value, self.unique_type)  # type: ignore[arg-type]
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
@@ -108,13 +108,13 @@ class SharedIntArrayVariable(DenseArrayAttributeVariable):
     def parse_attr(self, parser: Parser) -> Attribute | None:
         if self.is_optional:
             elements = parser.parse_optional_comma_separated_list(
-                parser.Delimiter.SQUARE, parser.parse_integer
+                parser.Delimiter.SQUARE, lambda: parse_i64(parser)
             )
             if elements is None:
                 return None
         else:
             elements = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, parser.parse_integer
+                parser.Delimiter.SQUARE, lambda: parse_i64(parser)
             )
         return dense_int_array(self.elt_type, elements)  # type: ignore[arg-type]
 

@@ -164,6 +164,17 @@ def test_dash_as_input_is_stdin(tmp_path: Path) -> None:
     assert_user_error(bad, "<stdin>:1:")
 
 
+def test_a_byte_order_mark_is_not_part_of_the_program(tmp_path: Path) -> None:
+    """Editors on Windows start UTF-8 files with U+FEFF; the lexer called it an unexpected
+    character."""
+    marked = tmp_path / "bom.mlir"
+    marked.write_bytes(b"\xef\xbb\xbf" + SGD.read_bytes())
+    result = ccopt(str(marked))
+    assert result.returncode == 0 and "dtensor.mesh" in result.stdout, result.stderr
+    piped = ccopt("-", stdin="\ufeff" + SGD.read_text())
+    assert piped.returncode == 0, piped.stderr
+
+
 def test_chakra_traces_cannot_go_to_stdout() -> None:
     assert_user_error(
         ccopt(str(SGD), "-t", "chakra", "-o", "-"),

@@ -79,3 +79,35 @@ dtensor.mesh @m [tp=2]
 // CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op region #0 has an empty block: a block needs a terminator
 func.func private @no_terminator(%x: !dtensor.tensor<4xf32, @m[R]>) {
 }
+
+// -----
+
+// Integers that no i64 holds: an error at the number, not xDSL's ValueError or struct.error
+// from the attribute built with it.
+// CHECK: :[[# @LINE + 1]]:21: error: integer 99999999999999999999 does not fit in 64 bits
+dtensor.mesh @m [dp=99999999999999999999]
+
+// -----
+
+dtensor.mesh @m [dp=2]
+// CHECK: :[[# @LINE + 1]]:33: error: tensor dimension 99999999999999999999 does not fit in 64 bits
+func.func @f(%x: !dtensor.tensor<99999999999999999999xf32, @m[R]>) {
+  func.return
+}
+
+// -----
+
+dtensor.mesh @m [dp=2]
+// CHECK: :[[# @LINE + 1]]:46: error: integer 99999999999999999999 does not fit in 64 bits
+func.func @f(%x: !dtensor.tensor<4xf32, @m[S(99999999999999999999)]>) {
+  func.return
+}
+
+// -----
+
+dtensor.mesh @m [dp=2]
+func.func @f(%x: !dtensor.tensor<8xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]> {
+  // CHECK: :[[# @LINE + 1]]:34: error: integer -9223372036854775809 does not fit in 64 bits
+  %y = dtensor.slice %x offsets [-9223372036854775809] sizes [4] : !dtensor.tensor<8xf32, @m[R]> -> !dtensor.tensor<4xf32, @m[R]>
+  func.return %y : !dtensor.tensor<4xf32, @m[R]>
+}
