@@ -33,6 +33,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ccopt.diagnostics import CcoptError
+from ccopt.files import STDIO, read_text
 
 if TYPE_CHECKING:
     from ccopt.mesh import Mesh
@@ -211,6 +212,8 @@ def _machine_text(preset_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     if name in PRESETS:
         path = resources.files("ccopt.sim") / "machines" / f"{name}.yml"
         return path.read_text(), name
+    if name == STDIO:
+        return read_text(None), "<stdin>"
     try:
         with open(name, encoding="utf-8") as f:
             return f.read(), name

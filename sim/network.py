@@ -143,7 +143,12 @@ def network_from_dict(data: dict[str, Any], source: str) -> Network:
 
 
 def read_config_text(path: str | Path) -> str:
-    """A configuration file's text; an unreadable file is a ConfigError naming it."""
+    """A configuration file's text (standard input for `-`); an unreadable file is a
+    ConfigError naming it."""
+    from ccopt.files import is_stdin, read_text
+
+    if is_stdin(path):
+        return read_text(None)
     try:
         return Path(path).read_text()
     except OSError as e:

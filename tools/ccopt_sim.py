@@ -133,7 +133,7 @@ def load_algorithm(path: str):
 
         return read_algorithm_traces(trace_prefix(path))
     source = SourceText("<stdin>" if is_stdin(path) else path, read_text(path))
-    if path.lower().endswith(".xml"):
+    if path.lower().endswith(".xml") or (is_stdin(path) and source.text.lstrip().startswith("<")):
         return read_algorithm(source)
     from ccopt.dialects.algo import AlgorithmOp
     from ccopt.program import load_program
@@ -234,6 +234,9 @@ def print_table(report: dict[str, object]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    readers = [getattr(args, k, None) for k in ("program", "network", "system", "machine")]
+    if readers.count("-") > 1:
+        p.error("only one input can be standard input ('-')")
     if args.program is not None and args.machine is None and (args.network or args.system):
         if args.network is None or args.system is None or args.size is None:
             p.error("timing an algorithm needs --network, --system and --size")

@@ -48,6 +48,34 @@ def test_collective_json_has_time_ns() -> None:
     assert isinstance(report["time_ns"], int) and report["collective"] == "reduce-scatter"
 
 
+def test_any_one_input_can_be_standard_input() -> None:
+    """`-` reads the network, the system, the machine or the algorithm (XML or IR, told apart by
+    its first character) from stdin; two at once are refused."""
+    xml = ROOT / "examples" / "algorithms" / "allreduce_ring_8.xml"
+    ring8 = ASTRA / "ring_8.yml"
+    base = ["--size", "1000", "--json"]
+    on_files = ccopt_sim("--network", ring8, "--system", RING, *base, xml)
+    expected = json.loads(on_files.stdout)["time_ns"]
+    cases = [
+        (["--network", ring8, "--system", RING, *base, "-"], xml),
+        (["--network", "-", "--system", RING, *base, xml], ring8),
+        (["--network", ring8, "--system", "-", *base, xml], RING),
+    ]
+    for args, stdin in cases:
+        done = run_tool("ccopt.tools.ccopt_sim", *args, stdin=stdin.read_text())
+        assert done.returncode == 0, (args, done.stderr)
+        assert json.loads(done.stdout)["time_ns"] == expected
+    machine = ROOT / "sim" / "machines" / "dgx-a100.yml"
+    sgd = ROOT / "examples" / "sgd.mlir"
+    by_name = ccopt_sim(sgd, "--machine", "dgx-a100", "--json")
+    piped = run_tool("ccopt.tools.ccopt_sim", sgd, "--machine", "-", "--json",
+                     stdin=machine.read_text())  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["step_time_ns"] == json.loads(by_name.stdout)["step_time_ns"]
+    two = ccopt_sim("--network", "-", "--system", "-", "--collective", "all-reduce", "--size", "8")
+    assert two.returncode == 2 and "only one input can be standard input" in two.stderr
+
+
 def test_full_simulation_flag_gives_the_same_time() -> None:
     args = [
         "--network",
