@@ -68,6 +68,9 @@ class GPTShape:
         return self.hidden // self.heads
 
 
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
+"""What a GPT may compute in: layernorm, softmax and GELU need a float type."""
+
 MODELS: dict[str, GPTShape] = {
     # AxoNN's GPT shapes (layers / hidden / heads), autoparallel.md
     "gpt-5b": GPTShape(24, 4096, 32),
@@ -517,6 +520,8 @@ def gpt_step(
         return step
     if isinstance(model, str) and model not in MODELS:
         raise CcoptError(f"unknown model '{model}' (one of {', '.join(MODELS)})")
+    if dtype not in FLOAT_DTYPES:
+        raise CcoptError(f"a GPT computes in a float type ({', '.join(FLOAT_DTYPES)}), not {dtype}")
     shape = MODELS[model] if isinstance(model, str) else model
     shape = replace(
         shape,
@@ -630,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, help="override the model's layer count")
     parser.add_argument("--batch", type=int, help="global batch (samples per step)")
     parser.add_argument("--seq", type=int, help="sequence length")
-    parser.add_argument("--dtype", default="f32")
+    parser.add_argument("--dtype", default="f32", choices=FLOAT_DTYPES)
     parser.add_argument(
         "--open",
         action="store_true",

@@ -105,6 +105,12 @@ def test_gpt3_shapes_build_without_allocating() -> None:
     assert MODELS["gpt3-175b"] == GPTShape(96, 12288, 96)
 
 
+def test_an_integer_dtype_is_refused_before_building() -> None:
+    """layernorm's verifier refused the built step with a VerifyException."""
+    with pytest.raises(CcoptError, match=r"a GPT computes in a float type \(f16, bf16, f32, f64\)"):
+        gpt_step("tiny", dtype="i32")
+
+
 def test_heads_must_split_evenly() -> None:
     with pytest.raises(CcoptError, match="heads must divide the hidden size and split evenly"):
         gpt_step("tiny", {"dp": 1, "tp": 3})
@@ -122,6 +128,7 @@ def test_heads_must_split_evenly() -> None:
         (["--mesh", "dp=2,dp=2"], "error: --mesh: bad mesh 'dp=2,dp=2': axis 'dp' is named twice"),
         (["--mesh", "dp=2,tp"], "error: --mesh: bad mesh 'dp=2,tp': expected axis=size pairs"),
         (["--mesh", ""], "error: --mesh: expected axis=size pairs like dp=2,tp=4, got none"),
+        (["--dtype", "i32"], "argument --dtype: invalid choice: 'i32'"),
     ],
 )
 def test_bad_command_lines_get_one_line_errors(
