@@ -33,7 +33,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ccopt.diagnostics import CcoptError
-from ccopt.files import STDIO, read_text
 
 if TYPE_CHECKING:
     from ccopt.mesh import Mesh
@@ -212,7 +211,9 @@ def _machine_text(preset_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     if name in PRESETS:
         path = resources.files("ccopt.sim") / "machines" / f"{name}.yml"
         return path.read_text(), name
-    if name == STDIO:
+    from ccopt.files import is_stdin, read_text
+
+    if is_stdin(name):
         return read_text(None), "<stdin>"
     try:
         with open(name, encoding="utf-8") as f:
