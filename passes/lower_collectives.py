@@ -78,14 +78,30 @@ FALLBACK = {"alltoall": "pairwise"}
 
 
 def parse_axes(entries: tuple[str, ...]) -> dict[str, str]:
-    """`("dp:ring", "node+gpu:hierarchical")` -> {"dp": "ring", "node+gpu": "hierarchical"}."""
+    """`("dp:ring", "node+gpu:hierarchical")` -> {"dp": "ring", "node+gpu": "hierarchical"}.
+    A quoted list (`axes="dp:ring,node+gpu:hierarchical"`, as --help spells it) reaches the pass
+    as one string: its commas separate entries too."""
     out = {}
-    for entry in entries:
+    for entry in (part for joined in entries for part in joined.split(",")):
         axes, eq, name = entry.partition(":")
         if not eq or not axes or not name:
             raise ValueError(f"lower-collectives: axes entries are AXES:ALGORITHM, got '{entry}'")
         out[axes] = name
     return out
+
+
+def check_algorithm_names(names: list[str]) -> None:
+    """A name no collective of the library has is a typo, refused when the pipeline is read (a
+    name some collectives lack falls back for those, as `FALLBACK` says)."""
+    from ccopt.algorithms import LIBRARY
+
+    known = set().union(*LIBRARY.values())
+    for name in names:
+        if name not in known:
+            raise ValueError(
+                f"lower-collectives: no collective has an algorithm '{name}' (the library has "
+                f"{', '.join(sorted(known))})"
+            )
 
 
 def algorithm_for(op: coll.CollectiveOp, default: str, axes: dict[str, str]) -> tuple[str, bool]:
@@ -122,7 +138,7 @@ class LowerCollectives(ModulePass):
     )
 
     def __post_init__(self) -> None:
-        parse_axes(self.axes)
+        check_algorithm_names([self.algorithm, *parse_axes(self.axes).values()])
         if self.channels < 1 or self.chunk_factor < 1:
             raise ValueError("lower-collectives: channels and chunk_factor must be >= 1")
         if self.fused_body not in FUSED_BODY:

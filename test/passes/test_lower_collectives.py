@@ -60,3 +60,31 @@ def test_a_named_algorithm_must_fit_the_collective() -> None:
     )
     with pytest.raises(CcoptError, match="names @nothing, which is not an algo.algorithm"):
         ccopt.run(lowered, entry="every_collective")
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    ["lower-collectives{algorithm=rnig}", 'lower-collectives{axes="gpu:rnig"}'],
+)
+def test_an_algorithm_no_collective_has_is_refused(pipeline: str) -> None:
+    """A typo fell back to ring for every collective, silently (a name only some collectives
+    have, like bruck, still falls back for the others)."""
+    with pytest.raises(CcoptError, match="no collective has an algorithm 'rnig'"):
+        ccopt.check_pipeline(PROGRAM, pipeline, entry="every_collective")
+    assert ccopt.check_pipeline(
+        PROGRAM, "lower-collectives{algorithm=bruck}", entry="every_collective"
+    ).ok
+
+
+def test_a_quoted_list_of_axes_gives_each_its_algorithm() -> None:
+    """`axes="node+gpu:hierarchical,gpu:direct"` reaches the pass as one string; its second
+    entry was read as part of the first's algorithm name, and every collective fell back to
+    ring."""
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    pipeline = 'lower-collectives{axes="node+gpu:hierarchical,gpu:direct"}'
+    lowered = str(apply_pipeline(load_program(PROGRAM), pipeline))
+    assert "@allreduce_hierarchical_6_inner3" in lowered
+    assert "@allreduce_direct_3" in lowered and "@allgather_direct_3" in lowered
+    assert "_ring_3" not in lowered
