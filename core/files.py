@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
+from typing import TextIO
 
 from ccopt.diagnostics import CcoptError
 
@@ -96,6 +96,8 @@ def _write_directly(path: str | os.PathLike[str], payload: bytes) -> None:
 
 
 def _replace(target: Path, payload: bytes, mode: int) -> None:
+    import tempfile  # (here: every tool imports this module, few write files)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -125,11 +127,22 @@ def is_stdin(path: str | os.PathLike[str] | None) -> bool:
     return path is None or os.fspath(path) == STDIO
 
 
+def input_name(path: str | os.PathLike[str] | None) -> str:
+    """How diagnostics name an input: `<stdin>` for standard input."""
+    return "<stdin>" if is_stdin(path) else os.fspath(path)  # type: ignore[arg-type]
+
+
+def report_stream(*outputs: str | None) -> TextIO:
+    """Where a tool prints its report: stderr when one of its output files is standard output
+    (the report would end up inside that file), else stdout."""
+    return sys.stderr if STDIO in outputs else sys.stdout
+
+
 def read_text(path: str | os.PathLike[str] | None) -> str:
     """The UTF-8 text of an input file (standard input for None or `-`); a file that cannot be
     read (missing, a directory, no permission) or that is not text is a CcoptError naming it, as
     every ccopt tool reports it."""
-    name = "<stdin>" if is_stdin(path) else os.fspath(path)
+    name = input_name(path)
     try:
         if is_stdin(path):  # decoded here: the locale's decoder may let bad bytes through
             return sys.stdin.buffer.read().decode("utf-8-sig")

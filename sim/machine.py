@@ -33,6 +33,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ccopt.diagnostics import CcoptError
+from ccopt.files import is_stdin, read_text
 
 if TYPE_CHECKING:
     from ccopt.mesh import Mesh
@@ -211,8 +212,6 @@ def _machine_text(preset_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     if name in PRESETS:
         path = resources.files("ccopt.sim") / "machines" / f"{name}.yml"
         return path.read_text(), name
-    from ccopt.files import is_stdin, read_text
-
     if is_stdin(name):
         return read_text(None), "<stdin>"
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ccopt.diagnostics import CcoptError
+from ccopt.files import is_stdin, read_text
 
 TOPOLOGIES = ("Ring", "Switch", "FullyConnected")
 
@@ -145,8 +146,6 @@ def network_from_dict(data: dict[str, Any], source: str) -> Network:
 def read_config_text(path: str | Path) -> str:
     """A configuration file's text (standard input for `-`); an unreadable file is a
     ConfigError naming it."""
-    from ccopt.files import is_stdin, read_text
-
     if is_stdin(path):
         return read_text(None)
     try:

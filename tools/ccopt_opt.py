@@ -16,7 +16,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ccopt.diagnostics import CcoptError, SourceText, first_line, printing_op_warnings
-from ccopt.files import is_stdin, read_text, write_atomic
+from ccopt.files import input_name, read_text, write_atomic
 from ccopt.ir import make_context, parse_module, verify_module
 from ccopt.tools import batch_gc, pause_collection, quiet_on_closed_pipe
 from ccopt.tools.targets import TARGET_HELP, TARGETS
@@ -186,7 +186,7 @@ class CcoptMain(xDSLOptMain):
             self.times.stop(name)
 
     def read_sources(self) -> list[SourceText]:
-        name = "<stdin>" if is_stdin(self.args.input_file) else self.args.input_file
+        name = input_name(self.args.input_file)
         if self.reads_chakra():
             return [SourceText(name, "")]  # a set of binary files, read by the front end
         text = read_text(self.args.input_file)

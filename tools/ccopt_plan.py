@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ccopt.diagnostics import CcoptError
+from ccopt.files import report_stream, write_atomic
 from ccopt.tools import quiet_on_closed_pipe
 
 PROGRESS_THRESHOLD = 200
@@ -104,7 +105,7 @@ def run_axonn(args: argparse.Namespace) -> int:
     if args.emit:
         emit(result.rows[0].grid, model, args)
     rows = result.rows[: args.top]
-    stream = sys.stderr if args.emit == "-" else sys.stdout  # (`--emit -`: stdout is the program)
+    stream = report_stream(args.emit)
     if args.json:
         print(json.dumps([r.as_json() for r in rows], indent=1), file=stream)
     else:
@@ -124,7 +125,6 @@ def no_grid_reason(args: argparse.Namespace, min_tp: int) -> str:
 
 
 def emit(grid, model, args: argparse.Namespace) -> None:
-    from ccopt.files import write_atomic
     from ccopt.frontend.axonn_layer import LayerShape, emit_layer
 
     write_atomic(args.emit, emit_layer(grid, LayerShape(args.batch * args.seq, model.hidden)))

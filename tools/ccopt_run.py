@@ -26,7 +26,7 @@ from typing import TextIO
 import numpy as np
 
 from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
-from ccopt.files import STDIO, is_stdin, write_atomic
+from ccopt.files import STDIO, is_stdin, report_stream, write_atomic
 from ccopt.tools import quiet_on_closed_pipe
 
 
@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ccopt-run: {e.render(source)}", file=sys.stderr)
         return 1
 
-    report_to = sys.stderr if args.outputs == STDIO else sys.stdout  # (stdout: the .npz)
+    report_to = report_stream(args.outputs)
     print_result(args, result, report_to)
     status = 0 if args.check_pipeline is None else print_comparisons(args, report, report_to)
     if args.outputs:

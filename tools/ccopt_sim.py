@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from ccopt.diagnostics import CcoptError, SourceText
+from ccopt.files import STDIO, input_name, is_stdin, read_text
 from ccopt.tools import quiet_on_closed_pipe
 from ccopt.tools.sim_program import add_program_arguments, program_arguments_given, run_program
 
@@ -125,14 +126,13 @@ def progress(args: argparse.Namespace) -> Iterator[None]:
 def load_algorithm(path: str):
     """The algorithm of an MSCCL XML file, an IR file holding one `algo.algorithm`, or a trace
     set written by `ccopt -t chakra` (given as PREFIX.<r>.et)."""
-    from ccopt.files import is_stdin, read_text
     from ccopt.frontend.msccl_xml import read_algorithm
 
     if path.endswith(".et"):
         from ccopt.sim.chakra_algo import read_algorithm_traces, trace_prefix
 
         return read_algorithm_traces(trace_prefix(path))
-    source = SourceText("<stdin>" if is_stdin(path) else path, read_text(path))
+    source = SourceText(input_name(path), read_text(path))
     if path.lower().endswith(".xml") or (is_stdin(path) and source.text.lstrip().startswith("<")):
         return read_algorithm(source)
     from ccopt.dialects.algo import AlgorithmOp
@@ -235,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     readers = [getattr(args, k, None) for k in ("program", "network", "system", "machine")]
-    if readers.count("-") > 1:
+    if readers.count(STDIO) > 1:
         p.error("only one input can be standard input ('-')")
     if args.program is not None and args.machine is None and (args.network or args.system):
         if args.network is None or args.system is None or args.size is None:

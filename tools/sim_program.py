@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
+from ccopt.files import STDIO, report_stream
 
 if TYPE_CHECKING:
     from ccopt.sim.program import Report
@@ -54,8 +55,6 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             f"{', '.join(astra) or '--congestion'}: ASTRA-sim mode times one collective or a "
             "Chakra trace, not a PROGRAM.mlir (give one or the other)"
         )
-    from ccopt.files import STDIO
-
     if args.trace == STDIO and args.plot == STDIO:
         p.error("--trace and --plot cannot both be standard output ('-')")
     source: SourceText | None = None
@@ -76,7 +75,7 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except CcoptError as e:
         print(f"ccopt-sim: {e.render(source)}", file=sys.stderr)
         return 1
-    stream = sys.stderr if STDIO in (args.trace, args.plot) else sys.stdout  # (stdout: the file)
+    stream = report_stream(args.trace, args.plot)
     if args.json:
         print(json.dumps(report.to_json()), file=stream)
     else:
