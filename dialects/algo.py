@@ -83,6 +83,10 @@ INT32_MAX = 2**31 - 1
 MAX_BYTES = 2**63 - 1
 """`maxBytes` of an algorithm good for every size (printed `max`)."""
 
+MAX_CHANNELS = 2**16
+"""Channels an algorithm may declare: far above any runtime's (NCCL runs at most 64), and low
+enough that the verifier's (rank, peer, channel) keys stay within 64 bits."""
+
 
 class Step(IntEnum):
     """Step types, numbered as stored; `STEP_NAMES` are their MSCCL spellings."""
@@ -139,6 +143,8 @@ TYPE, SRCBUF, SRCOFF, DSTBUF, DSTOFF, CNT, DEPID, DEPS = range(8)
 FIELDS = 8
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce")
+ROOTED = ("broadcast", "reduce")
+"""The collectives that have a root rank."""
 """The collectives an algorithm can implement, in the MSCCL runtime's spelling."""
 
 PROTOCOLS = ("Simple", "LL", "LL128")
@@ -272,14 +278,28 @@ def _columns(blocks: list[np.ndarray], n: int) -> np.ndarray:
     return out
 
 
+def _huge_thread_block_field(alg: Algorithm) -> AlgorithmError:
+    """The error for a thread block whose send, recv or chan does not fit in 64 bits (found
+    only when numpy could not hold them: no loop over the thread blocks otherwise)."""
+    for r, g in enumerate(alg.gpus):
+        for t, tb in enumerate(g.tbs):
+            for what, value in (("send", tb.send), ("recv", tb.recv), ("chan", tb.chan)):
+                if not -1 <= value <= INT32_MAX:
+                    return AlgorithmError(f"{what} {value} is out of range", r, t)
+    return AlgorithmError("a thread block's send, recv or chan is out of range")
+
+
 def flatten(alg: Algorithm, columns: np.ndarray | None = None) -> Flat:
     """The algorithm's steps as columns. `columns`: what `_columns` makes of the thread blocks'
     tables, where the caller has it already (a reader that made the tables as views of it)."""
     tbs = [tb for g in alg.gpus for tb in g.tbs]
     counts = np.array([len(g.tbs) for g in alg.gpus], dtype=np.int64)
-    info = np.array(
-        [(tb.send, tb.recv, tb.chan, len(tb.steps)) for tb in tbs], dtype=np.int64
-    ).reshape(-1, 4)
+    try:
+        info = np.array(
+            [(tb.send, tb.recv, tb.chan, len(tb.steps)) for tb in tbs], dtype=np.int64
+        ).reshape(-1, 4)
+    except OverflowError:
+        raise _huge_thread_block_field(alg) from None
     lens = info[:, 3].copy()
     starts = np.cumsum(lens) - lens
     gpu_tb_start = np.cumsum(counts) - counts
@@ -337,20 +357,45 @@ def check_header(alg: Algorithm) -> None:
         raise AlgorithmError("an algorithm needs at least one rank")
     if not 0 <= alg.root < alg.ranks:
         raise AlgorithmError(f"root {alg.root} is not one of the {alg.ranks} ranks")
-    if alg.nchannels < 1 or alg.chunks_per_loop < 1:
-        raise AlgorithmError("nchannels and nchunksperloop must be >= 1")
-    if not 0 <= alg.min_bytes <= alg.max_bytes:
-        raise AlgorithmError(f"bytes range [{alg.min_bytes}, {alg.max_bytes}] is empty")
+    if alg.root and alg.collective not in ROOTED:
+        raise AlgorithmError(f"{alg.collective} has no root (only {' and '.join(ROOTED)} do)")
+    if not 1 <= alg.nchannels <= MAX_CHANNELS:
+        raise AlgorithmError(f"nchannels {alg.nchannels} is not between 1 and {MAX_CHANNELS}")
+    check_buffer_sizes(alg)
+    if not 0 <= alg.min_bytes <= alg.max_bytes <= MAX_BYTES:
+        raise AlgorithmError(
+            f"bytes range [{alg.min_bytes}, {alg.max_bytes}] is not within [0, {MAX_BYTES}]"
+            if alg.min_bytes < 0 or alg.max_bytes > MAX_BYTES
+            else f"bytes range [{alg.min_bytes}, {alg.max_bytes}] is empty"
+        )
     if not (alg.inplace or alg.outofplace):
         raise AlgorithmError("an algorithm must be usable in place, out of place or both")
+
+
+def check_buffer_sizes(alg: Algorithm) -> None:
+    """Every rank's chunk counts fit the step tables' i32 offsets, and nchunksperloop is the
+    largest of them: the MSCCL runtime cuts a loop's data into that many chunks (msccl-tools
+    writes max(i_chunks, o_chunks) over the ranks), so a smaller one has steps address chunks
+    past the buffers and a larger one leaves part of every loop's data untouched."""
+    largest = 1
+    for r, g in enumerate(alg.gpus):
+        for what, count in (("i_chunks", g.in_chunks), ("o_chunks", g.out_chunks)):
+            if not 0 <= count <= INT32_MAX:
+                raise AlgorithmError(f"{what} {count} is not between 0 and {INT32_MAX}", r)
+            largest = max(largest, count)
+        if not 0 <= g.scratch_chunks <= INT32_MAX:
+            raise AlgorithmError(f"s_chunks {g.scratch_chunks} is not between 0 and {INT32_MAX}", r)
+    if alg.chunks_per_loop != largest:
+        raise AlgorithmError(
+            f"nchunksperloop is {alg.chunks_per_loop} but the largest buffer holds {largest} "
+            "chunks: the runtime cuts each loop's data into nchunksperloop chunks"
+        )
 
 
 def check_thread_blocks(alg: Algorithm) -> None:
     """Peers and channels of every thread block; each (peer, channel) connection is served by one
     thread block per direction, as the MSCCL runtime requires."""
     for r, g in enumerate(alg.gpus):
-        if min(g.in_chunks, g.out_chunks, g.scratch_chunks) < 0:
-            raise AlgorithmError("buffer sizes must be >= 0", r)
         sends: dict[tuple[int, int], int] = {}
         recvs: dict[tuple[int, int], int] = {}
         for t, tb in enumerate(g.tbs):
@@ -377,9 +422,8 @@ def thread_blocks_plausible(alg: Algorithm, flat: Flat) -> bool:
     """Whether `check_thread_blocks` finds nothing, tested over all thread blocks at once (a
     halving-doubling algorithm has ten thousand: the exact check's loop is then most of the
     verifier's time). It runs only when this says no, so refusals stay the same."""
-    sizes = np.array([[g.in_chunks, g.out_chunks, g.scratch_chunks] for g in alg.gpus], np.int64)
     chan, rank, n = flat.tb_chan, flat.tb_rank, alg.ranks
-    if sizes.min(initial=0) < 0 or ((chan < 0) | (chan >= alg.nchannels)).any():
+    if ((chan < 0) | (chan >= alg.nchannels)).any():
         return False
     for peer in (flat.tb_send, flat.tb_recv):
         has = peer != -1
@@ -1136,7 +1180,9 @@ class AlgorithmOp(IRDLOperation):
         name = parser.parse_symbol_name().data
         collective = parser.parse_identifier(" (the collective, e.g. allreduce)")
         _keyword(parser, "ranks")
-        _parse_int(parser)  # the number of algo.gpu ops: checked by the verifier
+        ranks_at = parser.pos
+        ranks = _parse_int(parser)
+        ranks_end = parser.pos
         root = 0
         if parser.parse_optional_keyword("root"):
             root = _parse_int(parser)
@@ -1155,7 +1201,15 @@ class AlgorithmOp(IRDLOperation):
         alg = Algorithm(
             name, collective, [], proto, nchannels, per_loop, inplace, outofplace, low, high, root
         )
-        return cls(alg, _parse_body(parser))
+        body = _parse_body(parser)
+        held = sum(1 for block in body.blocks for _ in block.ops)
+        if held != ranks:
+            parser.raise_error(
+                f"the algorithm says ranks {ranks} but holds {held} algo.gpu ops",
+                ranks_at,
+                ranks_end,
+            )
+        return cls(alg, body)
 
     def print(self, printer: Printer) -> None:
         alg = self

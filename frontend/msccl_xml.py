@@ -50,6 +50,19 @@ Path = tuple[int, ...]
 """An element by position: () the algo, (g,) a gpu, (g, t) a thread block, (g, t, s) a step."""
 
 STEP_ATTRIBUTES = ("type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps")
+KNOWN_ATTRIBUTES = {
+    "algo": (
+        "name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace", "outofplace",
+        "minBytes", "maxBytes", "redop", "root",
+    ),
+    "gpu": ("id", "i_chunks", "o_chunks", "s_chunks"),
+    "tb": ("id", "send", "recv", "chan"),
+    "step": ("s", *STEP_ATTRIBUTES, "hasdep"),
+}  # fmt: skip
+"""The attributes msccl-tools, TACCL and the MSCCL runtime know: any other is a typo, which
+would otherwise read as its default without a word."""
+REDUCTIONS = ("sum", "nop")
+"""`redop` values read: ccopt's algorithms sum (TACCL writes "nop": the caller's operator)."""
 BUFFER_CODES = {"i": 0, "o": 1, "s": 2}
 TAGS = ("algo", "gpu", "tb", "step")
 
@@ -85,10 +98,23 @@ def _flag(element: ET.Element, name: str, path: Path, default: bool) -> bool:
 
 def _children(element: ET.Element, tag: str, path: Path) -> list[ET.Element]:
     children = list(element)
+    known = KNOWN_ATTRIBUTES[tag]
     for k, child in enumerate(children):
         if child.tag != tag:
             raise XmlError(f"<{element.tag}> holds <{tag}> elements, not <{child.tag}>", (*path, k))
+        if len(child.attrib) > len(known) or not all(a in known for a in child.attrib):
+            _check_attributes(child, (*path, k))
     return children
+
+
+def _check_attributes(element: ET.Element, path: Path) -> None:
+    """Only attributes MSCCL knows."""
+    known = KNOWN_ATTRIBUTES[element.tag]
+    for name in element.attrib:
+        if name not in known:
+            raise XmlError(
+                f"<{element.tag}> has unknown attribute '{name}' (one of {', '.join(known)})", path
+            )
 
 
 def _steps(tb: ET.Element, path: Path) -> np.ndarray:
@@ -138,6 +164,10 @@ def _steps(tb: ET.Element, path: Path) -> np.ndarray:
                 raise XmlError(
                     f'<step> attribute {name}="{values[k]}" is not an integer', (*path, k)
                 ) from None
+    flags = [s.get("hasdep", "0") for s in steps]
+    if any(f not in ("0", "1") for f in flags):
+        k = next(k for k, f in enumerate(flags) if f not in ("0", "1"))
+        raise XmlError(f'<step> attribute hasdep="{flags[k]}" must be 0 or 1', (*path, k))
     index = [s.get("s") for s in steps]
     if index != [str(k) for k in range(n)] and None not in index:
         k = next(k for k, v in enumerate(index) if v != str(k))
@@ -348,9 +378,15 @@ def fast_algorithm(text: str, name: str) -> Algorithm | None:
 def _with_header(root: ET.Element, gpus: list[Gpu], name: str) -> Algorithm:
     """The algorithm of `gpus` with the <algo> element's attributes (absent ones read as the
     writer's defaults)."""
+    _check_attributes(root, ())
     ngpus = _int(root, "ngpus", (), len(gpus))
     if ngpus != len(gpus):
         raise XmlError(f'<algo> says ngpus="{ngpus}" but holds {len(gpus)} <gpu> elements')
+    if root.get("redop", "sum") not in REDUCTIONS:
+        raise XmlError(
+            f'<algo> has redop="{root.get("redop")}": ccopt reads algorithms that sum '
+            f"({' or '.join(REDUCTIONS)})"
+        )
     coll = root.get("coll")
     if coll is None:
         raise XmlError("<algo> needs attribute 'coll'")

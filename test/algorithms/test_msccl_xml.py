@@ -94,12 +94,90 @@ def broken(tmp_path: Path, line: int, old: str, new: str) -> Path:
         ),
         (5, "/>", ">", ":11:7: error: malformed XML: mismatched tag"),
         (1, 'coll="allreduce"', 'coll="gather"', ":1:1: error: unknown collective 'gather'"),
+        # numbers past what the fields hold: located errors, not OverflowError tracebacks
+        (
+            1,
+            'maxBytes="9223372036854775807"',
+            'maxBytes="99999999999999999999"',
+            ":1:1: error: bytes range [0, 99999999999999999999] is not within [0, 9223372036854775807]",
+        ),
+        (  # (it wrapped to a negative maxBytes, which ccopt then refused to read back)
+            1,
+            'maxBytes="9223372036854775807"',
+            'maxBytes="9223372036854775808"',
+            ":1:1: error: bytes range [0, 9223372036854775808] is not within",
+        ),
+        (1, 'minBytes="0"', 'minBytes="-5"', ":1:1: error: bytes range [-5, "),
+        (
+            1,
+            'nchannels="1"',
+            'nchannels="99999999999999999999"',
+            ":1:1: error: nchannels 99999999999999999999 is not between 1 and 65536",
+        ),
+        (
+            2,
+            'i_chunks="4"',
+            'i_chunks="99999999999999999999"',
+            ":2:3: error: rank 0: i_chunks 99999999999999999999 is not between 0 and 2147483647",
+        ),
+        (
+            3,
+            'send="1"',
+            'send="99999999999999999999"',
+            ":3:5: error: rank 0 tb 0: send 99999999999999999999 is out of range",
+        ),
+        # what the runtime reads differently from what the file seems to say
+        (
+            1,
+            'nchunksperloop="4"',
+            'nchunksperloop="3"',
+            ":1:1: error: nchunksperloop is 3 but the largest buffer holds 4 chunks",
+        ),
+        (
+            1,
+            'nchunksperloop="4"',
+            'nchunksperloop="8"',
+            ":1:1: error: nchunksperloop is 8 but the largest buffer holds 4 chunks",
+        ),
+        (1, 'coll="allreduce"', 'coll="allreduce" root="2"', ":1:1: error: allreduce has no root"),
+        (
+            1,
+            'coll="allreduce"',
+            'coll="allreduce" redop="max"',
+            ':1:1: error: <algo> has redop="max": ccopt reads algorithms that sum',
+        ),
+        # typos and malformed values: not read as the defaults
+        (
+            1,
+            "nchunksperloop=",
+            "nchunksperlop=",
+            ":1:1: error: <algo> has unknown attribute 'nchunksperlop'",
+        ),
+        (
+            3,
+            'chan="0"',
+            'chan="0" channel="1"',
+            ":3:5: error: <tb> has unknown attribute 'channel'",
+        ),
+        (
+            4,
+            'hasdep="0"',
+            'hasdep="banana"',
+            ':4:7: error: <step> attribute hasdep="banana" must be 0 or 1',
+        ),
     ],
 )
 def test_errors_name_the_element_and_line(
     tmp_path: Path, line: int, old: str, new: str, message: str
 ) -> None:
     assert_user_error(ccopt(broken(tmp_path, line, old, new)), "broken.xml" + message)
+
+
+def test_redop_nop_reads_as_the_callers_operator(tmp_path: Path) -> None:
+    """TACCL writes redop="nop" (the runtime takes the caller's operator): read, as sum."""
+    out = ccopt(broken(tmp_path, 1, 'coll="allreduce"', 'coll="allreduce" redop="nop"'))
+    assert out.returncode == 0, out.stderr
+    assert "algo.algorithm @allreduce_ring allreduce ranks 4" in out.stdout
 
 
 def test_a_dependency_on_an_unmarked_step_is_refused(tmp_path: Path) -> None:

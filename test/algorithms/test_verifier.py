@@ -64,6 +64,7 @@ def test_collective_shape_rules() -> None:
     alg = generate("allgather", "ring", 3)
     for g in alg.gpus:
         g.out_chunks = 4
+    alg.chunks_per_loop = 4
     with pytest.raises(
         AlgorithmError, match="allgather on 3 ranks needs o_chunks = ranks x i_chunks"
     ):
@@ -111,7 +112,10 @@ def _set_step(rank: int, index: int, column: int, value: int) -> Callable[[Algor
 @pytest.mark.parametrize(
     ("fault", "message"),
     [
-        (lambda a: setattr(a.gpus[2], "scratch_chunks", -1), "rank 2: buffer sizes must be >= 0"),
+        (
+            lambda a: setattr(a.gpus[2], "scratch_chunks", -1),
+            "rank 2: s_chunks -1 is not between 0 and",
+        ),
         (lambda a: setattr(a.gpus[1].tbs[0], "send", 1), "rank 1 tb 0: send peer 1 is not"),
         (lambda a: setattr(a.gpus[3].tbs[0], "recv", 4), "rank 3 tb 0: recv peer 4 is not"),
         (lambda a: setattr(a.gpus[2].tbs[0], "chan", 1), "rank 2 tb 0: channel 1 is not below"),

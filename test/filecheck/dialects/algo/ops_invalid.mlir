@@ -82,7 +82,7 @@ algo.algorithm @bounds allgather ranks 1 channels 1 chunksperloop 1 proto Simple
 // -----
 
 // A step that receives on a thread block without a receive peer.
-algo.algorithm @no_peer allgather ranks 2 channels 1 chunksperloop 1 proto Simple outofplace bytes 0 to max {
+algo.algorithm @no_peer allgather ranks 2 channels 1 chunksperloop 2 proto Simple outofplace bytes 0 to max {
   algo.gpu 0 in 1 out 2 scratch 0 {
     // CHECK: error: 'algo.tb' op rank 0 tb 0 step 0 (r): receives, but its thread block has no recv peer
     algo.tb 0 send 1 recv -1 chan 0 {
@@ -96,7 +96,7 @@ algo.algorithm @no_peer allgather ranks 2 channels 1 chunksperloop 1 proto Simpl
 // -----
 
 // Two thread blocks of a rank may not share a send peer on one channel.
-algo.algorithm @shared_connection allgather ranks 2 channels 1 chunksperloop 1 proto Simple outofplace bytes 0 to max {
+algo.algorithm @shared_connection allgather ranks 2 channels 1 chunksperloop 2 proto Simple outofplace bytes 0 to max {
   algo.gpu 0 in 1 out 2 scratch 0 {
     algo.tb 0 send 1 recv -1 chan 0 {
     }
@@ -162,5 +162,44 @@ algo.algorithm @huge_count allreduce ranks 2 channels 1 chunksperloop 1 proto Si
       // CHECK: :[[# @LINE + 1]]:7: error: a number of this step exceeds 2147483647
       0: s i[0] -> _ x99999999999999999999
     }
+  }
+}
+
+// -----
+
+// The header's rank count is the number of algo.gpu ops (it was read and dropped).
+// CHECK: :[[# @LINE + 1]]:48: error: the algorithm says ranks 3 but holds 1 algo.gpu ops
+algo.algorithm @ranks_disagree allreduce ranks 3 channels 1 chunksperloop 1 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 1 out 1 scratch 0 {
+  }
+}
+
+// -----
+
+// A root means something only to broadcast and reduce (it was printed away).
+// CHECK: :[[# @LINE + 1]]:1: error: 'algo.algorithm' op allreduce has no root (only broadcast and reduce do)
+algo.algorithm @rootless allreduce ranks 2 root 1 channels 1 chunksperloop 1 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 1 out 1 scratch 0 {
+  }
+  algo.gpu 1 in 1 out 1 scratch 0 {
+  }
+}
+
+// -----
+
+// The runtime cuts each loop's data into nchunksperloop chunks: it must be the largest buffer's
+// chunk count, or steps address past the buffers (smaller) or leave data untouched (larger).
+// CHECK: :[[# @LINE + 1]]:1: error: 'algo.algorithm' op nchunksperloop is 8 but the largest buffer holds 4 chunks
+algo.algorithm @loop_too_long allreduce ranks 1 channels 1 chunksperloop 8 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 4 out 4 scratch 0 {
+  }
+}
+
+// -----
+
+// Channels past any runtime's (and past what the verifier's connection keys hold).
+// CHECK: :[[# @LINE + 1]]:1: error: 'algo.algorithm' op nchannels 99999999999 is not between 1 and 65536
+algo.algorithm @many_channels allreduce ranks 1 channels 99999999999 chunksperloop 1 proto Simple inplace bytes 0 to max {
+  algo.gpu 0 in 1 out 1 scratch 0 {
   }
 }
