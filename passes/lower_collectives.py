@@ -41,6 +41,7 @@ algo.algorithm @allreduce_ring_4_fused allreduce ranks 4 ... {
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,7 +49,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.passes import ModulePass
 
-from ccopt.diagnostics import OpError
+from ccopt.diagnostics import CcoptError, OpError, OpWarning
 from ccopt.dialects import coll
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm
 from ccopt.dialects.dtensor import mesh_of
@@ -77,17 +78,46 @@ FALLBACK = {"alltoall": "pairwise"}
 """A collective's algorithm where the pass's default does not exist for it."""
 
 
-def parse_axes(entries: tuple[str, ...]) -> dict[str, str]:
-    """`("dp:ring", "node+gpu:hierarchical")` -> {"dp": "ring", "node+gpu": "hierarchical"}.
+AxesKey = frozenset[str]
+"""A group of mesh axes, in any order (`node+gpu` and `gpu+node` name the same group)."""
+
+
+def parse_axes(entries: tuple[str, ...]) -> dict[AxesKey, str]:
+    """`("dp:ring", "node+gpu:hierarchical")` -> {{dp}: "ring", {node, gpu}: "hierarchical"}.
     A quoted list (`axes="dp:ring,node+gpu:hierarchical"`, as --help spells it) reaches the pass
-    as one string: its commas separate entries too."""
-    out = {}
+    as one string: its commas separate entries too. A group named twice is refused (the last
+    one would win without a word)."""
+    out: dict[AxesKey, str] = {}
     for entry in (part for joined in entries for part in joined.split(",")):
         axes, eq, name = entry.partition(":")
-        if not eq or not axes or not name:
+        names = [a.strip() for a in axes.split("+")]
+        if not eq or not all(names) or not name.strip():
             raise ValueError(f"lower-collectives: axes entries are AXES:ALGORITHM, got '{entry}'")
-        out[axes] = name
+        key = frozenset(names)
+        if len(key) != len(names):
+            raise ValueError(f"lower-collectives: axes entry '{entry}' names an axis twice")
+        if key in out:
+            raise ValueError(
+                f"lower-collectives: axes names the group {'+'.join(names)} twice "
+                f"({out[key]} and {name.strip()})"
+            )
+        out[key] = name.strip()
     return out
+
+
+def check_axes_exist(module: ModuleOp, axes: dict[AxesKey, str]) -> None:
+    """An axes entry naming an axis no mesh of the module has is a typo (it matched no
+    collective and every one fell back to the default algorithm)."""
+    from ccopt.dialects.dtensor import MeshOp
+
+    known = {a.data for op in module.ops if isinstance(op, MeshOp) for a in op.axis_names}
+    for key in axes:
+        unknown = sorted(key - known)
+        if unknown:
+            raise CcoptError(
+                f"lower-collectives: axes names mesh axis '{unknown[0]}', which no mesh of the "
+                f"module has (axes: {', '.join(sorted(known)) or 'none'})"
+            )
 
 
 def check_algorithm_names(names: list[str]) -> None:
@@ -104,11 +134,13 @@ def check_algorithm_names(names: list[str]) -> None:
             )
 
 
-def algorithm_for(op: coll.CollectiveOp, default: str, axes: dict[str, str]) -> tuple[str, bool]:
+def algorithm_for(
+    op: coll.CollectiveOp, default: str, axes: dict[AxesKey, str]
+) -> tuple[str, bool]:
     """The algorithm name for `op`, and whether it was asked for explicitly (then it must exist)."""
     if op.algorithm is not None:
         return op.algorithm.data.value, True
-    key = "+".join(op.axes.names)
+    key = frozenset(op.axes.names)
     if key in axes:
         return axes[key], False
     return default, False
@@ -152,13 +184,16 @@ class LowerCollectives(ModulePass):
 
         require_tagged(op, self.tags, self.name)
         axes = parse_axes(self.axes)
+        check_axes_exist(op, axes)
         existing = {o.sym_name.data for o in op.ops if isinstance(o, AlgorithmOp)}
         fused = self.fused_body == "in-algorithm"
+        warned: set[tuple[str, str]] = set()
         for target in list(op.walk()):
             if not is_selected(target, self.tags):
                 continue
             if type(target) in COLLECTIVES:
                 assert isinstance(target, coll.CollectiveOp)
+                self.warn_fallback(target, COLLECTIVES[type(target)], axes, warned)
                 name = self.lower(target, COLLECTIVES[type(target)], axes, op, existing)
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
             elif (
@@ -172,7 +207,7 @@ class LowerCollectives(ModulePass):
     def lower_fused(
         self,
         op: coll.FusedAllReduceOp,
-        axes: dict[str, str],
+        axes: dict[AxesKey, str],
         module: ModuleOp,
         existing: set[str],
     ) -> str:
@@ -204,7 +239,7 @@ class LowerCollectives(ModulePass):
         self,
         op: coll.CollectiveOp,
         collective: str,
-        axes: dict[str, str],
+        axes: dict[AxesKey, str],
         module: ModuleOp,
         existing: set[str],
     ) -> str:
@@ -218,7 +253,10 @@ class LowerCollectives(ModulePass):
         return name
 
     def algorithm_of(
-        self, op: coll.CollectiveOp | coll.FusedAllReduceOp, collective: str, axes: dict[str, str]
+        self,
+        op: coll.CollectiveOp | coll.FusedAllReduceOp,
+        collective: str,
+        axes: dict[AxesKey, str],
     ) -> Algorithm:
         """The library's algorithm for `op` (named as `algorithm_name` says)."""
         from ccopt.algorithms import generate
@@ -232,7 +270,10 @@ class LowerCollectives(ModulePass):
         return alg
 
     def algorithm_name(
-        self, op: coll.CollectiveOp | coll.FusedAllReduceOp, collective: str, axes: dict[str, str]
+        self,
+        op: coll.CollectiveOp | coll.FusedAllReduceOp,
+        collective: str,
+        axes: dict[AxesKey, str],
     ) -> str:
         choice, ranks, channels, chunk_factor, root, options = self.choose(op, collective, axes)
         name = f"{collective}_{choice}_{ranks}"
@@ -246,8 +287,34 @@ class LowerCollectives(ModulePass):
             name += f"_ch{channels}"
         return name
 
+    def warn_fallback(
+        self,
+        op: coll.CollectiveOp,
+        collective: str,
+        axes: dict[AxesKey, str],
+        warned: set[tuple[str, str]],
+    ) -> None:
+        """Say so, at the first such op, where the algorithm asked for does not exist for a
+        collective and its default is used instead (as mlir-opt warns at the op)."""
+        from ccopt.algorithms import LIBRARY
+
+        choice, explicit = algorithm_for(op, self.algorithm, axes)
+        known = LIBRARY[collective]
+        if explicit or choice in known or (choice == "tree" and "double_binary_tree" in known):
+            return
+        if (collective, choice) not in warned:
+            warned.add((collective, choice))
+            fallback = FALLBACK.get(collective, "ring")
+            warnings.warn(
+                OpWarning(op, f"{collective} has no {choice} algorithm: {fallback} is used"),
+                stacklevel=2,
+            )
+
     def choose(
-        self, op: coll.CollectiveOp | coll.FusedAllReduceOp, collective: str, axes: dict[str, str]
+        self,
+        op: coll.CollectiveOp | coll.FusedAllReduceOp,
+        collective: str,
+        axes: dict[AxesKey, str],
     ) -> tuple[str, int, int, int, int, dict[str, int]]:
         """Algorithm, ranks, channels, chunk factor, root and generator options for `op`."""
         from ccopt.algorithms import LIBRARY, MULTI_CHANNEL

@@ -88,3 +88,41 @@ def test_a_quoted_list_of_axes_gives_each_its_algorithm() -> None:
     assert "@allreduce_hierarchical_6_inner3" in lowered
     assert "@allreduce_direct_3" in lowered and "@allgather_direct_3" in lowered
     assert "_ring_3" not in lowered
+
+
+@pytest.mark.parametrize("spelling", ["gpu+node", "node + gpu", " node+gpu "])
+def test_an_axes_group_is_named_in_any_order(spelling: str) -> None:
+    """`gpu+node` names the group `node+gpu` does (it matched no collective: ring, silently)."""
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    pipeline = f'lower-collectives{{axes="{spelling}:hierarchical"}}'
+    assert "@allreduce_hierarchical_6_inner3" in str(
+        apply_pipeline(load_program(PROGRAM), pipeline)
+    )
+
+
+@pytest.mark.parametrize(
+    ("axes", "message"),
+    [
+        ("zz:direct", "axes names mesh axis 'zz', which no mesh of the module has"),
+        ("node+gpu:direct,gpu+node:ring", "names the group gpu\\+node twice \\(direct and ring\\)"),
+        ("gpu+gpu:ring", "axes entry 'gpu\\+gpu:ring' names an axis twice"),
+    ],
+)
+def test_axes_that_match_nothing_or_twice_are_refused(axes: str, message: str) -> None:
+    with pytest.raises(CcoptError, match=message):
+        ccopt.check_pipeline(PROGRAM, f'lower-collectives{{axes="{axes}"}}', entry="hierarchical")
+
+
+def test_a_fallback_is_a_warning_at_the_first_such_collective() -> None:
+    """bruck has an all-gather but no all-reduce: the all-reduces take ring, and say so once."""
+    from ccopt.diagnostics import OpWarning
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    with pytest.warns(OpWarning) as caught:
+        apply_pipeline(load_program(PROGRAM), "lower-collectives{algorithm=bruck}")
+    messages = [str(w.message.message) for w in caught if isinstance(w.message, OpWarning)]
+    assert "allreduce has no bruck algorithm: ring is used" in messages
+    assert len(messages) == len(set(messages))
