@@ -248,15 +248,23 @@ def powers_of_two_up_to(n: int) -> list[int]:
 
 
 def enumerate_grids(
-    gpus: int, batch: int, min_tensor_parallel: int, no_data_parallel: bool = False
+    gpus: int,
+    batch: int,
+    min_tensor_parallel: int,
+    no_data_parallel: bool = False,
+    hidden: int | None = None,
 ) -> Iterator[Grid]:
     """AxoNN's candidates in its own order: powers of two with product `gpus`, Gr*Gc*Gd at least
     the model's minimum, the batch divisible by Gdata*Gd (each depth x data rank gets whole
-    samples). A GPU count that is not a power of two has no candidate, as in AxoNN."""
+    samples), and with `hidden`, Gr and Gc dividing it (a weight's row or column shard of less
+    than one element is no layout). A GPU count that is not a power of two has no candidate,
+    as in AxoNN."""
     powers = powers_of_two_up_to(gpus)
     for gc in powers:
         for gr in powers:
             if gpus % (gc * gr):
+                continue
+            if hidden is not None and (hidden % gc or hidden % gr):
                 continue
             for gd in powers:
                 if gpus % (gc * gr * gd):
@@ -290,7 +298,9 @@ def rank_axonn(
 ) -> list[AxonnEstimate]:
     """Every candidate grid, best first by AxoNN's model (a stable sort: ties keep its order)."""
     estimates = []
-    for grid in enumerate_grids(gpus, batch, model.min_tensor_parallel, no_data_parallel):
+    for grid in enumerate_grids(
+        gpus, batch, model.min_tensor_parallel, no_data_parallel, model.hidden
+    ):
         estimate = axonn_estimate(model, grid, batch, seq, machine, grad_acc)
         if estimate is not None:
             estimates.append(estimate)

@@ -82,6 +82,7 @@ def run_axonn(args: argparse.Namespace) -> int:
     from ccopt.sim.plan4d import plan
 
     model = GPT_MODELS[args.model]
+    check_sizes(args)
     bar = progress_bar(count_grids(args.gpus))
     if bar is None:
         result = plan(
@@ -102,15 +103,35 @@ def run_axonn(args: argparse.Namespace) -> int:
             )
     if not result.rows:
         raise CcoptError(no_grid_reason(args, model.min_tensor_parallel))
-    if args.emit:
-        emit(result.rows[0].grid, model, args)
+    best = result.rows[0]
+    fits = best.ccopt is None or best.ccopt.feasible
+    if args.emit and fits:
+        emit(best.grid, model, args)
     rows = result.rows[: args.top]
     stream = report_stream(args.emit)
     if args.json:
         print(json.dumps([r.as_json() for r in rows], indent=1), file=stream)
     else:
         print_table(result, rows, stream)
+    if not fits:
+        raise CcoptError(
+            f"no grid fits in memory: the best one, {best.grid.as_list()}, {best.why}"
+            + (f"; {args.emit} not written" if args.emit else "")
+        )
     return 0
+
+
+def check_sizes(args: argparse.Namespace) -> None:
+    """Sizes the emitted program can hold: a mesh of at most 2^20 ranks, and the step's tokens
+    (batch x sequence, the layer's first dimension) within 64 bits."""
+    from ccopt.mesh import MAX_RANKS
+
+    if args.gpus > MAX_RANKS:
+        raise CcoptError(f"--gpus {args.gpus}: ccopt handles meshes of at most {MAX_RANKS} ranks")
+    if args.batch * args.seq >= 2**63:
+        raise CcoptError(
+            f"--batch {args.batch} x --seq {args.seq} tokens do not fit in a 64-bit dimension"
+        )
 
 
 def no_grid_reason(args: argparse.Namespace, min_tp: int) -> str:

@@ -87,6 +87,35 @@ def test_user_errors():
     assert r.returncode == 2 and "expected an integer >= 1" in r.stderr
 
 
+def test_sizes_the_emitted_program_cannot_hold_are_refused():
+    """Both were planned and emitted, and ccopt then refused the program it was given."""
+    assert_user_error(
+        plan("--model", "5B", "--gpus", str(2**24), "--batch", "1"),
+        f"--gpus {2**24}: ccopt handles meshes of at most {2**20} ranks",
+    )
+    assert_user_error(
+        plan("--model", "5B", "--gpus", "4", "--batch", str(10**15), "--seq", str(10**6)),
+        "tokens do not fit in a 64-bit dimension",
+    )
+
+
+def test_grids_whose_weight_shards_are_below_one_element_are_not_candidates():
+    """5B's hidden size is 4096: Gc = 8192 split every weight column into empty shards."""
+    hidden = GPT_MODELS["5B"].hidden
+    r = plan("--model", "5B", "--gpus", "16384", "--batch", "16384", "--json", "--top", "1000")
+    grids = [row["config"] for row in json.loads(r.stdout)]
+    assert grids and all(hidden % gr == 0 and hidden % gc == 0 for gr, gc, _, _ in grids)
+
+
+def test_a_plan_where_no_grid_fits_is_an_error_and_emits_nothing(tmp_path: Path):
+    """Every row was marked as not fitting, yet the summary endorsed the first, exit 0, and
+    --emit wrote it."""
+    out = tmp_path / "layer.mlir"
+    r = plan("--model", "5B", "--gpus", "4", "--batch", "4096", "--emit", str(out))
+    assert_user_error(r, "no grid fits in memory: the best one, [1, 1, 4, 1], does not fit")
+    assert "layer.mlir not written" in r.stderr and not out.exists()
+
+
 TOOLS = {
     "ccopt-plan": "ccopt.tools.ccopt_plan",
     "ccopt": "ccopt.tools.ccopt_opt",
