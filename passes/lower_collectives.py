@@ -54,7 +54,7 @@ from ccopt.dialects import coll
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import is_selected, require_tagged
+from ccopt.passes.common import is_selected, release, require_tagged
 from ccopt.passes.options import option
 
 COLLECTIVES: dict[type[coll.CollectiveOp], str] = {
@@ -146,6 +146,21 @@ def algorithm_for(
     return default, False
 
 
+def drop_unreferenced(module: ModuleOp, candidates: set[str]) -> None:
+    """Erase the algorithms of `candidates` that no op names any more: a second lowering
+    replaced them (left behind, they made `-t msccl-xml` ask which one to write)."""
+    from ccopt.dialects.algo import AlgorithmOp
+
+    for o in module.walk():
+        ref = o.attributes.get(ALGORITHM_ATTRIBUTE)
+        if isinstance(ref, SymbolRefAttr):
+            candidates.discard(ref.root_reference.data)
+    for o in list(module.ops):
+        if isinstance(o, AlgorithmOp) and o.sym_name.data in candidates:
+            o.detach()
+            release(o)  # (self-contained: an algorithm uses no outside value)
+
+
 @dataclass(frozen=True)
 class LowerCollectives(ModulePass):
     """Give every collective an algorithm of the library (an `algo.algorithm` it refers to)."""
@@ -188,6 +203,7 @@ class LowerCollectives(ModulePass):
         existing = {o.sym_name.data for o in op.ops if isinstance(o, AlgorithmOp)}
         fused = self.fused_body == "in-algorithm"
         warned: set[tuple[str, str]] = set()
+        replaced: set[str] = set()
         for target in list(op.walk()):
             if not is_selected(target, self.tags):
                 continue
@@ -195,6 +211,9 @@ class LowerCollectives(ModulePass):
                 assert isinstance(target, coll.CollectiveOp)
                 self.warn_fallback(target, COLLECTIVES[type(target)], axes, warned)
                 name = self.lower(target, COLLECTIVES[type(target)], axes, op, existing)
+                old = target.attributes.get(ALGORITHM_ATTRIBUTE)
+                if isinstance(old, SymbolRefAttr) and old.root_reference.data != name:
+                    replaced.add(old.root_reference.data)
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
             elif (
                 fused
@@ -203,6 +222,8 @@ class LowerCollectives(ModulePass):
             ):
                 name = self.lower_fused(target, axes, op, existing)
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
+        if replaced:
+            drop_unreferenced(op, replaced)
 
     def lower_fused(
         self,

@@ -126,3 +126,23 @@ def test_a_fallback_is_a_warning_at_the_first_such_collective() -> None:
     messages = [str(w.message.message) for w in caught if isinstance(w.message, OpWarning)]
     assert "allreduce has no bruck algorithm: ring is used" in messages
     assert len(messages) == len(set(messages))
+
+
+def test_lowering_again_replaces_the_algorithms_it_chose() -> None:
+    """The first lowering's rings stayed in the module, named by nothing, and `-t msccl-xml`
+    then asked which algorithm to write; an algorithm still named (or the user's own) stays."""
+    from ccopt.dialects.algo import AlgorithmOp
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    twice = "lower-collectives,lower-collectives{algorithm=direct}"
+    names = [
+        o.sym_name.data
+        for o in apply_pipeline(load_program(examples / "megatron_mlp.mlir"), twice).ops
+        if isinstance(o, AlgorithmOp)
+    ]
+    assert names == ["allreduce_direct_4"]
+    lowered = apply_pipeline(load_program(PROGRAM), "lower-collectives,lower-collectives")
+    again = apply_pipeline(load_program(PROGRAM), "lower-collectives")
+    assert str(lowered) == str(again)
