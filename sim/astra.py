@@ -205,6 +205,17 @@ def is_symmetric(network: Network, system: SystemConfig, kind: str) -> bool:
     return True
 
 
+def _halving_doubling_hint(network: Network, system: SystemConfig, kind: str) -> str:
+    """Why a collective hangs when halvingDoubling runs on a dimension that is not a power of
+    two (its partners do not pair up; only all-gather survives that)."""
+    impls = _implementations(network, system, kind)
+    for dim, (nodes, _) in enumerate(_logical_dims(network, impls)):
+        impl = impls[0] if impls[0].single_ring else impls[dim]
+        if impl.base == "halvingDoubling" and nodes & (nodes - 1):
+            return f" (halvingDoubling needs a power-of-two dimension; dimension {dim} has {nodes})"
+    return ""
+
+
 def simulate_collective(
     network: Network, system: SystemConfig, kind: str, size: int, symmetric: bool | None = None
 ) -> CollectiveResult:
@@ -254,7 +265,9 @@ def run_collective(
     unfinished = [s.id for s, d in zip(systems, datasets, strict=True) if d.finish_time is None]
     if unfinished:
         message = f"ranks {unfinished[:8]} never finish: their sends and receives do not match"
-        raise ConfigError(system.source, None, message)
+        raise ConfigError(
+            system.source, None, message + _halving_doubling_hint(network, system, kind)
+        )
     impls = _implementations(network, system, kind)
     dims = _logical_dims(network, impls)
     plans = plan_phases(kind, len(dims), [n for n, _ in dims], system.collective_optimization)

@@ -16,7 +16,7 @@ from ccopt.sim.astra_engine import Stream
 from ccopt.sim.chakra import Trace, TraceError, node_attributes, read_trace_set
 from ccopt.sim.system import SystemConfig
 
-COMP, SEND, RECV = 4, 5, 6
+COMP, SEND, RECV, COLL = 4, 5, 6, 7
 
 
 class NodeFeeder:
@@ -116,6 +116,40 @@ class CustomAlgorithm:
             self.stream.owner.proceed_to_next_phase(self.stream)
 
 
+# attributes a communication node must have: Chakra's feeder throws when one is asked for and absent
+REQUIRED = {
+    SEND: ("comm_dst", "comm_size"),
+    RECV: ("comm_src", "comm_size"),
+    COLL: ("comm_type", "comm_size"),
+}
+
+
+def check_trace(trace: Trace, rank: int, npus: int, ndims: int, source: str) -> None:
+    """Refuse communication nodes the network cannot run before any is simulated: a missing
+    field, a negative size, a peer outside the network or the rank itself, an involved_dim
+    that involves a dimension the network lacks (ASTRA-sim would crash, hang or ignore it;
+    extra entries that are false are harmless: a trace written for a larger machine)."""
+    for node in trace.nodes:
+        attrs = node_attributes(node)
+        where = f"{source}: error: node {node.id} ({node.name})"
+        for key in REQUIRED.get(node.type, ()):
+            if key not in attrs:
+                raise TraceError(f"{where}: no '{key}' attribute")
+        if attrs.get("comm_size", 0) < 0:
+            raise TraceError(f"{where}: 'comm_size' is negative ({attrs['comm_size']})")
+        peer = {SEND: "comm_dst", RECV: "comm_src"}.get(node.type)
+        if peer is not None and not (0 <= attrs[peer] < npus and attrs[peer] != rank):
+            message = f"'{peer}' {attrs[peer]} is not another rank of the {npus}-rank network"
+            raise TraceError(f"{where}: {message}")
+        dims = attrs.get("involved_dim") or []
+        missing = [d for d in range(ndims, len(dims)) if dims[d]]
+        if node.type == COLL and missing:
+            network = f"the {ndims}-dimensional network does not have"
+            raise TraceError(
+                f"{where}: 'involved_dim' involves dimension {missing[0]}, which {network}"
+            )
+
+
 def callback(function: Callable[[int], None], node_id: int) -> Callable[[], None]:
     return lambda: function(node_id)
 
@@ -135,5 +169,8 @@ def custom_traces(
             beside = Path(system.source).parent / base
             if Path(f"{beside}.0.et").exists():
                 base = beside
-        out[name] = read_trace_set(base, npus)
+        traces = read_trace_set(base, npus)
+        for rank, trace in enumerate(traces):
+            check_trace(trace, rank, npus, 1, f"{base}.{rank}.et")
+        out[name] = traces
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -216,10 +217,14 @@ class RankSystem:
 
     @staticmethod
     def insert_stream(queue: list[Stream], stream: Stream) -> None:
-        """After every initialized stream and every stream of higher or equal priority."""
+        """After every initialized stream and every stream of higher or equal priority. A queue
+        holds its initialized streams first (at most active-chunks-per-dimension of them), then
+        the waiting ones by falling priority, so the place is found by bisection: a linear scan
+        made many dataset splits quadratic (100000 splits took minutes)."""
         at = 0
-        while at < len(queue) and (queue[at].initialized or queue[at].priority >= stream.priority):
+        while at < len(queue) and queue[at].initialized:
             at += 1
+        at = bisect_right(queue, -stream.priority, lo=at, key=lambda s: -s.priority)
         queue.insert(at, stream)
 
     def insert_into_ready_list(self, stream: Stream) -> None:

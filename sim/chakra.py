@@ -10,13 +10,15 @@ follows.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ccopt.diagnostics import CcoptError
-from ccopt.files import write_atomic
+from ccopt.files import OutputError, write_atomic
 
 # value member of AttributeProto for each attribute ASTRA-sim and Chakra's feeder read
 ATTRIBUTE_TYPES = {
@@ -180,13 +182,19 @@ def _messages(data: bytes, source: str):
 
 def read_trace(path: str | Path) -> Trace:
     """Read one .et file (plain or gzip)."""
-    from google.protobuf.message import DecodeError
-
-    pb, source = schema(), str(path)
+    source = str(path)
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise TraceError(f"{source}: error: cannot read: {e.strerror or e}") from None
+    return parse_trace(data, source)
+
+
+def parse_trace(data: bytes, source: str) -> Trace:
+    """One .et file's bytes (plain or gzip) as a Trace; `source` names it in errors."""
+    from google.protobuf.message import DecodeError
+
+    pb = schema()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     messages = _messages(data, source)
@@ -208,13 +216,34 @@ def read_trace(path: str | Path) -> Trace:
 
 
 def trace_paths(prefix: str | Path) -> list[Path]:
-    """PREFIX.0.et, PREFIX.1.et, ... as far as they go."""
+    """PREFIX.0.et, PREFIX.1.et, ... as far as they go; a set with a rank missing in the middle
+    is refused (read up to the gap, it would look complete)."""
     paths = []
     while True:
         path = Path(f"{prefix}.{len(paths)}.et")
         if not path.exists():
-            return paths
+            break
         paths.append(path)
+    later = [r for r in _file_ranks(prefix) if r > len(paths)]
+    if later:
+        raise TraceError(
+            f"{prefix}.{len(paths)}.et: error: rank {len(paths)} is missing from the trace set "
+            f"'{prefix}' (it has {prefix}.{min(later)}.et)"
+        )
+    return paths
+
+
+def _file_ranks(prefix: str | Path) -> list[int]:
+    """The ranks r of the files PREFIX.<r>.et in the prefix's folder."""
+    import re
+
+    folder, name = Path(prefix).parent, Path(prefix).name
+    pattern = re.compile(re.escape(name) + r"\.(\d+)\.et")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [int(m.group(1)) for m in map(pattern.fullmatch, names) if m]
 
 
 def read_trace_set(prefix: str | Path, ranks: int | None = None) -> list[Trace]:
@@ -244,16 +273,87 @@ def write_trace_set(
     per_rank_nodes: Sequence[Iterable[Any]],
     metadata: Any | Mapping[str, Any] = None,
 ) -> list[Path]:
-    """Write PREFIX.<rank>.et for every rank (atomically, directories created); nodes are Node
-    messages (see `make_node`); metadata a GlobalMetadata or a mapping of string attributes."""
+    """Write PREFIX.<rank>.et for every rank (all or none, directories created; see
+    `trace_set_output`); nodes are Node messages (see `make_node`); metadata a GlobalMetadata
+    or a mapping of string attributes."""
     meta = metadata_message(metadata)
-    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for rank, nodes in enumerate(per_rank_nodes):
-        path = Path(f"{prefix}.{rank}.et")
-        write_atomic(path, encode_trace(meta, nodes))
-        paths.append(path)
-    return paths
+    with trace_set_output(prefix) as output:
+        for nodes in per_rank_nodes:
+            output.add(encode_trace(meta, nodes))
+    return output.paths
+
+
+def _trace_folder(prefix: str) -> Path:
+    """The folder of a trace set, created; a prefix without a file name part (`DIR/`) would
+    write hidden `.0.et` files, and a file standing where a folder must be is named."""
+    if Path(prefix).name in ("", ".", "..") or prefix.endswith(("/", os.sep)):
+        raise OutputError(
+            f"cannot write the trace set '{prefix}': give DIR/PREFIX (files PREFIX.<rank>.et)"
+        )
+    folder = Path(prefix).parent
+    for above in (folder, *folder.parents):
+        if above.exists() and not above.is_dir():
+            raise OutputError(f"cannot write the trace set '{prefix}': '{above}' is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create folder '{folder}': {e.strerror or e}") from None
+    return folder
+
+
+class TraceSetOutput:
+    """A trace set being written: each rank's file is staged beside its destination and all are
+    renamed into place at the end, so a failed export leaves no partial set."""
+
+    def __init__(self, prefix: str | Path):
+        self.prefix = str(prefix)
+        _trace_folder(self.prefix)
+        self.staged: list[tuple[Path, Path]] = []
+        self.paths: list[Path] = []
+
+    def add(self, data: bytes | memoryview) -> Path:
+        """Stage the next rank's file."""
+        path = Path(f"{self.prefix}.{len(self.staged)}.et")
+        if path.is_dir():
+            raise OutputError(f"cannot write '{path}': it is a directory")
+        part = path.with_name(f".{path.name}.{os.getpid()}.part")
+        self.staged.append((part, path))
+        write_atomic(part, data)  # type: ignore[arg-type]  (a view of a larger piece)
+        return path
+
+    def commit(self) -> None:
+        """Rename every staged file into place, then remove the ranks of an older, larger set
+        under the same prefix: left there they would be read as part of this one."""
+        for part, path in self.staged:
+            try:
+                os.replace(part, path)
+            except OSError as e:
+                raise OutputError(f"cannot write '{path}': {e.strerror or e}") from None
+        self.paths = [path for _, path in self.staged]
+        rank = len(self.paths)
+        while Path(f"{self.prefix}.{rank}.et").is_file():
+            Path(f"{self.prefix}.{rank}.et").unlink()
+            rank += 1
+
+    def discard(self) -> None:
+        for part, _ in self.staged:
+            part.unlink(missing_ok=True)
+
+
+@contextmanager
+def trace_set_output(prefix: str | Path) -> Iterator[TraceSetOutput]:
+    """Write a trace set all or nothing: the files added in the block replace PREFIX.<r>.et
+    (and any higher ranks of an older set) only when the block finishes without an error."""
+    output = TraceSetOutput(prefix)
+    try:
+        yield output
+    except BaseException:
+        output.discard()
+        raise
+    try:
+        output.commit()
+    finally:
+        output.discard()
 
 
 def trace_to_dict(trace: Trace) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from ccopt.sim.chakra import (
     Trace,
     TraceError,
     attribute_value,
+    trace_set_output,
 )
 from ccopt.sim.network import ConfigError, Network
 from ccopt.sim.system import SystemConfig
@@ -792,17 +793,13 @@ def _step_rows(flat: Flat, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
 def write_algorithm_traces(
     prefix: str | Path, alg: Algorithm, size: int, local_mem_bw: float
 ) -> list[Path]:
-    """Write PREFIX.<rank>.et for every rank, each file atomically (directories created)."""
-    from ccopt.files import write_atomic
-
-    Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
-        data = memoryview(piece)
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            paths.append(Path(f"{prefix}.{len(paths)}.et"))
-            write_atomic(paths[-1], data[a:b])
-    return paths
+    """Write PREFIX.<rank>.et for every rank, all or none (see `trace_set_output`)."""
+    with trace_set_output(prefix) as output:
+        for piece, bounds in encoded_pieces(alg, size, local_mem_bw):
+            data = memoryview(piece)
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                output.add(data[a:b])
+    return output.paths
 
 
 # ---------------------------------------------------------------------------------------------

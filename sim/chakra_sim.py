@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from ccopt.sim.astra import start_collective
-from ccopt.sim.astra_custom import COMP, RECV, SEND, NodeFeeder, callback, custom_traces
+from ccopt.sim.astra_custom import (
+    COLL,
+    COMP,
+    RECV,
+    SEND,
+    NodeFeeder,
+    callback,
+    check_trace,
+    custom_traces,
+)
 from ccopt.sim.astra_engine import EventLoop, FullNetwork, RankSystem
 from ccopt.sim.chakra import Trace, TraceError, read_trace_set
 from ccopt.sim.network import Network
@@ -25,7 +34,7 @@ from ccopt.sim.system import SystemConfig
 
 COMM_KINDS = {0: "all-reduce", 2: "all-gather", 6: "all-to-all", 7: "reduce-scatter"}
 BROADCAST = 5
-COLL, INVALID = 7, 0
+INVALID = 0
 
 
 @dataclass(frozen=True)
@@ -122,7 +131,7 @@ class RankWorkload:
             )
 
     def collective(self, node: Any, attrs: dict[str, Any], done: Callable[[], None]) -> None:
-        comm_type = attrs.get("comm_type", 0)
+        comm_type = attrs["comm_type"]
         if comm_type == BROADCAST:
             self.sys.register(node.duration_micros * 1000 if node.duration_micros else 1, done)
             return
@@ -137,7 +146,7 @@ class RankWorkload:
         dataset = start_collective(
             self.sys,
             kind,
-            attrs.get("comm_size", 0),
+            attrs["comm_size"],
             self.network,
             self.system,
             involved=involved,
@@ -167,6 +176,14 @@ def simulate_workload(
 ) -> WorkloadReport:
     """Replay the trace set PREFIX.<rank>.et on every rank; time = the latest rank's finish."""
     traces = read_trace_set(prefix, network.npus)
+    extra = Path(f"{prefix}.{network.npus}.et")
+    if extra.exists():
+        raise TraceError(
+            f"{extra}: error: the workload has more trace files than the network's "
+            f"{network.npus} ranks ({network.source})"
+        )
+    for rank, trace in enumerate(traces):
+        check_trace(trace, rank, network.npus, len(network.dims), f"{prefix}.{rank}.et")
     custom = custom_traces(system, network.npus)
     loop = EventLoop()
     if congestion == "aware":

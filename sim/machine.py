@@ -197,8 +197,10 @@ def load_machine(preset_or_path: str | os.PathLike[str]) -> Machine:
     text, source = _machine_text(preset_or_path)
     import yaml
 
+    from ccopt.sim.network import load_yaml
+
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

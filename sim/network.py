@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +112,20 @@ def _number(value: Any, key: str, source: str, integer: bool = False) -> float:
     return value
 
 
+KEYS = ("topology", "npus_count", "bandwidth", "latency")
+
+
 def network_from_dict(data: dict[str, Any], source: str) -> Network:
     """A Network from an ASTRA-sim network YAML mapping (keys topology, npus_count, bandwidth,
-    latency; one entry per dimension; other keys ignored as ASTRA-sim ignores them)."""
+    latency; one entry per dimension). ASTRA-sim ignores other keys; here they are refused, as
+    a misspelt key (`bandwith`) would otherwise leave its value unused without a word."""
     if not isinstance(data, dict):
         raise ConfigError(
             source, None, "expected a mapping with topology, npus_count, bandwidth, latency"
         )
+    unknown = [k for k in data if k not in KEYS]
+    if unknown:
+        raise ConfigError(source, str(unknown[0]), f"unknown key (keys: {', '.join(KEYS)})")
     topologies = _list(data, "topology", source)
     for t in topologies:
         if t not in TOPOLOGIES:
@@ -144,14 +152,46 @@ def network_from_dict(data: dict[str, Any], source: str) -> Network:
 
 
 def read_config_text(path: str | Path) -> str:
-    """A configuration file's text (standard input for `-`); an unreadable file is a
+    """A configuration file's text (standard input for `-`); an unreadable or binary file is a
     ConfigError naming it."""
     if is_stdin(path):
         return read_text(None)
     try:
-        return Path(path).read_text()
+        return Path(path).read_text(encoding="utf-8-sig")
     except OSError as e:
         raise ConfigError(str(path), None, f"cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), None, "not UTF-8 text (a YAML or JSON file?)") from None
+
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load`, except that a key given twice in one mapping is an error: PyYAML
+    keeps the last silently, so the first would look as if it counted."""
+    import yaml
+
+    return yaml.load(text, Loader=_unique_key_loader())
+
+
+@cache
+def _unique_key_loader() -> type:
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str):
+                    continue
+                if key in seen:
+                    problem = f"duplicate key '{key}'"
+                    raise yaml.constructor.ConstructorError(
+                        None, None, problem, key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
 
 
 def load_network(path: str | Path) -> Network:
@@ -160,7 +200,7 @@ def load_network(path: str | Path) -> Network:
 
     source, text = str(path), read_config_text(path)
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

@@ -68,7 +68,11 @@ class SystemConfig:
 
     def reduction_ns(self, size: int) -> int:
         """A native reduce of `size` bytes: one write and two reads at local-memory bandwidth,
-        each truncated to whole ns as ASTRA-sim's PacketBundle truncates them."""
+        each truncated to whole ns as ASTRA-sim's PacketBundle truncates them. Without a
+        bandwidth ASTRA-sim divides by zero, so a reduction then is refused."""
+        if self.local_mem_bw <= 0:
+            message = "missing or 0: needed to time the reductions of this collective (GB/s)"
+            raise ConfigError(self.source, "local-mem-bw", message)
         one = int(float(size) / self.local_mem_bytes_per_s() * 1e9)
         return 3 * one
 
@@ -94,7 +98,8 @@ def _parse_implementation(text: Any, key: str, source: str) -> Implementation:
 
 def _integer(data: dict[str, Any], key: str, source: str, low: int, default: int) -> int:
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value != int(value):
         raise ConfigError(source, key, f"expected an integer, got {value!r}")
     if value < low:
         raise ConfigError(source, key, f"must be at least {low}, got {value}")
@@ -117,6 +122,10 @@ UNMODELLED = {
 }
 
 
+# schedulers ccopt's ASTRA mode runs only in ASTRA-sim's default form: another is refused
+SCHEDULERS = {"intra-dimension-scheduling": "FIFO", "inter-dimension-scheduling": "baseline"}
+
+
 def system_from_dict(data: dict[str, Any], source: str) -> SystemConfig:
     """A SystemConfig from ASTRA-sim's system JSON mapping; unknown keys are ignored."""
     if not isinstance(data, dict):
@@ -124,6 +133,10 @@ def system_from_dict(data: dict[str, Any], source: str) -> SystemConfig:
     for key, what in UNMODELLED.items():
         if data.get(key, 0) not in (0, False):
             raise ConfigError(source, key, f"{what} is not modelled by ccopt's ASTRA mode (use 0)")
+    for key, default in SCHEDULERS.items():
+        if data.get(key, default) != default:
+            message = f"{data[key]!r} is not modelled by ccopt's ASTRA mode (use {default!r})"
+            raise ConfigError(source, key, message)
     implementations = {}
     for collective in COLLECTIVES:
         key = f"{collective}-implementation"

@@ -1,4 +1,4 @@
-"""Timelines of a simulation: Chrome/Perfetto trace-event JSON and a matplotlib PNG.
+"""Timelines of a simulation: Chrome/Perfetto trace-event JSON and a matplotlib plot.
 
 The trace has a process per rank class (named by its representative's mesh coordinates and how
 many ranks it stands for), a thread per stream, and one complete ("X") slice per op with its
@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ccopt.files import write_atomic
+from ccopt.diagnostics import CcoptError
+from ccopt.files import STDIO
 
 if TYPE_CHECKING:
     from ccopt.sim.program import Report
 
 COLORS = {"compute": "tab:blue", "copy": "tab:green", "comm": "tab:orange"}
+PLOT_FORMATS = ("png", "svg", "pdf")
 
 
 def trace_events(report: Report) -> dict[str, Any]:
@@ -60,20 +63,31 @@ def trace_events(report: Report) -> dict[str, Any]:
     }
 
 
-def write_trace(report: Report, path: str | os.PathLike[str]) -> None:
-    write_atomic(path, json.dumps(trace_events(report)))
+def trace_text(report: Report) -> str:
+    """The trace file's text, one line ending in a newline (it may go to a terminal)."""
+    return json.dumps(trace_events(report)) + "\n"
 
 
-def write_plot(report: Report, path: str | os.PathLike[str]) -> None:
-    """A PNG timeline of the slowest rank class: a lane per stream, ops coloured by kind."""
+def plot_format(path: str | os.PathLike[str]) -> str:
+    """The image format a --plot path asks for by its extension (PNG on standard output);
+    matplotlib would otherwise be told one format and the file named another."""
+    if os.fspath(path) == STDIO:
+        return "png"
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in PLOT_FORMATS:
+        expected = ", ".join(f".{f}" for f in PLOT_FORMATS)
+        raise CcoptError(f"--plot '{path}': the file name must end in {expected}")
+    return suffix
+
+
+def plot_image(report: Report, image_format: str) -> bytes:
+    """A timeline of the slowest rank class: a lane per stream, ops coloured by kind."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        from ccopt.diagnostics import CcoptError
-
         raise CcoptError(
             "--plot needs matplotlib: pip install 'ccopt[plot]' (or write a --trace instead)"
         ) from None
@@ -100,6 +114,6 @@ def write_plot(report: Report, path: str | os.PathLike[str]) -> None:
     )
     fig.tight_layout()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
+    fig.savefig(buffer, format=image_format, dpi=100)
     plt.close(fig)
-    write_atomic(path, buffer.getvalue())
+    return buffer.getvalue()

@@ -27,14 +27,31 @@ from ccopt.tools.sim_program import add_program_arguments, program_arguments_giv
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 
 
+MAX_BYTES = 2**64 - 1
+"""ASTRA-sim's comm_size is a uint64."""
+
+
 def byte_count(text: str) -> int:
-    """An argparse type: a positive whole number of bytes."""
+    """An argparse type: a positive whole number of bytes that ASTRA-sim's uint64 holds."""
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of bytes, got '{text}'")
+    if not 1 <= value <= MAX_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes from 1 to 2^64-1, got '{text}'"
+        )
+    return value
+
+
+def pass_count(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got '{text}'")
     return value
 
 
@@ -60,8 +77,7 @@ def parser() -> argparse.ArgumentParser:
     astra.add_argument("--workload", metavar="DIR/PREFIX", help="a Chakra trace set PREFIX.<r>.et")
     astra.add_argument(
         "--body-passes",
-        type=int,
-        default=0,
+        type=pass_count,
         metavar="N",
         help="an algorithm's fn steps (a fused all-reduce's body) move N x their chunk bytes "
         "through local memory (Adam: 7); default 0",
@@ -154,7 +170,7 @@ def run_algorithm(args: argparse.Namespace) -> dict[str, object]:
     system = load_system(args.system)
     alg = load_algorithm(args.program)
     try:
-        result = simulate_algorithm(alg, network, system, args.size, args.body_passes)
+        result = simulate_algorithm(alg, network, system, args.size, args.body_passes or 0)
     except AlgorithmError as e:
         raise CcoptError(f"{args.program}: {e}") from None
     return {
@@ -242,13 +258,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error("timing an algorithm needs --network, --system and --size")
         if args.collective or args.workload:
             p.error("give an algorithm, --collective or --workload, not several")
+        unused = ("--congestion", "--full", *PROGRAM_OPTIONS)
+        refuse_unused(p, args, "timing an algorithm", unused)
         return report(args, run_algorithm)
     if args.program is not None:
         return run_program(p, args)
     if program_arguments_given(args):
         p.error("--machine, -p, --mesh, --entry, --trace and --plot need a PROGRAM.mlir")
     check_astra_arguments(p, args)
-    return report(args, run_collective if args.collective else run_workload)
+    if args.collective:
+        refuse_unused(p, args, "timing a collective", ("--body-passes",))
+        return report(args, run_collective)
+    refuse_unused(p, args, "running a workload", ("--size", "--full", "--body-passes"))
+    return report(args, run_workload)
+
+
+PROGRAM_OPTIONS = ("-p", "--mesh", "--entry", "--trace", "--plot")
+"""Options of the program form besides --machine."""
+
+
+def refuse_unused(
+    p: argparse.ArgumentParser, args: argparse.Namespace, mode: str, options: Sequence[str]
+) -> None:
+    """Refuse the options a form would ignore: a silently ignored option looks as if it had
+    changed the result."""
+    given = [option for option in options if option_given(args, option)]
+    if given:
+        p.error(f"{', '.join(given)}: not used when {mode}")
+
+
+def option_given(args: argparse.Namespace, option: str) -> bool:
+    """Whether `option` was given a value other than its default."""
+    dest = "pipeline" if option == "-p" else option.lstrip("-").replace("-", "_")
+    value = getattr(args, dest, None)
+    if dest == "congestion":
+        return value != "unaware"
+    return value not in (None, False, "")
 
 
 def report(args: argparse.Namespace, run: Callable[[argparse.Namespace], dict[str, object]]) -> int:

@@ -4,14 +4,16 @@
     ccopt-sim PROGRAM.mlir --machine my-machine.yml --mesh dp=8 --trace out.json --plot out.png --json
 
 `--json` prints one object with at least "step_time_ns", "exposed_comm_ns" and "compute_ns";
-`--trace` writes Chrome/Perfetto trace-event JSON, `--plot` a PNG timeline (matplotlib, the
-`plot` extra). The ASTRA-sim forms (`--network ... --system ...`) live in `ccopt.tools.ccopt_sim`.
+`--trace` writes Chrome/Perfetto trace-event JSON, `--plot` a timeline (matplotlib, the `plot`
+extra) as PNG, SVG or PDF by its extension; both are checked before the simulation runs and
+written after it. The ASTRA-sim forms (`--network ... --system ...`) live in `ccopt.tools.ccopt_sim`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -35,7 +37,11 @@ def add_program_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mesh", help="resize mesh axes, e.g. dp=8,tp=4 (default: as declared)")
     g.add_argument("--entry", help="function to simulate (default: the only one)")
     g.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
-    g.add_argument("--plot", metavar="OUT.png", help="write a PNG timeline (needs matplotlib)")
+    g.add_argument(
+        "--plot",
+        metavar="OUT.png",
+        help="write a timeline, PNG, SVG or PDF by the extension (needs matplotlib)",
+    )
 
 
 def program_arguments_given(args: argparse.Namespace) -> bool:
@@ -48,30 +54,28 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Simulate `args.program`; errors are printed like the rest of ccopt's (exit 1)."""
     if args.machine is None:
         p.error(f"simulating the program '{args.program}' needs --machine PRESET|FILE")
-    astra = [f"--{k}" for k in ("network", "system", "collective", "size", "workload")
-             if getattr(args, k, None) is not None]  # fmt: skip
+    names = ("network", "system", "collective", "size", "workload", "body_passes")
+    astra = [f"--{k.replace('_', '-')}" for k in names if getattr(args, k, None) is not None]
     if astra or getattr(args, "congestion", "unaware") != "unaware":
         p.error(
             f"{', '.join(astra) or '--congestion'}: ASTRA-sim mode times one collective or a "
             "Chakra trace, not a PROGRAM.mlir (give one or the other)"
         )
-    if args.trace == STDIO and args.plot == STDIO:
-        p.error("--trace and --plot cannot both be standard output ('-')")
+    if args.program.lower().endswith(".xml"):
+        p.error(
+            f"'{args.program}' is an algorithm: time it with --network NET.yml --system "
+            "SYS.json --size BYTES (ASTRA-sim mode), not --machine"
+        )
+    check_output_options(p, args)
     source: SourceText | None = None
     try:
         from ccopt.program import program_source
 
+        outputs = _outputs(args)
         source = program_source(Path(args.program))
         with printing_op_warnings(source):
             report = _simulate(source, args)
-        if args.trace:
-            from ccopt.sim.trace import write_trace
-
-            write_trace(report, args.trace)
-        if args.plot:
-            from ccopt.sim.trace import write_plot
-
-            write_plot(report, args.plot)
+        _write_outputs(report, outputs)
     except CcoptError as e:
         print(f"ccopt-sim: {e.render(source)}", file=sys.stderr)
         return 1
@@ -81,6 +85,58 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     else:
         print_report(report, stream)
     return 0
+
+
+def check_output_options(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--trace and --plot must be two different destinations."""
+    if args.trace == STDIO and args.plot == STDIO:
+        p.error("--trace and --plot cannot both be standard output ('-')")
+    if args.trace and args.plot and STDIO not in (args.trace, args.plot):
+        if os.path.realpath(args.trace) == os.path.realpath(args.plot):
+            p.error(f"--trace and --plot name the same file '{args.plot}'")
+
+
+def _outputs(args: argparse.Namespace) -> dict[str, str]:
+    """The output options given, each destination checked before the simulation runs so
+    that a bad one fails it before any file is written."""
+    outputs = {k: getattr(args, k) for k in ("trace", "plot") if getattr(args, k)}
+    if "plot" in outputs:
+        from ccopt.sim.trace import plot_format
+
+        plot_format(outputs["plot"])
+    for option, path in outputs.items():
+        _check_destination(option, path)
+    return outputs
+
+
+def _check_destination(option: str, path: str) -> None:
+    """A file that `write_atomic` will be able to create or replace (standard output aside)."""
+    if path == STDIO:
+        return
+    target, folder = Path(path), Path(path).parent
+    if not folder.is_dir():
+        problem = f"folder '{folder}' does not exist"
+    elif target.is_dir():
+        problem = "it is a directory"
+    elif not os.access(target if target.exists() else folder, os.W_OK):
+        problem = "permission denied"
+    else:
+        return
+    raise CcoptError(f"cannot write '{path}' (--{option}): {problem}")
+
+
+def _write_outputs(report: Report, outputs: dict[str, str]) -> None:
+    """Render every output, then write them: a failure leaves none half-done."""
+    from ccopt.files import write_atomic
+    from ccopt.sim.trace import plot_format, plot_image, trace_text
+
+    payloads: dict[str, str | bytes] = {}
+    if "trace" in outputs:
+        payloads[outputs["trace"]] = trace_text(report)
+    if "plot" in outputs:
+        payloads[outputs["plot"]] = plot_image(report, plot_format(outputs["plot"]))
+    for path, payload in payloads.items():
+        write_atomic(path, payload)
 
 
 def _simulate(source: SourceText, args: argparse.Namespace) -> Report:
@@ -98,8 +154,13 @@ def _simulate(source: SourceText, args: argparse.Namespace) -> Report:
     symmetric = not getattr(args, "full", False)
     with _progress(module) as update:
         return simulate_module(
-            module, machine, entry=args.entry, symmetric=symmetric, progress=update
+            module, machine, entry=_entry(args.entry), symmetric=symmetric, progress=update
         )
+
+
+def _entry(name: str | None) -> str | None:
+    """--entry names a function with or without its `@`, as IR spells it."""
+    return name.removeprefix("@") if name else name
 
 
 def _progress(module: object) -> AbstractContextManager:

@@ -170,7 +170,11 @@ class MscclXmlTarget(Target):
 @dataclass(frozen=True)
 class ChakraTarget(Target):
     """Chakra traces of an algorithm (`size`: bytes per rank, `local_mem_bw`: GB/s for COMP
-    durations, as ASTRA-sim's system key) or of a program (COMP durations from `machine`)."""
+    durations, as ASTRA-sim's system key) or of a program (COMP durations from `machine`).
+
+    The set is written all or nothing and replaces the set under the same prefix: files of
+    ranks beyond the new count (PREFIX.<r>.et) are removed, since a reader would take them as
+    part of the new set."""
 
     name = "chakra"
     size: int = 1048576

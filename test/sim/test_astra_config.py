@@ -1,5 +1,5 @@
 """ASTRA-sim's network YAML and system JSON, read as ASTRA-sim reads them: its units and
-rounding, its defaults, unknown keys ignored, and bad values refused with file and key named."""
+rounding, its defaults, unknown system keys ignored, and bad values refused with file and key named."""
 
 from __future__ import annotations
 
@@ -68,8 +68,19 @@ def test_missing_key_and_bad_yaml(tmp_path) -> None:
         load_network(tmp_path / "absent.yml")
 
 
-def test_unknown_network_keys_are_ignored() -> None:
-    assert network_from_dict({**RING, "comment": "x"}, "n").npus == 8
+def test_unknown_network_keys_are_refused() -> None:
+    """ASTRA-sim ignores them, but a misspelt key would leave its value unused silently."""
+    with pytest.raises(ConfigError, match="'bandwith': unknown key .keys: topology, npus_count"):
+        network_from_dict({**RING, "bandwith": [1]}, "n")
+
+
+def test_duplicate_network_keys_are_refused(tmp_path) -> None:
+    net = tmp_path / "net.yml"
+    net.write_text(
+        "topology: [Ring]\nnpus_count: [8]\nnpus_count: [4]\nbandwidth: [1]\nlatency: [1]\n"
+    )
+    with pytest.raises(ConfigError, match=r"line 3\): duplicate key 'npus_count'"):
+        load_network(net)
 
 
 def test_system_defaults_are_astra_sims() -> None:

@@ -170,3 +170,32 @@ def test_the_readme_per_rank_commands_work_as_written(tmp_path: Path) -> None:
     args[args.index("-p") + 1] = pipeline.replace(" per-rank=true", "")
     without = run_tool("ccopt.tools.ccopt_sim", *args, cwd=tmp_path)
     assert without.stdout.splitlines()[-1] == f"step time: {quoted[2]} ns"
+
+
+def test_a_bad_output_destination_leaves_no_other_output(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    done = ccopt_sim(MLP, "--machine", "dgx-a100", "--trace", trace, "--plot", "/nonexistent/p.png")
+    assert_user_error(done, "cannot write '/nonexistent/p.png' (--plot)", "does not exist")
+    assert not trace.exists()
+
+
+def test_trace_and_plot_must_be_different_files(tmp_path: Path) -> None:
+    out = tmp_path / "x"
+    done = ccopt_sim(MLP, "--machine", "dgx-a100", "--trace", out, "--plot", out)
+    assert done.returncode == 2 and "--trace and --plot name the same file" in done.stderr
+    assert not out.exists()
+
+
+def test_the_plot_format_follows_the_extension(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    svg, pdf = tmp_path / "p.svg", tmp_path / "p.pdf"
+    for plot in (svg, pdf):
+        assert ccopt_sim(MLP, "--machine", "dgx-a100", "--plot", plot).returncode == 0
+    assert b"<svg" in svg.read_bytes()[:400] and pdf.read_bytes().startswith(b"%PDF")
+    done = ccopt_sim(MLP, "--machine", "dgx-a100", "--plot", tmp_path / "p.jpg")
+    assert_user_error(done, "--plot", "p.jpg': the file name must end in .png, .svg, .pdf")
+
+
+def test_trace_on_standard_output_ends_with_a_newline() -> None:
+    done = ccopt_sim(MLP, "--machine", "dgx-a100", "--trace", "-")
+    assert done.returncode == 0 and done.stdout.endswith("}\n")

@@ -77,3 +77,32 @@ def test_user_errors() -> None:
     )  # fmt: skip
     missing = ccopt_sim(RING8, "--network", ASTRA / "ring_8.yml", "--system", ASTRA / "ring.json")
     assert missing.returncode == 2 and "--size" in missing.stderr
+
+
+def test_a_file_where_the_folder_must_be_is_named(tmp_path) -> None:
+    (tmp_path / "afile").write_text("")
+    program = ROOT / "examples" / "pipeline_boundary.mlir"
+    done = ccopt(program, "-t", "chakra", "-o", tmp_path / "afile" / "x")
+    assert_user_error(done, "afile' is not a folder")
+
+
+def test_a_failed_export_leaves_no_partial_set(tmp_path) -> None:
+    (tmp_path / "ring.3.et").mkdir()
+    done = ccopt(RING8, "-t", "chakra", "-o", tmp_path / "ring")
+    assert_user_error(done, "ring.3.et': it is a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ring.3.et"]
+
+
+def test_a_smaller_set_replaces_a_larger_one(tmp_path) -> None:
+    """Ranks 4-7 of the old set would be read as part of the new 4-rank set."""
+    prefix = tmp_path / "ring"
+    assert ccopt(RING8, "-t", "chakra", "-o", prefix).returncode == 0
+    ring4 = ROOT / "examples" / "algorithms" / "allreduce_ring_4.xml"
+    assert ccopt(ring4, "-t", "chakra", "-o", prefix).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"ring.{r}.et" for r in range(4)]
+
+
+def test_a_prefix_without_a_name_is_refused(tmp_path) -> None:
+    done = ccopt(RING8, "-t", "chakra", "-o", f"{tmp_path}/out/")
+    assert_user_error(done, "give DIR/PREFIX")
+    assert not (tmp_path / "out").exists()
