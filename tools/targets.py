@@ -137,12 +137,16 @@ class MscclXmlTarget(Target):
         from ccopt.dialects.algo import AlgorithmOp
 
         found = [op for op in module.walk() if isinstance(op, AlgorithmOp)]
+        names = ", ".join(op.sym_name.data for op in found)
         if self.algorithm is not None:
-            found = [op for op in found if op.sym_name.data == self.algorithm]
+            wanted = self.algorithm.removeprefix("@")
+            found = [op for op in found if op.sym_name.data == wanted]
+            if not found:
+                raise CcoptError(
+                    f"-t msccl-xml: the module has no algo.algorithm @{wanted} "
+                    + (f"(it has {names})" if names else "(it has none)")
+                )
         if len(found) != 1:
-            names = ", ".join(
-                "@" + op.sym_name.data for op in module.walk() if isinstance(op, AlgorithmOp)
-            )
             raise CcoptError(
                 "-t msccl-xml writes one algo.algorithm; "
                 + (
@@ -177,10 +181,10 @@ class ChakraTarget(Target):
     part of the new set."""
 
     name = "chakra"
-    size: int = 1048576
-    local_mem_bw: int | float = 50
+    size: int | None = None  # (defaults: ccopt.backends.chakra, per form)
+    local_mem_bw: int | float | None = None
     algorithm: str | None = None
-    machine: str = "dgx-a100"
+    machine: str | None = None
     entry: str | None = None
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
@@ -209,7 +213,8 @@ def _emitted(make: Callable[[], str]) -> str:
 TARGET_HELP = (
     "output: mlir (the IR, default), cuda (the program as one CUDA C++ file with NCCL and "
     "cuBLAS calls), pybind11 (its Python binding), msccl-xml (an algo.algorithm as MSCCL "
-    "XML) or chakra (Chakra traces, one file per rank, -o DIR/PREFIX); cuda and pybind11 "
+    "XML) or chakra (Chakra traces, one file per rank, -o DIR/PREFIX, written all or "
+    "nothing and replacing the set there); cuda and pybind11 "
     "first lower the result with inline{max-ops=32},convert-to-kernel,plan-memory "
     "where it is not lowered yet, as --build does"
 )

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_support import ROOT, assert_user_error, ccopt, run_tool
 
 RING8 = ROOT / "examples" / "algorithms" / "allreduce_ring_8.xml"
 ASTRA = ROOT / "examples" / "astra"
+MEGATRON = ROOT / "examples" / "megatron_mlp.mlir"
 
 
 def ccopt_sim(*args: str | Path):
@@ -106,3 +108,27 @@ def test_a_prefix_without_a_name_is_refused(tmp_path) -> None:
     done = ccopt(RING8, "-t", "chakra", "-o", f"{tmp_path}/out/")
     assert_user_error(done, "give DIR/PREFIX")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("program", "target", "message"),
+    [
+        (RING8, "chakra{size=1000000000000000000000}", "size must be 1 to 2^64-1 bytes"),
+        (RING8, "chakra{size=0}", "size must be 1 to 2^64-1 bytes"),
+        (RING8, "chakra{machine=dgx-a100}", "machine: not used when exporting an algorithm"),
+        (RING8, "chakra{entry=f}", "entry: not used when exporting an algorithm"),
+        (RING8, "chakra{algorithm=x}", "the module has no algorithm @x (it has allreduce_ring"),
+        (
+            MEGATRON,
+            "chakra{size=5 local_mem_bw=1}",
+            "size, local_mem_bw: not used when exporting a program",
+        ),
+    ],
+)
+def test_options_the_form_does_not_read_or_cannot_hold_are_refused(
+    tmp_path: Path, program: Path, target: str, message: str
+) -> None:
+    """A size past ASTRA-sim's uint64 raised OverflowError; options of the other form were
+    accepted and wrote the same bytes as without them."""
+    assert_user_error(ccopt(program, "-t", target, "-o", tmp_path / "t"), message)
+    assert not list(tmp_path.iterdir())
