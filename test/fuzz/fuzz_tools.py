@@ -5,8 +5,12 @@ seed with a few small edits (a token replaced by another of the file or by a nas
 line deleted, duplicated or swapped, a sigil inserted, the text truncated, a byte made non-UTF-8).
 Each mutant goes through `ccopt FILE` (parse, verify, print), `ccopt FILE -p PIPELINE` with a
 random pipeline, and sometimes `ccopt-run FILE --check-pipeline PIPELINE`, all in-process; with
-`--emit-share`, some are also lowered and emitted as CUDA and simulated (`ccopt-sim`). Exit
-status 0 or 1 is an answer; a Python exception escaping a tool's `main` is a crash, and a run
+`--emit-share`, some are also lowered and emitted as CUDA and simulated (`ccopt-sim`). With
+`--format-share`, that share of mutants are of the other files users give the tools instead:
+MSCCL XML algorithms (read, proven by `ccopt-run`, exported as XML and as Chakra traces that are
+read back, timed by `ccopt-sim`), ASTRA-sim network YAML and system JSON (`ccopt-sim
+--collective`) and machine files (`ccopt-sim PROGRAM --machine`). Exit status 0 or 1 is an
+answer; a Python exception escaping a tool's `main` is a crash, and a run
 longer than the time limit is a hang. The test suite runs a few hundred mutants; longer runs:
 
     python test/fuzz/fuzz_tools.py --mutants 10000 --seed 1 --save /tmp/crashes
@@ -90,6 +94,8 @@ NASTY = (
     "!kernel.event",
     "1e309",
     "nan",
+    "NaN",
+    "Infinity",
     "0x7f",
     '"str"',
     "{}",
@@ -366,6 +372,51 @@ def unrunnable(root: Path = ROOT) -> set[str]:
     return names
 
 
+ASTRA = ROOT / "examples" / "astra"
+FORMAT_FILES = {
+    ".xml": "examples/algorithms/*.xml",
+    ".yml": "examples/astra/*.yml",
+    ".json": "examples/astra/*.json",
+    ".machine.yml": "sim/machines/*.yml",
+}
+"""The non-IR inputs, by the suffix their mutants are written with."""
+
+
+def format_seeds(root: Path = ROOT) -> list[tuple[str, str, str]]:
+    """(name, text, suffix) of every algorithm, network, system and machine file bundled."""
+    return [
+        (str(path.relative_to(root)), path.read_text(), suffix)
+        for suffix, pattern in FORMAT_FILES.items()
+        for path in sorted(root.glob(pattern))
+    ]
+
+
+def format_commands(path: str, suffix: str, rng: random.Random, tmp: str) -> list[list[str]]:
+    """The tool invocations that read a mutant of a non-IR file."""
+    size = rng.choice(("1", "1024", "1048576", "3000000"))
+    if suffix == ".xml":
+        traces = f"{tmp}/traces/t"
+        network = ASTRA / rng.choice(("ring_8.yml", "ring_16.yml"))
+        return [
+            ["ccopt", path],
+            ["ccopt", path, "-t", "msccl-xml"],
+            ["ccopt-run", path],
+            ["ccopt", path, "-t", f"chakra{{size={size}}}", "-o", traces],
+            ["ccopt", f"{traces}.0.et", "-t", "msccl-xml"],
+            ["ccopt-sim", path, "--network", str(network), "--system",
+             str(ASTRA / "custom_ring.json"), "--size", size],
+        ]  # fmt: skip
+    collective = rng.choice(("all-reduce", "reduce-scatter", "all-gather", "all-to-all"))
+    if suffix == ".yml":
+        return [["ccopt-sim", "--network", path, "--system", str(ASTRA / "ring.json"),
+                 "--collective", collective, "--size", size]]  # fmt: skip
+    if suffix == ".json":
+        return [["ccopt-sim", "--network", str(ASTRA / "ring_8.yml"), "--system", path,
+                 "--collective", collective, "--size", size]]  # fmt: skip
+    program = ROOT / "examples" / rng.choice(("megatron_mlp.mlir", "adam.mlir"))
+    return [["ccopt-sim", str(program), "--machine", path]]
+
+
 @dataclass
 class Report:
     failures: list[Failure] = field(default_factory=list)
@@ -380,6 +431,7 @@ def fuzz(
     run_share: float = 0.25,
     progress: Callable[[int, int], None] | None = None,
     emit_share: float = 0.0,
+    format_share: float = 0.0,
 ) -> Report:
     """Run `mutants` mutants of seeds drawn at random; report every crash and hang."""
     from ccopt.tools.ccopt_opt import main as ccopt_main
@@ -389,16 +441,25 @@ def fuzz(
     tools = {"ccopt": ccopt_main, "ccopt-run": run_main, "ccopt-sim": sim_main}
     rng = random.Random(seed)
     pool = seeds()
+    formats = format_seeds() if format_share else []
     too_large = unrunnable()
     report = Report()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "mutant.mlir"
         for n in range(mutants):
-            name, text = pool[rng.randrange(len(pool))]
-            mutant = mutate(text, rng)
-            path.write_bytes(mutant)
-            runnable = name not in too_large
-            for command in commands(str(path), rng, run_share, runnable, emit_share):
+            if formats and rng.random() < format_share:
+                name, text, suffix = formats[rng.randrange(len(formats))]
+                mutant = mutate(text, rng)
+                path = Path(tmp) / f"mutant{suffix}"
+                path.write_bytes(mutant)
+                todo = format_commands(str(path), suffix, rng, tmp)
+            else:
+                name, text = pool[rng.randrange(len(pool))]
+                mutant = mutate(text, rng)
+                path = Path(tmp) / "mutant.mlir"
+                path.write_bytes(mutant)
+                runnable = name not in too_large
+                todo = commands(str(path), rng, run_share, runnable, emit_share)
+            for command in todo:
                 try:
                     outcome, detail = call_tool(tools[command[0]], command[1:], seconds)
                 except Hang as e:
@@ -435,6 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.0,
         help="share of mutants also lowered to CUDA and simulated (ccopt -t cuda, ccopt-sim)",
     )
+    p.add_argument(
+        "--format-share",
+        type=float,
+        default=0.0,
+        help="share of mutants of MSCCL XML, network YAML, system JSON and machine files",
+    )
     p.add_argument("--save", type=Path, help="folder for failing mutants and their tracebacks")
     args = p.parse_args(argv)
     started = time.monotonic()
@@ -444,7 +511,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             rate = done / (time.monotonic() - started)
             print(f"{done}/{args.mutants} mutants, {failed} failures ({rate:.1f}/s)", flush=True)
 
-    report = fuzz(args.mutants, args.seed, args.timeout, args.run_share, progress, args.emit_share)
+    report = fuzz(
+        args.mutants,
+        args.seed,
+        args.timeout,
+        args.run_share,
+        progress,
+        args.emit_share,
+        args.format_share,
+    )
     failures = report.failures
     signatures: dict[str, Failure] = {}
     for f in failures:
@@ -453,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n[{i}] {signature}\n    seed {f.seed}: {' '.join(f.command[:1] + f.command[2:])}")
         if args.save:
             args.save.mkdir(parents=True, exist_ok=True)
-            (args.save / f"{i}.mlir").write_bytes(f.mutant)
+            (args.save / f"{i}{Path(f.command[1]).suffix or '.txt'}").write_bytes(f.mutant)
             (args.save / f"{i}.txt").write_text(f"{' '.join(f.command)}\n\n{f.detail}")
     elapsed = time.monotonic() - started
     print()

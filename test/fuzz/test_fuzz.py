@@ -18,6 +18,17 @@ def test_mutants_never_crash_or_hang_the_tools() -> None:
     assert accepted > 100, f"too few mutants got past the verifier: {report.outcomes}"
 
 
+def test_mutants_of_algorithm_network_system_and_machine_files_never_crash_the_tools() -> None:
+    """MSCCL XML, ASTRA-sim YAML/JSON and machine files: a stranger's sweep found tracebacks in
+    each reader (numbers past 64 bits, NaN in integer keys, a peer outside the network)."""
+    report = fuzz(mutants=300, seed=20261128, seconds=60.0, format_share=1.0)
+    assert not report.failures, "\n".join(
+        f"{crash_signature(f)} (seed {f.seed}: {' '.join(f.command)})" for f in report.failures
+    )
+    tools = {command.split()[0] for (command, outcome) in report.outcomes if outcome == "accepted"}
+    assert tools == {"ccopt", "ccopt-run", "ccopt-sim"}, report.outcomes
+
+
 def test_every_mutator_changes_some_seed() -> None:
     rng = random.Random(0)
     pool = seeds()
