@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import CcoptError, OpError, OpWarning
@@ -210,6 +211,7 @@ class LowerCollectives(ModulePass):
             if type(target) in COLLECTIVES:
                 assert isinstance(target, coll.CollectiveOp)
                 self.warn_fallback(target, COLLECTIVES[type(target)], axes, warned)
+                self.warn_empty_chunks(target)
                 name = self.lower(target, COLLECTIVES[type(target)], axes, op, existing)
                 old = target.attributes.get(ALGORITHM_ATTRIBUTE)
                 if isinstance(old, SymbolRefAttr) and old.root_reference.data != name:
@@ -220,6 +222,7 @@ class LowerCollectives(ModulePass):
                 and isinstance(target, coll.FusedAllReduceOp)
                 and ALGORITHM_ATTRIBUTE not in target.attributes  # lowered before: keep it
             ):
+                self.warn_empty_chunks(target)
                 name = self.lower_fused(target, axes, op, existing)
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
         if replaced:
@@ -331,6 +334,12 @@ class LowerCollectives(ModulePass):
                 stacklevel=2,
             )
 
+    def warn_empty_chunks(self, op: coll.CollectiveOp | coll.FusedAllReduceOp) -> None:
+        mesh = mesh_of(op)
+        chunks = getattr(op, "chunks", None)
+        chunk_factor = chunks.value.data if chunks is not None else self.chunk_factor
+        check_chunk_count(op, mesh.group_size(op.group(mesh)), chunk_factor)
+
     def choose(
         self,
         op: coll.CollectiveOp | coll.FusedAllReduceOp,
@@ -367,6 +376,33 @@ class LowerCollectives(ModulePass):
             chunk_factor,
             root.value.data if root is not None else 0,
             options,
+        )
+
+
+def check_chunk_count(op: Operation, ranks: int, chunk_factor: int) -> None:
+    """Warn where a chunk factor cuts the collective's largest buffer into more chunks than it
+    has elements: the extra chunks are empty, and the algorithm's steps grow with them
+    (chunk_factor=100000 on a 1030-element all-reduce: 400,000 chunks, 36 s and 107 MB of IR,
+    without a word). Empty chunks are correct, so it is not an error."""
+    import math
+
+    elements = max(
+        (
+            math.prod(v.type.get_shape())
+            for v in (*op.operands, *op.results)
+            if isinstance(v.type, DTensorType)
+        ),
+        default=1,
+    )
+    if ranks * chunk_factor > max(elements, 1):
+        warnings.warn(
+            OpWarning(
+                op,
+                f"chunk factor {chunk_factor} cuts its {elements} elements into "
+                f"{ranks * chunk_factor} chunks over {ranks} ranks: "
+                f"{ranks * chunk_factor - elements} are empty",
+            ),
+            stacklevel=2,
         )
 
 
