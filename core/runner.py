@@ -61,6 +61,8 @@ class OutputComparison:
     max_rel_error: float
     ok: bool
     note: str = ""
+    rtol: float = 0.0
+    """The relative tolerance the output was held to (given, or its element type's)."""
 
 
 @dataclass
@@ -200,7 +202,9 @@ def prepare_inputs(
     return out
 
 
-def check_options(seed: int, steps: int, rtol: float = 0.0, atol: float | None = None) -> None:
+def check_options(
+    seed: int, steps: int, rtol: float | None = None, atol: float | None = None
+) -> None:
     """Random inputs need a seed numpy takes, a run at least one step; a negative, NaN or
     infinite tolerance would pass or fail every comparison."""
     if seed < 0:
@@ -365,15 +369,40 @@ def run(
     return _execute(module, meshes, f, prepare_inputs(f, meshes, inputs, seed), steps)
 
 
+DEFAULT_RTOL = 1e-5
+"""Relative tolerance of a comparison where none is given, for f32, f64 and integers."""
+LOW_PRECISION_RTOL = {"float16": 1e-2, "bfloat16": 5e-2}
+"""The same for the 16-bit floats, whose unit roundoff (2^-11, 2^-8) is above 1e-5: a pipeline
+that only sums in another order moves their results by an ulp or more (the property tests'
+tolerances, test/passes/test_random_programs.py)."""
+
+
+def default_rtol(dtype: np.dtype) -> float:
+    return LOW_PRECISION_RTOL.get(np.dtype(dtype).name, DEFAULT_RTOL)
+
+
+def unit_roundoff(dtype: np.dtype) -> float:
+    """Half the distance from 1 to the next value of a floating type (0 for integers)."""
+    name = np.dtype(dtype).name
+    if name == "bfloat16":
+        return 2.0**-8
+    return float(np.finfo(dtype).eps) / 2 if np.issubdtype(dtype, np.floating) else 0.0
+
+
 def compare(
-    name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float | None
+    name: str, got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float | None
 ) -> OutputComparison:
     """`|got - want| <= atol + rtol * |want|` elementwise; NaN matches NaN, inf matches the same
-    inf. `atol=None` scales it to the output: rtol times its largest finite magnitude, because an
-    element near zero from cancellation carries the rounding of the large terms it came from."""
+    inf. `rtol=None` takes the output's element type's (`default_rtol`). `atol=None` scales it to
+    the output: rtol times its largest finite magnitude, because an element near zero from
+    cancellation carries the rounding of the large terms it came from. The relative error
+    reported divides by an element's magnitude, but not by less than the rounding error of the
+    output's largest (a 0 that came out as one ulp of 151 is not an error of 1e305)."""
+    if rtol is None:
+        rtol = default_rtol(want.dtype)
     if got.shape != want.shape:
         return OutputComparison(
-            name, np.inf, np.inf, False, f"shape {list(got.shape)} != {list(want.shape)}"
+            name, np.inf, np.inf, False, f"shape {list(got.shape)} != {list(want.shape)}", rtol
         )
     g, w = got.astype(np.float64), want.astype(np.float64)
     same = (g == w) | (np.isnan(g) & np.isnan(w))
@@ -381,14 +410,15 @@ def compare(
         diff = np.where(same, 0.0, np.abs(g - w))
     diff = np.where(np.isnan(diff), np.inf, diff)
     if diff.size == 0:
-        return OutputComparison(name, 0.0, 0.0, True)
+        return OutputComparison(name, 0.0, 0.0, True, rtol=rtol)
     scale = np.where(np.isfinite(w), np.abs(w), 0.0)
     abs_err = float(diff.max())
-    rel_err = float(np.max(diff / np.maximum(scale, np.finfo(np.float64).tiny)))
+    floor = max(unit_roundoff(want.dtype) * float(scale.max()), np.finfo(np.float64).tiny)
+    rel_err = float(np.max(diff / np.maximum(scale, floor)))
     if atol is None:
         atol = rtol * float(scale.max())
     ok = bool(np.all(diff <= atol + rtol * scale))
-    return OutputComparison(name, abs_err, rel_err, ok)
+    return OutputComparison(name, abs_err, rel_err, ok, rtol=rtol)
 
 
 def check_pipeline(
@@ -400,12 +430,13 @@ def check_pipeline(
     mesh: Mapping[str, int] | str | None = None,
     seed: int = 0,
     steps: int = 1,
-    rtol: float = 1e-5,
+    rtol: float | None = None,
     atol: float | None = None,
     memory_limit: int | None = None,
 ) -> CheckReport:
     """Run `program` before and after `pipeline` on the same inputs; compare every output
-    (`|after - before| <= atol + rtol * |before|`, see `compare`; `memory_limit` as `run`'s)."""
+    (`|after - before| <= atol + rtol * |before|`, rtol by default the output's element
+    type's, see `compare`; `memory_limit` as `run`'s)."""
     from ccopt.passes.pipeline import apply_pipeline
 
     check_options(seed, steps, rtol, atol)
@@ -435,7 +466,7 @@ def compare_modules(
     mesh: Mapping[str, int] | str | None = None,
     seed: int = 0,
     steps: int = 1,
-    rtol: float = 1e-5,
+    rtol: float | None = None,
     atol: float | None = None,
     description: str = "",
     memory_limit: int | None = None,

@@ -93,8 +93,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rtol",
         type=number(float, 0, "a finite number >= 0"),
-        default=1e-5,
-        help="relative tolerance of --check-pipeline",
+        default=None,
+        help="relative tolerance of --check-pipeline (default: by each output's element type, "
+        "1e-5; f16 1e-2; bf16 5e-2)",
     )
     p.add_argument(
         "--atol",
@@ -173,13 +174,17 @@ def print_result(args: argparse.Namespace, result, stream: TextIO) -> None:
 
 def print_comparisons(args: argparse.Namespace, report, stream: TextIO) -> int:
     """Each output before and after --check-pipeline; the exit status."""
+    from ccopt.runner import DEFAULT_RTOL
+
     atol = "scaled" if args.atol is None else f"{args.atol:g}"
-    print(f"pipeline '{args.check_pipeline}' (rtol {args.rtol:g}, atol {atol}):", file=stream)
+    rtol = "by element type" if args.rtol is None else f"{args.rtol:g}"
+    print(f"pipeline '{args.check_pipeline}' (rtol {rtol}, atol {atol}):", file=stream)
     for c in report.comparisons:
         verdict = "ok" if c.ok else "MISMATCH"
         note = f"  ({c.note})" if c.note else ""
         errors = f"max abs error {c.max_abs_error:.3e}  max rel error {c.max_rel_error:.3e}"
-        print(f"  {c.name:<12} {errors}  {verdict}{note}", file=stream)
+        held = f" (rtol {c.rtol:g})" if args.rtol is None and c.rtol != DEFAULT_RTOL else ""
+        print(f"  {c.name:<12} {errors}  {verdict}{held}{note}", file=stream)
     if report.ok:
         return 0
     print("ccopt-run: the pipeline changed the program's results", file=sys.stderr)

@@ -401,7 +401,7 @@ def test_check_pipeline_cse_dce_passes() -> None:
     result = ccopt_run(EXAMPLES / "lamb.mlir", "--check-pipeline", "cse,dce", "--mesh", "dp=3")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    assert "pipeline 'cse,dce' (rtol 1e-05, atol scaled):" in result.stdout
+    assert "pipeline 'cse,dce' (rtol by element type, atol scaled):" in result.stdout
     assert _comparisons(result.stdout) == {n: (0.0, 0.0, "ok") for n in ("w", "m", "v")}
 
 
@@ -425,6 +425,24 @@ def test_check_pipeline_wrong_pass_fails_loudly(tmp_path: Path) -> None:
         assert verdict == "MISMATCH" and abs_err > 1e-3 and rel_err > 1e-3, name
     # the doubled factors (0.9 -> 1.8, 0.1 -> 0.2) make m' exactly 2 m': relative error 1
     assert comparisons["m"][1] == pytest.approx(1.0, rel=1e-5)
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [("bf16", "0.05"), ("f16", "0.01")])
+def test_check_pipeline_holds_16_bit_floats_to_their_precision(
+    tmp_path: Path, dtype: str, rtol: str
+) -> None:
+    """A ring all-reduce sums in another order: in bf16 that moves a result by an ulp (1.0 at
+    151), which the f32 default of 1e-5 called a MISMATCH, with a relative error of 7e305
+    for an element that was 0."""
+    program = tmp_path / "mlp.mlir"
+    program.write_text((EXAMPLES / "megatron_mlp.mlir").read_text().replace("f32", dtype))
+    result = ccopt_run(program, "--check-pipeline", "lower-collectives", "--seed", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"ok (rtol {rtol})" in result.stdout
+    rel_err = _comparisons(result.stdout)["result0"][1]
+    assert rel_err < 1.0
+    strict = ccopt_run(program, "--check-pipeline", "lower-collectives", "--rtol", "0")
+    assert strict.returncode == 1 and "MISMATCH" in strict.stdout
 
 
 def test_check_pipeline_unknown_pass_without_plugin() -> None:
