@@ -10,6 +10,7 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
@@ -21,6 +22,13 @@ from ccopt.ir import make_context, parse_module, verify_module
 from ccopt.tools import batch_gc, pause_collection, quiet_on_closed_pipe
 from ccopt.tools.targets import TARGET_HELP, TARGETS
 from ccopt.verifier import forget_verifications
+
+if TYPE_CHECKING:
+    from xdsl.utils.arg_spec import ArgSpec
+    from xdsl.utils.target import Target
+
+ENTRY_TARGETS = ("cuda", "pybind11", "chakra")
+"""The targets that emit one function (and so take --entry); --build builds the first two's."""
 
 SPLIT_MARKER = "// -----"
 
@@ -118,6 +126,12 @@ class CcoptMain(xDSLOptMain):
             "with nvcc and print its path",
         )
         parser.add_argument(
+            "--entry",
+            metavar="NAME",
+            help="the function -t cuda, -t pybind11, -t chakra and --build emit (default: the "
+            "only public one), as ccopt-run's and ccopt-sim's --entry",
+        )
+        parser.add_argument(
             "--arch",
             action="append",
             metavar="SM",
@@ -139,8 +153,47 @@ class CcoptMain(xDSLOptMain):
             )
         if "{" in self.args.target:
             self.check_target_options()
+        self.check_build_and_entry(target)
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         self.setup_pipeline()
+
+    def check_build_and_entry(self, target: str) -> None:
+        """--build compiles what -t cuda emits, so another target cannot go with it; --entry
+        means something only where a function is emitted."""
+        if self.args.build and target not in ("mlir", *ENTRY_TARGETS[:2]):
+            raise CcoptError(f"--build compiles what -t cuda emits: -t {target} cannot go with it")
+        if self.args.entry is None:
+            return
+        if not self.args.build and target not in ENTRY_TARGETS:
+            raise CcoptError(
+                f"--entry: -t {target} emits the whole module (--entry is for -t cuda, "
+                "-t pybind11, -t chakra and --build)"
+            )
+        if "entry" in self.target_spec().normalize_parameter_names().parameters:
+            raise CcoptError(f"--entry and -t {self.args.target} both name the entry: give one")
+
+    def target_spec(self) -> ArgSpec:
+        from xdsl.utils.arg_spec import parse_spec
+
+        return parse_spec(self.args.target)
+
+    def emitting(self, target: Target) -> Target:
+        """The target with ccopt's own choices: --entry, and no implicit inlining where the
+        pipeline ran `inline` itself (its `max-ops` has chosen which calls stay)."""
+        import dataclasses
+
+        changes: dict[str, object] = {}
+        if self.args.entry is not None:
+            changes["entry"] = self.args.entry.removeprefix("@")
+        if (
+            hasattr(target, "inline")
+            and "inline" not in self.target_spec().normalize_parameter_names().parameters
+        ):
+            changes["inline"] = not self.pipeline_inlines()
+        return dataclasses.replace(target, **changes) if changes else target
+
+    def pipeline_inlines(self) -> bool:
+        return any(p.name == "inline" for p in self.pipeline.passes)
 
     def check_target_options(self) -> None:
         """`-t cuda{x=1}` is refused before any input is read, as a bad `-p` is (xDSL's own
@@ -213,18 +266,22 @@ class CcoptMain(xDSLOptMain):
         return self.args.target.split("{", 1)[0] == "chakra"
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
+        name = self.args.target.split("{", 1)[0]
+        if name not in ENTRY_TARGETS:
+            return super().output_resulting_program(prog)
+        from io import StringIO
+
+        from xdsl.utils.exceptions import ArgSpecParseError
+
+        try:
+            target = self.emitting(TARGETS[name]().from_spec(self.target_spec()))
+        except (ArgSpecParseError, ValueError) as e:
+            raise CcoptError(f"-t {self.args.target}: {first_line(e)}") from None
         if self.chakra_output():
-            from xdsl.utils.arg_spec import parse_spec
-            from xdsl.utils.exceptions import ArgSpecParseError
-
-            from ccopt.tools.targets import ChakraTarget
-
-            try:
-                target = ChakraTarget.from_spec(parse_spec(self.args.target))
-            except (ArgSpecParseError, ValueError) as e:
-                raise CcoptError(f"-t {self.args.target}: {first_line(e)}") from None
-            return target.write(prog, self.args.output_file)
-        return super().output_resulting_program(prog)
+            return target.write(prog, self.args.output_file)  # type: ignore[attr-defined]
+        output = StringIO()
+        target.emit(self.ctx, prog, output)
+        return output.getvalue()
 
     def process(self, source: SourceText) -> str:
         if self.times is not None:
@@ -249,9 +306,19 @@ class CcoptMain(xDSLOptMain):
         if not self.args.disable_verify:
             forget_verifications(module)  # (nothing verifies it again: memory while printing)
         if self.args.build:
+            from xdsl.utils.arg_spec import parse_spec
+
             from ccopt.backends.cuda.build import DEFAULT_ARCHS, build
 
-            built = build(module, archs=tuple(self.args.arch or DEFAULT_ARCHS))
+            name = self.args.target.split("{", 1)[0]
+            spec = self.target_spec() if name in ENTRY_TARGETS[:2] else parse_spec("cuda")
+            target = self.emitting(TARGETS[spec.name]().from_spec(spec))
+            built = build(
+                module,
+                archs=tuple(self.args.arch or DEFAULT_ARCHS),
+                entry=getattr(target, "entry", None),
+                inline=getattr(target, "inline", True),
+            )
             self.time_step("build")
             return f"{built.__file__}\n"
         output = self.output_resulting_program(module)

@@ -98,30 +98,34 @@ def _mlir() -> type[Target]:
 
 @dataclass(frozen=True)
 class CudaTarget(Target):
-    """CUDA C++ with NCCL and cuBLAS calls for the kernel-level function `entry`."""
+    """CUDA C++ with NCCL and cuBLAS calls for the kernel-level function `entry`; `inline`:
+    whether lowering inlines small callees first (`ccopt` turns it off where the pipeline ran
+    `inline` itself)."""
 
     name = "cuda"
     entry: str | None = None
+    inline: bool = True
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from ccopt.backends.cuda.build import lower
         from ccopt.backends.cuda.emit import emit_cuda
 
-        output.write(_emitted(lambda: emit_cuda(module, lower(module, self.entry))))
+        output.write(_emitted(lambda: emit_cuda(module, lower(module, self.entry, self.inline))))
 
 
 @dataclass(frozen=True)
 class BindingTarget(Target):
-    """The pybind11 binding of the program that `-t cuda` emits."""
+    """The pybind11 binding of the program that `-t cuda` emits (the same options)."""
 
     name = "pybind11"
     entry: str | None = None
+    inline: bool = True
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from ccopt.backends.cuda.build import lower
         from ccopt.backends.cuda.emit import emit_binding
 
-        output.write(_emitted(lambda: emit_binding(module, lower(module, self.entry))))
+        output.write(_emitted(lambda: emit_binding(module, lower(module, self.entry, self.inline))))
 
 
 @dataclass(frozen=True)

@@ -194,10 +194,11 @@ def build(
     archs: Sequence[str] = DEFAULT_ARCHS,
     cache_dir: str | os.PathLike[str] | None = None,
     nccl_max_ctas: int = 16,
+    inline: bool = True,
 ) -> ModuleType:
-    """Run `pipeline` on `program` (path, text or module), lower it (`lower`), emit CUDA and the
-    binding, build them (cached by content hash) and import the module. `nccl_max_ctas` caps
-    the CTAs each NCCL collective may occupy (0: NCCL's default)."""
+    """Run `pipeline` on `program` (path, text or module), lower it (`lower`, `inline` as
+    there), emit CUDA and the binding, build them (cached by content hash) and import the
+    module. `nccl_max_ctas` caps the CTAs each NCCL collective may occupy (0: NCCL's default)."""
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import bind_mesh, load_program
@@ -206,7 +207,7 @@ def build(
     bind_mesh(module, mesh)  # type: ignore[arg-type]
     if pipeline:
         run_pipeline(module, pipeline)
-    name = lower(module, entry)
+    name = lower(module, entry, inline)
     source = emit_cuda(module, name, nccl_max_ctas)
     key = content_hash(source, " ".join(archs), _toolchain())
     module_name = f"ccopt_{name}_{key}"
@@ -225,16 +226,21 @@ repeated layers - stay functions, lowered, planned and emitted once (one host fu
 callee) instead of once per call."""
 
 
-def lower(module: ModuleOp, entry: str | None = None) -> str:
+def lower(module: ModuleOp, entry: str | None = None, inline: bool = True) -> str:
     """Bring `entry` to what the CUDA backend emits - the kernel level (`inline{max-ops=32}`,
     convert-to-kernel) with a planned workspace (plan-memory) - running only the steps it still
     needs, and return its name. `ccopt.build`, `ccopt --build`, `-t cuda` and `-t pybind11` all
-    lower so; a program lowered by hand (e.g. with a plain `inline`) is emitted as it is."""
+    lower so; a program lowered by hand (e.g. with a plain `inline`) is emitted as it is.
+    `inline=False` leaves the calls as they are: a pipeline that ran `inline` itself (say
+    `inline{max-ops=0}`) has chosen which calls stay."""
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import find_entry
 
     if "kernel.results" not in find_entry(module, entry).attributes:
-        run_pipeline(module, f"inline{{max-ops={INLINE_MAX_OPS}}},convert-to-kernel")
+        steps = "convert-to-kernel"
+        if inline:
+            steps = f"inline{{max-ops={INLINE_MAX_OPS}}},{steps}"
+        run_pipeline(module, steps)
     f = find_entry(module, entry)
     if "kernel.workspace" not in f.attributes:
         run_pipeline(module, "plan-memory")

@@ -126,7 +126,10 @@ def test_unknown_target() -> None:
 @pytest.mark.parametrize(
     "target, message",
     [
-        ("cuda{x=1}", 'Provided arguments ["x"] not found in expected arguments ["entry"]'),
+        (
+            "cuda{x=1}",
+            'Provided arguments ["x"] not found in expected arguments ["entry", "inline"]',
+        ),
         ("pybind11{x=1}", 'Provided arguments ["x"] not found'),
         ("msccl-xml{x=1}", 'expected arguments ["algorithm"]'),
         ("mlir{x=1}", 'Provided arguments ["x"] not found'),
@@ -290,3 +293,51 @@ def test_time_passes_reports_every_pass_and_its_verification_on_stderr() -> None
     ]
     shares = [float(line.split()[1].rstrip("%")) for line in timed.stderr.splitlines()[2:-1]]
     assert abs(sum(shares) - 100) < 1
+
+
+CALLS = """dtensor.mesh @dp [dp=2]
+func.func private @step(%a: !dtensor.tensor<64xf32, @dp[P(sum)]>) -> !dtensor.tensor<64xf32, @dp[R]> {
+  %s = coll.all_reduce sum %a over [dp] : !dtensor.tensor<64xf32, @dp[P(sum)]> -> !dtensor.tensor<64xf32, @dp[R]>
+  func.return %s : !dtensor.tensor<64xf32, @dp[R]>
+}
+func.func @main(%x: !dtensor.tensor<64xf32, @dp[P(sum)]>) -> !dtensor.tensor<64xf32, @dp[R]> {
+  %a = func.call @step(%x) : (!dtensor.tensor<64xf32, @dp[P(sum)]>) -> !dtensor.tensor<64xf32, @dp[R]>
+  func.return %a : !dtensor.tensor<64xf32, @dp[R]>
+}
+func.func @other(%x: !dtensor.tensor<64xf32, @dp[P(sum)]>) -> !dtensor.tensor<64xf32, @dp[R]> {
+  %a = coll.all_reduce sum %x over [dp] : !dtensor.tensor<64xf32, @dp[P(sum)]> -> !dtensor.tensor<64xf32, @dp[R]>
+  %b = dtensor.exp %a : !dtensor.tensor<64xf32, @dp[R]>
+  func.return %b : !dtensor.tensor<64xf32, @dp[R]>
+}
+"""
+
+
+def test_entry_picks_the_function_the_cuda_targets_emit() -> None:
+    """The error asked for --entry, which only ccopt-run and ccopt-sim had."""
+    assert_user_error(ccopt("-t", "cuda", stdin=CALLS), "choose the entry function with --entry")
+    done = ccopt("--entry", "other", "-t", "cuda", stdin=CALLS)
+    assert done.returncode == 0 and "ccopt_other" in done.stdout, done.stderr
+    assert ccopt("--entry", "@other", "-t", "pybind11", stdin=CALLS).returncode == 0
+    assert_user_error(ccopt("--entry", "other", stdin=CALLS), "--entry: -t mlir emits the whole")
+    assert_user_error(
+        ccopt("--entry", "main", "-t", "cuda{entry=other}", stdin=CALLS), "both name the entry"
+    )
+
+
+def test_build_goes_with_the_cuda_targets_only() -> None:
+    """`--build -t msccl-xml` built the module and ignored -t."""
+    assert_user_error(
+        ccopt(str(SGD), "--build", "-t", "msccl-xml"),
+        "--build compiles what -t cuda emits: -t msccl-xml cannot go with it",
+    )
+
+
+def test_an_explicit_inline_decides_which_calls_the_cuda_target_keeps() -> None:
+    """`-p 'inline{max-ops=0}' -t cuda` gave the same code as no pipeline: the target's own
+    inline{max-ops=32} inlined the call the user kept."""
+    kept = ccopt("--entry", "main", "-p", "inline{max-ops=0}", "-t", "cuda", stdin=CALLS)
+    assert kept.returncode == 0 and "ccopt_step_fn(" in kept.stdout, kept.stderr
+    default = ccopt("--entry", "main", "-t", "cuda", stdin=CALLS)
+    assert default.returncode == 0 and "ccopt_step_fn(" not in default.stdout
+    forced = ccopt("-p", "inline{max-ops=0}", "-t", "cuda{entry=main inline=true}", stdin=CALLS)
+    assert forced.stdout == default.stdout
