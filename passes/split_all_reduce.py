@@ -14,6 +14,7 @@ Options: `dim` (the scatter dimension; default the first one the mesh allows), `
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -26,6 +27,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from ccopt.diagnostics import OpWarning
 from ccopt.dialects import coll
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
@@ -87,6 +89,10 @@ class SplitPattern(RewritePattern):
         pair = split(op, self.dim)
         if isinstance(pair, str):
             refuse_if_selected(op, self.tags, f"cannot split this all_reduce: {pair}")
+            if self.dim is not None:  # (a dimension asked for by name: say why it was not)
+                warnings.warn(
+                    OpWarning(op, f"not split along dim={self.dim}: {pair}"), stacklevel=2
+                )
             return
         rs, ag = pair
         rewriter.replace(op, [rs, ag], [ag.result])

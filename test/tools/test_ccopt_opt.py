@@ -109,6 +109,24 @@ def test_overlap_warns_library_users_too() -> None:
         assert check_pipeline(path, "overlap{chunks=4}").ok  # as many as asked: no warning
 
 
+@pytest.mark.parametrize(
+    ("dim", "why"),
+    [(7, "dimension 7 is out of range for operand #0 of rank 3"), (0, "needs the size divisible")],
+)
+def test_split_all_reduce_says_why_the_dimension_asked_for_was_not_split(
+    dim: int, why: str
+) -> None:
+    """`split-all-reduce{dim=7}` on a rank-3 value left the all_reduce as it was, silently (the
+    default dimension, which the pass chooses, still skips quietly where none can be split)."""
+    path = ROOT / "examples" / "megatron_mlp.mlir"
+    result = ccopt(str(path), "-p", f"split-all-reduce{{dim={dim}}}")
+    assert result.returncode == 0 and "coll.all_reduce" in result.stdout, result.stderr
+    assert f"warning: 'coll.all_reduce' op not split along dim={dim}: " in result.stderr
+    assert why in result.stderr
+    quiet = ccopt(str(ROOT / "examples" / "megatron_row_parallel.mlir"), "-p", "split-all-reduce")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
 def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
     """`ccopt.check_pipeline` and `ccopt-run --check-pipeline` reject what `ccopt -p` rejects
     (xDSL's parser alone ignores a trailing comma)."""
