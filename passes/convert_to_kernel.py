@@ -101,6 +101,7 @@ from ccopt.passes.kernel_views import (
 )
 from ccopt.passes.options import option
 from ccopt.passes.scalarize import BodyBuilder
+from ccopt.passes.unchanged import mark_unchanged
 from ccopt.streams import stream_of
 from ccopt.verifier import forget_verification
 
@@ -1115,10 +1116,24 @@ def check_function(f: func.FuncOp, calls: dt.CallUpdates) -> None:
     program order, regions' ops where their region is lowered), so the first refusal is the
     one lowering would have made."""
     block = f.body.blocks[0]
+    check_placements_chosen(f)
     low = Lowering(Block(), calls=calls)
     for op in block.ops:
         if type(op) is not func.ReturnOp:
             check_op(low, op)
+
+
+def check_placements_chosen(f: func.FuncOp) -> None:
+    """A value whose placement is still open (`?`) has no layout to lower: say what chooses one
+    (lowering met it at the first kernel that read it, in the kernel op's words)."""
+    advice = "run propagate-placements or auto-shard first"
+    for i, a in enumerate(f.body.blocks[0].args):
+        if isinstance(a.type, DTensorType) and a.type.is_open:
+            raise OpError(f, f"argument #{i} has an open placement (?): {advice}")
+    for op in f.walk():
+        for r in op.results:
+            if isinstance(r.type, DTensorType) and r.type.is_open:
+                raise OpError(op, f"result #{r.index} has an open placement (?): {advice}")
 
 
 def check_op(low: Lowering, op: Operation) -> None:
@@ -1499,6 +1514,16 @@ class ConvertToKernel(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         functions = [o for o in op.ops if isinstance(o, func.FuncOp)]
+        lowered = [f for f in functions if "kernel.results" in f.attributes]
+        if lowered:
+            if len(lowered) == sum(1 for f in functions if f.body.blocks):
+                mark_unchanged(op)  # (lowered before: nothing left to do, as -t cuda expects)
+                return
+            raise OpError(
+                lowered[0],
+                "is at the kernel level already but other functions are not: convert-to-kernel "
+                "lowers a module's functions together (their calls change form)",
+            )
         calls = dt.CallUpdates(op)
         bodies = {f.sym_name.data for f in functions if f.body.blocks}
         for callee, sites in calls.calls.items():

@@ -359,3 +359,12 @@ def test_an_explicit_inline_decides_which_calls_the_cuda_target_keeps() -> None:
     assert default.returncode == 0 and "ccopt_step_fn(" not in default.stdout
     forced = ccopt("-p", "inline{max-ops=0}", "-t", "cuda{entry=main inline=true}", stdin=CALLS)
     assert forced.stdout == default.stdout
+
+
+def test_convert_to_kernel_twice_is_once() -> None:
+    """The second run refused the first one's buffers ("only !dtensor.tensor arguments become
+    kernel-level buffers"); a module lowered already is left as it is, as -t cuda leaves it."""
+    once = ccopt(str(SGD), "-p", "convert-to-kernel")
+    twice = ccopt(str(SGD), "-p", "convert-to-kernel,convert-to-kernel")
+    assert once.returncode == twice.returncode == 0, twice.stderr
+    assert once.stdout == twice.stdout

@@ -102,3 +102,29 @@ func.func @future_yield(%x: !p) -> !r {
   %y = sched.await %g : !sched.future<!r> -> !r
   func.return %y : !r
 }
+
+// -----
+
+// An open placement (`?`) has no layout to lower: the error names what chooses one (it was
+// the matmul's kernel that said it had no signature for `?`).
+!x = !dtensor.tensor<4x8xf32, @m[S(0)]>
+!w = !dtensor.tensor<8x8xf32, @m[?]>
+dtensor.mesh @m [dp=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op argument #1 has an open placement (?): run propagate-placements or auto-shard first
+func.func @open_weight(%x: !x, %w: !w) -> !x {
+  func.return %x : !x
+}
+
+// -----
+
+// Lowering a module of which one function was lowered by hand: calls would change form in
+// one and not the other.
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op is at the kernel level already but other functions are not
+func.func @lowered(%x: !kernel.buffer<8xf32, @t[R]>, %out: !kernel.buffer<8xf32, @t[R]>) attributes {kernel.results = 1 : i64, kernel.updated = array<i64>} {
+  func.return
+}
+func.func @not_yet(%x: !r) -> !r {
+  func.return %x : !r
+}
