@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -622,6 +623,13 @@ def causal_mask(seq: int, dtype: str = "float32") -> object:
     return np.triu(np.full((seq, seq), -1e9, dtype=dtype), 1)
 
 
+def _axes_option(given: str | None, default: str, mesh: Mapping[str, int]) -> list[str]:
+    """The axes of --data or --tensor: as given, else the default axis where the mesh has it."""
+    if given is None:
+        return [default] if default in mesh else []
+    return [a.strip() for a in given.split(",") if a.strip()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m ccopt.frontend.gpt`: print (or write) a GPT training step's IR."""
     import argparse
@@ -641,6 +649,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="leave every placement open (`?`) for auto-shard to choose",
     )
+    parser.add_argument(
+        "--data", metavar="AXES", help="data-parallel mesh axes, comma-separated (default: dp)"
+    )
+    parser.add_argument(
+        "--tensor", metavar="AXES", help="tensor-parallel mesh axes, comma-separated (default: tp)"
+    )
     parser.add_argument("-o", "--output", help="write here instead of stdout")
     args = parser.parse_args(argv)
     try:
@@ -649,6 +663,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--mesh: {e}")
     if not mesh:
         parser.error("--mesh: expected axis=size pairs like dp=2,tp=4, got none")
+    data = _axes_option(args.data, "dp", mesh)
+    tensor = _axes_option(args.tensor, "tp", mesh)
+    if args.open and (args.data or args.tensor):
+        parser.error(
+            "--open leaves every placement to auto-shard: --data and --tensor do not apply"
+        )
+    unknown = [a for a in (*data, *tensor) if a not in mesh]
+    if unknown:
+        parser.error(
+            f"--data/--tensor: no mesh axis {', '.join(unknown)} (axes: {', '.join(mesh)})"
+        )
+    if set(data) & set(tensor):
+        parser.error(f"--data/--tensor: {', '.join(sorted(set(data) & set(tensor)))} named in both")
+    unused = [a for a in mesh if a not in (*data, *tensor)]
+    if unused and not args.open:
+        print(
+            f"warning: mesh axes {', '.join(unused)} are neither data- nor tensor-parallel: "
+            "every tensor is replicated over them (name them with --data/--tensor, or --open "
+            "leaves the placements to auto-shard)",
+            file=sys.stderr,
+        )
     try:
         step = gpt_step(
             args.model,
@@ -658,6 +693,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             seq=args.seq,
             dtype=args.dtype,
             layout=Layout.open(list(mesh)) if args.open else None,
+            data_axes=data,
+            tensor_axes=tensor,
         )
         text = str(step.module) + "\n"
     except CcoptError as e:

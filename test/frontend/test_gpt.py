@@ -129,6 +129,9 @@ def test_heads_must_split_evenly() -> None:
         (["--mesh", "dp=2,tp"], "error: --mesh: bad mesh 'dp=2,tp': expected axis=size pairs"),
         (["--mesh", ""], "error: --mesh: expected axis=size pairs like dp=2,tp=4, got none"),
         (["--dtype", "i32"], "argument --dtype: invalid choice: 'i32'"),
+        (["--data", "zz"], "error: --data/--tensor: no mesh axis zz (axes: dp, tp)"),
+        (["--data", "dp", "--tensor", "dp"], "error: --data/--tensor: dp named in both"),
+        (["--open", "--tensor", "tp"], "error: --open leaves every placement to auto-shard"),
     ],
 )
 def test_bad_command_lines_get_one_line_errors(
@@ -170,6 +173,22 @@ def test_any_mesh_axes_may_be_data_or_tensor_parallel() -> None:
         np.testing.assert_allclose(value, b.outputs[key], rtol=1e-4, atol=1e-5, err_msg=key)
     only_data = gpt_step("tiny", {"dp": 4}, layers=1)  # no 'tp' axis: data parallel only
     assert only_data.function().body.blocks[0].args[0].type.placement_list == (S(0),)
+
+
+def test_the_command_line_names_data_and_tensor_axes_and_warns_of_idle_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--mesh dp=2,tp=2,pp=2` replicated everything over pp without a word, and the command
+    line could not name other axes' roles as `gpt_step` can."""
+    out = tmp_path / "gpt.mlir"
+    assert (
+        main(["--model", "tiny", "--layers", "1", "--mesh", "dp=2,tp=2,pp=2", "-o", str(out)]) == 0
+    )
+    assert "warning: mesh axes pp are neither data- nor tensor-parallel" in capsys.readouterr().err
+    mesh = ["--mesh", "node=2,gpu=2,tp=2", "--data", "node,gpu", "--layers", "1", "-o", str(out)]
+    assert main(["--model", "tiny", *mesh]) == 0
+    assert capsys.readouterr().err == ""
+    assert "!dtensor.tensor<4x8x16xf32, @m[S(0), S(0), R]>" in out.read_text()
 
 
 def test_the_example_is_the_generators_output(tmp_path: Path) -> None:
