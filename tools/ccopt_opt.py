@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -162,6 +163,11 @@ class CcoptMain(xDSLOptMain):
         means something only where a function is emitted."""
         if self.args.build and target not in ("mlir", *ENTRY_TARGETS[:2]):
             raise CcoptError(f"--build compiles what -t cuda emits: -t {target} cannot go with it")
+        for arch in self.args.arch or ():
+            if not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
+                raise CcoptError(f"--arch {arch}: expected a GPU architecture like sm_80 or sm_90a")
+        if self.args.arch and not self.args.build:
+            raise CcoptError("--arch: only --build compiles (give --build, or leave --arch out)")
         if self.args.entry is None:
             return
         if not self.args.build and target not in ENTRY_TARGETS:

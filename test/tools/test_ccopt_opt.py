@@ -368,3 +368,19 @@ def test_convert_to_kernel_twice_is_once() -> None:
     twice = ccopt(str(SGD), "-p", "convert-to-kernel,convert-to-kernel")
     assert once.returncode == twice.returncode == 0, twice.stderr
     assert once.stdout == twice.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--build", "--arch", "90"],
+            "--arch 90: expected a GPU architecture like sm_80 or sm_90a",
+        ),
+        (["--arch", "sm_90"], "--arch: only --build compiles"),
+    ],
+)
+def test_arch_is_checked_before_anything_is_generated(args: list[str], message: str) -> None:
+    """`--arch 90` surfaced as nvcc's fatal error after the CUDA was generated; without
+    --build it was ignored."""
+    assert_user_error(ccopt(str(SGD), *args), message)
