@@ -41,6 +41,7 @@ from xdsl.passes import ModulePass
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.open_placements import has_open_types
 from ccopt.passes.alike_functions import AlikeFunctions
 from ccopt.passes.common import (
     ProgramOrder,
@@ -95,6 +96,11 @@ def check_group(ops: Sequence[Operation]) -> None:
         if not is_elementwise(op):
             raise Refusal(
                 f"'{op.name}' (tag {tag_of(op)!r}) is not elementwise; fuse collectives with fuse-collective"
+            )
+        if has_open_types(op):
+            raise Refusal(
+                f"'{op.name}' (tag {tag_of(op)!r}) has open placements (?): run "
+                "propagate-placements or auto-shard first"
             )
     blocks = {op.parent_block() for op in ops}
     if len(blocks) != 1:

@@ -26,6 +26,7 @@ from ccopt.dialects.body import (
 )
 from ccopt.dialects.construct import clone_op
 from ccopt.dialects.dtensor_type import DTensorType
+from ccopt.dialects.open_placements import has_open_types
 from ccopt.passes.common import (
     ProgramOrder,
     Refusal,
@@ -120,7 +121,7 @@ def find_groups(block: Block) -> list[list[Operation]]:
                 producers.append(g)
                 deps.append(data[g].mask | data[g].needs)
         own: int | None = None
-        if is_elementwise(op):
+        if is_elementwise(op) and not has_open_types(op):  # (`?`: no layout to fuse in yet)
             key = iteration_key(op)
             chosen: list[int] = []
             for g in sorted({g for g in producers if g is not None}):

@@ -237,3 +237,18 @@ func.func @group_option(%x: !t) -> !t {
   %c = dtensor.relu %b {tag = "c"} : !t
   func.return %c : !t
 }
+
+// A chain whose placements are still open (`?`) is left for propagate-placements or auto-shard
+// to lay out first: fused, its body's yield had to be R where the result was `?`, and the
+// verifier refused the pass's own output.
+!open = !dtensor.tensor<4x8xf32, @dp[?]>
+// CHECK-LABEL: func.func @open_placements_stay_unfused
+// CHECK-NEXT:    %[[A:.*]] = dtensor.tanh %{{.*}} : !dtensor.tensor<4x8xf32, @dp[?]>
+// CHECK-NEXT:    %[[B:.*]] = dtensor.scale %[[A]] by 5.000000e-01 : !dtensor.tensor<4x8xf32, @dp[?]>
+// CHECK-NEXT:    func.return %[[B]]
+// GROUP-LABEL: func.func @open_placements_stay_unfused
+func.func @open_placements_stay_unfused(%x: !open) -> !open {
+  %a = dtensor.tanh %x : !open
+  %b = dtensor.scale %a by 5.000000e-01 : !open
+  func.return %b : !open
+}

@@ -97,3 +97,15 @@ func.func @missing(%x: !t) -> !t {
   func.return %a : !t
 }
 // CHECK: error: fuse-elementwise: no op is tagged b
+
+// -----
+
+// Open placements (`?`) have no layout to fuse in yet.
+!open = !dtensor.tensor<4x6xf32, @dp[?]>
+dtensor.mesh @dp [dp=4]
+func.func @open(%x: !open) -> !open {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'dtensor.exp' op cannot fuse a+b: 'dtensor.exp' (tag 'a') has open placements (?): run propagate-placements or auto-shard first
+  %a = dtensor.exp %x {tag = "a"} : !open
+  %b = dtensor.neg %a {tag = "b"} : !open
+  func.return %b : !open
+}
