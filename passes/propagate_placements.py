@@ -70,6 +70,14 @@ def element_bytes(t: DTensorType) -> int:
     return max(1, width // 8)
 
 
+def generates(op: Operation) -> bool:
+    """An op that reads no distributed value (`dtensor.fill`): each rank can make its block of
+    the result in any layout but a partial sum, so an open result takes its first user's."""
+    return isinstance(op, DTensorOp) and not any(
+        isinstance(v.type, DTensorType) for v in op.operands
+    )
+
+
 def axis_bytes(
     t: DTensorType, placements: Placements, axis: int, target: Placement, mesh: Mesh
 ) -> float:
@@ -385,13 +393,17 @@ class FunctionPlacer:
         t = value.type
         assert isinstance(t, DTensorType)
         if t.is_open:
-            if isinstance(value.owner, Operation):
-                raise OpError(op, f"operand {t.summary()} is still open")
-            filled = tuple(
+            owner = value.owner
+            filled = t.with_placements(
                 g if isinstance(p, OpenAttr) else p
                 for p, g in zip(t.placement_list, goal, strict=True)
             )
-            value = self.retype_argument(value, t.with_placements(filled))
+            if not isinstance(owner, Operation):
+                value = self.retype_argument(value, filled)
+            elif generates(owner):  # (a fill makes any layout in place: as an open argument)
+                value = self.rewriter.replace_value_with_new_type(value, filled)
+            else:
+                raise OpError(op, f"operand {t.summary()} is still open")
         if value.type.placement_list == goal:  # type: ignore[union-attr]
             return value
         try:

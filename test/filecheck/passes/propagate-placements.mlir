@@ -64,3 +64,19 @@ func.func @second_user_converts(%x: !dtensor.tensor<8x16xf32, @t[?]>, %s: !dtens
   %m = dtensor.matmul %x, %w : (!dtensor.tensor<8x16xf32, @t[?]>, !dtensor.tensor<16x4xf32, @t[S(1)]>) -> !dtensor.tensor<8x4xf32, @t[S(1)]>
   func.return %y, %m : !dtensor.tensor<8x16xf32, @t[S(0)]>, !dtensor.tensor<8x4xf32, @t[S(1)]>
 }
+
+// -----
+
+// A fill reads no distributed value: each rank makes its block in any layout, so its open
+// result takes what its first user wants, as an open argument does (it was left open, and the
+// add then refused an operand that was "still open").
+dtensor.mesh @m [dp=2]
+// CHECK-LABEL: func.func @open_fill
+// CHECK-NEXT:    %[[C:.*]] = dtensor.fill 1.000000e+00 : !dtensor.tensor<f32, @m[R]>
+// CHECK-NEXT:    %[[Y:.*]] = dtensor.add %{{.*}}, %[[C]] : (!dtensor.tensor<4x8xf32, @m[S(0)]>, !dtensor.tensor<f32, @m[R]>) -> !dtensor.tensor<4x8xf32, @m[S(0)]>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @open_fill(%x: !dtensor.tensor<4x8xf32, @m[S(0)]>) -> !dtensor.tensor<4x8xf32, @m[?]> {
+  %c = dtensor.fill 1.000000e+00 : !dtensor.tensor<f32, @m[?]>
+  %y = dtensor.add %x, %c : (!dtensor.tensor<4x8xf32, @m[S(0)]>, !dtensor.tensor<f32, @m[?]>) -> !dtensor.tensor<4x8xf32, @m[?]>
+  func.return %y : !dtensor.tensor<4x8xf32, @m[?]>
+}
