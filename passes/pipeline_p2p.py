@@ -212,6 +212,7 @@ class PipelineP2P(ModulePass):
             if not (can_send_slice(shift) and send_slice(shift, order)) and self.tags:
                 raise OpError(
                     shift,
-                    f"cannot send a slice over {tag_of(shift)!r}: its operand is not gathered from "
-                    "an all_reduce over other mesh axes through elementwise ops",
+                    f"cannot send a slice over {', '.join(shift.axes.names)} (tag "
+                    f"{tag_of(shift)!r}): its operand is not gathered from an all_reduce over other "
+                    "mesh axes through elementwise ops",
                 )

@@ -6,7 +6,7 @@
 dtensor.mesh @pm [pp=2, tp=4]
 func.func @not_reduced(%x: !a) -> !a {
   %e = dtensor.exp %x : !a
-  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.shift' op cannot send a slice over 'send': its operand is not gathered from an all_reduce over other mesh axes through elementwise ops
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.shift' op cannot send a slice over pp (tag 'send'): its operand is not gathered from an all_reduce over other mesh axes through elementwise ops
   %n = coll.shift %e over [pp] by 1 {tag = "send"} : !a -> !a
   func.return %n : !a
 }
@@ -20,7 +20,7 @@ dtensor.mesh @pm [pp=2, tp=4]
 func.func @through_softmax(%y: !p) -> !a {
   %s = coll.all_reduce sum %y over [tp] : !p -> !a
   %m = dtensor.softmax %s dim 1 : !a
-  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.shift' op cannot send a slice over 'send': its operand is not gathered from an all_reduce over other mesh axes through elementwise ops
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.shift' op cannot send a slice over pp (tag 'send'): its operand is not gathered from an all_reduce over other mesh axes through elementwise ops
   %n = coll.shift %m over [pp] by 1 {tag = "send"} : !a -> !a
   func.return %n : !a
 }
@@ -34,7 +34,7 @@ dtensor.mesh @pm [pp=2, tp=4]
 func.func @through_partial(%y: !p, %q: !p) -> !p {
   %s = coll.all_reduce sum %y over [tp] : !p -> !a
   %m = dtensor.mul %s, %q : (!a, !p) -> !p
-  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.shift' op cannot send a slice over 'send': its operand is not gathered from an all_reduce over other mesh axes through elementwise ops
+  // CHECK: :[[# @LINE + 1]]:3: error: 'coll.shift' op cannot send a slice over pp (tag 'send'): its operand is not gathered from an all_reduce over other mesh axes through elementwise ops
   %n = coll.shift %m over [pp] by 1 {tag = "send"} : !p -> !p
   func.return %n : !p
 }
