@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from xdsl.utils.arg_spec import ArgSpec
     from xdsl.utils.target import Target
 
-ENTRY_TARGETS = ("cuda", "pybind11", "chakra")
-"""The targets that emit one function (and so take --entry); --build builds the first two's."""
+BUILD_TARGETS = ("cuda", "pybind11")
+"""The targets whose output --build compiles."""
+ENTRY_TARGETS = (*BUILD_TARGETS, "chakra")
+"""The targets that emit one function (and so take --entry)."""
 
 SPLIT_MARKER = "// -----"
 
@@ -147,7 +149,7 @@ class CcoptMain(xDSLOptMain):
         parser.add_argument("-v", "--version", action=Version)
         parser.add_argument("-t", "--target", default="mlir", help=TARGET_HELP)
         self.args = parser.parse_args(args=args)
-        target = self.args.target.split("{", 1)[0]
+        target = self.target_name()
         if target not in self.available_targets:
             raise CcoptError(
                 f"unknown target '{target}' (choose from {', '.join(self.available_targets)})"
@@ -161,7 +163,7 @@ class CcoptMain(xDSLOptMain):
     def check_build_and_entry(self, target: str) -> None:
         """--build compiles what -t cuda emits, so another target cannot go with it; --entry
         means something only where a function is emitted."""
-        if self.args.build and target not in ("mlir", *ENTRY_TARGETS[:2]):
+        if self.args.build and target not in ("mlir", *BUILD_TARGETS):
             raise CcoptError(f"--build compiles what -t cuda emits: -t {target} cannot go with it")
         for arch in self.args.arch or ():
             if not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
@@ -175,13 +177,20 @@ class CcoptMain(xDSLOptMain):
                 f"--entry: -t {target} emits the whole module (--entry is for -t cuda, "
                 "-t pybind11, -t chakra and --build)"
             )
-        if "entry" in self.target_spec().normalize_parameter_names().parameters:
+        if "entry" in self.target_options():
             raise CcoptError(f"--entry and -t {self.args.target} both name the entry: give one")
+
+    def target_name(self) -> str:
+        return self.args.target.split("{", 1)[0]
 
     def target_spec(self) -> ArgSpec:
         from xdsl.utils.arg_spec import parse_spec
 
         return parse_spec(self.args.target)
+
+    def target_options(self) -> set[str]:
+        """The options given to -t, by their field names."""
+        return set(self.target_spec().normalize_parameter_names().parameters)
 
     def emitting(self, target: Target) -> Target:
         """The target with ccopt's own choices: --entry, and no implicit inlining where the
@@ -191,10 +200,7 @@ class CcoptMain(xDSLOptMain):
         changes: dict[str, object] = {}
         if self.args.entry is not None:
             changes["entry"] = self.args.entry.removeprefix("@")
-        if (
-            hasattr(target, "inline")
-            and "inline" not in self.target_spec().normalize_parameter_names().parameters
-        ):
+        if hasattr(target, "inline") and "inline" not in self.target_options():
             changes["inline"] = not self.pipeline_inlines()
         return dataclasses.replace(target, **changes) if changes else target
 
@@ -269,10 +275,10 @@ class CcoptMain(xDSLOptMain):
         return chosen == "chakra" or (chosen is None and name.endswith(".et"))
 
     def chakra_output(self) -> bool:
-        return self.args.target.split("{", 1)[0] == "chakra"
+        return self.target_name() == "chakra"
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
-        name = self.args.target.split("{", 1)[0]
+        name = self.target_name()
         if name not in ENTRY_TARGETS:
             return super().output_resulting_program(prog)
         from io import StringIO
@@ -316,8 +322,7 @@ class CcoptMain(xDSLOptMain):
 
             from ccopt.backends.cuda.build import DEFAULT_ARCHS, build
 
-            name = self.args.target.split("{", 1)[0]
-            spec = self.target_spec() if name in ENTRY_TARGETS[:2] else parse_spec("cuda")
+            spec = self.target_spec() if self.target_name() in BUILD_TARGETS else parse_spec("cuda")
             target = self.emitting(TARGETS[spec.name]().from_spec(spec))
             built = build(
                 module,
