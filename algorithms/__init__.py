@@ -28,6 +28,7 @@ LIBRARY: dict[str, dict[str, Generator]] = {
         "ring": ring.reduce_scatter,
         "direct": direct.reduce_scatter,
         "halving_doubling": recursive.halving_reduce_scatter,
+        "hierarchical": hierarchical.reduce_scatter,
     },
     "allgather": {
         "ring": ring.allgather,
@@ -36,6 +37,7 @@ LIBRARY: dict[str, dict[str, Generator]] = {
         "recursive_doubling": recursive.doubling_allgather,
         "pairwise": exchange.pairwise_allgather,
         "bruck": exchange.bruck_allgather,
+        "hierarchical": hierarchical.allgather,
     },
     "alltoall": {
         "direct": direct.alltoall,

@@ -244,6 +244,12 @@ class CollectiveOp(IRDLOperation, ABC):
             raise VerifyException("takes no algorithm or chunks: it is not a collective algorithm")
         if self.chunks is not None and self.chunks.value.data < 1:
             raise VerifyException(f"chunks must be >= 1, got {self.chunks.value.data}")
+        if self.algorithm is not None and not takes_algorithm(self.name, self.algorithm.data):
+            raise VerifyException(
+                f"has no {self.algorithm.data.value} algorithm (a {self.name} takes "
+                + ", ".join(a.value for a in ALGORITHM_HINTS[self.name])
+                + ")"
+            )
         mesh = verify_mesh_types(self)
         if mesh is None:
             return
@@ -748,6 +754,27 @@ class FusedAllReduceOp(NamedBodyOp):
             found = chosen_algorithm(self)
             assert found is not None
             check_named_algorithm(found, "allreduce", mesh.group_size(self.group(mesh)), True)
+
+
+ALGORITHM_HINTS: dict[str, tuple[Algorithm, ...]] = {
+    "coll.all_reduce": tuple(Algorithm),
+    "coll.reduce_scatter": (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING,
+                            Algorithm.HIERARCHICAL),
+    "coll.all_gather": (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING,
+                        Algorithm.HIERARCHICAL),
+    "coll.all_to_all": (Algorithm.DIRECT,),
+    "coll.broadcast": (Algorithm.RING, Algorithm.TREE, Algorithm.DIRECT),
+    "coll.reduce": (Algorithm.RING, Algorithm.TREE, Algorithm.DIRECT),
+}  # fmt: skip
+"""The algorithm hints each collective takes: those the library (`ccopt.algorithms`, which
+`lower-collectives` applies) has for it. A hint it lacks had passed the verifier and was then
+refused by lower-collectives (`all_gather ... algorithm tree`), or read as ring by the cost
+model."""
+
+
+def takes_algorithm(op_name: str, algorithm: Algorithm) -> bool:
+    """Whether a collective op named `op_name` takes the hint `algorithm`."""
+    return algorithm in ALGORITHM_HINTS.get(op_name, tuple(Algorithm))
 
 
 COLLECTIVE_NAMES = {

@@ -54,12 +54,13 @@ def split(
     if not candidates:
         return "a rank-0 value has no dimension to scatter"
     reasons = []
+    algorithm = _algorithm(op)
     for d in candidates:
         try:
             rs = coll.ReduceScatterOp(
-                op.input, mesh, op.axes, d, op.kind.data, _algorithm(op), _chunks(op)
+                op.input, mesh, op.axes, d, op.kind.data, algorithm, _chunks(op)
             )
-            ag = coll.AllGatherOp(rs.result, mesh, op.axes, _algorithm(op), _chunks(op))
+            ag = coll.AllGatherOp(rs.result, mesh, op.axes, algorithm, _chunks(op))
         except VerifyException as e:
             reasons.append(f"dimension {d}: {e}")
             continue
@@ -69,8 +70,25 @@ def split(
     return "no dimension can be scattered (" + "; ".join(reasons) + ")"
 
 
-def _algorithm(op: coll.CollectiveOp) -> str | None:
-    return None if op.algorithm is None else op.algorithm.data.value
+def _algorithm(op: coll.AllReduceOp) -> str | None:
+    """The all-reduce's hint for both halves, where they take it. A tree all-reduce (reduce up,
+    broadcast down) has no halves of its kind: they get no hint, and a warning says so."""
+    if op.algorithm is None:
+        return None
+    hint = op.algorithm.data
+    if coll.takes_algorithm(coll.ReduceScatterOp.name, hint) and coll.takes_algorithm(
+        coll.AllGatherOp.name, hint
+    ):
+        return hint.value
+    warnings.warn(
+        OpWarning(
+            op,
+            f"its {hint.value} algorithm has no reduce-scatter and all-gather of its kind: "
+            "the halves are left to lower-collectives and the backend to choose",
+        ),
+        stacklevel=2,
+    )
+    return None
 
 
 def _chunks(op: coll.CollectiveOp) -> int | None:

@@ -317,24 +317,29 @@ class CcoptMain(xDSLOptMain):
             raise CcoptError(first_line(e)) from None
         if not self.args.disable_verify:
             forget_verifications(module)  # (nothing verifies it again: memory while printing)
-        if self.args.build:
-            from xdsl.utils.arg_spec import parse_spec
-
-            from ccopt.backends.cuda.build import DEFAULT_ARCHS, build
-
-            spec = self.target_spec() if self.target_name() in BUILD_TARGETS else parse_spec("cuda")
-            target = self.emitting(TARGETS[spec.name]().from_spec(spec))
-            built = build(
-                module,
-                archs=tuple(self.args.arch or DEFAULT_ARCHS),
-                entry=getattr(target, "entry", None),
-                inline=getattr(target, "inline", True),
+        with printing_op_warnings(source):  # (targets lower and emit: their warnings too)
+            output = (
+                self.build(module) if self.args.build else self.output_resulting_program(module)
             )
-            self.time_step("build")
-            return f"{built.__file__}\n"
-        output = self.output_resulting_program(module)
-        self.time_step(f"output ({self.args.target})")
+        self.time_step("build" if self.args.build else f"output ({self.args.target})")
         return output
+
+    def build(self, module: ModuleOp) -> str:
+        """`--build`: the module lowered as its target (or -t cuda) lowers it, compiled with nvcc
+        into a pybind11 module; the module's path."""
+        from xdsl.utils.arg_spec import parse_spec
+
+        from ccopt.backends.cuda.build import DEFAULT_ARCHS, build
+
+        spec = self.target_spec() if self.target_name() in BUILD_TARGETS else parse_spec("cuda")
+        target = self.emitting(TARGETS[spec.name]().from_spec(spec))
+        built = build(
+            module,
+            archs=tuple(self.args.arch or DEFAULT_ARCHS),
+            entry=getattr(target, "entry", None),
+            inline=getattr(target, "inline", True),
+        )
+        return f"{built.__file__}\n"
 
     def run(self) -> int:  # type: ignore[override]
         outputs: list[str] = []

@@ -30,6 +30,7 @@ The C ABI of a program `@f` (every int-returning call: 0, or -1 with `ccopt_f_la
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -45,6 +46,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
 from ccopt.backends.cuda.steps import StepLibrary
+from ccopt.diagnostics import OpWarning
 from ccopt.dialects import kernel as k
 from ccopt.dialects.algo import Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
@@ -191,6 +193,7 @@ class Program:
     )  # (scalar body block, inputs) -> its statements and yields: once per named body
     table_names: dict[tuple[str, tuple[tuple[int, ...], ...]], str] = field(default_factory=dict)
     algorithms: dict[str, AlgorithmTables] = field(default_factory=dict)  # by symbol name
+    unapplied_hints: set[str] = field(default_factory=set)  # algorithm hints warned about
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -922,6 +925,7 @@ class Emitter:
         if found is not None:
             self.algorithm(op, found)
             return
+        self.warn_unapplied_hint(op)
         x, out = self.buffer(op.input), self.buffer(op.out)
         group = self.group(op.axes.names, op.stream_index())
         axes = tuple(self.mesh.axis_index(a) for a in op.axes.names)
@@ -965,6 +969,27 @@ class Emitter:
                 self.local_block(x, out, op)
             case _:
                 self.redistribute(op, x, out, axes, group, common)
+
+    def warn_unapplied_hint(self, op: Operation) -> None:
+        """A collective's own `algorithm` hint is applied by lower-collectives (the library's
+        algorithm, run by the executor); an NCCL call chooses its own algorithm per call, so
+        the hint would be dropped without a word. Once per hint and program."""
+        hint = op.attributes.get("algorithm")
+        if hint is None:
+            return
+        name = getattr(hint, "data", hint)
+        name = getattr(name, "value", str(name))
+        if name in self.program.unapplied_hints:
+            return
+        self.program.unapplied_hints.add(name)
+        warnings.warn(
+            OpWarning(
+                op,
+                f"its {name} algorithm hint is not applied: NCCL chooses its own algorithm; "
+                "run lower-collectives before convert-to-kernel to run the library's",
+            ),
+            stacklevel=2,
+        )
 
     # --- collectives run through their algorithm ----------------------------------------------
     def chosen_algorithm(self, op: k.NcclOp | k.FusedAllReduceKernelOp) -> AlgorithmOp | None:

@@ -191,7 +191,7 @@ LEGAL: list[tuple[str, list, Body, str | None]] = [
     (
         "reduce_scatter_nested",
         ["8x16xf32 [S(0), P(sum)]"],
-        lambda x: [coll.ReduceScatterOp(x, MESH, ["tp"], 0, algorithm="tree")],
+        lambda x: [coll.ReduceScatterOp(x, MESH, ["tp"], 0, algorithm="halving_doubling")],
         "8x16xf32 [S(0), S(0)]",
     ),
     (

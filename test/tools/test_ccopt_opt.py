@@ -127,6 +127,26 @@ def test_split_all_reduce_says_why_the_dimension_asked_for_was_not_split(
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
+def test_cuda_target_says_when_an_algorithm_hint_is_not_applied(tmp_path: Path) -> None:
+    """`-t cuda` emits an NCCL call for a collective whose own `algorithm tree` no pass applied
+    (lower-collectives does): NCCL chooses its algorithm, and a located warning says so once,
+    at the hint's source line (the warnings of the target's own lowering were Python's)."""
+    text = (ROOT / "examples" / "megatron_mlp.mlir").read_text()
+    path = tmp_path / "tree.mlir"
+    path.write_text(text.replace("sum %y over [tp] :", "sum %y over [tp] algorithm tree :"))
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "algorithm tree" in t)
+    result = ccopt(path, "-t", "cuda")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"{path}:{line}:3: warning: 'kernel.nccl_all_reduce' op its tree algorithm hint is not "
+        "applied: NCCL chooses its own algorithm; run lower-collectives before convert-to-kernel "
+        "to run the library's"
+    )
+    assert result.stderr.count("warning:") == 1
+    lowered = ccopt(path, "-p", "lower-collectives", "-t", "cuda")
+    assert lowered.returncode == 0 and lowered.stderr == "", lowered.stderr
+
+
 def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
     """`ccopt.check_pipeline` and `ccopt-run --check-pipeline` reject what `ccopt -p` rejects
     (xDSL's parser alone ignores a trailing comma)."""

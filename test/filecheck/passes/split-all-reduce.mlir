@@ -1,6 +1,7 @@
 // RUN: ccopt %s -p 'split-all-reduce' | filecheck %s
 // RUN: ccopt %s -p 'split-all-reduce{dim=1}' | filecheck %s --check-prefix=DIM
 // RUN: ccopt %s -p 'split-all-reduce{tags=only}' | filecheck %s --check-prefix=TAGS
+// RUN: ccopt %s -p 'split-all-reduce' 2>&1 >/dev/null | filecheck %s --check-prefix=WARN
 
 dtensor.mesh @dp [dp=4]
 dtensor.mesh @m [dp=2, tp=4]
@@ -60,6 +61,27 @@ func.func @dim_option(%g: !dtensor.tensor<2x9xf32, @dp[P(sum)]>) -> !dtensor.ten
 // CHECK-NEXT:  func.return %[[AG]]
 func.func @keeps_kind_and_hints(%g: !dtensor.tensor<12xf32, @dp[P(max)]>) -> !dtensor.tensor<12xf32, @dp[R]> {
   %r = coll.all_reduce max %g over [dp] algorithm ring chunks 3 {tag = "g"} : !dtensor.tensor<12xf32, @dp[P(max)]> -> !dtensor.tensor<12xf32, @dp[R]>
+  func.return %r : !dtensor.tensor<12xf32, @dp[R]>
+}
+
+// A tree all-reduce (reduce up, broadcast down) has no halves of its kind: they get no hint
+// (a tree all-gather is not an algorithm), and a warning says so.
+// CHECK-LABEL: func.func @tree_hint_dropped(
+// CHECK-NEXT:  %[[RS:.*]] = coll.reduce_scatter sum %{{.*}} over [dp] dim 0 chunks 2 : !dtensor.tensor<12xf32, @dp[P(sum)]> -> !dtensor.tensor<12xf32, @dp[S(0)]>
+// CHECK-NEXT:  %[[AG:.*]] = coll.all_gather %[[RS]] over [dp] chunks 2 : !dtensor.tensor<12xf32, @dp[S(0)]> -> !dtensor.tensor<12xf32, @dp[R]>
+// WARN: split-all-reduce.mlir:[[# @LINE + 3]]:3: warning: 'coll.all_reduce' op its tree algorithm has no reduce-scatter and all-gather of its kind: the halves are left to lower-collectives and the backend to choose
+// WARN-NOT: warning: 'coll.all_reduce' op its
+func.func @tree_hint_dropped(%g: !dtensor.tensor<12xf32, @dp[P(sum)]>) -> !dtensor.tensor<12xf32, @dp[R]> {
+  %r = coll.all_reduce sum %g over [dp] algorithm tree chunks 2 : !dtensor.tensor<12xf32, @dp[P(sum)]> -> !dtensor.tensor<12xf32, @dp[R]>
+  func.return %r : !dtensor.tensor<12xf32, @dp[R]>
+}
+
+// A hierarchical all-reduce keeps its hint on both halves (the library has both).
+// CHECK-LABEL: func.func @hierarchical_hint_kept(
+// CHECK-NEXT:  coll.reduce_scatter sum %{{.*}} over [dp] dim 0 algorithm hierarchical :
+// CHECK-NEXT:  coll.all_gather %{{.*}} over [dp] algorithm hierarchical :
+func.func @hierarchical_hint_kept(%g: !dtensor.tensor<12xf32, @dp[P(sum)]>) -> !dtensor.tensor<12xf32, @dp[R]> {
+  %r = coll.all_reduce sum %g over [dp] algorithm hierarchical : !dtensor.tensor<12xf32, @dp[P(sum)]> -> !dtensor.tensor<12xf32, @dp[R]>
   func.return %r : !dtensor.tensor<12xf32, @dp[R]>
 }
 

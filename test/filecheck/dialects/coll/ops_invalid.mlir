@@ -388,6 +388,26 @@ func.func @unknown_algorithm(%x: !dtensor.tensor<8xf32, @t[P(sum)]>) {
 
 // -----
 
+// A hint the library has no algorithm of for the collective (a tree all-gather); it had passed
+// here and was refused by lower-collectives.
+dtensor.mesh @t [tp=4]
+func.func @gather_has_no_tree(%x: !dtensor.tensor<8xf32, @t[S(0)]>) {
+  // CHECK: 'coll.all_gather' op has no tree algorithm (a coll.all_gather takes ring, direct, halving_doubling, hierarchical)
+  %y = coll.all_gather %x over [tp] algorithm tree : !dtensor.tensor<8xf32, @t[S(0)]> -> !dtensor.tensor<8xf32, @t[R]>
+  func.return
+}
+
+// -----
+
+dtensor.mesh @t [tp=4]
+func.func @all_to_all_is_direct(%x: !dtensor.tensor<8x4xf32, @t[S(0)]>) {
+  // CHECK: 'coll.all_to_all' op has no hierarchical algorithm (a coll.all_to_all takes direct)
+  %y = coll.all_to_all %x over [tp] dim 1 algorithm hierarchical : !dtensor.tensor<8x4xf32, @t[S(0)]> -> !dtensor.tensor<8x4xf32, @t[S(1)]>
+  func.return
+}
+
+// -----
+
 // mean is not a collective reduction (all_reduce sum, then scale).
 dtensor.mesh @t [tp=4]
 func.func @unknown_reduction(%x: !dtensor.tensor<8xf32, @t[P(sum)]>) {
