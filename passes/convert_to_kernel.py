@@ -1356,11 +1356,35 @@ def lazy_bodies(lazy: list[list]) -> dict[str, k.BodyOp]:
     return {shared: l1 for _, shared, l1 in lazy if shared is not None}
 
 
-def allow_tf32(f: func.FuncOp) -> None:
-    """Mark every f32 gemm of a lowered function as allowed to compute in TF32."""
+def allow_tf32(f: func.FuncOp, others: list[k.GemmOp]) -> int:
+    """Mark every f32 gemm of a lowered function as allowed to compute in TF32; how many there
+    were (the other gemms go to `others`)."""
+    marked = 0
     for op in f.walk():
-        if isinstance(op, k.GemmOp) and isinstance(k.tensor_of(op.out).element_type, Float32Type):
+        if not isinstance(op, k.GemmOp):
+            continue
+        if isinstance(k.tensor_of(op.out).element_type, Float32Type):
             op.tf32 = UnitAttr()
+            marked += 1
+        else:
+            others.append(op)
+    return marked
+
+
+def warn_tf32_unused(module: ModuleOp, others: Sequence[k.GemmOp]) -> None:
+    """`tf32=true` on a program without an f32 gemm (a bf16 model) does nothing: say so, at its
+    first gemm, rather than let the user believe TF32 is on."""
+    import warnings
+
+    from ccopt.diagnostics import OpWarning
+
+    if others:
+        kind = k.tensor_of(others[0].out).element_type
+        message = f"tf32=true has no effect: no gemm of the program is f32 (this one is {kind})"
+        warnings.warn(OpWarning(others[0], message), stacklevel=2)
+    else:
+        message = "tf32=true has no effect: the program has no gemm"
+        warnings.warn(OpWarning(module, message), stacklevel=2)
 
 
 def outline_bodies(module: ModuleOp) -> None:
@@ -1548,6 +1572,7 @@ class ConvertToKernel(ModulePass):
         names = BodyNames(op)
         outliner = Outliner(op)
         memo = FoldMemo() if self.views else None
+        tf32_marked, not_f32 = 0, []
         for f, key in zip(lowerable, keys, strict=True):
             if key is not None and alike.replace(key, f) is not None:
                 continue  # (an alike function's lowering, copied)
@@ -1585,10 +1610,12 @@ class ConvertToKernel(ModulePass):
             pair_stream_waits(lowered.body.blocks[0])  # (after the views' copies: the final order)
             copy_named_bodies(lazy, memo)
             if self.tf32:
-                allow_tf32(lowered)
+                tf32_marked += allow_tf32(lowered, not_f32)
             outliner.function(lowered, bodies, empty)
             if memo is not None:
                 memo.record()
             if key is not None:
                 alike.settle(key, f, lowered)
         outliner.finish()
+        if self.tf32 and not tf32_marked:
+            warn_tf32_unused(op, not_f32)

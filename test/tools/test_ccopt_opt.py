@@ -147,6 +147,21 @@ def test_cuda_target_says_when_an_algorithm_hint_is_not_applied(tmp_path: Path) 
     assert lowered.returncode == 0 and lowered.stderr == "", lowered.stderr
 
 
+def test_tf32_on_a_program_without_f32_gemms_says_it_does_nothing(tmp_path: Path) -> None:
+    """`convert-to-kernel{tf32=true}` on a bf16 model marked nothing, silently."""
+    path = tmp_path / "bf16.mlir"
+    path.write_text((ROOT / "examples" / "megatron_mlp.mlir").read_text().replace("f32", "bf16"))
+    result = ccopt(path, "-p", "convert-to-kernel{tf32=true}")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("warning:") == 1
+    assert (
+        "warning: 'kernel.gemm' op tf32=true has no effect: no gemm of the program is f32 "
+        "(this one is bf16)" in result.stderr
+    )
+    f32 = ccopt(ROOT / "examples" / "megatron_mlp.mlir", "-p", "convert-to-kernel{tf32=true}")
+    assert f32.returncode == 0 and f32.stderr == "" and " tf32 " in f32.stdout
+
+
 def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
     """`ccopt.check_pipeline` and `ccopt-run --check-pipeline` reject what `ccopt -p` rejects
     (xDSL's parser alone ignores a trailing comma)."""
