@@ -241,9 +241,40 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
     if spec.rstrip().endswith(","):
         raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
     try:
+        _refuse_repeated_options(spec)
         return PassPipeline.parse_spec(PASSES, _decimal_exponents(spec), callback)
     except (ValueError, ArgSpecParseError) as e:
         raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
+
+
+def _refuse_repeated_options(spec: str) -> None:
+    """`overlap{chunks=2 chunks=3}`: xDSL's parser keeps the last value of an option given twice
+    (`max-ops` and `max_ops` are one option), so the first was dropped without a word; MLIR's
+    parser refuses it, and so does this one (ValueError)."""
+    if "{" not in spec:
+        return
+    from xdsl.utils.arg_spec import PipelineLexer, SpecTokenKind
+
+    lexer = PipelineLexer(spec)
+    pass_name, seen, expect_name, depth = "", set(), False, 0
+    while (token := lexer.lex()).kind is not SpecTokenKind.EOF:
+        kind, text = token.kind, token.span.text
+        if kind is SpecTokenKind.L_BRACE:
+            depth, seen, expect_name = depth + 1, set(), True
+        elif kind is SpecTokenKind.R_BRACE:
+            depth, expect_name = depth - 1, False
+        elif depth == 0 and kind is SpecTokenKind.IDENT:
+            pass_name = text
+        elif kind is SpecTokenKind.SPACE:
+            expect_name = depth > 0
+        elif kind is SpecTokenKind.IDENT and expect_name:
+            option = text.replace("-", "_")
+            if option in seen:
+                raise ValueError(f"{pass_name} is given its option '{text}' twice")
+            seen.add(option)
+            expect_name = False
+        else:
+            expect_name = False
 
 
 def _decimal_exponents(spec: str) -> str:

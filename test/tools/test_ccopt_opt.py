@@ -62,6 +62,9 @@ def test_missing_file() -> None:
         ("cse{", "Expected argument name"),
         ("split-all-reduce,", "a pass name must follow the last ','"),
         ("cse, ", "a pass name must follow the last ','"),
+        # an option given twice: xDSL kept the last value, silently
+        ("overlap{chunks=2 chunks=3}", "overlap is given its option 'chunks' twice"),
+        ("inline{max-ops=3 max_ops=4}", "inline is given its option 'max_ops' twice"),
     ],
 )
 def test_bad_pass_pipeline(pipeline: str, message: str) -> None:
@@ -160,6 +163,12 @@ def test_tf32_on_a_program_without_f32_gemms_says_it_does_nothing(tmp_path: Path
     )
     f32 = ccopt(ROOT / "examples" / "megatron_mlp.mlir", "-p", "convert-to-kernel{tf32=true}")
     assert f32.returncode == 0 and f32.stderr == "" and " tf32 " in f32.stdout
+
+
+def test_the_same_option_in_two_passes_is_not_repeated() -> None:
+    pipeline = 'overlap{chunks=2},overlap{chunks=3},lower-collectives{axes="tp:ring,dp:tree"}'
+    result = ccopt(ROOT / "examples" / "megatron_mlp.mlir", "-p", pipeline)
+    assert result.returncode == 0, result.stderr
 
 
 def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
