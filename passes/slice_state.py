@@ -69,8 +69,15 @@ def check_sliceable(update: dt.UpdateOp, f: func.FuncOp, called: set[str]) -> co
                 f"{arg.type}"
             )
     if f.sym_name.data in called:
-        raise Refusal(f"@{f.sym_name.data} is called from elsewhere; its signature cannot change")
+        raise CalledRefusal(
+            f"@{f.sym_name.data} is called from elsewhere; its signature cannot change (run "
+            "inline first)"
+        )
     return gather
+
+
+class CalledRefusal(Refusal):
+    """The state could be sliced but its function is called: only `inline` lets it change."""
 
 
 def slice_state(update: dt.UpdateOp, gather: coll.AllGatherOp, f: func.FuncOp) -> None:
@@ -85,6 +92,22 @@ def slice_state(update: dt.UpdateOp, gather: coll.AllGatherOp, f: func.FuncOp) -
     update.operands[1] = gather.input
     if gather.result.first_use is None:
         erase_op(gather)
+
+
+def warn_called(update: dt.UpdateOp, f: func.FuncOp) -> None:
+    """A GPT step's optimizer is a callee before `inline`: its state, sliceable, stayed whole
+    without a word."""
+    import warnings
+
+    from ccopt.diagnostics import OpWarning
+
+    arg = update.target
+    assert isinstance(arg, BlockArgument)
+    message = (
+        f"state %{argument_name(arg)} stays {arg.type}: @{f.sym_name.data} is called, so its "
+        "signature cannot change; run inline before slice-state to slice it"
+    )
+    warnings.warn(OpWarning(update, message), stacklevel=2)
 
 
 def retype(f: func.FuncOp) -> None:
@@ -108,6 +131,7 @@ class SliceState(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         called, functions = scan(op)
+        warned: set[func.FuncOp] = set()
         for f, updates in functions.items():
             sliced = False
             for update in updates:
@@ -122,6 +146,9 @@ class SliceState(ModulePass):
                 except Refusal as why:
                     if asked:
                         raise OpError(update, str(why)) from None
+                    if isinstance(why, CalledRefusal) and f not in warned:
+                        warned.add(f)
+                        warn_called(update, f)
                     continue
                 slice_state(update, gather, f)
                 sliced = True
