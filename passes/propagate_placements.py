@@ -29,8 +29,8 @@ value's placement and the annotation that asks for it:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import product
 
 from xdsl.context import Context
@@ -43,7 +43,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError
 from ccopt.dialects import coll
-from ccopt.dialects.dtensor import DTensorOp, mesh_of
+from ccopt.dialects.dtensor import DTensorOp, lookup_mesh, mesh_of
 from ccopt.dialects.dtensor_type import (
     DTensorType,
     OpenAttr,
@@ -216,10 +216,16 @@ class FunctionPlacer:
     targets: dict[SSAValue, Placements]
     wanted_by: dict[SSAValue, str]
     """Who needs a value's target placement (for errors): an op name or the function result."""
+    callees: Mapping[str, func.FuncOp] = field(default_factory=dict)
+    """Functions by name, placed before their callers: a call reads and gives what its callee's
+    signature says."""
 
     def run(self) -> None:
         self.collect_targets()
         for op in list(self.f.body.walk()):
+            if isinstance(op, func.CallOp):
+                self.place_call(op)
+                continue
             if not self.touched(op):
                 continue
             if isinstance(op, DTensorOp):
@@ -261,6 +267,11 @@ class FunctionPlacer:
                 if need is not None and op.operands[0] not in self.targets:
                     self.targets[op.operands[0]] = need
                     self.wanted_by[op.operands[0]] = f"'{op.name}'"
+            elif isinstance(op, func.CallOp) and (callee := self.callee(op)) is not None:
+                for v, t in zip(op.operands, callee.function_type.inputs.data, strict=True):
+                    if isinstance(t, DTensorType) and not t.is_open and v not in self.targets:
+                        self.targets[v] = t.placement_list
+                        self.wanted_by[v] = f"@{callee.sym_name.data}'s argument"
 
     def collective_input(self, op: coll.CollectiveOp) -> Placements | None:
         """The input placement a user's collective needs, where its result says it."""
@@ -278,7 +289,7 @@ class FunctionPlacer:
                     return None
                 need.append(options[0])
             elif isinstance(r, OpenAttr):
-                return None
+                need.append(R)  # (open on both sides of an axis it leaves alone: as closed)
             else:
                 need.append(r)
         return tuple(need)
@@ -432,11 +443,52 @@ class FunctionPlacer:
         if need is None:
             need = _closed(src.type).placement_list  # type: ignore[union-attr]
         op.operands[0] = self.reach(src, need, mesh, op)
-        inferred = op.infer(op.operands[0].type, op.properties, mesh)  # type: ignore[arg-type]
+        try:
+            inferred = op.infer(op.operands[0].type, op.properties, mesh)  # type: ignore[arg-type]
+        except InferenceError as e:
+            raise OpError(op, e.located(mesh.axis_names)) from None
         declared = op.results[0].type
         assert isinstance(declared, DTensorType)
         result = self.rewriter.replace_value_with_new_type(op.results[0], inferred)
         self.finish_result(op, result, self.target_of(result, declared), mesh)
+
+    def callee(self, op: func.CallOp) -> func.FuncOp | None:
+        """The called function, where it has a body (placed before this one)."""
+        callee = self.callees.get(op.callee.root_reference.data)
+        if callee is None or not callee.body.blocks:
+            return None
+        if len(callee.function_type.inputs) != len(op.operands) or len(
+            callee.function_type.outputs
+        ) != len(op.results):
+            return None  # (the verifier says what is wrong with this call)
+        return callee
+
+    def place_call(self, op: func.CallOp) -> None:
+        """The operands converted to the callee's argument placements (an open argument of this
+        function takes them), the results typed as the callee returns them and converted where
+        their annotation differs."""
+        callee = self.callee(op)
+        if callee is None:
+            return
+        ftype = callee.function_type
+        for i, (v, t) in enumerate(zip(op.operands, ftype.inputs.data, strict=True)):
+            if isinstance(t, DTensorType) and not t.is_open and v.type != t:
+                op.operands[i] = self.reach(v, t.placement_list, self.mesh(op, t), op)
+        for r, t in zip(list(op.results), ftype.outputs.data, strict=True):
+            declared = r.type
+            if not isinstance(t, DTensorType) or t.is_open or declared == t:
+                continue
+            assert isinstance(declared, DTensorType)
+            target = self.target_of(r, declared)
+            result = self.rewriter.replace_value_with_new_type(r, t)
+            self.finish_result(op, result, target, self.mesh(op, t))
+
+    @staticmethod
+    def mesh(op: Operation, t: DTensorType) -> Mesh:
+        mesh = lookup_mesh(op, t.mesh_name)
+        if mesh is None:
+            raise OpError(op, f"is not inside a module that declares @{t.mesh_name}")
+        return mesh
 
     def place_return(self, op: func.ReturnOp) -> None:
         outputs = list(self.f.function_type.outputs.data)
@@ -486,6 +538,38 @@ class PropagatePlacements(ModulePass):
     name = "propagate-placements"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for f in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+        functions = {f.sym_name.data: f for f in op.walk() if isinstance(f, func.FuncOp)}
+        for f in callees_first(functions):
             if f.body.blocks:
-                FunctionPlacer(f, Rewriter(), {}, {}).run()
+                FunctionPlacer(f, Rewriter(), {}, {}, functions).run()
+
+
+def callees_first(functions: Mapping[str, func.FuncOp]) -> list[func.FuncOp]:
+    """The functions with every callee before its callers (module order otherwise; a cycle,
+    which the verifier allows, is broken where it is met)."""
+    calls = {
+        name: [
+            o.callee.root_reference.data
+            for o in f.walk()
+            if isinstance(o, func.CallOp) and o.callee.root_reference.data in functions
+        ]
+        for name, f in functions.items()
+    }
+    order: list[func.FuncOp] = []
+    state: dict[str, int] = {}  # 1: being visited, 2: done
+    for root in functions:
+        stack = [(root, iter(calls[root]))]
+        state.setdefault(root, 1)
+        if state[root] == 2:
+            continue
+        while stack:
+            name, pending = stack[-1]
+            nxt = next(pending, None)
+            if nxt is None:
+                stack.pop()
+                state[name] = 2
+                order.append(functions[name])
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(calls[nxt])))
+    return order

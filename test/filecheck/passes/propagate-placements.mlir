@@ -80,3 +80,56 @@ func.func @open_fill(%x: !dtensor.tensor<4x8xf32, @m[S(0)]>) -> !dtensor.tensor<
   %y = dtensor.add %x, %c : (!dtensor.tensor<4x8xf32, @m[S(0)]>, !dtensor.tensor<f32, @m[?]>) -> !dtensor.tensor<4x8xf32, @m[?]>
   func.return %y : !dtensor.tensor<4x8xf32, @m[?]>
 }
+
+// -----
+
+// Calls: a callee is placed before its callers (here it comes after them in the module), and a
+// call reads and gives what the callee's signature then says. The callee's all-reduce over tp
+// makes it row-parallel (x [R, S(1)], w [R, S(0)]); the caller's open arguments take those
+// placements (free), and the call's result is the callee's [R, R].
+dtensor.mesh @m [dp=2, tp=2]
+// CHECK-LABEL: func.func @caller
+// CHECK-SAME: %x: !dtensor.tensor<8x4xf32, @m[R, S(1)]>, %w: !dtensor.tensor<4x6xf32, @m[R, S(0)]>
+// CHECK-NEXT: %[[Y:.*]] = func.call @row_parallel(%x, %w) : (!dtensor.tensor<8x4xf32, @m[R, S(1)]>, !dtensor.tensor<4x6xf32, @m[R, S(0)]>) -> !dtensor.tensor<8x6xf32, @m[R, R]>
+// CHECK-NEXT: func.return %[[Y]] : !dtensor.tensor<8x6xf32, @m[R, R]>
+// CHECK-LABEL: func.func private @row_parallel
+// CHECK-SAME: (%x: !dtensor.tensor<8x4xf32, @m[R, S(1)]>, %w: !dtensor.tensor<4x6xf32, @m[R, S(0)]>) -> !dtensor.tensor<8x6xf32, @m[R, R]>
+// CHECK-NOT: ?
+func.func @caller(%x: !dtensor.tensor<8x4xf32, @m[?, ?]>, %w: !dtensor.tensor<4x6xf32, @m[?, ?]>) -> !dtensor.tensor<8x6xf32, @m[?, R]> {
+  %y = func.call @row_parallel(%x, %w) : (!dtensor.tensor<8x4xf32, @m[?, ?]>, !dtensor.tensor<4x6xf32, @m[?, ?]>) -> !dtensor.tensor<8x6xf32, @m[?, R]>
+  func.return %y : !dtensor.tensor<8x6xf32, @m[?, R]>
+}
+func.func private @row_parallel(%x: !dtensor.tensor<8x4xf32, @m[?, ?]>, %w: !dtensor.tensor<4x6xf32, @m[?, ?]>) -> !dtensor.tensor<8x6xf32, @m[?, R]> {
+  %y = dtensor.matmul %x, %w : (!dtensor.tensor<8x4xf32, @m[?, ?]>, !dtensor.tensor<4x6xf32, @m[?, ?]>) -> !dtensor.tensor<8x6xf32, @m[?, ?]>
+  %r = coll.all_reduce sum %y over [tp] : !dtensor.tensor<8x6xf32, @m[?, ?]> -> !dtensor.tensor<8x6xf32, @m[?, R]>
+  func.return %r : !dtensor.tensor<8x6xf32, @m[?, R]>
+}
+
+// -----
+
+// The callee's open x takes b's split (free for an argument). The caller's %a is also read
+// whole by an all-gather, so it stays [S(0), R] and is sliced over tp for the call; the call's
+// result is [S(0), S(1)] where the caller's all-gather over dp needs [S(0), R]: gathered over tp
+// after the call.
+dtensor.mesh @m [dp=2, tp=2]
+// CHECK-LABEL: func.func private @add_b
+// CHECK-SAME: (%x: !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>, %b: !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>
+// CHECK-LABEL: func.func @converts_around_the_call
+// CHECK-NEXT: %[[A:.*]] = dtensor.add %x, %x : {{.*}} -> !dtensor.tensor<8x4xf32, @m[S(0), R]>
+// CHECK-NEXT: %[[S:.*]] = coll.slice %[[A]] over [tp] dim 1 : !dtensor.tensor<8x4xf32, @m[S(0), R]> -> !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>
+// CHECK-NEXT: %[[Y:.*]] = func.call @add_b(%[[S]], %b) : (!dtensor.tensor<8x4xf32, @m[S(0), S(1)]>, !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>
+// CHECK-NEXT: %[[T:.*]] = coll.all_gather %[[Y]] over [tp] : !dtensor.tensor<8x4xf32, @m[S(0), S(1)]> -> !dtensor.tensor<8x4xf32, @m[S(0), R]>
+// CHECK-NEXT: %[[G:.*]] = coll.all_gather %[[T]] over [dp] : !dtensor.tensor<8x4xf32, @m[S(0), R]> -> !dtensor.tensor<8x4xf32, @m[R, R]>
+// CHECK-NEXT: %[[H:.*]] = coll.all_gather %[[A]] over [dp] : !dtensor.tensor<8x4xf32, @m[S(0), R]> -> !dtensor.tensor<8x4xf32, @m[R, R]>
+// CHECK-NEXT: func.return %[[G]], %[[H]]
+func.func private @add_b(%x: !dtensor.tensor<8x4xf32, @m[S(0), ?]>, %b: !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x4xf32, @m[S(0), ?]> {
+  %y = dtensor.add %x, %b : (!dtensor.tensor<8x4xf32, @m[S(0), ?]>, !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x4xf32, @m[S(0), ?]>
+  func.return %y : !dtensor.tensor<8x4xf32, @m[S(0), ?]>
+}
+func.func @converts_around_the_call(%x: !dtensor.tensor<8x4xf32, @m[S(0), R]>, %b: !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>) -> (!dtensor.tensor<8x4xf32, @m[R, R]>, !dtensor.tensor<8x4xf32, @m[R, R]>) {
+  %a = dtensor.add %x, %x : (!dtensor.tensor<8x4xf32, @m[S(0), R]>, !dtensor.tensor<8x4xf32, @m[S(0), R]>) -> !dtensor.tensor<8x4xf32, @m[S(0), ?]>
+  %y = func.call @add_b(%a, %b) : (!dtensor.tensor<8x4xf32, @m[S(0), ?]>, !dtensor.tensor<8x4xf32, @m[S(0), S(1)]>) -> !dtensor.tensor<8x4xf32, @m[S(0), ?]>
+  %g = coll.all_gather %y over [dp] : !dtensor.tensor<8x4xf32, @m[S(0), ?]> -> !dtensor.tensor<8x4xf32, @m[R, R]>
+  %h = coll.all_gather %a over [dp] : !dtensor.tensor<8x4xf32, @m[S(0), ?]> -> !dtensor.tensor<8x4xf32, @m[R, R]>
+  func.return %g, %h : !dtensor.tensor<8x4xf32, @m[R, R]>, !dtensor.tensor<8x4xf32, @m[R, R]>
+}
