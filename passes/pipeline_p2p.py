@@ -17,6 +17,19 @@ traffic drops by the tensor-parallel group size:
 ```
 It is split-all-reduce and reorder-elementwise applied to the all_reduces feeding a shift, plus
 `shift(all_gather(x)) = all_gather(shift(x))` when the gather does not span the shift's axis.
+That last step alone is CoCoNeT's fusion of send/recv with all-gather, and it also applies to
+a shift that reads an all_gather directly - what split-all-reduce and reorder-elementwise leave
+at a stage boundary, or a gather the program wrote:
+```mlir
+%g = coll.all_gather %x_s over [tp] : ...[V, S(0)] -> ...[V, R]
+%n = coll.shift %g over [pp] by 1 : ...[V, R] -> ...[V, R]
+// becomes
+%n_s = coll.shift %x_s over [pp] by 1 : ...[V, S(0)] -> ...[V, S(0)]
+%n = coll.all_gather %n_s over [tp] : ...[V, S(0)] -> ...[V, R]
+```
+An all_gather that other ops also read stays for them: the sending stage gathers for its own
+use, the transfer moves the blocks, the receiving stage gathers again (one more gather over the
+fast tensor-parallel links for 1/p of the pipeline traffic).
 """
 
 from __future__ import annotations
@@ -35,14 +48,17 @@ from ccopt.dialects.attrs import i64_attr
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr
 from ccopt.dialects.inference import InferenceError
+from ccopt.dialects.open_placements import has_open_types
 from ccopt.mesh import Mesh
 from ccopt.passes.common import (
     ProgramOrder,
     derive,
+    derived_tag,
     elementwise_type,
     is_elementwise,
     is_selected,
     require_tagged,
+    set_tag,
     tag_of,
 )
 from ccopt.passes.options import option
@@ -67,18 +83,46 @@ def feeding_all_reduces(value: SSAValue, shift_axes: set[str]) -> list[coll.AllR
     return found
 
 
-def commute(shift: coll.ShiftOp) -> bool:
-    """shift(all_gather(x)) -> all_gather(shift(x)); True if it applied."""
+def gather_to_commute(shift: coll.ShiftOp) -> coll.AllGatherOp | None:
+    """The all_gather the shift reads, when it gathers over other mesh axes than the shift's:
+    then the shift can move the blocks and the receiving stage gather them."""
     gather = shift.input.owner
-    if not isinstance(gather, coll.AllGatherOp) or set(gather.axes.names) & set(shift.axes.names):
+    if type(gather) is not coll.AllGatherOp or set(gather.axes.names) & set(shift.axes.names):
+        return None
+    if has_open_types(gather) or has_open_types(shift):
+        return None  # (`?`: the types after moving are not known yet)
+    return gather
+
+
+def commute(shift: coll.ShiftOp) -> bool:
+    """shift(all_gather(x)) -> all_gather(shift(x)); True if it applied.
+
+    The gather does not span the shift's axis, so on every rank of a tensor-parallel group the
+    blocks arrive from the same stage and joining them after the transfer gives what the
+    transfer of the joined value gave (a rank with no sender gets zero blocks, which join into
+    zeros). The all_gather stays where it was while something else reads it. The gather after
+    the shift keeps the original's algorithm, chunks and attributes; it takes the shift's tag
+    (`<tag>.ag`) when the shift has one."""
+    gather = gather_to_commute(shift)
+    if gather is None:
         return False
     mesh = mesh_of(shift)
     moved = coll.ShiftOp(
         gather.input, mesh, shift.axes.names[0], shift.offset.value.data, shift.cyclic is not None
     )
-    regathered = coll.AllGatherOp(moved.result, mesh, gather.axes.names)
+    regathered = coll.AllGatherOp(moved.result, mesh, gather.axes)
+    assert regathered.result.type == shift.result.type, "moving the gather changed the type"
+    regathered.properties.update(
+        (name, gather.properties[name])
+        for name in ("algorithm", "chunks")
+        if name in gather.properties
+    )
     moved.attributes.update(shift.attributes)
-    derive(regathered, shift, "ag")
+    regathered.attributes.update(gather.attributes)
+    derive(moved, shift)
+    derive(regathered, gather)
+    if tag_of(shift) is not None:
+        set_tag(regathered, derived_tag(shift, "ag"))
     moved.result.name_hint = f"{shift.result.name_hint}_s" if shift.result.name_hint else None
     regathered.result.name_hint = shift.result.name_hint
     Rewriter.insert_op([moved, regathered], InsertPoint.before(shift))
@@ -117,6 +161,8 @@ def can_send_slice(shift: coll.ShiftOp) -> bool:
     """Decide on types alone (nothing is rewritten) whether the value the shift sends can be
     computed on slices: every path back to the all_reduces goes through elementwise ops whose
     other operands can be sliced, so the shift will carry a split value."""
+    if has_open_types(shift):
+        return False  # (`?`: the split types cannot be inferred, nor the gather moved past it)
     mesh = mesh_of(shift)
     split: dict[SSAValue, DTensorType] = {}
     for ar in feeding_all_reduces(shift.input, set(shift.axes.names)):
@@ -209,10 +255,29 @@ class PipelineP2P(ModulePass):
         shifts = [o for o in op.walk() if isinstance(o, coll.ShiftOp) and is_selected(o, self.tags)]
         order = ProgramOrder()  # one numbering for all shifts: the pass stays linear
         for shift in shifts:
-            if not (can_send_slice(shift) and send_slice(shift, order)) and self.tags:
-                raise OpError(
-                    shift,
-                    f"cannot send a slice over {', '.join(shift.axes.names)} (tag "
-                    f"{tag_of(shift)!r}): its operand is not gathered from an all_reduce over other "
-                    "mesh axes through elementwise ops",
-                )
+            if gather_to_commute(shift) is not None:
+                commute(shift)
+            elif not (can_send_slice(shift) and send_slice(shift, order)) and self.tags:
+                raise OpError(shift, refusal(shift))
+
+
+def refusal(shift: coll.ShiftOp) -> str:
+    """Why a shift the tags select cannot send a slice."""
+    axes = ", ".join(shift.axes.names)
+    head = f"cannot send a slice over {axes} (tag {tag_of(shift)!r}): "
+    owner = shift.input.owner
+    if has_open_types(shift) or isinstance(owner, Operation) and has_open_types(owner):
+        return head + (
+            "placements are still open (?) at it or its operand: run propagate-placements or "
+            "auto-shard first"
+        )
+    if type(owner) is coll.AllGatherOp:
+        return head + (
+            f"its operand is gathered over {axes} itself: the gather joins blocks of several "
+            "stages, so it cannot follow the transfer between them"
+        )
+    return head + (
+        "its operand is not gathered from an all_reduce over other mesh axes through "
+        "elementwise ops, nor read from an all_gather over other mesh axes (an all_gather "
+        "before elementwise ops moves below them with reorder-elementwise first)"
+    )
