@@ -7,6 +7,7 @@ dialects, below both, so that neither has to import the other.
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -16,7 +17,7 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 
 from ccopt.diagnostics import CcoptError, OpError, SourceText
 from ccopt.files import is_stdin, read_text
-from ccopt.mesh import Mesh
+from ccopt.mesh import MAX_RANKS, Mesh
 
 if TYPE_CHECKING:
     from xdsl.context import Context
@@ -44,9 +45,19 @@ ProgramSource = str | os.PathLike[str] | SourceText | ModuleOp | HasModule
 
 def is_ir_text(program: str) -> bool:
     """Whether a string is IR rather than a path. No path holds a newline; a one-line string is a
-    path when it names an existing file (or directory) or ends in `.mlir` (a file that is missing
-    is reported as missing, not parsed as IR)."""
-    return "\n" in program or not (program.endswith(".mlir") or os.path.lexists(program))
+    path when it names an existing file (or directory), ends in `.mlir`, or cannot be IR: a
+    single word without the spaces, braces, sigils and punctuation of any op (`exmples/sgd.ir`).
+    A file that is missing is reported as missing, not parsed as IR."""
+    if "\n" in program:
+        return True
+    if program.endswith(".mlir") or os.path.lexists(program):
+        return False
+    return not program or any(c.isspace() or c in IR_PUNCTUATION for c in program)
+
+
+IR_PUNCTUATION = frozenset('{}()[]<>%@!^#"=:,')
+"""Characters that every one-line program has (an op's operands, attributes or regions) and
+that paths rarely do."""
 
 
 def program_source(program: str | os.PathLike[str] | SourceText) -> SourceText:
@@ -92,7 +103,7 @@ def parse_mesh_spec(spec: str) -> dict[str, int]:
     sizes: dict[str, int] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         name, eq, value = part.partition("=")
-        if not eq or not name.strip() or not value.strip().isdigit():
+        if not eq or not name.strip() or not value.strip().isdecimal():
             raise InputError(f"bad mesh '{spec}': expected axis=size pairs like dp=2,tp=4")
         if name.strip() in sizes:
             raise InputError(f"bad mesh '{spec}': axis '{name.strip()}' is named twice")
@@ -108,6 +119,10 @@ def bind_mesh(module: ModuleOp, sizes: Mapping[str, int] | str | None) -> dict[s
 
     if isinstance(sizes, str):
         sizes = parse_mesh_spec(sizes)
+    elif sizes is not None and not isinstance(sizes, Mapping):
+        raise InputError(
+            f"mesh must be 'dp=2,tp=4' or a dict of axis sizes, got {type(sizes).__name__}"
+        )
     if sizes:
         meshes = [op for op in module.walk() if isinstance(op, MeshOp)]
         known = {a.data for m in meshes for a in m.axis_names.data}
@@ -117,12 +132,11 @@ def bind_mesh(module: ModuleOp, sizes: Mapping[str, int] | str | None) -> dict[s
                 raise InputError(
                     f"mesh axis '{axis}' is not in the program (it declares {described})"
                 )
-            if size < 1:
-                raise InputError(f"mesh axis '{axis}' needs a size >= 1, got {size}")
+            check_axis_size(axis, size)
         for m in meshes:
             names = [a.data for a in m.axis_names.data]
             new = [sizes.get(n, s) for n, s in zip(names, m.axis_sizes.get_values(), strict=True)]
-            m.axis_sizes = DenseArrayBase.from_list(i64, new)
+            m.axis_sizes = DenseArrayBase.from_list(i64, [int(n) for n in new])
         try:
             verify_module(module)
         except OpError as e:
@@ -130,9 +144,34 @@ def bind_mesh(module: ModuleOp, sizes: Mapping[str, int] | str | None) -> dict[s
     return module_meshes(module)
 
 
+def check_axis_size(axis: str, size: object) -> None:
+    """A mesh axis is a whole number of ranks (not a bool, a float or a string), at least 1 and
+    at most what a mesh may hold in all (`ccopt.mesh.MAX_RANKS`; the IR stores sizes as i64)."""
+    if not isinstance(size, numbers.Integral) or isinstance(size, bool):
+        raise InputError(f"mesh axis '{axis}' needs an integer size, got {size!r}")
+    if size < 1:
+        raise InputError(f"mesh axis '{axis}' needs a size >= 1, got {size}")
+    if size > MAX_RANKS:
+        raise InputError(
+            f"mesh axis '{axis}' has size {size}; ccopt handles at most {MAX_RANKS} (2^20) ranks"
+        )
+
+
+def check_pipeline_text(pipeline: object) -> None:
+    """A pass pipeline is given as `ccopt -p` text; anything else is named here, before a pass
+    runs, rather than failing inside the pipeline parser."""
+    if not isinstance(pipeline, str):
+        raise InputError(
+            f"pipeline must be a string like 'split-all-reduce,overlap{{chunks=2}}', "
+            f"got {type(pipeline).__name__}"
+        )
+
+
 def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
-    """The function to run: `entry`, else the only public function with a body, else the only
-    function with a body."""
+    """The function to run: `entry` (with or without the `@` of its symbol), else the only
+    public function with a body, else the only function with a body."""
+    if isinstance(entry, str):
+        entry = entry.removeprefix("@")
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
     if not funcs:
         raise InputError("the program defines no function to run")
@@ -140,15 +179,21 @@ def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
         for f in funcs:
             if f.sym_name.data == entry:
                 return f
-        raise InputError(
-            f"no function @{entry} (functions: {', '.join('@' + f.sym_name.data for f in funcs)})"
+        listed = ", ".join("@" + f.sym_name.data for f in funcs)
+        declared = any(
+            isinstance(op, func.FuncOp) and op.sym_name.data == entry for op in module.ops
         )
+        if declared:
+            raise InputError(f"@{entry} is a declaration without a body (functions: {listed})")
+        raise InputError(f"no function @{entry} (functions: {listed})")
     public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
     if len(public) == 1:
         return public[0]  # private functions are helpers, not entry points
     if len(funcs) != 1:
         names = ", ".join("@" + f.sym_name.data for f in funcs)
-        raise InputError(f"choose the entry function with --entry (functions: {names})")
+        raise InputError(
+            f"choose the entry function with --entry (entry= in Python) (functions: {names})"
+        )
     return funcs[0]
 
 

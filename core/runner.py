@@ -13,6 +13,7 @@ the semantics in `ccopt.interpreters`, all below it, so that nothing below impor
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from ccopt.program import (
     argument_names,
     argument_tensor,
     bind_mesh,
+    check_pipeline_text,
     find_entry,
     input_arguments,
     load_program,
@@ -52,6 +54,13 @@ class RunResult:
     inputs: dict[str, np.ndarray]
     outputs: dict[str, np.ndarray]
     shards: dict[str, list[np.ndarray]] = field(repr=False)
+
+    def __str__(self) -> str:
+        """What ran and each output's element type and shape (the repr prints every array)."""
+        meshes = ", ".join(str(m) for m in self.meshes.values())
+        lines = [f"@{self.entry} on {meshes}"]
+        lines += [f"  {n:<12} {str(v.dtype):<9} {list(v.shape)}" for n, v in self.outputs.items()]
+        return "\n".join(lines)
 
 
 @dataclass
@@ -77,6 +86,18 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.comparisons)
+
+    def __str__(self) -> str:
+        """The verdict and one line per output, as `ccopt-run --check-pipeline` prints them (the
+        repr prints every input and output array of both runs)."""
+        overall = "ok" if self.ok else "MISMATCH"
+        lines = [f"pipeline '{self.pipeline}' on @{self.reference.entry}: {overall}"]
+        for c in self.comparisons:
+            errors = f"max abs error {c.max_abs_error:.3e}  max rel error {c.max_rel_error:.3e}"
+            note = f"  ({c.note})" if c.note else ""
+            verdict = "ok" if c.ok else "MISMATCH"
+            lines.append(f"  {c.name:<12} {errors}  {verdict} (rtol {c.rtol:g}){note}")
+        return "\n".join(lines)
 
 
 _KIND_GROUPS = ({"f", "V"}, {"i", "u"}, {"b"})
@@ -169,7 +190,11 @@ def prepare_inputs(
 
     names = argument_names(f)
     if inputs is not None:
-        unknown = sorted(set(inputs) - set(names))
+        if not isinstance(inputs, Mapping):
+            raise InputError(
+                f"inputs must map argument names to arrays (a dict), got {type(inputs).__name__}"
+            )
+        unknown = sorted(set(inputs) - set(names), key=str)
         if unknown:
             raise InputError(
                 f"input '{unknown[0]}' is not an argument of @{f.sym_name.data} "
@@ -187,7 +212,7 @@ def prepare_inputs(
             continue
         if name not in inputs:
             raise InputError(f"missing input for argument '{name}' of type {t}")
-        value = np.asarray(inputs[name])
+        value = input_array(name, inputs[name], t)
         allowed = [global_shape(t, mesh), tuple(t.get_shape())]
         if value.shape not in allowed:
             shapes = " or ".join(str(list(s)) for s in dict.fromkeys(allowed))
@@ -198,22 +223,73 @@ def prepare_inputs(
             raise InputError(
                 f"input '{name}' has dtype {value.dtype}, argument needs {dtype} ({t})"
             )
-        out[name] = value.astype(dtype)
+        out[name] = cast_input(name, value, dtype, t)
     return out
 
 
+def input_array(name: str, value: object, t: DTensorType) -> np.ndarray:
+    """An input as a numpy array (a list or a scalar too); what numpy cannot make one array of
+    (a ragged list) is refused by name."""
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"input '{name}' is not an array for {t}: {e}") from None
+
+
+def cast_input(name: str, value: np.ndarray, dtype: np.dtype, t: DTensorType) -> np.ndarray:
+    """`value` in the argument's element type. A value the type cannot hold is refused: numpy
+    would wrap an integer around (2**40 as i32 is 0) and turn a finite float into inf (1e300 as
+    f32), and the run would go on with numbers nobody gave it."""
+    if value.dtype.kind in "iu" and dtype.kind in "iu" and value.size:
+        info = np.iinfo(dtype)
+        for extreme in (int(value.min()), int(value.max())):
+            if not info.min <= extreme <= info.max:
+                raise InputError(
+                    f"input '{name}' holds {extreme}, outside the range of {dtype} "
+                    f"[{info.min}, {info.max}] ({t})"
+                )
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = value.astype(dtype)
+    if value.dtype.kind == "f" and value.size:
+        overflowed = np.isfinite(value) & ~np.isfinite(cast)
+        if overflowed.any():
+            index = tuple(int(i) for i in np.argwhere(overflowed)[0])
+            raise InputError(
+                f"input '{name}' holds {value[index].item()!r} at {list(index)}, beyond the largest "
+                f"finite {dtype} ({t})"
+            )
+    return cast
+
+
 def check_options(
-    seed: int, steps: int, rtol: float | None = None, atol: float | None = None
+    seed: int,
+    steps: int,
+    rtol: float | None = None,
+    atol: float | None = None,
+    memory_limit: float | None = None,
 ) -> None:
-    """Random inputs need a seed numpy takes, a run at least one step; a negative, NaN or
-    infinite tolerance would pass or fail every comparison."""
-    if seed < 0:
-        raise InputError(f"seed must be >= 0, got {seed}")
-    if steps < 1:
-        raise InputError(f"steps must be >= 1, got {steps}")
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not 0 <= value < math.inf:
-            raise InputError(f"{name} must be a finite number >= 0, got {value}")
+    """Random inputs need a seed numpy takes, a run at least one step (both whole numbers); a
+    negative, NaN or infinite tolerance would pass or fail every comparison; a memory limit is
+    a number of bytes (0: none)."""
+    _check_integer("seed", seed, 0)
+    _check_integer("steps", steps, 1)
+    for name, value in (("rtol", rtol), ("atol", atol), ("memory_limit", memory_limit)):
+        if value is None:
+            continue
+        if not _is_number(value, numbers.Real) or not 0 <= value < math.inf:
+            raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+def _is_number(value: object, kind: type) -> bool:
+    """An int, float or numpy scalar of that kind; not a bool (True is no step count)."""
+    return isinstance(value, kind) and not isinstance(value, bool | np.bool_)
+
+
+def _check_integer(name: str, value: object, least: int) -> None:
+    if not _is_number(value, numbers.Integral):
+        raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
+    if value < least:  # type: ignore[operator]
+        raise InputError(f"{name} must be >= {least}, got {value}")
 
 
 def available_memory() -> int | None:
@@ -361,7 +437,7 @@ def run(
     feeding in-place updates (optimizer state) into the next step. A program whose values
     would not fit in `memory_limit` bytes (default: the memory available; 0: no limit) is
     refused (`check_memory`)."""
-    check_options(seed, steps)
+    check_options(seed, steps, memory_limit=memory_limit)
     module = load_program(program)
     meshes = bind_mesh(module, mesh)
     f = entry_function(module, entry, meshes)
@@ -415,9 +491,10 @@ def compare(
     abs_err = float(diff.max())
     floor = max(unit_roundoff(want.dtype) * float(scale.max()), np.finfo(np.float64).tiny)
     rel_err = float(np.max(diff / np.maximum(scale, floor)))
-    if atol is None:
-        atol = rtol * float(scale.max())
-    ok = bool(np.all(diff <= atol + rtol * scale))
+    with np.errstate(over="ignore"):  # (a huge rtol overflows to inf: everything passes)
+        if atol is None:
+            atol = rtol * float(scale.max())
+        ok = bool(np.all(diff <= atol + rtol * scale))
     return OutputComparison(name, abs_err, rel_err, ok, rtol=rtol)
 
 
@@ -439,7 +516,8 @@ def check_pipeline(
     type's, see `compare`; `memory_limit` as `run`'s)."""
     from ccopt.passes.pipeline import apply_pipeline
 
-    check_options(seed, steps, rtol, atol)
+    check_options(seed, steps, rtol, atol, memory_limit)
+    check_pipeline_text(pipeline)
     module = load_program(program)
     bind_mesh(module, mesh)
     optimized = apply_pipeline(module, pipeline)
@@ -473,18 +551,27 @@ def compare_modules(
 ) -> CheckReport:
     """Run two versions of a program on the same inputs and compare every output
     (`memory_limit` as `run`'s, for each version)."""
-    check_options(seed, steps, rtol, atol)
+    check_options(seed, steps, rtol, atol, memory_limit)
     module, optimized = module.clone(), optimized.clone()
     meshes = bind_mesh(module, mesh)
     bind_mesh(optimized, mesh)
     f = entry_function(module, entry, meshes)
     optimized_meshes = module_meshes(optimized)
-    g = entry_function(optimized, f.sym_name.data, optimized_meshes)
+    changed = f"after pipeline '{description}'" if description else "after the change"
+    try:
+        g = entry_function(optimized, f.sym_name.data, optimized_meshes)
+    except InputError as e:
+        raise InputError(f"{changed}: {e}") from None
+    check_same_arguments(f, g, changed)
     check_memory(f, meshes, memory_limit)
     check_memory(g, optimized_meshes, memory_limit)
     values = prepare_inputs(f, meshes, inputs, seed)
+    try:  # the same arrays, in the element types the second version takes
+        optimized_values = prepare_inputs(g, optimized_meshes, values, seed)
+    except InputError as e:
+        raise InputError(f"{changed}, @{g.sym_name.data} takes other inputs: {e}") from None
     reference = _execute(module, meshes, f, values, steps)
-    after = _execute(optimized, optimized_meshes, g, values, steps)
+    after = _execute(optimized, optimized_meshes, g, optimized_values, steps)
     comparisons = []
     for name, want in reference.outputs.items():
         got = after.outputs.get(name)
@@ -499,3 +586,15 @@ def compare_modules(
             OutputComparison(name, np.inf, np.inf, False, "not produced before the pipeline")
         )
     return CheckReport(description, comparisons, reference, after)
+
+
+def check_same_arguments(f: func.FuncOp, g: func.FuncOp, changed: str) -> None:
+    """Both versions of a function must take the same named arguments (in any order: inputs go
+    by name) for one set of inputs to run both; a pass that adds, drops or renames one has
+    changed what callers pass."""
+    before, now = argument_names(f), argument_names(g)
+    if sorted(before) != sorted(now):
+        raise InputError(
+            f"{changed}, @{g.sym_name.data} takes the arguments ({', '.join(now)}) instead of "
+            f"({', '.join(before)}): one set of inputs cannot run both versions"
+        )

@@ -33,7 +33,7 @@ def simulate(
     its mesh (`{"dp": 8}` or `"dp=8"`) and applying `pipeline`. `model="ccopt"` is the cost
     model of `ccopt.sim.cost`; ASTRA-sim's model times single collectives
     (`ccopt-sim --network NET.yml --system SYS.json --collective ...`), not programs."""
-    from ccopt.program import bind_mesh, load_program
+    from ccopt.program import bind_mesh, check_pipeline_text, load_program
     from ccopt.sim.machine import Machine, load_machine
     from ccopt.sim.program import simulate_module
     from ccopt.sim.tasks import SimulationError
@@ -43,6 +43,13 @@ def simulate(
             f"model '{model}': programs are simulated with the ccopt model; ASTRA-sim's model "
             "times one collective at a time (ccopt-sim --network ... --system ...)"
         )
+    if not isinstance(machine, str | os.PathLike | Machine):
+        raise SimulationError(
+            f"machine must be a preset name, a machine file or a Machine, got "
+            f"{type(machine).__name__}"
+        )
+    if pipeline is not None:  # (None: no pipeline, as "")
+        check_pipeline_text(pipeline)
     module = load_program(program)
     bind_mesh(module, mesh)
     if pipeline:

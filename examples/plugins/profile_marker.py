@@ -2,15 +2,15 @@
 
 `prof.marker "label" %x` marks a value for a profiler and passes it through unchanged (a backend
 could time the code between markers). `prof-mark-collectives` follows every collective's result
-with a marker named after the collective; `prof-strip-markers` removes them again. Because the
-plugin also registers interpreter functions for `prof.marker`, `ccopt-run` runs marked programs
-and `--check-pipeline` proves that marking changes no result:
+with a marker named after the collective (`prof-mark-collectives{only=all_reduce,all_gather}`:
+those collectives only; an option, like a built-in pass's, is a dataclass field declared with
+`ccopt.passes.option`, which `ccopt --help` shows); `prof-strip-markers` removes them again.
+Because the plugin also registers interpreter functions for `prof.marker`, `ccopt-run` runs
+marked programs and `--check-pipeline` proves that marking changes no result:
 
     ccopt --load-plugin examples/plugins/profile_marker.py examples/megatron_mlp.mlir -p prof-mark-collectives
     ccopt-run --load-plugin examples/plugins/profile_marker.py examples/megatron_mlp.mlir --check-pipeline prof-mark-collectives
 """
-
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
@@ -42,7 +42,7 @@ from xdsl.traits import Pure
 from ccopt.dialects import register_dialect
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.interpreters import register_interpreter_functions
-from ccopt.passes import register_pass
+from ccopt.passes import option, register_pass
 
 # --- the dialect ---------------------------------------------------------------------------
 
@@ -93,10 +93,14 @@ def mark(op: Operation, result: SSAValue, rewriter: PatternRewriter) -> None:
 
 
 class MarkCollective(RewritePattern):
-    """Follow each tensor result of a `coll` op with a marker labelled with the op's name."""
+    """Follow each tensor result of a `coll` op with a marker labelled with the op's name (of the
+    ops named in `only`, when it names any)."""
+
+    def __init__(self, only: tuple[str, ...] = ()):
+        self.only = {f"coll.{name}" for name in only}
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if op.dialect_name() != "coll":
+        if op.dialect_name() != "coll" or (self.only and op.name not in self.only):
             return
         for result in op.results:
             marked = any(isinstance(use.operation, MarkerOp) for use in result.uses)
@@ -117,8 +121,24 @@ class MarkCollectives(ModulePass):
 
     name = "prof-mark-collectives"
 
+    only: tuple[str, ...] = option(
+        (), "Mark only these collectives (all_reduce, reduce_scatter, ...); all when empty."
+    )
+
+    def __post_init__(self) -> None:
+        """A name that is no collective would mark nothing without a word: refuse it when the
+        pipeline is read (a ValueError there is reported as a bad pipeline)."""
+        from ccopt.dialects.coll import Coll
+
+        known = sorted(o.name.removeprefix("coll.") for o in Coll.operations)
+        unknown = [name for name in self.only if name not in known]
+        if unknown:
+            raise ValueError(
+                f"{self.name}: '{unknown[0]}' is not a collective (collectives: {', '.join(known)})"
+            )
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(MarkCollective()).rewrite_module(op)
+        PatternRewriteWalker(MarkCollective(self.only)).rewrite_module(op)
 
 
 @register_pass
