@@ -44,6 +44,22 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 }
 
 
+BUILTIN_DIALECTS = frozenset(DIALECTS)
+
+
 def register_dialect(name: str, factory: Callable[[], Dialect]) -> None:
-    """Make a researcher's own dialect known to every ccopt tool (call from a plugin)."""
+    """Make a researcher's own dialect known to every ccopt tool (call from a plugin). A name
+    ccopt or xDSL already gives a dialect is refused: the plugin's would replace it for every
+    program (`dtensor` emptied: "'dtensor.tensor' is not registered"). Registering a name
+    again (a plugin loaded twice) replaces the earlier factory."""
+    from xdsl.universe import Universe
+
+    from ccopt.diagnostics import CcoptError
+
+    if not isinstance(name, str) or not name.isidentifier():
+        raise CcoptError(f"register_dialect: a dialect name is an identifier, got {name!r}")
+    if name in BUILTIN_DIALECTS or name in Universe.get_multiverse().all_dialects:
+        raise CcoptError(
+            f"register_dialect: '{name}' is a dialect ccopt already has; choose another name"
+        )
     DIALECTS[name] = factory

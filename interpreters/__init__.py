@@ -42,6 +42,26 @@ def register_interpreter_functions(
     return functions
 
 
+def check_plugin_results(op: Operation, results: PythonValues) -> None:
+    """A plugin's interpreter function gives a `DistTensor` for each `!dtensor.tensor` result
+    (a numpy array broke the next op, deep inside ccopt)."""
+    from ccopt.dialects.dtensor_type import DTensorType
+    from ccopt.interpreters.distributed import DistTensor
+
+    if len(results) != len(op.results):
+        raise OpError(
+            op, f"its interpreter function gave {len(results)} results for {len(op.results)}"
+        )
+    for i, (value, result) in enumerate(zip(results, op.results, strict=True)):
+        if isinstance(result.type, DTensorType) and not isinstance(value, DistTensor):
+            raise OpError(
+                op,
+                f"its interpreter function gave a {type(value).__name__} for result #{i} "
+                f"({result.type}): a !dtensor.tensor is a ccopt.interpreters.distributed."
+                "DistTensor",
+            )
+
+
 class RunningOps(Interpreter.Listener):
     """The ops being interpreted, innermost last, so that an error is reported at the op that
     raised it; an op that no interpreter functions implement is refused when it is reached."""
@@ -49,6 +69,12 @@ class RunningOps(Interpreter.Listener):
     def __init__(self, functions: Sequence[InterpreterFunctions]):
         # xDSL's Interpreter reads the same per-class table (`_impls`) when functions register
         self.implemented = {op for f in functions for op, _ in type(f)._impls()}  # pyright: ignore[reportPrivateUsage]
+        self.from_plugins = {
+            op
+            for f in functions
+            if type(f) in PLUGIN_FUNCTIONS.values()
+            for op, _ in type(f)._impls()  # pyright: ignore[reportPrivateUsage]
+        }
         self.stack: list[Operation] = []
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
@@ -61,6 +87,8 @@ class RunningOps(Interpreter.Listener):
         self.stack.append(op)
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        if type(op) in self.from_plugins:
+            check_plugin_results(op, results)
         self.stack.pop()
 
     def located(self, error: Exception) -> Exception:

@@ -5,6 +5,7 @@ meaning; `ccopt --help` lists them from `ccopt.passes.catalog` (generated from t
 `python -m ccopt.passes.make_catalog`) so that asking for help imports no pass module.
 """
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -242,9 +243,50 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
         raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
     try:
         _refuse_repeated_options(spec)
-        return PassPipeline.parse_spec(PASSES, _decimal_exponents(spec), callback)
+        return _pipeline(_decimal_exponents(spec), callback)
     except (ValueError, ArgSpecParseError) as e:
         raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
+
+
+def _pipeline(spec: str, callback: Callable[..., None] | None) -> PassPipeline:
+    """`PassPipeline.parse_spec`, where a whole number is also a value of a float option
+    (`my-scale{factor=2}`: xDSL refused "given (2,), expected float", which a plugin's option
+    typed `float` meets; ccopt's own are typed `float | int`)."""
+    from xdsl.utils.arg_spec import ArgSpec
+    from xdsl.utils.arg_spec import parse_pipeline as parse_specs
+
+    specs = tuple(parse_specs(spec))
+    unknown = [p.name for p in specs if p.name not in PASSES]
+    if unknown:
+        raise ValueError(f"Unrecognized passes: {unknown}")
+    passes = []
+    for p in specs:
+        cls = PASSES[p.name]()
+        floats = _float_options(cls)
+        parameters = {
+            k: tuple(float(v) if _whole(v) and k.replace("-", "_") in floats else v for v in vs)
+            for k, vs in p.parameters.items()
+        }
+        passes.append(cls.from_pass_spec(ArgSpec(p.name, parameters)))
+    return PassPipeline(tuple(passes), callback)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _float_options(cls: type[ModulePass]) -> set[str]:
+    """The options of a pass that take floats and not ints (`float`, `float | None`,
+    `tuple[float, ...]`)."""
+    import typing
+
+    out = set()
+    for name, hint in typing.get_type_hints(cls).items():
+        args = set(typing.get_args(hint)) - {type(None), Ellipsis}
+        kinds = args or {hint}
+        if float in kinds and int not in kinds:
+            out.add(name)
+    return out
 
 
 def _refuse_repeated_options(spec: str) -> None:
@@ -295,30 +337,66 @@ def _decimal_exponents(spec: str) -> str:
 
 def register_pass(pass_class: type[ModulePass]) -> type[ModulePass]:
     """Make a researcher's own pass available to `ccopt -p` and `check_pipeline` under its
-    `name`; usable as a class decorator in a plugin (see `load_plugin`)."""
-    PASSES[pass_class.name] = lambda: pass_class
+    `name`; usable as a class decorator in a plugin (see `load_plugin`). A class without a
+    name, a built-in pass's name and a name another class has are refused (the last
+    registration had silently won, `cse` included); the same class again (a plugin loaded
+    twice) is fine."""
+    from ccopt.diagnostics import CcoptError
+
+    name = getattr(pass_class, "name", None)
+    if not isinstance(name, str) or not name:
+        raise CcoptError(
+            f"register_pass: {getattr(pass_class, '__qualname__', pass_class)!r} has no `name` "
+            "(a class attribute: the kebab-case name `ccopt -p` calls it by)"
+        )
+    if name in BUILTIN_PASSES:
+        raise CcoptError(f"register_pass: '{name}' is a built-in pass; choose another name")
+    known = PASSES.get(name)
+    if known is not None and _identity(known()) != _identity(pass_class):
+        raise CcoptError(
+            f"register_pass: '{name}' is already {_identity(known())[1]} "
+            f"(from {_identity(known())[0]}); choose another name"
+        )
+    PASSES[name] = lambda: pass_class
     return pass_class
 
 
-def load_plugin(spec: str) -> None:
+def _identity(cls: type) -> tuple[str, str]:
+    return cls.__module__, cls.__qualname__
+
+
+def load_plugin(spec: str | os.PathLike[str]) -> None:
     """Import a plugin - a `.py` file or a module name - whose import registers passes (and
-    dialects, with `ccopt.dialects.register_dialect`)."""
+    dialects, with `ccopt.dialects.register_dialect`). A file is imported as the module
+    `ccopt_plugin_<stem>`, in `sys.modules` while it runs (dataclasses, pickling and
+    `from __future__ import annotations` look it up there)."""
     import importlib
     import importlib.util
+    import sys
     from pathlib import Path
 
     from ccopt.diagnostics import CcoptError, LocatedError
 
+    spec = os.fspath(spec)
+    path = Path(spec)
     try:
         if spec.endswith(".py"):
-            path = Path(spec)
-            module_spec = importlib.util.spec_from_file_location(f"ccopt_plugin_{path.stem}", path)
+            name = f"ccopt_plugin_{path.stem}"
+            module_spec = importlib.util.spec_from_file_location(name, path)
             if module_spec is None or module_spec.loader is None or not path.is_file():
                 raise CcoptError(f"cannot load plugin '{spec}': no such file")
             module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
+            sys.modules[name] = module
+            PLUGIN_FILES.add(os.path.abspath(path))
+            try:
+                module_spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
         else:
-            importlib.import_module(spec)
+            imported = importlib.import_module(spec)
+            if getattr(imported, "__file__", None):
+                PLUGIN_FILES.add(os.path.abspath(imported.__file__))  # type: ignore[arg-type]
     except CcoptError:
         raise
     except ImportError as e:
@@ -332,13 +410,39 @@ def load_plugin(spec: str) -> None:
         ) from None
     except Exception as e:  # noqa: BLE001 - the plugin is the user's code: whatever its import
         # raises is their error to read, as a message that says where, not ccopt's traceback
-        raise CcoptError(f"cannot load plugin '{spec}': {_where(e)}") from None
+        raise CcoptError(f"cannot load plugin '{spec}': {where(e, path)}") from None
 
 
-def _where(error: Exception) -> str:
-    """`RuntimeError: boom (plugin.py:3)`: the exception and the plugin's line that raised it."""
+PLUGIN_FILES: set[str] = set()
+"""The files of the plugins loaded: an exception raised in one is the plugin's error."""
+
+
+def plugin_error(error: BaseException) -> Exception | None:
+    """A CcoptError for an exception a plugin's code raised while a pipeline ran (its pass, or
+    its interpreter functions): the plugin's line and message, as `load_plugin` reports what
+    its import raises, where Python's traceback through ccopt would hide it; None for an
+    exception of ccopt's own (a defect to see whole)."""
+    import traceback
+
+    from ccopt.diagnostics import CcoptError
+
+    if not PLUGIN_FILES or isinstance(error, CcoptError):
+        return None
+    frames = traceback.extract_tb(error.__traceback__)
+    mine = [f for f in frames if os.path.abspath(f.filename) in PLUGIN_FILES]
+    if not mine:
+        return None
+    return CcoptError(f"plugin code failed: {where(error, mine[-1].filename)}")
+
+
+def where(error: BaseException, path: os.PathLike[str] | str | None = None) -> str:
+    """`RuntimeError: boom (plugin.py:3)`: the exception and the line that raised it - the
+    last one in `path` (the plugin) where it has one, not a library's below it."""
     import traceback
 
     frames = traceback.extract_tb(error.__traceback__)
+    if path is not None:
+        mine = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)]
+        frames = mine or frames
     place = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(error).__name__}: {error}{place}"

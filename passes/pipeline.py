@@ -12,7 +12,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from ccopt.diagnostics import CcoptError, first_line
 from ccopt.ir import inherit_locations, make_context, verify_module
-from ccopt.passes import parse_pipeline
+from ccopt.passes import parse_pipeline, plugin_error
 from ccopt.passes.unchanged import take_unchanged
 
 
@@ -92,3 +92,8 @@ def run_pipeline(module: ModuleOp, pipeline: str) -> None:
         raise
     except DiagnosticException as e:
         raise CcoptError(f"pipeline '{pipeline}' failed: {first_line(e)}") from None
+    except Exception as e:
+        from_plugin = plugin_error(e)
+        if from_plugin is None:
+            raise
+        raise from_plugin from None

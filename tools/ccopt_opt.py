@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -165,9 +164,13 @@ class CcoptMain(xDSLOptMain):
         means something only where a function is emitted."""
         if self.args.build and target not in ("mlir", *BUILD_TARGETS):
             raise CcoptError(f"--build compiles what -t cuda emits: -t {target} cannot go with it")
-        for arch in self.args.arch or ():
-            if not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
-                raise CcoptError(f"--arch {arch}: expected a GPU architecture like sm_80 or sm_90a")
+        if self.args.arch:
+            from ccopt.backends.cuda.build import check_archs
+
+            try:
+                check_archs(self.args.arch)
+            except CcoptError as e:
+                raise CcoptError(f"--{e}") from None
         if self.args.arch and not self.args.build:
             raise CcoptError("--arch: only --build compiles (give --build, or leave --arch out)")
         if self.args.entry is None:
@@ -315,6 +318,13 @@ class CcoptMain(xDSLOptMain):
             raise
         except DiagnosticException as e:
             raise CcoptError(first_line(e)) from None
+        except Exception as e:
+            from ccopt.passes import plugin_error
+
+            from_plugin = plugin_error(e)
+            if from_plugin is None:
+                raise
+            raise from_plugin from None
         if not self.args.disable_verify:
             forget_verifications(module)  # (nothing verifies it again: memory while printing)
         with printing_op_warnings(source):  # (targets lower and emit: their warnings too)

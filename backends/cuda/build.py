@@ -203,6 +203,8 @@ def build(
     from ccopt.passes.pipeline import run_pipeline
     from ccopt.program import bind_mesh, load_program
 
+    archs = check_archs(archs)
+    check_build_options(cache_dir, nccl_max_ctas)
     module = load_program(program)  # type: ignore[arg-type]
     bind_mesh(module, mesh)  # type: ignore[arg-type]
     if pipeline:
@@ -218,6 +220,30 @@ def build(
     if not target.exists():
         compile_module(source, binding, module_name, archs, directory)
     return import_module(target, module_name)
+
+
+def check_archs(archs: Sequence[str] | str) -> tuple[str, ...]:
+    """GPU architectures as nvcc's `sm_XY` names (one name alone is one architecture: iterated
+    as a sequence, "sm_90" was four letters, each passed to nvcc)."""
+    import re
+
+    from ccopt.diagnostics import CcoptError
+
+    listed = (archs,) if isinstance(archs, str) else tuple(archs)
+    for arch in listed:
+        if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
+            raise CcoptError(f"arch {arch}: expected a GPU architecture like sm_80 or sm_90a")
+    return listed
+
+
+def check_build_options(cache_dir: str | os.PathLike[str] | None, nccl_max_ctas: object) -> None:
+    """What `build` is given beside the program, checked before anything is lowered."""
+    from ccopt.diagnostics import CcoptError
+
+    if not isinstance(nccl_max_ctas, int) or isinstance(nccl_max_ctas, bool) or nccl_max_ctas < 0:
+        raise CcoptError(f"nccl_max_ctas must be an integer >= 0, got {nccl_max_ctas!r}")
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise CcoptError(f"cache_dir '{os.fspath(cache_dir)}' is a file, not a directory")
 
 
 INLINE_MAX_OPS = 32

@@ -1,0 +1,41 @@
+"""`ccopt.build`'s own arguments are checked before anything is lowered or compiled: one
+architecture given as a string is one architecture (it was iterated letter by letter into
+nvcc's -gencode flags), a negative CTA cap and a cache directory that is a file are errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ccopt
+from ccopt.backends.cuda.build import check_archs
+from ccopt.diagnostics import CcoptError
+
+SGD = Path(__file__).resolve().parents[2] / "examples" / "sgd.mlir"
+
+
+def test_one_architecture_as_a_string() -> None:
+    assert check_archs("sm_90") == ("sm_90",)
+    assert check_archs(["sm_80", "sm_90a"]) == ("sm_80", "sm_90a")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"archs": "90"}, "arch 90: expected a GPU architecture like sm_80"),
+        ({"archs": ["sm_80", 90]}, "arch 90: expected"),
+        ({"nccl_max_ctas": -3}, "nccl_max_ctas must be an integer >= 0, got -3"),
+        ({"nccl_max_ctas": 2.5}, "nccl_max_ctas must be an integer >= 0, got 2.5"),
+    ],
+)
+def test_bad_build_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(CcoptError, match=message):
+        ccopt.build(SGD, **kwargs)
+
+
+def test_a_cache_dir_that_is_a_file(tmp_path: Path) -> None:
+    file = tmp_path / "cache"
+    file.write_text("")
+    with pytest.raises(CcoptError, match="is a file, not a directory"):
+        ccopt.build(SGD, cache_dir=file)
