@@ -97,6 +97,9 @@ class OpError(CcoptError, DiagnosticException):
     def __init__(self, op: Operation, message: str):
         super().__init__(message)
         self.op, self.message = op, message
+        # Python's display of the exception (a `ccopt.run` caller's traceback) says which op
+        # and where, below the message; str() stays the message that tools render and wrap
+        self.add_note(render_at_op(op, message, None, "error").split("\n")[0])
 
     def render(self, source: SourceText | None = None) -> str:
         return render_at_op(self.op, self.message, source, "error")

@@ -282,9 +282,8 @@ def collective_cases(draw, op: str, mesh_shapes=None):
         assume(offsets)
         c.offset = draw(st.sampled_from(offsets))
     if op in TAKES_OPTIONS:
-        algorithm = draw(
-            st.sampled_from(["", " algorithm ring", " algorithm tree", " algorithm direct"])
-        )
+        hints = [h.value for h in coll.ALGORITHM_HINTS[f"coll.{op}"]]  # (those it takes)
+        algorithm = draw(st.sampled_from(["", *(f" algorithm {h}" for h in hints)]))
         chunks = draw(st.sampled_from(["", "", " chunks 2"]))
         c.options = algorithm + chunks
     placements = []
