@@ -2,7 +2,9 @@
 
 `ccopt-plan axonn --emit layer.mlir` writes the chosen grid as this program, so the rest of
 ccopt (the interpreter's proof, the simulator, code generation) applies to AxoNN's layout. The
-mesh is `[data, depth, row, col]` (column innermost, AxoNN's rank order). The layer is AxoNN's
+mesh is `[data, row, col, depth]` (`AXES`: depth innermost, where AxoNN numbers ranks column
+innermost; ccopt composes splits of one dimension in mesh order and gathers over the innermost
+splitter, which depth's ZeRO split of the weights must be). The layer is AxoNN's
 four linear layers - the attention projections (Q, K and V as three H x H layers: the K = 3 QKV
 layer's traffic split in three), the transposed attention output, FC1 and the transposed FC2 -
 with a residual after each half; the layer computes its forward pass and its backward pass from
@@ -134,7 +136,7 @@ def weight_shape(hidden: int, k: int, transposed: bool) -> tuple[int, int]:
 
 
 def emit_layer(grid: Grid, shape: LayerShape) -> str:
-    """The layer's program text on a `[data, depth, row, col]` mesh of `grid`'s sizes."""
+    """The layer's program text on a `[data, row, col, depth]` mesh of `grid`'s sizes."""
     w = _Writer(shape.element)
     h, m = shape.hidden, shape.tokens
     act_in = w.ty((m, h), ACT_IN)

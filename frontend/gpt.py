@@ -59,6 +59,14 @@ class GPTShape:
                 raise CcoptError(f"a GPT needs {name} >= 1, got {getattr(self, name)}")
         if self.ffn < 0:
             raise CcoptError(f"a GPT needs ffn >= 1 (or 0: 4 x hidden), got {self.ffn}")
+        if self.layers > MAX_LAYERS:
+            # the step is a call per layer: a mistyped count would build for hours
+            raise CcoptError(f"a GPT of {self.layers} layers: at most {MAX_LAYERS} are built")
+        if self.batch * self.seq >= 2**63:
+            # the weight gradients contract over batch x seq tokens, one dimension
+            raise CcoptError(
+                f"batch x seq = {self.batch * self.seq} tokens do not fit in a 64-bit dimension"
+            )
 
     @property
     def ffn_size(self) -> int:
@@ -68,6 +76,11 @@ class GPTShape:
     def head_size(self) -> int:
         return self.hidden // self.heads
 
+
+MAX_LAYERS = 1_000
+"""The deepest stack `GPTShape` accepts: GPT-640B has 192 layers. The step's function takes 36
+arguments per layer, and xDSL 0.74 adds or clones block arguments one tuple copy each (quadratic):
+1,000 layers build in tens of seconds, 10,000 would take hours."""
 
 FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
 """What a GPT may compute in: layernorm, softmax and GELU need a float type."""
@@ -135,6 +148,12 @@ class Layout:
         unknown = [a for a in (*data, *tensor) if a not in axes]
         if unknown:
             raise CcoptError(f"no mesh axis {', '.join(unknown)} (axes: {', '.join(axes)})")
+        both = [a for a in axes if a in data and a in tensor]
+        if both:
+            raise CcoptError(
+                f"mesh axes {', '.join(both)} named both data- and tensor-parallel: "
+                "an axis splits either the batch or the weights"
+            )
 
         def per_axis(on_data: Placement, on_tensor: Placement) -> tuple[Placement, ...]:
             return tuple(on_data if a in data else on_tensor if a in tensor else R for a in axes)
@@ -161,19 +180,19 @@ class Layout:
         return Layout(unknown, unknown, unknown, unknown, unknown, unknown)
 
     @property
-    def is_open(self) -> bool:
-        return any(
-            isinstance(p, OpenAttr)
-            for placements in (
-                self.activation,
-                self.column_weight,
-                self.column_bias,
-                self.row_weight,
-                self.replicated,
-                self.mask,
-            )
-            for p in placements
+    def classes(self) -> tuple[tuple[Placement, ...], ...]:
+        return (
+            self.activation,
+            self.column_weight,
+            self.column_bias,
+            self.row_weight,
+            self.replicated,
+            self.mask,
         )
+
+    @property
+    def is_open(self) -> bool:
+        return any(isinstance(p, OpenAttr) for placements in self.classes for p in placements)
 
     def argument(self, name: str) -> tuple[Placement, ...]:
         """The placements of a layer-stack argument by its name: activations (`x`, `dy`,
@@ -491,8 +510,8 @@ def gpt_step(
     seq: int | None = None,
     layout: Layout | None = None,
     dtype: str = "f32",
-    data_axes: Sequence[str] | None = None,
-    tensor_axes: Sequence[str] | None = None,
+    data_axes: str | Sequence[str] | None = None,
+    tensor_axes: str | Sequence[str] | None = None,
     with_optimizer: bool = True,
 ) -> Program:
     """One training step of a GPT stack: forward through every layer, a mean-squared-error
@@ -504,6 +523,12 @@ def gpt_step(
     them. Without the optimizer the step returns the loss, the gradient of the input `dx` and
     every layer's parameter gradients `l{i}_d<name>` (reduced over the data axes), for
     checking gradients."""
+    if layout is not None:
+        check_layout_fits(layout, list(mesh) if mesh is not None else ["dp", "tp"])
+        if data_axes is not None or tensor_axes is not None:
+            raise CcoptError(
+                "a layout places every tensor: data_axes and tensor_axes apply only without one"
+            )
     if layout is not None and layout.is_open:
         # ops are built on concrete types: build the replicated step, then open it
         axes = list(mesh) if mesh is not None else ["dp", "tp"]
@@ -533,8 +558,10 @@ def gpt_step(
     axes = dict(mesh) if mesh is not None else {"dp": 2, "tp": 2}
     p = Program("gpt_step", "m", **axes)
     if layout is None:  # by default 'dp' and 'tp', where the mesh has them
-        data = data_axes if data_axes is not None else [a for a in ("dp",) if a in axes]
-        tensor = tensor_axes if tensor_axes is not None else [a for a in ("tp",) if a in axes]
+        data = axis_list(data_axes) if data_axes is not None else [a for a in ("dp",) if a in axes]
+        tensor = (
+            axis_list(tensor_axes) if tensor_axes is not None else [a for a in ("tp",) if a in axes]
+        )
         layout = Layout.megatron(list(axes), data, tensor)
     builder = LayerBuilder(p, shape, layout, dtype)
     forward, backward = builder.forward_function(), builder.backward_function()
@@ -579,6 +606,23 @@ def gpt_step(
     return p
 
 
+def axis_list(axes: str | Sequence[str]) -> list[str]:
+    """A role's axes; one name alone (`data_axes="dp"`) is that axis, not its letters."""
+    return [axes] if isinstance(axes, str) else list(axes)
+
+
+def check_layout_fits(layout: Layout, axes: Sequence[str]) -> None:
+    """A layout has one placement per mesh axis in every class: one written for another mesh
+    would fail on the first op, or (opened) in the verifier, far from the cause."""
+    counts = {len(placements) for placements in layout.classes}
+    if counts != {len(axes)}:
+        given = " or ".join(str(n) for n in sorted(counts))
+        raise CcoptError(
+            f"the layout gives {given} placements per tensor, the mesh has {len(axes)} axes "
+            f"({', '.join(axes)})"
+        )
+
+
 def open_placements(module: ModuleOp, layout: Layout) -> None:
     """Open a fully replicated GPT step (no collectives: every op's meaning is placement-free):
     each function argument takes its class's placements from `layout` (`?` where open, given
@@ -617,10 +661,18 @@ def open_placements(module: ModuleOp, layout: Layout) -> None:
 
 def causal_mask(seq: int, dtype: str = "float32") -> object:
     """The additive causal mask: 0 on and below the diagonal, -1e9 above (a large negative
-    number rather than -inf keeps fully masked rows finite)."""
+    number rather than -inf keeps fully masked rows finite; f16, whose largest number is 65504,
+    gets half its most negative one, so that adding a score stays finite). `dtype` is a GPT's
+    (`f16`, `bf16`, `f32`, `f64`: numpy reads `f16` as a 16-byte float) or a numpy dtype."""
+    import ml_dtypes
     import numpy as np
 
-    return np.triu(np.full((seq, seq), -1e9, dtype=dtype), 1)
+    from ccopt.frontend.program import dtype_of
+    from ccopt.interpreters.distributed import numpy_dtype
+
+    np_dtype = numpy_dtype(dtype_of(dtype)) if dtype in FLOAT_DTYPES else np.dtype(dtype)
+    fill = max(-1e9, float(ml_dtypes.finfo(np_dtype).min) / 2)
+    return np.triu(np.full((seq, seq), fill, dtype=np_dtype), 1)
 
 
 def _axes_option(given: str | None, default: str, mesh: Mapping[str, int]) -> list[str]:
@@ -693,16 +745,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             seq=args.seq,
             dtype=args.dtype,
             layout=Layout.open(list(mesh)) if args.open else None,
-            data_axes=data,
-            tensor_axes=tensor,
+            data_axes=None if args.open else data,  # (open: auto-shard gives the roles)
+            tensor_axes=None if args.open else tensor,
         )
         text = str(step.module) + "\n"
-    except CcoptError as e:
+        if args.output:
+            write_atomic(args.output, text)
+        else:
+            print(text, end="")
+    except CcoptError as e:  # also an output that cannot be written (OutputError)
         parser.exit(1, f"error: {e}\n")
-    if args.output:
-        write_atomic(args.output, text)
-    else:
-        print(text, end="")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import CcoptError
@@ -226,6 +227,17 @@ def dtype_of(name: str | Attribute) -> Attribute:
         raise CcoptError(f"unknown element type '{name}' (one of {', '.join(DTYPES)})") from None
 
 
+AXIS_NAME_TAIL = re.compile(r"[a-zA-Z0-9_$.]*")
+
+
+def is_axis_name(name: str) -> bool:
+    """Whether `dtensor.mesh` parses `name` back: an MLIR bare identifier (xDSL's lexer starts
+    one at any letter, then reads ASCII letters, digits, `_`, `$` and `.`)."""
+    return (name[:1].isalpha() or name[:1] == "_") and AXIS_NAME_TAIL.fullmatch(
+        name[1:]
+    ) is not None
+
+
 class Program:
     """One function on one mesh, built op by op, then scheduled with ccopt's passes."""
 
@@ -237,9 +249,16 @@ class Program:
         problem = mesh_problem(mesh_name, list(axes), list(axes.values()))
         if problem is not None:
             raise CcoptError(problem)
+        for axis in axes:
+            if not is_axis_name(axis):
+                raise CcoptError(
+                    f"mesh axis name '{axis}' is not an identifier (a letter or '_', then "
+                    "letters, digits, '_', '$' or '.'): the printed program would not parse"
+                )
         self.mesh = Mesh(mesh_name, tuple(axes), tuple(axes.values()))
         self.name = name
-        self.block = Block()
+        self._block = Block()
+        self._arguments: list[BlockArgument] = []
         self.results: list[Tensor] = []
         self._module: ModuleOp | None = None
         self._original: ModuleOp | None = None
@@ -248,12 +267,21 @@ class Program:
         self._tags = itertools.count()
 
     # --- building ---------------------------------------------------------------------------
+    @property
+    def block(self) -> Block:
+        """The function's body, its arguments up to date (`input` adds them in one go here)."""
+        if len(self._block.args) != len(self._arguments):
+            # xDSL keeps block arguments in a tuple: adding them one by one copies it each time,
+            # which took minutes for a 1,000-layer GPT step's 36,000 arguments
+            self._block._args = tuple(self._arguments)  # pyright: ignore[reportPrivateUsage]
+        return self._block
+
     def _building(self) -> Block:
         if self._func is not None:
             raise CcoptError(
                 "the program is already scheduled; build everything before scheduling it"
             )
-        return self.block
+        return self._block
 
     def placements(self, placements: Sequence[Placement] | Placement) -> list[Placement]:
         ps = [placements] if isinstance(placements, Placement) else list(placements)
@@ -279,8 +307,10 @@ class Program:
     ) -> Tensor:
         """A function argument (`placements`: one per mesh axis)."""
         block = self._building()
-        arg = block.insert_arg(self.tensor_type(shape, dtype, placements), len(block.args))
+        t = self.tensor_type(shape, dtype, placements)
+        arg = BlockArgument(t, block, len(self._arguments))
         arg.name_hint = name
+        self._arguments.append(arg)
         return Tensor(self, arg)
 
     def emit(self, op: Operation) -> Tensor:

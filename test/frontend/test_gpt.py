@@ -197,3 +197,14 @@ def test_the_example_is_the_generators_output(tmp_path: Path) -> None:
     out = tmp_path / "gpt.mlir"
     assert main(["--model", "tiny", "--mesh", "dp=2,tp=2", "--layers", "2", "-o", str(out)]) == 0
     assert out.read_text() == (ROOT / "examples" / "gpt_stack.mlir").read_text()
+
+
+def test_open_on_the_command_line_leaves_every_placement_open(tmp_path: Path) -> None:
+    """`--open` is the auto-parallel issue's way in (README's auto-shard commands start there)."""
+    out = tmp_path / "open.mlir"
+    assert (
+        main(["--model", "tiny", "--mesh", "dp=2,tp=2", "--layers", "2", "--open", "-o", str(out)])
+        == 0
+    )
+    text = out.read_text()
+    assert "@m[?, ?]" in text and "@m[S(" not in text
