@@ -106,10 +106,12 @@ from ccopt.dialects.dtensor_type import (
     Placement,
     R,
     SplitAttr,
+    V,
+    VaryingAttr,
 )
 from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import candidates
-from ccopt.mesh import Mesh
+from ccopt.mesh import Mesh, local_slices
 from ccopt.passes.options import option
 from ccopt.passes.placement_search import (
     NODE_LIMIT,
@@ -329,8 +331,7 @@ class Cost:
         self.held_matrices: dict[tuple, np.ndarray] = {}
         self.holding: dict[tuple[DTensorType, Placements, Placements], float] = {}
         self.machine = None
-        self.links: dict[int, list] = {}
-        """The network dimensions each mesh axis's groups span (`seconds`)."""
+        self.collectives: dict[tuple[str, int, tuple[int, ...], str | None], float] = {}
         self.credit: OverlapCredit | None = None
         self.tie_break = TIME_TIE_BREAK if objective == "time" else TIE_BREAK
         if objective == "time":
@@ -386,35 +387,53 @@ class Cost:
         return known
 
     def convert(self, t: DTensorType, start: Placements, goal: Placements) -> float:
-        """Each changed axis is one collective: its bytes (or seconds), plus a launch - one
-        byte, or the GPU's launch overhead - so that among equal traffic fewer ops win (a
-        local slice is free of traffic, not of work)."""
+        """Each changed axis is one collective: its bytes plus one byte for its launch, so
+        that among equal traffic fewer ops win (a local slice is free of traffic, not of
+        work); with a machine, what the program simulator gives a program of that collective
+        alone (`collective`)."""
         if not nests(t, start, goal, self.mesh):
             return math.inf
-        total = 0.0
-        for axis, nbytes in conversion_collectives(t, start, goal, self.mesh):
-            if self.machine is None:
-                total += nbytes + 1.0
-            elif math.isinf(nbytes):
-                total += nbytes
-            else:
-                total += self.seconds(nbytes, axis) + self.machine.gpu.launch_ns * 1e-9
+        if self.machine is None:
+            return sum(
+                nbytes + 1.0 for _, nbytes in conversion_collectives(t, start, goal, self.mesh)
+            )
+        total, current = 0.0, start
+        for axis in conversion_order(start, goal):
+            kind = step_kind(current[axis], goal[axis])
+            after = (*current[:axis], goal[axis], *current[axis + 1 :])
+            if kind is None:
+                return math.inf
+            if kind:  # an open axis takes the goal for free
+                moved = after if kind in ("all_gather", "slice") else current
+                total += self.collective(kind, block_bytes(t, moved, self.mesh), (axis,))
+            current = after
         return total
 
-    def seconds(self, ring_bytes: float, axis: int) -> float:
-        """`ring_bytes` per device moved by a ring over one mesh axis of the machine (mesh axes
-        laid out innermost last, as ranks are numbered): α per step plus β per byte of each
-        network dimension the group spans."""
-        from ccopt.sim.cost import links
-        from ccopt.sim.grid4d import group_span
+    def collective(
+        self, kind: str, nbytes: int, axes: tuple[int, ...], algorithm: str | None = None
+    ) -> float:
+        """Seconds of one collective of `kind` (a `ccopt.sim.cost` kind, or "slice": a local
+        copy) of `nbytes` (`ccopt.sim.work.collective_bytes`' n; a slice's output) over mesh
+        `axes`, as the program simulator times a program of it alone: the host's launch, then
+        `collective_ns` on the network dimensions the group spans (hierarchical across them,
+        the machine's algorithm per dimension, its NIC sharing, γ for reductions), or a copy
+        at HBM bandwidth. Remembered per (kind, bytes, axes, algorithm): the search asks for
+        the same few thousands of times."""
+        from ccopt.sim import cost
 
-        assert self.machine is not None
-        p = self.mesh.axis_sizes[axis]
-        dims = self.links.get(axis)
-        if dims is None:  # the network dimensions an axis spans: one look-up per axis
-            stride = math.prod(self.mesh.axis_sizes[axis + 1 :])
-            dims = self.links[axis] = links(self.machine, group_span(stride, p, self.machine))
-        return sum((p - 1) * d.alpha + ring_bytes * d.beta for d in dims) * 1e-9
+        key = (kind, nbytes, axes, algorithm)
+        known = self.collectives.get(key)
+        if known is not None:
+            return known
+        machine = self.machine
+        assert machine is not None
+        if kind == "slice":
+            ns = cost.roofline_ns(0.0, 2.0 * nbytes, 1.0, machine.gpu.hbm_bytes_per_ns)
+        else:
+            dims = cost.links(machine, machine.span(self.mesh, axes), algorithm)
+            ns = cost.collective_ns(kind, float(nbytes), dims, cost.gamma(machine))
+        known = self.collectives[key] = (ns + machine.gpu.launch_ns) * 1e-9
+        return known
 
     def compute(self, op: Operation, signature: Signature) -> float:
         """A matmul's local GEMM at the GPU's roofline (other ops are bandwidth-bound and
@@ -435,13 +454,46 @@ class Cost:
         return flops / (self.machine.gpu.peak("bf16") * 0.8)
 
 
+def step_kind(current: Placement, target: Placement) -> str | None:
+    """The collective `convert` writes to change one mesh axis from `current` to `target`, by
+    its `ccopt.sim.cost` kind ("slice": a local slice; "": nothing to do); None where no
+    collective does it."""
+    if current == target or isinstance(current, OpenAttr):
+        return ""
+    if isinstance(target, PartialAttr | VaryingAttr | OpenAttr) or isinstance(current, VaryingAttr):
+        return None
+    if isinstance(current, PartialAttr):
+        return "all_reduce" if target == R else "reduce_scatter"
+    if isinstance(current, SplitAttr):
+        return "all_gather" if target == R else "all_to_all"
+    return "slice"
+
+
+@lru_cache(maxsize=1 << 16)
+def block_bytes(t: DTensorType, placements: Placements, mesh: Mesh) -> int:
+    """Bytes of the largest block of `t` under `placements` (the first: ceil-div blocks), the
+    one the simulator prices a collective by (NCCL moves equal counts)."""
+    split = [p.split_dim if isinstance(p, SplitAttr) else None for p in placements]
+    blocks = local_slices(t.get_shape(), split, mesh.axis_sizes, [0] * len(placements))
+    return math.prod(b.stop - b.start for b in blocks) * element_bytes(t)
+
+
 def collective_cost(op: Operation, signature: Signature, cost: Cost) -> float:
-    """A written collective's own traffic under a signature (0 for other ops)."""
+    """A written collective's own cost under a signature (0 for other ops): with a machine,
+    the collective itself over its axes (`Cost.collective`: one hierarchical collective over
+    several axes, a shift's message, which a conversion between its placements misses)."""
     if not isinstance(op, coll.CollectiveOp):
         return 0.0
     t, start = op.operands[0].type, signature.operands[0]
     assert isinstance(t, DTensorType) and start is not None
-    return cost.conversion(t, start, signature.result)
+    from ccopt.sim.work import COLLECTIVE_KINDS, collective_algorithm, collective_axes
+
+    kind = "slice" if isinstance(op, coll.SliceOp) else COLLECTIVE_KINDS.get(type(op))
+    if cost.machine is None or kind is None:
+        return cost.conversion(t, start, signature.result)
+    moved = signature.result if kind in ("all_gather", "slice") else start
+    axes = collective_axes(op, cost.mesh)
+    return cost.collective(kind, block_bytes(t, moved, cost.mesh), axes, collective_algorithm(op))
 
 
 def nests(t: DTensorType, start: Placements, goal: Placements, mesh: Mesh) -> bool:
@@ -662,18 +714,18 @@ def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
     per_axis: list[list[tuple[tuple[Placement, ...], Placement]]] = []
     # a dtensor op's rule on one axis (the others R) depends on that axis's size only: axes of
     # one size share the inference (a collective's depends on its group)
-    inferred: dict[int, list[tuple[tuple[Placement, ...], Placement | None]]] = {}
-    # what the op reads may differ from what the producer gives: the edge converts
-    choices = [candidates(types[i]) for i in dist]  # type: ignore[arg-type]
+    inferred: dict[tuple, list[tuple[tuple[Placement, ...], Placement | None]]] = {}
     for axis in range(mesh.ndim):
         options = []
         size = mesh.axis_sizes[axis]
-        if isinstance(op, coll.CollectiveOp) or size not in inferred:
-            inferred[size] = [
+        choices = axis_choices(op, types, dist, axis)
+        key = (size, choices)
+        if isinstance(op, coll.CollectiveOp) or key not in inferred:
+            inferred[key] = [
                 (combo, _infer_axis(op, types, dist, axis, combo, mesh))
                 for combo in product(*choices)
             ]
-        for combo, got in inferred[size]:
+        for combo, got in inferred[key]:
             if got is None:
                 continue
             want = declared.placement_list[axis]
@@ -704,6 +756,30 @@ def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
         if len(out) >= limit:
             break
     return out
+
+
+def axis_choices(
+    op: Operation, types: Sequence[Attribute], dist: list[int], axis: int
+) -> tuple[tuple[Placement, ...], ...]:
+    """What each distributed operand may be read at on `axis`: what the producer gives may
+    differ, the edge converts (`candidates`); and V where the op holds pipeline stages there
+    (an operand, or its result, annotated V on the axis): no collective makes or undoes V, so
+    a value at V is read at V and an open one beside it may be too."""
+    values = [types[i] for i in dist] + [op.results[0].type]
+    varying = any(
+        isinstance(t, DTensorType) and isinstance(t.placement_list[axis], VaryingAttr)
+        for t in values
+    )
+    out = []
+    for i in dist:
+        t = types[i]
+        assert isinstance(t, DTensorType)
+        given = t.placement_list[axis]
+        if isinstance(given, VaryingAttr):
+            out.append((given,))
+        else:
+            out.append((*candidates(t), *((V,) if varying else ())))
+    return tuple(out)
 
 
 def _infer_axis(

@@ -159,9 +159,9 @@ def test_placement_readme_commands_work_as_written():
         assert r.returncode == 0, (tool, args, r.stderr)
         outputs.append(r.stdout)
     credited, fused, *outputs = outputs
-    assert "%w2: !dtensor.tensor<12288x8192xbf16, @t[S(0)]>" in credited
+    assert "%w2: !dtensor.tensor<57344x8192xbf16, @t[S(0)]>" in credited
     assert "coll.all_reduce sum" in credited and "overlap_credit" in credited
-    assert "%w2: !dtensor.tensor<8192x8192xbf16, @t[S(0)]>" in fused
+    assert "%w2: !dtensor.tensor<24576x6144xbf16, @t[S(0)]>" in fused
     assert "?" not in outputs[0]
     assert "%w1: !dtensor.tensor<4x16xf32, @m[R, S(1)]>" in outputs[1]
     for checked in (outputs[2], outputs[4]):
