@@ -628,6 +628,8 @@ def _reshaped_split(
     for nd in starts:
         if nd >= len(shape) or shape[nd] == 0 or old[d] == 0:
             continue
+        if shape[nd] == 1 != old[d]:
+            continue  # (a size-1 dimension before the group holds no split: the next start)
         if old[d] % shape[nd] == 0 and _group_ends(shape, nd, old[d]) and shape[nd] % ranks == 0:
             return nd  # factored: old[d] = shape[nd] * shape[nd + 1] * ...
         if shape[nd] % old[d] == 0 and _group_ends(old, d, shape[nd]) and old[d] % ranks == 0:

@@ -597,6 +597,9 @@ RESHAPE_ON_MESH = [
     ("2x3x2x8xf32 [R, S(2)]", [2, 4], [2, 3, 16], ("breaks dimension 2, which operand #0 splits", 1)),
     ("4x6xf32 [S(1)]", [3], [4, 3, 2], "4x3x2xf32 [S(1)]"),
     ("4x6xf32 [S(1)]", [3], [4, 2, 3], ("breaks dimension 1, which operand #0 splits", 0)),
+    # a size-1 dimension before the heads holds no split (seq 1 on a size-1 axis chose it)
+    ("4x1x48xf32 [S(2)]", [1], [4, 1, 4, 12], "4x1x4x12xf32 [S(2)]"),
+    ("4x1x48xf32 [S(2)]", [2], [4, 1, 4, 12], "4x1x4x12xf32 [S(2)]"),
 ]
 # fmt: on
 
