@@ -15,6 +15,16 @@ MAX_RANKS = 1 << 20
 absurd size would otherwise surface as minutes of work or an out-of-memory error far away."""
 
 
+def is_axis_name(name: str) -> bool:
+    """Whether `dtensor.mesh` parses `name` back: an MLIR bare identifier (xDSL's lexer starts
+    one at a letter or `_`, then reads ASCII letters, digits, `_`, `$` and `.`)."""
+    import re
+
+    return re.fullmatch(r"[^\W\d][a-zA-Z0-9_$.]*", name) is not None and (
+        name[0].isalpha() or name[0] == "_"
+    )
+
+
 def mesh_problem(name: str, axis_names: Sequence[str], axis_sizes: Sequence[int]) -> str | None:
     """Why these axes make no mesh, or None: the one check behind both the `dtensor.mesh`
     verifier and the front end's `Program`, so that a mesh is refused alike wherever it is
@@ -26,6 +36,12 @@ def mesh_problem(name: str, axis_names: Sequence[str], axis_sizes: Sequence[int]
         return f"{len(names)} axis names but {len(sizes)} sizes"
     if len(set(names)) != len(names):
         return f"mesh axis names must be unique, got {names}"
+    for n in names:
+        if not is_axis_name(n):
+            return (
+                f"mesh axis name '{n}' is not an identifier (a letter or '_', then letters, "
+                "digits, '_', '$' or '.'): the printed program would not parse"
+            )
     for n, s in zip(names, sizes, strict=True):
         if s < 1:
             return f"mesh axis '{n}' has size {s}; sizes must be >= 1"

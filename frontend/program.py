@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -227,17 +226,6 @@ def dtype_of(name: str | Attribute) -> Attribute:
         raise CcoptError(f"unknown element type '{name}' (one of {', '.join(DTYPES)})") from None
 
 
-AXIS_NAME_TAIL = re.compile(r"[a-zA-Z0-9_$.]*")
-
-
-def is_axis_name(name: str) -> bool:
-    """Whether `dtensor.mesh` parses `name` back: an MLIR bare identifier (xDSL's lexer starts
-    one at any letter, then reads ASCII letters, digits, `_`, `$` and `.`)."""
-    return (name[:1].isalpha() or name[:1] == "_") and AXIS_NAME_TAIL.fullmatch(
-        name[1:]
-    ) is not None
-
-
 class Program:
     """One function on one mesh, built op by op, then scheduled with ccopt's passes."""
 
@@ -249,12 +237,6 @@ class Program:
         problem = mesh_problem(mesh_name, list(axes), list(axes.values()))
         if problem is not None:
             raise CcoptError(problem)
-        for axis in axes:
-            if not is_axis_name(axis):
-                raise CcoptError(
-                    f"mesh axis name '{axis}' is not an identifier (a letter or '_', then "
-                    "letters, digits, '_', '$' or '.'): the printed program would not parse"
-                )
         self.mesh = Mesh(mesh_name, tuple(axes), tuple(axes.values()))
         self.name = name
         self._block = Block()
