@@ -229,7 +229,13 @@ def prepare_inputs(
 
 def input_array(name: str, value: object, t: DTensorType) -> np.ndarray:
     """An input as a numpy array (a list or a scalar too); what numpy cannot make one array of
-    (a ragged list) is refused by name."""
+    (a ragged list), and a masked array with masked elements (its mask would be dropped and the
+    hidden values computed with), are refused by name."""
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
+        raise InputError(
+            f"input '{name}' is a masked array with {int(np.ma.count_masked(value))} masked "
+            f"elements: ccopt runs on every element (fill them, e.g. with .filled(0)) ({t})"
+        )
     try:
         return np.asarray(value)
     except (ValueError, TypeError) as e:

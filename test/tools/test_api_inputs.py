@@ -152,3 +152,14 @@ def test_a_mistyped_path_is_missing_not_unparsable_ir(typo: str) -> None:
     with pytest.raises(CcoptError, match=f"^cannot read input file '{re.escape(typo)}': No such"):
         ccopt.run(typo)
     assert is_ir_text("dtensor.mesh @dp [dp=2]") and is_ir_text("")
+
+
+def test_a_masked_array_with_masked_elements_is_refused() -> None:
+    """numpy.asarray dropped the mask: the hidden values were computed with, without a word.
+    A masked array with nothing masked is an array."""
+    g = np.ma.masked_array(np.ones((4, 1030), np.float32), mask=False)
+    g.mask[0, 3] = True
+    with pytest.raises(InputError, match="input 'g' is a masked array with 1 masked elements"):
+        ccopt.run(SGD, {**sgd_inputs(), "g": g})
+    unmasked = np.ma.masked_array(np.ones((4, 1030), np.float32), mask=False)
+    assert ccopt.run(SGD, {**sgd_inputs(), "g": unmasked}).outputs["w"].shape == (1030,)
