@@ -28,7 +28,7 @@ from functools import lru_cache
 from math import prod
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, SymbolRefAttr, UnitAttr, i64
+from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, SymbolRefAttr, UnitAttr, i1, i64
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
@@ -96,6 +96,11 @@ class Algorithm(StrEnum):
 @irdl_attr_definition
 class AlgorithmAttr(EnumAttribute[Algorithm], SpacedOpaqueSyntaxAttribute):
     name = "coll.algorithm"
+
+
+NO_I1_REDUCTION = (ReductionKind.SUM, ReductionKind.PROD)
+"""Reductions a collective refuses on i1: the interpreter's sum of booleans was OR, MLIR's addi
+on i1 is XOR and an NCCL sum of bytes wraps; a product would be min (all)."""
 
 
 def group_axes(mesh: Mesh, axes: Sequence[str]) -> tuple[int, ...]:
@@ -225,6 +230,11 @@ class CollectiveOp(IRDLOperation, ABC):
         """`infer`, computed."""
         axes = props["axes"]
         assert isinstance(axes, MeshAxesAttr)
+        kind = props.get("kind")
+        if kind is not None and t.element_type == i1 and _reduction(props) in NO_I1_REDUCTION:
+            raise InferenceError(
+                f"i1 has no {_reduction(props).value}: reduce i1 values with max (any) or min (all)"
+            )
         group = group_axes(mesh, axes.names)
         placements = list(t.placement_list)
         for a in group:

@@ -408,6 +408,17 @@ func.func @all_to_all_is_direct(%x: !dtensor.tensor<8x4xf32, @t[S(0)]>) {
 
 // -----
 
+// i1 has no sum: the interpreter's sum of booleans was OR, MLIR's addi on i1 is XOR, and an
+// NCCL byte sum wraps at 256 ranks. max (any) and min (all) reduce i1.
+dtensor.mesh @t [tp=4]
+func.func @bool_sum(%x: !dtensor.tensor<8xi1, @t[P(sum)]>) {
+  // CHECK: 'coll.all_reduce' op i1 has no sum: reduce i1 values with max (any) or min (all)
+  %y = coll.all_reduce sum %x over [tp] : !dtensor.tensor<8xi1, @t[P(sum)]> -> !dtensor.tensor<8xi1, @t[R]>
+  func.return
+}
+
+// -----
+
 // mean is not a collective reduction (all_reduce sum, then scale).
 dtensor.mesh @t [tp=4]
 func.func @unknown_reduction(%x: !dtensor.tensor<8xf32, @t[P(sum)]>) {
