@@ -66,7 +66,7 @@ CATALOG: dict[str, PassInfo] = {
         ),
     ),
     'pipeline-p2p': PassInfo(
-        'Reduce-scatter before a pipeline stage transfer, send the slice, all-gather after it.',
+        "Send a pipeline stage transfer's tensor-parallel slice: reduce-scatter (or a gather moved) before the shift, all-gather after it.",
         (
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only rewrite shifts with one of these `tag` attributes (then refusals are errors).'),
         ),

@@ -242,7 +242,8 @@ def _replicated_slice(
 
 @dataclass(frozen=True)
 class PipelineP2P(ModulePass):
-    """Reduce-scatter before a pipeline stage transfer, send the slice, all-gather after it."""
+    """Send a pipeline stage transfer's tensor-parallel slice: reduce-scatter (or a gather
+    moved) before the shift, all-gather after it."""
 
     name = "pipeline-p2p"
 
