@@ -6,6 +6,7 @@ holds which block": they come from here so that they can never disagree.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
@@ -15,14 +16,13 @@ MAX_RANKS = 1 << 20
 absurd size would otherwise surface as minutes of work or an out-of-memory error far away."""
 
 
-def is_axis_name(name: str) -> bool:
-    """Whether `dtensor.mesh` parses `name` back: an MLIR bare identifier (xDSL's lexer starts
-    one at a letter or `_`, then reads ASCII letters, digits, `_`, `$` and `.`)."""
-    import re
+AXIS_NAME = re.compile(r"[^\W\d][a-zA-Z0-9_$.]*")
+"""An MLIR bare identifier as xDSL's lexer reads one: a letter or `_`, then ASCII letters,
+digits, `_`, `$` and `.`; what `dtensor.mesh` parses back."""
 
-    return re.fullmatch(r"[^\W\d][a-zA-Z0-9_$.]*", name) is not None and (
-        name[0].isalpha() or name[0] == "_"
-    )
+
+def is_axis_name(name: str) -> bool:
+    return AXIS_NAME.fullmatch(name) is not None
 
 
 def mesh_problem(name: str, axis_names: Sequence[str], axis_sizes: Sequence[int]) -> str | None:

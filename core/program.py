@@ -144,10 +144,18 @@ def bind_mesh(module: ModuleOp, sizes: Mapping[str, int] | str | None) -> dict[s
     return module_meshes(module)
 
 
+def is_number(value: object, kind: type = numbers.Integral) -> bool:
+    """A Python or numpy number of `kind` (`numbers.Integral`, `numbers.Real`), not a bool:
+    `True` is no step count, rank count or CTA cap."""
+    import numpy as np
+
+    return isinstance(value, kind) and not isinstance(value, bool | np.bool_)
+
+
 def check_axis_size(axis: str, size: object) -> None:
     """A mesh axis is a whole number of ranks (not a bool, a float or a string), at least 1 and
     at most what a mesh may hold in all (`ccopt.mesh.MAX_RANKS`; the IR stores sizes as i64)."""
-    if not isinstance(size, numbers.Integral) or isinstance(size, bool):
+    if not is_number(size):
         raise InputError(f"mesh axis '{axis}' needs an integer size, got {size!r}")
     if size < 1:
         raise InputError(f"mesh axis '{axis}' needs a size >= 1, got {size}")

@@ -34,6 +34,7 @@ from ccopt.program import (
     check_pipeline_text,
     find_entry,
     input_arguments,
+    is_number,
     load_program,
     module_meshes,
 )
@@ -282,17 +283,12 @@ def check_options(
     for name, value in (("rtol", rtol), ("atol", atol), ("memory_limit", memory_limit)):
         if value is None:
             continue
-        if not _is_number(value, numbers.Real) or not 0 <= value < math.inf:
+        if not is_number(value, numbers.Real) or not 0 <= value < math.inf:
             raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
-def _is_number(value: object, kind: type) -> bool:
-    """An int, float or numpy scalar of that kind; not a bool (True is no step count)."""
-    return isinstance(value, kind) and not isinstance(value, bool | np.bool_)
-
-
 def _check_integer(name: str, value: object, least: int) -> None:
-    if not _is_number(value, numbers.Integral):
+    if not is_number(value, numbers.Integral):
         raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
     if value < least:  # type: ignore[operator]
         raise InputError(f"{name} must be >= {least}, got {value}")

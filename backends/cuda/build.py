@@ -239,8 +239,9 @@ def check_archs(archs: Sequence[str] | str) -> tuple[str, ...]:
 def check_build_options(cache_dir: str | os.PathLike[str] | None, nccl_max_ctas: object) -> None:
     """What `build` is given beside the program, checked before anything is lowered."""
     from ccopt.diagnostics import CcoptError
+    from ccopt.program import is_number
 
-    if not isinstance(nccl_max_ctas, int) or isinstance(nccl_max_ctas, bool) or nccl_max_ctas < 0:
+    if not is_number(nccl_max_ctas) or nccl_max_ctas < 0:  # type: ignore[operator]
         raise CcoptError(f"nccl_max_ctas must be an integer >= 0, got {nccl_max_ctas!r}")
     if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
         raise CcoptError(f"cache_dir '{os.fspath(cache_dir)}' is a file, not a directory")
