@@ -8,6 +8,7 @@ ccopt users need `file:line:col` of the op at fault, so both are wrapped here.
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -22,7 +23,16 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
     UnregisteredAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -37,7 +47,7 @@ from xdsl.utils.mlir_lexer import (
 from ccopt.diagnostics import LocatedError, SourceText, first_line
 from ccopt.verifier import verify_module
 
-__all__ = ["make_context", "parse_module", "verify_module", "inherit_locations"]
+__all__ = ["clone", "make_context", "parse_module", "verify_module", "inherit_locations"]
 
 
 def make_context(allow_unregistered: bool = False) -> Context:
@@ -343,3 +353,51 @@ def inherit_locations(module: Operation) -> None:
                     inner = inner._next_op  # pyright: ignore[reportPrivateUsage]
 
     visit(module, module.location)
+
+
+_Op = TypeVar("_Op", bound=Operation)
+
+
+def clone(op: _Op) -> _Op:
+    """`op.clone()`, in time linear in the arguments of its blocks. xDSL 0.74's
+    `Region.clone_into` adds a cloned block's arguments one at a time, each copying the tuple of
+    those before it: a 1,000-layer GPT step (36,000 arguments) took 8.4 s to clone against 3.4 s
+    to parse. Names, locations, attributes and properties are copied as xDSL copies them, and
+    blocks keep their names (`^head`), which xDSL's clone renumbers."""
+    values: dict[SSAValue, SSAValue] = {}
+    blocks: dict[Block, Block] = {}
+    copy = _clone_shell(op, values, blocks)
+    # operands last: a graph region, or a successor's block, may use a value before it is made
+    for old, new in zip(op.walk(), copy.walk(), strict=True):
+        if old.operands:
+            new.operands = tuple(values.get(v, v) for v in old.operands)
+    return copy
+
+
+def _clone_shell(op: _Op, values: dict[SSAValue, SSAValue], blocks: dict[Block, Block]) -> _Op:
+    """`op` with its regions' blocks and ops cloned, without operands (`clone` sets them)."""
+    copy = op.clone_without_regions(values, blocks, clone_operands=False)
+    for region, into in zip(op.regions, copy.regions, strict=True):
+        _clone_region(region, into, values, blocks)
+    return copy
+
+
+def _clone_region(
+    region: Region, into: Region, values: dict[SSAValue, SSAValue], blocks: dict[Block, Block]
+) -> None:
+    """The blocks of `region` added to the empty `into`: every block first (a branch may name a
+    later block), then each one's arguments in one tuple and its ops."""
+    pairs = [(block, Block()) for block in region.blocks]
+    for block, new in pairs:
+        blocks[block] = new
+        new.name_hint = block.name_hint  # (xDSL's clone drops it: `^head` printed as `^bb1`)
+    into.add_block([new for _, new in pairs])
+    for block, new in pairs:
+        args = tuple(
+            BlockArgument(arg.type, new, i, arg.location) for i, arg in enumerate(block.args)
+        )
+        new._args = args  # pyright: ignore[reportPrivateUsage]
+        for arg, copied in zip(block.args, args, strict=True):
+            copied.name_hint = arg.name_hint
+            values[arg] = copied
+        new.add_ops([_clone_shell(inner, values, blocks) for inner in block.ops])

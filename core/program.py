@@ -75,14 +75,14 @@ def program_source(program: str | os.PathLike[str] | SourceText) -> SourceText:
 def load_program(program: ProgramSource, ctx: Context | None = None) -> ModuleOp:
     """A verified module from a path, IR text, a source, a module or a front-end program (a
     module is cloned, never changed)."""
-    from ccopt.ir import make_context, parse_module, verify_module
+    from ccopt.ir import clone, make_context, parse_module, verify_module
 
     if isinstance(program, ModuleOp):
-        module = program.clone()
+        module = clone(program)
     elif isinstance(program, str | os.PathLike | SourceText):
         module = parse_module(ctx or make_context(), program_source(program))
     elif isinstance(program, HasModule):
-        module = program.module.clone()
+        module = clone(program.module)
     else:
         raise TypeError(
             f"cannot load a program from a {type(program).__name__}: give a path, IR text, "

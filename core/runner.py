@@ -373,10 +373,11 @@ def closed_for_interpreter(module: ModuleOp, f: func.FuncOp) -> tuple[ModuleOp, 
     """A program with open placements (`?`) runs as its all-`R` twin, which has the same global
     meaning (`ccopt.dialects.open_placements`); others run as they are."""
     from ccopt.dialects.open_as_replicated import close_open_placements, module_has_open
+    from ccopt.ir import clone
 
     if not module_has_open(module):
         return module, f
-    closed = module.clone()
+    closed = clone(module)
     close_open_placements(closed)
     twin = next(
         op for op in closed.walk() if isinstance(op, func.FuncOp) and op.sym_name == f.sym_name
@@ -553,8 +554,10 @@ def compare_modules(
 ) -> CheckReport:
     """Run two versions of a program on the same inputs and compare every output
     (`memory_limit` as `run`'s, for each version)."""
+    from ccopt.ir import clone
+
     check_options(seed, steps, rtol, atol, memory_limit)
-    module, optimized = module.clone(), optimized.clone()
+    module, optimized = clone(module), clone(optimized)
     meshes = bind_mesh(module, mesh)
     bind_mesh(optimized, mesh)
     f = entry_function(module, entry, meshes)

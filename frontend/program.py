@@ -453,9 +453,11 @@ class Program:
         """The module (finished on first access; after that the program can only be scheduled):
         the mesh, private copies of the called functions, then this program's function."""
         if self._module is None:
+            from ccopt.ir import clone
+
             helpers = []
             for callee in self.callees():
-                helper = callee.function_op().clone()
+                helper = clone(callee.function_op())
                 helper.sym_visibility = StringAttr("private")
                 helpers.append(helper)
             self._module = ModuleOp(
@@ -469,7 +471,7 @@ class Program:
                 ]
             )
             self._verify()
-            self._original = self._module.clone()
+            self._original = clone(self._module)
         return self._module
 
     def _verify(self) -> None:

@@ -11,7 +11,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException
 
 from ccopt.diagnostics import CcoptError, first_line
-from ccopt.ir import inherit_locations, make_context, verify_module
+from ccopt.ir import clone, inherit_locations, make_context, verify_module
 from ccopt.passes import parse_pipeline, plugin_error
 from ccopt.passes.unchanged import take_unchanged
 
@@ -77,7 +77,7 @@ def checked_pipeline(
 
 def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
     """A verified copy of `module` after the pass pipeline (the module itself is untouched)."""
-    optimized = module.clone()
+    optimized = clone(module)
     run_pipeline(optimized, pipeline)
     return optimized
 
