@@ -23,6 +23,21 @@ the simulator decides whether that pays. A `coll.fused_all_reduce` that fuse-col
 before autotune runs is tried with leave and overlap k. Every candidate is made of ccopt's own
 verified passes, so the result passes `ccopt-run --check-pipeline 'autotune{...}'` as they do.
 
+A pipeline transfer (`coll.shift`) is tried with leave and `pipeline-p2p` (send the tensor-
+parallel slice, gather in the next stage): it pays where the stages talk over a slower network
+than the tensor-parallel group (pp across nodes), and costs a gather, a slice and launches where
+bytes are cheap (a small, launch-bound boundary) or where the sending stage reads the activation
+too and gathers it anyway. A shift is tuned before the collectives that row rewrites (the
+all-reduces feeding it through elementwise ops, or the all-gather it reads), not after them in
+program order: tuned first, an all-reduce fused with its elementwise consumers or overlapped
+with its matmul would hide from pipeline-p2p, and the shift could only be left. Both of the
+shift's rows leave those collectives untuned, so they compare alike; the collectives are then
+tuned in their turn on what the shift's choice left. An all-reduce that pipeline-p2p made a
+reduce-scatter is tried with the reduce-scatter's rows (labelled as the all-reduce), so p2p
+followed by a fused or overlapped reduce-scatter is reached greedily, one collective at a time,
+as every other combination is; a gather it moved into the receiving stage is tried there (with
+the matmul it now feeds).
+
 Each collective's candidates are tried on its window (`ccopt.passes.autotune_window`): the
 `window` ops on each side of it in its function, widened to the matmul producing it, its first
 reader and the elementwise ops computing on its result, cut out as a function of its own. The
@@ -108,13 +123,21 @@ def _overlap(chunks: int) -> Step:
     return step
 
 
+def _pipeline_p2p(t: str) -> ModulePass:
+    from ccopt.passes.pipeline_p2p import PipelineP2P
+
+    return PipelineP2P(tags=(t,))
+
+
 def candidates(op: Operation, chunks: Sequence[int]) -> list[Candidate]:
     """The schedules tried for one collective, simplest first: for an all-reduce every row of
     the table above; for a reduce-scatter those without the split; for an all-gather, leaving
-    it or overlapping it with the matmul it feeds."""
+    it or overlapping it with the matmul it feeds; for a shift, leaving it or sending a slice."""
     split = (_split, _reorder, _fuse_elementwise)
     fused = (_fuse_collective, _fuse_elementwise)
     out = [Candidate("leave", ())]
+    if isinstance(op, coll.ShiftOp):
+        return [*out, Candidate("pipeline-p2p", (_pipeline_p2p,))]
     fusable = isinstance(op, coll.AllReduceOp | coll.ReduceScatterOp)
     if isinstance(op, coll.AllReduceOp):
         out.append(Candidate("split+reorder+fuse", split))
@@ -131,10 +154,33 @@ def candidates(op: Operation, chunks: Sequence[int]) -> list[Candidate]:
     return out
 
 
-TUNED_OPS = (coll.AllReduceOp, coll.ReduceScatterOp, coll.AllGatherOp, coll.FusedAllReduceOp)
+TUNED_OPS = (
+    coll.AllReduceOp,
+    coll.ReduceScatterOp,
+    coll.AllGatherOp,
+    coll.FusedAllReduceOp,
+    coll.ShiftOp,
+)
 """The collectives autotune chooses a schedule for (those the program has before it runs;
-what an earlier choice makes of a collective belongs to that choice): a fused collective that
-fuse-collective made before autotune runs (a model's optimizer steps) is left or overlapped."""
+what an earlier choice makes of a collective belongs to that choice, but for the all-reduces
+pipeline-p2p turns into reduce-scatters): a fused collective that fuse-collective made before
+autotune runs (a model's optimizer steps) is left or overlapped."""
+
+
+def _tuning_order(ops: list[Operation]) -> list[Operation]:
+    """The collectives in program order, but each shift before the first collective its
+    pipeline-p2p row rewrites (see the module docstring)."""
+    from ccopt.passes.pipeline_p2p import rewritten_with
+
+    position = {o: i for i, o in enumerate(ops)}
+
+    def key(i: int) -> tuple[int, int, int]:
+        o = ops[i]
+        if not isinstance(o, coll.ShiftOp):
+            return (i, 1, i)
+        return (min([i, *(position.get(r, i) for r in rewritten_with(o))]), 0, i)
+
+    return [ops[i] for i in sorted(range(len(ops)), key=key)]
 
 
 @dataclass(frozen=True)
@@ -167,13 +213,12 @@ class Autotune(ModulePass):
         from ccopt.sim.machine import load_machine
 
         machine = load_machine(self.machine)
-        targets = [o for o in op.walk() if isinstance(o, TUNED_OPS)]
+        targets = _tuning_order([o for o in op.walk() if isinstance(o, TUNED_OPS)])
         tuned: dict[int, Operation] = {}
         for n, target in enumerate(targets):
             target.attributes[ID] = IntegerAttr(n, i64)
             tuned[n] = target
         labels = [_label(o, n) for n, o in enumerate(targets)]
-        tried = [candidates(o, self.chunks) for o in targets]
         del targets  # (what an earlier choice rewrites is found again through `tuned`)
         rows: list[tuple[str, str, int | None]] = []
         symbols = ProgramSymbols(op)
@@ -183,7 +228,8 @@ class Autotune(ModulePass):
                 if target is None:  # an earlier choice fused it away
                     continue
                 window = window_around(target, self.window, symbols)
-                timed = [(c, _time(window, n, c, machine)) for c in tried[n]]
+                tried = candidates(target, self.chunks)  # (p2p may have made it a reduce-scatter)
+                timed = [(c, _time(window, n, c, machine)) for c in tried]
                 rows += [(label, c.name, t) for c, t in timed]
                 best = min((x for x in timed if x[1] is not None), key=lambda x: x[1])[0]  # type: ignore[arg-type,return-value]
                 _apply(window.module, n, best)
@@ -207,10 +253,8 @@ ID = "autotune.id"
 
 def _find(module: Operation, n: int) -> Operation | None:
     for o in module.walk():
-        if isinstance(o, TUNED_OPS):
-            attr = o.attributes.get(ID)
-            if isinstance(attr, IntegerAttr) and attr.value.data == n:
-                return o
+        if isinstance(o, TUNED_OPS) and _number(o) == n:
+            return o
     return None
 
 
@@ -219,9 +263,8 @@ def _numbered(ops: list[Operation]) -> dict[int, Operation]:
     out: dict[int, Operation] = {}
     for top in ops:
         for o in top.walk():
-            attr = o.attributes.get(ID)
-            if isinstance(attr, IntegerAttr):
-                out[attr.value.data] = o
+            if (n := _number(o)) is not None:
+                out[n] = o
     return out
 
 
@@ -269,6 +312,8 @@ def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
                     _narrow(module, tag, gather)
                 before = set(module.walk())
                 p.apply(Context(), module)
+                if p.name == "pipeline-p2p":
+                    _renumber(module, before)
                 _follow(module, before, tag, p)
                 inherit_locations(module)  # as every pipeline does after each pass
                 verify_module(module)
@@ -293,6 +338,34 @@ def _targets(target: Operation, consumers: bool) -> list[Operation]:
                     out.append(user)
                     frontier.append(user)
     return out
+
+
+def _renumber(module: ModuleOp, before: set[Operation]) -> None:
+    """pipeline-p2p rewrites more than the shift it is pointed at: each all-reduce it split
+    hands its number to the reduce-scatter that replaced it (same operand, same axes), to be
+    tuned in its turn. A collective it copied (the gather moved past the shift takes the
+    original's attributes) keeps the number only where the original is gone."""
+    split = {
+        (o.input, o.axes): n
+        for o in before
+        if isinstance(o, coll.AllReduceOp) and o.parent is None and (n := _number(o)) is not None
+    }
+    kept = {_number(o) for o in module.walk() if o in before}
+    for o in module.walk():
+        if o in before:
+            continue
+        n = _number(o)
+        if n is not None and n in kept:
+            del o.attributes[ID]
+        elif (
+            isinstance(o, coll.ReduceScatterOp) and (n := split.get((o.input, o.axes))) is not None
+        ):
+            o.attributes[ID] = IntegerAttr(n, i64)
+
+
+def _number(op: Operation) -> int | None:
+    attr = op.attributes.get(ID)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def _follow(module: ModuleOp, before: set[Operation], tag: str, p: ModulePass) -> None:

@@ -4,7 +4,8 @@ Trying a candidate on the whole program (a clone, the passes, a verification, a 
 made autotune quadratic in the program's size: a GPT step inlined into one function has a few
 collectives per layer, and each was tried on every layer. A window is the ops around the
 collective in its block (`reach` on each side, widened to the ops its schedules rewrite: the
-matmul producing its operand, its first reader, the elementwise ops computing on its result,
+matmul producing its operand, its first reader, the elementwise ops computing on its result;
+for a pipeline transfer, the all-reduces or the all-gather that pipeline-p2p rewrites with it;
 and both ends of every async value that would cross the cut) copied into a module of its own: one
 function whose arguments are the values the window reads from before it and whose results are
 the values read after it, beside copies of the meshes, scalar bodies and called functions it
@@ -21,7 +22,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from ccopt.dialects import sched
+from ccopt.dialects import coll, sched
 from ccopt.dialects.body import ModuleBodyOp, NamedBodyOp, body_key, walk_outside_bodies
 from ccopt.dialects.symbols import lookup_symbol, note_symbols, symbol_name
 from ccopt.passes.common import is_elementwise, release
@@ -65,7 +66,7 @@ def window_around(target: Operation, reach: int, symbols: ProgramSymbols) -> Win
         first, last = block.first_op, terminator.prev_op if terminator else None
         assert first is not None and last is not None
     else:
-        first, last = _span(top, block, reach)
+        first, last = _span(target, top, block, reach)
     ops, inputs, outputs = _close_async(first, last, block)
     return _outline(block, ops, inputs, outputs, symbols)
 
@@ -80,14 +81,19 @@ def _top_level(op: Operation) -> tuple[Operation, Block]:
     return op, op.parent
 
 
-def _span(top: Operation, block: Block, reach: int) -> tuple[Operation, Operation]:
-    """First and last op of the window around `top`: `reach` ops on each side, and wherever
-    they lie the op producing its (first) operand, which overlap chunks with it, and its first
-    reader, which overlap chunks an all-gather with; within `reach * WIDEN` ops after it, the
-    elementwise ops computing on its result, which fuse-collective and reorder-elementwise
-    rewrite with it (a consumer farther away stays outside: that schedule sees fewer)."""
-    producer = _owner_in(top.operands[0], block) if top.operands else None
-    first = _reach_back(top, reach, producer)
+def _span(
+    target: Operation, top: Operation, block: Block, reach: int
+) -> tuple[Operation, Operation]:
+    """First and last op of the window around `top` (holding `target`): `reach` ops on each
+    side, and wherever they lie the op producing its (first) operand, which overlap chunks with
+    it, the collectives pipeline-p2p rewrites with a shift (`_rewritten_before`), and its first
+    reader, which overlap chunks an all-gather with and which receives what a shift sent;
+    within `reach * WIDEN` ops after it, the elementwise ops computing on its result, which
+    fuse-collective and reorder-elementwise rewrite with it (a consumer farther away stays
+    outside: that schedule sees fewer)."""
+    earlier = [o for v in top.operands[:1] if (o := _owner_in(v, block)) is not None]
+    earlier += [o for r in _rewritten_before(target) if (o := _ancestor_in(r, block)) is not None]
+    first = _reach_back(top, reach, set(earlier))
     readers = {
         u for r in top.results for use in r.uses if (u := _ancestor_in(use.operation, block))
     }
@@ -108,15 +114,25 @@ def _ancestor_in(op: Operation, block: Block) -> Operation | None:
     return o
 
 
-def _reach_back(top: Operation, reach: int, producer: Operation | None) -> Operation:
-    """`reach` ops before `top`, or back to `producer` where that is farther."""
+def _rewritten_before(target: Operation) -> list[Operation]:
+    """For a shift, the all-reduces feeding it or the all-gather it reads: its pipeline-p2p
+    schedule rewrites them, and the window must hold the sending stage's side of the transfer
+    (what it computes on the slice) as well as the receiving one's."""
+    if not isinstance(target, coll.ShiftOp):
+        return []
+    from ccopt.passes.pipeline_p2p import rewritten_with
+
+    return rewritten_with(target)
+
+
+def _reach_back(top: Operation, reach: int, wanted: set[Operation]) -> Operation:
+    """`reach` ops before `top`, or back to the farthest of `wanted` where that is farther."""
     first = top
     o, steps = top.prev_op, 0
-    while o is not None and (steps < reach or producer is not None):
+    while o is not None and (steps < reach or wanted):
         steps += 1
         first = o
-        if o is producer:
-            producer = None
+        wanted.discard(o)
         o = o.prev_op
     return first
 

@@ -94,6 +94,16 @@ def gather_to_commute(shift: coll.ShiftOp) -> coll.AllGatherOp | None:
     return gather
 
 
+def rewritten_with(shift: coll.ShiftOp) -> list[Operation]:
+    """The collectives before the shift that the pass rewrites with it: the all_gather it moves
+    past the shift, or else the all_reduces it splits (`autotune` tunes the shift before them
+    and takes them into the shift's window)."""
+    gather = gather_to_commute(shift)
+    if gather is not None:
+        return [gather]
+    return list(feeding_all_reduces(shift.input, set(shift.axes.names)))
+
+
 def commute(shift: coll.ShiftOp) -> bool:
     """shift(all_gather(x)) -> all_gather(shift(x)); True if it applied.
 
