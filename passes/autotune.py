@@ -185,7 +185,7 @@ def _tuning_order(ops: list[Operation]) -> list[Operation]:
 
 @dataclass(frozen=True)
 class Autotune(ModulePass):
-    """Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by the simulated step time of the ops around it."""
+    """Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks; a pipeline transfer: leave or pipeline-p2p) by the simulated step time of the ops around it."""
 
     name = "autotune"
 

@@ -92,7 +92,7 @@ CATALOG: dict[str, PassInfo] = {
         ),
     ),
     'autotune': PassInfo(
-        "Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks) by the simulated step time of the ops around it.",
+        "Choose each collective's schedule (leave, split+reorder+fuse, fused collective, overlap with k chunks; a pipeline transfer: leave or pipeline-p2p) by the simulated step time of the ops around it.",
         (
             OptionInfo(name='machine', kind='str', default='dgx2-v100', meaning='Machine preset or machine YAML file to simulate on.'),
             OptionInfo(name='chunks', kind='int,...', default='(1, 2, 4, 8)', meaning='Chunk counts tried for overlap.'),
