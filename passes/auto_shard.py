@@ -13,10 +13,13 @@ splits - a sharded weight gathered once for the forward and the backward matmul;
 is written before its first reader; not for a call's results; not under a memory limit, where
 each read's conversion lives only while its reader runs). The
 objective is the byte model of `autoparallel.md` (`objective=bytes`) or the step's time
-(`objective=time`: conversions as α-β collectives on `machine`'s network, matmuls at its GPU's
-roofline; `overlap=C` credits the reduction of a matmul's result with what the `overlap{chunks=C}`
-pass saves on it as the program simulator predicts - `ccopt.passes.overlap_credit` simulates the
-pair's minimal program before and after the pass, once per distinct pair - and an all-gather
+(`objective=time`: each conversion, collective and op's kernel as the program simulator times
+it alone on `machine` - `Cost.collective`, `Cost.compute`: a matmul at the efficiency of its
+local shape and dtype, an elementwise op, a reduction or a copy at HBM bandwidth on the rank's
+block, so a replicated layout pays for the whole tensor on every rank; `overlap=C` credits
+the reduction of a matmul's result with what the `overlap{chunks=C}` pass saves on it as the
+program simulator predicts - `ccopt.passes.overlap_credit` simulates the pair's minimal
+program before and after the pass, once per distinct pair - and an all-gather
 converting a matmul's operand with what the pass saves chunking the two (AxoNN's OAG);
 `overlap-pipeline=fused` simulates CoCoNeT's fused pipeline instead, the reduction's elementwise
 consumer fused into it by `fuse-collective` and pipelined too; `overlap-tries=N,...` credits
@@ -138,6 +141,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ccopt.passes.overlap_credit import OverlapCredit
+    from ccopt.sim.machine import Machine
 
 Placements = tuple[Placement, ...]
 TIE_BREAK = 1e-9
@@ -330,8 +334,9 @@ class Cost:
         self.matrices: dict[tuple, np.ndarray] = {}
         self.held_matrices: dict[tuple, np.ndarray] = {}
         self.holding: dict[tuple[DTensorType, Placements, Placements], float] = {}
-        self.machine = None
+        self.machine: Machine | None = None
         self.collectives: dict[tuple[str, int, tuple[int, ...], str | None], float] = {}
+        self.kernels: dict[tuple, float] = {}
         self.credit: OverlapCredit | None = None
         self.tie_break = TIME_TIE_BREAK if objective == "time" else TIE_BREAK
         if objective == "time":
@@ -436,22 +441,79 @@ class Cost:
         return known
 
     def compute(self, op: Operation, signature: Signature) -> float:
-        """A matmul's local GEMM at the GPU's roofline (other ops are bandwidth-bound and
-        cheap next to it); 0 for the bytes objective."""
-        if self.machine is None or not isinstance(op, MatmulOp):
+        """Seconds of `op`'s kernel under `signature` as the program simulator times a program
+        of that op alone (`kernel_seconds`): a matmul at the efficiency of its local shape and
+        dtype, an elementwise op, a reduction or a copy at HBM bandwidth - a replicated layout
+        runs it on the whole tensor on every rank, a split one on its block. 0 for the bytes
+        objective, for views (`ccopt.sim.work.FREE`: no kernel), and for collectives and calls
+        (priced on their own). Remembered per op kind and the layouts of its tensors
+        (`kernel_key`): the layers of a step repeat the same few."""
+        from ccopt.sim.work import FREE
+
+        if self.machine is None or not isinstance(op, DTensorOp | UpdateOp) or isinstance(op, FREE):
             return 0.0
-        out = op.results[0].type
-        lhs = op.operands[0].type
-        assert isinstance(out, DTensorType) and isinstance(lhs, DTensorType)
-        # an axis that splits the result (S) or the contraction (P) divides the work
-        shards = math.prod(
-            n
-            for n, p in zip(self.mesh.axis_sizes, signature.result, strict=True)
-            if isinstance(p, SplitAttr | PartialAttr)
-        )
-        k = lhs.get_shape()[-2 if op.transpose_lhs else -1]
-        flops = 2 * math.prod(out.get_shape()) * k / shards
-        return flops / (self.machine.gpu.peak("bf16") * 0.8)
+        key = kernel_key(op, signature)
+        known = self.kernels.get(key)
+        if known is None:
+            known = self.kernels[key] = kernel_seconds(op, signature, self.machine, self.mesh)
+        return known
+
+
+def placed(op: Operation, signature: Signature) -> list[tuple[SSAValue, Placements | None]]:
+    """`op`'s operands and results with the placements `signature` gives each (None: not a
+    distributed tensor, or a constant's missing operand list)."""
+    operands = (*signature.operands, *[None] * (len(op.operands) - len(signature.operands)))
+    return [
+        *zip(op.operands, operands, strict=True),
+        *((r, signature.result) for r in op.results),
+    ]
+
+
+def kernel_key(op: Operation, signature: Signature) -> tuple:
+    """What the simulator's price of `op` under `signature` depends on: its kind and properties
+    (transposes, a reduction's dims) and each tensor's shape, element type and split dims."""
+    layouts = tuple(
+        (t.get_shape(), t.element_type, tuple(p.split_dim for p in placements))
+        for t, placements in ((v.type, p) for v, p in placed(op, signature))
+        if isinstance(t, DTensorType) and placements is not None
+    )
+    return (op.name, tuple(sorted(op.properties.items())), layouts)
+
+
+def kernel_seconds(op: Operation, signature: Signature, machine: Machine, mesh: Mesh) -> float:
+    """What the program simulator gives a program of `op` alone, its tensors at `signature`'s
+    placements: the host's launch, then `op_work` on each rank class's blocks at the roofline
+    (`ccopt.sim.cost.kernel_ns`), the slowest class's (an uneven split's largest block sets the
+    step)."""
+    from ccopt.sim.cost import kernel_ns
+    from ccopt.sim.program import rank_classes
+    from ccopt.sim.work import Blocks, op_work
+
+    alone = retyped(op, signature)
+    values = (*alone.operands, *alone.results)
+    classes, _ = rank_classes([v.type for v in values if isinstance(v.type, DTensorType)], mesh)
+    blocks = Blocks(mesh)
+    ns = max(kernel_ns(op_work(alone, blocks, c.coords), machine.gpu) for c in classes)
+    return (ns + machine.gpu.launch_ns) * 1e-9
+
+
+def retyped(op: Operation, signature: Signature) -> Operation:
+    """A detached copy of `op` on fresh values whose distributed types take `signature`'s
+    placements (the program's own values get no new use)."""
+    from xdsl.ir import Block
+
+    types = [
+        v.type.with_placements(p) if isinstance(v.type, DTensorType) and p is not None else v.type
+        for v, p in placed(op, signature)
+    ]
+    scratch = Block(arg_types=types[: len(op.operands)])
+    return type(op).create(
+        operands=list(scratch.args),
+        result_types=types[len(op.operands) :],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+        regions=[r.clone() for r in op.regions],
+    )
 
 
 def step_kind(current: Placement, target: Placement) -> str | None:
@@ -2438,7 +2500,8 @@ class AutoShard(ModulePass):
         """An in-place update stores its value at the placement of the argument it updates:
         an edge from the value to the argument, costing the conversion (whose output `held`
         counts at the update), less the overlap credit where it reduces a matmul's result the
-        update alone reads (`return_credits`; appended to `credited`)."""
+        update alone reads (`return_credits`; appended to `credited`), plus the update's own
+        copy at the argument's layout (`Cost.compute`: a replicated weight is copied whole)."""
         for op in f.body.block.ops:
             if not isinstance(op, UpdateOp):
                 continue
@@ -2475,6 +2538,13 @@ class AutoShard(ModulePass):
                 moved = moved - np.where(np.isfinite(moved), saved, 0.0)
                 if credited is not None:
                     credited.append((u, v, np.where(np.isfinite(saved), saved, 0.0)))
+            # the update's copy into the argument's storage, at the argument's layout
+            moved = moved + np.array(
+                [
+                    cost.compute(op, Signature((sv.result, sv.result), ()))
+                    for sv in nodes[v].signatures
+                ]
+            )
             tables[(u, v)] = tables[(u, v)] + moved if (u, v) in tables else moved
             if held is not None:
                 holds = np.array(

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ccopt.sim.machine import Machine
+    from ccopt.sim.machine import Gpu, Machine
+    from ccopt.sim.work import Work
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "reduce",
          "shift", "fused_all_reduce")  # fmt: skip
@@ -180,6 +181,18 @@ def roofline_ns(
 ) -> float:
     """The longer of doing the arithmetic and moving the bytes."""
     return max(flops / flops_per_ns if flops else 0.0, bytes_moved / bytes_per_ns)
+
+
+def kernel_ns(work: Work, gpu: Gpu) -> float:
+    """A compute or copy kernel's uncontended time, launch aside: the roofline of its work at
+    its element type's peak, a matmul's at the share of it its shape reaches (and only the
+    misaligned share of that where its rows are off 16 bytes): the program simulator's figure,
+    and `auto-shard`'s price of an op."""
+    peak = gpu.peak(work.element) / 1e9
+    if work.matmul is not None:
+        share = 1.0 if work.aligned else gpu.misaligned(work.element)
+        peak *= gpu.efficiency(*work.matmul) * share
+    return roofline_ns(work.flops, work.bytes, peak, gpu.hbm_bytes_per_ns)
 
 
 def contended_ns(work_ns: float, start: float, busy_until: float, share: float) -> float:

@@ -309,11 +309,7 @@ class Engine:
         return self.work[key]
 
     def _roofline(self, w: Any) -> float:
-        gpu = self.machine.gpu
-        peak = gpu.peak(w.element) / 1e9
-        if w.matmul is not None:
-            peak *= gpu.efficiency(*w.matmul) * (1.0 if w.aligned else gpu.misaligned(w.element))
-        return cost.roofline_ns(w.flops, w.bytes, peak, gpu.hbm_bytes_per_ns)
+        return cost.kernel_ns(w, self.machine.gpu)
 
     def _comm_ns(self, c: int, task: Task, axes: tuple[int, ...], now: float) -> float:
         coords = tuple(0 if a in axes else x for a, x in enumerate(self.classes[c].coords))

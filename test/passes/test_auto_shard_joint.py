@@ -19,7 +19,9 @@ from ccopt.program import load_program
 
 
 def t(shape: str, placement: str = "?") -> str:
-    return f"!dtensor.tensor<{shape}xf32, @m[{placement}]>"
+    """bf16: in f32 the GEMMs, at f32's peak, are nearly all of a step's time (objective=time)
+    and every layout's communication a rounding error next to them."""
+    return f"!dtensor.tensor<{shape}xbf16, @m[{placement}]>"
 
 
 def training_step(batch: int, hidden: int, gelu: bool = False, update: str = "sub") -> str:
@@ -77,9 +79,9 @@ def tables_cost(text: str, strategy: str, joint: bool = True) -> float:
 def test_joint_entries_reach_the_inlined_optimum():
     """On 256x8192 activations and 8192x8192 weights, objective=time, the inlined step's
     optimum splits each weight (w0 by columns, w1 by rows). Without joint entries the tables
-    miss it - dp's by a third: every single-call wish is dearer than replication, as the other
-    two calls sharing the weight would convert it; ilp's by 5%, where the optimum its entries
-    take among equal ones leads refinement to other wishes. With them dp and ilp reach it
+    miss it by 3.9%, dp's and ilp's alike: they split both weights by rows (the f32 step, its
+    GEMMs at f32's peak, missed it by 0.7%; by a third and 5% while matmuls were priced at 0.8
+    of bf16's peak and elementwise ops at nothing). With them dp and ilp reach it
     (to the tie-break on the arguments' bytes, 1e-10 s here): a call boundary lets two
     readers of a value share one conversion, and so does the inlined search
     (`Signature.shared`)."""
@@ -92,7 +94,7 @@ def test_joint_entries_reach_the_inlined_optimum():
     assert total(inlined["ilp"]) == pytest.approx(best, rel=1e-9)
     step = next(f for f in inlined["ilp"].walk() if isinstance(f, func.FuncOp))
     assert step.attributes["auto_shard"].data["gap"].value.data == 0.0
-    for strategy, missed in (("dp", 1.3), ("ilp", 1.03)):
+    for strategy, missed in (("dp", 1.03), ("ilp", 1.03)):
         assert tables_cost(text, strategy, joint=False) > best * missed
         assert tables_cost(text, strategy) == pytest.approx(best, rel=1e-6)
 
@@ -101,7 +103,7 @@ def test_coordinate_descent_starts_from_the_joint_entries():
     """cd moves one node at a time, so it only reaches the joint program from a start with
     every call at its joint entry (`AutoShard.joint_start`)."""
     text = training_step(256, 8192)
-    assert tables_cost(text, "cd") < tables_cost(text, "cd", joint=False) * 0.8
+    assert tables_cost(text, "cd") < tables_cost(text, "cd", joint=False) * 0.97
 
 
 @settings(

@@ -68,8 +68,8 @@ def stepped(text: str, machine: str) -> tuple[float, float]:
 @pytest.mark.parametrize(
     ("text", "machine", "credit", "cost"),
     [
-        (SMALL, SCALED, 119.127e-6, 891.497e-6),
-        (LARGE, "dgx-a100", 66.766e-6, 943.858e-6),
+        (SMALL, SCALED, 119.127e-6, 1070.611e-6),
+        (LARGE, "dgx-a100", 66.766e-6, 1122.972e-6),
     ],
     ids=["scaled", "dgx-a100"],
 )

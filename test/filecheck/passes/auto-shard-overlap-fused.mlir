@@ -7,7 +7,8 @@
 // tp=8, bf16, a DGX A100, objective=time), its product added to b. With conversions priced as
 // the simulator times each alone, w2 split on rows (row-parallel: the partial product
 // all-reduced, 2181.0 us) is 833.3 us dearer than w2 replicated (h re-split by an all-to-all,
-// 453.7 us, the product all-gathered, 894.1 us); the matmuls cost the same either way.
+// 453.7 us, the product all-gathered, 894.1 us); the matmuls cost the same either way, and so
+// does the add, which gives z at R and so reads the whole product on every rank.
 // - overlap=4 (overlap{chunks=4} alone): the simulator says chunking the matmul with its
 //   all-reduce saves 808.0 us < 833.3 us: w2 stays replicated (no credit taken). The simulator
 //   agrees: after overlap{chunks=4}, 9.079 ms replicated against 9.107 ms row-parallel.
@@ -18,7 +19,7 @@
 //   after that pipeline, 8.650 ms row-parallel against 8.720 ms replicated. It agrees by less
 //   than the credit says (70 us, not 432 us): the pipeline runs the replicated layout's add on
 //   its rows' slice too (reorder-elementwise, before the all-gather: 358.6 us saved), which the
-//   search, pricing matmuls and collectives only, does not see.
+//   search does not see: it prices the add where the program has it, at R.
 // - that pipeline after the search makes the fused collectives it credited, chunk by chunk.
 // NO-NUMERICS: GiBs per simulated rank; test/passes/test_overlap_fused_credit.py proves a
 // fused-credited search followed by the fused pipeline equal to its input on a small program.
