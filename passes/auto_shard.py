@@ -114,6 +114,7 @@ from ccopt.dialects.dtensor_type import (
 )
 from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import candidates
+from ccopt.ir import clone
 from ccopt.mesh import Mesh, local_slices
 from ccopt.passes.options import option
 from ccopt.passes.placement_search import (
@@ -1051,7 +1052,7 @@ class AutoShard(ModulePass):
             return []
         from dataclasses import replace
 
-        copy = op.clone()
+        copy = clone(op)
         try:
             tables, roots, found, _ = replace(self, overlap=0, overlap_tries=()).plan(copy)
         except CcoptError:
@@ -1253,7 +1254,7 @@ class AutoShard(ModulePass):
         with its argument placements restricted to `inputs` and its results to `outputs`
         (None: as `f` has them); with `least`, under its least memory peak."""
         name = f"{f.sym_name.data}__entry{k}"
-        copy = f.clone()
+        copy = clone(f)
         copy.sym_name = StringAttr(name)
         block = f.parent_block()
         assert block is not None

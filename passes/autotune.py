@@ -278,9 +278,10 @@ def _time(window: Window, n: int, candidate: Candidate, machine: Machine) -> int
     or None when a pass refuses it."""
     from xdsl.utils.exceptions import DiagnosticException
 
+    from ccopt.ir import clone
     from ccopt.sim.program import simulate_module
 
-    trial = window.module.clone()
+    trial = clone(window.module)
     try:
         try:
             _apply(trial, n, candidate)

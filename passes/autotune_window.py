@@ -25,6 +25,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from ccopt.dialects import coll, sched
 from ccopt.dialects.body import ModuleBodyOp, NamedBodyOp, body_key, walk_outside_bodies
 from ccopt.dialects.symbols import lookup_symbol, note_symbols, symbol_name
+from ccopt.ir import clone
 from ccopt.passes.common import is_elementwise, release
 
 WIDEN = 4
@@ -251,7 +252,7 @@ def _outline(
     body.add_op(func.ReturnOp(*(mapper[v] for v in outputs)))
     copy = func.FuncOp(name, ([v.type for v in inputs], [v.type for v in outputs]), Region(body))
     copy.location = function.location
-    copies = [o.clone() for o in symbols.needed_by(ops, name)]
+    copies = [clone(o) for o in symbols.needed_by(ops, name)]
     return Window(ModuleOp([*copies, copy]), copy, block, ops, inputs, outputs, set(copies))
 
 

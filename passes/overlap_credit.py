@@ -241,7 +241,7 @@ the fused collective chunked with the matmul - as README's CoCoNeT pipelines wri
 
 def scheduled(module: ModuleOp, chunks: int, pipeline: str = "overlap") -> ModuleOp:
     """A copy of `module` after the passes `pipeline` names (`PIPELINES`) with C = `chunks`."""
-    from ccopt.ir import inherit_locations
+    from ccopt.ir import clone, inherit_locations
     from ccopt.passes.fuse_collective import FuseCollective
     from ccopt.passes.fuse_elementwise import FuseElementwise
     from ccopt.passes.overlap import Overlap
@@ -252,7 +252,7 @@ def scheduled(module: ModuleOp, chunks: int, pipeline: str = "overlap") -> Modul
     if pipeline == "fused":
         passes = [SplitAllReduce(), ReorderElementwise(), FuseElementwise(), FuseCollective()]
         passes.append(Overlap(chunks=chunks))
-    out = module.clone()
+    out = clone(module)
     with warnings.catch_warnings():  # fewer chunks than asked on a short dimension: as the pass
         warnings.simplefilter("ignore")
         for p in passes:
