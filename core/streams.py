@@ -17,10 +17,15 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ccopt.dialects import kernel as k
+from ccopt.mesh import Mesh
+
+if TYPE_CHECKING:
+    from ccopt.kernel_function import Placements
 
 CALL = "func.call"
 """A call at the kernel level runs as one op of the compute stream: the callee's other streams
@@ -401,14 +406,53 @@ def name(value: SSAValue) -> str:
     return value.name_hint or "buffer"
 
 
-@dataclass(frozen=True)
+class Storages:
+    """Where each buffer value's bytes are, for `check_stream_races`: its storage (the shared
+    workspace for a planned alloc and its views, else the buffer it views: an argument or an
+    unplanned alloc), the bytes it spans there, and per rank the box of its root's elements it
+    covers (`ccopt.kernel_function.Placements`). Two accesses conflict where their storage,
+    bytes and - on one root - boxes meet: the chunks of one buffer that overlapped streams
+    write side by side do not."""
+
+    def __init__(self) -> None:
+        self.sizes: dict[Attribute, int] = {}
+        self.placements: dict[Mesh, Placements] = {}
+
+    def region(self, value: SSAValue) -> tuple[object, SSAValue, int, float]:
+        """(storage, root, first byte, end byte) of a buffer value."""
+        from ccopt.kernel_function import storage_root
+
+        root = storage_root(value)
+        owner = root.owner
+        if isinstance(owner, k.AllocOp) and owner.offset is not None:
+            offset = owner.offset.value.data
+            return "workspace", root, offset, offset + BufferLife(owner).bytes(self.sizes)
+        return root, root, 0, float("inf")
+
+    def meet(self, a: SSAValue, b: SSAValue, op: Operation) -> bool:
+        """Whether two values of one root, operands of `op`, share an element on some rank."""
+        from ccopt.kernel_function import placements_of
+
+        if a is b:
+            return True
+        placements = placements_of(op, self.placements)
+        assert placements is not None, "a verified buffer sits on a declared mesh"
+        return placements.meet(a, b)
+
+
+@dataclass(frozen=True, slots=True)
 class Access:
-    """A device op touching a storage region: its place in stream order and whether it writes."""
+    """A device op touching a buffer value: its place in stream order, whether it writes, and
+    where the value's bytes are (`Storages.region`)."""
 
     op: Operation
     stream: int
     index: int
     writes: bool
+    value: SSAValue
+    root: SSAValue
+    start: int
+    end: float
 
 
 def written_operands(op: k.DeviceOp) -> set[SSAValue]:
@@ -427,60 +471,74 @@ def written_operands(op: k.DeviceOp) -> set[SSAValue]:
     return written
 
 
-def storage_regions(block: Block) -> dict[SSAValue, tuple[object, int, float]]:
-    """Where each buffer value's bytes are: (storage, first byte, end byte). A planned alloc is
-    its bytes of the shared workspace, an unplanned one its own storage, an argument its own;
-    views and block views are taken as their whole source (a block is never larger)."""
-    regions: dict[SSAValue, tuple[object, int, float]] = {
-        arg: (arg, 0, float("inf")) for arg in block.args
-    }
-    sizes: dict[Attribute, int] = {}
-    for op in block.ops:
-        if isinstance(op, k.AllocOp):
-            offset = op.byte_offset()
-            if offset is None:
-                regions[op.result] = (op.result, 0, float("inf"))
-            else:
-                end = offset + BufferLife(op).bytes(sizes)
-                regions[op.result] = ("workspace", offset, end)
-        elif isinstance(op, k.ViewOp | k.BlockViewOp) and op.source in regions:
-            regions[op.result] = regions[op.source]
-    return regions
-
-
 def check_stream_races(f: Operation) -> None:
     """No storage is written on one stream and read or written on another unless stream order
     and events put one access before the other (what a GPU needs; the host issue order does
-    not order streams). Raises OpError at the later access of the first race."""
-    from ccopt.diagnostics import OpError
+    not order streams). Raises OpError at the later access of the first race.
 
+    An earlier access stops being compared once it is ordered before the last op of every
+    stream of the function (every later op on a stream follows that stream's last op), so
+    the cost grows with what may still run concurrently, not with the program."""
     block = f.regions[0].blocks.first
     if block is None:
         return
     order = StreamOrder(block.ops)
-    regions = storage_regions(block)
-    seen: dict[object, list[tuple[Access, int, float]]] = {}
+    streams = {s for s, _ in order.place.values()}
+    if len(streams) < 2:
+        return  # one stream runs in order
+    storages = Storages()
+    seen: dict[object, list[Access]] = {}
+    last: dict[int, Operation] = {}  # stream -> its last op so far
+    kept, limit = 0, 256
     for op in block.ops:
-        if not isinstance(op, k.DeviceOp):
-            continue
-        stream, index = order.place[op]
-        writes = written_operands(op)
-        for value in {v for v in op.operands if v in regions}:
-            storage, start, end = regions[value]
-            access = Access(op, stream, index, value in writes)
-            for earlier, e_start, e_end in seen.get(storage, []):
+        place = order.place.get(op)
+        if place is None:
+            continue  # (host-side: allocs, views)
+        stream, index = place
+        writes = written_operands(op) if isinstance(op, k.DeviceOp) else set(op.operands)
+        for value in dict.fromkeys(v for v in op.operands if isinstance(v.type, k.BufferType)):
+            storage, root, start, end = storages.region(value)
+            access = Access(op, stream, index, value in writes, value, root, start, end)
+            earlier = seen.setdefault(storage, [])
+            for e in earlier:
                 if (
-                    earlier.stream != stream
-                    and (earlier.writes or access.writes)
-                    and start < e_end
-                    and e_start < end
-                    and not order.before(earlier.stream, earlier.index, op)
+                    e.stream != stream
+                    and (e.writes or access.writes)
+                    and start < e.end
+                    and e.start < end
+                    and (e.root is not root or storages.meet(e.value, value, op))
+                    and not order.before(e.stream, e.index, op)
                 ):
-                    verb = "writes" if access.writes else "reads"
-                    raise OpError(
-                        op,
-                        f"{verb} %{name(value)} on stream {stream}, which '{earlier.op.name}' "
-                        f"{'writes' if earlier.writes else 'reads'} on stream {earlier.stream} "
-                        "with no event ordering the two",
-                    )
-            seen.setdefault(storage, []).append((access, start, end))
+                    raise race(access, e)
+            earlier.append(access)
+            kept += 1
+        last[stream] = op
+        if kept > limit and len(last) == len(streams):
+            kept = prune(seen, order, last)
+            limit = max(256, 2 * kept)
+
+
+def race(access: Access, earlier: Access) -> Exception:
+    from ccopt.diagnostics import OpError
+
+    verb = "writes" if access.writes else "reads"
+    return OpError(
+        access.op,
+        f"{verb} %{name(access.value)} on stream {access.stream}, which '{earlier.op.name}' "
+        f"{'writes' if earlier.writes else 'reads'} on stream {earlier.stream} "
+        "with no event ordering the two",
+    )
+
+
+def prune(seen: dict[object, list[Access]], order: StreamOrder, last: dict[int, Operation]) -> int:
+    """Drop the accesses ordered before the last op of every other stream (no later op can race
+    them); returns how many are kept."""
+    kept = 0
+    for storage, accesses in seen.items():
+        seen[storage] = [
+            a
+            for a in accesses
+            if not all(s == a.stream or order.before(a.stream, a.index, o) for s, o in last.items())
+        ]
+        kept += len(seen[storage])
+    return kept

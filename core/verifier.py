@@ -14,10 +14,13 @@ module
   included, verified with every nested op checked (`DeepShapes`): their structural keys follow
   from it;
 - checks SSA dominance, the distributed tensor types of changed ops, buffers placed outside a
-  planned workspace, and notes whether the module has calls (for the in-place update rules).
+  planned workspace, and notes whether the module has calls (for the in-place update rules);
+- checks the signature and in-place operands of changed kernel-level functions
+  (`ccopt.kernel_function`).
 
 Failures are reported in the order a full verification reports them: op verifiers in walk
-order, then tensor types, dominance, in-place updates through calls, memory plans.
+order, then tensor types, dominance, in-place updates through calls, kernel-level functions,
+memory plans.
 """
 
 from __future__ import annotations
@@ -179,6 +182,7 @@ def verify_module(module: Operation, locate: bool = False) -> None:
         raise walk.dominance_error
     if walk.has_calls:
         check_call_updates(module)
+    check_kernel_functions(module, walk)
     check_memory_plans(module, walk, meshes)
 
 
@@ -1419,6 +1423,21 @@ def check_call_updates(module: Operation) -> None:
                         f"'{updater[operand].name}'",
                     )
                 updater[operand] = call
+
+
+def check_kernel_functions(module: Operation, walk: VerificationWalk) -> None:
+    """Kernel-level functions that changed (or anything in them) keep the rules of
+    `ccopt.kernel_function`: a signature the tools can read, no op writing over what it reads."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    functions = module.ops if isinstance(module, ModuleOp) else module.walk()
+    for f in functions:
+        if f in walk.dirty_functions and (
+            "kernel.results" in f.attributes or "kernel.updated" in f.attributes
+        ):
+            from ccopt.kernel_function import check_kernel_function  # (only where there is one)
+
+            check_kernel_function(f)  # type: ignore[arg-type]
 
 
 def check_memory_plans(module: Operation, walk: VerificationWalk, meshes: Key) -> None:

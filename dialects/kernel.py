@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    ModuleOp,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -71,7 +72,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, SymbolOpInterface
+from xdsl.traits import HasParent, IsolatedFromAbove, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.dialects import inference as infer
@@ -478,7 +479,7 @@ class BodyOp(ModuleBodyOp):
     name = "kernel.body"
     sym_name = prop_def(SymbolNameConstraint())
     body = region_def("single_block")
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), HasParent(ModuleOp))
     assembly_format = "$sym_name attr-dict-with-keyword $body"
 
     def __init__(self, name: str, body: Region):

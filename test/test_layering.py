@@ -31,6 +31,7 @@ LAYERS = {  # a module may import modules of its own layer or a lower one
     "ccopt.dialects": 1,
     "ccopt.ir": 1,
     "ccopt.streams": 1,
+    "ccopt.kernel_function": 1,
     "ccopt.verifier": 1,
     "ccopt.program": 1,
     "ccopt.passes": 2,

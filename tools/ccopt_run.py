@@ -135,10 +135,15 @@ def save_outputs(
 
 
 def describe(name: str, value: np.ndarray) -> str:
+    """One line per output: its statistics over the values that are numbers (an output that
+    is all NaN says so, where numpy warned on stderr and printed nan)."""
     stats = ""
     if value.size and value.dtype.kind in "fiuV":
         v = value.astype(np.float64)
-        stats = f"  min {np.nanmin(v):.6g}  max {np.nanmax(v):.6g}  mean {np.nanmean(v):.6g}"
+        if np.isnan(v).all():
+            stats = "  all NaN"
+        else:
+            stats = f"  min {np.nanmin(v):.6g}  max {np.nanmax(v):.6g}  mean {np.nanmean(v):.6g}"
     return f"  {name:<12} {str(value.dtype):<9} {list(value.shape)}{stats}"
 
 

@@ -205,11 +205,13 @@ class ChakraTarget(Target):
 
 
 def _emitted(make: Callable[[], str]) -> str:
-    from ccopt.backends.cuda.scalar import EmitError
-    from ccopt.diagnostics import CcoptError
+    from ccopt.backends.cuda.scalar import EmitError, OpEmitError
+    from ccopt.diagnostics import CcoptError, OpError
 
     try:
         return make()
+    except OpEmitError as e:
+        raise OpError(e.op, f"cannot emit CUDA: {e.message}") from None
     except EmitError as e:
         raise CcoptError(f"cannot emit CUDA: {e}") from None
 

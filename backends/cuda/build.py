@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -224,16 +224,24 @@ def build(
 
 def check_archs(archs: Sequence[str] | str) -> tuple[str, ...]:
     """GPU architectures as nvcc's `sm_XY` names (one name alone is one architecture: iterated
-    as a sequence, "sm_90" was four letters, each passed to nvcc)."""
+    as a sequence, "sm_90" was four letters, each passed to nvcc); at least one, or nvcc
+    silently builds for its default."""
     import re
 
     from ccopt.diagnostics import CcoptError
 
-    listed = (archs,) if isinstance(archs, str) else tuple(archs)
+    if isinstance(archs, str):
+        listed: tuple[object, ...] = (archs,)
+    elif isinstance(archs, Iterable):
+        listed = tuple(archs)
+    else:
+        raise CcoptError(f"archs must be GPU architectures like ['sm_80', 'sm_90'], got {archs!r}")
+    if not listed:  # (nvcc would build for its own default architecture)
+        raise CcoptError("archs is empty: give at least one GPU architecture, like sm_90")
     for arch in listed:
         if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
             raise CcoptError(f"arch {arch}: expected a GPU architecture like sm_80 or sm_90a")
-    return listed
+    return listed  # type: ignore[return-value]
 
 
 def check_build_options(cache_dir: str | os.PathLike[str] | None, nccl_max_ctas: object) -> None:

@@ -44,7 +44,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from ccopt.backends.cuda.scalar import EmitError, body_code, ctype, literal
+from ccopt.backends.cuda.scalar import EmitError, OpEmitError, body_code, ctype, literal
 from ccopt.backends.cuda.steps import StepLibrary
 from ccopt.diagnostics import OpWarning
 from ccopt.dialects import kernel as k
@@ -52,7 +52,9 @@ from ccopt.dialects.algo import Algorithm, AlgorithmOp, chosen_algorithm
 from ccopt.dialects.dtensor_type import DTensorType, ReductionKind
 from ccopt.dialects.kernel import contiguous_strides, is_dense
 from ccopt.interpreters.distributed import identity, intersect, numpy_dtype, relative
+from ccopt.kernel_function import storage_root
 from ccopt.mesh import Mesh
+from ccopt.streams import check_stream_races
 
 if TYPE_CHECKING:
     from ccopt.algorithms.executor import ExecutorPlan, Geometry
@@ -179,11 +181,14 @@ class Program:
     workspace: int = 0
     events: int = 0
     stream_events: dict[int, int] = field(default_factory=dict)  # stream -> its `stream_wait` event
-    streams: int = 1
+    stream_slots: dict[int, int] = field(default_factory=lambda: {0: 0})
+    """The IR's stream numbers -> the program's streams, numbered densely in first use (0, the
+    compute stream, stays 0): a program on streams 0 and 1000 makes two CUDA streams, not 1001
+    (a stream number near 2**63 hung the emitter)."""
     groups: dict[tuple[tuple[int, ...], int], int] = field(default_factory=dict)
     uses_blas: bool = False
     ops: list[GpuOp] = field(default_factory=list)
-    comm_streams: set[int] = field(default_factory=set)  # streams that issue NCCL calls
+    comm_streams: set[int] = field(default_factory=set)  # streams (slots) that issue NCCL calls
     constants: int = 0  # bytes of device memory holding constants, uploaded at create
     setup: list[str] = field(default_factory=list)  # statements create() runs once
     counter: int = 0
@@ -198,6 +203,14 @@ class Program:
     def fresh(self, prefix: str) -> str:
         self.counter += 1
         return f"{prefix}{self.counter}"
+
+    def slot(self, stream: int) -> int:
+        """The program's stream for the IR's stream number `stream`."""
+        return self.stream_slots.setdefault(stream, len(self.stream_slots))
+
+    @property
+    def streams(self) -> int:
+        return len(self.stream_slots)
 
     @property
     def statements(self) -> list[str]:
@@ -318,9 +331,7 @@ class Emitter:
         self.function.statements.append(render(template, **context).rstrip())
 
     def stream(self, op: k.DeviceOp) -> str:
-        index = op.stream_index()
-        self.program.streams = max(self.program.streams, index + 1)
-        return f"ctx->streams[{index}]"
+        return f"ctx->streams[{self.program.slot(op.stream_index())}]"
 
     def buffer(self, value: SSAValue) -> Buffer:
         """A buffer for a statement. Argument i is `argI`: the host function reads the argument
@@ -343,8 +354,7 @@ class Emitter:
         if index is None:
             index = self.program.stream_events[on] = self.program.events
             self.program.events += 1
-        self.program.streams = max(self.program.streams, on + 1)
-        recording = f"ctx->streams[{on}]"
+        recording = f"ctx->streams[{self.program.slot(on)}]"
         self.emit_template("event_record.cu.j2", event=index, stream=recording)
         self.emit_template("event_wait.cu.j2", event=index, stream=self.stream(op))
 
@@ -379,7 +389,10 @@ class Emitter:
         for v in op.operands:
             b = self.buffers.get(v)
             if b is not None and b.strides is not None:
-                raise EmitError(f"'{op.name}' cannot read the strided view %{v.name_hint or '?'}")
+                raise EmitError(
+                    f"cannot index the strided view %{v.name_hint or '?'}: '{op.name}' indexes "
+                    "its buffers densely (a kernel.elementwise copies a view into a buffer)"
+                )
 
     def allocate(self, alloc: k.AllocOp) -> None:
         value = alloc.result
@@ -452,7 +465,12 @@ class Emitter:
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 continue
-            self.emit_op(op)
+            try:
+                self.emit_op(op)
+            except OpEmitError:
+                raise
+            except EmitError as e:
+                raise OpEmitError(op, str(e)) from None
         self.program.functions.append(self.function)
         return self.program
 
@@ -939,7 +957,7 @@ class Emitter:
         )
         if not isinstance(op, k.LocalBlockOp):
             self.record("nccl", op.name, self.bytes0(x.tensor), self.bytes0(out.tensor))
-            self.program.comm_streams.add(op.stream_index())
+            self.program.comm_streams.add(self.program.slot(op.stream_index()))
         match op:
             case k.NcclAllReduceOp():
                 self.emit_template(
@@ -1062,7 +1080,7 @@ class Emitter:
         axes = tuple(self.mesh.axis_index(a) for a in op.axes.names)
         group = self.group(op.axes.names, op.stream_index())
         stream = self.stream(op)
-        self.program.comm_streams.add(op.stream_index())
+        self.program.comm_streams.add(self.program.slot(op.stream_index()))
         coords = list(self.mesh.all_coords())
         if len(self.mesh.group(coords[0], axes)) != alg.ranks:
             raise EmitError(
@@ -1169,7 +1187,7 @@ class Emitter:
         plans = self.fused_plans(alg, iteration, axes, split, len(gathered), coords)
         stream = self.stream(op)
         group = self.group(op.axes.names, op.stream_index())
-        self.program.comm_streams.add(op.stream_index())
+        self.program.comm_streams.add(self.program.slot(op.stream_index()))
 
         shift, whole = index_space(op, iteration)
 
@@ -1790,13 +1808,6 @@ def check_blas_sizes(op: k.GemmOp, rows: Sequence[Sequence[int]]) -> None:
             )
 
 
-def storage_root(value: SSAValue) -> SSAValue:
-    """The buffer a value's bytes belong to: (block and sub) views share their source's."""
-    while isinstance(value.owner, k.ViewOp | k.BlockViewOp | k.SubviewOp):
-        value = value.owner.source
-    return value
-
-
 def index_space(
     op: k.ElementwiseOp | k.FusedAllReduceKernelOp, iteration: DTensorType
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -2115,6 +2126,7 @@ def emit_program(module: ModuleOp, entry: str | None = None) -> tuple[func.FuncO
             raise EmitError(
                 f"@{g.sym_name.data} is not at the kernel level: run convert-to-kernel first"
             )
+        check_stream_races(g)  # (the interpreter runs in order: only the GPU would race)
         Emitter(g, mesh, program).emit_function()
     return f, program
 

@@ -22,12 +22,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.body import predicate_name
 
 
-class EmitError(Exception):
-    """An L3 construct the CUDA backend cannot emit."""
+class EmitError(CcoptError):
+    """An L3 construct the CUDA backend cannot emit: an error in the user's program, reported
+    as such by `ccopt.build` and the CPU harness too."""
+
+
+class OpEmitError(EmitError, OpError):
+    """An EmitError at the op that could not be emitted (`file:line:col` of the op)."""
 
 
 def ctype(t: Attribute) -> str:

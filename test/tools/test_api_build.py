@@ -1,6 +1,7 @@
 """`ccopt.build`'s own arguments are checked before anything is lowered or compiled: one
 architecture given as a string is one architecture (it was iterated letter by letter into
-nvcc's -gencode flags), a negative CTA cap and a cache directory that is a file are errors."""
+nvcc's -gencode flags), no architecture at all (nvcc built for its own default) and a
+negative CTA cap and a cache directory that is a file are errors."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ def test_one_architecture_as_a_string() -> None:
     [
         ({"archs": "90"}, "arch 90: expected a GPU architecture like sm_80"),
         ({"archs": ["sm_80", 90]}, "arch 90: expected"),
+        ({"archs": []}, "archs is empty: give at least one GPU architecture"),
+        ({"archs": None}, "archs must be GPU architectures like"),
+        ({"archs": 90}, "archs must be GPU architectures like"),
         ({"nccl_max_ctas": -3}, "nccl_max_ctas must be an integer >= 0, got -3"),
         ({"nccl_max_ctas": 2.5}, "nccl_max_ctas must be an integer >= 0, got 2.5"),
     ],

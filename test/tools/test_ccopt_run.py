@@ -550,3 +550,21 @@ def test_endless_recursion_is_a_clear_error(tmp_path: Path) -> None:
         "recursive.mlir:6:3: error: 'func.call' op calls nest more than 64 deep at the call of "
         "@countdown",
     )
+
+
+def test_an_output_that_is_all_nan_is_described_without_numpy_warnings(tmp_path: Path) -> None:
+    """The log of a negative number is NaN everywhere: the summary says so, where numpy's
+    "All-NaN slice" and "Mean of empty slice" warnings (with their source lines) were printed."""
+    program = tmp_path / "nan.mlir"
+    program.write_text(
+        "dtensor.mesh @dp [dp=2]\n"
+        "func.func @nan(%x: !dtensor.tensor<4xf32, @dp[R]>) -> !dtensor.tensor<4xf32, @dp[R]> {\n"
+        "  %n = dtensor.fill -1.0 : !dtensor.tensor<4xf32, @dp[R]>\n"
+        "  %l = dtensor.log %n : !dtensor.tensor<4xf32, @dp[R]>\n"
+        "  func.return %l : !dtensor.tensor<4xf32, @dp[R]>\n"
+        "}\n"
+    )
+    result = ccopt_run(program)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"result0\s+float32\s+\[4\]\s+all NaN", result.stdout), result.stdout
+    assert "Warning" not in result.stderr, result.stderr

@@ -39,13 +39,13 @@ func.func @alloc() {
 // Planned memory: buffers at byte offsets of the function's workspace (`kernel.workspace`,
 // bytes), sharing bytes when their lives do not overlap (here b is written after a's last use).
 // CHECK-LABEL: func.func @planned_alloc(
-// CHECK-SAME:  attributes {kernel.results = 1 : i64, kernel.workspace = 512 : i64} {
+// CHECK-SAME:  attributes {kernel.results = 1 : i64, kernel.updated = array<i64>, kernel.workspace = 512 : i64} {
 // CHECK-NEXT:  %[[A:.*]] = kernel.alloc offset 0 : !kernel.buffer<16x8xf32, @m[S(0), R]>
 // CHECK-NEXT:  kernel.copy %{{.*}} -> %[[A]] stream 0
 // CHECK-NEXT:  kernel.copy %[[A]] -> %{{.*}} stream 0
 // CHECK-NEXT:  %[[B:.*]] = kernel.alloc offset 0 : !kernel.buffer<16x8xf32, @m[S(0), R]>
 // CHECK-NEXT:  kernel.copy %{{.*}} -> %[[B]] stream 0
-func.func @planned_alloc(%x: !kernel.buffer<16x8xf32, @m[S(0), R]>, %result0: !kernel.buffer<16x8xf32, @m[S(0), R]>) attributes {kernel.results = 1 : i64, kernel.workspace = 512 : i64} {
+func.func @planned_alloc(%x: !kernel.buffer<16x8xf32, @m[S(0), R]>, %result0: !kernel.buffer<16x8xf32, @m[S(0), R]>) attributes {kernel.results = 1 : i64, kernel.updated = array<i64>, kernel.workspace = 512 : i64} {
   %a = kernel.alloc offset 0 : !kernel.buffer<16x8xf32, @m[S(0), R]>
   kernel.copy %x -> %a stream 0 : !kernel.buffer<16x8xf32, @m[S(0), R]>
   kernel.copy %a -> %result0 stream 0 : !kernel.buffer<16x8xf32, @m[S(0), R]>

@@ -675,7 +675,7 @@ func.func @outside_workspace(%x: !v) attributes {kernel.workspace = 256 : i64} {
 // Two live buffers in the same bytes: b is written while a is still to be read.
 !v = !kernel.buffer<64xf32, @t[R]>
 dtensor.mesh @t [tp=4]
-func.func @overlapping_lives(%x: !v, %result0: !v) attributes {kernel.results = 1 : i64, kernel.workspace = 512 : i64} {
+func.func @overlapping_lives(%x: !v, %result0: !v) attributes {kernel.results = 1 : i64, kernel.updated = array<i64>, kernel.workspace = 512 : i64} {
   %a = kernel.alloc offset 0 : !v
   kernel.copy %x -> %a stream 0 : !v
   // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.alloc' op bytes [0, 256) overlap those of %a [0, 256), which may still be in use when this buffer is first written (not every op on it is ordered before that 'kernel.copy')
@@ -690,7 +690,7 @@ func.func @overlapping_lives(%x: !v, %result0: !v) attributes {kernel.results = 
 // Dead in program order but not in time: stream 1 may write b while stream 0 still reads a.
 !v = !kernel.buffer<64xf32, @t[R]>
 dtensor.mesh @t [tp=4]
-func.func @unordered_reuse(%x: !v, %result0: !v, %result1: !v) attributes {kernel.results = 2 : i64, kernel.workspace = 256 : i64} {
+func.func @unordered_reuse(%x: !v, %result0: !v, %result1: !v) attributes {kernel.results = 2 : i64, kernel.updated = array<i64>, kernel.workspace = 256 : i64} {
   %a = kernel.alloc offset 0 : !v
   kernel.copy %x -> %a stream 0 : !v
   kernel.copy %a -> %result0 stream 0 : !v
@@ -740,5 +740,119 @@ func.func @fused_without_algorithm(%g: !kernel.buffer<6xf32, @t[P(sum)]>, %w: !k
   ^bb0(%i: i64, %sum: f32):
     dtensor.yield %sum : f32
   }
+  func.return
+}
+
+// ===== kernel-level functions (signature, bodies, in-place operands) =====
+
+// -----
+
+// Every tool reads both signature attributes: one alone was a KeyError in -t cuda and ccopt-run.
+!v = !kernel.buffer<8xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op a kernel-level function needs both kernel.results and kernel.updated; kernel.updated is missing
+func.func @results_alone(%x: !v, %result0: !v) attributes {kernel.results = 1 : i64} {
+  kernel.copy %x -> %result0 stream 0 : !v
+  func.return
+}
+
+// -----
+
+// More output buffers than arguments: ccopt-run read an output as an input.
+!v = !kernel.buffer<8xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op kernel.results must be an integer from 0 to 2 (the arguments), got 3 : i64
+func.func @too_many_results(%x: !v, %result0: !v) attributes {kernel.results = 3 : i64, kernel.updated = array<i64>} {
+  kernel.copy %x -> %result0 stream 0 : !v
+  func.return
+}
+
+// -----
+
+// An updated argument is an input: an index past them was an IndexError.
+!v = !kernel.buffer<8xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op kernel.updated lists 1, which is not one of the 1 input arguments (the output buffers follow them)
+func.func @updates_an_output(%x: !v, %result0: !v) attributes {kernel.results = 1 : i64, kernel.updated = array<i64: 1>} {
+  kernel.copy %x -> %result0 stream 0 : !v
+  func.return
+}
+
+// -----
+
+// The kernel level passes buffers: a tensor argument was a traceback in -t cuda.
+!v = !kernel.buffer<8xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op argument #0 is !dtensor.tensor<8xf32, @t[R]>; a kernel-level function takes buffers
+func.func @tensor_argument(%x: !dtensor.tensor<8xf32, @t[R]>, %result0: !v) attributes {kernel.results = 1 : i64, kernel.updated = array<i64>} {
+  func.return
+}
+
+// -----
+
+// Results are written into output buffers, never returned.
+!v = !kernel.buffer<8xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'func.func' op a kernel-level function returns nothing: its results are output buffers passed last (kernel.results counts them)
+func.func @returns_a_buffer(%x: !v) -> !v attributes {kernel.results = 0 : i64, kernel.updated = array<i64>} {
+  func.return %x : !v
+}
+
+// -----
+
+// A body is named from anywhere in the module, so it lives at module level (inside a function
+// it verified, then had no CUDA emission and no semantics).
+!v = !kernel.buffer<8xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @body_in_function(%x: !v, %result0: !v) attributes {kernel.results = 1 : i64, kernel.updated = array<i64>} {
+  kernel.copy %x -> %result0 stream 0 : !v
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.body' op 'kernel.body' expects parent op 'builtin.module'
+  kernel.body @b {
+  ^bb0(%i: i64, %a: f32):
+    dtensor.yield %a : f32
+  }
+  func.return
+}
+
+// -----
+
+// A kernel reading its output one element further on: the interpreter read x whole before
+// writing, GPU threads read elements other threads already wrote.
+!v = !kernel.buffer<64xf32, @t[R]>
+!w = !kernel.buffer<63xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @shifted_in_place(%x: !v) attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 0>} {
+  %hi = kernel.subview %x offsets [1] : !v -> !w
+  %lo = kernel.subview %x offsets [0] : !v -> !w
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.elementwise' op writes %lo over input #0 %hi, which it reads: an op reads its input element for element only where it is the output itself (the same buffer, or a view of the same elements)
+  kernel.elementwise ins(%hi) outs(%lo) stream 0 : !w -> !w {
+  ^bb0(%i: i64, %a: f32):
+    %b = arith.addf %a, %a : f32
+    dtensor.yield %b : f32
+  }
+  func.return
+}
+
+// -----
+
+// A transpose in place moves elements over ones it has yet to read.
+!v = !kernel.buffer<16x16xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @transpose_in_place(%x: !v) attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 0>} {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.transpose' op writes %x over its input %x, which it reads: 'kernel.transpose' cannot write where it reads
+  kernel.transpose %x -> %x perm [1, 0] stream 0 : !v -> !v
+  func.return
+}
+
+// -----
+
+// cuBLAS's output must not alias its inputs, even through a view of another shape.
+!v = !kernel.buffer<16x16xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @gemm_over_its_lhs(%x: !v, %y: !v) attributes {kernel.results = 0 : i64, kernel.updated = array<i64: 0>} {
+  %flat = kernel.view %x : !v -> !kernel.buffer<256xf32, @t[R]>
+  %out = kernel.view %flat : !kernel.buffer<256xf32, @t[R]> -> !v
+  // CHECK: :[[# @LINE + 1]]:3: error: 'kernel.gemm' op writes %out over its lhs %x, which it reads: 'kernel.gemm' cannot write where it reads
+  kernel.gemm %x, %y -> %out stream 0 : !v, !v -> !v
   func.return
 }

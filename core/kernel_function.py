@@ -1,0 +1,265 @@
+"""What a kernel-level function must be as a whole, beyond what each op's verifier sees.
+
+Its signature attributes: every tool reads `kernel.results` (how many trailing arguments are
+output buffers) and `kernel.updated` (the input arguments written in place) as
+convert-to-kernel wrote them; a hand-edited count or index was a traceback in `-t cuda` and
+`ccopt-run`, or a run that silently read an output as an input.
+
+Its in-place operands: the interpreter reads an op's inputs whole before it writes its
+outputs, while the GPU code reads and writes element by element (kernels), through cuBLAS
+(whose output must not alias its inputs) or through copies. They agree when a kernel's
+output is one of its inputs element for element (an update, as convert-to-kernel makes them)
+and when an op's outputs and inputs share no bytes; any other overlap computed something else
+on the GPU than in the interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType
+from xdsl.ir import Operation, SSAValue
+
+from ccopt.diagnostics import OpError
+from ccopt.dialects import kernel as k
+from ccopt.mesh import Mesh
+
+RESULTS = "kernel.results"
+UPDATED = "kernel.updated"
+
+Box = tuple[slice, ...]
+
+
+def check_kernel_function(f: func.FuncOp) -> None:
+    """Raise OpError at the function or at the op that breaks a rule of the module docstring."""
+    problem = signature_problem(f)
+    if problem is not None:
+        raise OpError(f, problem)
+    block = f.body.blocks.first
+    placements: dict[Mesh, Placements] = {}
+    roots: dict[SSAValue, SSAValue] = {}  # (a view's result -> its storage root, in one pass)
+    for op in block.ops if block is not None else ():
+        kind = type(op)
+        operands = op._operands  # pyright: ignore[reportPrivateUsage]
+        if kind in _VIEWS:
+            roots[op.results[0]] = roots.get(operands[0], operands[0])
+        elif kind in _ROLES and _may_overlap(kind, operands, roots):
+            check_in_place(op, placements)
+
+
+def _may_overlap(kind: type[Operation], operands: Sequence[SSAValue], roots: dict) -> bool:
+    """Whether two operands of an op of `kind` may share bytes it must not: two values on one
+    buffer, or one value twice where an op other than an elementwise one reads and writes it
+    (most ops have neither: the verifier runs this after every pass, on every op)."""
+    distinct = set(operands)
+    if len({roots.get(v, v) for v in distinct}) < len(distinct):
+        return True
+    return len(distinct) < len(operands) and kind not in _ELEMENTWISE_ONLY
+
+
+def signature_problem(f: func.FuncOp) -> str | None:
+    """What is wrong with the kernel-level signature of `f`, or None."""
+    for attr in (RESULTS, UPDATED):
+        if attr not in f.attributes:
+            return f"a kernel-level function needs both {RESULTS} and {UPDATED}; {attr} is missing"
+    if f.function_type.outputs.data:
+        return (
+            "a kernel-level function returns nothing: its results are output buffers passed "
+            f"last ({RESULTS} counts them)"
+        )
+    args = f.args
+    for arg in args:
+        if not isinstance(arg.type, k.BufferType):
+            return f"argument #{arg.index} is {arg.type}; a kernel-level function takes buffers"
+    results = f.attributes[RESULTS]
+    if not isinstance(results, IntegerAttr) or not 0 <= results.value.data <= len(args):
+        return f"{RESULTS} must be an integer from 0 to {len(args)} (the arguments), got {results}"
+    inputs = len(args) - results.value.data
+    updated = f.attributes[UPDATED]
+    if not (isinstance(updated, DenseArrayBase) and isinstance(updated.elt_type, IntegerType)):
+        return f"{UPDATED} must be an array<i64> of argument indices, got {updated}"
+    indices = updated.get_values()
+    for index in indices:
+        if not 0 <= index < inputs:  # type: ignore[operator]
+            return (
+                f"{UPDATED} lists {index}, which is not one of the {inputs} input arguments "
+                "(the output buffers follow them)"
+            )
+    if len(set(indices)) != len(indices):
+        return f"{UPDATED} lists an argument twice: {list(indices)}"
+    return None
+
+
+def check_in_place(op: Operation, placements: dict[Mesh, Placements]) -> None:
+    """Raise OpError when `op` writes bytes it reads, other than element for element where it
+    may (the module docstring); `placements`: per mesh, what earlier ops placed."""
+    for role, read, written, elementwise in overlapping_pairs(op):
+        placed = placements_of(op, placements)
+        if placed is None or not placed.meet(read, written):
+            continue
+        if elementwise and placed.same_elements(read, written):
+            continue
+        how = (
+            "an op reads its input element for element only where it is the output itself "
+            "(the same buffer, or a view of the same elements)"
+            if elementwise
+            else f"'{op.name}' cannot write where it reads"
+        )
+        raise OpError(
+            op,
+            f"writes %{_name(written)} over {role} %{_name(read)}, which it reads: {how}",
+        )
+
+
+def overlapping_pairs(op: Operation) -> Iterator[tuple[str, SSAValue, SSAValue, bool]]:
+    """(role of the read operand, the read operand, a written operand, whether an element for
+    element overlap is allowed) for every read and written operand of `op` on one buffer."""
+    roles = _ROLES.get(type(op))  # (by class: `isinstance` against op classes is slow)
+    if roles is None:
+        return  # (no buffer it reads and writes; collectives: their in-place forms are NCCL's)
+    for role, read, written, elementwise in roles(op):
+        if read is not written and storage_root(read) is storage_root(written):
+            yield role, read, written, elementwise
+        elif read is written and not elementwise:
+            yield role, read, written, elementwise
+
+
+Pairs = list[tuple[str, SSAValue, SSAValue, bool]]
+
+
+def _elementwise(op: k.ElementwiseOp) -> Pairs:
+    return [(f"input #{i}", v, out, True) for i, v in enumerate(op.inputs) for out in op.outputs]
+
+
+def _layernorm(op: k.LayerNormKernelOp) -> Pairs:
+    params = (("its weight", op.weight), ("its bias", op.bias))
+    return [("its input", op.input, op.out, True)] + [
+        (role, v, op.out, False) for role, v in params if v is not None
+    ]
+
+
+_ROLES: dict[type[Operation], Callable[..., Pairs]] = {
+    k.ElementwiseOp: _elementwise,
+    k.SoftmaxKernelOp: lambda op: [("its input", op.input, op.out, True)],
+    k.LayerNormKernelOp: _layernorm,
+    k.GemmOp: lambda op: [("its lhs", op.lhs, op.out, False), ("its rhs", op.rhs, op.out, False)],
+    k.ConcatKernelOp: lambda op: [
+        (f"input #{i}", v, op.out, False) for i, v in enumerate(op.inputs)
+    ],
+    **dict.fromkeys(
+        (k.ReduceKernelOp, k.SliceKernelOp, k.TransposeKernelOp, k.CopyOp),
+        lambda op: [("its input", op.input, op.out, False)],
+    ),
+}
+"""Per op class, the (role, read, written, element for element allowed) pairs of its operands."""
+
+_VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
+
+_ELEMENTWISE_ONLY = frozenset({k.ElementwiseOp, k.SoftmaxKernelOp})
+"""Ops whose every (read, written) pair may be the same elements (an in-place update)."""
+
+
+def storage_root(value: SSAValue) -> SSAValue:
+    """The buffer a value's bytes belong to: (block and sub) views share their source's."""
+    while type(value.owner) in _VIEWS:
+        value = value.owner.operands[0]  # (the view's source)
+    return value
+
+
+class Placements:
+    """Per buffer value, on every rank, the box of its root's local block that the value's
+    block covers (in the root's local coordinates), and whether those are the value's own
+    elements in order: true along a chain of subviews and block views; a reshaping view covers
+    its source's elements in another shape. Cached per value: views chain."""
+
+    def __init__(self, mesh: Mesh):
+        self.mesh = mesh
+        self.coords = list(mesh.all_coords())
+        self.cache: dict[SSAValue, tuple[tuple[Box, ...], bool]] = {}
+
+    def of(self, value: SSAValue) -> tuple[tuple[Box, ...], bool]:
+        found = self.cache.get(value)
+        if found is None:
+            found = self.cache[value] = self.place(value)
+        return found
+
+    def place(self, value: SSAValue) -> tuple[tuple[Box, ...], bool]:
+        owner = value.owner
+        if isinstance(owner, k.ViewOp):
+            return self.of(owner.source)[0], False
+        if isinstance(owner, k.SubviewOp | k.BlockViewOp):
+            outer, exact = self.of(owner.source)
+            if not exact:
+                return outer, False
+            return tuple(
+                tuple(
+                    slice(o.start + i.start, o.start + i.stop)
+                    for o, i in zip(box, inner, strict=True)
+                )
+                for box, inner in zip(outer, map(self.inner_box(owner), self.coords), strict=True)
+            ), True
+        mesh, t = self.mesh, k.tensor_of(value)
+        return tuple(tuple(slice(0, n) for n in t.local_shape(mesh, c)) for c in self.coords), True
+
+    def inner_box(self, view: k.SubviewOp | k.BlockViewOp):  # noqa: ANN201 - coords -> Box
+        """Where a rank's block of the view lies in its block of the view's source."""
+        mesh = self.mesh
+        source, result = k.tensor_of(view.source), k.tensor_of(view.result)
+        if isinstance(view, k.SubviewOp):
+            offsets = view.offsets.get_values()
+
+            def subview(coords: Sequence[int]) -> Box:
+                box = k.subview_box(source, result, offsets, mesh, coords)
+                assert box is not None, "verified: every rank's box lies in its source block"
+                return box
+
+            return subview
+
+        def block(coords: Sequence[int]) -> Box:
+            inner, outer = result.local_slices(mesh, coords), source.local_slices(mesh, coords)
+            return tuple(
+                slice(r.start - s.start, r.stop - s.start)
+                for r, s in zip(inner, outer, strict=True)
+            )
+
+        return block
+
+    def meet(self, a: SSAValue, b: SSAValue) -> bool:
+        """Whether two values of one root share an element on some rank."""
+        for x, y in zip(self.of(a)[0], self.of(b)[0], strict=True):
+            if all(max(p.start, q.start) < min(p.stop, q.stop) for p, q in zip(x, y, strict=True)):
+                return True
+        return False
+
+    def same_elements(self, a: SSAValue, b: SSAValue) -> bool:
+        """Whether two values of one root are the same elements in the same order everywhere."""
+        if a is b:
+            return True
+        (boxes_a, exact_a), (boxes_b, exact_b) = self.of(a), self.of(b)
+        return exact_a and exact_b and boxes_a == boxes_b and k.tensor_of(a) == k.tensor_of(b)
+
+
+def placements_of(op: Operation, placements: dict[Mesh, Placements]) -> Placements | None:
+    """The `Placements` of the mesh of `op`'s buffers, made once per mesh in `placements`."""
+    mesh = buffer_mesh(op)
+    if mesh is None:
+        return None
+    found = placements.get(mesh)
+    if found is None:
+        found = placements[mesh] = Placements(mesh)
+    return found
+
+
+def buffer_mesh(op: Operation) -> Mesh | None:
+    """The mesh of the op's buffers (verified: one)."""
+    from ccopt.dialects.dtensor import lookup_mesh
+
+    for v in op.operands:
+        if isinstance(v.type, k.BufferType):
+            return lookup_mesh(op, v.type.tensor.mesh_name)
+    return None
+
+
+def _name(value: SSAValue) -> str:
+    return value.name_hint or "buffer"

@@ -1,0 +1,165 @@
+"""Kernel-level programs written or edited by hand, fed to the CUDA backend: unusual stream
+numbers, updates in place through views, streams working on disjoint parts of one buffer,
+and what the backend refuses - each as a located diagnostic, never a traceback or a
+program that computes something else than the interpreter."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from xdsl.dialects import func
+
+import ccopt
+from ccopt.backends.cuda.cpu import run_on_host
+from ccopt.backends.cuda.emit import emit_cuda
+from ccopt.diagnostics import CcoptError, OpError
+from ccopt.program import load_program
+from ccopt.streams import check_stream_races
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "test" / "backends"))
+from test_cuda import assert_same_shards  # noqa: E402
+
+SIGNATURE = "attributes {kernel.results = 1 : i64, kernel.updated = array<i64>}"
+
+FAR_STREAM = f"""
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @far(%x: !v, %result0: !v) {SIGNATURE} {{
+  %a = kernel.alloc : !v
+  kernel.fill 2.0 -> %a stream 9223372036854775807 : !v
+  kernel.stream_wait for 9223372036854775807 stream 0
+  kernel.elementwise ins(%x, %a) outs(%result0) stream 0 : !v, !v -> !v {{
+  ^bb0(%i: i64, %p: f32, %q: f32):
+    %r = arith.mulf %p, %q : f32
+    dtensor.yield %r : f32
+  }}
+  func.return
+}}
+"""
+
+
+def test_stream_numbers_are_names_not_counts() -> None:
+    """A program on streams 0 and 2**63-1 makes two CUDA streams: the emitter used to size its
+    stream array by the largest number (and hung on this one)."""
+    module = load_program(FAR_STREAM)
+    source = emit_cuda(module)
+    assert "cudaStream_t streams[2]" in source
+    assert "ctx->streams[9223372036854775807]" not in source
+    reference = ccopt.run(module, seed=2)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+
+
+SAME_ELEMENTS = """
+!v = !kernel.buffer<6x8xf32, @t[S(0)]>
+!h = !kernel.buffer<6x4xf32, @t[S(0)]>
+dtensor.mesh @t [tp=2]
+func.func @halves(%x: !v, %result0: !v) attributes {kernel.results = 1 : i64, kernel.updated = array<i64: 0>} {
+  %read = kernel.subview %x offsets [0, 4] : !v -> !h
+  %write = kernel.subview %x offsets [0, 4] : !v -> !h
+  kernel.elementwise ins(%read) outs(%write) stream 0 : !h -> !h {
+  ^bb0(%i: i64, %p: f32):
+    %r = arith.addf %p, %p : f32
+    dtensor.yield %r : f32
+  }
+  kernel.stream_wait for 0 stream 1
+  %left = kernel.subview %x offsets [0, 0] : !v -> !h
+  kernel.elementwise ins(%left) outs(%left) stream 1 : !h -> !h {
+  ^bb0(%i: i64, %p: f32):
+    %r = arith.mulf %p, %p : f32
+    dtensor.yield %r : f32
+  }
+  kernel.stream_wait for 1 stream 0
+  kernel.copy %x -> %result0 stream 0 : !v
+  func.return
+}
+"""
+
+
+def test_updates_through_views_of_the_same_elements_run_as_interpreted() -> None:
+    """Two subviews of the same box are the same elements (an update in place, allowed), and the
+    other half is filled on stream 1 between two waits: neither is refused, and the harness
+    computes what the interpreter does."""
+    module = load_program(SAME_ELEMENTS)
+    (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    check_stream_races(f)
+    reference = ccopt.run(module, seed=4)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+
+
+DISJOINT_CHUNKS = f"""
+!v = !kernel.buffer<8x6xf32, @t[R]>
+!c = !kernel.buffer<8x3xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @chunks(%x: !c, %result0: !v) {SIGNATURE} {{
+  %a = kernel.alloc : !v
+  %left = kernel.subview %a offsets [0, 0] : !v -> !c
+  %right = kernel.subview %a offsets [0, 3] : !v -> !c
+  kernel.elementwise ins(%x) outs(%left) stream 0 : !c -> !c {{
+  ^bb0(%i: i64, %p: f32):
+    dtensor.yield %p : f32
+  }}
+  kernel.elementwise ins(%x) outs(%right) stream 1 : !c -> !c {{
+  ^bb0(%i: i64, %p: f32):
+    %r = arith.negf %p : f32
+    dtensor.yield %r : f32
+  }}
+  kernel.stream_wait for 1 stream 0
+  kernel.copy %a -> %result0 stream 0 : !v
+  func.return
+}}
+"""
+
+
+def test_streams_writing_disjoint_column_chunks_do_not_race() -> None:
+    """Column chunks of a row-major buffer interleave in memory but share no element: the race
+    check compares boxes, not byte ranges, on one buffer."""
+    module = load_program(DISJOINT_CHUNKS)
+    source = emit_cuda(module)
+    assert "cudaStream_t streams[2]" in source
+    reference = ccopt.run(module, seed=6)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+
+
+def test_a_race_through_a_subview_is_found() -> None:
+    """The same chunks, but stream 0 reads the whole buffer before waiting for stream 1: the
+    race checker skipped subviews (their accesses were not looked at)."""
+    text = DISJOINT_CHUNKS.replace(
+        "  kernel.stream_wait for 1 stream 0\n  kernel.copy %a -> %result0 stream 0 : !v\n",
+        "  kernel.copy %a -> %result0 stream 0 : !v\n  kernel.stream_wait for 1 stream 0\n",
+    )
+    module = load_program(text)
+    (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    with pytest.raises(
+        OpError, match="reads %a on stream 0, which 'kernel.elementwise' writes on stream 1"
+    ):
+        check_stream_races(f)
+    with pytest.raises(OpError, match="with no event ordering the two"):
+        emit_cuda(module)
+
+
+STRIDED_SOFTMAX = f"""
+dtensor.mesh @t [tp=2]
+func.func @strided(%x: !kernel.buffer<8x8xf32, @t[R]>, %result0: !kernel.buffer<8x4xf32, @t[R]>) {SIGNATURE} {{
+  %v = kernel.subview %x offsets [0, 0] : !kernel.buffer<8x8xf32, @t[R]> -> !kernel.buffer<8x4xf32, @t[R]>
+  kernel.softmax %v -> %result0 dim 1 stream 0 : !kernel.buffer<8x4xf32, @t[R]> -> !kernel.buffer<8x4xf32, @t[R]>
+  func.return
+}}
+"""
+
+
+def test_what_the_backend_cannot_emit_is_a_located_ccopt_error() -> None:
+    """`ccopt.build` and the CPU harness raised a bare EmitError (not a CcoptError) without the
+    op's place; it is now an OpError at the op."""
+    module = load_program(STRIDED_SOFTMAX)
+    with pytest.raises(CcoptError, match="cannot index the strided view %v") as raised:
+        emit_cuda(module)
+    assert isinstance(raised.value, OpError)
+    assert raised.value.op.name == "kernel.softmax"
+    assert re.search(r":5:3: error: 'kernel.softmax' op", raised.value.render())
