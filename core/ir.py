@@ -323,13 +323,20 @@ def parse_module(ctx: Context, source: SourceText) -> ModuleOp:
 
 
 def lexer_message(error: ParseError, text: str) -> str:
-    """xDSL 0.74's lexer forgets to format one of its messages (`after {first_char}`) and
-    calls a string that ends with its line one that reaches the end of the file."""
+    """xDSL 0.74's lexer forgets to format one of its messages (`after {first_char}`), calls a
+    string that ends with its line one that reaches the end of the file, and says only
+    " in block definition" where a region holds neither an op nor a block label."""
     if "{first_char}" in error.msg:
         sigil = text[error.span.start : error.span.start + 1]
         return f"expected an identifier after '{sigil}'"
     if error.msg == "End of file reached before closing string literal.":
         return "unterminated string literal (a string ends on the line it starts on)"
+    if error.msg == " in block definition":  # (xDSL names the context, not what it expected)
+        found = text[error.span.start : error.span.end]
+        return (
+            f"expected an operation or a block label, got '{found}' (the operation before it "
+            "ends there: is its syntax right?)"
+        )
     return error.msg
 
 

@@ -111,3 +111,14 @@ func.func @f(%x: !dtensor.tensor<8xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]>
   %y = dtensor.slice %x offsets [-9223372036854775809] sizes [4] : !dtensor.tensor<8xf32, @m[R]> -> !dtensor.tensor<4xf32, @m[R]>
   func.return %y : !dtensor.tensor<4xf32, @m[R]>
 }
+
+// -----
+
+// A unary op written with a function type: its custom form ends before `->`, which xDSL
+// reported as " in block definition".
+dtensor.mesh @m [dp=2]
+func.func @f(%y: !dtensor.tensor<4x8xf32, @m[R]>) -> !dtensor.tensor<4x8xf32, @m[R]> {
+  // CHECK: :[[# @LINE + 1]]:67: error: expected an operation or a block label, got '->' (the operation before it ends there: is its syntax right?)
+  %s = dtensor.softmax %y dim 1 : !dtensor.tensor<4x8xf32, @m[R]> -> !dtensor.tensor<4x8xf32, @m[R]>
+  func.return %s : !dtensor.tensor<4x8xf32, @m[R]>
+}
