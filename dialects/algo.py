@@ -75,7 +75,7 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpError
-from ccopt.dialects.attrs import parse_i64
+from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE, parse_i64
 
 INT32_MAX = 2**31 - 1
 """Offsets, counts and ids are stored as i32."""
@@ -1229,10 +1229,6 @@ class AlgorithmOp(IRDLOperation):
         head += f" bytes {alg.min_bytes.value.data} to {'max' if high == MAX_BYTES else high} "
         printer.print_string(head)
         printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
-
-
-ALGORITHM_ATTRIBUTE = "algo.algorithm"
-"""The attribute by which a coll op names the `algo.algorithm` that implements it."""
 
 
 def chosen_algorithm(op: Operation) -> AlgorithmOp | None:

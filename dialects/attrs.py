@@ -28,6 +28,7 @@ from xdsl.ir import Attribute, Data, ParametrizedAttribute
 from xdsl.parser import AttrParser
 
 __all__ = [
+    "ALGORITHM_ATTRIBUTE",
     "float_attr",
     "i64_array",
     "i64_attr",
@@ -38,6 +39,10 @@ __all__ = [
 ]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+ALGORITHM_ATTRIBUTE = "algo.algorithm"
+"""The attribute by which a coll op names the `algo.algorithm` that implements it (here, not in
+the algo dialect, so that passes test for it without importing that dialect and numpy)."""
 
 
 def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:

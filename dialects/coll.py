@@ -56,7 +56,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from ccopt.dialects.attrs import i64_attr
+from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE, i64_attr
 from ccopt.dialects.body import (  # noqa: F401 - NamedBodyOp re-exported (kernel, passes)
     INDEX_FORMAT,
     NamedBodyOp,
@@ -281,10 +281,10 @@ class CollectiveOp(IRDLOperation, ABC):
     def verify_chosen_algorithm(self, mesh: Mesh) -> None:
         """An `algo.algorithm` the op names (lower-collectives) must be for its collective and
         its group size."""
+        if ALGORITHM_ATTRIBUTE not in self.attributes:
+            return
         from ccopt.dialects.algo import chosen_algorithm
 
-        if "algo.algorithm" not in self.attributes:
-            return
         found = chosen_algorithm(self)
         assert found is not None
         want = COLLECTIVE_NAMES.get(self.name)
@@ -758,7 +758,7 @@ class FusedAllReduceOp(NamedBodyOp):
             )
         except InferenceError as e:
             raise VerifyException(e.located(mesh.axis_names)) from None
-        if "algo.algorithm" in self.attributes:
+        if ALGORITHM_ATTRIBUTE in self.attributes:
             from ccopt.dialects.algo import chosen_algorithm
 
             found = chosen_algorithm(self)

@@ -68,8 +68,7 @@ from ccopt.diagnostics import OpError
 from ccopt.dialects import coll, sched
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import kernel as k
-from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm, AlgorithmOp, chosen_algorithm
-from ccopt.dialects.attrs import i64_array, i64_attr
+from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE, i64_array, i64_attr
 from ccopt.dialects.body import body_key, clone_body, named_only_by, walk_outside_bodies
 from ccopt.dialects.construct import build_op
 from ccopt.dialects.dtensor import mesh_of
@@ -108,6 +107,7 @@ from ccopt.verifier import forget_verification
 if TYPE_CHECKING:
     from ccopt.algorithms.executor import ExecutorPlan
     from ccopt.algorithms.fused_body import FusedChunks
+    from ccopt.dialects.algo import Algorithm, AlgorithmOp
 
 RESULTS_ATTR = "kernel.results"
 UPDATED_ATTR = "kernel.updated"
@@ -702,6 +702,11 @@ def fused_groups(op: coll.FusedAllReduceOp, alg: Algorithm) -> list[FusedChunks]
 
 
 def _chosen(op: Operation) -> AlgorithmOp | None:
+    """The algorithm a collective names; the algo dialect (and numpy) load only where one does."""
+    if ALGORITHM_ATTRIBUTE not in op.attributes:
+        return None
+    from ccopt.dialects.algo import chosen_algorithm
+
     try:
         return chosen_algorithm(op)
     except VerifyException as e:

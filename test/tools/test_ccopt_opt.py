@@ -335,6 +335,39 @@ def test_start_up_stays_lazy(tmp_path: Path) -> None:
     assert result.stderr.strip().endswith("[]"), result.stderr
 
 
+NUMPY_PROBE = """
+import sys
+sys.argv = ["ccopt", *sys.argv[1:], "-o", "/dev/null"]
+from ccopt.tools.ccopt_opt import main
+main()
+sys.stderr.write(repr([m for m in ("numpy", "ccopt.dialects.algo") if m in sys.modules]))
+"""
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        [],
+        [
+            "-p",
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,overlap{chunks=3},inline,"
+            "convert-to-kernel,plan-memory",
+        ],
+    ],
+    ids=["parse", "lowered"],
+)
+def test_collectives_without_algorithms_load_neither_numpy_nor_algo(pipeline: list[str]) -> None:
+    """Verifying and lowering a collective that names no `algo.algorithm` loads neither the
+    algo dialect nor numpy (a fifth of `ccopt FILE`'s start-up when the verifier imported them
+    for every collective)."""
+    example = str(ROOT / "examples" / "megatron_mlp.mlir")
+    result = subprocess.run(
+        [sys.executable, "-c", NUMPY_PROBE, example, *pipeline], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().endswith("[]"), result.stderr
+
+
 def test_time_passes_reports_every_pass_and_its_verification_on_stderr() -> None:
     """`--time-passes` (as mlir-opt's -mlir-timing) times parsing, each pass, the checks after
     it and the output, in pipeline order, without touching the program on stdout."""
