@@ -310,24 +310,43 @@ def available_memory() -> int | None:
         return None
 
 
-def held_bytes(f: func.FuncOp, meshes: Mapping[str, Mesh]) -> int:
-    """What the interpreter holds running `f`: every tensor value of `f` and of the functions it
-    calls, on every rank (it keeps a function's values until it returns): `interpreted_bytes`
-    each."""
+def called_functions(f: func.FuncOp) -> list[func.FuncOp]:
+    """`f` and every function it calls, transitively, each once."""
     from xdsl.traits import SymbolTable
 
-    from ccopt.dialects import kernel as k
-    from ccopt.dialects.dtensor_type import DTensorType
-
-    total, seen, todo = 0, {f.sym_name.data}, [f]
-    sizes: dict[object, int] = {}  # type -> bytes on all ranks (a program repeats few types)
+    found, todo = {f.sym_name.data: f}, [f]
     while todo:
         for op in todo.pop().walk():
             if isinstance(op, func.CallOp):
                 callee = SymbolTable.lookup_symbol(op, op.callee)
-                if isinstance(callee, func.FuncOp) and callee.sym_name.data not in seen:
-                    seen.add(callee.sym_name.data)
+                if isinstance(callee, func.FuncOp) and callee.sym_name.data not in found:
+                    found[callee.sym_name.data] = callee
                     todo.append(callee)
+    return list(found.values())
+
+
+def check_stream_order(f: func.FuncOp) -> None:
+    """Refuse a kernel-level program in which two streams race (`ccopt.streams`), at the later
+    access: the interpreter runs ops in issue order and would compute an answer that the GPU
+    may not (the CUDA backend refuses the same programs)."""
+    from ccopt.streams import check_stream_races
+
+    for g in called_functions(f):
+        if "kernel.results" in g.attributes:
+            check_stream_races(g)
+
+
+def held_bytes(f: func.FuncOp, meshes: Mapping[str, Mesh]) -> int:
+    """What the interpreter holds running `f`: every tensor value of `f` and of the functions it
+    calls, on every rank (it keeps a function's values until it returns): `interpreted_bytes`
+    each."""
+    from ccopt.dialects import kernel as k
+    from ccopt.dialects.dtensor_type import DTensorType
+
+    total = 0
+    sizes: dict[object, int] = {}  # type -> bytes on all ranks (a program repeats few types)
+    for g in called_functions(f):
+        for op in g.walk():
             values = [*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)]
             for v in values:
                 size = sizes.get(v.type)
@@ -398,6 +417,7 @@ def _execute(
     from ccopt.interpreters import ReferenceInterpreter
     from ccopt.interpreters.distributed import DistTensor, InterpreterError, distribute, gather
 
+    check_stream_order(f)
     module, f = closed_for_interpreter(module, f)
 
     names = argument_names(f)

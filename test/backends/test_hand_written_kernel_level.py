@@ -163,3 +163,49 @@ def test_what_the_backend_cannot_emit_is_a_located_ccopt_error() -> None:
     assert isinstance(raised.value, OpError)
     assert raised.value.op.name == "kernel.softmax"
     assert re.search(r":5:3: error: 'kernel.softmax' op", raised.value.render())
+
+
+MISSING_WAIT = f"""
+!v = !kernel.buffer<64xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @layer(%x: !v, %result0: !v) {SIGNATURE} {{
+  %a = kernel.alloc : !v
+  kernel.copy %x -> %a stream 0 : !v
+  kernel.copy %a -> %result0 stream 1 : !v
+  func.return
+}}
+func.func @step(%x: !v, %result0: !v) {SIGNATURE} {{
+  func.call @layer(%x, %result0) : (!v, !v) -> ()
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize("entry", ["layer", "step"])
+def test_the_interpreter_refuses_a_race_the_gpu_would_run(entry: str) -> None:
+    """A stream race (no wait between a write on one stream and a read on another), in the entry
+    or in a function it calls: the interpreter ran it in issue order and reported the in-order
+    answer, which the GPU may not compute; `run` and `check_pipeline` now refuse it at the
+    later access, as the CUDA backend does."""
+    module = load_program(MISSING_WAIT)
+    message = "reads %a on stream 1, which 'kernel.copy' writes on stream 0 with no event"
+    with pytest.raises(OpError, match=message) as raised:
+        ccopt.run(module, entry=entry)
+    assert re.search(r":7:3: error: 'kernel.copy' op", raised.value.render())
+    with pytest.raises(OpError, match=message):
+        ccopt.check_pipeline(MISSING_WAIT, "dce", entry=entry)
+
+
+def test_ccopt_run_reports_a_race_at_the_op(tmp_path: Path) -> None:
+    import subprocess
+
+    path = tmp_path / "race.mlir"
+    path.write_text(MISSING_WAIT)
+    result = subprocess.run(
+        [sys.executable, "-m", "ccopt.tools.ccopt_run", str(path), "--entry", "step"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"{path}:7:3: error: 'kernel.copy' op reads %a on stream 1" in result.stderr
