@@ -275,10 +275,10 @@ class FusedGroup:
             [p.shards[rank][relative(t, p.region(rank))].ravel() for t in self.targets]
         )
         starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
-        where = np.where(lay.block >= 0, starts[lay.block] + lay.pos, 0)
+        laid = lay.block >= 0  # (none where every member's slice is empty: a split of 2 by 4)
         fill = identity(self.op.kind.data, p.dtype)
         rows = np.full((len(lay.block), self.slots, lay.width), fill, p.dtype)
-        rows[:, 0, :] = np.where(lay.block >= 0, flat[where], fill)
+        rows[:, 0, :][laid] = flat[starts[lay.block[laid]] + lay.pos[laid]]
         return rows
 
     def body(self, member: int, first: int, rows: np.ndarray) -> np.ndarray:

@@ -92,6 +92,31 @@ def test_two_axes_with_a_sliced_operand(options: str) -> None:
     assert report.ok, [c for c in report.comparisons if not c.ok]
 
 
+EMPTY_BLOCKS = """
+!p = !dtensor.tensor<2x8xf32, @m[S(0), P(sum)]>
+!r = !dtensor.tensor<2x8xf32, @m[S(0), R]>
+dtensor.mesh @m [b=4, c=1]
+func.func @prog(%x: !p, %y: !r) -> !r {
+  %0 = coll.all_reduce sum %x over [c] : !p -> !r
+  %1 = dtensor.add %0, %y : (!r, !r) -> !r
+  func.return %1 : !r
+}
+"""
+
+
+@pytest.mark.parametrize("mesh", ["b=4,c=1", "b=4,c=2"])
+def test_ranks_whose_slices_are_all_empty(mesh: str) -> None:
+    """Two rows split over four ranks: two of them hold nothing, and in their groups every
+    member's slice is empty. The interpreter indexed their empty partial sums (an IndexError
+    traceback, found by test_random_programs_cuda); they now add nothing."""
+    pipeline = (
+        "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+        "lower-collectives{fused_body=in-algorithm}"
+    )
+    report = ccopt.check_pipeline(EMPTY_BLOCKS, pipeline, mesh=mesh, seed=2)
+    assert report.ok, [c for c in report.comparisons if not c.ok]
+
+
 def test_tree_refuses_a_body_with_sliced_state() -> None:
     pipeline = PREFIX["adam.mlir"] + ",lower-collectives{fused_body=in-algorithm algorithm=tree}"
     with pytest.raises(CcoptError, match="group member 1 holds a slice but completes no chunk"):
