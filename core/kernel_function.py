@@ -7,10 +7,12 @@ convert-to-kernel wrote them; a hand-edited count or index was a traceback in `-
 
 Its in-place operands: the interpreter reads an op's inputs whole before it writes its
 outputs, while the GPU code reads and writes element by element (kernels), through cuBLAS
-(whose output must not alias its inputs) or through copies. They agree when a kernel's
-output is one of its inputs element for element (an update, as convert-to-kernel makes them)
-and when an op's outputs and inputs share no bytes; any other overlap computed something else
-on the GPU than in the interpreter.
+(whose output must not alias its inputs), through NCCL or through copies. They agree when a
+kernel's output is one of its inputs element for element (an update, as convert-to-kernel
+makes them), in NCCL's in-place forms (an all-reduce, broadcast or reduce onto the same
+elements; an all-gather whose input is the rank's own block of its output; a reduce-scatter
+whose output is the rank's own block of its input), and when an op's outputs and inputs share
+no bytes; any other overlap computed something else on the GPU than in the interpreter.
 """
 
 from __future__ import annotations
@@ -91,68 +93,112 @@ def signature_problem(f: func.FuncOp) -> str | None:
     return None
 
 
+SAME = "same"
+"""An overlap allowed where the read and the written operand are the same elements."""
+OWN_BLOCK = "own block"
+"""An overlap allowed where the piece (the operand of the split type) is, on every rank, the
+rank's own block of the whole (NCCL's in-place all-gather and reduce-scatter)."""
+
+
 def check_in_place(op: Operation, placements: dict[Mesh, Placements]) -> None:
-    """Raise OpError when `op` writes bytes it reads, other than element for element where it
-    may (the module docstring); `placements`: per mesh, what earlier ops placed."""
-    for role, read, written, elementwise in overlapping_pairs(op):
+    """Raise OpError when `op` writes bytes it reads, other than in the in-place forms it
+    allows (the module docstring); `placements`: per mesh, what earlier ops placed."""
+    for role, read, written, allowed in overlapping_pairs(op):
         placed = placements_of(op, placements)
         if placed is None or not placed.meet(read, written):
             continue
-        if elementwise and placed.same_elements(read, written):
+        if allowed == SAME and placed.same_elements(read, written):
             continue
-        how = (
-            "an op reads its input element for element only where it is the output itself "
-            "(the same buffer, or a view of the same elements)"
-            if elementwise
-            else f"'{op.name}' cannot write where it reads"
-        )
+        if allowed == OWN_BLOCK and placed.own_block(*_piece_and_whole(op, read, written)):
+            continue
         raise OpError(
             op,
-            f"writes %{_name(written)} over {role} %{_name(read)}, which it reads: {how}",
+            f"writes %{_name(written)} over {role} %{_name(read)}, which it reads: "
+            f"{_allowed_overlap(op, allowed)}",
         )
 
 
-def overlapping_pairs(op: Operation) -> Iterator[tuple[str, SSAValue, SSAValue, bool]]:
-    """(role of the read operand, the read operand, a written operand, whether an element for
-    element overlap is allowed) for every read and written operand of `op` on one buffer."""
+def _piece_and_whole(op: Operation, read: SSAValue, written: SSAValue):  # noqa: ANN202
+    axes = tuple(op.axes.names)  # type: ignore[attr-defined]
+    return (read, written, axes) if isinstance(op, k.NcclAllGatherOp) else (written, read, axes)
+
+
+def _allowed_overlap(op: Operation, allowed: str | None) -> str:
+    if allowed == SAME and isinstance(op, k.NcclOp):
+        return f"'{op.name}' works in place only on the same elements (the same buffer or view)"
+    if allowed == SAME:
+        return (
+            "an op reads its input element for element only where it is the output itself "
+            "(the same buffer, or a view of the same elements)"
+        )
+    if allowed == OWN_BLOCK:
+        piece = "input" if isinstance(op, k.NcclAllGatherOp) else "output"
+        return (
+            f"'{op.name}' works in place only where its {piece} is each rank's own block of "
+            f"its {'output' if piece == 'input' else 'input'} (a kernel.block_view or a "
+            "subview of that block)"
+        )
+    return f"'{op.name}' cannot write where it reads"
+
+
+def overlapping_pairs(op: Operation) -> Iterator[tuple[str, SSAValue, SSAValue, str | None]]:
+    """(role of the read operand, the read operand, a written operand, the overlap allowed:
+    SAME, OWN_BLOCK or None) for every read and written operand of `op` on one buffer."""
     roles = _ROLES.get(type(op))  # (by class: `isinstance` against op classes is slow)
     if roles is None:
-        return  # (no buffer it reads and writes; collectives: their in-place forms are NCCL's)
-    for role, read, written, elementwise in roles(op):
+        return  # (no buffer it both reads and writes)
+    for role, read, written, allowed in roles(op):
         if read is not written and storage_root(read) is storage_root(written):
-            yield role, read, written, elementwise
-        elif read is written and not elementwise:
-            yield role, read, written, elementwise
+            yield role, read, written, allowed
+        elif read is written and allowed != SAME:
+            yield role, read, written, allowed
 
 
-Pairs = list[tuple[str, SSAValue, SSAValue, bool]]
+Pairs = list[tuple[str, SSAValue, SSAValue, str | None]]
 
 
 def _elementwise(op: k.ElementwiseOp) -> Pairs:
-    return [(f"input #{i}", v, out, True) for i, v in enumerate(op.inputs) for out in op.outputs]
+    return [(f"input #{i}", v, out, SAME) for i, v in enumerate(op.inputs) for out in op.outputs]
 
 
 def _layernorm(op: k.LayerNormKernelOp) -> Pairs:
     params = (("its weight", op.weight), ("its bias", op.bias))
-    return [("its input", op.input, op.out, True)] + [
-        (role, v, op.out, False) for role, v in params if v is not None
+    return [("its input", op.input, op.out, SAME)] + [
+        (role, v, op.out, None) for role, v in params if v is not None
     ]
+
+
+def _nccl(allowed: str | None) -> Callable[[k.NcclOp], Pairs]:
+    """A collective's input against its output (the in-place form it allows), and both against
+    the workspace of an algorithm it runs, which it writes."""
+
+    def pairs(op: k.NcclOp) -> Pairs:
+        found: Pairs = [("its input", op.input, op.out, allowed)]
+        if op.scratch is not None:
+            found += [("its input", op.input, op.scratch, None)]
+            found += [("its output", op.out, op.scratch, None)]
+        return found
+
+    return pairs
 
 
 _ROLES: dict[type[Operation], Callable[..., Pairs]] = {
     k.ElementwiseOp: _elementwise,
-    k.SoftmaxKernelOp: lambda op: [("its input", op.input, op.out, True)],
+    k.SoftmaxKernelOp: lambda op: [("its input", op.input, op.out, SAME)],
     k.LayerNormKernelOp: _layernorm,
-    k.GemmOp: lambda op: [("its lhs", op.lhs, op.out, False), ("its rhs", op.rhs, op.out, False)],
+    k.GemmOp: lambda op: [("its lhs", op.lhs, op.out, None), ("its rhs", op.rhs, op.out, None)],
     k.ConcatKernelOp: lambda op: [
-        (f"input #{i}", v, op.out, False) for i, v in enumerate(op.inputs)
+        (f"input #{i}", v, op.out, None) for i, v in enumerate(op.inputs)
     ],
     **dict.fromkeys(
         (k.ReduceKernelOp, k.SliceKernelOp, k.TransposeKernelOp, k.CopyOp),
-        lambda op: [("its input", op.input, op.out, False)],
+        lambda op: [("its input", op.input, op.out, None)],
     ),
+    **dict.fromkeys((k.NcclAllReduceOp, k.NcclBroadcastOp, k.NcclReduceOp), _nccl(SAME)),
+    **dict.fromkeys((k.NcclAllGatherOp, k.NcclReduceScatterOp, k.LocalBlockOp), _nccl(OWN_BLOCK)),
+    **dict.fromkeys((k.NcclAllToAllOp, k.NcclShiftOp), _nccl(None)),
 }
-"""Per op class, the (role, read, written, element for element allowed) pairs of its operands."""
+"""Per op class, the (role, read, written, overlap allowed) pairs of its operands."""
 
 _VIEWS = frozenset({k.ViewOp, k.BlockViewOp, k.SubviewOp})
 
@@ -232,6 +278,24 @@ class Placements:
                 return True
         return False
 
+    def own_block(self, piece: SSAValue, whole: SSAValue, axes: Sequence[str]) -> bool:
+        """Whether, on every rank, `piece` (split over `axes`) is the rank's own block of
+        `whole` (its elements in order, where the collective puts or takes the rank's part)."""
+        (pieces, exact_p), (wholes, exact_w) = self.of(piece), self.of(whole)
+        if not (exact_p and exact_w):
+            return False
+        piece_t, whole_t = k.tensor_of(piece), k.tensor_of(whole)
+        for coords, p_box, w_box in zip(self.coords, pieces, wholes, strict=True):
+            own = piece_t.local_slices(self.mesh, coords)
+            region = whole_t.local_slices(self.mesh, coords)
+            expected = tuple(
+                slice(w.start + o.start - r.start, w.start + o.stop - r.start)
+                for w, o, r in zip(w_box, own, region, strict=True)
+            )
+            if _nonempty(p_box) and p_box != expected:
+                return False
+        return True
+
     def same_elements(self, a: SSAValue, b: SSAValue) -> bool:
         """Whether two values of one root are the same elements in the same order everywhere."""
         if a is b:
@@ -259,6 +323,10 @@ def buffer_mesh(op: Operation) -> Mesh | None:
         if isinstance(v.type, k.BufferType):
             return lookup_mesh(op, v.type.tensor.mesh_name)
     return None
+
+
+def _nonempty(box: Box) -> bool:
+    return all(b.stop > b.start for b in box)
 
 
 def _name(value: SSAValue) -> str:

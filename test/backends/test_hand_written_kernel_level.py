@@ -209,3 +209,103 @@ def test_ccopt_run_reports_a_race_at_the_op(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"{path}:7:3: error: 'kernel.copy' op reads %a on stream 1" in result.stderr
+
+
+GATHER_IN_PLACE = f"""
+!w = !kernel.buffer<8x4xf32, @t[R]>
+!p = !kernel.buffer<8x4xf32, @t[S(0)]>
+dtensor.mesh @t [tp=2]
+func.func @gather(%x: !p, %result0: !w) {SIGNATURE} {{
+  %a = kernel.alloc : !w
+  %own = kernel.block_view %a over [tp] : !w -> !p
+  kernel.copy %x -> %own stream 0 : !p
+  kernel.nccl_all_gather %own -> %a over [tp] stream 0 : !p -> !w
+  kernel.copy %a -> %result0 stream 0 : !w
+  func.return
+}}
+"""
+
+
+def test_an_all_gather_from_the_ranks_own_block_runs_as_interpreted() -> None:
+    """NCCL's in-place all-gather: the input is each rank's own block of the output."""
+    module = load_program(GATHER_IN_PLACE)
+    reference = ccopt.run(module, seed=8)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+
+
+WRONG_BLOCK = f"""
+!b = !kernel.buffer<16x4xf32, @t[R]>
+!w = !kernel.buffer<8x4xf32, @t[R]>
+!p = !kernel.buffer<8x4xf32, @t[S(0)]>
+dtensor.mesh @t [tp=2]
+func.func @gather(%x: !p, %result0: !w) {SIGNATURE} {{
+  %a = kernel.alloc : !b
+  %win = kernel.subview %a offsets [4, 0] : !b -> !w
+  %piece = kernel.subview %a offsets [0, 0] : !b -> !p
+  kernel.copy %x -> %piece stream 0 : !p
+  kernel.nccl_all_gather %piece -> %win over [tp] stream 0 : !p -> !w
+  kernel.copy %win -> %result0 stream 0 : !w
+  func.return
+}}
+"""
+
+PARTIAL_BROADCAST = f"""
+!b = !kernel.buffer<12xf32, @t[R]>
+!w = !kernel.buffer<8xf32, @t[R]>
+dtensor.mesh @t [tp=2]
+func.func @root(%x: !w, %result0: !w) {SIGNATURE} {{
+  %a = kernel.alloc : !b
+  %in = kernel.subview %a offsets [0] : !b -> !w
+  %out = kernel.subview %a offsets [4] : !b -> !w
+  kernel.copy %x -> %in stream 0 : !w
+  kernel.nccl_broadcast %in -> %out over [tp] root 1 stream 0 : !w -> !w
+  kernel.copy %out -> %result0 stream 0 : !w
+  func.return
+}}
+"""
+
+SHIFT_IN_PLACE = f"""
+!w = !kernel.buffer<8xf32, @t[V]>
+dtensor.mesh @t [tp=2]
+func.func @shift(%x: !w, %result0: !w) {SIGNATURE} {{
+  %a = kernel.alloc : !w
+  kernel.copy %x -> %a stream 0 : !w
+  kernel.nccl_shift %a -> %a over [tp] by 1 cyclic stream 0 : !w -> !w
+  kernel.copy %a -> %result0 stream 0 : !w
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            WRONG_BLOCK,
+            r"writes %win over its input %piece, which it reads: 'kernel.nccl_all_gather' works "
+            r"in place only where its input is each rank's own block of its output",
+        ),
+        (
+            PARTIAL_BROADCAST,
+            r"writes %out over its input %in, which it reads: 'kernel.nccl_broadcast' works in "
+            r"place only on the same elements",
+        ),
+        (
+            SHIFT_IN_PLACE,
+            r"writes %a over its input %a, which it reads: 'kernel.nccl_shift' cannot write "
+            r"where it reads",
+        ),
+    ],
+    ids=["gather-into-another-ranks-block", "broadcast-half-over", "shift-onto-itself"],
+)
+def test_collectives_written_over_their_input_outside_nccls_in_place_forms(
+    text: str, message: str
+) -> None:
+    """NCCL defines a collective whose buffers overlap only in its in-place forms (the same
+    buffer, or the rank's own block of an all-gather's output); any other overlap is undefined
+    on the GPU while the interpreter, reading inputs whole first, computes an answer. The
+    verifier refuses them at the op."""
+    with pytest.raises(CcoptError, match=message) as raised:
+        load_program(text)
+    assert "kernel.nccl_" in raised.value.render()
