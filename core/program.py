@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 
+from ccopt.collection import batched_collection
 from ccopt.diagnostics import CcoptError, OpError, SourceText
 from ccopt.files import is_stdin, read_text
 from ccopt.mesh import MAX_RANKS, Mesh
@@ -72,6 +73,7 @@ def program_source(program: str | os.PathLike[str] | SourceText) -> SourceText:
     return SourceText(os.fspath(program), read_text(program))
 
 
+@batched_collection()
 def load_program(program: ProgramSource, ctx: Context | None = None) -> ModuleOp:
     """A verified module from a path, IR text, a source, a module or a front-end program (a
     module is cloned, never changed)."""

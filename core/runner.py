@@ -23,6 +23,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
+from ccopt.collection import batched_collection
 from ccopt.diagnostics import CcoptError, OpError
 from ccopt.mesh import Mesh
 from ccopt.program import (
@@ -444,6 +445,7 @@ def _execute(
     )
 
 
+@batched_collection()
 def run(
     program: ProgramSource,
     inputs: Mapping[str, np.ndarray] | None = None,
@@ -521,6 +523,7 @@ def compare(
     return OutputComparison(name, abs_err, rel_err, ok, rtol=rtol)
 
 
+@batched_collection()
 def check_pipeline(
     program: ProgramSource,
     pipeline: str,

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException
 
+from ccopt.collection import batched_collection
 from ccopt.diagnostics import CcoptError, first_line
 from ccopt.ir import clone, inherit_locations, make_context, verify_module
 from ccopt.passes import parse_pipeline, plugin_error
@@ -75,6 +76,7 @@ def checked_pipeline(
     return parse_pipeline(pipeline, after)
 
 
+@batched_collection()
 def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
     """A verified copy of `module` after the pass pipeline (the module itself is untouched)."""
     optimized = clone(module)
@@ -82,6 +84,7 @@ def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
     return optimized
 
 
+@batched_collection()
 def run_pipeline(module: ModuleOp, pipeline: str) -> None:
     """Apply a pass pipeline to `module` in place, verifying after every pass; bad pipelines
     and refused rewrites are CcoptErrors."""

@@ -28,6 +28,7 @@ LAYERS = {  # a module may import modules of its own layer or a lower one
     "ccopt.mesh": 0,
     "ccopt.diagnostics": 0,
     "ccopt.files": 0,
+    "ccopt.collection": 0,
     "ccopt.dialects": 1,
     "ccopt.ir": 1,
     "ccopt.streams": 1,

@@ -27,26 +27,15 @@ def quiet_on_closed_pipe(main: Main) -> Main:
 
 
 def batch_gc(main: Main) -> Main:
-    """A compiler run builds a large, long-lived object graph (the IR) and drops little of it:
-    CPython's default collector thresholds (a young collection every 700 allocations, full ones
-    as the heap grows) then rescan the IR over and over, which cost a third of a pipeline's
-    time at 400 Megatron blocks. Collect young objects every 100,000 allocations instead, and
-    restore the settings and the collector's state (`pause_collection` may switch it off)
-    afterwards: tests call `main` in process. Cyclic garbage from rewrites is still collected
-    where a pass leaves some."""
+    """Run a tool's `main` with the collector batched (`ccopt.collection`), restored after it:
+    tests call `main` in process."""
 
     @functools.wraps(main)
     def wrapped(argv: Sequence[str] | None = None) -> int:
-        import gc
+        from ccopt.collection import batched_collection
 
-        thresholds, enabled = gc.get_threshold(), gc.isenabled()
-        gc.set_threshold(100_000, 50, 100)
-        try:
+        with batched_collection():
             return main(argv)
-        finally:
-            gc.set_threshold(*thresholds)
-            if enabled:
-                gc.enable()
 
     return wrapped
 
