@@ -36,7 +36,9 @@ tuned in their turn on what the shift's choice left. An all-reduce that pipeline
 reduce-scatter is tried with the reduce-scatter's rows (labelled as the all-reduce), so p2p
 followed by a fused or overlapped reduce-scatter is reached greedily, one collective at a time,
 as every other combination is; a gather it moved into the receiving stage is tried there (with
-the matmul it now feeds).
+the matmul it now feeds), and a gather it made there (of a split all-reduce, or beside a gather
+the sending stage still reads) is tried after every collective known before (`%n gather` in the
+table), so the receiving stage's gather can be overlapped with its matmul too.
 
 Each collective's candidates are tried on its window (`ccopt.passes.autotune_window`): the
 `window` ops on each side of it in its function, widened to the matmul producing it, its first
@@ -219,7 +221,14 @@ class Autotune(ModulePass):
             target.attributes[ID] = IntegerAttr(n, i64)
             tuned[n] = target
         labels = [_label(o, n) for n, o in enumerate(targets)]
-        del targets  # (what an earlier choice rewrites is found again through `tuned`)
+        del targets
+
+        def fresh(o: Operation) -> int:
+            """Number a collective that a choice made (tuned after those known so far)."""
+            labels.append(f"{_label(o, len(labels))} gather")
+            return len(labels) - 1
+
+        # (what an earlier choice rewrites is found again through `tuned`)
         rows: list[tuple[str, str, int | None]] = []
         symbols = ProgramSymbols(op)
         try:
@@ -232,7 +241,7 @@ class Autotune(ModulePass):
                 timed = [(c, _time(window, n, c, machine)) for c in tried]
                 rows += [(label, c.name, t) for c, t in timed]
                 best = min((x for x in timed if x[1] is not None), key=lambda x: x[1])[0]  # type: ignore[arg-type,return-value]
-                _apply(window.module, n, best)
+                _apply(window.module, n, best, fresh)
                 stale = _numbered(window.ops)
                 moved = splice(window, symbols)
                 for k in stale:
@@ -292,9 +301,12 @@ def _time(window: Window, n: int, candidate: Candidate, machine: Machine) -> int
         release(trial)  # (a trial per candidate: freed now, not at a full collection)
 
 
-def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
+def _apply(
+    module: ModuleOp, n: int, candidate: Candidate, fresh: Callable[[Operation], int] | None = None
+) -> None:
     """Apply a candidate's passes to the n-th collective only, through a temporary tag that
-    follows the collectives the passes make from it; a pass that refuses raises."""
+    follows the collectives the passes make from it; a pass that refuses raises. `fresh`
+    numbers the gathers pipeline-p2p makes, to be tuned in their turn (None: a trial)."""
     from ccopt.ir import inherit_locations, verify_module
 
     target = _find(module, n)
@@ -314,7 +326,7 @@ def _apply(module: ModuleOp, n: int, candidate: Candidate) -> None:
                 before = set(module.walk())
                 p.apply(Context(), module)
                 if p.name == "pipeline-p2p":
-                    _renumber(module, before)
+                    _renumber(module, before, fresh)
                 _follow(module, before, tag, p)
                 inherit_locations(module)  # as every pipeline does after each pass
                 verify_module(module)
@@ -341,11 +353,16 @@ def _targets(target: Operation, consumers: bool) -> list[Operation]:
     return out
 
 
-def _renumber(module: ModuleOp, before: set[Operation]) -> None:
+def _renumber(
+    module: ModuleOp, before: set[Operation], fresh: Callable[[Operation], int] | None
+) -> None:
     """pipeline-p2p rewrites more than the shift it is pointed at: each all-reduce it split
     hands its number to the reduce-scatter that replaced it (same operand, same axes), to be
     tuned in its turn. A collective it copied (the gather moved past the shift takes the
-    original's attributes) keeps the number only where the original is gone."""
+    original's attributes) keeps the number only where the original is gone. Every other
+    gather it made in the receiving stage (of a split all-reduce, or beside a gather the
+    sending stage still reads) gets a `fresh` number: it may feed a matmul there, to be
+    overlapped with it."""
     split = {
         (o.input, o.axes): n
         for o in before
@@ -362,6 +379,8 @@ def _renumber(module: ModuleOp, before: set[Operation]) -> None:
             isinstance(o, coll.ReduceScatterOp) and (n := split.get((o.input, o.axes))) is not None
         ):
             o.attributes[ID] = IntegerAttr(n, i64)
+        if fresh is not None and isinstance(o, coll.AllGatherOp) and _number(o) is None:
+            o.attributes[ID] = IntegerAttr(fresh(o), i64)
 
 
 def _number(op: Operation) -> int | None:

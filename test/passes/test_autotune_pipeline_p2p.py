@@ -8,7 +8,8 @@ included; several all-reduces feeding one transfer; a gathered activation, alone
 the sending stage; the activation sent also read by the sending stage), and the tuned program
 computes what the program did on every rank.
 The collectives pipeline-p2p made are tuned in their turn: the reduce-scatters with the
-reduce-scatter's rows, under the label of the all-reduce they replace.
+reduce-scatter's rows, under the label of the all-reduce they replace, and the gathers it made in
+the receiving stage last (labelled `%<shift> gather`), beside the matmul they feed there.
 """
 
 from __future__ import annotations
@@ -131,9 +132,20 @@ SENT_AND_KEPT = f"""{MESH}func.func @main(%x: {X}, %w: {W}, %b: {A}) -> ({A}, {A
 """
 """The activation sent is read by the sending stage too (it is gathered there anyway)."""
 
+FEEDS = f"""{MESH}func.func @main(%x: {X}, %w: {W}, %w2: {W2}) -> {H} {{
+  %y = dtensor.matmul %x, %w : ({X}, {W}) -> {P}
+  %s = coll.all_reduce sum %y over [tp] : {P} -> {A}
+  %n = coll.shift %s over [pp] by 1 : {A} -> {A}
+  %h = dtensor.matmul %n, %w2 : ({A}, {W2}) -> {H}
+  func.return %h : {H}
+}}
+"""
+"""The transfer feeds the receiving stage's matmul: the gather pipeline-p2p makes there is tuned
+too, and overlapped with that matmul."""
+
 
 @pytest.mark.parametrize("mesh", [(2, 4), (2, 3), (3, 2)])
-@pytest.mark.parametrize("text", [TWO_PARTIALS, GATHERED, GATHERED_ONLY_SENT, SENT_AND_KEPT])
+@pytest.mark.parametrize("text", [TWO_PARTIALS, GATHERED, GATHERED_ONLY_SENT, SENT_AND_KEPT, FEEDS])
 def test_autotuned_transfers_compute_the_same(
     check_shards: Callable, optimize: Callable, tmp_path: Path, text: str, mesh: tuple[int, int]
 ) -> None:
@@ -151,7 +163,7 @@ def table(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict
     apply_pipeline(load_program(text), tune(tmp_path, 2, 4, " print=true"))
     rows: dict[str, list[str]] = {}
     for line in capsys.readouterr().err.splitlines()[1:]:
-        m = re.match(r"\s*(%\w+)\s+(.*?)(\s+[\d,]+ ns|\s+refused)?$", line)
+        m = re.match(r"\s*(%\w+(?: gather)?)\s+(.*?)(\s+[\d,]+ ns|\s+refused)?$", line)
         assert m, line
         refused = " refused" if m.group(3) and "refused" in m.group(3) else ""
         rows.setdefault(m.group(1), []).append(m.group(2) + refused)
@@ -164,8 +176,11 @@ def test_shift_is_tuned_first_and_its_reduce_scatters_after(
     """The shift's rows come before the all-reduces feeding it; pipeline-p2p made them
     reduce-scatters, which get the reduce-scatter's rows (no split) under their old labels."""
     rows = table(TWO_PARTIALS, tmp_path, capsys)
-    assert list(rows) == ["%n", "%s", "%t"]
+    assert list(rows) == ["%n", "%s", "%t", "%n gather"]
     assert rows["%n"] == ["leave", "pipeline-p2p", "-> pipeline-p2p"]
+    # the gather pipeline-p2p made in the receiving stage is tuned last; nothing there to
+    # overlap it with (the function returns it)
+    assert rows["%n gather"] == ["leave", "overlap 1 refused", "overlap 2 refused", "-> leave"]
     for label in ("%s", "%t"):
         assert rows[label][:-1] == [
             "leave",
@@ -193,8 +208,23 @@ def test_a_gather_kept_for_the_sending_stage_keeps_its_number(
 ) -> None:
     """The sending stage still reads the gather: it stays and is tuned after the shift (no
     matmul reads it there, so it has no overlap); the gather pipeline-p2p made in the receiving
-    stage, which feeds a matmul, belongs to the shift's choice and is not tuned."""
+    stage, which feeds a matmul, is tuned in its turn (a number of its own)."""
     rows = table(GATHERED, tmp_path, capsys)
-    assert list(rows) == ["%n", "%g"]
+    assert list(rows) == ["%n", "%g", "%n gather"]
     assert rows["%n"][-1] == "-> pipeline-p2p"
     assert rows["%g"] == ["leave", "overlap 1 refused", "overlap 2 refused", "-> leave"]
+    assert rows["%n gather"][:-1] == ["leave", "overlap 1", "overlap 2"]
+
+
+def test_the_gather_of_a_split_all_reduce_is_overlapped_with_the_matmul_it_feeds(
+    check_shards: Callable, optimize: Callable, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pipeline-p2p splits the all-reduce feeding the transfer: the reduce-scatter is tuned
+    under the all-reduce's label, then the gather it made in the receiving stage, which feeds
+    the next matmul there; on this machine overlapping them pays."""
+    rows = table(FEEDS, tmp_path, capsys)
+    assert list(rows) == ["%n", "%s", "%n gather"]
+    assert rows["%n gather"] == ["leave", "overlap 1", "overlap 2", "-> overlap 2"]
+    _, tuned = tuned_and_checked(check_shards, optimize, tmp_path, FEEDS, (2, 4))
+    gathers = [o for o in tuned.walk() if isinstance(o, coll.AllGatherOp)]
+    assert len(gathers) == 2 and all(g.parent_op().name == "sched.execute" for g in gathers)
