@@ -133,6 +133,10 @@ def rank_classes(
         ids: dict[Any, int] = {}
         axis_ids, axis_reps = [], []
         split = [t for t in types if t.placement_list[a].split_dim is not None]
+        if symmetric and all(_even(t, mesh, a) for t in split):
+            per_axis.append([0] * size)  # (every coordinate holds equal blocks: one class)
+            reps.append([0])
+            continue
         for c in range(size):
             coords = tuple(c if i == a else 0 for i in range(mesh.ndim))
             sig = c if not symmetric else tuple(t.local_shape(mesh, coords) for t in split)
@@ -151,6 +155,18 @@ def rank_classes(
             ranks *= counts[a][k]
         classes.append(RankClass(coords, ranks, tuple(key)))
     return classes, per_axis
+
+
+def _even(t: DTensorType, mesh: Mesh, axis: int) -> bool:
+    """Whether the axes splitting `t`'s dimension that `axis` splits divide it evenly: every
+    coordinate of `axis` then holds a block of the same shape (the common case, found without
+    computing each coordinate's block)."""
+    dim = t.placement_list[axis].split_dim
+    parts = 1
+    for size, p in zip(mesh.axis_sizes, t.placement_list, strict=True):
+        if p.split_dim == dim:
+            parts *= size
+    return t.get_shape()[dim] % parts == 0
 
 
 FULL_LIMIT = 4096

@@ -421,3 +421,52 @@ def test_a_fused_all_reduce_gathers_each_result_at_either_level(example: str) ->
     l2 = ccopt.simulate(text, "dgx-a100", pipeline=fused)
     l3 = ccopt.simulate(text, "dgx-a100", pipeline=fused + ",convert-to-kernel")
     assert l2.comm_ns == pytest.approx(l3.comm_ns, rel=1e-2)
+
+
+def _classes_per_coordinate(types, mesh):  # noqa: ANN001, ANN202
+    """Per axis, class ids by each coordinate's block shapes, computed for every coordinate (what
+    `rank_classes` did before it recognized even splits)."""
+    per_axis = []
+    for a, size in enumerate(mesh.axis_sizes):
+        split = [t for t in types if t.placement_list[a].split_dim is not None]
+        ids: dict = {}
+        axis = []
+        for c in range(size):
+            coords = tuple(c if i == a else 0 for i in range(mesh.ndim))
+            axis.append(ids.setdefault(tuple(t.local_shape(mesh, coords) for t in split), len(ids)))
+        per_axis.append(axis)
+    return per_axis
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    shapes=st.lists(st.lists(st.integers(1, 13), min_size=1, max_size=3), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_rank_classes_of_even_splits_are_those_of_every_coordinate(
+    sizes: list[int], shapes: list[list[int]], data: st.DataObject
+) -> None:
+    """An axis whose every split divides evenly is one class without looking at each
+    coordinate (the shortcut auto-shard's pricing takes per op); any split uneven, the axis
+    has the classes its coordinates' blocks make, as before."""
+    from xdsl.dialects.builtin import f32
+
+    from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr, SplitAttr
+    from ccopt.mesh import Mesh
+
+    mesh = Mesh("m", tuple(f"a{i}" for i in range(len(sizes))), tuple(sizes))
+    types = []
+    for shape in shapes:
+        placements = [
+            data.draw(
+                st.one_of(
+                    st.just(ReplicatedAttr()), st.builds(SplitAttr, st.integers(0, len(shape) - 1))
+                )
+            )
+            for _ in sizes
+        ]
+        types.append(DTensorType(shape, f32, "m", placements))
+    classes, per_axis = rank_classes(types, mesh)
+    assert per_axis == _classes_per_coordinate(types, mesh)
+    assert sum(c.ranks for c in classes) == mesh.rank_count
