@@ -62,7 +62,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xdsl.context import Context
@@ -306,7 +306,9 @@ def _apply(
 ) -> None:
     """Apply a candidate's passes to the n-th collective only, through a temporary tag that
     follows the collectives the passes make from it; a pass that refuses raises. `fresh`
-    numbers the gathers pipeline-p2p makes, to be tuned in their turn (None: a trial)."""
+    numbers the gathers pipeline-p2p makes, to be tuned in their turn (None: a trial). The
+    collectives made from a collective the user tagged take its tag as the passes derive tags
+    (`_untag`)."""
     from ccopt.ir import inherit_locations, verify_module
 
     target = _find(module, n)
@@ -316,6 +318,7 @@ def _apply(
     saved = {o: tag_of(o) for o in _targets(target, candidate.whole_consumers)}
     for o in saved:
         o.attributes[TAG] = StringAttr(tag)
+    trace = _Trace(saved[target])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OpWarning)  # fewer chunks than asked: still valid
@@ -327,11 +330,11 @@ def _apply(
                 p.apply(Context(), module)
                 if p.name == "pipeline-p2p":
                     _renumber(module, before, fresh)
-                _follow(module, before, tag, p)
+                _follow(module, before, tag, p, trace)
                 inherit_locations(module)  # as every pipeline does after each pass
                 verify_module(module)
     finally:
-        _untag(module, tag, saved)
+        _untag(module, tag, saved, trace)
 
 
 def _targets(target: Operation, consumers: bool) -> list[Operation]:
@@ -388,18 +391,37 @@ def _number(op: Operation) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-def _follow(module: ModuleOp, before: set[Operation], tag: str, p: ModulePass) -> None:
+@dataclass
+class _Trace:
+    """What the passes of one candidate made of the tuned ops: `heir` is the user's tag of the
+    tuned collective (None: untagged), `derived` the tag each op was given by a pass deriving
+    it (`t.rs`, `t.chunk0`: `_follow` retags them `t` for the next pass), `made` the ops only
+    `_follow` tagged."""
+
+    heir: str | None
+    derived: dict[Operation, str] = field(default_factory=dict)
+    made: set[Operation] = field(default_factory=set)
+
+
+def _follow(
+    module: ModuleOp, before: set[Operation], tag: str, p: ModulePass, trace: _Trace
+) -> None:
     """Tag what a tagged pass made of the tuned ops (ops with a derived tag such as `t.rs`,
     and new collectives and regions), so that the next pass finds them."""
     for o in module.walk():
         old = tag_of(o)
         derived = old is not None and old.startswith(tag + ".")
         made = old is None and o not in before and p.name != "fuse-elementwise"
+        if derived:
+            trace.derived[o] = old  # type: ignore[assignment]
+        elif made and isinstance(o, _SCHEDULED):
+            trace.made.add(o)
         if derived or (made and isinstance(o, _SCHEDULED)):
             o.attributes[TAG] = StringAttr(tag)
 
 
 _SCHEDULED = (coll.CollectiveOp, coll.FusedAllReduceOp, sched.ExecuteOp)
+_HEIRS = (coll.CollectiveOp, coll.FusedAllReduceOp)
 
 
 def _narrow(module: ModuleOp, tag: str, gather: bool) -> None:
@@ -414,11 +436,24 @@ def _narrow(module: ModuleOp, tag: str, gather: bool) -> None:
 _OVERLAPPABLE = (coll.AllReduceOp, coll.ReduceScatterOp, coll.FusedAllReduceOp)
 
 
-def _untag(module: ModuleOp, tag: str, saved: dict[Operation, str | None]) -> None:
+def _untag(module: ModuleOp, tag: str, saved: dict[Operation, str | None], trace: _Trace) -> None:
+    """Drop the temporary tags and give the tuned ops their users' tags back. Where the user
+    tagged the tuned collective `g`, a collective a pass made in its place keeps `g` (the shift
+    pipeline-p2p rebuilt, the chunks overlap copied), and an op a pass derived keeps the
+    derived tag on `g` (`g.rs`, `g.ag`, `g.chunk0`), as the passes run by hand with `tags=g`
+    name them - except that a candidate's later pass derives from `g`, not from the earlier
+    derived tag (`g.chunk0` where by hand it is `g.rs.chunk0`). Regions and ops only `_follow`
+    tagged get none."""
     for o in module.walk():
         old = tag_of(o)
         if old is not None and (old in (tag, tag + "~") or old.startswith(tag + ".")):
             del o.attributes[TAG]
+            if trace.heir is None or o in saved:
+                continue
+            if o in trace.derived:
+                o.attributes[TAG] = StringAttr(trace.heir + trace.derived[o][len(tag) :])
+            elif o not in trace.made and isinstance(o, _HEIRS):
+                o.attributes[TAG] = StringAttr(trace.heir)
     for o, old in saved.items():
         if old is not None and o.parent is not None:
             o.attributes[TAG] = StringAttr(old)

@@ -228,3 +228,34 @@ def test_the_gather_of_a_split_all_reduce_is_overlapped_with_the_matmul_it_feeds
     _, tuned = tuned_and_checked(check_shards, optimize, tmp_path, FEEDS, (2, 4))
     gathers = [o for o in tuned.walk() if isinstance(o, coll.AllGatherOp)]
     assert len(gathers) == 2 and all(g.parent_op().name == "sched.execute" for g in gathers)
+
+
+def test_the_users_tags_follow_the_collectives_made_from_them(tmp_path: Path) -> None:
+    """Tags the user gave the transfer and the all-reduce name what autotune made of them, as
+    the passes run by hand with those tags name them: the rebuilt shift keeps `boundary`, the
+    gather made in the receiving stage is `boundary.ag`, the reduce-scatter the all-reduce
+    became is `ar.rs`, and the overlapped chunks derive from those (autotune's own temporary
+    tags are gone). The tagged program still computes what it did."""
+    text = FEEDS.replace(
+        f"over [tp] : {P} -> {A}", f'over [tp] {{tag = "ar"}} : {P} -> {A}'
+    ).replace(
+        f"coll.shift %s over [pp] by 1 : {A}",
+        f'coll.shift %s over [pp] by 1 {{tag = "boundary"}} : {A}',
+    )
+    assert text.count("tag =") == 2
+    pipeline = tune(tmp_path, 2, 4)
+    report = ccopt.check_pipeline(text, pipeline, mesh="pp=2,tp=4", seed=3)
+    assert report.ok
+    from ccopt.passes.common import tag_of
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    tags: dict[str, set[str]] = {}
+    for o in apply_pipeline(load_program(text), pipeline).walk():
+        if (t := tag_of(o)) is not None:
+            tags.setdefault(o.name, set()).add(t)
+    assert tags["coll.shift"] == {"boundary"}
+    assert tags["coll.reduce_scatter"] == {"ar.rs"}
+    assert tags["coll.all_gather"] == {"boundary.ag"}
+    assert tags["sched.execute"] == {"boundary.ag.chunk0", "boundary.ag.chunk1"}
+    assert not [t for ts in tags.values() for t in ts if "autotune" in t]
