@@ -54,7 +54,9 @@ alone has a fused collective per parameter); `window=0` tries them on the whole 
 // autotune{machine=dgx2-v100 chunks=1,2,4,8} on GPT-2 8.3B's row-parallel layer picks
 // fused, overlap 4: chunked matmuls and fused collectives on two streams
 ```
-`print=true` prints the table of candidates and their simulated step times on stderr.
+`print=true` prints the table of candidates and their simulated step times on stderr. A
+collective the user tagged (`{tag = "g"}`) passes its tag on to what the chosen candidate made of
+it (`g`, `g.rs`, `g.ag`, `g.chunk0`: `_untag`), so later passes can still select it.
 """
 
 from __future__ import annotations
