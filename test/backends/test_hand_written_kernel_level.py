@@ -25,6 +25,15 @@ from test_cuda import assert_same_shards  # noqa: E402
 
 SIGNATURE = "attributes {kernel.results = 1 : i64, kernel.updated = array<i64>}"
 
+
+def assert_runs_as_interpreted(module, seed: int) -> None:  # noqa: ANN001 - a ModuleOp
+    """The generated code on the CPU harness, streams issued in either order, computes on every
+    rank what the interpreter does."""
+    reference = ccopt.run(module, seed=seed)
+    for order in ("low", "high"):
+        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+
+
 FAR_STREAM = f"""
 !v = !kernel.buffer<64xf32, @t[R]>
 dtensor.mesh @t [tp=2]
@@ -49,9 +58,7 @@ def test_stream_numbers_are_names_not_counts() -> None:
     source = emit_cuda(module)
     assert "cudaStream_t streams[2]" in source
     assert "ctx->streams[9223372036854775807]" not in source
-    reference = ccopt.run(module, seed=2)
-    for order in ("low", "high"):
-        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+    assert_runs_as_interpreted(module, seed=2)
 
 
 SAME_ELEMENTS = """
@@ -87,9 +94,7 @@ def test_updates_through_views_of_the_same_elements_run_as_interpreted() -> None
     module = load_program(SAME_ELEMENTS)
     (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
     check_stream_races(f)
-    reference = ccopt.run(module, seed=4)
-    for order in ("low", "high"):
-        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+    assert_runs_as_interpreted(module, seed=4)
 
 
 DISJOINT_CHUNKS = f"""
@@ -122,9 +127,7 @@ def test_streams_writing_disjoint_column_chunks_do_not_race() -> None:
     module = load_program(DISJOINT_CHUNKS)
     source = emit_cuda(module)
     assert "cudaStream_t streams[2]" in source
-    reference = ccopt.run(module, seed=6)
-    for order in ("low", "high"):
-        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+    assert_runs_as_interpreted(module, seed=6)
 
 
 def test_a_race_through_a_subview_is_found() -> None:
@@ -229,9 +232,7 @@ func.func @gather(%x: !p, %result0: !w) {SIGNATURE} {{
 def test_an_all_gather_from_the_ranks_own_block_runs_as_interpreted() -> None:
     """NCCL's in-place all-gather: the input is each rank's own block of the output."""
     module = load_program(GATHER_IN_PLACE)
-    reference = ccopt.run(module, seed=8)
-    for order in ("low", "high"):
-        assert_same_shards(run_on_host(module, reference.inputs, schedule=order), reference.shards)
+    assert_runs_as_interpreted(module, seed=8)
 
 
 WRONG_BLOCK = f"""
