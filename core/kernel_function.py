@@ -98,6 +98,9 @@ SAME = "same"
 OWN_BLOCK = "own block"
 """An overlap allowed where the piece (the operand of the split type) is, on every rank, the
 rank's own block of the whole (NCCL's in-place all-gather and reduce-scatter)."""
+SAME_OR_OWN_BLOCK = "same or own block"
+"""Either (a fused all-reduce's body: an updated input, or the rank's block of a result it
+gathers)."""
 
 
 def check_in_place(op: Operation, placements: dict[Mesh, Placements]) -> None:
@@ -107,9 +110,11 @@ def check_in_place(op: Operation, placements: dict[Mesh, Placements]) -> None:
         placed = placements_of(op, placements)
         if placed is None or not placed.meet(read, written):
             continue
-        if allowed == SAME and placed.same_elements(read, written):
+        if allowed in (SAME, SAME_OR_OWN_BLOCK) and placed.same_elements(read, written):
             continue
-        if allowed == OWN_BLOCK and placed.own_block(*_piece_and_whole(op, read, written)):
+        if allowed in (OWN_BLOCK, SAME_OR_OWN_BLOCK) and placed.own_block(
+            *_piece_and_whole(op, read, written)
+        ):
             continue
         raise OpError(
             op,
@@ -120,7 +125,8 @@ def check_in_place(op: Operation, placements: dict[Mesh, Placements]) -> None:
 
 def _piece_and_whole(op: Operation, read: SSAValue, written: SSAValue):  # noqa: ANN202
     axes = tuple(op.axes.names)  # type: ignore[attr-defined]
-    return (read, written, axes) if isinstance(op, k.NcclAllGatherOp) else (written, read, axes)
+    gathers = isinstance(op, k.NcclAllGatherOp | k.FusedAllReduceKernelOp)
+    return (read, written, axes) if gathers else (written, read, axes)
 
 
 def _allowed_overlap(op: Operation, allowed: str | None) -> str:
@@ -130,6 +136,11 @@ def _allowed_overlap(op: Operation, allowed: str | None) -> str:
         return (
             "an op reads its input element for element only where it is the output itself "
             "(the same buffer, or a view of the same elements)"
+        )
+    if allowed == SAME_OR_OWN_BLOCK:
+        return (
+            f"'{op.name}' reads an input where it writes a result only where they are the same "
+            "elements, or where the input is each rank's own block of a result it gathers"
         )
     if allowed == OWN_BLOCK:
         piece = "input" if isinstance(op, k.NcclAllGatherOp) else "output"
@@ -150,7 +161,7 @@ def overlapping_pairs(op: Operation) -> Iterator[tuple[str, SSAValue, SSAValue, 
     for role, read, written, allowed in roles(op):
         if read is not written and storage_root(read) is storage_root(written):
             yield role, read, written, allowed
-        elif read is written and allowed != SAME:
+        elif read is written and allowed not in (SAME, SAME_OR_OWN_BLOCK):
             yield role, read, written, allowed
 
 
@@ -182,6 +193,23 @@ def _nccl(allowed: str | None) -> Callable[[k.NcclOp], Pairs]:
     return pairs
 
 
+def _fused_all_reduce(op: k.FusedAllReduceKernelOp) -> Pairs:
+    """The body runs on the rank whose slice a chunk is and reads its inputs there: an input may
+    be a result's same elements (optimizer state updated in place) or each rank's own block of
+    a result that later steps gather. The algorithm reads the partial sums chunk by chunk while
+    later steps write results, so nothing it writes may share their bytes, nor its
+    workspace's."""
+    found: Pairs = []
+    for out in op.outputs:
+        found.append(("its partial sums", op.partial, out, None))
+        found += [(f"input #{i}", v, out, SAME_OR_OWN_BLOCK) for i, v in enumerate(op.inputs)]
+    if op.scratch is not None:
+        found += [("its partial sums", op.partial, op.scratch, None)]
+        found += [(f"input #{i}", v, op.scratch, None) for i, v in enumerate(op.inputs)]
+        found += [(f"output #{i}", v, op.scratch, None) for i, v in enumerate(op.outputs)]
+    return found
+
+
 _ROLES: dict[type[Operation], Callable[..., Pairs]] = {
     k.ElementwiseOp: _elementwise,
     k.SoftmaxKernelOp: lambda op: [("its input", op.input, op.out, SAME)],
@@ -197,6 +225,7 @@ _ROLES: dict[type[Operation], Callable[..., Pairs]] = {
     **dict.fromkeys((k.NcclAllReduceOp, k.NcclBroadcastOp, k.NcclReduceOp), _nccl(SAME)),
     **dict.fromkeys((k.NcclAllGatherOp, k.NcclReduceScatterOp, k.LocalBlockOp), _nccl(OWN_BLOCK)),
     **dict.fromkeys((k.NcclAllToAllOp, k.NcclShiftOp), _nccl(None)),
+    k.FusedAllReduceKernelOp: _fused_all_reduce,
 }
 """Per op class, the (role, read, written, overlap allowed) pairs of its operands."""
 

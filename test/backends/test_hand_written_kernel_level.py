@@ -310,3 +310,43 @@ def test_collectives_written_over_their_input_outside_nccls_in_place_forms(
     with pytest.raises(CcoptError, match=message) as raised:
         load_program(text)
     assert "kernel.nccl_" in raised.value.render()
+
+
+def sgd_in_algorithm(input_offset: int) -> str:
+    """examples/sgd.mlir with its update run inside the all-reduce algorithm, at the kernel
+    level, its weight moved into a buffer twice as long: the result is written at 515, the body
+    reads each rank's block of the weight from `input_offset` on."""
+    from ccopt.passes.pipeline import apply_pipeline
+
+    lowered = str(
+        apply_pipeline(
+            load_program(ROOT / "examples" / "sgd.mlir"),
+            "split-all-reduce,reorder-elementwise,fuse-elementwise,fuse-collective,"
+            "lower-collectives{fused_body=in-algorithm},convert-to-kernel,plan-memory",
+        )
+    )
+    whole, longer = "!kernel.buffer<1030xf32, @dp[R]>", "!kernel.buffer<2060xf32, @dp[R]>"
+    view = f"%w_s = kernel.subview %w offsets [0] : {whole} -> !kernel.buffer<1030xf32, @dp[S(0)]>"
+    assert view in lowered and "outs(%w)" in lowered
+    return (
+        lowered.replace(f"%w: {whole}", f"%w: {longer}", 1)
+        .replace(
+            view,
+            view.replace("[0]", f"[{input_offset}]").replace(whole, longer)
+            + f"\n    %w_o = kernel.subview %w offsets [515] : {longer} -> {whole}",
+        )
+        .replace("outs(%w)", "outs(%w_o)")
+    )
+
+
+def test_a_fused_all_reduce_reads_each_ranks_block_of_the_result_it_gathers() -> None:
+    """The body reads the rank's own block of the weight it writes whole (the algorithm's later
+    steps bring the other ranks' blocks): allowed, and run as interpreted."""
+    assert_runs_as_interpreted(load_program(sgd_in_algorithm(515)), seed=9)
+
+
+def test_a_fused_all_reduce_reading_another_ranks_block_of_its_result_is_refused() -> None:
+    """Shifted by half the weight, rank 2 would read the elements that rank 0's result is
+    written to: the GPU computes something else than the interpreter."""
+    with pytest.raises(CcoptError, match=r"writes %w_o over input #1 %w_s, which it reads: "):
+        load_program(sgd_in_algorithm(0))
