@@ -9,6 +9,7 @@ their PyPI wheels, cached by content hash.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -204,6 +205,7 @@ def build(
     from ccopt.program import bind_mesh, load_program
 
     archs = check_archs(archs)
+    check_supported_archs(archs)
     check_build_options(cache_dir, nccl_max_ctas)
     module = load_program(program)  # type: ignore[arg-type]
     bind_mesh(module, mesh)  # type: ignore[arg-type]
@@ -242,6 +244,36 @@ def check_archs(archs: Sequence[str] | str) -> tuple[str, ...]:
         if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
             raise CcoptError(f"arch {arch}: expected a GPU architecture like sm_80 or sm_90a")
     return listed  # type: ignore[return-value]
+
+
+def check_supported_archs(archs: Sequence[str]) -> None:
+    """Each architecture is one this nvcc builds for (`nvcc --list-gpu-code`; `sm_90a` and
+    `sm_100f` by their base), said before the compile rather than in nvcc's own error; nothing
+    is checked where nvcc cannot list them (the compile then reports)."""
+    from ccopt.diagnostics import CcoptError
+
+    known = _nvcc_codes()
+    if not known:
+        return
+    for arch in archs:
+        if arch.rstrip("af") not in known:
+            raise CcoptError(
+                f"arch {arch}: this nvcc does not build for it; it builds for "
+                f"{', '.join(sorted(known, key=lambda a: int(a[3:])))} (nvcc --list-gpu-code)"
+            )
+
+
+@functools.cache
+def _nvcc_codes() -> frozenset[str]:
+    try:
+        result = subprocess.run(
+            ["nvcc", "--list-gpu-code"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    if result.returncode != 0:
+        return frozenset()
+    return frozenset(c for c in result.stdout.split() if c.startswith("sm_") and c[3:].isdigit())
 
 
 def check_build_options(cache_dir: str | os.PathLike[str] | None, nccl_max_ctas: object) -> None:

@@ -5,12 +5,13 @@ negative CTA cap and a cache directory that is a file are errors."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 import ccopt
-from ccopt.backends.cuda.build import check_archs
+from ccopt.backends.cuda.build import check_archs, check_supported_archs
 from ccopt.diagnostics import CcoptError
 
 SGD = Path(__file__).resolve().parents[2] / "examples" / "sgd.mlir"
@@ -43,3 +44,15 @@ def test_a_cache_dir_that_is_a_file(tmp_path: Path) -> None:
     file.write_text("")
     with pytest.raises(CcoptError, match="is a file, not a directory"):
         ccopt.build(SGD, cache_dir=file)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_an_architecture_nvcc_does_not_build_for_is_said_before_anything_is_lowered() -> None:
+    """`sm_99` has the form of an architecture: nvcc refused it only after the program was
+    lowered and emitted, in its own words. The architectures this nvcc lists are named."""
+    with pytest.raises(
+        CcoptError, match=r"arch sm_99: this nvcc does not build for it; it builds for sm_\d+"
+    ) as raised:
+        ccopt.build(SGD, archs=["sm_80", "sm_99"])
+    assert "sm_80" in str(raised.value) and "nvcc --list-gpu-code" in str(raised.value)
+    check_supported_archs(["sm_80", "sm_90a"])  # (a suffixed architecture by its base)
