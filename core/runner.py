@@ -330,10 +330,11 @@ def check_stream_order(f: func.FuncOp) -> None:
     """Refuse a kernel-level program in which two streams race (`ccopt.streams`), at the later
     access: the interpreter runs ops in issue order and would compute an answer that the GPU
     may not (the CUDA backend refuses the same programs)."""
+    from ccopt.kernel_function import RESULTS
     from ccopt.streams import check_stream_races
 
     for g in called_functions(f):
-        if "kernel.results" in g.attributes:
+        if RESULTS in g.attributes:
             check_stream_races(g)
 
 

@@ -223,14 +223,13 @@ class Autotune(ModulePass):
             target.attributes[ID] = IntegerAttr(n, i64)
             tuned[n] = target
         labels = [_label(o, n) for n, o in enumerate(targets)]
-        del targets
+        del targets  # (what an earlier choice rewrites is found again through `tuned`)
 
         def fresh(o: Operation) -> int:
             """Number a collective that a choice made (tuned after those known so far)."""
             labels.append(f"{_label(o, len(labels))} gather")
             return len(labels) - 1
 
-        # (what an earlier choice rewrites is found again through `tuned`)
         rows: list[tuple[str, str, int | None]] = []
         symbols = ProgramSymbols(op)
         try:
