@@ -14,7 +14,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from ccopt.diagnostics import CcoptError, OpError
+from ccopt.diagnostics import CcoptError, OpError, render_at_op
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -90,6 +90,16 @@ class RunningOps(Interpreter.Listener):
         if type(op) in self.from_plugins:
             check_plugin_results(op, results)
         self.stack.pop()
+
+    def note_op(self, error: BaseException) -> None:
+        """Add the running op and its location to an unexpected exception's display: the
+        traceback stays whole, and says which op of the user's program it was running."""
+        notes = getattr(error, "__notes__", [])
+        # xDSL's note prints the whole module once per enclosing op: megabytes for a model
+        notes[:] = [n for n in notes if "Error while interpreting op" not in n]
+        if self.stack:
+            where = render_at_op(self.stack[-1], "was being interpreted", None, "note")
+            error.add_note(where.split("\n")[0])
 
     def located(self, error: Exception) -> Exception:
         """The error at the op that was running when it was raised (unchanged outside ops)."""
@@ -202,3 +212,6 @@ class ReferenceInterpreter:
                     "(run it on a smaller mesh with --mesh: global shapes stay the same)"
                 )
             ) from None
+        except Exception as e:  # ccopt's defect (or a plugin's): whole, and naming the op
+            self.running.note_op(e)
+            raise

@@ -56,7 +56,7 @@ alone has a fused collective per parameter); `window=0` tries them on the whole 
 ```
 `print=true` prints the table of candidates and their simulated step times on stderr. A
 collective the user tagged (`{tag = "g"}`) passes its tag on to what the chosen candidate made of
-it (`g`, `g.rs`, `g.ag`, `g.chunk0`: `_untag`), so later passes can still select it.
+it (`g`, `g.rs`, `g.ag`, `g.rs.chunk0`: `_untag`), so later passes can still select it.
 """
 
 from __future__ import annotations
@@ -328,10 +328,11 @@ def _apply(
                 if p.name == "overlap":
                     _narrow(module, tag, gather)
                 before = set(module.walk())
+                source = _source(before, tag, trace)
                 p.apply(Context(), module)
                 if p.name == "pipeline-p2p":
                     _renumber(module, before, fresh)
-                _follow(module, before, tag, p, trace)
+                _follow(module, before, tag, p, trace, source)
                 inherit_locations(module)  # as every pipeline does after each pass
                 verify_module(module)
     finally:
@@ -396,25 +397,43 @@ def _number(op: Operation) -> int | None:
 class _Trace:
     """What the passes of one candidate made of the tuned ops: `heir` is the user's tag of the
     tuned collective (None: untagged), `derived` the tag each op was given by a pass deriving
-    it (`t.rs`, `t.chunk0`: `_follow` retags them `t` for the next pass), `made` the ops only
-    `_follow` tagged."""
+    it, along the chain (`t.rs`, `t.rs.chunk0`: `_follow` retags them `t` for the next pass),
+    `made` the ops only `_follow` tagged."""
 
     heir: str | None
     derived: dict[Operation, str] = field(default_factory=dict)
     made: set[Operation] = field(default_factory=set)
 
 
+def _source(ops: set[Operation], tag: str, trace: _Trace) -> str:
+    """The derived part (`.rs`) of the one op a pass is about to derive from, so that what it
+    derives continues the chain (`t.rs.chunk0`, as by hand); empty where the tagged op is the
+    tuned one itself, or where several ops carry the tag."""
+    tagged = [o for o in ops if tag_of(o) == tag]
+    if len(tagged) != 1 or tagged[0] not in trace.derived:
+        return ""
+    return trace.derived[tagged[0]][len(tag) :]
+
+
 def _follow(
-    module: ModuleOp, before: set[Operation], tag: str, p: ModulePass, trace: _Trace
+    module: ModuleOp,
+    before: set[Operation],
+    tag: str,
+    p: ModulePass,
+    trace: _Trace,
+    source: str = "",
 ) -> None:
     """Tag what a tagged pass made of the tuned ops (ops with a derived tag such as `t.rs`,
-    and new collectives and regions), so that the next pass finds them."""
+    and new collectives and regions), so that the next pass finds them; `source` is the derived
+    part of the op the pass derived from (`_source`)."""
     for o in module.walk():
         old = tag_of(o)
         derived = old is not None and old.startswith(tag + ".")
         made = old is None and o not in before and p.name != "fuse-elementwise"
         if derived:
-            trace.derived[o] = old  # type: ignore[assignment]
+            trace.derived[o] = tag + source + old[len(tag) :]  # type: ignore[index]
+        elif source and old == tag and o not in before:  # a copy (overlap's chunk collectives)
+            trace.derived[o] = tag + source
         elif made and isinstance(o, _SCHEDULED):
             trace.made.add(o)
         if derived or (made and isinstance(o, _SCHEDULED)):
@@ -441,10 +460,10 @@ def _untag(module: ModuleOp, tag: str, saved: dict[Operation, str | None], trace
     """Drop the temporary tags and give the tuned ops their users' tags back. Where the user
     tagged the tuned collective `g`, a collective a pass made in its place keeps `g` (the shift
     pipeline-p2p rebuilt, the chunks overlap copied), and an op a pass derived keeps the
-    derived tag on `g` (`g.rs`, `g.ag`, `g.chunk0`), as the passes run by hand with `tags=g`
-    name them - except that a candidate's later pass derives from `g`, not from the earlier
-    derived tag (`g.chunk0` where by hand it is `g.rs.chunk0`). Regions and ops only `_follow`
-    tagged get none."""
+    derived tag on `g` (`g.rs`, `g.ag`, `g.rs.chunk0`), as the passes run by hand with `tags=g`
+    name them. One difference: where a later pass derives from one of several tagged ops, the
+    chain restarts at `g` (reorder-elementwise's moved gather is `g.ag`, by hand `g.ag.ag`).
+    Regions and ops only `_follow` tagged get none."""
     for o in module.walk():
         old = tag_of(o)
         if old is not None and (old in (tag, tag + "~") or old.startswith(tag + ".")):

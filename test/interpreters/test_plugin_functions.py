@@ -55,3 +55,17 @@ def test_a_plugin_cannot_redefine_a_built_in_op(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(ccopt.interpreters, "PLUGIN_FUNCTIONS", {})
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(ccopt.run(NEG, {"x": x}).outputs["result0"], -x)
+
+
+def test_an_interpreter_defect_names_the_op_it_was_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in ccopt's own semantics is not the user's error: its traceback stays whole (a
+    defect to see), with a note saying which op of the program was being interpreted."""
+    import ccopt.interpreters.dtensor as semantics
+
+    def broken(x: np.ndarray) -> np.ndarray:
+        raise IndexError("index 3 is out of bounds")
+
+    monkeypatch.setitem(semantics.UNARY, dt.NegOp, broken)
+    with pytest.raises(IndexError, match="index 3") as raised:
+        ccopt.run(NEG, {"x": np.arange(4, dtype=np.float32)})
+    assert raised.value.__notes__ == ["<string>:4:3: note: 'dtensor.neg' op was being interpreted"]

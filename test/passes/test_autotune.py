@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 
 import ccopt
 from ccopt.dialects import coll, sched
@@ -104,3 +105,26 @@ def test_bodies_made_in_windows_are_shared_and_named_apart() -> None:
     assert {"fused_body0", "fused_body1"} <= functions
     report = ccopt.check_pipeline(text, spec, seed=7)
     assert report.ok, [(c.name, c.max_rel_error) for c in report.comparisons if not c.ok]
+
+
+def test_a_tagged_all_reduce_names_what_it_became_as_the_passes_by_hand() -> None:
+    """Split, then overlap: the chunks derive from the reduce-scatter (`g.rs.chunk0`, not
+    `g.chunk0`) and the chunk collectives keep its tag, as `split-all-reduce{tags=g}` and then
+    `overlap{tags="g.rs"}` name them; the gather reorder-elementwise moved restarts at `g`."""
+    from ccopt.passes.common import tag_of
+
+    text = (ROOT / "test" / "filecheck" / "passes" / "autotune.mlir").read_text()
+    text = text.replace("over [tp] :", 'over [tp] {tag = "g"} :')
+    by_hand = apply_pipeline(
+        load_program(text),
+        'split-all-reduce{tags=g},reorder-elementwise,fuse-elementwise,overlap{chunks=2 tags="g.rs"}',
+    )
+    tuned = apply_pipeline(load_program(text), TUNE.replace("1,2,4", "2"))
+
+    def tags(module: ModuleOp) -> list[tuple[str, str]]:
+        return [(o.name, t) for o in module.walk() if (t := tag_of(o)) is not None]
+
+    expected = [(n, "g.ag" if t == "g.ag.ag" else t) for n, t in tags(by_hand)]
+    assert tags(tuned) == expected
+    assert ("sched.execute", "g.rs.chunk1") in expected
+    assert ccopt.check_pipeline(text, TUNE.replace("1,2,4", "2"), seed=2).ok
