@@ -11,7 +11,7 @@ from typing import Any
 
 from xdsl.passes import ModulePass, PassPipeline
 
-from ccopt.passes.options import OptionInfo, PassInfo
+from ccopt.passes.options import OptionInfo, PassInfo, check_options
 from ccopt.passes.options import option as option  # re-exported: passes and plugins use it
 
 XDSL_PASSES = {
@@ -258,14 +258,18 @@ def _pipeline(spec: str, callback: Callable[..., None] | None) -> PassPipeline:
     specs = tuple(parse_specs(spec))
     unknown = [p.name for p in specs if p.name not in PASSES]
     if unknown:
-        raise ValueError(f"Unrecognized passes: {unknown}")
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], PASSES, n=1)
+        hint = f"; did you mean '{close[0]}'? (ccopt --help lists them)" if close else ""
+        raise ValueError(f"Unrecognized passes: {unknown}{hint}")
     passes = []
     for p in specs:
         cls = PASSES[p.name]()
         floats = _float_options(cls)
         parameters = {
             k: tuple(float(v) if _whole(v) and k.replace("-", "_") in floats else v for v in vs)
-            for k, vs in p.parameters.items()
+            for k, vs in check_options(p.name, cls, p.parameters).items()
         }
         passes.append(cls.from_pass_spec(ArgSpec(p.name, parameters)))
     return PassPipeline(tuple(passes), callback)

@@ -28,3 +28,98 @@ class OptionInfo(NamedTuple):
 class PassInfo(NamedTuple):
     summary: str
     options: tuple[OptionInfo, ...]
+
+
+def check_options(
+    owner: str, cls: type, parameters: dict[str, tuple], bare_true: bool = True
+) -> dict[str, tuple]:
+    """The options given to a pass or target (`overlap{chunks=3}`), checked against its fields
+    before xDSL builds it: an unknown option or a value of the wrong kind is a ValueError in the
+    words of the command line (`per-rank`, "an integer"), where xDSL's names the Python field and
+    type. With `bare_true`, a bare boolean option (`overlap{per-rank}`) means true, as in MLIR
+    (not for `-t`'s targets: xDSL reads those options again itself)."""
+    import difflib
+    import typing
+
+    hints = {
+        name.replace("_", "-"): hint
+        for name, hint in typing.get_type_hints(cls).items()
+        if name != "name" and typing.get_origin(hint) is not typing.ClassVar
+    }
+    checked = {}
+    for given, values in parameters.items():
+        key = given.replace("_", "-")
+        if key not in hints:
+            close = difflib.get_close_matches(key, hints, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            known = ", ".join(hints) or "none"
+            raise ValueError(f"{owner}: unknown option '{key}' (options: {known}){hint}")
+        kind, many = _kind(hints[key])
+        if kind == "bool" and not values and bare_true:
+            values = (True,)
+        if not _fits(values, kind, many):
+            shown = ",".join(_shown(v) for v in values) or "nothing"
+            quote = " (quote a name that reads as a number)" if kind == "str" else ""
+            raise ValueError(
+                f"{owner}: option '{key}' takes {_KIND_WORDS[kind, many]}, got {shown}{quote}"
+            )
+        checked[given] = values
+    return checked
+
+
+_KIND_WORDS = {
+    ("int", False): "an integer",
+    ("int", True): "a list of integers (2,4)",
+    ("float", False): "a number",
+    ("float", True): "a list of numbers",
+    ("bool", False): "true or false",
+    ("bool", True): "a list of true and false",
+    ("str", False): "a string",
+    ("str", True): "a list of names (a,b)",
+    ("any", False): "a value",
+    ("any", True): "a list of values",
+}
+
+
+def _kind(hint: object) -> tuple[str, bool]:
+    """('int' | 'float' | 'bool' | 'str' | 'any', whether a list) of an option's type hint."""
+    import typing
+
+    many = typing.get_origin(hint) is tuple
+    args = [a for a in typing.get_args(hint) if a not in (type(None), Ellipsis)]
+    if many:
+        hint, args = (args[0] if args else object), []
+    kinds = set(args) if args else {hint}
+    if kinds <= {int}:
+        return "int", many
+    if kinds <= {int, float}:
+        return "float", many
+    if kinds <= {bool}:
+        return "bool", many
+    if kinds <= {str}:
+        return "str", many
+    return "any", many
+
+
+def _fits(values: tuple, kind: str, many: bool) -> bool:
+    if not many and len(values) != 1:
+        return False
+    return all(_is(v, kind) for v in values)
+
+
+def _is(value: object, kind: str) -> bool:
+    if kind == "any":
+        return True
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind == "int":
+        return isinstance(value, int)
+    if kind == "float":
+        return isinstance(value, int | float)
+    return isinstance(value, str)
+
+
+def _shown(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -187,9 +187,16 @@ class CcoptMain(xDSLOptMain):
         return self.args.target.split("{", 1)[0]
 
     def target_spec(self) -> ArgSpec:
-        from xdsl.utils.arg_spec import parse_spec
+        """`-t`'s target and options, the options checked as a pass's are (`check_options`)."""
+        from xdsl.utils.arg_spec import ArgSpec, parse_spec
 
-        return parse_spec(self.args.target)
+        from ccopt.passes.options import check_options
+
+        spec = parse_spec(self.args.target)
+        factory = self.available_targets.get(spec.name)
+        if factory is None or not spec.parameters:
+            return spec
+        return ArgSpec(spec.name, check_options(spec.name, factory(), spec.parameters, False))
 
     def target_options(self) -> set[str]:
         """The options given to -t, by their field names."""
@@ -210,16 +217,29 @@ class CcoptMain(xDSLOptMain):
     def pipeline_inlines(self) -> bool:
         return any(p.name == "inline" for p in self.pipeline.passes)
 
+    def take_mlir_options(self) -> None:
+        """xDSL builds `-t mlir{...}` and then overwrites its options with the printing flags
+        (`--print-op-generic`, ...): an option given in `-t` turns its flag on instead."""
+        flags = {
+            "print_generic_format": "print_op_generic",
+            "print_properties_as_attributes": "print_no_properties",
+            "print_debuginfo": "print_debuginfo",
+            "syntax_highlight": "syntax_highlight",
+        }
+        given = self.target_spec().normalize_parameter_names().parameters
+        for option, flag in flags.items():
+            if given.get(option) == (True,):
+                setattr(self.args, flag, True)
+
     def check_target_options(self) -> None:
         """`-t cuda{x=1}` is refused before any input is read, as a bad `-p` is (xDSL's own
         check raises a ValueError only once the output is due)."""
         import inspect
 
-        from xdsl.utils.arg_spec import parse_spec
         from xdsl.utils.exceptions import ArgSpecParseError
 
         try:
-            spec = parse_spec(self.args.target)
+            spec = self.target_spec()
             factory = self.available_targets[spec.name]
             if not inspect.signature(factory).parameters:
                 factory().from_spec(spec)
@@ -283,6 +303,8 @@ class CcoptMain(xDSLOptMain):
     def output_resulting_program(self, prog: ModuleOp) -> str:
         name = self.target_name()
         if name not in ENTRY_TARGETS:
+            if name == "mlir":
+                self.take_mlir_options()
             return super().output_resulting_program(prog)
         from io import StringIO
 
