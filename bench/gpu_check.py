@@ -587,7 +587,10 @@ def main() -> None:
     args = parser.parse_args()
     try:
         if args.command == "prepare":
-            prepare(args.folder)
+            from ccopt.diagnostics import printing_op_warnings
+
+            with printing_op_warnings():  # a pass's located warning, as ccopt prints it
+                prepare(args.folder)
         elif args.command == "nccl":
             sys.exit(real_nccl(args.report))
         else:

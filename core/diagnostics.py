@@ -129,9 +129,10 @@ def render_at_op(op: Operation, message: str, source: SourceText | None, severit
 
 
 @contextmanager
-def printing_op_warnings(source: SourceText) -> Iterator[None]:
-    """Print each OpWarning raised inside on stderr, located in `source`, when it is raised (every
-    one, not once per place as Python's default filter would); other warnings go on as usual."""
+def printing_op_warnings(source: SourceText | None = None) -> Iterator[None]:
+    """Print each OpWarning raised inside on stderr, located in `source` (or by the op's own
+    file location), when it is raised (every one, not once per place as Python's default filter
+    would); other warnings go on as usual."""
     show = warnings.showwarning
 
     def located(message: Warning | str, *args: Any, **kwargs: Any) -> None:
