@@ -41,9 +41,13 @@ def check_options(
     import difflib
     import typing
 
+    try:
+        resolved = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - a plugin's annotations that do not resolve: xDSL checks
+        return parameters
     hints = {
         name.replace("_", "-"): hint
-        for name, hint in typing.get_type_hints(cls).items()
+        for name, hint in resolved.items()
         if name != "name" and typing.get_origin(hint) is not typing.ClassVar
     }
     checked = {}
