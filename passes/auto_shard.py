@@ -2194,7 +2194,8 @@ class AutoShard(ModulePass):
                     )
                 if self.overlaps(nodes[u]) or self.gathers(node):
                     rival = self.rival(node, k, index, nodes)
-                    ckey = ("credit", *key, v in pipelined, id(rival))
+                    reader = self.written_reader(node) if v in pipelined else None
+                    ckey = ("credit", *key, v in pipelined, id(rival), reader)
                     if ckey not in moves:  # for every pair a conversion allows, in place or not
                         moves[ckey] = (
                             self.edge_credits(
@@ -2237,6 +2238,17 @@ class AutoShard(ModulePass):
                 points.extend(every)
             problem.points = maximal_points(every)
         return problem
+
+    def written_reader(self, collective: Node) -> tuple | None:
+        """What of a written reduction's elementwise reader its fused credit sees (`credits`
+        fuses it under `overlap-pipeline=fused`): part of the credit's cache key, since two
+        collectives alike in type share their signature lists but not their readers."""
+        if self.overlap_pipeline != "fused":
+            return None
+        from ccopt.passes.overlap_credit import fused_reader
+
+        reader = fused_reader(collective.op)  # type: ignore[arg-type]
+        return None if reader is None else (reader.key(), reader.operands, reader.result)
 
     def overlaps(self, producer: Node) -> bool:
         """Whether the `overlap` pass may pipeline this matmul with the reduction of its
