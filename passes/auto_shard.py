@@ -2194,7 +2194,7 @@ class AutoShard(ModulePass):
                     )
                 if self.overlaps(nodes[u]) or self.gathers(node):
                     rival = self.rival(node, k, index, nodes)
-                    reader = self.written_reader(node) if v in pipelined else None
+                    reader = self.fused_reader_key(node, v in pipelined)
                     ckey = ("credit", *key, v in pipelined, id(rival), reader)
                     if ckey not in moves:  # for every pair a conversion allows, in place or not
                         moves[ckey] = (
@@ -2239,15 +2239,18 @@ class AutoShard(ModulePass):
             problem.points = maximal_points(every)
         return problem
 
-    def written_reader(self, collective: Node) -> tuple | None:
-        """What of a written reduction's elementwise reader its fused credit sees (`credits`
-        fuses it under `overlap-pipeline=fused`): part of the credit's cache key, since two
-        collectives alike in type share their signature lists but not their readers."""
+    def fused_reader_key(self, consumer: Node, pipelined: bool) -> tuple | None:
+        """What of the elementwise reader that `credits` fuses under `overlap-pipeline=fused`
+        the simulation sees - a written reduction's reader, or the consumer itself -: part of
+        the credit's cache key, since ops alike in type share their signature lists but not
+        their readers, nor a fused op its body."""
         if self.overlap_pipeline != "fused":
             return None
-        from ccopt.passes.overlap_credit import fused_reader
+        from ccopt.passes.overlap_credit import consumer_key, fusable_reader, fused_reader
 
-        reader = fused_reader(collective.op)  # type: ignore[arg-type]
+        if not pipelined:
+            return consumer_key(consumer.op) if fusable_reader(consumer.op) else None
+        reader = fused_reader(consumer.op)  # type: ignore[arg-type]
         return None if reader is None else (reader.key(), reader.operands, reader.result)
 
     def overlaps(self, producer: Node) -> bool:

@@ -189,13 +189,24 @@ class Reader(NamedTuple):
 
     def key(self) -> tuple:
         """What of the consumer the simulation sees, besides the placements."""
-        return (
-            self.op.name,
-            self.k,
-            tuple(sorted(self.op.properties.items())),
-            tuple(v.type for v in self.op.operands),
-            tuple(r.type for r in self.op.results),
-        )
+        return (self.k, *consumer_key(self.op))
+
+
+def consumer_key(op: Operation) -> tuple:
+    """An elementwise consumer as the simulation sees it: its name, properties, types and the
+    body a fused op computes (two `dtensor.fused` ops alike in type need not do alike work)."""
+    from ccopt.dialects.body import body_key
+
+    bodies = tuple(body_key(r.blocks[0]) if len(r.blocks) == 1 else None for r in op.regions)
+    if None in bodies:  # (a body that is not self-contained: its text)
+        bodies = (str(op),)
+    return (
+        op.name,
+        tuple(sorted(op.properties.items())),
+        tuple(v.type for v in op.operands),
+        tuple(r.type for r in op.results),
+        bodies,
+    )
 
 
 def fusable_reader(op: Operation | None) -> bool:

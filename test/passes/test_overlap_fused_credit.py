@@ -305,3 +305,33 @@ def test_a_fused_reduce_scatter_has_no_gather_phase(machine):
         mm, [(S1,), (S0,)], (P,), (S0,), reader=reader
     )
     assert got == pytest.approx(saved(SCATTERED, f"{FUSED_PIPELINE}{{chunks=4}}"), abs=1e-12)
+
+
+def test_fused_consumers_alike_in_type_are_told_apart_by_their_bodies() -> None:
+    """The credit of a pair whose consumer is already fused is remembered by what the simulation
+    sees of that consumer: two `dtensor.fused` ops alike in type but computing different bodies
+    (an add, a chain of tanh) are two keys; the same body under other value names is one."""
+    from ccopt.passes.overlap_credit import consumer_key
+
+    v = "!dtensor.tensor<8xf32, @t[R]>"
+
+    def fused(name: str, body: str) -> str:
+        return (
+            f"  %{name} = dtensor.fused ins(%a, %b) : ({v}, {v}) -> {v} {{\n"
+            f"  ^bb0(%i: i64, %x: f32, %y: f32):\n{body}  }}\n"
+        )
+
+    add = "    %s = arith.addf %x, %y : f32\n    dtensor.yield %s : f32\n"
+    renamed = "    %sum = arith.addf %x, %y : f32\n    dtensor.yield %sum : f32\n"
+    tanh = "    %s = arith.addf %x, %y : f32\n    %t = math.tanh %s : f32\n    dtensor.yield %t : f32\n"
+    text = (
+        f"dtensor.mesh @t [tp=8]\nfunc.func @f(%a: {v}, %b: {v}) -> ({v}, {v}, {v}) {{\n"
+        + fused("p", add)
+        + fused("q", renamed)
+        + fused("r", tanh)
+        + f"  func.return %p, %q, %r : {v}, {v}, {v}\n}}\n"
+    )
+    ops = [o for o in load_program(text).walk() if o.name == "dtensor.fused"]
+    p, q, r = (consumer_key(o) for o in ops)
+    assert p == q
+    assert p != r
