@@ -192,10 +192,12 @@ class CcoptMain(xDSLOptMain):
 
         from ccopt.passes.options import check_options
 
+        import inspect
+
         spec = parse_spec(self.args.target)
         factory = self.available_targets.get(spec.name)
-        if factory is None or not spec.parameters:
-            return spec
+        if factory is None or not spec.parameters or inspect.signature(factory).parameters:
+            return spec  # (a factory taking arguments: xDSL checks that target's options)
         return ArgSpec(spec.name, check_options(spec.name, factory(), spec.parameters, False))
 
     def target_options(self) -> set[str]:
