@@ -188,11 +188,11 @@ class CcoptMain(xDSLOptMain):
 
     def target_spec(self) -> ArgSpec:
         """`-t`'s target and options, the options checked as a pass's are (`check_options`)."""
+        import inspect
+
         from xdsl.utils.arg_spec import ArgSpec, parse_spec
 
         from ccopt.passes.options import check_options
-
-        import inspect
 
         spec = parse_spec(self.args.target)
         factory = self.available_targets.get(spec.name)
