@@ -249,9 +249,7 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
 
 
 def _pipeline(spec: str, callback: Callable[..., None] | None) -> PassPipeline:
-    """`PassPipeline.parse_spec`, where a whole number is also a value of a float option
-    (`my-scale{factor=2}`: xDSL refused "given (2,), expected float", which a plugin's option
-    typed `float` meets; ccopt's own are typed `float | int`)."""
+    """`PassPipeline.parse_spec`, with each pass's options checked first (`check_options`)."""
     from xdsl.utils.arg_spec import ArgSpec
     from xdsl.utils.arg_spec import parse_pipeline as parse_specs
 
@@ -266,31 +264,9 @@ def _pipeline(spec: str, callback: Callable[..., None] | None) -> PassPipeline:
     passes = []
     for p in specs:
         cls = PASSES[p.name]()
-        floats = _float_options(cls)
-        parameters = {
-            k: tuple(float(v) if _whole(v) and k.replace("-", "_") in floats else v for v in vs)
-            for k, vs in check_options(p.name, cls, p.parameters).items()
-        }
+        parameters = check_options(p.name, cls, p.parameters)
         passes.append(cls.from_pass_spec(ArgSpec(p.name, parameters)))
     return PassPipeline(tuple(passes), callback)
-
-
-def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _float_options(cls: type[ModulePass]) -> set[str]:
-    """The options of a pass that take floats and not ints (`float`, `float | None`,
-    `tuple[float, ...]`)."""
-    import typing
-
-    out = set()
-    for name, hint in typing.get_type_hints(cls).items():
-        args = set(typing.get_args(hint)) - {type(None), Ellipsis}
-        kinds = args or {hint}
-        if float in kinds and int not in kinds:
-            out.add(name)
-    return out
 
 
 def _refuse_repeated_options(spec: str) -> None:

@@ -36,7 +36,8 @@ def check_options(
     """The options given to a pass or target (`overlap{chunks=3}`), checked against its fields
     before xDSL builds it: an unknown option or a value of the wrong kind is a ValueError in the
     words of the command line (`per-rank`, "an integer"), where xDSL's names the Python field and
-    type. With `bare_true`, a bare boolean option (`overlap{per-rank}`) means true, as in MLIR
+    type. A whole number given to an option typed `float` becomes a float (xDSL refused
+    `my-scale{factor=2}`: "given (2,), expected float"). With `bare_true`, a bare boolean option (`overlap{per-rank}`) means true, as in MLIR
     (not for `-t`'s targets: xDSL reads those options again itself)."""
     import difflib
     import typing
@@ -67,6 +68,8 @@ def check_options(
             raise ValueError(
                 f"{owner}: option '{key}' takes {_KIND_WORDS[kind, many]}, got {shown}{quote}"
             )
+        if kind == "float":
+            values = tuple(float(v) for v in values)
         checked[given] = values
     return checked
 
@@ -76,6 +79,8 @@ _KIND_WORDS = {
     ("int", True): "a list of integers (2,4)",
     ("float", False): "a number",
     ("float", True): "a list of numbers",
+    ("number", False): "a number",
+    ("number", True): "a list of numbers",
     ("bool", False): "true or false",
     ("bool", True): "a list of true and false",
     ("str", False): "a string",
@@ -86,7 +91,8 @@ _KIND_WORDS = {
 
 
 def _kind(hint: object) -> tuple[str, bool]:
-    """('int' | 'float' | 'bool' | 'str' | 'any', whether a list) of an option's type hint."""
+    """('int' | 'float' | 'number' | 'bool' | 'str' | 'any', whether a list) of an option's type
+    hint: 'float' takes whole numbers as floats, 'number' (`float | int`) keeps them."""
     import typing
 
     many = typing.get_origin(hint) is tuple
@@ -96,8 +102,10 @@ def _kind(hint: object) -> tuple[str, bool]:
     kinds = set(args) if args else {hint}
     if kinds <= {int}:
         return "int", many
-    if kinds <= {int, float}:
+    if kinds <= {float}:
         return "float", many
+    if kinds <= {int, float}:
+        return "number", many
     if kinds <= {bool}:
         return "bool", many
     if kinds <= {str}:
@@ -120,7 +128,7 @@ def _is(value: object, kind: str) -> bool:
         return False
     if kind == "int":
         return isinstance(value, int)
-    if kind == "float":
+    if kind in ("float", "number"):
         return isinstance(value, int | float)
     return isinstance(value, str)
 

@@ -19,6 +19,7 @@ class Example(ModulePass):
     per_rank: bool = False
     scale: float | int = 1.0
     limit: int | None = None
+    factor: float = 1.0
 
 
 @pytest.mark.parametrize(
@@ -47,6 +48,13 @@ def test_refusals_say_what_the_option_takes(given: dict, message: str) -> None:
 def test_values_of_the_right_kind_pass_unchanged() -> None:
     given = {"chunks": (4,), "tags": ("a", "b"), "per-rank": (False,), "scale": (2,), "limit": (3,)}
     assert check_options("example", Example, given) == given
+
+
+def test_a_whole_number_is_a_float_only_where_the_option_is_typed_float() -> None:
+    """xDSL refused `factor=2` for a `float` option; a `float | int` option keeps its int."""
+    checked = check_options("example", Example, {"factor": (2,), "scale": (2,)})
+    assert checked == {"factor": (2.0,), "scale": (2,)}
+    assert isinstance(checked["factor"][0], float) and isinstance(checked["scale"][0], int)
 
 
 def test_a_bare_boolean_is_true_for_passes_only() -> None:
