@@ -19,7 +19,11 @@ start-up rows).
 Targets (issue 12): pipelines <= 2x parse+print, growth <= 10.5x, memory <= 2x, `-p cse,dce`
 <= 1.2x, dtensor parse+print <= 1.3x xdsl-opt's per op, `--help` <= 1.2x. Nothing asserts on time.
 
-    python bench/compile_speed.py [--blocks 100,400,1000] [--repeat K] [--huge]
+`--bounds` adds rows that bound what fewer ops could give: the Megatron pipelines with
+`overlap{chunks=1}` (what a chunk loop, one body for all chunks, would cost at best: the same
+passes without overlap's per-chunk copies) and without `overlap` at all.
+
+    python bench/compile_speed.py [--blocks 100,400,1000] [--repeat K] [--huge] [--bounds]
 """
 
 from __future__ import annotations
@@ -105,6 +109,7 @@ class Workload:
     name: str
     program: Callable[[int], str]
     pipelines: dict[str, str]
+    bounds: dict[str, str] | None = None
 
 
 WORKLOADS = [
@@ -112,6 +117,11 @@ WORKLOADS = [
         "megatron_mlp",
         megatron_blocks,
         {"pipeline": _MLP_PIPELINE, "+fuse-collective": _FUSED_PIPELINE, "cse,dce": "cse,dce"},
+        {
+            "bound: chunks=1": _MLP_PIPELINE.replace("chunks=3", "chunks=1"),
+            "bound: +fuse-collective, chunks=1": _FUSED_PIPELINE.replace("chunks=3", "chunks=1"),
+            "bound: no overlap": _MLP_PIPELINE.replace("overlap{chunks=3},", ""),
+        },
     ),
     Workload("adam", lambda n: optimizer_copies("adam", n), {"adam pipeline": _ADAM_PIPELINE}),
     Workload("lamb", lambda n: optimizer_copies("lamb", n), {"lamb pipeline": _LAMB_PIPELINE}),
@@ -174,15 +184,19 @@ def growth(times: dict[int, float]) -> str:
     return "-"
 
 
-def bench_workload(work: Workload, sizes: Sequence[int], repeat: int, tmp: Path) -> list[list[str]]:
+def bench_workload(
+    work: Workload, sizes: Sequence[int], repeat: int, tmp: Path, bounds: bool = False
+) -> list[list[str]]:
     """One row for parse+print and one per pipeline: seconds and ratio per size, growth,
     memory ratio, and the output text's size against parse+print's (what the pipeline's
-    result is made of: its printing and much of its passes' work grow with it)."""
+    result is made of: its printing and much of its passes' work grow with it). `bounds`: also
+    the workload's bound rows."""
     files = {}
     for n in sizes:
         files[n] = tmp / f"{work.name}_{n}.mlir"
         files[n].write_text(work.program(n))
-    runs = {"parse+print": [], **{label: ["-p", p] for label, p in work.pipelines.items()}}
+    pipelines = {**work.pipelines, **((work.bounds or {}) if bounds else {})}
+    runs = {"parse+print": [], **{label: ["-p", p] for label, p in pipelines.items()}}
     seconds: dict[str, dict[int, float]] = {label: {} for label in runs}
     for flags in runs.values():  # imports and first-use caches are start-up, not compiling
         run_ccopt([*flags, str(files[min(sizes)])])
@@ -241,13 +255,20 @@ def main() -> int:
         "--repeat", type=positive, default=1, help="runs per measurement (best kept)"
     )
     parser.add_argument(
+        "--bounds",
+        action="store_true",
+        help="also the bound rows: the pipelines with one chunk and without overlap",
+    )
+    parser.add_argument(
         "--only", default="", help="comma-separated workloads (megatron_mlp, adam, lamb)"
     )
     args = parser.parse_args()
     sizes = args.blocks + ([10_000] if args.huge else [])
     chosen = [w for w in WORKLOADS if not args.only or w.name in args.only.split(",")]
     with tempfile.TemporaryDirectory(prefix="ccopt-compile-") as tmp:
-        rows = [r for w in chosen for r in bench_workload(w, sizes, args.repeat, Path(tmp))]
+        rows = [
+            r for w in chosen for r in bench_workload(w, sizes, args.repeat, Path(tmp), args.bounds)
+        ]
         print("CPU seconds and ratio to `ccopt FILE` (parse+print) on the same input, this run")
         print_table(["blocks", *map(str, sizes), "growth", "peak memory", "output text"], rows)
         print()

@@ -23,9 +23,9 @@ SMOKE_RUNS = {
 }
 
 
-def run_bench(script: str) -> list[str]:
+def run_bench(script: str, *extra: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, str(BENCH / script), *SMOKE_RUNS[script]],
+        [sys.executable, str(BENCH / script), *SMOKE_RUNS[script], *extra],
         capture_output=True,
         text=True,
         cwd=BENCH,
@@ -111,6 +111,18 @@ def test_compile_speed_bench_rates_every_pipeline() -> None:
     texts = {m.group(1): float(m.group(2)) for m in map(TEXT.match, lines) if m}
     assert texts["megatron_mlp: parse+print"] == 1.0
     assert texts["megatron_mlp: pipeline"] > 1.0  # overlap's chunks: more IR out than in
+
+
+def test_compile_speed_bounds_rate_the_pipelines_without_chunk_copies() -> None:
+    lines = run_bench("compile_speed.py", "--only", "megatron_mlp", "--bounds")
+    bounds = [line for line in lines if line.startswith("megatron_mlp: bound: ")]
+    assert [line.split("  ")[0] for line in bounds] == [
+        "megatron_mlp: bound: chunks=1",
+        "megatron_mlp: bound: +fuse-collective, chunks=1",
+        "megatron_mlp: bound: no overlap",
+    ]
+    assert all(line.rstrip().endswith("x") for line in bounds)  # seconds, ratios, memory, text
+    assert not any(line.startswith("adam:") for line in lines)
 
 
 def test_gpt_build_prints_stage_ratios_and_code_per_block() -> None:
