@@ -84,7 +84,8 @@ if TYPE_CHECKING:
 TUNED = "autotune."
 """Prefix of the temporary tags that point the passes at the collective being tuned."""
 
-Step = Callable[[str], ModulePass]
+Step = Callable[[tuple[str, ...]], ModulePass]
+"""A candidate's pass, made for the temporary tags of the ops being tuned (`_present`)."""
 
 
 @dataclass(frozen=True)
@@ -94,43 +95,43 @@ class Candidate:
     whole_consumers: bool = False  # tag the elementwise consumers too (for fuse-collective)
 
 
-def _split(t: str) -> ModulePass:
+def _split(tags: tuple[str, ...]) -> ModulePass:
     from ccopt.passes.split_all_reduce import SplitAllReduce
 
-    return SplitAllReduce(tags=(t,))
+    return SplitAllReduce(tags=tags)
 
 
-def _reorder(t: str) -> ModulePass:
+def _reorder(tags: tuple[str, ...]) -> ModulePass:
     from ccopt.passes.reorder_elementwise import ReorderElementwise
 
-    return ReorderElementwise(tags=(t,))
+    return ReorderElementwise(tags=tags)
 
 
-def _fuse_elementwise(_t: str) -> ModulePass:
+def _fuse_elementwise(_tags: tuple[str, ...]) -> ModulePass:
     from ccopt.passes.fuse_elementwise import FuseElementwise
 
     return FuseElementwise()
 
 
-def _fuse_collective(t: str) -> ModulePass:
+def _fuse_collective(tags: tuple[str, ...]) -> ModulePass:
     from ccopt.passes.fuse_collective import FuseCollective
 
-    return FuseCollective(group=(t,))
+    return FuseCollective(group=tags)
 
 
 def _overlap(chunks: int) -> Step:
-    def step(t: str) -> ModulePass:
+    def step(tags: tuple[str, ...]) -> ModulePass:
         from ccopt.passes.overlap import Overlap
 
-        return Overlap(chunks=chunks, tags=(t,), per_rank=True)  # (the simulator decides)
+        return Overlap(chunks=chunks, tags=tags, per_rank=True)  # (the simulator decides)
 
     return step
 
 
-def _pipeline_p2p(t: str) -> ModulePass:
+def _pipeline_p2p(tags: tuple[str, ...]) -> ModulePass:
     from ccopt.passes.pipeline_p2p import PipelineP2P
 
-    return PipelineP2P(tags=(t,))
+    return PipelineP2P(tags=tags)
 
 
 def candidates(op: Operation, chunks: Sequence[int]) -> list[Candidate]:
@@ -319,24 +320,24 @@ def _apply(
     saved = {o: tag_of(o) for o in _targets(target, candidate.whole_consumers)}
     for o in saved:
         o.attributes[TAG] = StringAttr(tag)
-    trace = _Trace(saved[target])
+    trace = _Trace(tag, saved[target])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OpWarning)  # fewer chunks than asked: still valid
             for step in candidate.steps:
-                p = step(tag)
+                p = step(_present(module, trace))
                 if p.name == "overlap":
-                    _narrow(module, tag, gather)
+                    _narrow(module, trace, gather)
+                    p = step(_present(module, trace))
                 before = set(module.walk())
-                source = _source(before, tag, trace)
                 p.apply(Context(), module)
                 if p.name == "pipeline-p2p":
                     _renumber(module, before, fresh)
-                _follow(module, before, tag, p, trace, source)
+                _follow(module, before, p, trace)
                 inherit_locations(module)  # as every pipeline does after each pass
                 verify_module(module)
     finally:
-        _untag(module, tag, saved, trace)
+        _untag(module, saved, trace)
 
 
 def _targets(target: Operation, consumers: bool) -> list[Operation]:
@@ -395,85 +396,101 @@ def _number(op: Operation) -> int | None:
 
 @dataclass
 class _Trace:
-    """What the passes of one candidate made of the tuned ops: `heir` is the user's tag of the
-    tuned collective (None: untagged), `derived` the tag each op was given by a pass deriving
-    it, along the chain (`t.rs`, `t.rs.chunk0`: `_follow` retags them `t` for the next pass),
-    `made` the ops only `_follow` tagged."""
+    """What the passes of one candidate made of the tuned ops. They carry temporary tags: `tag`
+    (the tuned collective, and what a pass made in its place) and one `tag#k` per tag a pass
+    derived (`t.rs`, then `t#1.chunk0`); `chains` gives each its derived part along the chain
+    (`t#2` -> `.rs.chunk0`), so a pass deriving from one of several tuned ops continues that
+    op's chain. `heir` is the user's tag of the tuned collective (None: untagged), `made` the
+    ops only `_follow` tagged."""
 
+    tag: str
     heir: str | None
-    derived: dict[Operation, str] = field(default_factory=dict)
+    chains: dict[str, str] = field(default_factory=dict)
     made: set[Operation] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        self.chains.setdefault(self.tag, "")
 
-def _source(ops: set[Operation], tag: str, trace: _Trace) -> str:
-    """The derived part (`.rs`) of the one op a pass is about to derive from, so that what it
-    derives continues the chain (`t.rs.chunk0`, as by hand); empty where the tagged op is the
-    tuned one itself, or where several ops carry the tag."""
-    tagged = [o for o in ops if tag_of(o) == tag]
-    if len(tagged) != 1 or tagged[0] not in trace.derived:
-        return ""
-    return trace.derived[tagged[0]][len(tag) :]
+    def split(self, old: str) -> tuple[str, str] | None:
+        """(temporary tag, derived part) of a tag a pass gave, or None where it is not one of
+        the tuned ops' (`t` -> (t, ""), `t#2.ag` -> (t#2, ".ag"), `t.rs` -> (t, ".rs"))."""
+        tag = self.tag
+        if old == tag:
+            return tag, ""
+        if old.startswith(tag + "."):
+            return tag, old[len(tag) :]
+        if old.startswith(tag + "#"):
+            dot = old.find(".", len(tag))
+            return (old, "") if dot < 0 else (old[:dot], old[dot:])
+        return None
 
 
-def _follow(
-    module: ModuleOp,
-    before: set[Operation],
-    tag: str,
-    p: ModulePass,
-    trace: _Trace,
-    source: str = "",
-) -> None:
-    """Tag what a tagged pass made of the tuned ops (ops with a derived tag such as `t.rs`,
-    and new collectives and regions), so that the next pass finds them; `source` is the derived
-    part of the op the pass derived from (`_source`)."""
+def _present(module: ModuleOp, trace: _Trace) -> tuple[str, ...]:
+    """The temporary tags the module's ops carry, for the next pass (the tuned collective's
+    own where none is left: the pass then refuses, as it does for a tag nothing carries)."""
+    found = {t: None for o in module.walk() if (t := tag_of(o)) in trace.chains}
+    return tuple(found) or (trace.tag,)
+
+
+def _follow(module: ModuleOp, before: set[Operation], p: ModulePass, trace: _Trace) -> None:
+    """Give what a tagged pass derived from the tuned ops (`t#2.ag`) a temporary tag of its own
+    that remembers the chain (`t#3`: `.rs.ag`), and tag the new collectives and regions it made
+    `t`, so that the next pass finds them all. (A copy keeps its tag: overlap's chunk
+    collectives keep the reduce-scatter's.)"""
+    renamed: dict[str, str] = {}
     for o in module.walk():
         old = tag_of(o)
-        derived = old is not None and old.startswith(tag + ".")
-        made = old is None and o not in before and p.name != "fuse-elementwise"
-        if derived:
-            trace.derived[o] = tag + source + old[len(tag) :]  # type: ignore[index]
-        elif source and old == tag and o not in before:  # a copy (overlap's chunk collectives)
-            trace.derived[o] = tag + source
-        elif made and isinstance(o, _SCHEDULED):
-            trace.made.add(o)
-        if derived or (made and isinstance(o, _SCHEDULED)):
-            o.attributes[TAG] = StringAttr(tag)
+        if old is None:
+            if o not in before and p.name != "fuse-elementwise" and isinstance(o, _SCHEDULED):
+                trace.made.add(o)
+                o.attributes[TAG] = StringAttr(trace.tag)
+            continue
+        parts = trace.split(old)
+        if parts is None or not parts[1] or parts[0] not in trace.chains:
+            continue
+        new = renamed.get(old)
+        if new is None:
+            new = renamed[old] = f"{trace.tag}#{len(trace.chains)}"
+            trace.chains[new] = trace.chains[parts[0]] + parts[1]
+        o.attributes[TAG] = StringAttr(new)
 
 
 _SCHEDULED = (coll.CollectiveOp, coll.FusedAllReduceOp, sched.ExecuteOp)
 _HEIRS = (coll.CollectiveOp, coll.FusedAllReduceOp)
 
 
-def _narrow(module: ModuleOp, tag: str, gather: bool) -> None:
+def _narrow(module: ModuleOp, trace: _Trace, gather: bool) -> None:
     """Overlap refuses a tagged op it cannot chunk: leave the tag on the collective to overlap
     (the all-gather being tuned, or the reduction an all-reduce became - not its all-gather)."""
     keep = coll.AllGatherOp if gather else _OVERLAPPABLE
     for o in module.walk():
-        if tag_of(o) == tag and not isinstance(o, keep):
-            o.attributes[TAG] = StringAttr(tag + "~")
+        old = tag_of(o)
+        if old in trace.chains and not isinstance(o, keep):
+            o.attributes[TAG] = StringAttr(old + "~")
 
 
 _OVERLAPPABLE = (coll.AllReduceOp, coll.ReduceScatterOp, coll.FusedAllReduceOp)
 
 
-def _untag(module: ModuleOp, tag: str, saved: dict[Operation, str | None], trace: _Trace) -> None:
+def _untag(module: ModuleOp, saved: dict[Operation, str | None], trace: _Trace) -> None:
     """Drop the temporary tags and give the tuned ops their users' tags back. Where the user
     tagged the tuned collective `g`, a collective a pass made in its place keeps `g` (the shift
-    pipeline-p2p rebuilt, the chunks overlap copied), and an op a pass derived keeps the
-    derived tag on `g` (`g.rs`, `g.ag`, `g.rs.chunk0`), as the passes run by hand with `tags=g`
-    name them. One difference: where a later pass derives from one of several tagged ops, the
-    chain restarts at `g` (reorder-elementwise's moved gather is `g.ag`, by hand `g.ag.ag`).
-    Regions and ops only `_follow` tagged get none."""
+    pipeline-p2p rebuilt, the chunks overlap copied), and an op a pass derived keeps its chain
+    on `g` (`g.rs`, `g.ag.ag`, `g.rs.chunk0`), as the passes run by hand with `tags=g` name
+    them. Regions and ops only `_follow` tagged get none."""
     for o in module.walk():
         old = tag_of(o)
-        if old is not None and (old in (tag, tag + "~") or old.startswith(tag + ".")):
-            del o.attributes[TAG]
-            if trace.heir is None or o in saved:
-                continue
-            if o in trace.derived:
-                o.attributes[TAG] = StringAttr(trace.heir + trace.derived[o][len(tag) :])
-            elif o not in trace.made and isinstance(o, _HEIRS):
-                o.attributes[TAG] = StringAttr(trace.heir)
+        parts = None if old is None else trace.split(old.removesuffix("~"))
+        if parts is None:
+            continue
+        del o.attributes[TAG]
+        if trace.heir is None or o in saved or parts[0] not in trace.chains:
+            continue
+        chain = trace.chains[parts[0]] + parts[1]
+        if chain:
+            o.attributes[TAG] = StringAttr(trace.heir + chain)
+        elif o not in trace.made and isinstance(o, _HEIRS):
+            o.attributes[TAG] = StringAttr(trace.heir)
     for o, old in saved.items():
         if old is not None and o.parent is not None:
             o.attributes[TAG] = StringAttr(old)
