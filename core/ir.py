@@ -277,7 +277,13 @@ class LocatingParser(Parser):
         op_type = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
         if op_type is None:
             at = self.source.text.rfind(name, 0, self.pos)
-            self.raise_error(f"unknown operation '{name}'", at, at + len(name))
+            dialect = name.split(".", 1)[0]
+            hint = (
+                f" (no dialect '{dialect}' is known: a plugin's dialect needs --load-plugin)"
+                if "." in name and dialect not in self.ctx.registered_dialect_names
+                else ""
+            )
+            self.raise_error(f"unknown operation '{name}'{hint}", at, at + len(name))
         return op_type
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:

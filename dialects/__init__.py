@@ -50,8 +50,9 @@ BUILTIN_DIALECTS = frozenset(DIALECTS)
 def register_dialect(name: str, factory: Callable[[], Dialect]) -> None:
     """Make a researcher's own dialect known to every ccopt tool (call from a plugin). A name
     ccopt or xDSL already gives a dialect is refused: the plugin's would replace it for every
-    program (`dtensor` emptied: "'dtensor.tensor' is not registered"). Registering a name
-    again (a plugin loaded twice) replaces the earlier factory."""
+    program (`dtensor` emptied: "'dtensor.tensor' is not registered"), and so is a name another
+    plugin's dialect has (the last one had silently won). Registering a name again from the same
+    module (a plugin loaded twice) replaces the earlier factory."""
     from xdsl.universe import Universe
 
     from ccopt.diagnostics import CcoptError
@@ -62,4 +63,15 @@ def register_dialect(name: str, factory: Callable[[], Dialect]) -> None:
         raise CcoptError(
             f"register_dialect: '{name}' is a dialect ccopt already has; choose another name"
         )
+    owner = getattr(factory, "__module__", None) or "?"
+    known = _OWNERS.get(name)
+    if known is not None and known != owner:
+        raise CcoptError(
+            f"register_dialect: '{name}' is already a dialect of {known}; choose another name"
+        )
+    _OWNERS[name] = owner
     DIALECTS[name] = factory
+
+
+_OWNERS: dict[str, str] = {}
+"""The module that registered each plugin's dialect (its factory's)."""

@@ -212,6 +212,11 @@ class ReferenceInterpreter:
                     "(run it on a smaller mesh with --mesh: global shapes stay the same)"
                 )
             ) from None
-        except Exception as e:  # ccopt's defect (or a plugin's): whole, and naming the op
+        except Exception as e:  # a plugin's error: at the op; ccopt's defect: whole, naming it
+            from ccopt.passes import plugin_error
+
+            from_plugin = plugin_error(e)
+            if from_plugin is not None:
+                raise self.running.located(from_plugin) from None
             self.running.note_op(e)
             raise

@@ -221,7 +221,7 @@ def pass_help(width: int) -> str:
         for o in info.options:
             default = f" Default: {o.default}." if o.default else ""
             spelled = o.name.replace("_", "-")  # (MLIR's spelling; xDSL takes either)
-            entries.append((f"    {spelled}=<{o.kind}>", o.meaning + default))
+            entries.append((f"    {spelled}=<{o.kind}>", _sentence(o.meaning) + default))
     column = max(len(left) for left, _ in entries) + 2
     lines = []
     for left, text in entries:
@@ -229,6 +229,13 @@ def pass_help(width: int) -> str:
         lines.append(f"{left:<{column}}{wrapped[0]}".rstrip())
         lines.extend(" " * column + more for more in wrapped[1:])
     return "\n".join(lines)
+
+
+def _sentence(text: str) -> str:
+    """An option's meaning as a sentence, so that its default reads apart from it (a plugin's
+    `option(False, "flag")` read "flag Default: false.")."""
+    text = text.rstrip()
+    return text + "." if text and text[-1] not in ".!?:" else text
 
 
 def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> PassPipeline:
@@ -246,6 +253,11 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
         return _pipeline(_decimal_exponents(spec), callback)
     except (ValueError, ArgSpecParseError) as e:
         raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
+    except Exception as e:  # a plugin pass's constructor (`__post_init__`) raising: its error
+        from_plugin = plugin_error(e)
+        if from_plugin is None:
+            raise
+        raise from_plugin from None
 
 
 def _pipeline(spec: str, callback: Callable[..., None] | None) -> PassPipeline:
@@ -259,8 +271,11 @@ def _pipeline(spec: str, callback: Callable[..., None] | None) -> PassPipeline:
         import difflib
 
         close = difflib.get_close_matches(unknown[0], PASSES, n=1)
-        hint = f"; did you mean '{close[0]}'? (ccopt --help lists them)" if close else ""
-        raise ValueError(f"Unrecognized passes: {unknown}{hint}")
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ValueError(
+            f"Unrecognized passes: {unknown}{hint} (ccopt --help lists them; a plugin's passes "
+            "need --load-plugin)"
+        )
     passes = []
     for p in specs:
         cls = PASSES[p.name]()

@@ -876,6 +876,16 @@ def lowering_of(op: Operation) -> Lower:
 
 
 def no_lowering(low: Lowering, op: Operation) -> None:
+    from ccopt.dialects import BUILTIN_DIALECTS, DIALECTS
+
+    dialect = op.name.split(".", 1)[0]
+    if dialect in DIALECTS and dialect not in BUILTIN_DIALECTS:
+        raise OpError(
+            op,
+            f"has no lowering to the kernel level: ops of a plugin's dialect ('{dialect}') are "
+            "not lowered; a pass of the plugin rewrites them into ccopt's ops before "
+            "convert-to-kernel",
+        )
     raise OpError(op, "has no lowering to the kernel level")
 
 

@@ -3,6 +3,7 @@ so that the generated catalog of built-in passes can use it without importing th
 
 from __future__ import annotations
 
+import math
 from dataclasses import field
 from typing import NamedTuple, TypeVar
 
@@ -63,10 +64,13 @@ def check_options(
         if kind == "bool" and not values and bare_true:
             values = (True,)
         if not _fits(values, kind, many):
-            shown = ",".join(_shown(v) for v in values) or "nothing"
-            quote = " (quote a name that reads as a number)" if kind == "str" else ""
             raise ValueError(
-                f"{owner}: option '{key}' takes {_KIND_WORDS[kind, many]}, got {shown}{quote}"
+                f"{owner}: option '{key}' takes {_KIND_WORDS[kind, many]}, got {_got(values, kind)}"
+            )
+        infinite = [v for v in values if type(v) is float and not math.isfinite(v)]
+        if infinite and kind in ("float", "number"):
+            raise ValueError(
+                f"{owner}: option '{key}' takes finite numbers, got one too large for a float"
             )
         if kind == "float":
             values = tuple(float(v) for v in values)
@@ -131,6 +135,28 @@ def _is(value: object, kind: str) -> bool:
     if kind in ("float", "number"):
         return isinstance(value, int | float)
     return isinstance(value, str)
+
+
+def _got(values: tuple, kind: str) -> str:
+    """The values of an option refused, as the command line spelt them (near enough), and
+    what to change where the reason is not plain: a quoted number is a string."""
+    shown = ",".join(_shown(v) for v in values) or "nothing"
+    if kind == "str":
+        return f"{shown} (quote a name that reads as a number)"
+    if kind in ("int", "float", "number") and any(
+        isinstance(v, str) and _reads_as_number(v) for v in values
+    ):
+        quoted = ",".join(f'"{v}"' if isinstance(v, str) else _shown(v) for v in values)
+        return f"{quoted} (a quoted string: write the number without quotes)"
+    return shown
+
+
+def _reads_as_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _shown(value: object) -> str:

@@ -264,7 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.program is not None:
         return run_program(p, args)
     if program_arguments_given(args):
-        p.error("--machine, -p, --mesh, --entry, --trace and --plot need a PROGRAM.mlir")
+        p.error(
+            "--machine, -p, --mesh, --entry, --trace, --plot and --load-plugin need a PROGRAM.mlir"
+        )
     check_astra_arguments(p, args)
     if args.collective:
         refuse_unused(p, args, "timing a collective", ("--body-passes",))
@@ -273,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return report(args, run_workload)
 
 
-PROGRAM_OPTIONS = ("-p", "--mesh", "--entry", "--trace", "--plot")
+PROGRAM_OPTIONS = ("-p", "--mesh", "--entry", "--trace", "--plot", "--load-plugin")
 """Options of the program form besides --machine."""
 
 
@@ -293,7 +295,7 @@ def option_given(args: argparse.Namespace, option: str) -> bool:
     value = getattr(args, dest, None)
     if dest == "congestion":
         return value != "unaware"
-    return value not in (None, False, "")
+    return value not in (None, False, "", [])
 
 
 def report(args: argparse.Namespace, run: Callable[[argparse.Namespace], dict[str, object]]) -> int:

@@ -42,11 +42,19 @@ def add_program_arguments(p: argparse.ArgumentParser) -> None:
         metavar="OUT.png",
         help="write a timeline, PNG, SVG or PDF by the extension (needs matplotlib)",
     )
+    g.add_argument(
+        "--load-plugin",
+        action="append",
+        default=[],
+        metavar="PLUGIN",
+        help="import a .py file or module that registers passes and dialects (repeatable)",
+    )
 
 
 def program_arguments_given(args: argparse.Namespace) -> bool:
     return any(
-        getattr(args, k, None) for k in ("machine", "pipeline", "mesh", "entry", "trace", "plot")
+        getattr(args, k, None)
+        for k in ("machine", "pipeline", "mesh", "entry", "trace", "plot", "load_plugin")
     )
 
 
@@ -69,8 +77,11 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     check_output_options(p, args)
     source: SourceText | None = None
     try:
+        from ccopt.passes import load_plugin
         from ccopt.program import program_source
 
+        for plugin in args.load_plugin:
+            load_plugin(plugin)
         outputs = _outputs(args)
         source = program_source(Path(args.program))
         with printing_op_warnings(source):

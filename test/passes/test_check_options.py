@@ -37,6 +37,12 @@ class Example(ModulePass):
         ),
         ({"scale": ("big",)}, "option 'scale' takes a number, got big"),
         ({"limit": ()}, "option 'limit' takes an integer, got nothing"),
+        # `factor="2"`: "takes a number, got 2" read as a contradiction
+        ({"factor": ("2",)}, 'takes a number, got "2" (a quoted string: write the number'),
+        ({"chunks": ("3",)}, 'takes an integer, got "3" (a quoted string'),
+        # `factor=1e400` is inf, which printed IR that does not parse again
+        ({"factor": (float("inf"),)}, "option 'factor' takes finite numbers"),
+        ({"scale": (float("-inf"),)}, "option 'scale' takes finite numbers"),
     ],
 )
 def test_refusals_say_what_the_option_takes(given: dict, message: str) -> None:

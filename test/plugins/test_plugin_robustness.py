@@ -171,3 +171,113 @@ def test_an_interpreter_function_must_give_a_dist_tensor(tmp_path: Path) -> None
     result = tool("ccopt-run", "--load-plugin", path, str(program))
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "its interpreter function gave a ndarray for result #0" in result.stderr
+
+
+def test_an_interpreter_function_that_raises_is_reported_at_the_plugin_line(
+    tmp_path: Path,
+) -> None:
+    """The README promises the plugin's line for what its code raises while the interpreter
+    runs; an interpreter function's exception was a traceback through ccopt and xDSL."""
+    dialect = ROOT / "test" / "plugins" / "unimplemented_op.py"
+    text = ARRAY_RESULT.format(dialect=str(dialect)).replace(
+        "return (np.zeros(3),)", 'raise ValueError("boom in semantics")'
+    )
+    path = plugin(tmp_path, "raising", text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "boom in semantics" in t)
+    program = tmp_path / "opaque.mlir"
+    program.write_text(
+        "dtensor.mesh @m [dp=2]\n"
+        "func.func @f(%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]> {\n"
+        "  %y = opaque.op %x : !dtensor.tensor<4xf32, @m[R]>\n"
+        "  func.return %y : !dtensor.tensor<4xf32, @m[R]>\n}\n"
+    )
+    for argv in (
+        ("ccopt-run", "--load-plugin", path, str(program)),
+        ("ccopt-run", "--load-plugin", path, str(program), "--check-pipeline", "cse"),
+    ):
+        result = tool(*argv)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert f"{program}:3:" in result.stderr
+        assert f"plugin code failed: ValueError: boom in semantics ({path}:{line})" in (
+            result.stderr
+        )
+
+
+POST_INIT = (
+    HEADER
+    + """
+@register_pass
+@dataclass(frozen=True)
+class Checked(ModulePass):
+    name = "my-checked"
+    k: int = option(1, "Must not be 7.")
+
+    def __post_init__(self):
+        if self.k == 7:
+            raise TypeError("seven")
+        assert self.k != 8, "eight"
+
+    def apply(self, ctx, op):
+        pass
+"""
+)
+
+
+@pytest.mark.parametrize(("k", "message"), [(7, "TypeError: seven"), (8, "AssertionError: eight")])
+def test_a_pass_whose_constructor_raises_is_reported_at_the_plugin_line(
+    tmp_path: Path, k: int, message: str
+) -> None:
+    """A ValueError from `__post_init__` was an invalid pipeline; any other exception (a
+    TypeError, an assert) was a traceback."""
+    path = plugin(tmp_path, "checked", POST_INIT)
+    for argv in (
+        ("ccopt", "--load-plugin", path, SGD, "-p", f"my-checked{{k={k}}}"),
+        ("ccopt-run", "--load-plugin", path, SGD, "--check-pipeline", f"my-checked{{k={k}}}"),
+    ):
+        result = tool(*argv)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert f"plugin code failed: {message} ({path}:" in result.stderr
+
+
+def test_two_plugins_cannot_take_one_dialect_name(tmp_path: Path) -> None:
+    """The last one had silently won: the first plugin's ops were unknown."""
+    text = """from xdsl.ir import Dialect
+from ccopt.dialects import register_dialect
+register_dialect("myq", lambda: Dialect("myq", []))
+"""
+    first, second = plugin(tmp_path, "first", text), plugin(tmp_path, "second", text)
+    result = tool("ccopt", "--load-plugin", first, "--load-plugin", second, SGD)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "register_dialect: 'myq' is already a dialect of ccopt_plugin_first" in result.stderr
+    again = tool("ccopt", "--load-plugin", first, "--load-plugin", first, SGD)
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_plugin_op_that_reaches_convert_to_kernel_is_named_as_a_plugin_op(
+    tmp_path: Path,
+) -> None:
+    """Lowering has no plugin hook: the refusal says what to do instead."""
+    dialect = str(ROOT / "test" / "plugins" / "unimplemented_op.py")
+    program = tmp_path / "opaque.mlir"
+    program.write_text(
+        "dtensor.mesh @m [dp=2]\n"
+        "func.func @f(%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]> {\n"
+        "  %y = opaque.op %x : !dtensor.tensor<4xf32, @m[R]>\n"
+        "  func.return %y : !dtensor.tensor<4xf32, @m[R]>\n}\n"
+    )
+    result = tool("ccopt", "--load-plugin", dialect, str(program), "-p", "convert-to-kernel")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert (
+        f"{program}:3:3: error: 'opaque.op' op has no lowering to the kernel level: ops of a "
+        in (result.stderr)
+    )
+    assert "a pass of the plugin rewrites them into ccopt's ops" in result.stderr
+
+
+def test_help_reads_an_option_meaning_without_a_full_stop_apart_from_its_default(
+    tmp_path: Path,
+) -> None:
+    text = POST_INIT.replace('option(1, "Must not be 7.")', 'option(1, "how many")')
+    result = tool("ccopt", "--load-plugin", plugin(tmp_path, "helped", text), "--help")
+    assert result.returncode == 0, result.stderr
+    assert "how many. Default: 1." in " ".join(result.stdout.split())

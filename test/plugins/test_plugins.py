@@ -107,3 +107,27 @@ def test_a_broken_plugin_is_one_clear_error_in_both_tools(
         result = shell(f"{tool} --load-plugin {path} examples/sgd.mlir")
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
         assert message.format(path=path) in result.stderr
+
+
+def test_ccopt_sim_loads_plugins_for_its_pipeline() -> None:
+    marked = shell(
+        f"ccopt-sim --load-plugin {MARKER} examples/megatron_mlp.mlir -p prof-mark-collectives "
+        "--machine dgx-a100 --json"
+    )
+    assert marked.returncode == 0, marked.stderr
+    assert '"step_time_ns"' in marked.stdout
+    without = shell(
+        "ccopt-sim examples/megatron_mlp.mlir -p prof-mark-collectives --machine dgx-a100"
+    )
+    assert without.returncode == 1 and "a plugin's passes need --load-plugin" in without.stderr
+
+
+def test_an_op_of_a_dialect_not_loaded_points_at_load_plugin(tmp_path: Path) -> None:
+    program = tmp_path / "opaque.mlir"
+    program.write_text(OPAQUE)
+    result = shell(f"ccopt {program}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert (
+        f"{program}:5:8: error: unknown operation 'opaque.op' (no dialect 'opaque' is known: a "
+        "plugin's dialect needs --load-plugin)"
+    ) in result.stderr

@@ -26,7 +26,7 @@ func.func @any(%x: !dtensor.tensor<4x8xf32, @tp[S(1)]>, %w: !dtensor.tensor<8x4x
 // BOOL: ccopt: error: invalid pass pipeline 'overlap{per_rank=maybe}': overlap: option 'per-rank' takes true or false, got maybe
 // LIST: ccopt: error: invalid pass pipeline 'autotune{chunks=2,x}': autotune: option 'chunks' takes a list of integers (2,4), got 2,x
 // NAME: ccopt: error: invalid pass pipeline 'overlap{tags=7}': overlap: option 'tags' takes a list of names (a,b), got 7 (quote a name that reads as a number)
-// PASS: ccopt: error: invalid pass pipeline 'spilt-all-reduce': Unrecognized passes: ['spilt-all-reduce']; did you mean 'split-all-reduce'? (ccopt --help lists them)
+// PASS: ccopt: error: invalid pass pipeline 'spilt-all-reduce': Unrecognized passes: ['spilt-all-reduce']; did you mean 'split-all-reduce'? (ccopt --help lists them; a plugin's passes need --load-plugin)
 // A boolean option given bare is true, as in mlir-opt.
 // BARE-LABEL: func.func @any
 // BARE:         sched.execute stream 1
