@@ -101,8 +101,12 @@ class OpError(CcoptError, DiagnosticException):
         # and where, below the message; str() stays the message that tools render and wrap
         self.add_note(render_at_op(op, message, None, "error").split("\n")[0])
 
+    context: str | None = None
+    """A note rendered below the error (the pass after which the IR stopped verifying)."""
+
     def render(self, source: SourceText | None = None) -> str:
-        return render_at_op(self.op, self.message, source, "error")
+        out = render_at_op(self.op, self.message, source, "error")
+        return out if self.context is None else f"{out}\nnote: {self.context}"
 
 
 class OpWarning(UserWarning):

@@ -11,7 +11,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException
 
 from ccopt.collection import batched_collection
-from ccopt.diagnostics import CcoptError, first_line
+from ccopt.diagnostics import CcoptError, OpError, first_line
 from ccopt.ir import clone, inherit_locations, make_context, verify_module
 from ccopt.passes import parse_pipeline, plugin_error
 from ccopt.passes.unchanged import take_unchanged
@@ -69,7 +69,11 @@ def checked_pipeline(
             times.stop(previous.name)
         if take_unchanged(module):
             return  # (as mlir-opt: a pass that preserved everything is not verified again)
-        after_each_pass(module, verify)
+        try:
+            after_each_pass(module, verify)
+        except OpError as e:  # which pass broke the IR: a researcher's new pass, most often
+            e.context = f"the IR does not verify after pass '{previous.name}'"
+            raise
         if times is not None:
             times.stop(f"  {'verify' if verify else 'locations'} after {previous.name}")
 

@@ -281,3 +281,40 @@ def test_help_reads_an_option_meaning_without_a_full_stop_apart_from_its_default
     result = tool("ccopt", "--load-plugin", plugin(tmp_path, "helped", text), "--help")
     assert result.returncode == 0, result.stderr
     assert "how many. Default: 1." in " ".join(result.stdout.split())
+
+
+BREAKER = (
+    HEADER
+    + """from xdsl.dialects.builtin import IntegerAttr, i64
+
+
+@register_pass
+@dataclass(frozen=True)
+class Breaker(ModulePass):
+    \"\"\"Leaves IR that does not verify.\"\"\"
+
+    name = "my-breaker"
+
+    def apply(self, ctx, op):
+        for f in op.walk():
+            if f.name == "func.func":
+                f.attributes["kernel.workspace"] = IntegerAttr(-1, i64)
+"""
+)
+
+
+def test_ir_that_does_not_verify_after_a_pass_names_the_pass(tmp_path: Path) -> None:
+    """The verifier's error points at the op; which pass left it was not said (a researcher's
+    new pass in a long pipeline)."""
+    path = plugin(tmp_path, "breaker", BREAKER)
+    for argv in (
+        ("ccopt", "--load-plugin", path, SGD, "-p", "cse,my-breaker"),
+        ("ccopt-run", "--load-plugin", path, SGD, "--check-pipeline", "my-breaker"),
+        ("ccopt-sim", "--load-plugin", path, SGD, "-p", "my-breaker", "--machine", "dgx-a100"),
+    ):
+        result = tool(*argv)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert "'func.func' op kernel.workspace must be a non-negative integer" in result.stderr
+        assert result.stderr.rstrip().endswith(
+            "note: the IR does not verify after pass 'my-breaker'"
+        )
