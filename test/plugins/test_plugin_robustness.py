@@ -173,6 +173,15 @@ def test_an_interpreter_function_must_give_a_dist_tensor(tmp_path: Path) -> None
     assert "its interpreter function gave a ndarray for result #0" in result.stderr
 
 
+OPAQUE_ONLY = (
+    "dtensor.mesh @m [dp=2]\n"
+    "func.func @f(%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]> {\n"
+    "  %y = opaque.op %x : !dtensor.tensor<4xf32, @m[R]>\n"
+    "  func.return %y : !dtensor.tensor<4xf32, @m[R]>\n}\n"
+)
+"""A program of one plugin op (test/plugins/unimplemented_op.py's), at line 3."""
+
+
 def test_an_interpreter_function_that_raises_is_reported_at_the_plugin_line(
     tmp_path: Path,
 ) -> None:
@@ -185,12 +194,7 @@ def test_an_interpreter_function_that_raises_is_reported_at_the_plugin_line(
     path = plugin(tmp_path, "raising", text)
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "boom in semantics" in t)
     program = tmp_path / "opaque.mlir"
-    program.write_text(
-        "dtensor.mesh @m [dp=2]\n"
-        "func.func @f(%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]> {\n"
-        "  %y = opaque.op %x : !dtensor.tensor<4xf32, @m[R]>\n"
-        "  func.return %y : !dtensor.tensor<4xf32, @m[R]>\n}\n"
-    )
+    program.write_text(OPAQUE_ONLY)
     for argv in (
         ("ccopt-run", "--load-plugin", path, str(program)),
         ("ccopt-run", "--load-plugin", path, str(program), "--check-pipeline", "cse"),
@@ -259,12 +263,7 @@ def test_a_plugin_op_that_reaches_convert_to_kernel_is_named_as_a_plugin_op(
     """Lowering has no plugin hook: the refusal says what to do instead."""
     dialect = str(ROOT / "test" / "plugins" / "unimplemented_op.py")
     program = tmp_path / "opaque.mlir"
-    program.write_text(
-        "dtensor.mesh @m [dp=2]\n"
-        "func.func @f(%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]> {\n"
-        "  %y = opaque.op %x : !dtensor.tensor<4xf32, @m[R]>\n"
-        "  func.return %y : !dtensor.tensor<4xf32, @m[R]>\n}\n"
-    )
+    program.write_text(OPAQUE_ONLY)
     result = tool("ccopt", "--load-plugin", dialect, str(program), "-p", "convert-to-kernel")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert (
