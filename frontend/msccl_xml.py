@@ -160,7 +160,13 @@ def _steps(tb: ET.Element, path: Path) -> np.ndarray:
                     )
                 table[:, col] = numbers
             except (ValueError, OverflowError):
-                k = next(i for i, v in enumerate(values) if not re.fullmatch(r"-?\d+", v.strip()))
+                whole = [re.fullmatch(r"-?\d+", v.strip()) is not None for v in values]
+                if all(whole):  # (an integer past int64: numpy's OverflowError)
+                    k = max(range(len(values)), key=lambda i: abs(int(values[i])))
+                    raise XmlError(
+                        f'<step> attribute {name}="{values[k]}" is out of range', (*path, k)
+                    ) from None
+                k = whole.index(False)
                 raise XmlError(
                     f'<step> attribute {name}="{values[k]}" is not an integer', (*path, k)
                 ) from None

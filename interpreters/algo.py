@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ccopt.algorithms.steps import Apply, random_order, run_steps
+from ccopt.diagnostics import OpError
 from ccopt.dialects.algo import (
     TYPE,
     Algorithm,
@@ -35,6 +36,14 @@ POISON = -(1 << 40)
 """What an exact run's unwritten chunks hold: any sum that reads one goes negative."""
 
 EXACT_LIMIT = 1 << 24
+PROOF_LIMIT = 1 << 25
+"""Chunks of all ranks' buffers together that `check` runs (two float64 each, a few copies)."""
+
+
+class ProofTooLarge(Exception):
+    """An algorithm whose buffers are too large to run in this process (not a wrong one)."""
+
+
 """Most numbers an exact run may hold (ranks x chunks x input chunks); beyond it only random
 data are checked."""
 
@@ -156,6 +165,12 @@ def check(alg: Algorithm, seed: int = 0, exact: bool = True, orders: int = 1) ->
     their placement is proven with a mixing body (`check_body_placement`)."""
     from ccopt.algorithms.fused_body import check_body_placement
 
+    total = sum(g.in_chunks + g.out_chunks + g.scratch_chunks for g in alg.gpus)
+    if total > PROOF_LIMIT:
+        raise ProofTooLarge(
+            f"@{alg.name}'s buffers hold {total} chunks on its {alg.ranks} ranks; a proof runs "
+            f"them all in this process (at most {PROOF_LIMIT})"
+        )
     sched = schedule(alg)
     has_body = bool((sched.flat.col[TYPE] == Step.APPLY).any())
     body = unchanged if has_body else None
@@ -289,8 +304,8 @@ def algorithms_only(module: object) -> list[object] | None:
 
 
 def prove(op: object, seed: int = 0) -> str:
-    """Check one `algo.algorithm` op; a one-line verdict, or AlgorithmError located at the op."""
-    from ccopt.diagnostics import OpError
+    """Check one `algo.algorithm` op; a one-line verdict, or an OpError at the op (or at its
+    rank or thread block) saying where it does not compute its collective."""
     from ccopt.dialects.algo import AlgorithmOp
 
     assert isinstance(op, AlgorithmOp)
@@ -298,7 +313,9 @@ def prove(op: object, seed: int = 0) -> str:
     try:
         verdict = check(alg, seed=seed, orders=2)
     except AlgorithmError as e:
-        raise OpError(op.blame(e), f"@{alg.name} does not compute {alg.collective}: {e}") from None
+        raise disproved(op, alg, e) from None
+    except ProofTooLarge as e:
+        raise OpError(op, f"cannot be proven: {e}") from None
     how = (
         "random data and exact chunk tracking"
         if verdict.exact
@@ -310,6 +327,37 @@ def prove(op: object, seed: int = 0) -> str:
         f"@{alg.name}: {alg.collective} on {alg.ranks} ranks, {verdict.steps} steps: ok "
         f"({', '.join(verdict.modes)}; {how}, 2 step orders)"
     )
+
+
+def disproved(op: object, alg: Algorithm, error: AlgorithmError) -> Exception:
+    """The OpError for an algorithm that does not compute its collective, at the part of `op`
+    (an `algo.algorithm`) the error is about."""
+    return OpError(op.blame(error), f"@{alg.name} does not compute {alg.collective}: {error}")  # type: ignore[attr-defined]
+
+
+def proven(op: object) -> Algorithm:
+    """The algorithm of an `algo.algorithm` op once `check` has proven that it computes its
+    collective (in every step order it allows), remembered per op: the interpreter and the CUDA
+    backend run what a collective names only then (a wrong algorithm imported from XML had run
+    and compiled without a word). An OpError (`disproved`) where it does not."""
+    found = _PROVEN.get(id(op))
+    if found is not None and found[0] is op:
+        return found[1]
+    alg = op.algorithm()  # type: ignore[attr-defined]
+    try:
+        check(alg, seed=0, orders=2)
+    except AlgorithmError as e:
+        raise disproved(op, alg, e) from None
+    except ProofTooLarge as e:
+        raise OpError(op, f"cannot be proven: {e}") from None  # type: ignore[arg-type]
+    if len(_PROVEN) >= 256:
+        _PROVEN.clear()
+    _PROVEN[id(op)] = (op, alg)
+    return alg
+
+
+_PROVEN: dict[int, tuple[object, Algorithm]] = {}
+"""Algorithm ops proven, by identity (the op is kept: its identity is not reused meanwhile)."""
 
 
 # ---------------------------------------------------------------------------------------------

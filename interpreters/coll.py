@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.ir import Attribute, Block
+from xdsl.ir import Attribute, Block, Operation
 
 from ccopt.dialects import coll
 from ccopt.dialects.algo import Algorithm
@@ -186,6 +186,16 @@ def collective(
     return run_groups(x, result, group, group_function(op_type, props))
 
 
+def algorithm_run_by(op: Operation) -> Algorithm | None:
+    """The algorithm a collective (of any level) names, proven to compute its collective
+    (`proven`), or None where it names none."""
+    from ccopt.dialects.algo import chosen_algorithm
+    from ccopt.interpreters.algo import proven
+
+    chosen = chosen_algorithm(op)
+    return None if chosen is None else proven(chosen)
+
+
 def through(
     alg: Algorithm,
     op_type: type[coll.CollectiveOp],
@@ -352,13 +362,9 @@ class CollFunctions(InterpreterFunctions):
     def run_collective(
         self, interpreter: Interpreter, op: coll.CollectiveOp, args: PythonValues
     ) -> PythonValues:
-        from ccopt.dialects.algo import chosen_algorithm
-
-        chosen = chosen_algorithm(op)  # lower-collectives chose it: run the steps
-        if chosen is not None:
-            return (
-                through(chosen.algorithm(), type(op), op.properties, args[0], _result_type(op)),
-            )
+        alg = algorithm_run_by(op)  # lower-collectives chose it (or an import): run the steps
+        if alg is not None:
+            return (through(alg, type(op), op.properties, args[0], _result_type(op)),)
         return (collective(type(op), op.properties, args[0], _result_type(op)),)
 
     @impl(coll.FusedAllReduceOp)
@@ -366,13 +372,12 @@ class CollFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: coll.FusedAllReduceOp, args: PythonValues
     ) -> PythonValues:
         """Reduce-scatter, the body on every rank's slice, all-gather of the replicated results."""
-        from ccopt.dialects.algo import chosen_algorithm
         from ccopt.interpreters.dtensor import run_body
 
-        chosen = chosen_algorithm(op)  # lower-collectives put the body inside the algorithm
-        if chosen is not None:
+        alg = algorithm_run_by(op)  # lower-collectives put the body inside the algorithm
+        if alg is not None:
             types = [r.type for r in op.outputs]
-            return tuple(fused_through(op, chosen.algorithm(), args[0], args[1:], types))  # type: ignore[arg-type]
+            return tuple(fused_through(op, alg, args[0], args[1:], types))  # type: ignore[arg-type]
         partial, *inputs = args
         mesh = partial.mesh
         group = op.group(mesh)

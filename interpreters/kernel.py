@@ -252,10 +252,15 @@ class KernelFunctions(InterpreterFunctions):
 
     # --- NCCL --------------------------------------------------------------------------------------
     def run_nccl(self, interpreter: Interpreter, op: k.NcclOp, args: PythonValues) -> PythonValues:
-        """The coll op's semantics (computed before anything is written: in-place safe); an
-        algorithm's scratch holds nothing a later op reads."""
+        """The coll op's semantics (computed before anything is written: in-place safe),
+        through the algorithm it names as the generated code runs it; an algorithm's scratch
+        holds nothing a later op reads."""
         x, out = args[:2]
-        write(out, coll_impl.collective(op.COLL, op.coll_properties(), x, out.type))
+        alg = coll_impl.algorithm_run_by(op)
+        if alg is None:
+            write(out, coll_impl.collective(op.COLL, op.coll_properties(), x, out.type))
+        else:
+            write(out, coll_impl.through(alg, op.COLL, op.coll_properties(), x, out.type))
         return ()
 
     @impl(k.FusedAllReduceKernelOp)
@@ -264,14 +269,12 @@ class KernelFunctions(InterpreterFunctions):
     ) -> PythonValues:
         """The coll op's semantics through its algorithm, chunk by chunk (everything is read
         before anything is written: a result may update an operand in place)."""
-        from ccopt.dialects.algo import chosen_algorithm
-
         partial, *rest = args[: 1 + len(op.inputs)]
         outputs = args[1 + len(op.inputs) : 1 + len(op.inputs) + len(op.outputs)]
-        found = chosen_algorithm(op)
-        assert found is not None, "verified: convert-to-kernel keeps the algorithm"
+        alg = coll_impl.algorithm_run_by(op)
+        assert alg is not None, "verified: convert-to-kernel keeps the algorithm"
         types = [out.type for out in outputs]
-        values = coll_impl.fused_through(op, found.algorithm(), partial, rest, types)
+        values = coll_impl.fused_through(op, alg, partial, rest, types)
         for out, value in zip(outputs, values, strict=True):
             write(out, value)
         return ()

@@ -1,8 +1,11 @@
 """ASTRA-sim's system configuration (the JSON given as --system-configuration).
 
-ccopt reads the file as ASTRA-sim reads it: unknown keys are ignored, the keys it understands are
-checked (a bad value names its key), and the defaults are ASTRA-sim's own (endpoint-delay 10,
-active-chunks-per-dimension 1, one dataset split, baseline multi-dimensional collectives).
+ccopt reads the file as ASTRA-sim reads it, but stricter: the keys it understands are checked (a
+bad value names its key), a key ASTRA-sim reads but that would change what ccopt does not model is
+refused unless it has its neutral value, and a key ASTRA-sim does not read either (a typo such as
+`endpoint_delay`, which ASTRA-sim would ignore) or a key given twice is refused. The defaults are
+ASTRA-sim's own (endpoint-delay 10, active-chunks-per-dimension 1, one dataset split, baseline
+multi-dimensional collectives).
 """
 
 from __future__ import annotations
@@ -122,14 +125,59 @@ UNMODELLED = {
 }
 
 
+KNOWN_KEYS = frozenset(
+    {
+        "scheduling-policy",
+        "endpoint-delay",
+        "active-chunks-per-dimension",
+        "preferred-dataset-splits",
+        "collective-optimization",
+        "local-mem-bw",
+        "local-reduction-delay",
+        "intra-dimension-scheduling",
+        "inter-dimension-scheduling",
+        "boost-mode",
+        "peak-perf",
+        "trace-enabled",
+        "track-local-mem",
+        "local-mem-trace-filename",
+        "L",
+        "o",
+        "g",
+        "G",
+        *(f"{c}-implementation" for c in COLLECTIVES),
+        *(f"{c}-implementation-custom" for c in COLLECTIVES),
+    }
+)
+"""The system keys ASTRA-sim reads (its versions together). Those ccopt does not read change no
+time it models: the LogGP figures and peak-perf act only with model-shared-bus or
+roofline-enabled (refused unless 0), boost-mode simulates fewer NPUs for speed, the rest are
+tracing and bookkeeping."""
+
+NEUTRAL = {"local-reduction-delay": (1, "a local reduction delay other than 1 cycle")}
+"""Keys ccopt does not model that it takes only with ASTRA-sim's default value."""
+
+
 # schedulers ccopt's ASTRA mode runs only in ASTRA-sim's default form: another is refused
 SCHEDULERS = {"intra-dimension-scheduling": "FIFO", "inter-dimension-scheduling": "baseline"}
 
 
 def system_from_dict(data: dict[str, Any], source: str) -> SystemConfig:
-    """A SystemConfig from ASTRA-sim's system JSON mapping; unknown keys are ignored."""
+    """A SystemConfig from ASTRA-sim's system JSON mapping; a key ASTRA-sim does not read is
+    refused (a typo would be ignored by both)."""
     if not isinstance(data, dict):
         raise ConfigError(source, None, "expected a JSON object")
+    for key in data:
+        if key not in KNOWN_KEYS and key not in UNMODELLED:
+            import difflib
+
+            close = difflib.get_close_matches(key, sorted(KNOWN_KEYS | UNMODELLED.keys()), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(source, key, f"unknown key (ASTRA-sim does not read it){hint}")
+    for key, (neutral, what) in NEUTRAL.items():
+        if data.get(key, neutral) != neutral:
+            message = f"{what} is not modelled by ccopt's ASTRA mode (use {neutral})"
+            raise ConfigError(source, key, message)
     for key, what in UNMODELLED.items():
         if data.get(key, 0) not in (0, False):
             raise ConfigError(source, key, f"{what} is not modelled by ccopt's ASTRA mode (use 0)")
@@ -179,7 +227,18 @@ def load_system(path: str | Path) -> SystemConfig:
     """Read an ASTRA-sim system JSON file."""
     source, text = str(path), read_config_text(path)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=lambda pairs: _once(pairs, source))
     except json.JSONDecodeError as e:
         raise ConfigError(source, None, f"not valid JSON (line {e.lineno}): {e.msg}") from None
     return system_from_dict(data, source)
+
+
+def _once(pairs: list[tuple[str, Any]], source: str) -> dict[str, Any]:
+    """A JSON object whose keys are given once (JSON keeps the last of a key given twice, so
+    the first value was dropped without a word)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ConfigError(source, key, "given twice")
+        out[key] = value
+    return out

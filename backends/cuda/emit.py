@@ -1027,7 +1027,9 @@ class Emitter:
         done = self.program.algorithms.get(name)
         if done is not None:
             return done
-        alg = found.algorithm()
+        from ccopt.interpreters.algo import proven
+
+        alg = proven(found)  # (code for a wrong algorithm computes wrong results silently)
         steps = cached_plan(alg)
         symbol = "".join(ch if ch.isalnum() else "_" for ch in name)
         rows, starts = f"kAlgo_{symbol}", f"kAlgoStart_{symbol}"

@@ -126,6 +126,12 @@ def broken(tmp_path: Path, line: int, old: str, new: str) -> Path:
             'send="99999999999999999999"',
             ":3:5: error: rank 0 tb 0: send 99999999999999999999 is out of range",
         ),
+        (  # (past int64: numpy's OverflowError, then a StopIteration traceback)
+            5,
+            ' cnt="1"',
+            ' cnt="99999999999999999999"',
+            ':5:7: error: <step> attribute cnt="99999999999999999999" is out of range',
+        ),
         # what the runtime reads differently from what the file seems to say
         (
             1,
@@ -277,3 +283,55 @@ def test_fast_path_takes_only_what_the_writer_writes(old: str, new: str) -> None
     assert fast is not None and ir_text(AlgorithmOp(fast)) == ir_text(AlgorithmOp(alg))
     assert old in text, old
     assert fast_algorithm(text.replace(old, new, 1), "allreduce_ring") is None
+
+
+PROGRAM = """  dtensor.mesh @dp [dp=4]
+  func.func @f(%a: !dtensor.tensor<64xf32, @dp[P(sum)]>) -> !dtensor.tensor<64xf32, @dp[R]> {
+    %x = coll.all_reduce sum %a over [dp] {algo.algorithm = @allreduce_ring} : !dtensor.tensor<64xf32, @dp[P(sum)]> -> !dtensor.tensor<64xf32, @dp[R]>
+    func.return %x : !dtensor.tensor<64xf32, @dp[R]>
+  }
+"""
+"""A program whose all-reduce runs the ring file's algorithm (put in its module)."""
+
+
+def program_running(xml: Path, tmp_path: Path) -> Path:
+    imported = ccopt(xml)
+    assert imported.returncode == 0, imported.stderr
+    head, rest = imported.stdout.split("\n", 1)
+    path = tmp_path / "program.mlir"
+    path.write_text(f"{head}\n{PROGRAM}{rest}")
+    return path
+
+
+def test_a_program_runs_and_compiles_only_an_algorithm_proven_to_compute_its_collective(
+    tmp_path: Path,
+) -> None:
+    """A wrong algorithm a collective named ran in the interpreter and compiled to CUDA that
+    computes a wrong all-reduce; the kernel-level interpreter ran NCCL's all-reduce instead, so
+    `--check-pipeline convert-to-kernel` blamed the pipeline."""
+    right = program_running(RING, tmp_path)
+    checked = ccopt_run(right, "--check-pipeline", "convert-to-kernel,plan-memory")
+    assert checked.returncode == 0, checked.stderr
+    assert "max abs error 0.000e+00" in checked.stdout  # the algorithm at both levels
+    wrong = program_running(broken(tmp_path, 9, 'dstoff="2"', 'dstoff="1"'), tmp_path)
+    message = "error: 'algo.algorithm' op @allreduce_ring does not compute allreduce: in place:"
+    for result in (
+        ccopt_run(wrong),
+        ccopt_run(wrong, "--check-pipeline", "convert-to-kernel,plan-memory"),
+        ccopt(wrong, "-t", "cuda"),
+    ):
+        assert_user_error(result, message)
+
+
+def test_an_algorithm_too_large_to_prove_is_refused_before_its_buffers_are_made(
+    tmp_path: Path,
+) -> None:
+    """2e9 chunks per buffer: numpy's MemoryError (29.8 GiB) was a traceback."""
+    path = tmp_path / "large.xml"
+    text = RING.read_text().replace('nchunksperloop="4"', 'nchunksperloop="20000000"')
+    path.write_text(text.replace('_chunks="4"', '_chunks="20000000"'))
+    assert_user_error(
+        ccopt_run(path),
+        "large.xml:1:1: error: 'algo.algorithm' op cannot be proven: @allreduce_ring's buffers "
+        "hold 160000000 chunks on its 4 ranks",
+    )

@@ -129,6 +129,10 @@ def test_reduction_cost_truncates_each_pass() -> None:
         ({"model-shared-bus": 1}, "model-shared-bus"),
         ({"roofline-enabled": 1}, "roofline-enabled"),
         ({"replay-only": 1}, "replay-only"),
+        ({"local-reduction-delay": 3}, "local-reduction-delay"),
+        # a key ASTRA-sim does not read either: a typo both would have ignored
+        ({"endpoint_delay": 100000}, "endpoint_delay"),
+        ({"unknown-key": 1}, "unknown-key"),
     ],
 )
 def test_bad_system_values_name_the_key(data: dict, key: str) -> None:
@@ -141,4 +145,35 @@ def test_bad_json_names_the_line(tmp_path) -> None:
     path = tmp_path / "sys.json"
     path.write_text('{\n "endpoint-delay": 1,\n}')
     with pytest.raises(ConfigError, match=r"sys.json: error: not valid JSON \(line 3\)"):
+        load_system(path)
+
+
+def test_a_system_key_ccopt_does_not_know_is_refused_with_the_likely_one() -> None:
+    with pytest.raises(
+        ConfigError, match="'endpoint_delay': unknown key .*did you mean 'endpoint-delay'"
+    ):
+        system_from_dict({"endpoint_delay": 5}, "sys.json")
+
+
+def test_keys_astra_sim_reads_that_change_no_modelled_time_are_taken() -> None:
+    config = system_from_dict(
+        {
+            "L": 0,
+            "o": 0,
+            "g": 0,
+            "G": 0.0,
+            "peak-perf": 900,
+            "trace-enabled": 1,
+            "local-reduction-delay": 1,
+        },
+        "sys.json",
+    )
+    assert config.endpoint_delay == 10
+
+
+def test_a_system_key_given_twice_is_refused(tmp_path) -> None:
+    """JSON keeps the last value of a key given twice: the first was dropped without a word."""
+    path = tmp_path / "sys.json"
+    path.write_text('{"endpoint-delay": 10, "endpoint-delay": 99999}')
+    with pytest.raises(ConfigError, match="sys.json: error: 'endpoint-delay': given twice"):
         load_system(path)
