@@ -6,7 +6,11 @@ the algorithm is part of the program and its steps are what runs: the collective
 placed on the machine's network (each member at the network coordinates its mesh position gets)
 and the algorithm's steps are timed there as ASTRA-sim times a custom collective
 (`ccopt.sim.chakra_algo.simulate_algorithm`), so a ring, a tree or a hierarchical algorithm
-each cost what their messages cost on that network.
+each cost what their messages cost on that network. One difference from ASTRA-sim: a message
+between GPUs that differ in several network dimensions (two nodes) pays each one's latency and
+the slowest one's bandwidth (`GroupNetwork.send_ns`), where ASTRA-sim charges the first
+differing dimension only. As in ASTRA-sim, a GPU's concurrent messages do not share its
+injection bandwidth (a direct algorithm's sends all run at link speed).
 """
 
 from __future__ import annotations
@@ -36,7 +40,21 @@ class GroupNetwork:
         return len(self.position)
 
     def send_ns(self, src: int, dst: int, size_bytes: int) -> int:
-        return self.network.send_ns(self.position[src], self.position[dst], size_bytes)
+        """A message between members that differ in several network dimensions (GPUs on two
+        nodes) crosses each of them: it pays every one's latency per hop and the slowest one's
+        bandwidth. (ASTRA-sim, and so the ASTRA mode, charges the first differing dimension
+        only, which priced a ring's hop between nodes at NVLink speed: a flat ring across nodes
+        looked faster than the hierarchical all-reduce.)"""
+        network = self.network
+        a, b = network.coords(self.position[src]), network.coords(self.position[dst])
+        latency, slowest = 0.0, float("inf")
+        for dim, x, y in zip(network.dims, a, b, strict=True):
+            if x != y:
+                latency += dim.hops(x, y) * dim.latency_ns
+                slowest = min(slowest, dim.bytes_per_ns())
+        if slowest == float("inf"):
+            raise ValueError(f"group ranks {src} and {dst} are one rank")
+        return int(latency + float(size_bytes) / slowest)
 
 
 def group_network(machine: Machine, mesh: Mesh, axes: tuple[int, ...]) -> GroupNetwork:
