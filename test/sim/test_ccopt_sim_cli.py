@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from cli_support import ROOT, assert_user_error, run_tool
+from cli_support import ROOT, assert_user_error, ccopt, run_tool
 
 ASTRA = ROOT / "examples" / "astra"
 NET16, RING = ASTRA / "ring_16.yml", ASTRA / "ring.json"
@@ -220,3 +220,29 @@ def test_collective_from_a_custom_trace() -> None:
         "8",
     )
     assert_user_error(missing, "custom_ring.json: error: 'reduce-scatter-implementation': missing")
+
+
+def test_a_trace_set_is_timed_as_its_traces_say(tmp_path: Path) -> None:
+    """Given as PREFIX.0.et, the set was read back into an algorithm and its COMP nodes priced
+    from the system's local-mem-bw: traces written with other COMP durations timed otherwise
+    than as the custom collective ASTRA-sim runs from the same files."""
+    xml = ROOT / "examples" / "algorithms" / "allreduce_ring_8.xml"
+    prefix = tmp_path / "z"
+    written = ccopt(xml, "-t", "chakra{size=1048576 local_mem_bw=0}", "-o", prefix)
+    assert written.returncode == 0, written.stderr
+    system = tmp_path / "sys.json"
+    system.write_text(
+        json.dumps({"all-reduce-implementation-custom": [str(prefix)], "local-mem-bw": 50})
+    )
+    net = ASTRA / "ring_8.yml"
+    custom = ccopt_sim(
+        "--network", net, "--system", system, "--collective", "all-reduce", "--size", "1048576"
+    )
+    traces = ccopt_sim(
+        f"{prefix}.0.et", "--network", net, "--system", system, "--size", "1048576", "--json"
+    )
+    assert custom.returncode == 0 and traces.returncode == 0, custom.stderr + traces.stderr
+    report = json.loads(traces.stdout)
+    assert custom.stdout.splitlines()[-1] == f"time: {report['time_ns']} ns"
+    assert report["traces"] == str(prefix)
+    assert report["time_ns"] < 90174  # (the same ring with COMP at 50 GB/s, README's figure)
