@@ -197,10 +197,13 @@ class ChakraTarget(Target):
         raise CcoptError("-t chakra writes one file per rank: give -o DIR/PREFIX")
 
     def write(self, module: ModuleOp, prefix: str) -> str:
-        """Write the trace set; returns what `ccopt` prints (one line per file)."""
+        """Write the trace set; returns what `ccopt` prints (one line per file). `-o` naming a
+        file of the set (`DIR/PREFIX.0.et`, as ccopt-sim takes it) means its prefix: it wrote
+        `PREFIX.0.et.0.et`."""
         from ccopt.backends.chakra import export
+        from ccopt.sim.chakra_algo import trace_prefix
 
-        paths = export(module, prefix, self)
+        paths = export(module, trace_prefix(prefix), self)
         return "".join(f"{p}\n" for p in paths)
 
 

@@ -246,3 +246,11 @@ def test_a_trace_set_is_timed_as_its_traces_say(tmp_path: Path) -> None:
     assert custom.stdout.splitlines()[-1] == f"time: {report['time_ns']} ns"
     assert report["traces"] == str(prefix)
     assert report["time_ns"] < 90174  # (the same ring with COMP at 50 GB/s, README's figure)
+
+
+def test_an_output_naming_a_file_of_the_set_means_its_prefix(tmp_path: Path) -> None:
+    """`-o DIR/a.0.et` wrote `a.0.et.0.et`, `a.0.et.1.et`, ..."""
+    xml = ROOT / "examples" / "algorithms" / "allreduce_ring_8.xml"
+    written = ccopt(xml, "-t", "chakra{size=1048576}", "-o", tmp_path / "a.0.et")
+    assert written.returncode == 0, written.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"a.{r}.et" for r in range(8)]
