@@ -152,11 +152,12 @@ def _got(values: tuple, kind: str) -> str:
 
 
 def _reads_as_number(text: str) -> bool:
+    """Whether a string value is a finite number (one the user quoted: `"2"`; `nan` and `inf`
+    reach here unquoted, as names)."""
     try:
-        float(text)
+        return math.isfinite(float(text))
     except ValueError:
         return False
-    return True
 
 
 def _shown(value: object) -> str:

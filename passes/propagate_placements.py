@@ -512,9 +512,20 @@ class FunctionPlacer:
         return value
 
     def close_unused_arguments(self) -> None:
+        """Arguments nothing placed take the closed default; a result that returns one as it
+        is (still open when the return was placed) takes its type too."""
         for arg in list(self.f.body.block.args):
             if _open(arg.type):
                 self.retype_argument(arg, _closed(arg.type))  # type: ignore[arg-type]
+        outputs = list(self.f.function_type.outputs.data)
+        for op in self.f.body.walk():
+            if isinstance(op, func.ReturnOp) and op.parent_op() is self.f:
+                for i, v in enumerate(op.operands):
+                    if _open(outputs[i]) and not _open(v.type):
+                        outputs[i] = v.type
+        self.f.function_type = FunctionType.from_lists(
+            list(self.f.function_type.inputs.data), outputs
+        )
 
 
 def _converts(op: coll.CollectiveOp, c: Placement, result: Placement) -> bool:

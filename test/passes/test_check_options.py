@@ -43,6 +43,7 @@ class Example(ModulePass):
         # `factor=1e400` is inf, which printed IR that does not parse again
         ({"factor": (float("inf"),)}, "option 'factor' takes finite numbers"),
         ({"scale": (float("-inf"),)}, "option 'scale' takes finite numbers"),
+        ({"factor": ("nan",)}, "option 'factor' takes a number, got nan"),
     ],
 )
 def test_refusals_say_what_the_option_takes(given: dict, message: str) -> None:

@@ -133,3 +133,16 @@ func.func @converts_around_the_call(%x: !dtensor.tensor<8x4xf32, @m[S(0), R]>, %
   %h = coll.all_gather %a over [dp] : !dtensor.tensor<8x4xf32, @m[S(0), ?]> -> !dtensor.tensor<8x4xf32, @m[R, R]>
   func.return %g, %h : !dtensor.tensor<8x4xf32, @m[R, R]>, !dtensor.tensor<8x4xf32, @m[R, R]>
 }
+
+// -----
+
+// An open argument returned as it is: it takes the closed default, and so does the result (the
+// result had stayed open: the IR did not verify).
+dtensor.mesh @m [tp=2]
+
+// CHECK-LABEL: func.func @returns_its_argument
+// CHECK-SAME: (%x: !dtensor.tensor<4xf32, @m[R]>) -> !dtensor.tensor<4xf32, @m[R]>
+// CHECK-NEXT: func.return %x : !dtensor.tensor<4xf32, @m[R]>
+func.func @returns_its_argument(%x: !dtensor.tensor<4xf32, @m[?]>) -> !dtensor.tensor<4xf32, @m[?]> {
+  func.return %x : !dtensor.tensor<4xf32, @m[?]>
+}
