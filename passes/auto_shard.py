@@ -899,6 +899,9 @@ def _whole_type_legal(
     return got.placement_list == result
 
 
+_DEFAULT_MACHINE = "dgx-a100"
+
+
 @dataclass(frozen=True)
 class AutoShard(ModulePass):
     """Choose every open placement by a search over the ops' placement signatures (cd, dp, ilp
@@ -920,7 +923,7 @@ class AutoShard(ModulePass):
         "Per-device memory limit in GiB on the peak of the bytes live at any program point "
         "(a call: what lives across it plus its callee's peak; 0: none).",
     )
-    machine: str = option("dgx-a100", "Machine preset or file for objective=time.")
+    machine: str = option(_DEFAULT_MACHINE, "Machine preset or file for objective=time.")
     time_limit: float | int = option(
         60.0,
         "Seconds the search's integer programs (ilp, and dp where it hands over to ilp, for every "
@@ -965,6 +968,11 @@ class AutoShard(ModulePass):
             raise ValueError(
                 f"auto-shard: overlap={self.overlap} credits simulated time and needs "
                 f"objective=time, got objective={self.objective}"
+            )
+        if self.objective == "bytes" and self.machine != _DEFAULT_MACHINE:
+            raise ValueError(
+                f"auto-shard: machine={self.machine} prices time and needs objective=time, got "
+                "objective=bytes (a machine left out of the search, unchecked)"
             )
         if self.overlap_pipeline not in ("overlap", "fused"):
             raise ValueError(
@@ -1328,6 +1336,8 @@ class AutoShard(ModulePass):
             return OpError(f, f"auto-shard: {why}")
         limit = problem.memory_limit
         peak, proven, choice = least_peak(problem, self.time_limit / SLICES)
+        if math.isinf(peak):  # no program at all, whatever the limit
+            return OpError(f, f"auto-shard: {why}; no program of it is valid at any memory")
         if peak <= limit * (1 + 1e-9):
             return OpError(
                 f,

@@ -195,6 +195,11 @@ class NoSolution(Exception):
     """Every combination breaks the memory limit or a forbidden pair."""
 
 
+class NoSolutionYet(NoSolution):
+    """The integer program stopped (time or node limit) before it found any program: one may
+    still exist."""
+
+
 def solve(
     problem: Problem, strategy: str, seed: int = 0, time_limit: float | None = None
 ) -> Solution:
@@ -826,6 +831,8 @@ def least_peak(
     reduced, keep = prune(fold_fixed(unlimited))
     try:
         found = _Model(reduced).solve(time_limit, minimize_peak=True)
+    except NoSolutionYet:  # stopped before any program: the floor is what is known
+        return floor, False, None
     except NoSolution:  # every combination uses a forbidden pair
         return math.inf, True, None
     choice = [keep[n][c] for n, c in enumerate(found.choice)]
@@ -1332,7 +1339,7 @@ class _Model:
                 if status == "Solution limit reached"
                 else f"time-limit={time_limit:g}s"
             )
-            raise NoSolution(
+            raise NoSolutionYet(
                 f"the integer program found no program within {within} (HiGHS: {status})"
             )
         choice = [

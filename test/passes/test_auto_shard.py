@@ -246,6 +246,8 @@ def test_time_objective_uses_the_machine():
         ("memory=-1", "memory must be >= 0 GiB"),
         ("time-limit=0", "time-limit must be > 0 seconds"),
         ("overlap=4", "overlap=4 credits simulated time and needs objective=time"),
+        # a machine the bytes objective never reads was not even checked (`machine=nope`)
+        ("machine=nope", "machine=nope prices time and needs objective=time"),
     ],
 )
 def test_bad_options_fail_before_rewriting(options, message):

@@ -462,14 +462,10 @@ def test_least_peak_is_the_least_any_program_reaches(problem):
     assert problem.peak(solution.choice) >= peak - 1e-9
 
 
-def test_least_peak_is_not_the_hints_when_highs_presolves_it():
-    """HiGHS 1.16 answered this one (found by hypothesis) with the better objective, 3, and
-    the hinted program's columns (each node's smallest candidate: node 5's second, 1 byte live
-    beside node 0's 3 at the second point, peak 4). The least peak is 3: node 5's first
-    candidate (0 live, 2 while it runs) with node 2's second (whose conversion holds nothing):
-    2 at the first point, 3 at the second."""
+def six_node_peak_problem() -> Problem:
+    """Six nodes whose least peak, 3, an integer program finds (found by hypothesis)."""
     zero = [[0.0] * k for k in (1, 2, 2, 3, 4, 3)]
-    problem = Problem(
+    return Problem(
         [[0.0], [0.0, 1.0], [0.0, 0.0], [0.0] * 3, [0.0] * 4, [0.0] * 3],
         [(0, 1, [[0.0, 0.0]]), (1, 2, [[0.0, 1.0], [0.0, 0.0]])],
         memory=[[3.0], *zero[1:5], [0.0, 0.0, 1.0]],
@@ -477,9 +473,30 @@ def test_least_peak_is_not_the_hints_when_highs_presolves_it():
         points=[((1, 2, 3, 4, 5), (5,), (0, 1, 2)), ((0, 5), (), ())],
         conversions=[(0, None, [0.0]), (1, None, [0.0, 0.0]), (2, None, [1.0, 0.0])],
     )
+
+
+def test_least_peak_is_not_the_hints_when_highs_presolves_it():
+    """HiGHS 1.16 answered this one (found by hypothesis) with the better objective, 3, and
+    the hinted program's columns (each node's smallest candidate: node 5's second, 1 byte live
+    beside node 0's 3 at the second point, peak 4). The least peak is 3: node 5's first
+    candidate (0 live, 2 while it runs) with node 2's second (whose conversion holds nothing):
+    2 at the first point, 3 at the second."""
+    problem = six_node_peak_problem()
     peak, proven, choice = placement_search.least_peak(problem)
     assert (peak, proven) == (3.0, True)
     assert problem.peak(choice) == 3.0 and choice[2] == 1 and choice[5] in (0, 1)
+
+
+def test_least_peak_stopped_before_any_program_is_the_floor_unproven():
+    """HiGHS stopping at its time limit before any program read as "every combination uses a
+    forbidden pair": the least peak came out proven infinite ("inf GiB" in auto-shard's
+    error), where a program exists. It is the floor, a lower bound."""
+    problem = six_node_peak_problem()
+    stopped = placement_search.NoSolutionYet("the integer program found no program")
+    with mock.patch.object(placement_search._Model, "solve", side_effect=stopped):
+        peak, proven, choice = placement_search.least_peak(problem)
+    assert (peak, proven, choice) == (placement_search._floor(problem), False, None)
+    assert math.isfinite(peak) and peak <= 3.0
 
 
 def test_coordinate_descent_finds_a_program_where_every_start_meets_a_forbidden_pair():
