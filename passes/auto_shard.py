@@ -1332,6 +1332,12 @@ class AutoShard(ModulePass):
         """The error for a function no program of which the search found: under a memory
         limit, the least peak any program reaches and the op where it is reached (the error's
         location) when that is over the limit."""
+        if self.mesh_of_nodes(f, nodes).ndim > 2 and "forbidden pair" in why:
+            why += (
+                f" among the signatures kept (on three or more mesh axes each op keeps its "
+                f"first {MAX_SIGNATURES_MANY_AXES}, which can leave every program out; "
+                "propagate-placements places such a mesh op by op)"
+            )
         if problem.memory_limit is None:
             return OpError(f, f"auto-shard: {why}")
         limit = problem.memory_limit

@@ -207,7 +207,7 @@ def solve(
     `dp` where it hands over to ilp)."""
     limit = TIME_LIMIT if time_limit is None else time_limit
     if strategy == "exhaustive":
-        return exhaustive(problem)
+        return exhaustive(problem, limit)
     if strategy == "dp":
         return dynamic_programming(problem, limit)
     if strategy == "ilp":
@@ -217,16 +217,38 @@ def solve(
     raise ValueError(f"unknown strategy '{strategy}' (known: {', '.join(STRATEGIES)})")
 
 
-def exhaustive(problem: Problem) -> Solution:
+EXHAUSTIVE_LIMIT = 1_000_000
+"""Combinations `exhaustive` tries at most (dp and ilp are exact too, on any size)."""
+
+
+def exhaustive(problem: Problem, time_limit: float = TIME_LIMIT) -> Solution:
+    """Every combination, the cheapest that fits: a check of the other strategies on small
+    problems. A problem of more than `EXHAUSTIVE_LIMIT` combinations is refused before it
+    starts (it had run for minutes), and the search stops at `time_limit` seconds."""
+    import time
+
+    count = math.prod(len(c) for c in problem.node_cost)
+    if count > EXHAUSTIVE_LIMIT:
+        raise NoSolutionYet(
+            f"exhaustive would try {count:.3g} combinations (at most {EXHAUSTIVE_LIMIT:,}); "
+            "dp and ilp are exact too"
+        )
+    ends = time.perf_counter() + time_limit
     best: tuple[float, list[int]] | None = None
-    for choice in product(*(range(len(c)) for c in problem.node_cost)):
+    for k, choice in enumerate(product(*(range(len(c)) for c in problem.node_cost))):
+        if k % 4096 == 4095 and time.perf_counter() > ends:
+            raise NoSolutionYet(f"exhaustive stopped at time-limit={time_limit:g}s")
         if not problem.fits(choice):
             continue
         cost = problem.cost(choice)
         if best is None or cost < best[0]:
             best = (cost, list(choice))
     if best is None or math.isinf(best[0]):
-        raise NoSolution("no combination of candidates fits the memory limit")
+        raise NoSolution(
+            "no combination of candidates fits the memory limit"
+            if problem.memory_limit is not None
+            else "every combination uses a forbidden pair"
+        )
     return Solution(best[1], best[0], "exhaustive", best[0])
 
 

@@ -403,3 +403,23 @@ def test_a_function_of_several_blocks_is_refused_where_it_is():
     )
     with pytest.raises(OpError, match="@branchy has 2 blocks; only functions of one block"):
         apply_pipeline(load_program(text), "auto-shard{strategy=dp}")
+
+
+THREE_AXES_CAPPED = """
+dtensor.mesh @m [a=2, b=1, c=3]
+func.func @mlp(%x: !dtensor.tensor<12x6xf32, @m[?, ?, ?]>, %w1: !dtensor.tensor<6x24xf32, @m[?, ?, ?]>, %w2: !dtensor.tensor<24x6xf32, @m[?, ?, ?]>) -> !dtensor.tensor<12x6xf32, @m[R, R, R]> {
+  %h = dtensor.matmul %x, %w1 : (!dtensor.tensor<12x6xf32, @m[?, ?, ?]>, !dtensor.tensor<6x24xf32, @m[?, ?, ?]>) -> !dtensor.tensor<12x24xf32, @m[?, ?, ?]>
+  %g = dtensor.relu %h : !dtensor.tensor<12x24xf32, @m[?, ?, ?]>
+  %y = dtensor.matmul %g, %w2 : (!dtensor.tensor<12x24xf32, @m[?, ?, ?]>, !dtensor.tensor<24x6xf32, @m[?, ?, ?]>) -> !dtensor.tensor<12x6xf32, @m[?, ?, ?]>
+  %r = coll.all_reduce sum %y over [a] : !dtensor.tensor<12x6xf32, @m[?, ?, ?]> -> !dtensor.tensor<12x6xf32, @m[R, R, R]>
+  func.return %r : !dtensor.tensor<12x6xf32, @m[R, R, R]>
+}
+"""
+
+
+def test_a_three_axis_refusal_names_the_signature_cap():
+    """A program exists (propagate-placements finds one), but the matmul's 32 kept signatures
+    leave it out: "every combination uses a forbidden pair" alone read as if none existed."""
+    with pytest.raises(Exception, match="among the signatures kept .*first 32"):
+        apply_pipeline(load_program(THREE_AXES_CAPPED), "auto-shard")
+    assert apply_pipeline(load_program(THREE_AXES_CAPPED), "propagate-placements") is not None

@@ -608,3 +608,11 @@ def test_cds_block_moves_never_end_above_the_sweeps_alone(problem, forbidden):
     found = coordinate_descent(problem)
     assert found.cost <= alone.cost + 1e-9
     assert best - 1e-9 <= found.cost == problem.cost(found.choice)
+
+
+def test_exhaustive_refuses_a_problem_past_its_limit_before_it_starts():
+    """On three axes a four-op program had 5e8 combinations: exhaustive ran for minutes, past
+    its time limit."""
+    problem = Problem([[0.0] * 8 for _ in range(7)], [])  # 8^7 = 2.1e6 combinations
+    with pytest.raises(placement_search.NoSolutionYet, match="exhaustive would try 2.1e\\+06"):
+        placement_search.solve(problem, "exhaustive")
