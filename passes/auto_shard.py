@@ -125,6 +125,7 @@ from ccopt.passes.placement_search import (
     Point,
     Problem,
     Solution,
+    coordinate_descent,
     least_memory,
     least_peak,
     maximal_points,
@@ -1312,7 +1313,9 @@ class AutoShard(ModulePass):
         except NoSolution as e:
             if least:  # a least-memory entry is left out, not diagnosed
                 raise OpError(f, f"auto-shard: {e}") from None
-            raise self.no_solution(f, nodes, problem, str(e)) from None
+            solution = self.descend_from_least_peak(problem, strategy or self.strategy)
+            if solution is None:
+                raise self.no_solution(f, nodes, problem, str(e)) from None
         if (strategy or self.strategy) == "cd" and memo.joint:
             solution = self.joint_start(nodes, problem, solution, memo)
         if self.overlap > 0 and self.objective == "time":
@@ -1325,6 +1328,22 @@ class AutoShard(ModulePass):
             solution.peak = problem.peak(solution.choice)
         memo.problems[id(solution)] = (problem, solution)
         return nodes, solution
+
+    def descend_from_least_peak(self, problem: Problem, strategy: str) -> Solution | None:
+        """cd whose starts all broke the memory limit, started again from a program of the
+        least peak where that fits (dp and ilp found one where cd gave up); None otherwise."""
+        if strategy != "cd" or problem.memory_limit is None:
+            return None
+        peak, _, choice = least_peak(problem, self.time_limit / SLICES)
+        if choice is None or peak > problem.memory_limit * (1 + 1e-9):
+            return None
+        try:
+            solution = coordinate_descent(problem, start=choice)
+        except NoSolution:
+            return None
+        started = "cd: every start broke the memory limit; started from a least-peak program"
+        solution.note = f"{solution.note}; {started}" if solution.note else started
+        return solution
 
     def no_solution(
         self, f: func.FuncOp, nodes: list[Node], problem: Problem, why: str

@@ -4,6 +4,8 @@ fail before anything is rewritten."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from xdsl.dialects import func
 
@@ -423,3 +425,33 @@ def test_a_three_axis_refusal_names_the_signature_cap():
     with pytest.raises(Exception, match="among the signatures kept .*first 32"):
         apply_pipeline(load_program(THREE_AXES_CAPPED), "auto-shard")
     assert apply_pipeline(load_program(THREE_AXES_CAPPED), "propagate-placements") is not None
+
+
+MANY_OPS = """
+dtensor.mesh @m [dp=2, tp=3]
+func.func @f(%x: !dtensor.tensor<4x6x12xf32, @m[?, ?]>, %w: !dtensor.tensor<12x12xf32, @m[?, ?]>) -> !dtensor.tensor<6xf32, @m[R, R]> {
+  %n = dtensor.layernorm %x eps 1.0e-5 : !dtensor.tensor<4x6x12xf32, @m[?, ?]> -> !dtensor.tensor<4x6x12xf32, @m[?, ?]>
+  %y = dtensor.matmul %n, %w : (!dtensor.tensor<4x6x12xf32, @m[?, ?]>, !dtensor.tensor<12x12xf32, @m[?, ?]>) -> !dtensor.tensor<4x6x12xf32, @m[?, ?]>
+  %t = dtensor.transpose %y perm [1, 0, 2] : !dtensor.tensor<4x6x12xf32, @m[?, ?]> -> !dtensor.tensor<6x4x12xf32, @m[?, ?]>
+  %r = dtensor.reshape %t : !dtensor.tensor<6x4x12xf32, @m[?, ?]> -> !dtensor.tensor<6x48xf32, @m[?, ?]>
+  %c = dtensor.concat %r, %r dim 1 : (!dtensor.tensor<6x48xf32, @m[?, ?]>, !dtensor.tensor<6x48xf32, @m[?, ?]>) -> !dtensor.tensor<6x96xf32, @m[?, ?]>
+  %s = dtensor.slice %c offsets [0, 3] sizes [6, 90] : !dtensor.tensor<6x96xf32, @m[?, ?]> -> !dtensor.tensor<6x90xf32, @m[?, ?]>
+  %e = dtensor.exp %s : !dtensor.tensor<6x90xf32, @m[?, ?]>
+  %h = dtensor.cast %e : !dtensor.tensor<6x90xf32, @m[?, ?]> -> !dtensor.tensor<6x90xf16, @m[?, ?]>
+  %q = dtensor.reduce sum %h dims [1] : !dtensor.tensor<6x90xf16, @m[?, ?]> -> !dtensor.tensor<6xf16, @m[?, ?]>
+  %o = dtensor.cast %q : !dtensor.tensor<6xf16, @m[?, ?]> -> !dtensor.tensor<6xf32, @m[R, R]>
+  func.return %o : !dtensor.tensor<6xf32, @m[R, R]>
+}
+"""
+
+
+def test_cd_whose_starts_all_break_the_memory_limit_starts_from_a_least_peak_program():
+    """cd refused ("no combination within the memory limit; the least peak a program reaches
+    is 1.133 KiB, within memory=...") where dp and ilp found a program under the limit."""
+    limit = "memory=0.0000012"
+    by_cd = reports(apply_pipeline(load_program(MANY_OPS), f"auto-shard{{strategy=cd {limit}}}"))
+    by_dp = reports(apply_pipeline(load_program(MANY_OPS), f"auto-shard{{strategy=dp {limit}}}"))
+    assert "started from a least-peak program" in by_cd["f"]["note"]
+    assert by_cd["f"]["peak"] <= 0.0000012 * 2**30
+    assert by_dp["f"]["cost"] - 1e-6 <= by_cd["f"]["cost"] < math.inf  # (dp is exact)
+    assert ccopt.check_pipeline(MANY_OPS, f"auto-shard{{strategy=cd {limit}}}", seed=3).ok
