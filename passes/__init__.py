@@ -251,7 +251,15 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
     try:
         _refuse_repeated_options(spec)
         return _pipeline(_decimal_exponents(spec), callback)
-    except (ValueError, ArgSpecParseError) as e:
+    except ArgSpecParseError as e:  # xDSL's tokens: a path or a dashed word needs quotes
+        hint = (
+            '\n(quote an option value that is neither a number nor a plain name: machine="dir/'
+            'my-machine.yml")'
+            if "Unknown token" in str(e)
+            else ""
+        )
+        raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}{hint}") from None
+    except ValueError as e:
         raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
     except Exception as e:  # a plugin pass's constructor (`__post_init__`) raising: its error
         from_plugin = plugin_error(e)

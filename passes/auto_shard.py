@@ -1439,7 +1439,7 @@ class AutoShard(ModulePass):
                 "cost": FloatAttr(solution.cost - callees, f64),
                 "bound": FloatAttr(bound - floors, f64),
                 "gap": FloatAttr(solution.cost - bound, f64),
-                **({"peak": FloatAttr(solution.peak, f64)} if self.memory > 0 else {}),
+                **({"peak": IntegerAttr(round(solution.peak), i64)} if self.memory > 0 else {}),
                 **({"note": StringAttr(note)} if note else {}),
                 **(
                     {

@@ -19,7 +19,7 @@
 // CHECK-SAME: %w1: !dtensor.tensor<4x16xf32, @m[R, S(1)]>
 // CHECK-SAME: %w2: !dtensor.tensor<16x4xf32, @m[R, S(0)]>
 // CHECK-SAME: cost = 65.0000
-// CHECK-SAME: peak = 5.760000e+02
+// CHECK-SAME: peak = 576 : i64
 // SAME: result0 {{.*}} ok
 // NONE: :[[# @LINE + 6]]:3: error: 'dtensor.matmul' op auto-shard: no program of @mlp fits memory=4e-07 GiB (429.5 bytes): the least peak any program reaches is 512 bytes, here
 dtensor.mesh @m [dp=2, tp=2]

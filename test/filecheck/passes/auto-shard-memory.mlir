@@ -13,7 +13,7 @@
 dtensor.mesh @t [tp=4]
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: %x: !dtensor.tensor<64x64xf32, @t[R]>
-// CHECK-SAME: peak = 4.915200e+04
+// CHECK-SAME: peak = 49152 : i64
 // DP-SAME: note = "dp: the optimum without a memory limit fits it"
 // CHECK-NEXT: dtensor.gelu %x : !dtensor.tensor<64x64xf32, @t[R]>
 // CHECK-NEXT: dtensor.gelu %a : !dtensor.tensor<64x64xf32, @t[R]>

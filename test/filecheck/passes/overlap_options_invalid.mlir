@@ -8,6 +8,7 @@
 // RUN: not ccopt %s -p 'overlap{tags=7}' 2>&1 | filecheck %s --check-prefix=NAME
 // RUN: not ccopt %s -p 'spilt-all-reduce' 2>&1 | filecheck %s --check-prefix=PASS
 // RUN: ccopt %s -p 'overlap{per-rank chunks=2}' | filecheck %s --check-prefix=BARE
+// RUN: not ccopt %s -p 'autotune{machine=dir/m.yml}' 2>&1 | filecheck %s --check-prefix=PATH
 
 // Bad option values are refused when the pipeline is read, before anything is rewritten (as
 // mlir-opt refuses a bad pass option).
@@ -27,6 +28,10 @@ func.func @any(%x: !dtensor.tensor<4x8xf32, @tp[S(1)]>, %w: !dtensor.tensor<8x4x
 // LIST: ccopt: error: invalid pass pipeline 'autotune{chunks=2,x}': autotune: option 'chunks' takes a list of integers (2,4), got 2,x
 // NAME: ccopt: error: invalid pass pipeline 'overlap{tags=7}': overlap: option 'tags' takes a list of names (a,b), got 7 (quote a name that reads as a number)
 // PASS: ccopt: error: invalid pass pipeline 'spilt-all-reduce': Unrecognized passes: ['spilt-all-reduce']; did you mean 'split-all-reduce'? (ccopt --help lists them; a plugin's passes need --load-plugin)
+// A path is not one of xDSL's tokens: the message says to quote it.
+// PATH: ccopt: error: invalid pass pipeline 'autotune{machine=dir/m.yml}'
+// PATH: Unknown token
+// PATH-NEXT: (quote an option value that is neither a number nor a plain name: machine="dir/my-machine.yml")
 // A boolean option given bare is true, as in mlir-opt.
 // BARE-LABEL: func.func @any
 // BARE:         sched.execute stream 1
