@@ -297,6 +297,10 @@ def _infer_collective(key: tuple) -> DTensorType:
     return cls.infer_type(t, dict(props), mesh)
 
 
+def _article(word: str | None) -> str:
+    return "an" if word and word[0] in "aeiou" else "a"
+
+
 def check_named_algorithm(found: Operation, want: str | None, ranks: int, fused: bool) -> None:
     """The algorithm a collective names is for its collective and group size, with `fn` steps
     (the body's places) exactly when the op is a fused all-reduce."""
@@ -306,8 +310,8 @@ def check_named_algorithm(found: Operation, want: str | None, ranks: int, fused:
     got, size = found.collective.data, len(found.body.block.ops)
     if want != got or size != ranks:
         raise VerifyException(
-            f"names @{found.sym_name.data}, a {got} on {size} ranks; it needs a {want} on "
-            f"{ranks} ranks"
+            f"names @{found.sym_name.data}, {_article(got)} {got} on {size} ranks; it needs "
+            f"{_article(want)} {want} on {ranks} ranks"
         )
     if found.applies_body() != fused:
         raise VerifyException(

@@ -234,6 +234,13 @@ class FunctionPlacer:
                 self.place_collective(op)
             elif isinstance(op, func.ReturnOp):
                 self.place_return(op)
+            elif any(_open(v.type) for v in (*op.operands, *op.results)):
+                raise OpError(
+                    op,
+                    "has open placements (?), which propagate-placements does not choose here: "
+                    "it places dtensor ops, collectives, calls and returns (give this op's "
+                    "values their placements)",
+                )
         self.close_unused_arguments()
 
     def touched(self, op: Operation) -> bool:
