@@ -40,6 +40,7 @@ from ccopt.sim.work import (
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
 
     from ccopt.dialects.dtensor_type import DTensorType
     from ccopt.mesh import Mesh
@@ -542,6 +543,23 @@ def simulate_module(
     return _report(engine, machine, mesh)
 
 
+def _warn_open(op: Operation) -> None:
+    """A program with open placements (`?`) has not chosen its layouts, nor the collectives
+    they need: its time is not a step's (it had been simulated without a word)."""
+    import warnings
+
+    from ccopt.diagnostics import OpWarning
+
+    warnings.warn(
+        OpWarning(
+            op,
+            "has open placements (?), simulated as replicated and without the collectives a "
+            "choice would add: place them first (-p auto-shard or propagate-placements)",
+        ),
+        stacklevel=3,
+    )
+
+
 def program_mesh(graph: TaskGraph, meshes: dict[str, Mesh]) -> tuple[Mesh, list[DTensorType]]:
     """The mesh the simulated function runs on (the one its tensors name; a module may declare
     others for other functions) and its distinct tensor layouts, for `rank_classes`."""
@@ -550,6 +568,7 @@ def program_mesh(graph: TaskGraph, meshes: dict[str, Mesh]) -> tuple[Mesh, list[
 
     seen: set[int] = set()
     by_mesh: dict[str, dict[Layout, DTensorType]] = {}
+    warned = False
     for task in graph.tasks:
         for v in (*task.op.operands, *task.op.results):
             t = tensor_type(v)
@@ -557,6 +576,9 @@ def program_mesh(graph: TaskGraph, meshes: dict[str, Mesh]) -> tuple[Mesh, list[
                 seen.add(id(t))  # then by shape and split (all a block size depends on)
                 layouts = by_mesh.setdefault(t.mesh_name, {})
                 layouts.setdefault((t.get_shape(), t.split_dims()), t)
+                if t.is_open and not warned:
+                    warned = True
+                    _warn_open(task.op)
     if len(by_mesh) > 1:
         names = ", ".join(f"@{n}" for n in sorted(by_mesh))
         raise SimulationError(f"the simulated function uses several meshes ({names}); use one")

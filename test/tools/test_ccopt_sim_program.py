@@ -199,3 +199,16 @@ def test_the_plot_format_follows_the_extension(tmp_path: Path) -> None:
 def test_trace_on_standard_output_ends_with_a_newline() -> None:
     done = ccopt_sim(MLP, "--machine", "dgx-a100", "--trace", "-")
     assert done.returncode == 0 and done.stdout.endswith("}\n")
+
+
+def test_open_placements_are_simulated_with_a_warning() -> None:
+    """A program whose placements are open had a step time without a word: its collectives are
+    not chosen yet. Placed first, it simulates quietly."""
+    program = ROOT / "examples" / "open_mlp.mlir"
+    open_run = ccopt_sim(program, "--machine", "dgx-a100")
+    assert open_run.returncode == 0, open_run.stderr
+    assert f"{program}:13:3: warning: 'dtensor.matmul' op has open placements (?)" in (
+        open_run.stderr
+    )
+    placed = ccopt_sim(program, "--machine", "dgx-a100", "-p", "auto-shard")
+    assert placed.returncode == 0 and "warning" not in placed.stderr, placed.stderr
