@@ -114,11 +114,17 @@ def run_axonn(args: argparse.Namespace) -> int:
     else:
         print_table(result, rows, stream)
     if not fits:
-        raise CcoptError(
-            f"no grid fits in memory: the best one, {best.grid.as_list()}, {best.why}"
-            + (f"; {args.emit} not written" if args.emit else "")
-        )
+        raise CcoptError(no_fit_message(result.rows, args.emit))
     return 0
+
+
+def no_fit_message(rows: list, emit: str | None) -> str:
+    """Why no grid is chosen: the grid that needs the least memory, and how much (the
+    best-ranked one, named before, needed more than others that do not fit either)."""
+    least = min((r for r in rows if r.ccopt is not None), key=lambda r: r.ccopt.memory_bytes)
+    return f"no grid fits in memory: the one needing least, {least.grid.as_list()}, {least.why}" + (
+        f"; {emit} not written" if emit else ""
+    )
 
 
 def check_sizes(args: argparse.Namespace) -> None:
