@@ -735,8 +735,10 @@ def argument_signatures(t: DTensorType, mesh: Mesh) -> list[Signature]:
     per_axis = [
         [p]
         if not isinstance(p, OpenAttr)
+        else [R]
+        if n == 1  # (one rank: every placement holds the same data)
         else [c for c in candidates(t) if not isinstance(c, PartialAttr)]
-        for p in t.placement_list
+        for p, n in zip(t.placement_list, mesh.axis_sizes, strict=True)
     ]
     out = []
     for combo in product(*per_axis):
@@ -800,6 +802,8 @@ def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
                 op,
                 f"on mesh axis '{mesh.axis_names[axis]}': no placement signature agrees with the annotations",
             )
+        if size == 1:
+            options = _replicated_where_alike(options)
         per_axis.append(options)
     limit = signature_limit(mesh)
     if mesh.ndim <= 2:
@@ -820,6 +824,17 @@ def op_signatures(op: Operation, mesh: Mesh) -> list[Signature]:
         if len(out) >= limit:
             break
     return out
+
+
+def _replicated_where_alike(
+    options: list[tuple[tuple[Placement, ...], Placement]],
+) -> list[tuple[tuple[Placement, ...], Placement]]:
+    """On an axis of one rank every placement holds the same data: only the all-R options
+    (where the annotations allow one). A split there had the search place conversions that move
+    nothing - an all-gather over the one rank - which cost launches, and with an overlap credit
+    could look like a gain."""
+    plain = [o for o in options if o[1] == R and all(p == R for p in o[0])]
+    return plain or options
 
 
 def axis_choices(

@@ -11,6 +11,8 @@ from xdsl.dialects import func
 
 import ccopt
 from ccopt.diagnostics import OpError
+from ccopt.dialects import coll
+from ccopt.dialects.dtensor_type import R
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import load_program
 
@@ -408,7 +410,7 @@ def test_a_function_of_several_blocks_is_refused_where_it_is():
 
 
 THREE_AXES_CAPPED = """
-dtensor.mesh @m [a=2, b=1, c=3]
+dtensor.mesh @m [a=2, b=2, c=2]
 func.func @mlp(%x: !dtensor.tensor<12x6xf32, @m[?, ?, ?]>, %w1: !dtensor.tensor<6x24xf32, @m[?, ?, ?]>, %w2: !dtensor.tensor<24x6xf32, @m[?, ?, ?]>) -> !dtensor.tensor<12x6xf32, @m[R, R, R]> {
   %h = dtensor.matmul %x, %w1 : (!dtensor.tensor<12x6xf32, @m[?, ?, ?]>, !dtensor.tensor<6x24xf32, @m[?, ?, ?]>) -> !dtensor.tensor<12x24xf32, @m[?, ?, ?]>
   %g = dtensor.relu %h : !dtensor.tensor<12x24xf32, @m[?, ?, ?]>
@@ -455,3 +457,17 @@ def test_cd_whose_starts_all_break_the_memory_limit_starts_from_a_least_peak_pro
     assert by_cd["f"]["peak"] <= 0.0000012 * 2**30
     assert by_dp["f"]["cost"] - 1e-6 <= by_cd["f"]["cost"] < math.inf  # (dp is exact)
     assert ccopt.check_pipeline(MANY_OPS, f"auto-shard{{strategy=cd {limit}}}", seed=3).ok
+
+
+def test_an_axis_of_one_rank_is_replicated_and_needs_no_collective():
+    """On [a=2, b=1] the search split w2 over b (one rank) and gathered it there: a collective
+    that moves nothing, which with an overlap credit even looked cheaper. It also left the
+    three-axis program above without a program at [a=2, b=1, c=3]."""
+    program = THREE_AXES_CAPPED.replace("[a=2, b=2, c=2]", "[a=2, b=1, c=3]")
+    placed = apply_pipeline(load_program(program), "auto-shard")
+    for o in placed.walk():
+        if isinstance(o, coll.CollectiveOp):
+            assert "b" not in o.axes.names, o  # type: ignore[attr-defined]
+    types = [a.type for f in placed.walk() if isinstance(f, func.FuncOp) for a in f.args]
+    assert all(t.placement_list[1] == R for t in types)  # type: ignore[attr-defined]
+    assert ccopt.check_pipeline(program, "auto-shard", seed=2).ok
