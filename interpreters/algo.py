@@ -14,6 +14,7 @@ poison.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -340,9 +341,9 @@ def proven(op: object) -> Algorithm:
     collective (in every step order it allows), remembered per op: the interpreter and the CUDA
     backend run what a collective names only then (a wrong algorithm imported from XML had run
     and compiled without a word). An OpError (`disproved`) where it does not."""
-    found = _PROVEN.get(id(op))
-    if found is not None and found[0] is op:
-        return found[1]
+    found = _PROVEN.get(op)
+    if found is not None:
+        return found
     alg = op.algorithm()  # type: ignore[attr-defined]
     try:
         check(alg, seed=0, orders=2)
@@ -350,14 +351,13 @@ def proven(op: object) -> Algorithm:
         raise disproved(op, alg, e) from None
     except ProofTooLarge as e:
         raise OpError(op, f"cannot be proven: {e}") from None  # type: ignore[arg-type]
-    if len(_PROVEN) >= 256:
-        _PROVEN.clear()
-    _PROVEN[id(op)] = (op, alg)
+    _PROVEN[op] = alg
     return alg
 
 
-_PROVEN: dict[int, tuple[object, Algorithm]] = {}
-"""Algorithm ops proven, by identity (the op is kept: its identity is not reused meanwhile)."""
+_PROVEN: weakref.WeakKeyDictionary[object, Algorithm] = weakref.WeakKeyDictionary()
+"""Algorithm ops proven (ops hash by identity; an op's entry goes with the op, and so does the
+module it would otherwise keep alive)."""
 
 
 # ---------------------------------------------------------------------------------------------
