@@ -37,16 +37,14 @@ POISON = -(1 << 40)
 """What an exact run's unwritten chunks hold: any sum that reads one goes negative."""
 
 EXACT_LIMIT = 1 << 24
+"""Most numbers an exact run may hold (ranks x chunks x input chunks); beyond it only random
+data are checked."""
 PROOF_LIMIT = 1 << 25
 """Chunks of all ranks' buffers together that `check` runs (two float64 each, a few copies)."""
 
 
 class ProofTooLarge(Exception):
     """An algorithm whose buffers are too large to run in this process (not a wrong one)."""
-
-
-"""Most numbers an exact run may hold (ranks x chunks x input chunks); beyond it only random
-data are checked."""
 
 
 def buffers(
