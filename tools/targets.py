@@ -203,7 +203,7 @@ class ChakraTarget(Target):
         from ccopt.backends.chakra import export
         from ccopt.sim.chakra_algo import trace_prefix
 
-        paths = export(module, trace_prefix(prefix), self)
+        paths = export(module, trace_prefix(prefix) if isinstance(prefix, str) else prefix, self)
         return "".join(f"{p}\n" for p in paths)
 
 
