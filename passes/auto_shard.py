@@ -116,6 +116,7 @@ from ccopt.dialects.inference import InferenceError
 from ccopt.dialects.open_placements import candidates
 from ccopt.ir import clone
 from ccopt.mesh import Mesh, local_slices
+from ccopt.passes.common import release
 from ccopt.passes.options import option
 from ccopt.passes.placement_search import (
     NODE_LIMIT,
@@ -133,6 +134,7 @@ from ccopt.passes.placement_search import (
 )
 from ccopt.passes.propagate_placements import (
     FunctionPlacer,
+    PropagatePlacements,
     conversion_collectives,
     conversion_order,
     conversion_steps,
@@ -1360,6 +1362,30 @@ class AutoShard(ModulePass):
         solution.note = f"{solution.note}; {started}" if solution.note else started
         return solution
 
+    def op_at_fault(self, f: func.FuncOp, why: str) -> OpError | None:
+        """Where no program exists at all, the op that cannot give what its readers need, as
+        propagate-placements finds it op by op (the search's "every combination uses a
+        forbidden pair" named only the function); None where propagation gets through."""
+        module = self.original(f).parent_op()
+        if (
+            "forbidden pair" not in why
+            or "signatures kept" in why
+            or not isinstance(module, ModuleOp)
+        ):
+            return None  # (on three or more axes the cap may be why: that message says so)
+        trial = clone(module)
+        try:
+            PropagatePlacements().apply(Context(), trial)
+        except OpError as e:
+            return OpError(
+                e.op, f"auto-shard: {why}; here, as propagate-placements finds: {e.message}"
+            )
+        except CcoptError:
+            return None
+        finally:
+            release(trial)
+        return None
+
     def no_solution(
         self, f: func.FuncOp, nodes: list[Node], problem: Problem, why: str
     ) -> CcoptError:
@@ -1373,7 +1399,7 @@ class AutoShard(ModulePass):
                 "propagate-placements places such a mesh op by op)"
             )
         if problem.memory_limit is None:
-            return OpError(f, f"auto-shard: {why}")
+            return self.op_at_fault(f, why) or OpError(f, f"auto-shard: {why}")
         limit = problem.memory_limit
         peak, proven, choice = least_peak(problem, self.time_limit / SLICES)
         if math.isinf(peak):  # no program at all, whatever the limit

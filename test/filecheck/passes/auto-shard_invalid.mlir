@@ -1,0 +1,13 @@
+// RUN: ccopt %s -p 'auto-shard' --split-input-file --verify-diagnostics | filecheck %s
+// RUN: ccopt %s -p 'auto-shard{strategy=cd}' --split-input-file --verify-diagnostics | filecheck %s
+
+// No layout exists: the softmax cannot give the partial sum the all-reduce reads. The search
+// proves only that every combination uses a forbidden pair; the error is at the op that cannot
+// give what its reader needs (it was at the function, naming no op).
+dtensor.mesh @m [tp=2]
+func.func @softmax_never_partial(%x: !dtensor.tensor<8x8xf32, @m[?]>) -> !dtensor.tensor<8x8xf32, @m[R]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'dtensor.softmax' op auto-shard: every combination uses a forbidden pair; here, as propagate-placements finds: on mesh axis 'tp': operands placed ? cannot give P(sum), which 'coll.all_reduce' needs
+  %s = dtensor.softmax %x dim 1 : !dtensor.tensor<8x8xf32, @m[?]>
+  %r = coll.all_reduce sum %s over [tp] : !dtensor.tensor<8x8xf32, @m[?]> -> !dtensor.tensor<8x8xf32, @m[R]>
+  func.return %r : !dtensor.tensor<8x8xf32, @m[R]>
+}
