@@ -1330,9 +1330,12 @@ class AutoShard(ModulePass):
         except NoSolution as e:
             if least:  # a least-memory entry is left out, not diagnosed
                 raise OpError(f, f"auto-shard: {e}") from None
-            solution = self.descend_from_least_peak(problem, strategy or self.strategy)
+            least = None
+            if (strategy or self.strategy) == "cd" and problem.memory_limit is not None:
+                least = least_peak(problem, self.time_limit / SLICES)
+            solution = self.descend_from(problem, least) if least is not None else None
             if solution is None:
-                raise self.no_solution(f, nodes, problem, str(e)) from None
+                raise self.no_solution(f, nodes, problem, str(e), least) from None
         if (strategy or self.strategy) == "cd" and memo.joint:
             solution = self.joint_start(nodes, problem, solution, memo)
         if self.overlap > 0 and self.objective == "time":
@@ -1346,12 +1349,15 @@ class AutoShard(ModulePass):
         memo.problems[id(solution)] = (problem, solution)
         return nodes, solution
 
-    def descend_from_least_peak(self, problem: Problem, strategy: str) -> Solution | None:
-        """cd whose starts all broke the memory limit, started again from a program of the
-        least peak where that fits (dp and ilp found one where cd gave up); None otherwise."""
-        if strategy != "cd" or problem.memory_limit is None:
-            return None
-        peak, _, choice = least_peak(problem, self.time_limit / SLICES)
+    @staticmethod
+    def descend_from(
+        problem: Problem, least: tuple[float, bool, list[int] | None]
+    ) -> Solution | None:
+        """cd whose starts all broke the memory limit, started again from the program of the
+        least peak (`least_peak`'s answer) where that fits (dp and ilp found one where cd gave
+        up); None otherwise."""
+        assert problem.memory_limit is not None
+        peak, _, choice = least
         if choice is None or peak > problem.memory_limit * (1 + 1e-9):
             return None
         try:
@@ -1363,16 +1369,12 @@ class AutoShard(ModulePass):
         return solution
 
     def op_at_fault(self, f: func.FuncOp, why: str) -> OpError | None:
-        """Where no program exists at all, the op that cannot give what its readers need, as
-        propagate-placements finds it op by op (the search's "every combination uses a
-        forbidden pair" named only the function); None where propagation gets through."""
+        """Where every combination uses a forbidden pair, the op that cannot give what its
+        readers need, as propagate-placements finds it op by op (the search's error named only
+        the function); None where propagation gets through."""
         module = self.original(f).parent_op()
-        if (
-            "forbidden pair" not in why
-            or "signatures kept" in why
-            or not isinstance(module, ModuleOp)
-        ):
-            return None  # (on three or more axes the cap may be why: that message says so)
+        if not isinstance(module, ModuleOp):
+            return None
         trial = clone(module)
         try:
             PropagatePlacements().apply(Context(), trial)
@@ -1387,21 +1389,31 @@ class AutoShard(ModulePass):
         return None
 
     def no_solution(
-        self, f: func.FuncOp, nodes: list[Node], problem: Problem, why: str
+        self,
+        f: func.FuncOp,
+        nodes: list[Node],
+        problem: Problem,
+        why: str,
+        least: tuple[float, bool, list[int] | None] | None = None,
     ) -> CcoptError:
         """The error for a function no program of which the search found: under a memory
-        limit, the least peak any program reaches and the op where it is reached (the error's
-        location) when that is over the limit."""
-        if self.mesh_of_nodes(f, nodes).ndim > 2 and "forbidden pair" in why:
+        limit, the least peak any program reaches (`least`, where the caller has it already)
+        and the op where it is reached (the error's location) when that is over the limit."""
+        capped = self.mesh_of_nodes(f, nodes).ndim > 2
+        forbidden = "forbidden pair" in why
+        if capped and forbidden:
             why += (
                 f" among the signatures kept (on three or more mesh axes each op keeps its "
                 f"first {MAX_SIGNATURES_MANY_AXES}, which can leave every program out; "
                 "propagate-placements places such a mesh op by op)"
             )
         if problem.memory_limit is None:
-            return self.op_at_fault(f, why) or OpError(f, f"auto-shard: {why}")
+            at_fault = self.op_at_fault(f, why) if forbidden and not capped else None
+            return at_fault or OpError(f, f"auto-shard: {why}")
         limit = problem.memory_limit
-        peak, proven, choice = least_peak(problem, self.time_limit / SLICES)
+        if least is None:
+            least = least_peak(problem, self.time_limit / SLICES)
+        peak, proven, choice = least
         if math.isinf(peak):  # no program at all, whatever the limit
             return OpError(f, f"auto-shard: {why}; no program of it is valid at any memory")
         if peak <= limit * (1 + 1e-9):
