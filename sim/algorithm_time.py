@@ -9,8 +9,10 @@ and the algorithm's steps are timed there as ASTRA-sim times a custom collective
 each cost what their messages cost on that network. One difference from ASTRA-sim: a message
 between GPUs that differ in several network dimensions (two nodes) pays each one's latency and
 the slowest one's bandwidth (`GroupNetwork.send_ns`), where ASTRA-sim charges the first
-differing dimension only. As in ASTRA-sim, a GPU's concurrent messages do not share its
-injection bandwidth (a direct algorithm's sends all run at link speed).
+differing dimension only. Two more: a GPU's sends share its injection bandwidth on each network
+dimension (`GroupNetwork.link`): they leave one after another, in step order, where ASTRA-sim
+runs them all at link speed at once (which made a direct algorithm's p - 1 sends cost one). Its
+receives do not contend.
 """
 
 from __future__ import annotations
@@ -55,6 +57,18 @@ class GroupNetwork:
         if slowest == float("inf"):
             raise ValueError(f"group ranks {src} and {dst} are one rank")
         return int(latency + float(size_bytes) / slowest)
+
+    def link(self, src: int, dst: int) -> tuple[int, float]:
+        """(the network dimension whose link from `src` a message to `dst` leaves by, the
+        bytes per ns it leaves at): the outermost dimension it crosses (a message to another
+        node leaves by the NIC, whatever GPU it reaches there) at the slowest bandwidth it
+        meets. A GPU's messages on one link are sent one after another."""
+        network = self.network
+        a, b = network.coords(self.position[src]), network.coords(self.position[dst])
+        crossed = [d for d, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        if not crossed:
+            raise ValueError(f"group ranks {src} and {dst} are one rank")
+        return crossed[-1], min(network.dims[d].bytes_per_ns() for d in crossed)
 
 
 def group_network(machine: Machine, mesh: Mesh, axes: tuple[int, ...]) -> GroupNetwork:

@@ -1510,6 +1510,56 @@ def _message_ns(network: Network, src: np.ndarray, dst: np.ndarray, nb: np.ndarr
     return priced[back.reshape(-1)]
 
 
+@dataclass
+class _Ports:
+    """The injection ports of a network that has them (ccopt mode's `GroupNetwork.link`): a
+    send step holds its GPU's link on one dimension while its bytes leave, so a GPU's sends on
+    that link go one after another. `port[i]` numbers step i's link (-1: no send), `hold[i]` is
+    how long it holds it, `free` when each link is free again."""
+
+    port: np.ndarray
+    hold: np.ndarray
+    free: np.ndarray
+
+    @classmethod
+    def of(
+        cls, network: Any, flat: Any, senders: np.ndarray, nbytes: np.ndarray, n: int
+    ) -> _Ports | None:
+        if not hasattr(network, "link") or not len(senders):
+            return None
+        src = flat.rank[senders].astype(np.int64)
+        pair = src * network.npus + flat.tb_send[flat.tb[senders]]
+        unique, back = np.unique(pair, return_inverse=True)
+        links = [network.link(*divmod(int(p), network.npus)) for p in unique]
+        dim = np.array([d for d, _ in links], np.int64)[back]
+        speed = np.array([s for _, s in links], np.float64)[back]
+        _, dense = np.unique(src * 64 + dim, return_inverse=True)
+        port, hold = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+        port[senders] = dense
+        hold[senders] = (nbytes[senders].astype(np.float64) / speed).astype(np.int64)
+        return cls(port, hold, np.zeros(int(dense.max()) + 1, np.int64))
+
+    def queue(
+        self, idx: np.ndarray, ready: np.ndarray, send: np.ndarray, finish: np.ndarray
+    ) -> None:
+        """Delay one level's sends on busy links: in step order per link, each begins when it
+        is ready and its link is free, and arrives `send` ns after it began."""
+        sending = self.port[idx] >= 0
+        idx, ready = idx[sending], ready[sending]
+        if not len(idx):
+            return
+        by_link = np.lexsort((idx, self.port[idx]))
+        idx, ready, link = idx[by_link], ready[by_link], self.port[idx[by_link]]
+        first = np.r_[True, link[1:] != link[:-1]]
+        place = np.arange(len(idx)) - np.maximum.accumulate(np.where(first, np.arange(len(idx)), 0))
+        for k in range(int(place.max()) + 1):
+            at = place == k  # the k-th send of every link: at most one per link
+            steps, links = idx[at], link[at]
+            begin = np.maximum(ready[at], self.free[links])
+            self.free[links] = begin + self.hold[steps]
+            finish[steps] = begin + send[steps]
+
+
 def simulate_algorithm(
     alg: Algorithm, network: Network, system: SystemConfig, size: int, body_passes: int = 0
 ) -> AlgorithmTime:
@@ -1518,7 +1568,8 @@ def simulate_algorithm(
     the verified schedule at a time. A fused body's `fn` steps are COMP nodes of `body_passes`
     passes over their chunks, on their thread block: each chunk's body waits for its reduction
     and delays only the steps that carry its results, so the pipelining is what the critical
-    path shows."""
+    path shows. A network with injection links (ccopt mode's `GroupNetwork`) also queues each
+    GPU's sends on a link one after another (`_Ports`); ASTRA-sim's does not."""
     if alg.ranks != network.npus:
         raise ConfigError(
             network.source,
@@ -1547,6 +1598,7 @@ def simulate_algorithm(
     send[senders] = _message_ns(
         network, flat.rank[senders], flat.tb_send[flat.tb[senders]], nbytes[senders]
     )
+    ports = _Ports.of(network, flat, senders, nbytes, n)
     previous = np.where(flat.index > 0, np.arange(n) - 1, -1)
     finish = np.zeros(n + 1, np.int64)  # finish[-1] = 0 stands for "no such step"
     order = np.argsort(sched.level, kind="stable")
@@ -1556,6 +1608,8 @@ def simulate_algorithm(
         start = np.maximum(finish[previous[idx]], finish[nodes.dep[idx]])
         start = np.maximum(start, finish[nodes.partner[idx]])  # arrival of what it receives
         finish[idx] = start + comp[idx] + send[idx]
+        if ports is not None:
+            ports.queue(idx, start + comp[idx], send, finish)
     per_rank = np.zeros(alg.ranks, np.int64)
     np.maximum.at(per_rank, flat.rank, finish[:n])
     return AlgorithmTime(

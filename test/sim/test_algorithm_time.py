@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from ccopt.algorithms import generate
 from ccopt.dialects.algo import AlgorithmOp
 from ccopt.mesh import Mesh
 from ccopt.passes.pipeline import apply_pipeline
 from ccopt.program import bind_mesh, load_program
-from ccopt.sim.algorithm_time import algorithm_ns, group_network
+from ccopt.sim.algorithm_time import GroupNetwork, algorithm_ns, group_network
 from ccopt.sim.chakra_algo import simulate_algorithm
 from ccopt.sim.machine import load_machine
 from ccopt.sim.network import Network, NetworkDim
@@ -93,7 +94,7 @@ def test_program_time_is_the_algorithms_time(algorithm: str) -> None:
     assert len(algs) == 1
     alg = algs[0].algorithm()
     nbytes = 515 * 7 * 4  # adam's gradient: 515x7 f32 all-reduced over dp=4
-    network = Network((NetworkDim("Switch", 4, 419.1, 600),))
+    network = GroupNetwork(Network((NetworkDim("Switch", 4, 419.1, 600),)), (0, 1, 2, 3))
     system = SystemConfig(local_mem_bw=H100.gpu.hbm_bytes_per_ns)
     direct = simulate_algorithm(alg, network, system, nbytes).time_ns
     assert direct > 0
@@ -123,3 +124,56 @@ def test_the_kernel_level_keeps_the_algorithms_time() -> None:
     plain = apply_pipeline(module.clone(), "inline,convert-to-kernel,plan-memory")
     assert simulate_module(l3, H100).comm_ns == simulate_module(l2, H100).comm_ns
     assert simulate_module(l3, H100).comm_ns != simulate_module(plain, H100).comm_ns
+
+
+def _switch(npus: int) -> GroupNetwork:
+    return GroupNetwork(Network((NetworkDim("Switch", npus, 400.0, 500),)), tuple(range(npus)))
+
+
+def _times(algorithm: str, collective: str, net: GroupNetwork, size: int) -> tuple[int, int]:
+    """(ccopt mode's time, ASTRA mode's time) of the library's algorithm on `net`."""
+    alg = generate(collective, algorithm, net.npus)
+    system = SystemConfig(local_mem_bw=3000)
+    return (
+        simulate_algorithm(alg, net, system, size).time_ns,
+        simulate_algorithm(alg, net.network, system, size).time_ns,
+    )
+
+
+def test_a_gpus_sends_share_its_link() -> None:
+    """direct all-reduce on 8 GPUs of one switch: each GPU sends 7 messages at once per phase.
+    ASTRA-sim's rule ran them all at link speed (as if each GPU had 7 links); here they leave
+    one after another, so a large buffer costs what a ring costs (both move 2 (p-1)/p of it
+    through every GPU's link), and the ring, one send per GPU at a time, is unchanged."""
+    net, size = _switch(8), 64 << 20
+    ring, ring_astra = _times("ring", "allreduce", net, size)
+    direct, direct_astra = _times("direct", "allreduce", net, size)
+    assert ring == ring_astra
+    assert direct > 3 * direct_astra
+    bandwidth_bound = 2 * 7 / 8 * size / net.network.dims[0].bytes_per_ns()
+    assert bandwidth_bound <= direct < 1.25 * bandwidth_bound  # (+ the reductions)
+    assert 0.9 < direct / ring < 1.1
+
+
+def test_sends_on_a_busy_link_wait_in_step_order() -> None:
+    """A direct broadcast from rank 0 on 4 GPUs: rank 0 sends the buffer to ranks 1, 2 and 3
+    in one level; the last leaves after the other two have (2 x the bytes' time), then takes
+    the latency and its own bytes' time."""
+    net, size = _switch(4), 1 << 20
+    ccopt, astra = _times("direct", "broadcast", net, size)
+    dim = net.network.dims[0]
+    one = int(size / dim.bytes_per_ns())
+    assert astra == dim.message_ns(size, 2)
+    assert ccopt == 2 * one + dim.message_ns(size, 2)
+
+
+def test_messages_to_other_nodes_share_the_nic_not_the_nvlink() -> None:
+    """Two nodes of 4 GPUs: GPU 0 sending to GPUs 1-3 (NVLink) and 4-7 (the NIC) queues its
+    three NVLink messages on one link and its four NIC messages on another, so the direct
+    broadcast takes as long as the four slower NIC messages in a row, not all seven: the last,
+    to GPU 7, also crosses NVLink (both latencies)."""
+    dims = (NetworkDim("Switch", 4, 400.0, 500), NetworkDim("Switch", 2, 50.0, 2000))
+    net, size = GroupNetwork(Network(dims), tuple(range(8))), 1 << 20
+    ccopt, _ = _times("direct", "broadcast", net, size)
+    nic = int(size / dims[1].bytes_per_ns())
+    assert ccopt == 3 * nic + net.send_ns(0, 7, size)
