@@ -16,7 +16,8 @@ The algorithm is the op's own (`algorithm ring`, its `chunks` as the chunk facto
 named for its mesh axes (`axes=dp:halving_doubling,node+gpu:hierarchical`), else `algorithm`;
 where the default does not exist for a collective (ring all-to-all) the collective's own default
 is used. A collective over several axes with `hierarchical` runs it with the last axis as the
-inner group.
+inner group; over one axis the inner groups are `inner` consecutive ranks (a node's GPUs) where
+the option gives it, else about the square root of the ranks.
 
 With `fused_body=in-algorithm` a `coll.fused_all_reduce` (from fuse-collective) gets a copy of its
 all-reduce algorithm of its own, with an `fn` step right after the step where each chunk's
@@ -147,6 +148,21 @@ def algorithm_for(
     return default, False
 
 
+def warn_kernel_level(module: ModuleOp) -> None:
+    """Say so where a function is at the kernel level: its collectives are NCCL calls already,
+    which this pass leaves as they are (`convert-to-kernel` keeps an algorithm chosen before)."""
+    from xdsl.dialects import func
+
+    for f in module.ops:
+        if isinstance(f, func.FuncOp) and "kernel.results" in f.attributes:
+            message = (
+                "is at the kernel level: lower-collectives chooses algorithms for coll ops; run "
+                "it before convert-to-kernel"
+            )
+            warnings.warn(OpWarning(f, message), stacklevel=2)
+            return
+
+
 def drop_unreferenced(module: ModuleOp, candidates: set[str]) -> None:
     """Erase the algorithms of `candidates` that no op names any more: a second lowering
     replaced them (left behind, they made `-t msccl-xml` ask which one to write)."""
@@ -179,6 +195,12 @@ class LowerCollectives(ModulePass):
         1, "Chunks per rank's block (pipelining) where the op gives no `chunks`."
     )
     tags: tuple[str, ...] = option((), "Only lower collectives with one of these tags.")
+    inner: int = option(
+        0,
+        "GPUs per node for hierarchical algorithms over one mesh axis: its inner groups (0: the "
+        "largest divisor of the ranks not above their square root). Over several axes the last "
+        "axis is the inner group.",
+    )
     fused_body: str = option(
         "after",
         "Where a coll.fused_all_reduce's body runs: after (its reduce-scatter; no algorithm) or "
@@ -188,17 +210,24 @@ class LowerCollectives(ModulePass):
     def __post_init__(self) -> None:
         check_algorithm_names([self.algorithm, *parse_axes(self.axes).values()])
         if self.channels < 1 or self.chunk_factor < 1:
-            raise ValueError("lower-collectives: channels and chunk_factor must be >= 1")
+            raise ValueError("lower-collectives: channels and chunk-factor must be >= 1")
+        if self.inner < 0:
+            raise ValueError(f"lower-collectives: inner must be >= 0, got {self.inner}")
         if self.fused_body not in FUSED_BODY:
             raise ValueError(
-                f"lower-collectives: fused_body is one of {', '.join(FUSED_BODY)}, got "
+                f"lower-collectives: fused-body is one of {', '.join(FUSED_BODY)}, got "
                 f"'{self.fused_body}'"
             )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ccopt.dialects.algo import AlgorithmOp
 
-        require_tagged(op, self.tags, self.name)
+        kinds = (
+            (*COLLECTIVES, coll.FusedAllReduceOp)
+            if self.fused_body == "in-algorithm"
+            else tuple(COLLECTIVES)
+        )
+        require_tagged(op, self.tags, self.name, kinds)
         axes = parse_axes(self.axes)
         check_axes_exist(op, axes)
         existing = {o.sym_name.data for o in op.ops if isinstance(o, AlgorithmOp)}
@@ -227,6 +256,7 @@ class LowerCollectives(ModulePass):
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
         if replaced:
             drop_unreferenced(op, replaced)
+        warn_kernel_level(op)
 
     def lower_fused(
         self,
@@ -369,6 +399,14 @@ class LowerCollectives(ModulePass):
         options = {}
         if choice == "hierarchical" and len(group) > 1:
             options["inner"] = mesh.axis_sizes[group[-1]]
+        elif choice == "hierarchical" and self.inner:
+            if ranks % self.inner:
+                raise OpError(
+                    op,
+                    f"runs on {ranks} ranks: hierarchical's inner groups of {self.inner} "
+                    "(option inner) do not divide them",
+                )
+            options["inner"] = self.inner
         return (
             choice,
             ranks,

@@ -41,6 +41,16 @@ def test_megatron_block_lowered() -> None:
     assert ccopt.check_pipeline(examples / "megatron_mlp.mlir", pipeline).ok
 
 
+@pytest.mark.parametrize("inner", [1, 2, 4, 8])
+def test_one_axis_hierarchical_with_given_inner_groups(inner: int) -> None:
+    """`inner` sets a one-axis hierarchical algorithm's groups (a node's GPUs): every divisor of
+    the ranks computes the all-reduce."""
+    program = PROGRAM.with_name("lower-collectives-inner.mlir")
+    pipeline = f"lower-collectives{{algorithm=hierarchical inner={inner}}}"
+    report = ccopt.check_pipeline(program, pipeline, seed=5)
+    assert report.ok, [c for c in report.comparisons if not c.ok]
+
+
 def test_hierarchical_gather_and_scatter_lower_and_compute() -> None:
     """An op's own `algorithm hierarchical` on an all-gather or a reduce-scatter (the library
     had it only for all-reduce: the verifier took it, lower-collectives refused it)."""

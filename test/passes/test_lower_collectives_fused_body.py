@@ -124,7 +124,7 @@ def test_tree_refuses_a_body_with_sliced_state() -> None:
 
 
 def test_an_unknown_fused_body_mode_is_an_option_error() -> None:
-    with pytest.raises(CcoptError, match="fused_body is one of after, in-algorithm"):
+    with pytest.raises(CcoptError, match="fused-body is one of after, in-algorithm"):
         ccopt.check_pipeline(
             EXAMPLES / "sgd.mlir", "lower-collectives{fused_body=inside}", mesh="dp=2"
         )
