@@ -252,6 +252,13 @@ def read_trace_set(prefix: str | Path, ranks: int | None = None) -> list[Trace]:
         paths = trace_paths(prefix)
     else:
         paths = [Path(f"{prefix}.{r}.et") for r in range(ranks)]
+        present = trace_paths(prefix)
+        if 0 < len(present) < ranks:
+            raise TraceError(
+                f"{prefix}.{len(present)}.et: error: the trace set '{prefix}' has "
+                f"{len(present)} files (one per rank, {prefix}.0.et to "
+                f"{prefix}.{len(present) - 1}.et) and the network {ranks} NPUs"
+            )
     if not paths:
         raise TraceError(f"{prefix}.0.et: error: no trace files with prefix '{prefix}'")
     return [read_trace(p) for p in paths]
