@@ -279,15 +279,32 @@ def is_selected(op: Operation, tags: Sequence[str]) -> bool:
     return not tags or tag_of(op) in tags
 
 
-def require_tagged(module: Operation, tags: Sequence[str], pass_name: str) -> None:
-    """Every requested tag names some op: a typo must not turn a requested rewrite into a
+def require_tagged(
+    module: Operation,
+    tags: Sequence[str],
+    pass_name: str,
+    kinds: tuple[type[Operation], ...] = (),
+) -> None:
+    """Every requested tag names some op, and with `kinds` some op of those kinds (what the
+    pass rewrites): a typo, or a tag on another op, must not turn a requested rewrite into a
     silent no-op."""
     if not tags:
         return
-    present = {tag_of(op) for op in module.walk()}
-    missing = [t for t in tags if t not in present]
+    tagged: dict[str, list[Operation]] = {}
+    for op in module.walk():
+        tag = tag_of(op)
+        if tag in tags:
+            tagged.setdefault(tag, []).append(op)
+    missing = [t for t in tags if t not in tagged]
     if missing:
         raise CcoptError(f"{pass_name}: no op is tagged {', '.join(sorted(missing))}")
+    for tag in tags:
+        if kinds and not any(isinstance(op, kinds) for op in tagged[tag]):
+            names = " or ".join(str(k.name) for k in kinds)
+            raise OpError(
+                tagged[tag][0],
+                f"{pass_name}: tag {tag} names this op, and {pass_name} rewrites only {names}",
+            )
 
 
 def set_tag(op: Operation, tag: str | None) -> Operation:

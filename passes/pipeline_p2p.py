@@ -262,7 +262,7 @@ class PipelineP2P(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        require_tagged(op, self.tags, self.name)
+        require_tagged(op, self.tags, self.name, (coll.ShiftOp,))
         shifts = [o for o in op.walk() if isinstance(o, coll.ShiftOp) and is_selected(o, self.tags)]
         order = ProgramOrder()  # one numbering for all shifts: the pass stays linear
         for shift in shifts:

@@ -505,7 +505,7 @@ class ReorderElementwise(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from ccopt.diagnostics import OpError
 
-        require_tagged(op, self.tags, self.name)
+        require_tagged(op, self.tags, self.name, (coll.AllGatherOp,))
         order = ProgramOrder()
         for ag in of_class(ops_outside_bodies(op), coll.AllGatherOp):
             if ag.parent is None or not is_selected(ag, self.tags):

@@ -101,6 +101,6 @@ class SlicedNorm(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        require_tagged(op, self.tags, self.name)
+        require_tagged(op, self.tags, self.name, (dt.NormOp,))
         if not rewrite_each(op, dt.NormOp, SlicedNormPattern(self.tags)):
             mark_unchanged(op)

@@ -29,6 +29,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ccopt.diagnostics import OpWarning
 from ccopt.dialects import coll
+from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType
 from ccopt.passes.common import (
@@ -104,6 +105,12 @@ class SplitPattern(RewritePattern):
     def match_and_rewrite(self, op: coll.AllReduceOp, rewriter: PatternRewriter) -> None:
         if not is_selected(op, self.tags):
             return
+        bound = op.attributes.get(ALGORITHM_ATTRIBUTE)
+        if bound is not None:  # (its halves would lose the algorithm, left unreferenced)
+            reason = f"it runs {bound} (lower-collectives); split it before lowering"
+            refuse_if_selected(op, self.tags, f"cannot split this all_reduce: {reason}")
+            warnings.warn(OpWarning(op, f"not split: {reason}"), stacklevel=2)
+            return
         pair = split(op, self.dim)
         if isinstance(pair, str):
             refuse_if_selected(op, self.tags, f"cannot split this all_reduce: {pair}")
@@ -138,6 +145,6 @@ class SplitAllReduce(ModulePass):
             raise ValueError(f"split-all-reduce: dim must be >= 0, got {self.dim}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        require_tagged(op, self.tags, self.name)
+        require_tagged(op, self.tags, self.name, (coll.AllReduceOp,))
         if not rewrite_each(op, coll.AllReduceOp, SplitPattern(self.dim, self.tags)):
             mark_unchanged(op)
