@@ -249,16 +249,13 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
     if spec.rstrip().endswith(","):
         raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
     try:
-        _refuse_repeated_options(spec)
-        return _pipeline(_decimal_exponents(spec), callback)
-    except ArgSpecParseError as e:  # xDSL's tokens: a path or a dashed word needs quotes
-        hint = (
-            '\n(quote an option value that is neither a number nor a plain name: machine="dir/'
-            'my-machine.yml")'
-            if "Unknown token" in str(e)
-            else ""
-        )
-        raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}{hint}") from None
+        readable = _quoted_dotted_names(_decimal_exponents(spec))
+        _refuse_repeated_options(readable)
+        return _pipeline(readable, callback)
+    except ArgSpecParseError as e:
+        raise CcoptError(
+            f"invalid pass pipeline '{spec}': {first_line(e)}{_spec_hint(spec, str(e))}"
+        ) from None
     except ValueError as e:
         raise CcoptError(f"invalid pass pipeline '{spec}': {first_line(e)}") from None
     except Exception as e:  # a plugin pass's constructor (`__post_init__`) raising: its error
@@ -266,6 +263,25 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
         if from_plugin is None:
             raise
         raise from_plugin from None
+
+
+def _spec_hint(spec: str, message: str) -> str:
+    """What xDSL's pipeline parser means where its words do not say: an option with nothing
+    after `=` (`chunks=`), a value its tokens cannot read (a path, a dashed word)."""
+    import re
+
+    empty = re.search(r"([\w-]+)=\s*(?=[\s},])", spec)
+    if empty is not None and "Unknown argument value" in message:
+        return (
+            f"\n(option '{empty.group(1)}' has no value: give one, or leave the option out for "
+            "its default)"
+        )
+    if "Unknown token" in message:
+        return (
+            '\n(quote an option value that is neither a number nor a plain name: machine="dir/'
+            'my-machine.yml")'
+        )
+    return ""
 
 
 def _pipeline(spec: str, callback: Callable[..., None] | None) -> PassPipeline:
@@ -320,6 +336,17 @@ def _refuse_repeated_options(spec: str) -> None:
             expect_name = False
         else:
             expect_name = False
+
+
+def _quoted_dotted_names(spec: str) -> str:
+    """`tags=g.ag` as `tags="g.ag"`: the tags passes derive (`g.rs`, `g.ag.ag`) are not one of
+    xDSL's option tokens, so naming them needed quotes. Only a whole unquoted option value (or
+    an item of a list) that is a name with dots is quoted."""
+    if "." not in spec:
+        return spec
+    import re
+
+    return re.sub(r"(?<=[=,])([A-Za-z_]\w*(?:\.\w+)+)(?=[\s,}])", r'"\1"', spec)
 
 
 def _decimal_exponents(spec: str) -> str:

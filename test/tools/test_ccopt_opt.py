@@ -171,6 +171,20 @@ def test_the_same_option_in_two_passes_is_not_repeated() -> None:
     assert result.returncode == 0, result.stderr
 
 
+def test_tags_a_pass_derived_are_named_without_quotes() -> None:
+    """split-all-reduce tags its halves `g.rs` and `g.ag`; a later pass takes them as written
+    (xDSL's option tokens have no dots: they needed quotes), and numbers stay numbers."""
+    pipeline = "split-all-reduce{tags=g},lower-collectives{tags=g.ag,g.rs}"
+    text = SGD.read_text().replace("over [dp] :", 'over [dp] {tag = "g"} :', 1)
+    result = ccopt("-", "-p", pipeline, stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert "@allgather_ring_4" in result.stdout and "@reduce_scatter_ring_4" in result.stdout
+    from ccopt.passes import parse_pipeline
+
+    (auto_shard,) = parse_pipeline("auto-shard{memory=1.5 time-limit=2.5}").passes
+    assert auto_shard.memory == 1.5 and auto_shard.time_limit == 2.5  # type: ignore[attr-defined]
+
+
 def test_the_runner_reads_pipelines_as_ccopt_does() -> None:
     """`ccopt.check_pipeline` and `ccopt-run --check-pipeline` reject what `ccopt -p` rejects
     (xDSL's parser alone ignores a trailing comma)."""

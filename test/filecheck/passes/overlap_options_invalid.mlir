@@ -9,6 +9,7 @@
 // RUN: not ccopt %s -p 'spilt-all-reduce' 2>&1 | filecheck %s --check-prefix=PASS
 // RUN: ccopt %s -p 'overlap{per-rank chunks=2}' | filecheck %s --check-prefix=BARE
 // RUN: not ccopt %s -p 'autotune{machine=dir/m.yml}' 2>&1 | filecheck %s --check-prefix=PATH
+// RUN: not ccopt %s -p 'overlap{chunks= tags=a}' 2>&1 | filecheck %s --check-prefix=EMPTY
 
 // Bad option values are refused when the pipeline is read, before anything is rewritten (as
 // mlir-opt refuses a bad pass option).
@@ -32,6 +33,10 @@ func.func @any(%x: !dtensor.tensor<4x8xf32, @tp[S(1)]>, %w: !dtensor.tensor<8x4x
 // PATH: ccopt: error: invalid pass pipeline 'autotune{machine=dir/m.yml}'
 // PATH: Unknown token
 // PATH-NEXT: (quote an option value that is neither a number nor a plain name: machine="dir/my-machine.yml")
+// An option with nothing after '=' is named.
+// EMPTY: ccopt: error: invalid pass pipeline 'overlap{chunks= tags=a}'
+// EMPTY: Unknown argument value
+// EMPTY-NEXT: (option 'chunks' has no value: give one, or leave the option out for its default)
 // A boolean option given bare is true, as in mlir-opt.
 // BARE-LABEL: func.func @any
 // BARE:         sched.execute stream 1
