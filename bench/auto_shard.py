@@ -294,9 +294,9 @@ def total_credit(module) -> float:  # noqa: ANN001 - a ModuleOp
     """The overlap credit every function takes, once per run of it (seconds)."""
     from xdsl.dialects import func
 
-    from ccopt.passes.auto_shard import call_counts, callees_first
+    from ccopt.passes.auto_shard import call_counts, callees_first, functions_of
 
-    counts = call_counts(callees_first(module))
+    counts = call_counts(callees_first(functions_of(module)))
     return sum(
         counts[f.sym_name.data] * f.attributes["auto_shard"].data["overlap_credit"].value.data
         for f in module.walk()

@@ -135,6 +135,7 @@ from ccopt.passes.placement_search import (
 from ccopt.passes.propagate_placements import (
     FunctionPlacer,
     PropagatePlacements,
+    callees_first,
     conversion_collectives,
     conversion_order,
     conversion_steps,
@@ -1035,7 +1036,7 @@ class AutoShard(ModulePass):
     ]:
         """The transfer tables (with entries at the `seeds` boundaries too), the functions
         nobody calls and their solutions: everything `apply` writes, nothing written yet."""
-        order = callees_first(op)
+        order = refuse_recursion(op)
         for f in order:
             if len(f.body.blocks) > 1:
                 raise OpError(
@@ -2974,28 +2975,23 @@ def own_costs(
     return list(known[0])  # type: ignore[arg-type]
 
 
-def callees_first(module: ModuleOp) -> list[func.FuncOp]:
-    """The module's functions, each after every function it calls: a callee (a layer the model
-    calls once per layer) is searched once, and its calls then take its chosen types."""
-    functions = [o for o in module.walk() if isinstance(o, func.FuncOp)]
-    by_name = {f.sym_name.data: f for f in functions}
-    order: list[func.FuncOp] = []
-    done: set[str] = set()
+def functions_of(module: ModuleOp) -> dict[str, func.FuncOp]:
+    return {f.sym_name.data: f for f in module.walk() if isinstance(f, func.FuncOp)}
 
-    def visit(f: func.FuncOp, path: tuple[str, ...]) -> None:
-        name = f.sym_name.data
-        if name in done or name in path:  # recursion: the search sees the types as they are
-            return
-        for call in f.walk():
-            if isinstance(call, func.CallOp):
-                callee = by_name.get(call.callee.root_reference.data)
-                if callee is not None:
-                    visit(callee, (*path, name))
-        done.add(name)
-        order.append(f)
 
-    for f in functions:
-        visit(f, ())
+def refuse_recursion(module: ModuleOp) -> list[func.FuncOp]:
+    """`callees_first`, refusing a call cycle at the call that closes it: a function's table
+    needs its callees' tables first, and every function of a cycle is called, so none would be
+    a root whose program is kept."""
+    cycles: list[tuple[func.CallOp, tuple[str, ...]]] = []
+    order = callees_first(functions_of(module), cycles)
+    if cycles:
+        call, names = cycles[0]
+        loop = " -> ".join(f"@{n}" for n in (*names, names[0]))
+        raise OpError(
+            call,
+            f"auto-shard: the call closes a cycle ({loop}); recursive functions are not searched",
+        )
     return order
 
 
@@ -3186,7 +3182,7 @@ def reported_total(module: ModuleOp, key: str = "cost") -> float:
     """What the `auto_shard` attributes of a searched module report for a whole run of it:
     every function's `key` (its cost, or its bound) once per run of it, a layer function once
     per call (each function's report leaves its calls' out)."""
-    counts = call_counts(callees_first(module))
+    counts = call_counts(callees_first(functions_of(module)))
     return sum(
         counts[f.sym_name.data] * f.attributes["auto_shard"].data[key].value.data  # type: ignore[attr-defined]
         for f in module.walk()

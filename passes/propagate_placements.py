@@ -562,12 +562,16 @@ class PropagatePlacements(ModulePass):
                 FunctionPlacer(f, Rewriter(), {}, {}, functions).run()
 
 
-def callees_first(functions: Mapping[str, func.FuncOp]) -> list[func.FuncOp]:
+def callees_first(
+    functions: Mapping[str, func.FuncOp],
+    cycles: list[tuple[func.CallOp, tuple[str, ...]]] | None = None,
+) -> list[func.FuncOp]:
     """The functions with every callee before its callers (module order otherwise; a cycle,
-    which the verifier allows, is broken where it is met)."""
+    which the verifier allows, is broken where it is met and, with `cycles`, noted there: the
+    call that closes it and the names around it)."""
     calls = {
         name: [
-            o.callee.root_reference.data
+            o
             for o in f.walk()
             if isinstance(o, func.CallOp) and o.callee.root_reference.data in functions
         ]
@@ -576,18 +580,23 @@ def callees_first(functions: Mapping[str, func.FuncOp]) -> list[func.FuncOp]:
     order: list[func.FuncOp] = []
     state: dict[str, int] = {}  # 1: being visited, 2: done
     for root in functions:
-        stack = [(root, iter(calls[root]))]
-        state.setdefault(root, 1)
-        if state[root] == 2:
+        if state.get(root) == 2:
             continue
+        state[root] = 1
+        stack = [(root, iter(calls[root]))]
         while stack:
             name, pending = stack[-1]
-            nxt = next(pending, None)
-            if nxt is None:
+            call = next(pending, None)
+            if call is None:
                 stack.pop()
                 state[name] = 2
                 order.append(functions[name])
-            elif nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, iter(calls[nxt])))
+                continue
+            callee = call.callee.root_reference.data
+            if callee not in state:
+                state[callee] = 1
+                stack.append((callee, iter(calls[callee])))
+            elif state[callee] == 1 and cycles is not None:
+                path = [n for n, _ in stack]
+                cycles.append((call, tuple(path[path.index(callee) :])))
     return order

@@ -11,3 +11,20 @@ func.func @softmax_never_partial(%x: !dtensor.tensor<8x8xf32, @m[?]>) -> !dtenso
   %r = coll.all_reduce sum %s over [tp] : !dtensor.tensor<8x8xf32, @m[?]> -> !dtensor.tensor<8x8xf32, @m[R]>
   func.return %r : !dtensor.tensor<8x8xf32, @m[R]>
 }
+
+// -----
+
+// Every function of a call cycle is called, so none is a root whose program is kept: a cycle
+// is refused at the call that closes it (every function was erased, without a word).
+!r = !dtensor.tensor<8xf32, @t[R]>
+dtensor.mesh @t [tp=4]
+func.func @f(%x: !r) -> !r {
+  %y = func.call @g(%x) : (!r) -> !r
+  func.return %y : !r
+}
+func.func private @g(%x: !r) -> !r {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'func.call' op auto-shard: the call closes a cycle (@f -> @g -> @f); recursive functions are not searched
+  %y = func.call @f(%x) : (!r) -> !r
+  %z = dtensor.gelu %y : !r
+  func.return %z : !r
+}
