@@ -121,10 +121,17 @@ class OpWarning(UserWarning):
         return render_at_op(self.op, self.message, source, "warning")
 
 
+def op_name(op: Operation) -> str:
+    """The op's name as written: an unregistered op (`--allow-unregistered-dialect`) is one
+    class, `builtin.unregistered`, that keeps the name it was written with."""
+    written = getattr(op, "op_name", None)
+    return written.data if op.name == "builtin.unregistered" and written is not None else op.name
+
+
 def render_at_op(op: Operation, message: str, source: SourceText | None, severity: str) -> str:
     from xdsl.dialects.builtin import FileLineColLoc
 
-    text = f"'{op.name}' op {message}"
+    text = f"'{op_name(op)}' op {message}"
     loc = op.location
     if isinstance(loc, FileLineColLoc):
         located = LocatedError(text, loc.filename.data, loc.line.data, loc.column.data, severity)

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from itertools import chain
 from operator import attrgetter, is_, is_not
 
-from xdsl.dialects.builtin import UnknownLoc
+from xdsl.dialects.builtin import StringAttr, UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -95,7 +95,7 @@ _SHAPE_LIMIT = 1024
 (a shape holds its parts)."""
 _TYPE = attrgetter("_type")
 """A value's type, read in C (a comprehension or the `type` property costs a Python frame)."""
-_NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc"})
+_NOTED = frozenset({"dtensor.mesh", "func.call", "kernel.alloc", "builtin.module"})
 """The ops the module-wide checks note while walking (`VerificationWalk.note`)."""
 _LEAF_LIMIT = 1024
 """At most this many leaf structures kept (`verify_ops`), for the same reason as
@@ -180,6 +180,8 @@ def verify_module(module: Operation, locate: bool = False) -> None:
     )
     if walk.dominance_error is not None:
         raise walk.dominance_error
+    if walk.nested:
+        refuse_nested_programs(walk.nested)
     if walk.has_calls:
         check_call_updates(module)
     check_kernel_functions(module, walk)
@@ -366,7 +368,24 @@ def run_verifier(op: Operation, context_only: bool = False) -> None:
             op.verify(verify_nested_ops=False)
     except VerifyException as e:
         message = first_line(e).removeprefix("Operation does not verify: ")
-        raise OpError(op, message) from None
+        raise OpError(redefinition(op, message) or op, message) from None
+
+
+def redefinition(table: Operation, message: str) -> Operation | None:
+    """The op of a symbol table's `Redefinition of symbol "x"` (xDSL's message, at the table:
+    an implicit module has no location): the second op that defines the name."""
+    prefix = 'Redefinition of symbol "'
+    if not message.startswith(prefix) or not table.regions or not table.regions[0].blocks:
+        return None
+    name = message[len(prefix) :].split('"', 1)[0]
+    seen = False
+    for op in table.regions[0].blocks[0].ops:
+        symbol = op.properties.get("sym_name") or op.attributes.get("sym_name")
+        if isinstance(symbol, StringAttr) and symbol.data == name:
+            if seen:
+                return op
+            seen = True
+    return None
 
 
 class DeepShapes:
@@ -624,6 +643,24 @@ def shape_identities(shape: Key) -> Key:
     )
 
 
+CCOPT_DIALECTS = ("dtensor.", "coll.", "sched.", "kernel.", "algo.")
+
+
+def refuse_nested_programs(modules: list[Operation]) -> None:
+    """A ccopt program is one module: its meshes, functions and algorithms at the top level,
+    where the passes, the interpreter and the backends find them (nested, a mesh was read as
+    the outer one of its name, and passes lowered some functions and not others). A nested
+    module may hold other IR."""
+    for module in modules:
+        for op in module.walk():
+            if op.name.startswith(CCOPT_DIALECTS):
+                raise OpError(
+                    op,
+                    "is inside a nested module: a ccopt program is one module (its meshes, "
+                    "functions and algorithms at the top level)",
+                )
+
+
 class VerificationWalk:
     """One pre-order walk of a module: the ops whose verification key changed (and those that
     hold them), the first dominance failure, the mesh declarations, whether there are calls, and
@@ -647,6 +684,7 @@ class VerificationWalk:
         self.keys: list[Key] = []
         """The changed ops' keys, in `changed`'s order (two lists: no pair per changed op)."""
         self.meshes: list[Operation] = []
+        self.nested: list[Operation] = []  # modules inside the module
         self.has_calls = False
         self.dominance_error: OpError | None = None
         self.unplanned: dict[Operation, OpError] = {}
@@ -844,6 +882,9 @@ class VerificationWalk:
         name = op.name
         if name == "dtensor.mesh":
             self.meshes.append(op)
+        elif name == "builtin.module":
+            if op is not self.module:
+                self.nested.append(op)
         elif name == "func.call":
             self.has_calls = True
         elif (

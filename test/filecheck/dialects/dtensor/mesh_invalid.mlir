@@ -49,3 +49,35 @@ func.func @mesh_in_a_function() {
   dtensor.mesh @m [tp=2]
   func.return
 }
+
+// -----
+
+// A ccopt program is one module: a nested module's mesh was read as the outer mesh of its
+// name, and passes lowered some of its functions and not others.
+builtin.module {
+  dtensor.mesh @t [tp=4]
+  builtin.module @inner {
+    // CHECK: :[[# @LINE + 1]]:5: error: 'dtensor.mesh' op is inside a nested module: a ccopt program is one module (its meshes, functions and algorithms at the top level)
+    dtensor.mesh @t [tp=2]
+  }
+}
+
+// -----
+
+// Other IR may nest.
+// CHECK-LABEL: builtin.module @plain
+builtin.module {
+  builtin.module @plain {
+    func.func @f(%a: i32) -> i32 {
+      func.return %a : i32
+    }
+  }
+}
+
+// -----
+
+// A name defined twice is reported at its second definition (it was at the implicit module,
+// which has no location).
+dtensor.mesh @d [a=2]
+// CHECK: :[[# @LINE + 1]]:1: error: 'dtensor.mesh' op Redefinition of symbol "d"
+dtensor.mesh @d [a=4]
