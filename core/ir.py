@@ -314,18 +314,27 @@ class LocatingParser(Parser):
         return loc
 
 
-def parse_module(ctx: Context, source: SourceText) -> ModuleOp:
-    """Parse a module; a syntax error becomes a LocatedError."""
+def parse_module(ctx: Context, source: SourceText, implicit_module: bool = True) -> ModuleOp:
+    """Parse a module; a syntax error becomes a LocatedError. Without `implicit_module`
+    (`--no-implicit-module`) the input must be one builtin.module, as xdsl-opt requires."""
     parser: LocatingParser | None = None
     try:
         parser = LocatingParser(ctx, source)  # lexes the first token: may already fail
-        return parser.parse_module()
+        module = parser.parse_module()
     except ParseError as e:
         line, col = source.line_col(e.span.start)
         raise LocatedError(lexer_message(e, source.text), source.name, line, col) from None
     except VerifyException as e:  # an attribute rejected its parameters while being parsed
         line, col = source.line_col(parser.pos if parser is not None else 0)
         raise LocatedError(first_line(e), source.name, line, col) from None
+    if not implicit_module and isinstance(module.location, UnknownLoc):  # (xDSL wrapped it)
+        first = next(iter(module.ops), module)
+        at = first.location
+        line, col = (at.line.data, at.column.data) if isinstance(at, FileLineColLoc) else (1, 1)
+        raise LocatedError(
+            "expected one builtin.module operation (--no-implicit-module)", source.name, line, col
+        )
+    return module
 
 
 def lexer_message(error: ParseError, text: str) -> str:

@@ -4,6 +4,7 @@ are CcoptErrors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter
 
 from xdsl.dialects.builtin import ModuleOp
@@ -53,13 +54,25 @@ class StepTimes:
 
 
 def checked_pipeline(
-    pipeline: str, verify: bool = True, times: StepTimes | None = None
+    pipeline: str,
+    verify: bool = True,
+    times: StepTimes | None = None,
+    between: Callable[[ModulePass, ModuleOp], None] | None = None,
 ) -> PassPipeline:
     """The parsed pipeline, with `after_each_pass` after every pass that changed the module
     (one that marked it unchanged, `mark_unchanged`, leaves the module it was given: verified);
-    `times`, when given, gets each pass's time and its checks' time as separate steps."""
+    `times`, when given, gets each pass's time and its checks' time as separate steps;
+    `between(pass, module)` sees the checked module after every pass but the last
+    (`--print-between-passes`)."""
 
-    def after(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
+    def after(previous: ModulePass | None, module: ModuleOp, next_: ModulePass | None) -> None:
+        check(previous, module)
+        if previous is not None and next_ is not None and between is not None:
+            between(previous, module)
+            if times is not None:
+                times.restart()  # (printing is not the next pass's time)
+
+    def check(previous: ModulePass | None, module: ModuleOp) -> None:
         if previous is None:
             take_unchanged(module)  # (a mark left by a pass applied outside a pipeline)
             if times is not None:

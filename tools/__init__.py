@@ -3,27 +3,92 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 Main = Callable[[Sequence[str] | None], int]
 
 
 def quiet_on_closed_pipe(main: Main) -> Main:
     """`ccopt --help | head -1`: a reader that stops early closes the pipe. Like a Unix tool,
-    exit quietly (status 141, as SIGPIPE would give) instead of a BrokenPipeError traceback."""
+    exit quietly (status 141, as SIGPIPE would give) instead of a BrokenPipeError traceback.
+    Standard output that cannot be written (`> /dev/full`, a full disk) is an error line and
+    status 1, as an unwritable `-o` is."""
 
     @functools.wraps(main)
     def wrapped(argv: Sequence[str] | None = None) -> int:
+        stdout = sys.stdout
+        watched = sys.stdout = _WatchedStream(stdout)
         try:
-            return main(argv)
+            try:
+                status = main(argv)
+            except SystemExit:  # (argparse's --help and usage errors)
+                watched.flush()
+                if watched.error is None:
+                    raise
+                status = 1
+            watched.flush()  # (what is still buffered fails here, not at exit)
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout again at exit
+            _silence_stdout()
             return 141
+        except OSError:
+            if watched.error is None:
+                raise
+        finally:
+            sys.stdout = stdout
+        if watched.error is None:
+            return status
+        _silence_stdout()  # (argparse swallows a failed write; the error is still noted)
+        name = Path(inspect.unwrap(main).__code__.co_filename).stem.replace("_", "-")
+        tool = "ccopt" if name == "ccopt-opt" else name
+        reason = watched.error.strerror or watched.error
+        print(f"{tool}: error: cannot write standard output: {reason}", file=sys.stderr)
+        return 1
 
     return wrapped
+
+
+class _WatchedStream:
+    """Standard output, noting the error where writing it failed (an OSError from elsewhere is
+    not an output error)."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.error: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            self.error = e
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null: Python flushes it again at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (OSError, AttributeError, ValueError):
+        pass  # (no file descriptor: a test's captured stream)
 
 
 def batch_gc(main: Main) -> Main:

@@ -24,6 +24,7 @@ from ccopt.tools.targets import TARGET_HELP, TARGETS
 from ccopt.verifier import forget_verifications
 
 if TYPE_CHECKING:
+    from xdsl.passes import ModulePass
     from xdsl.utils.arg_spec import ArgSpec
     from xdsl.utils.target import Target
 
@@ -267,9 +268,21 @@ class CcoptMain(xDSLOptMain):
 
         self.times = StepTimes() if self.args.time_passes else None
         self.pipeline = checked_pipeline(
-            self.args.passes, verify=not self.args.disable_verify, times=self.times
+            self.args.passes,
+            verify=not self.args.disable_verify,
+            times=self.times,
+            between=self.print_between if self.args.print_between_passes else None,
         )
         pause_collection(self.pipeline.passes)
+
+    def print_between(self, previous: ModulePass, module: ModuleOp) -> None:
+        """`--print-between-passes`: the IR after every pass but the last, on stdout, as
+        xdsl-opt prints it (the result follows as usual)."""
+        from xdsl.printer import Printer
+
+        print(f"IR after {previous.name}:")
+        Printer(stream=sys.stdout, print_generic_format=self.args.print_op_generic).print_op(module)
+        print("\n\n\n")
 
     def time_step(self, name: str) -> None:
         if self.times is not None:
@@ -325,13 +338,16 @@ class CcoptMain(xDSLOptMain):
     def process(self, source: SourceText) -> str:
         if self.times is not None:
             self.times.restart()
-        if self.reads_chakra():
-            module = read_chakra(source)
-        elif self.reads_xml():
-            module = read_msccl_xml(source)
-        else:
-            module = parse_module(self.ctx, source)
-        self.time_step("parse")
+        try:
+            module = self.read_module(source)
+        except CcoptError as e:
+            if not self.args.parsing_diagnostics:
+                raise
+            return e.render(source) + "\n"  # (as xdsl-opt: the diagnostic is the output)
+        chunk = (
+            f" (the chunk from line {source.line_offset + 1})" if self.args.split_input_file else ""
+        )
+        self.time_step(f"parse{chunk}")
         if not self.args.disable_verify:
             verify_module(module)
             self.time_step("  verify input")
@@ -357,6 +373,13 @@ class CcoptMain(xDSLOptMain):
             )
         self.time_step("build" if self.args.build else f"output ({self.args.target})")
         return output
+
+    def read_module(self, source: SourceText) -> ModuleOp:
+        if self.reads_chakra():
+            return read_chakra(source)
+        if self.reads_xml():
+            return read_msccl_xml(source)
+        return parse_module(self.ctx, source, not self.args.no_implicit_module)
 
     def build(self, module: ModuleOp) -> str:
         """`--build`: the module lowered as its target (or -t cuda) lowers it, compiled with nvcc

@@ -52,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
         description="Run a ccopt program on N simulated ranks (numpy reference semantics).",
     )
     p.add_argument("program", help="the .mlir program, or collective algorithms (.xml or .mlir)")
-    p.add_argument("--entry", help="function to run (default: the only one)")
+    p.add_argument("--entry", help="function to run (default: the only public one)")
     p.add_argument("--mesh", help="resize mesh axes, e.g. dp=2,tp=4 (default: as declared)")
     p.add_argument("--inputs", help=".npz of global input arrays named after the arguments")
     p.add_argument(

@@ -35,7 +35,7 @@ def add_program_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--machine", metavar="PRESET|FILE", help="a machine preset or YAML file")
     g.add_argument("-p", "--pipeline", default="", help="a pass pipeline to apply first")
     g.add_argument("--mesh", help="resize mesh axes, e.g. dp=8,tp=4 (default: as declared)")
-    g.add_argument("--entry", help="function to simulate (default: the only one)")
+    g.add_argument("--entry", help="function to simulate (default: the only public one)")
     g.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     g.add_argument(
         "--plot",

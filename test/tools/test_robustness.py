@@ -206,3 +206,31 @@ def test_a_reader_that_stops_early_gets_no_traceback(tool: str) -> None:
         )
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 141
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("module", "args", "tool"),
+    [
+        ("ccopt.tools.ccopt_opt", [SGD], "ccopt"),
+        ("ccopt.tools.ccopt_opt", ["--help"], "ccopt"),
+        ("ccopt.tools.ccopt_run", [SGD], "ccopt-run"),
+        ("ccopt.tools.ccopt_plan", ["--help"], "ccopt-plan"),
+    ],
+)
+def test_unwritable_stdout_is_a_one_line_error(module: str, args: list, tool: str) -> None:
+    """`> /dev/full` (a full disk): the output error as `-o` reports it, not a traceback (nor,
+    where argparse swallows the failed write of --help, a silent success)."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", module, *map(str, args)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+    assert done.returncode == 1, done.stderr
+    assert (
+        done.stderr.strip()
+        == f"{tool}: error: cannot write standard output: No space left on device"
+    )
