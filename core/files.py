@@ -62,6 +62,23 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         raise _error(path, e) from None
 
 
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, an output that `write_atomic` would refuse after it: a missing
+    folder, a directory, a file or folder without write permission (a 20 s search ended in
+    "folder does not exist"). Descriptors and devices are left to the write."""
+    if _own_descriptor(path) is not None or str(Path(path).absolute()).startswith(SPECIAL_FOLDERS):
+        return
+    target = Path(os.path.realpath(path))
+    folder = target.parent
+    if not folder.is_dir():
+        raise OutputError(f"cannot write '{path}': folder '{Path(path).parent}' does not exist")
+    if target.is_dir():
+        raise OutputError(f"cannot write '{path}': it is a directory")
+    writable = os.access(target, os.W_OK) if target.exists() else os.access(folder, os.W_OK)
+    if not writable:
+        raise OutputError(f"cannot write '{path}': permission denied")
+
+
 def _own_descriptor(path: str | os.PathLike[str]) -> int | None:
     """`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`: one of this process's own descriptors.
     Opening them anew would start a second file offset on a redirected stdout (and truncate it);

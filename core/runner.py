@@ -223,7 +223,9 @@ def prepare_inputs(
             )
         if not _same_kind(value.dtype, dtype):
             raise InputError(
-                f"input '{name}' has dtype {value.dtype}, argument needs {dtype} ({t})"
+                f"input '{name}' has dtype {value.dtype}, argument needs {dtype} ({t}; an "
+                "input of the same kind and another width is converted, as float64 to "
+                "float32, another kind is not)"
             )
         out[name] = cast_input(name, value, dtype, t)
     return out
@@ -521,7 +523,18 @@ def compare(
         if atol is None:
             atol = rtol * float(scale.max())
         ok = bool(np.all(diff <= atol + rtol * scale))
-    return OutputComparison(name, abs_err, rel_err, ok, rtol=rtol)
+    return OutputComparison(name, abs_err, rel_err, ok, nan_note(g, w), rtol)
+
+
+def nan_note(got: np.ndarray, want: np.ndarray) -> str:
+    """What NaN in both outputs leaves uncompared: NaN matches NaN, so an output that is all
+    NaN before and after compares as error 0 (a NaN input gave it)."""
+    both = int(np.count_nonzero(np.isnan(got) & np.isnan(want)))
+    if not both:
+        return ""
+    if both == want.size:
+        return "all NaN in both: nothing compared"
+    return f"{both} of {want.size} elements NaN in both, not compared"
 
 
 @batched_collection()

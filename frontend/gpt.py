@@ -726,8 +726,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--data/--tensor: no mesh axis {', '.join(unknown)} (axes: {', '.join(mesh)})"
         )
-    if set(data) & set(tensor):
-        parser.error(f"--data/--tensor: {', '.join(sorted(set(data) & set(tensor)))} named in both")
+    both = ", ".join(sorted(set(data) & set(tensor)))
+    if both and (args.data is None or args.tensor is None):
+        given, default = ("--data", "--tensor") if args.tensor is None else ("--tensor", "--data")
+        parser.error(
+            f"{given} names {both}, which {default} takes by default: give {default} too "
+            f"({default} '' for none)"
+        )
+    if both:
+        parser.error(f"--data/--tensor: {both} named in both")
     unused = [a for a in mesh if a not in (*data, *tensor)]
     if unused and not args.open:
         print(

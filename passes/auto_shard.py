@@ -1038,6 +1038,13 @@ class AutoShard(ModulePass):
         nobody calls and their solutions: everything `apply` writes, nothing written yet."""
         order = refuse_recursion(op)
         for f in order:
+            if "kernel.results" in f.attributes:
+                raise OpError(
+                    f,
+                    "auto-shard: the function is at the kernel level (its placements are "
+                    "fixed in its buffers): run auto-shard before convert-to-kernel",
+                )
+        for f in order:
             if len(f.body.blocks) > 1:
                 raise OpError(
                     f,

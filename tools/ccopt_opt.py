@@ -17,7 +17,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ccopt.diagnostics import CcoptError, SourceText, first_line, printing_op_warnings
-from ccopt.files import input_name, read_text, write_atomic
+from ccopt.files import check_writable, input_name, read_text, write_atomic
 from ccopt.ir import make_context, parse_module, verify_module
 from ccopt.tools import batch_gc, pause_collection, quiet_on_closed_pipe
 from ccopt.tools.targets import TARGET_HELP, TARGETS
@@ -157,6 +157,8 @@ class CcoptMain(xDSLOptMain):
         if "{" in self.args.target:
             self.check_target_options()
         self.check_build_and_entry(target)
+        if self.args.output_file and target != "chakra":  # (-t chakra: a prefix, checked there)
+            check_writable(self.args.output_file)
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         self.setup_pipeline()
 
@@ -165,6 +167,12 @@ class CcoptMain(xDSLOptMain):
         means something only where a function is emitted."""
         if self.args.build and target not in ("mlir", *BUILD_TARGETS):
             raise CcoptError(f"--build compiles what -t cuda emits: -t {target} cannot go with it")
+        if self.args.build and self.args.output_file not in (None, "-"):
+            raise CcoptError(
+                "--build prints the path of the module it built (in $CCOPT_CACHE) and writes no "
+                f"-o file: for the source, run -t {target if target != 'mlir' else 'cuda'} -o "
+                f"{self.args.output_file} without --build"
+            )
         if self.args.arch:
             from ccopt.backends.cuda.build import check_archs
 

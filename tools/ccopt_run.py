@@ -26,7 +26,7 @@ from typing import TextIO
 import numpy as np
 
 from ccopt.diagnostics import CcoptError, SourceText, printing_op_warnings
-from ccopt.files import STDIO, is_stdin, report_stream, write_atomic
+from ccopt.files import STDIO, check_writable, is_stdin, report_stream, write_atomic
 from ccopt.tools import quiet_on_closed_pipe
 
 
@@ -210,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             load_plugin(plugin)
         if is_stdin(args.program) and args.inputs == STDIO:
             raise CcoptError("the program and --inputs cannot both be standard input ('-')")
+        if args.outputs:
+            check_writable(args.outputs)  # (before the run, not after it)
         source = program_source(Path(args.program))
         verdicts = prove_algorithms(source, args.seed)
         if verdicts is not None:
@@ -232,16 +234,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ccopt-run: {e.render(source)}", file=sys.stderr)
         return 1
 
-    report_to = report_stream(args.outputs)
-    print_result(args, result, report_to)
-    status = 0 if args.check_pipeline is None else print_comparisons(args, report, report_to)
-    if args.outputs:
+    if args.outputs:  # (first: a reader of the report that stops early must not lose it)
         try:
             save_outputs(args.outputs, result.outputs, result.shards if args.per_rank else None)
         except CcoptError as e:
             print(f"ccopt-run: {e.render()}", file=sys.stderr)
             return 1
-    return status
+    report_to = report_stream(args.outputs)
+    print_result(args, result, report_to)
+    return 0 if args.check_pipeline is None else print_comparisons(args, report, report_to)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,16 @@ def cache_root() -> Path:
     """Where built modules and CPU-harness libraries are cached: $CCOPT_CACHE, else
     ~/.cache/ccopt."""
     root = Path(os.environ.get("CCOPT_CACHE", Path.home() / ".cache" / "ccopt"))
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        if root.exists() and not root.is_dir():
+            raise NotADirectoryError(20, "it is not a folder")
+        root.mkdir(parents=True, exist_ok=True)
+        if not os.access(root, os.W_OK):
+            raise PermissionError(13, "permission denied")
+    except OSError as e:
+        raise CcoptError(
+            f"cannot use the build cache '{root}' ($CCOPT_CACHE): {e.strerror or e}"
+        ) from None
     return root
 
 

@@ -92,12 +92,27 @@ def build_on_host(module: ModuleOp, entry: str | None = None) -> ModuleType:
     library also exports `ccopt_host_malloc/stream/copy_async/synchronize` for the caller."""
     from ccopt.backends.cuda.emit import content_hash, emit_binding, emit_cuda
 
-    f = kernel_function(module, entry)
+    module, f = lowered(module, entry)
     source = emit_cuda(module, f.sym_name.data)
     module_name = f"ccopt_host_{f.sym_name.data}_{content_hash(source)}"
     binding = emit_binding(module, f.sym_name.data, module_name)
     path = compile_host(source, f"ccopt_{f.sym_name.data}", binding, module_name)
     return import_module(path, module_name)
+
+
+def lowered(module: ModuleOp, entry: str | None) -> tuple[ModuleOp, func.FuncOp]:
+    """The module as `ccopt.build` emits it, and its entry: itself where the entry is at the
+    kernel level with a planned workspace, else a copy lowered as `ccopt.build` lowers one (the
+    caller's module is left as it is)."""
+    from ccopt.backends.cuda.build import lower
+    from ccopt.ir import clone
+    from ccopt.program import find_entry
+
+    f = find_entry(module, entry)
+    if "kernel.results" in f.attributes and "kernel.workspace" in f.attributes:
+        return module, f
+    copy = clone(module)
+    return copy, find_entry(copy, lower(copy, entry))
 
 
 def kernel_function(module: ModuleOp, entry: str | None) -> func.FuncOp:
@@ -131,7 +146,8 @@ def run_on_host(
     fault: str | None = None,
 ) -> dict[str, list[np.ndarray]]:
     """Per-rank shards of every output (`result<i>` and updated arguments) after running the
-    program's generated CUDA on the CPU harness with the given global inputs.
+    program's generated CUDA on the CPU harness with the given global inputs (a program above
+    the kernel level is lowered first, as `ccopt.build` lowers it).
 
     Each rank runs as a caller would on a GPU (`host/ccopt_host_driver.h`): inputs copied to
     device memory on the caller's streams, the run ordered after them and the copies back after
@@ -139,7 +155,7 @@ def run_on_host(
     `host/nccl_host.h`) injects an NCCL failure; a failed rank raises HostRunError."""
     from ccopt.backends.cuda.emit import emit_cuda
 
-    f = kernel_function(module, entry)
+    module, f = lowered(module, entry)
     source = emit_cuda(module, f.sym_name.data)
     library = ctypes.CDLL(str(compile_host(source, f"ccopt_{f.sym_name.data}")))
     per_arg = caller_blocks(module, f, inputs)

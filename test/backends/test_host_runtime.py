@@ -193,3 +193,14 @@ def test_a_pipeline_shift_sends_its_block_and_receives_its_senders() -> None:
         assert sent == capacity
         assert received == (capacity if source_rank >= 0 else 0)
         assert to == -1 or to >= 0
+
+
+def test_a_program_above_the_kernel_level_is_lowered_as_the_build_lowers_it() -> None:
+    """`run_on_host` on an L1 program (it said "run convert-to-kernel first", where `-t cuda`,
+    `-t pybind11`, `--build` and `ccopt.build` lower it themselves); the caller's module stays
+    as it was."""
+    module = load_program(ROOT / "examples" / "sgd.mlir")
+    before = str(module)
+    reference = ccopt.run(module, seed=4)
+    assert agrees(run_on_host(module, reference.inputs), reference)
+    assert str(module) == before

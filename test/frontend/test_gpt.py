@@ -131,6 +131,10 @@ def test_heads_must_split_evenly() -> None:
         (["--dtype", "i32"], "argument --dtype: invalid choice: 'i32'"),
         (["--data", "zz"], "error: --data/--tensor: no mesh axis zz (axes: dp, tp)"),
         (["--data", "dp", "--tensor", "dp"], "error: --data/--tensor: dp named in both"),
+        (
+            ["--data", "dp,tp"],
+            "error: --data names tp, which --tensor takes by default: give --tensor too",
+        ),
         (["--open", "--tensor", "tp"], "error: --open leaves every placement to auto-shard"),
     ],
 )

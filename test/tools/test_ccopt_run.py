@@ -568,3 +568,19 @@ def test_an_output_that_is_all_nan_is_described_without_numpy_warnings(tmp_path:
     assert result.returncode == 0, result.stderr
     assert re.search(r"result0\s+float32\s+\[4\]\s+all NaN", result.stdout), result.stdout
     assert "Warning" not in result.stderr, result.stderr
+
+
+def test_outputs_nan_before_and_after_say_they_were_not_compared() -> None:
+    """A NaN input gives NaN outputs on both sides, which match: the comparison said error 0
+    and ok without a word."""
+    inputs = {
+        "g": np.full(1030, np.nan, np.float32),
+        "w": np.ones(1030, np.float32),
+        "lr": np.array(0.1, np.float32),
+    }
+    report = ccopt.check_pipeline(EXAMPLES / "sgd.mlir", "split-all-reduce", inputs)
+    (w,) = report.comparisons
+    assert w.ok and w.note == "all NaN in both: nothing compared"
+    inputs["g"][5:] = 1.0
+    (w,) = ccopt.check_pipeline(EXAMPLES / "sgd.mlir", "split-all-reduce", inputs).comparisons
+    assert w.note == "5 of 1030 elements NaN in both, not compared"

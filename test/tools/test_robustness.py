@@ -234,3 +234,45 @@ def test_unwritable_stdout_is_a_one_line_error(module: str, args: list, tool: st
         done.stderr.strip()
         == f"{tool}: error: cannot write standard output: No space left on device"
     )
+
+
+def test_outputs_are_written_before_a_reader_of_the_report_goes(tmp_path: Path) -> None:
+    """`ccopt-run P --outputs o.npz | head -1`: the report's reader closing the pipe early lost
+    the .npz (written after the report)."""
+    out = tmp_path / "o.npz"
+    done = subprocess.Popen(
+        [sys.executable, "-m", "ccopt.tools.ccopt_run", str(SGD), "--outputs", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert done.stdout is not None
+    done.stdout.close()  # (before the run has printed anything)
+    done.wait(timeout=120)
+    assert out.exists()
+
+
+def test_an_unwritable_output_is_refused_before_the_work(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "o.npz"
+    result = ccopt_run(str(SGD), "--outputs", str(missing))
+    assert_user_error(result, f"cannot write '{missing}': folder '{missing.parent}' does not exist")
+    assert result.stdout == ""  # (nothing ran: the report was printed first)
+
+
+def test_build_writes_no_output_file_and_a_bad_cache_is_named(tmp_path: Path) -> None:
+    assert_user_error(
+        ccopt(str(SGD), "--build", "-t", "cuda", "-o", str(tmp_path / "x.cu")),
+        "--build prints the path of the module it built",
+    )
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "ccopt.tools.ccopt_opt", str(SGD), "--build"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "CCOPT_CACHE": str(not_a_folder)},
+    )
+    assert_user_error(
+        done, f"cannot use the build cache '{not_a_folder}' ($CCOPT_CACHE): it is not a folder"
+    )
