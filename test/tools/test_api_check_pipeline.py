@@ -20,6 +20,7 @@ from xdsl.passes import ModulePass
 import ccopt
 from ccopt.passes import PASSES, register_pass
 from ccopt.program import InputError
+from ccopt.runner import RunResult, compare, judge_rounding
 
 ROOT = Path(__file__).resolve().parents[2]
 SGD = ROOT / "examples" / "sgd.mlir"
@@ -163,3 +164,34 @@ def test_the_report_prints_as_a_verdict_per_output() -> None:
     report.comparisons[0].note = "shape [2] != [3]"
     assert str(report).splitlines()[0].endswith(": MISMATCH")
     assert str(report).splitlines()[1].endswith("MISMATCH (rtol 1e-05)  (shape [2] != [3])")
+
+
+def _result(**outputs: np.ndarray) -> RunResult:
+    return RunResult("f", {}, {}, outputs, {})
+
+
+def test_a_narrow_mismatch_within_the_references_own_rounding_passes() -> None:
+    """The f64 reference decides: a result after the pipeline that is as close to it as the
+    f32 reference (reordered sums of a deep stack) passes, with a note; one much further (a
+    wrong rewrite) stays a mismatch, and says how far each is."""
+    exact = np.array([1.0, 2.0, 3.0])
+    before = (exact + [3e-4, 0, 0]).astype(np.float32)
+    close = (exact - [2e-4, 0, 0]).astype(np.float32)
+    far = (exact + [5e-3, 0, 0]).astype(np.float32)
+    for got, ok in ((close, True), (far, False)):
+        c = compare("x", got, before, None, None)
+        assert not c.ok
+        judged = judge_rounding(c, _result(x=got), _result(x=before), _result(x=exact))
+        assert judged.ok is ok
+        assert ("rounding: " in judged.note) is ok and "f64 reference" in judged.note
+
+
+def test_a_deep_f32_stack_passes_where_only_rounding_differs() -> None:
+    """16 GPT layers in f32 (random N(0, 1) weights: activations grow layer by layer): the
+    first layers' gradients differed by 2.4e-5 relative after split-all-reduce and
+    reorder-elementwise, past f32's 1e-5, while the f64 reference is as far from both."""
+    from ccopt.frontend.gpt import gpt_step
+
+    step = gpt_step("tiny", {"dp": 2, "tp": 2}, layers=16)
+    report = ccopt.check_pipeline(str(step), "split-all-reduce,reorder-elementwise")
+    assert report.ok, [c for c in report.comparisons if not c.ok]
