@@ -110,12 +110,27 @@ def _same_kind(have: np.dtype, want: np.dtype) -> bool:
     return any(have.kind in g and want.kind in g for g in _KIND_GROUPS)
 
 
-def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def random_array(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, positive: bool = False
+) -> np.ndarray:
+    """Random values of an argument: N(0, 1) floats, integers in [-8, 8); `positive` (an
+    argument marked `ccopt.positive`) draws their magnitudes."""
     if dtype.kind == "b":
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
-        return rng.integers(-8, 8, size=shape).astype(dtype)
-    return rng.standard_normal(shape).astype(np.float32).astype(dtype)
+        drawn = rng.integers(-8, 8, size=shape)
+        return (np.abs(drawn) if positive else drawn).astype(dtype)
+    drawn = rng.standard_normal(shape)
+    return (np.abs(drawn) if positive else drawn).astype(np.float32).astype(dtype)
+
+
+def positive_arguments(f: func.FuncOp) -> set[int]:
+    """The indices of `f`'s arguments marked `ccopt.positive`."""
+    from ccopt.dialects.attrs import POSITIVE_ARGUMENT
+
+    if f.arg_attrs is None:
+        return set()
+    return {i for i, d in enumerate(f.arg_attrs.data) if POSITIVE_ARGUMENT in d.data}
 
 
 def entry_function(module: ModuleOp, entry: str | None, meshes: Mapping[str, Mesh]) -> func.FuncOp:
@@ -205,13 +220,14 @@ def prepare_inputs(
             )
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
-    for name, arg in zip(names, input_arguments(f), strict=True):
+    positive = positive_arguments(f)
+    for index, (name, arg) in enumerate(zip(names, input_arguments(f), strict=True)):
         t = argument_tensor(arg)
         assert t is not None, "checked by entry_function"
         mesh = meshes[t.mesh_name]
         dtype = numpy_dtype(t.element_type)
         if inputs is None:
-            out[name] = random_array(rng, global_shape(t, mesh), dtype)
+            out[name] = random_array(rng, global_shape(t, mesh), dtype, index in positive)
             continue
         if name not in inputs:
             raise InputError(f"missing input for argument '{name}' of type {t}")

@@ -44,6 +44,10 @@ ALGORITHM_ATTRIBUTE = "algo.algorithm"
 """The attribute by which a coll op names the `algo.algorithm` that implements it (here, not in
 the algo dialect, so that passes test for it without importing that dialect and numpy)."""
 
+POSITIVE_ARGUMENT = "ccopt.positive"
+"""A function argument attribute: the value is never negative (a second moment, a step count),
+so the runner draws its random inputs so (a negative second moment's square root is NaN)."""
+
 
 def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
     """An integer of the custom syntax that an i64 holds (a size, an offset, a stream): a larger

@@ -7,7 +7,7 @@
 
 dtensor.mesh @dp [dp=4]
 
-func.func @adam(%g: !grad, %w: !rep, %m: !rep, %v: !rep, %lr: !scalar, %t: !scalar) {
+func.func @adam(%g: !grad, %w: !rep, %m: !rep, %v: !rep {ccopt.positive}, %lr: !scalar, %t: !scalar {ccopt.positive}) {
   %g_sum = coll.all_reduce sum %g over [dp] : !grad -> !rep
   // m' = beta1 * m + (1 - beta1) * g
   %m_old = dtensor.scale %m by 0.9 : !rep

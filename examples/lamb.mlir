@@ -8,7 +8,7 @@
 
 dtensor.mesh @dp [dp=4]
 
-func.func @lamb(%g: !grad, %w: !rep, %m: !rep, %v: !rep, %lr: !scalar, %t: !scalar) {
+func.func @lamb(%g: !grad, %w: !rep, %m: !rep, %v: !rep {ccopt.positive}, %lr: !scalar, %t: !scalar {ccopt.positive}) {
   %g_sum = coll.all_reduce sum %g over [dp] : !grad -> !rep
   %m_old = dtensor.scale %m by 0.9 : !rep
   %m_g = dtensor.scale %g_sum by 0.1 : !rep

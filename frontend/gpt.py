@@ -351,9 +351,9 @@ class LayerBuilder:
         s = self.shape
         return p.input(name, [s.batch, s.seq, s.hidden], self.dtype, *self.layout.activation)
 
-    def parameters(self, p: Program, prefix: str = "") -> dict[str, Tensor]:
+    def parameters(self, p: Program, prefix: str = "", positive: bool = False) -> dict[str, Tensor]:
         return {
-            n: p.input(prefix + n, shape, self.dtype, *self.layout.parameter(n))
+            n: p.input(prefix + n, shape, self.dtype, *self.layout.parameter(n), positive=positive)
             for n, shape in parameter_shapes(self.shape).items()
         }
 
@@ -489,9 +489,9 @@ class LayerBuilder:
             for n, g in zip(PARAMETERS, grad_types, strict=True)
         }
         m = self.parameters(f, "m_")
-        v = self.parameters(f, "v_")
+        v = self.parameters(f, "v_", positive=True)
         lr = f.input("lr", [], self.dtype, *self.layout.replicated)
-        t = f.input("t", [], self.dtype, *self.layout.replicated)
+        t = f.input("t", [], self.dtype, *self.layout.replicated, positive=True)
         for n in PARAMETERS:
             g = redistribute(f, grads[n], self.layout.parameter(n))
             m_new, v_new, direction = adam_moments(f, g, m[n], v[n], t, 1e-8)
@@ -573,11 +573,11 @@ def gpt_step(
     if with_optimizer:
         optimizer = builder.optimizer_function(backward.results[1:])
         state = [
-            (builder.parameters(p, f"l{i}_m_"), builder.parameters(p, f"l{i}_v_"))
+            (builder.parameters(p, f"l{i}_m_"), builder.parameters(p, f"l{i}_v_", positive=True))
             for i in range(shape.layers)
         ]
         lr = p.input("lr", [], dtype, *layout.replicated)
-        t = p.input("t", [], dtype, *layout.replicated)
+        t = p.input("t", [], dtype, *layout.replicated, positive=True)
 
     inputs = [x]
     for w in params:

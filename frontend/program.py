@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     BFloat16Type,
+    DictionaryAttr,
     Float16Type,
     FunctionType,
     ModuleOp,
     StringAttr,
+    UnitAttr,
     f32,
     f64,
     i1,
@@ -25,6 +28,7 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.diagnostics import CcoptError
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
+from ccopt.dialects.attrs import POSITIVE_ARGUMENT as POSITIVE
 from ccopt.dialects.dtensor_type import DTensorType, Placement, ReductionKind
 from ccopt.mesh import Mesh, mesh_problem
 
@@ -226,6 +230,14 @@ def dtype_of(name: str | Attribute) -> Attribute:
         raise CcoptError(f"unknown element type '{name}' (one of {', '.join(DTYPES)})") from None
 
 
+def positive_attributes(count: int, positive: set[int]) -> ArrayAttr[DictionaryAttr] | None:
+    """`arg_attrs` marking the `positive` of `count` arguments `ccopt.positive` (None: none)."""
+    if not positive:
+        return None
+    marked = DictionaryAttr({POSITIVE: UnitAttr()})
+    return ArrayAttr([marked if i in positive else DictionaryAttr({}) for i in range(count)])
+
+
 class Program:
     """One function on one mesh, built op by op, then scheduled with ccopt's passes."""
 
@@ -241,6 +253,7 @@ class Program:
         self.name = name
         self._block = Block()
         self._arguments: list[BlockArgument] = []
+        self._positive: set[int] = set()  # the arguments `input(..., positive=True)` made
         self.results: list[Tensor] = []
         self._module: ModuleOp | None = None
         self._original: ModuleOp | None = None
@@ -285,13 +298,22 @@ class Program:
             raise CcoptError(str(e)) from None
 
     def input(
-        self, name: str, shape: Sequence[int], dtype: str | Attribute, *placements: Placement
+        self,
+        name: str,
+        shape: Sequence[int],
+        dtype: str | Attribute,
+        *placements: Placement,
+        positive: bool = False,
     ) -> Tensor:
-        """A function argument (`placements`: one per mesh axis)."""
+        """A function argument (`placements`: one per mesh axis). `positive`: the value is
+        never negative (a second moment, a step count), so random inputs of a run are drawn
+        so (`ccopt.positive`): drawn negative, Adam took the square root of them."""
         block = self._building()
         t = self.tensor_type(shape, dtype, placements)
         arg = BlockArgument(t, block, len(self._arguments))
         arg.name_hint = name
+        if positive:
+            self._positive.add(len(self._arguments))
         self._arguments.append(arg)
         return Tensor(self, arg)
 
@@ -431,6 +453,7 @@ class Program:
                     [a.type for a in self.block.args], [t.type for t in self.results]
                 ),
                 Region(self.block),
+                arg_attrs=positive_attributes(len(self.block.args), self._positive),
             )
         return self._func
 

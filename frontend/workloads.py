@@ -48,8 +48,9 @@ def adam_moments(
 def build_adam() -> Program:
     p = Program("adam", "dp", dp=4)
     g = p.input("g", [515, 7], "f32", P())
-    w, m, v = (p.input(n, [515, 7], "f32", R) for n in ("w", "m", "v"))
-    lr, t = p.input("lr", [], "f32", R), p.input("t", [], "f32", R)
+    w, m = (p.input(n, [515, 7], "f32", R) for n in ("w", "m"))
+    v = p.input("v", [515, 7], "f32", R, positive=True)
+    lr, t = p.input("lr", [], "f32", R), p.input("t", [], "f32", R, positive=True)
     g_sum = p.all_reduce(g, "dp").named("g_sum")
     m_new, v_new, direction = adam_moments(p, g_sum, m, v, t, 1.0e-8)
     step = (lr * direction.named("dir")).named("step")
@@ -62,8 +63,9 @@ def build_adam() -> Program:
 def build_lamb() -> Program:
     p = Program("lamb", "dp", dp=4)
     g = p.input("g", [300, 11], "f32", P())
-    w, m, v = (p.input(n, [300, 11], "f32", R) for n in ("w", "m", "v"))
-    lr, t = p.input("lr", [], "f32", R), p.input("t", [], "f32", R)
+    w, m = (p.input(n, [300, 11], "f32", R) for n in ("w", "m"))
+    v = p.input("v", [300, 11], "f32", R, positive=True)
+    lr, t = p.input("lr", [], "f32", R), p.input("t", [], "f32", R, positive=True)
     g_sum = p.all_reduce(g, "dp").named("g_sum")
     m_new, v_new, adam = adam_moments(p, g_sum, m, v, t, 1.0e-6)
     u = (adam.named("adam") + (w * 0.01).named("decay")).named("u")
