@@ -136,15 +136,17 @@ def save_outputs(
 
 
 def describe(name: str, value: np.ndarray) -> str:
-    """One line per output: its statistics over the values that are numbers (an output that
-    is all NaN says so, where numpy warned on stderr and printed nan)."""
+    """One line per output: its statistics over the values that are numbers, and how many are
+    NaN (an output that is all NaN says so, where numpy warned on stderr and printed nan)."""
     stats = ""
     if value.size and value.dtype.kind in "fiuV":
         v = value.astype(np.float64)
-        if np.isnan(v).all():
+        nan = int(np.count_nonzero(np.isnan(v)))
+        if nan == v.size:
             stats = "  all NaN"
         else:
             stats = f"  min {np.nanmin(v):.6g}  max {np.nanmax(v):.6g}  mean {np.nanmean(v):.6g}"
+            stats += f"  ({nan} NaN)" if nan else ""
     return f"  {name:<12} {str(value.dtype):<9} {list(value.shape)}{stats}"
 
 

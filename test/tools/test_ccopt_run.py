@@ -595,3 +595,10 @@ def test_arguments_marked_positive_get_positive_random_inputs() -> None:
     assert (report.reference.inputs["m"] < 0).any()  # (the others as before)
     assert all(c.ok and not c.note for c in report.comparisons), report.comparisons
     assert not np.isnan(report.reference.outputs["w"]).any()
+
+
+def test_an_output_partly_nan_says_how_many() -> None:
+    from ccopt.tools.ccopt_run import describe
+
+    line = describe("x", np.array([1.0, np.nan, 3.0], np.float32))
+    assert line.endswith("min 1  max 3  mean 2  (1 NaN)"), line
