@@ -285,9 +285,9 @@ def require_tagged(
     pass_name: str,
     kinds: tuple[type[Operation], ...] = (),
 ) -> None:
-    """Every requested tag names some op, and with `kinds` some op of those kinds (what the
-    pass rewrites): a typo, or a tag on another op, must not turn a requested rewrite into a
-    silent no-op."""
+    """Every requested tag names some op, and with `kinds` the tags name some op of those kinds
+    (what the pass rewrites; a tag list may name the other ops of a chain too, `g.rs,g.ag`): a
+    typo, or a tag on another op, must not turn a requested rewrite into a silent no-op."""
     if not tags:
         return
     tagged: dict[str, list[Operation]] = {}
@@ -298,13 +298,13 @@ def require_tagged(
     missing = [t for t in tags if t not in tagged]
     if missing:
         raise CcoptError(f"{pass_name}: no op is tagged {', '.join(sorted(missing))}")
-    for tag in tags:
-        if kinds and not any(isinstance(op, kinds) for op in tagged[tag]):
-            names = " or ".join(str(k.name) for k in kinds)
-            raise OpError(
-                tagged[tag][0],
-                f"{pass_name}: tag {tag} names this op, and {pass_name} rewrites only {names}",
-            )
+    if kinds and not any(isinstance(op, kinds) for ops in tagged.values() for op in ops):
+        tag = tags[0]
+        names = " or ".join(str(k.name) for k in kinds)
+        raise OpError(
+            tagged[tag][0],
+            f"{pass_name}: tag {tag} names this op, and {pass_name} rewrites only {names}",
+        )
 
 
 def set_tag(op: Operation, tag: str | None) -> Operation:

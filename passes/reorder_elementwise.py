@@ -374,7 +374,8 @@ def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
         if old.first_use is None:  # (region ops use `new` now: what is left is outside)
             continue
         gathered = coll.AllGatherOp(new, builder.mesh, builder.ag.axes)
-        set_tag(derive(gathered, op), derived_tag(op, "ag") or derived_tag(builder.ag, "ag"))
+        located = derive(gathered, builder.ag)  # (where the all_gather it moves was)
+        set_tag(located, derived_tag(op, "ag") or derived_tag(builder.ag, "ag"))
         copy_name(gathered.result, old)
         insert_after(gathered, op)
         replace_uses(old, gathered.result)
