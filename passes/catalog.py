@@ -128,6 +128,7 @@ CATALOG: dict[str, PassInfo] = {
             OptionInfo(name='channels', kind='int', default='1', meaning='Channels (parallel rings) of ring algorithms.'),
             OptionInfo(name='chunk_factor', kind='int', default='1', meaning="Chunks per rank's block (pipelining) where the op gives no `chunks`."),
             OptionInfo(name='tags', kind='str,...', default='', meaning='Only lower collectives with one of these tags.'),
+            OptionInfo(name='inner', kind='int', default='0', meaning='GPUs per node for hierarchical algorithms over one mesh axis: its inner groups (0: the largest divisor of the ranks not above their square root). Over several axes the last axis is the inner group.'),
             OptionInfo(name='fused_body', kind='str', default='after', meaning="Where a coll.fused_all_reduce's body runs: after (its reduce-scatter; no algorithm) or in-algorithm (an fn step at each chunk's completing step of its own algorithm copy)."),
         ),
     ),

@@ -277,7 +277,7 @@ def adam_returning_m() -> str:
     return program(
         "adam",
         **{
-            "%lr: !scalar, %t: !scalar) {": "%lr: !scalar, %t: !scalar) -> !rep {",
+            "%lr: !scalar, %t: !scalar {ccopt.positive}) {": "%lr: !scalar, %t: !scalar {ccopt.positive}) -> !rep {",
             "  func.return\n": "  func.return %m : !rep\n",
         },
     )
