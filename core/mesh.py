@@ -6,6 +6,7 @@ holds which block": they come from here so that they can never disagree.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ def mesh_problem(name: str, axis_names: Sequence[str], axis_sizes: Sequence[int]
                 "digits, '_', '$' or '.'): the printed program would not parse"
             )
     for n, s in zip(names, sizes, strict=True):
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            return f"mesh axis '{n}' needs an integer size, got {s!r}"
         if s < 1:
             return f"mesh axis '{n}' has size {s}; sizes must be >= 1"
     if prod(sizes) > MAX_RANKS:

@@ -83,8 +83,8 @@ def load_program(program: ProgramSource, ctx: Context | None = None) -> ModuleOp
         module = clone(program)
     elif isinstance(program, str | os.PathLike | SourceText):
         module = parse_module(ctx or make_context(), program_source(program))
-    elif isinstance(program, HasModule):
-        module = clone(program.module)
+    elif hasattr(type(program), "module"):  # (`isinstance(HasModule)` reads the property,
+        module = clone(program.module)  # and turned an error building it into "no module")
     else:
         raise TypeError(
             f"cannot load a program from a {type(program).__name__}: give a path, IR text, "

@@ -90,8 +90,9 @@ def _float_attr(bits: str, t: AnyFloat) -> FloatAttr:
 
 
 def i64_array(values: Iterable[int]) -> DenseArrayBase:
-    """`DenseArrayBase.from_list(i64, values)`, shared."""
-    return _i64_array(tuple(values))
+    """`DenseArrayBase.from_list(i64, values)`, shared (keyed by the values as ints: a float
+    key equal to them would hand its array to them)."""
+    return _i64_array(tuple(operator.index(v) for v in values))
 
 
 @lru_cache(maxsize=_SIZE)

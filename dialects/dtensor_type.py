@@ -15,6 +15,7 @@ The mesh is referenced by symbol; its axis sizes live on the `dtensor.mesh` op.
 
 from __future__ import annotations
 
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -87,7 +88,11 @@ class SplitAttr(Placement):
     dim: IntAttr
 
     def __init__(self, dim: int | IntAttr):
-        super().__init__(IntAttr(dim) if isinstance(dim, int) else dim)
+        super().__init__(IntAttr(operator.index(dim)) if not isinstance(dim, IntAttr) else dim)
+
+    def verify(self) -> None:
+        if self.dim.data < 0:  # (the parser refuses it; a builder's S(-1) was taken as R)
+            raise VerifyException(f"S({self.dim.data}): a split dimension is >= 0")
 
     @property
     def short(self) -> str:
@@ -181,7 +186,11 @@ OPEN = OpenAttr()
 
 
 def S(dim: int) -> SplitAttr:
-    return SplitAttr(dim)
+    """`S(d)`; a negative or non-integer `d` is a ValueError."""
+    try:
+        return SplitAttr(dim)
+    except (VerifyException, TypeError) as e:
+        raise ValueError(f"S({dim!r}): a split dimension is a whole number >= 0") from e
 
 
 def P(kind: ReductionKind | str = ReductionKind.SUM) -> PartialAttr:
@@ -260,6 +269,16 @@ class MeshAxesAttr(ParametrizedAttribute):
         printer.print_string("[" + ", ".join(self.names) + "]")
 
 
+def whole_dimensions(shape: Iterable[int]) -> tuple[int, ...]:
+    """The shape as Python ints: the uniquing key of a type (4.0 == 4 as a key, so a float
+    dimension once built was handed to every later 4x4 type of the process)."""
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        bad = next(d for d in shape if not hasattr(d, "__index__"))
+        raise TypeError(f"a tensor dimension is a whole number, got {bad!r}") from None
+
+
 _UNIQUE: dict[tuple[object, ...], DTensorType] = {}
 _UNIQUE_LIMIT = 1 << 16
 
@@ -284,7 +303,7 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
             return super().__new__(cls)
         shape, element_type, mesh, placements = args
         key = (
-            tuple(shape),  # type: ignore[arg-type]
+            whole_dimensions(shape),  # type: ignore[arg-type]
             element_type,
             mesh if isinstance(mesh, str) else mesh.data,  # type: ignore[union-attr]
             tuple(placements),  # type: ignore[arg-type]

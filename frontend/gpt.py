@@ -29,6 +29,7 @@ one function).
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,10 @@ class GPTShape:
     ffn: int = 0  # 0: 4 * hidden
 
     def __post_init__(self) -> None:
+        for name in ("layers", "hidden", "heads", "seq", "batch", "ffn"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise CcoptError(f"a GPT's {name} is a whole number, got {value!r}")
         for name in ("layers", "hidden", "heads", "seq", "batch"):
             if getattr(self, name) < 1:
                 raise CcoptError(f"a GPT needs {name} >= 1, got {getattr(self, name)}")
@@ -503,7 +508,7 @@ class LayerBuilder:
 
 def gpt_step(
     model: str | GPTShape = "tiny",
-    mesh: Mapping[str, int] | None = None,
+    mesh: Mapping[str, int] | str | None = None,
     *,
     layers: int | None = None,
     batch: int | None = None,
@@ -529,6 +534,10 @@ def gpt_step(
             raise CcoptError(
                 "a layout places every tensor: data_axes and tensor_axes apply only without one"
             )
+    if isinstance(mesh, str):  # `"dp=2,tp=2"`, as every other API and --mesh take it
+        from ccopt.program import parse_mesh_spec
+
+        mesh = parse_mesh_spec(mesh)
     if layout is not None and layout.is_open:
         # ops are built on concrete types: build the replicated step, then open it
         axes = list(mesh) if mesh is not None else ["dp", "tp"]

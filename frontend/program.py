@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import numbers
+import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -13,6 +15,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     Float16Type,
     FunctionType,
+    IntegerType,
     ModuleOp,
     StringAttr,
     UnitAttr,
@@ -97,8 +100,13 @@ class Tensor:
         self, op: type[dt.ElementwiseBinaryOp], other: Operand, reverse: bool = False
     ) -> Tensor:
         rhs = self.program.as_tensor(other, like=self)
+        if rhs.program is not self.program:
+            raise CcoptError(
+                f"the operands belong to two programs (@{self.program.name}, "
+                f"@{rhs.program.name}): pass a value into a program as an argument or a call"
+            )
         lhs, rhs = (rhs, self) if reverse else (self, rhs)
-        return self.program.emit(op(lhs.value, rhs.value))
+        return self.program.build(lambda: op(lhs.value, rhs.value))
 
     def __add__(self, other: Operand) -> Tensor:
         return self._binary(dt.AddOp, other)
@@ -114,7 +122,7 @@ class Tensor:
 
     def __mul__(self, other: Operand) -> Tensor:
         if isinstance(other, float | int) and not isinstance(other, bool):
-            return self.program.emit(dt.ScaleOp(self.value, float(other)))
+            return self.program.build(lambda: dt.ScaleOp(self.value, float(other)))
         return self._binary(dt.MulOp, other)
 
     def __rmul__(self, other: Operand) -> Tensor:
@@ -130,14 +138,14 @@ class Tensor:
         return self._binary(dt.PowOp, other)
 
     def __neg__(self) -> Tensor:
-        return self.program.emit(dt.NegOp(self.value))
+        return self.program.build(lambda: dt.NegOp(self.value))
 
     def __matmul__(self, other: Tensor) -> Tensor:
         return self.program.matmul(self, other)
 
     def _compare(self, predicate: str, other: Operand) -> Tensor:
         rhs = self.program.as_tensor(other, like=self)
-        return self.program.emit(dt.CmpOp(predicate, self.value, rhs.value))
+        return self.program.build(lambda: dt.CmpOp(predicate, self.value, rhs.value))
 
     def __gt__(self, other: Operand) -> Tensor:
         return self._compare("gt", other)
@@ -159,41 +167,41 @@ class Tensor:
 
     # --- elementwise functions --------------------------------------------------------------
     def exp(self) -> Tensor:
-        return self.program.emit(dt.ExpOp(self.value))
+        return self.program.build(lambda: dt.ExpOp(self.value))
 
     def log(self) -> Tensor:
-        return self.program.emit(dt.LogOp(self.value))
+        return self.program.build(lambda: dt.LogOp(self.value))
 
     def sqrt(self) -> Tensor:
-        return self.program.emit(dt.SqrtOp(self.value))
+        return self.program.build(lambda: dt.SqrtOp(self.value))
 
     def rsqrt(self) -> Tensor:
-        return self.program.emit(dt.RsqrtOp(self.value))
+        return self.program.build(lambda: dt.RsqrtOp(self.value))
 
     def tanh(self) -> Tensor:
-        return self.program.emit(dt.TanhOp(self.value))
+        return self.program.build(lambda: dt.TanhOp(self.value))
 
     def relu(self) -> Tensor:
-        return self.program.emit(dt.ReluOp(self.value))
+        return self.program.build(lambda: dt.ReluOp(self.value))
 
     def gelu(self) -> Tensor:
-        return self.program.emit(dt.GeluOp(self.value))
+        return self.program.build(lambda: dt.GeluOp(self.value))
 
     def abs(self) -> Tensor:
-        return self.program.emit(dt.AbsOp(self.value))
+        return self.program.build(lambda: dt.AbsOp(self.value))
 
     def dropout(self, prob: float, seed: int) -> Tensor:
-        return self.program.emit(dt.DropoutOp(self.value, seed, prob))
+        return self.program.build(lambda: dt.DropoutOp(self.value, seed, prob))
 
     def cast(self, dtype: str) -> Tensor:
-        return self.program.emit(dt.CastOp(self.value, dtype_of(dtype)))
+        return self.program.build(lambda: dt.CastOp(self.value, dtype_of(dtype)))
 
     # --- reductions and shapes --------------------------------------------------------------
     def norm(self) -> Tensor:
-        return self.program.emit(dt.NormOp(self.value))
+        return self.program.build(lambda: dt.NormOp(self.value))
 
     def reduce(self, kind: str, dims: Sequence[int], keepdim: bool = False) -> Tensor:
-        return self.program.emit(dt.ReduceOp(kind, self.value, dims, keepdim))
+        return self.program.build(lambda: dt.ReduceOp(kind, self.value, dims, keepdim))
 
     def sum(self, dims: Sequence[int], keepdim: bool = False) -> Tensor:
         return self.reduce("sum", dims, keepdim)
@@ -202,23 +210,23 @@ class Tensor:
         return self.reduce("mean", dims, keepdim)
 
     def softmax(self, dim: int) -> Tensor:
-        return self.program.emit(dt.SoftmaxOp(self.value, dim))
+        return self.program.build(lambda: dt.SoftmaxOp(self.value, dim))
 
     def layernorm(
         self, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
     ) -> Tensor:
         w = weight.value if weight is not None else None
         b = bias.value if bias is not None else None
-        return self.program.emit(dt.LayerNormOp(self.value, w, b, eps))
+        return self.program.build(lambda: dt.LayerNormOp(self.value, w, b, eps))
 
     def transpose(self, perm: Sequence[int]) -> Tensor:
-        return self.program.emit(dt.TransposeOp(self.value, perm))
+        return self.program.build(lambda: dt.TransposeOp(self.value, perm))
 
     def reshape(self, shape: Sequence[int]) -> Tensor:
         return self.program.build(lambda: dt.ReshapeOp(self.value, shape, self.program.mesh))
 
     def slice(self, offsets: Sequence[int], sizes: Sequence[int]) -> Tensor:
-        return self.program.emit(dt.SliceOp(self.value, offsets, sizes))
+        return self.program.build(lambda: dt.SliceOp(self.value, offsets, sizes))
 
 
 def dtype_of(name: str | Attribute) -> Attribute:
@@ -242,6 +250,9 @@ class Program:
     """One function on one mesh, built op by op, then scheduled with ccopt's passes."""
 
     def __init__(self, name: str, mesh_name: str = "m", **axes: int):
+        for what, text in (("program", name), ("mesh", mesh_name)):
+            if not isinstance(text, str) or not text.isidentifier():
+                raise CcoptError(f"a {what}'s name is an identifier, like 'f'; got {text!r}")
         if not axes:
             raise CcoptError(
                 "a program needs a mesh: Program('f', dp=4) or Program('f', dp=2, tp=4)"
@@ -292,6 +303,10 @@ class Program:
         dtype: str | Attribute,
         placements: Sequence[Placement] | Placement,
     ) -> DTensorType:
+        if isinstance(shape, (int, str)) or not all(
+            isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in shape
+        ):
+            raise CcoptError(f"a shape is a list of whole numbers, like [4, 8]; got {shape!r}")
         try:
             return DTensorType(shape, dtype_of(dtype), self.mesh.name, self.placements(placements))
         except VerifyException as e:
@@ -309,6 +324,14 @@ class Program:
         never negative (a second moment, a step count), so random inputs of a run are drawn
         so (`ccopt.positive`): drawn negative, Adam took the square root of them."""
         block = self._building()
+        if not isinstance(name, str) or not name.isidentifier():
+            raise CcoptError(
+                f"an argument's name is an identifier, like 'x' or 'w_1'; got {name!r}"
+            )
+        if any(a.name_hint == name for a in self._arguments):
+            raise CcoptError(
+                f"@{self.name} has an argument '{name}' already: inputs are given by name"
+            )
         t = self.tensor_type(shape, dtype, placements)
         arg = BlockArgument(t, block, len(self._arguments))
         arg.name_hint = name
@@ -322,10 +345,15 @@ class Program:
         return Tensor(self, op.results[0])
 
     def build(self, make) -> Tensor:  # noqa: ANN001 - a builder call that may raise VerifyException
+        """The op `make()` builds, added; what its builder refuses (the op's verifier, or an
+        argument of the wrong kind: `x.sum(1)` for `x.sum([1])`) is a CcoptError."""
         try:
-            return self.emit(make())
+            op = make()
         except VerifyException as e:
             raise CcoptError(str(e)) from None
+        except (TypeError, ValueError, struct.error) as e:
+            raise CcoptError(f"cannot build the op from these arguments: {e}") from None
+        return self.emit(op)
 
     def full(
         self, value: float, shape: Sequence[int], dtype: str | Attribute, *placements: Placement
@@ -333,9 +361,17 @@ class Program:
         return self.emit(dt.FillOp(value, self.tensor_type(shape, dtype, placements)))
 
     def as_tensor(self, value: Tensor | float | int, like: Tensor) -> Tensor:
-        """Python numbers become replicated rank-0 constants of `like`'s element type."""
+        """Python numbers become replicated rank-0 constants of `like`'s element type; a
+        fraction is refused on an integer tensor (`x + 2.5` added 2)."""
         if isinstance(value, Tensor):
             return value
+        if not isinstance(value, numbers.Real):
+            raise CcoptError(f"expected a Tensor or a number, got {type(value).__name__}")
+        element = like.type.element_type
+        if isinstance(element, IntegerType) and not float(value).is_integer():
+            raise CcoptError(
+                f"{value!r} is not a whole number, and the tensor holds {element} (cast it)"
+            )
         return self.full(
             float(value), [], like.type.element_type, *([dt.ReplicatedAttr()] * self.mesh.ndim)
         )
@@ -412,7 +448,18 @@ class Program:
         self._building().add_op(dt.UpdateOp(target.value, value.value))
 
     def returns(self, *tensors: Tensor) -> None:
+        """The function's results, one Tensor per argument (`returns(a, b)`), given once."""
         self._building()
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise CcoptError(
+                    f"returns takes Tensors, one per argument (returns(a, b)); got "
+                    f"{type(t).__name__}"
+                )
+            if t.program is not self:
+                raise CcoptError(f"returns: {t} belongs to another program, not @{self.name}")
+        if self.results:
+            raise CcoptError(f"@{self.name} has its results already (returns is called once)")
         self.results = list(tensors)
 
     # --- functions and calls ------------------------------------------------------------------

@@ -246,6 +246,11 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
 
     from ccopt.diagnostics import CcoptError, first_line
 
+    if not isinstance(spec, str):
+        raise CcoptError(
+            "a pass pipeline is a string like 'split-all-reduce,overlap{chunks=2}', got "
+            f"{type(spec).__name__}"
+        )
     if spec.rstrip().endswith(","):
         raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
     try:
@@ -373,6 +378,12 @@ def register_pass(pass_class: type[ModulePass]) -> type[ModulePass]:
     twice) is fine."""
     from ccopt.diagnostics import CcoptError
 
+    if not isinstance(pass_class, type):
+        raise CcoptError(
+            f"register_pass takes the pass class (register_pass(MyPass), or @register_pass on "
+            f"it), not {type(pass_class).__name__!r} object"
+        )
+    _refuse_unwritable_options(pass_class)
     name = getattr(pass_class, "name", None)
     if not isinstance(name, str) or not name:
         raise CcoptError(
@@ -389,6 +400,33 @@ def register_pass(pass_class: type[ModulePass]) -> type[ModulePass]:
         )
     PASSES[name] = lambda: pass_class
     return pass_class
+
+
+def _refuse_unwritable_options(pass_class: type) -> None:
+    """An option a pipeline cannot write (a list, a dict, a set: `ccopt -p` writes numbers,
+    booleans, names and tuples of them) is refused when the pass is registered, not when a
+    user first gives it a value."""
+    import dataclasses
+    import typing
+
+    from ccopt.diagnostics import CcoptError
+
+    if not dataclasses.is_dataclass(pass_class):
+        return
+    try:
+        hints = typing.get_type_hints(pass_class)
+    except Exception:  # (a hint that does not resolve here: the pipeline's check names it)
+        return
+    for field in dataclasses.fields(pass_class):
+        hint = hints.get(field.name)
+        kinds = {hint, typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint))}
+        if kinds & {list, dict, set, frozenset}:
+            kind = typing.get_origin(hint) or hint
+            raise CcoptError(
+                f"register_pass: {pass_class.__qualname__}.{field.name} is a "
+                f"{getattr(kind, '__name__', kind)}: an option is an int, a float, a bool, a str "
+                "or a tuple of them (tuple[int, ...]), which `ccopt -p` can write"
+            )
 
 
 def _identity(cls: type) -> tuple[str, str]:

@@ -216,6 +216,8 @@ def build(
     archs = check_archs(archs)
     check_supported_archs(archs)
     check_build_options(cache_dir, nccl_max_ctas)
+    if not isinstance(inline, bool):
+        raise CcoptError(f"inline is True or False, got {inline!r}")
     module = load_program(program)  # type: ignore[arg-type]
     bind_mesh(module, mesh)  # type: ignore[arg-type]
     if pipeline:

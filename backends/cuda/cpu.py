@@ -108,6 +108,10 @@ def lowered(module: ModuleOp, entry: str | None) -> tuple[ModuleOp, func.FuncOp]
     from ccopt.ir import clone
     from ccopt.program import find_entry
 
+    if not isinstance(module, ModuleOp):  # (a path, IR text or a front-end Program)
+        from ccopt.program import load_program
+
+        module = load_program(module)
     f = find_entry(module, entry)
     if "kernel.results" in f.attributes and "kernel.workspace" in f.attributes:
         return module, f
@@ -181,15 +185,33 @@ def caller_blocks(
 ) -> list[list[np.ndarray]]:
     """Per argument of the kernel-level function `f`, every rank's block as a caller passes it:
     the inputs' shards, then garbage (as cudaMalloc hands it out) for each result."""
-    from ccopt.interpreters.distributed import distribute, garbage, numpy_dtype
+    from ccopt.interpreters.distributed import InterpreterError, distribute, garbage, numpy_dtype
     from ccopt.program import argument_names, argument_tensor, input_arguments, module_meshes
 
     (mesh,) = module_meshes(module).values()
     args = input_arguments(f)
-    per_arg: list[list[np.ndarray]] = [
-        distribute(inputs[n], argument_tensor(a), mesh).shards
-        for n, a in zip(argument_names(f), args, strict=True)
-    ]
+    names = argument_names(f)
+    if not isinstance(inputs, Mapping):
+        raise CcoptError(f"inputs map argument names to arrays, got {type(inputs).__name__}")
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise CcoptError(
+            f"missing input for argument '{missing[0]}' of @{f.sym_name.data} "
+            f"(arguments: {', '.join(names)})"
+        )
+    per_arg: list[list[np.ndarray]] = []
+    for n, a in zip(names, args, strict=True):
+        t = argument_tensor(a)
+        value = np.asarray(inputs[n])
+        if value.dtype != numpy_dtype(t.element_type):
+            raise CcoptError(
+                f"input '{n}' has dtype {value.dtype}, argument needs "
+                f"{numpy_dtype(t.element_type)} ({t})"
+            )
+        try:
+            per_arg.append(distribute(value, t, mesh).shards)
+        except InterpreterError as e:
+            raise CcoptError(f"input '{n}': {e}") from None
     for r in f.body.blocks[0].args[len(args) :]:
         t = argument_tensor(r)
         dtype = numpy_dtype(t.element_type)
