@@ -160,9 +160,9 @@ def run_on_host(
     from ccopt.backends.cuda.emit import emit_cuda
 
     module, f = lowered(module, entry)
+    per_arg = caller_blocks(module, f, inputs)  # (bad inputs refused before a compile)
     source = emit_cuda(module, f.sym_name.data)
     library = ctypes.CDLL(str(compile_host(source, f"ccopt_{f.sym_name.data}")))
-    per_arg = caller_blocks(module, f, inputs)
     pointers, sizes = block_table(per_arg)
     report = ctypes.create_string_buffer(1 << 16)
     library.ccopt_host_run.argtypes = [

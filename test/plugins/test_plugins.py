@@ -131,3 +131,34 @@ def test_an_op_of_a_dialect_not_loaded_points_at_load_plugin(tmp_path: Path) -> 
         f"{program}:5:8: error: unknown operation 'opaque.op' (no dialect 'opaque' is known: a "
         "plugin's dialect needs --load-plugin)"
     ) in result.stderr
+
+
+def test_register_pass_takes_a_class_with_options_a_pipeline_can_write() -> None:
+    from dataclasses import dataclass as _dataclass
+
+    from xdsl.passes import ModulePass as _ModulePass
+
+    from ccopt.diagnostics import CcoptError as _CcoptError
+    from ccopt.passes import option as _option
+    from ccopt.passes import register_pass as _register_pass
+
+    @_dataclass(frozen=True)
+    class ListOption(_ModulePass):
+        name = "list-option-pass"
+        shape: list = _option((), "a list")  # type: ignore[type-arg, assignment]
+
+        def apply(self, ctx, op) -> None:  # noqa: ANN001
+            pass
+
+    with pytest.raises(_CcoptError, match=r"ListOption.shape is a list: an option is an int"):
+        _register_pass(ListOption)
+
+    @_dataclass(frozen=True)
+    class Fine(_ModulePass):
+        name = "fine-pass-instance"
+
+        def apply(self, ctx, op) -> None:  # noqa: ANN001
+            pass
+
+    with pytest.raises(_CcoptError, match="register_pass takes the pass class"):
+        _register_pass(Fine())  # type: ignore[arg-type]
