@@ -104,3 +104,19 @@ def test_examples_readme_is_current() -> None:
         text=True,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_python_example_of_readme_runs() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "examples" / "python_api.py")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "w after one step: [-0.5 -0.5 -0.5]" in done.stdout
+    assert "coll.reduce_scatter" in done.stdout and "predicted step:" in done.stdout
