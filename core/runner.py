@@ -645,7 +645,7 @@ def compare_modules(
             OutputComparison(name, np.inf, np.inf, False, "not produced before the pipeline")
         )
     if rtol is None and atol is None and any(c.rtol and not c.ok for c in comparisons):
-        exact = _wide_reference(module, meshes, f, values, steps)
+        exact = _wide_reference(module, f, values, steps)
         if exact is not None:
             comparisons = [judge_rounding(c, after, reference, exact) for c in comparisons]
     return CheckReport(description, comparisons, reference, after)
@@ -657,11 +657,7 @@ WIDE_FLOAT = re.compile(r"(?<=[x<\s(,:])(?:bf16|f16|f32)\b")
 
 
 def _wide_reference(
-    module: ModuleOp,
-    meshes: dict[str, Mesh],
-    f: func.FuncOp,
-    values: dict[str, np.ndarray],
-    steps: int,
+    module: ModuleOp, f: func.FuncOp, values: dict[str, np.ndarray], steps: int
 ) -> RunResult | None:
     """The reference program run in f64 on the same inputs: what its narrow results round,
     to tell the rounding of reordered sums from a wrong rewrite. None where the program does
