@@ -94,7 +94,8 @@ class CheckReport:
         """The verdict and one line per output, as `ccopt-run --check-pipeline` prints them (the
         repr prints every input and output array of both runs)."""
         overall = "ok" if self.ok else "MISMATCH"
-        lines = [f"pipeline '{self.pipeline}' on @{self.reference.entry}: {overall}"]
+        what = f"pipeline '{self.pipeline}'" if self.pipeline else "the change"
+        lines = [f"{what} on @{self.reference.entry}: {overall}"]
         for c in self.comparisons:
             errors = f"max abs error {c.max_abs_error:.3e}  max rel error {c.max_rel_error:.3e}"
             note = f"  ({c.note})" if c.note else ""

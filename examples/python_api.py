@@ -18,7 +18,9 @@ print("w after one step:", before.outputs["w"][:3])  # -0.5 * 1 (the inputs are 
 
 rs, ag = p.split(g_sum)  # all_reduce -> reduce_scatter + all_gather
 p.reorder(ag)  # the update runs on each rank's slice
-p.check()  # the interpreter: before == after on random inputs, every output
+check = p.check()  # the interpreter: before == after on random inputs, every output
+print(check)
+assert check.ok
 print(p)
 report = ccopt.simulate(p, machine="dgx-a100")
 print(f"predicted step: {report.step_time_ns} ns")

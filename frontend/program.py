@@ -678,10 +678,11 @@ class Program:
         mesh: dict[str, int] | str | None = None,
         seed: int = 0,
         steps: int = 1,
-        rtol: float = 1e-5,
+        rtol: float | None = None,
         atol: float | None = None,
     ) -> CheckReport:
-        """Compare the scheduled program with the program as written, on the same inputs."""
+        """Compare the scheduled program with the program as written, on the same inputs, as
+        `ccopt.check_pipeline` compares (rtol by default each output's element type's)."""
         from ccopt.runner import compare_modules
 
         self.module  # noqa: B018
