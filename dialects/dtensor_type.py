@@ -88,7 +88,7 @@ class SplitAttr(Placement):
     dim: IntAttr
 
     def __init__(self, dim: int | IntAttr):
-        super().__init__(IntAttr(operator.index(dim)) if not isinstance(dim, IntAttr) else dim)
+        super().__init__(IntAttr(dim) if isinstance(dim, int) else dim)
 
     def verify(self) -> None:
         if self.dim.data < 0:  # (the parser refuses it; a builder's S(-1) was taken as R)
@@ -186,7 +186,11 @@ OPEN = OpenAttr()
 
 
 def S(dim: int) -> SplitAttr:
-    """`S(d)`; a negative or non-integer `d` is a ValueError."""
+    """`S(d)` (a numpy integer too); a negative or non-integer `d` is a ValueError."""
+    if isinstance(dim, bool):
+        raise ValueError(f"S({dim!r}): a split dimension is a whole number >= 0")
+    if hasattr(dim, "__index__") and not isinstance(dim, IntAttr):
+        dim = operator.index(dim)
     try:
         return SplitAttr(dim)
     except (VerifyException, TypeError) as e:
