@@ -90,10 +90,6 @@ class SplitAttr(Placement):
     def __init__(self, dim: int | IntAttr):
         super().__init__(IntAttr(dim) if isinstance(dim, int) else dim)
 
-    def verify(self) -> None:
-        if self.dim.data < 0:  # (the parser refuses it; a builder's S(-1) was taken as R)
-            raise VerifyException(f"S({self.dim.data}): a split dimension is >= 0")
-
     @property
     def short(self) -> str:
         return f"S({self.dim.data})"
@@ -191,6 +187,8 @@ def S(dim: int) -> SplitAttr:
         raise ValueError(f"S({dim!r}): a split dimension is a whole number >= 0")
     if hasattr(dim, "__index__") and not isinstance(dim, IntAttr):
         dim = operator.index(dim)
+        if dim < 0:
+            raise ValueError(f"S({dim}): a split dimension is a whole number >= 0")
     try:
         return SplitAttr(dim)
     except (VerifyException, TypeError) as e:
@@ -484,7 +482,7 @@ class DTensorType(ParametrizedAttribute, TypeAttribute, ShapedType, ContainerTyp
         if not placements:
             raise VerifyException("a distributed tensor needs one placement per mesh axis")
         for p in placements:
-            if p.split_dim is not None and p.split_dim >= len(shape):
+            if p.split_dim is not None and not 0 <= p.split_dim < len(shape):  # (S(-1) was R)
                 raise VerifyException(
                     f"placement {p.short} splits dimension {p.split_dim} of a rank-{len(shape)} tensor"
                 )
