@@ -104,13 +104,6 @@ class CheckReport:
         return "\n".join(lines)
 
 
-_KIND_GROUPS = ({"f", "V"}, {"i", "u"}, {"b"})
-
-
-def _same_kind(have: np.dtype, want: np.dtype) -> bool:
-    return any(have.kind in g and want.kind in g for g in _KIND_GROUPS)
-
-
 def random_array(
     rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, positive: bool = False
 ) -> np.ndarray:
@@ -205,7 +198,7 @@ def prepare_inputs(
 ) -> dict[str, np.ndarray]:
     """Global input arrays by argument name (of an `entry_function`): checked against the
     signature, or random."""
-    from ccopt.interpreters.distributed import global_shape, numpy_dtype
+    from ccopt.interpreters.distributed import global_shape, numpy_dtype, same_kind
 
     names = argument_names(f)
     if inputs is not None:
@@ -239,7 +232,7 @@ def prepare_inputs(
             raise InputError(
                 f"input '{name}' has shape {list(value.shape)}, argument needs {shapes} ({t})"
             )
-        if not _same_kind(value.dtype, dtype):
+        if not same_kind(value.dtype, dtype):
             raise InputError(
                 f"input '{name}' has dtype {value.dtype}, argument needs {dtype} ({t}; an "
                 "input of the same kind and another width is converted, as float64 to "

@@ -121,7 +121,8 @@ class Tensor:
         return self._binary(dt.SubOp, other, reverse=True)
 
     def __mul__(self, other: Operand) -> Tensor:
-        if isinstance(other, float | int) and not isinstance(other, bool):
+        floating = not isinstance(self.type.element_type, IntegerType)
+        if floating and isinstance(other, float | int) and not isinstance(other, bool):
             return self.program.build(lambda: dt.ScaleOp(self.value, float(other)))
         return self._binary(dt.MulOp, other)
 

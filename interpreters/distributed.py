@@ -43,6 +43,15 @@ class InterpreterError(Exception):
     """The program did something the semantics forbid at run time (or ccopt has a bug)."""
 
 
+_KIND_GROUPS = ({"f", "V"}, {"i", "u"}, {"b"})
+"""numpy dtype kinds an input converts within (bfloat16 is kind V): another width of the same
+kind is converted to an argument's element type, another kind is not."""
+
+
+def same_kind(have: np.dtype, want: np.dtype) -> bool:
+    return any(have.kind in g and want.kind in g for g in _KIND_GROUPS)
+
+
 def numpy_dtype(element_type: Attribute) -> np.dtype:
     match element_type:
         case Float16Type():

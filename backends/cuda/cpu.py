@@ -185,7 +185,13 @@ def caller_blocks(
 ) -> list[list[np.ndarray]]:
     """Per argument of the kernel-level function `f`, every rank's block as a caller passes it:
     the inputs' shards, then garbage (as cudaMalloc hands it out) for each result."""
-    from ccopt.interpreters.distributed import InterpreterError, distribute, garbage, numpy_dtype
+    from ccopt.interpreters.distributed import (
+        InterpreterError,
+        distribute,
+        garbage,
+        numpy_dtype,
+        same_kind,
+    )
     from ccopt.program import argument_names, argument_tensor, input_arguments, module_meshes
 
     (mesh,) = module_meshes(module).values()
@@ -202,12 +208,9 @@ def caller_blocks(
     per_arg: list[list[np.ndarray]] = []
     for n, a in zip(names, args, strict=True):
         t = argument_tensor(a)
-        value = np.asarray(inputs[n])
-        if value.dtype != numpy_dtype(t.element_type):
-            raise CcoptError(
-                f"input '{n}' has dtype {value.dtype}, argument needs "
-                f"{numpy_dtype(t.element_type)} ({t})"
-            )
+        value, want = np.asarray(inputs[n]), numpy_dtype(t.element_type)
+        if not same_kind(value.dtype, want):  # (converted within a kind, as ccopt.run does)
+            raise CcoptError(f"input '{n}' has dtype {value.dtype}, argument needs {want} ({t})")
         try:
             per_arg.append(distribute(value, t, mesh).shards)
         except InterpreterError as e:

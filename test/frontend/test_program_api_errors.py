@@ -34,6 +34,8 @@ def test_a_fraction_on_an_integer_tensor_is_refused() -> None:
     x = p.input("x", [4], "i32", R)
     with pytest.raises(CcoptError, match="2.5 is not a whole number, and the tensor holds i32"):
         x + 2.5
+    with pytest.raises(CcoptError, match="2.5 is not a whole number"):
+        x * 2.5  # (a float factor was a dtensor.scale, truncated: [0, 2, 5, 7])
     p.returns(x * 3.0)  # (a whole float is that integer)
     assert ccopt.run(p, {"x": np.arange(4, dtype=np.int32)}).outputs["result0"].tolist() == [
         0,
@@ -109,3 +111,5 @@ def test_run_on_host_checks_its_inputs_before_compiling() -> None:
         run_on_host(p, {})
     with pytest.raises(CcoptError, match="input 'x' has dtype int32, argument needs float32"):
         run_on_host(p, {"x": np.ones(4, np.int32)})
+    with pytest.raises(CcoptError, match=r"input 'x': expected an array of shape \[4\]"):
+        run_on_host(p, {"x": np.ones(5)})  # (float64: converted, as ccopt.run converts it)
