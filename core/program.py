@@ -103,7 +103,11 @@ def module_meshes(module: ModuleOp) -> dict[str, Mesh]:
 def parse_mesh_spec(spec: str) -> dict[str, int]:
     """`dp=2,tp=4` -> {"dp": 2, "tp": 4}."""
     sizes: dict[str, int] = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
+    if not spec.strip():
+        return sizes
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            raise InputError(f"bad mesh '{spec}': an empty axis between commas")
         name, eq, value = part.partition("=")
         if not eq or not name.strip() or not value.strip().isdecimal():
             raise InputError(f"bad mesh '{spec}': expected axis=size pairs like dp=2,tp=4")

@@ -685,10 +685,14 @@ def causal_mask(seq: int, dtype: str = "float32") -> object:
 
 
 def _axes_option(given: str | None, default: str, mesh: Mapping[str, int]) -> list[str]:
-    """The axes of --data or --tensor: as given, else the default axis where the mesh has it."""
+    """The axes of --data or --tensor: as given ('' for none; ValueError for an empty name
+    between commas), else the default axis where the mesh has it."""
     if given is None:
         return [default] if default in mesh else []
-    return [a.strip() for a in given.split(",") if a.strip()]
+    axes = [a.strip() for a in given.split(",")]
+    if given.strip() and not all(axes):
+        raise ValueError(f"--data/--tensor: an empty axis in '{given}'")
+    return [a for a in axes if a]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -724,8 +728,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--mesh: {e}")
     if not mesh:
         parser.error("--mesh: expected axis=size pairs like dp=2,tp=4, got none")
-    data = _axes_option(args.data, "dp", mesh)
-    tensor = _axes_option(args.tensor, "tp", mesh)
+    try:
+        data = _axes_option(args.data, "dp", mesh)
+        tensor = _axes_option(args.tensor, "tp", mesh)
+    except ValueError as e:
+        parser.error(str(e))
     if args.open and (args.data or args.tensor):
         parser.error(
             "--open leaves every placement to auto-shard: --data and --tensor do not apply"

@@ -121,6 +121,8 @@ def test_numpy_integers_and_big_seeds_are_seeds() -> None:
         ({"dp": True}, "mesh axis 'dp' needs an integer size, got True"),
         ({"dp": 10**30}, "mesh axis 'dp' has size 1000000000000000000000000000000; ccopt handles"),
         ("dp=²", "bad mesh 'dp=²': expected axis=size pairs like dp=2,tp=4"),
+        ("dp=2,,tp=1", "bad mesh 'dp=2,,tp=1': an empty axis between commas"),
+        ("dp=2,", "bad mesh 'dp=2,': an empty axis between commas"),
         (["dp", 2], "mesh must be 'dp=2,tp=4' or a dict of axis sizes, got list"),
     ],
 )
