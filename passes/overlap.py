@@ -77,7 +77,9 @@ innermost dimension and that keeps the chunk count (`chunk_ranges`); each chunk 
 the elements of the unchunked op, so the result does not depend on the chunk count. A collective's own `chunks`
 attribute overrides the pass option. A dimension too short for the count asked for gets fewer
 chunks (8 rows make 8 chunks of 99999999 requested; 4 rows in blocks of 2 make 2 of 3), and a
-located warning (`OpWarning`) says so.
+located warning (`OpWarning`) says so. One chunk reads its operands whole (no slice, which
+would be a copy): the collective only moves to the communication stream, awaited where its
+result is first read.
 
 Layers that chunk one weight alike share its chunks: a chunk of a value already sliced in the
 block is read again (`Slices`, while rewriting), and after rewriting the identical slices left
@@ -240,6 +242,14 @@ def slice_dim(value: SSAValue, dim: int, start: int, stop: int) -> dt.SliceOp:
     )  # type: ignore[return-value]
 
 
+def whole(value: SSAValue, dim: int, start: int, stop: int) -> bool:
+    """Whether rows [start, stop) are all of `value`'s dimension `dim`: one chunk reads the
+    value itself (a slice of everything would be a copy the simulator and kernels pay for)."""
+    t = value.type
+    assert isinstance(t, DTensorType)
+    return start == 0 and stop == t.get_shape()[dim]
+
+
 class Slices:
     """The chunk slices made so far, by block, value and box: a later chunk of the same value
     in the same block reads the earlier slice (a slice is a pure function of its operand and
@@ -255,6 +265,8 @@ class Slices:
     ) -> SSAValue:
         """`value`'s rows [start, stop) along `dim`: an earlier slice, or a new one in
         `new_ops` (to be inserted in `block`)."""
+        if whole(value, dim, start, stop):
+            return value
         key = (id(block), value, dim, start, stop)
         piece = self.made.get(key)
         if piece is None or piece.parent is not block:
@@ -276,6 +288,8 @@ def chunk_of(
     new one in `new_ops`."""
     if slices is not None and block is not None:
         return slices.get(value, dim, start, stop, block, new_ops)
+    if whole(value, dim, start, stop):
+        return value
     piece = slice_dim(value, dim, start, stop)
     new_ops.append(piece)
     return piece.result
@@ -583,12 +597,14 @@ class PerRankPieces:
         back - a split dimension keeps its split, each rank holding its own block's rows."""
         t = value.type
         assert isinstance(t, DTensorType)
-        whole = self.shaped.get((value, dim))
-        if whole is None:
+        if a == 0 and b * self.n == t.get_shape()[dim]:
+            return value
+        shaped = self.shaped.get((value, dim))
+        if shaped is None:
             reshape = dt.ReshapeOp(value, per_rank_shape(t, dim, self.n), self.mesh)
             self.new_ops.append(reshape)
-            whole = self.shaped[(value, dim)] = reshape.result
-        piece = slice_dim(whole, dim + 1, a, b)
+            shaped = self.shaped[(value, dim)] = reshape.result
+        piece = slice_dim(shaped, dim + 1, a, b)
         merged = dt.ReshapeOp(piece.result, chunk_shape(t, dim, 0, self.n * (b - a)), self.mesh)
         self.new_ops += [piece, merged]
         return merged.result
@@ -1237,12 +1253,12 @@ def overlap_gather_then_matmul(
         new_ops.append(shaped)
         source, cut = shaped.result, cut + 1
     for c, (a, b) in enumerate(plan.ranges):
-        piece = slice_dim(source, cut, a, b)
+        piece = chunk_of(source, cut, a, b, new_ops)
         task = async_region(
-            COMM_STREAM, [piece.result], lambda args: rebuild_collective(ag, args[0], mesh)
+            COMM_STREAM, [piece], lambda args: rebuild_collective(ag, args[0], mesh)
         )
         derive(task, ag, f"chunk{c}")
-        new_ops += [piece, task]
+        new_ops.append(task)
         gathers.append(task.results[1])  # (its first future: the token comes first)
     parts = []
     arrived = []

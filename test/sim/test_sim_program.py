@@ -69,6 +69,17 @@ def test_overlap_hides_communication_at_the_papers_size() -> None:
     assert 1 in overlapped.stream_busy_ns
 
 
+@pytest.mark.parametrize("lowered", ["", "," + LOWER])
+def test_one_chunk_costs_what_no_overlap_costs(lowered: str) -> None:
+    """One chunk reads the matmul's operands whole: no slice, priced as a copy, makes a step
+    with `overlap{chunks=1}` slower than one without overlap (at L2 and L3)."""
+    text = row_parallel(8192, 3072, 12288)
+    fused = "split-all-reduce,reorder-elementwise,fuse-elementwise"
+    plain = ccopt.simulate(text, "dgx2-v100", pipeline=fused + lowered)
+    one = ccopt.simulate(text, "dgx2-v100", pipeline=fused + ",overlap{chunks=1}" + lowered)
+    assert one.step_time_ns <= plain.step_time_ns
+
+
 @pytest.mark.parametrize("level", ["", SCHEDULE, SCHEDULE + "," + LOWER])
 def test_every_level_is_simulated(level: str) -> None:
     r = ccopt.simulate(row_parallel(2048, 1024, 4096), "dgx-a100", pipeline=level)

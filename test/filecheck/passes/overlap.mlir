@@ -2,6 +2,7 @@
 // RUN: ccopt %s -p 'overlap{chunks=2}' | filecheck %s --check-prefix=TWO
 // RUN: ccopt %s -p 'overlap{chunks=100}' | filecheck %s --check-prefix=MANY
 // RUN: ccopt %s -p 'overlap{tags=ar}' | filecheck %s --check-prefix=TAGS
+// RUN: ccopt %s -p 'overlap{chunks=1}' | filecheck %s --check-prefix=ONE
 
 !x = !dtensor.tensor<7x40xf32, @tp[S(1)]>
 !w = !dtensor.tensor<40x10xf32, @tp[S(0)]>
@@ -51,6 +52,16 @@ dtensor.mesh @m [dp=2, tp=2]
 // TAGS-LABEL:  func.func @matmul_all_reduce(
 // TAGS-NEXT:   dtensor.matmul
 // TAGS-NEXT:   coll.all_reduce
+// One chunk: the matmul reads its operands whole (no slice that would be a copy), its
+// all_reduce runs alone on stream 1, and no concat joins one part.
+// ONE-LABEL:   func.func @matmul_all_reduce(
+// ONE-SAME:    %[[X:.*]]: !dtensor.tensor<7x40xf32, @tp[S(1)]>, %[[W:.*]]: !dtensor.tensor<40x10xf32, @tp[S(0)]>)
+// ONE-NEXT:    %[[Y:.*]] = dtensor.matmul %[[X]], %[[W]]
+// ONE-NEXT:    %{{.*}}, %[[F:.*]] = sched.execute stream 1 ins(%[[Y]])
+// ONE:         %[[S:.*]] = sched.await %[[F]]
+// ONE-NOT:     dtensor.slice
+// ONE-NOT:     dtensor.concat
+// ONE:         func.return %[[S]]
 func.func @matmul_all_reduce(%x: !x, %w: !w) -> !r {
   %y = dtensor.matmul %x, %w : (!x, !w) -> !p
   %s = coll.all_reduce sum %y over [tp] : !p -> !r
@@ -155,6 +166,14 @@ func.func @matmul_reduce_scatter(%x: !x, %w: !w) -> !dtensor.tensor<7x10xf32, @t
 // MANY-COUNT-5: sched.execute stream 1
 // MANY-NOT:    sched.execute
 // MANY:        dtensor.concat
+// ONE-LABEL:   func.func @all_gather_matmul(
+// ONE-SAME:    %[[X:.*]]: !dtensor.tensor<5x40xf32, @tp[S(1)]>, %[[W:.*]]: !dtensor.tensor<40x10xf32, @tp[R]>)
+// ONE-NEXT:    %{{.*}}, %[[F:.*]] = sched.execute stream 1 ins(%[[X]])
+// ONE:         %[[G:.*]] = sched.await %[[F]]
+// ONE-NEXT:    %[[Y:.*]] = dtensor.matmul %[[G]], %[[W]]
+// ONE-NOT:     dtensor.slice
+// ONE-NOT:     dtensor.concat
+// ONE:         func.return %[[Y]]
 func.func @all_gather_matmul(%x_s: !dtensor.tensor<5x40xf32, @tp[S(1)]>, %w: !dtensor.tensor<40x10xf32, @tp[R]>) -> !dtensor.tensor<5x10xf32, @tp[R]> {
   %xg = coll.all_gather %x_s over [tp] {tag = "xg"} : !dtensor.tensor<5x40xf32, @tp[S(1)]> -> !dtensor.tensor<5x40xf32, @tp[R]>
   %y = dtensor.matmul %xg, %w : (!dtensor.tensor<5x40xf32, @tp[R]>, !dtensor.tensor<40x10xf32, @tp[R]>) -> !dtensor.tensor<5x10xf32, @tp[R]>
