@@ -78,8 +78,7 @@ the elements of the unchunked op, so the result does not depend on the chunk cou
 attribute overrides the pass option. A dimension too short for the count asked for gets fewer
 chunks (8 rows make 8 chunks of 99999999 requested; 4 rows in blocks of 2 make 2 of 3), and a
 located warning (`OpWarning`) says so. One chunk reads its operands whole (no slice, which
-would be a copy): the collective only moves to the communication stream, awaited where its
-result is first read.
+would be a copy): the collective only moves to the communication stream.
 
 Layers that chunk one weight alike share its chunks: a chunk of a value already sliced in the
 block is read again (`Slices`, while rewriting), and after rewriting the identical slices left
