@@ -440,7 +440,7 @@ class Cost:
         if kind == "slice":
             ns = cost.roofline_ns(0.0, 2.0 * nbytes, 1.0, machine.gpu.hbm_bytes_per_ns)
         else:
-            dims = cost.links(machine, machine.span(self.mesh, axes), algorithm)
+            dims = cost.group_links(machine, self.mesh, axes, algorithm)
             ns = cost.collective_ns(kind, float(nbytes), dims, cost.gamma(machine))
         known = self.collectives[key] = (ns + machine.gpu.launch_ns) * 1e-9
         return known

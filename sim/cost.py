@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ccopt.mesh import Mesh
     from ccopt.sim.machine import Gpu, Machine
     from ccopt.sim.work import Work
 
@@ -54,6 +55,24 @@ def links(
     return out
 
 
+def group_links(
+    machine: Machine,
+    mesh: Mesh,
+    axes: Sequence[int],
+    algorithm: str | None = None,
+    sharing: float = 1.0,
+) -> list[Link]:
+    """The links of a group over mesh `axes` (`links` of its span); a group that is not a full
+    grid on the network (`Machine.is_grid`: 9 ranks on nodes of 8) runs flat, every rank one
+    step of a ring or tree whose slowest hop is the outermost dimension it spans."""
+    span = machine.span(mesh, axes)
+    dims = links(machine, span, algorithm, sharing)
+    if len(dims) < 2 or machine.is_grid(mesh, axes):
+        return dims
+    ranks = math.prod(mesh.axis_sizes[a] for a in axes)
+    return [replace(dims[-1], p=ranks)]
+
+
 def gamma(machine: Machine) -> float:
     """ns per byte of local reduction: two reads and a write through HBM."""
     return 3.0 / machine.gpu.hbm_bytes_per_ns
@@ -64,6 +83,17 @@ def gamma(machine: Machine) -> float:
 
 def _log2(p: int) -> int:
     return max(1, math.ceil(math.log2(p)))
+
+
+def _tree_chunks(depth: int, n: float, link: Link) -> int:
+    """The best chunk count of a pipeline `depth` links deep, sqrt((depth - 1) n β / α), at
+    most one per byte (no latency: as fine as the bytes allow; one chunk of nothing)."""
+    if n < 1:
+        return 1
+    if link.alpha <= 0:
+        return 1
+    best = math.sqrt(max(depth - 1, 1) * n * link.beta / link.alpha)
+    return max(1, int(min(best, n) + 0.5))
 
 
 def _direct_beta(link: Link) -> float:
@@ -101,7 +131,7 @@ def all_reduce_1d(link: Link, n: float, g: float) -> float:
     if link.algorithm == "tree":
         # a pipelined binary tree (reduce up, broadcast down) with the best chunk count
         depth = _log2(p)
-        k = max(1, round(math.sqrt(max(depth - 1, 1) * n * b / a))) if a > 0 else 1
+        k = _tree_chunks(depth, n, link)
         return 2 * (depth + k - 1) * (a + n / k * b) + frac * n * g
     if link.algorithm == "direct":
         return 2 * (a + n / p * _direct_beta(link)) + frac * n * g
@@ -115,12 +145,30 @@ def all_to_all_1d(link: Link, n: float) -> float:
     return (link.p - 1) * (link.alpha + n / link.p * link.beta)
 
 
+def scatter_1d(link: Link, n: float) -> float:
+    """The root's n bytes scattered, 1/p to each rank (or gathered to the root: the mirror):
+    the root's port sends (p-1)/p of them, down a binomial tree or to all peers at once."""
+    p, a = link.p, link.alpha
+    if link.algorithm == "direct":
+        return a + n / p * _direct_beta(link)
+    return _log2(p) * a + (p - 1) / p * n * link.beta
+
+
 def broadcast_1d(link: Link, n: float) -> float:
-    """Broadcast of n bytes: the faster of a binomial tree and scatter + ring all-gather."""
+    """Broadcast of n bytes: the faster of a pipelined binary tree (its best chunk count) and
+    scatter + all-gather (the link's algorithm) - as fast as an all-reduce's own phases, so
+    never slower than an all-reduce of the same bytes."""
     p, a, b = link.p, link.alpha, link.beta
-    tree = _log2(p) * (a + n * b)
-    scatter_gather = (_log2(p) + p - 1) * a + 2 * (p - 1) / p * n * b
-    return min(tree, scatter_gather)
+    depth = _log2(p)
+    k = _tree_chunks(depth, n, link)
+    tree = (depth + k - 1) * (a + n / k * b)
+    return min(tree, scatter_1d(link, n) + all_gather_1d(link, n))
+
+
+def reduce_1d(link: Link, n: float, g: float) -> float:
+    """Reduce of n bytes to a root: a broadcast's traffic reversed, each byte reduced on one of
+    the p ranks (reduce-scatter + gather, or a tree whose levels split the work)."""
+    return broadcast_1d(link, n) + (link.p - 1) / link.p * n * g
 
 
 # --- a whole group ------------------------------------------------------------------------------
@@ -165,11 +213,27 @@ def collective_ns(
     if kind == "all_to_all":
         return sum(all_to_all_1d(d, n) for d in dims)
     if kind == "broadcast":
-        return sum(broadcast_1d(d, n) for d in dims)
+        if not outer:
+            return broadcast_1d(inner, n)
+        # all of it over each dimension in turn, or scattered inside the root's node first so
+        # that every NIC carries its 1/p across the outer dimensions, then gathered inside
+        return min(
+            sum(broadcast_1d(d, n) for d in dims),
+            scatter_1d(inner, n)
+            + collective_ns("broadcast", n / inner.p, outer, g)
+            + all_gather_1d(inner, n),
+        )
     if kind == "reduce":
-        return sum(broadcast_1d(d, n) + n * g for d in dims)
-    if kind == "shift":
-        return inner.alpha + n * inner.beta
+        if not outer:
+            return reduce_1d(inner, n, g)
+        return min(
+            sum(reduce_1d(d, n, g) for d in dims),
+            reduce_scatter_1d(inner, n, g)
+            + collective_ns("reduce", n / inner.p, outer, g)
+            + scatter_1d(inner, n),
+        )
+    if kind == "shift":  # (every rank sends at once: the slowest link a message crosses)
+        return max(d.alpha + n * d.beta for d in dims)
     raise ValueError(f"no cost for collective kind '{kind}' (known: {', '.join(KINDS)})")
 
 

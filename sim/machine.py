@@ -179,17 +179,55 @@ class Machine:
 
     def span(self, mesh: Mesh, axes: Sequence[int]) -> tuple[int, ...]:
         """How many distinct coordinates a group over mesh `axes` takes in each network
-        dimension (1 where it stays put): the group's shape on the network."""
+        dimension (1 where it stays put): the group's shape on the network (the largest of
+        every group's, where groups sit differently: `is_grid`)."""
+        return self._shape(mesh, tuple(axes))[0]
+
+    def is_grid(self, mesh: Mesh, axes: Sequence[int]) -> bool:
+        """Whether every group over mesh `axes` is the same full grid on the network: as many
+        ranks as its span's product (9 ranks on nodes of 8 are 8 + 1, not an 8 x 2 grid; 6
+        ranks from the seventh GPU take 2 + 4 of two nodes)."""
+        return self._shape(mesh, tuple(axes))[1]
+
+    def _shape(self, mesh: Mesh, axes: tuple[int, ...]) -> tuple[tuple[int, ...], bool]:
         strides = self.axis_strides(mesh)
-        offsets = [0]
-        for a in axes:
-            offsets = [o + c * strides[a] for o in offsets for c in range(mesh.axis_sizes[a])]
-        out = []
-        radix = 1
-        for d in self.network.dims:
-            out.append(len({(o // radix) % d.npus for o in offsets}))
-            radix *= d.npus
-        return tuple(out)
+        npus = tuple(d.npus for d in self.network.dims)
+        key = (tuple(sorted(strides.items())), tuple(mesh.axis_sizes), axes, npus)
+        known = _SHAPES.get(key)
+        if known is None:
+            if len(_SHAPES) > 1024:
+                _SHAPES.clear()
+            known = _SHAPES[key] = _group_shape(strides, mesh, axes, npus)
+        return known
+
+
+_SHAPES: dict[tuple, tuple[tuple[int, ...], bool]] = {}
+"""`Machine._shape` by the rank layout it depends on (every group is walked: O(ranks))."""
+
+
+def _group_shape(
+    strides: Mapping[int, int], mesh: Mesh, axes: tuple[int, ...], npus: tuple[int, ...]
+) -> tuple[tuple[int, ...], bool]:
+    """The largest span of the groups over `axes` and whether they are all that full grid."""
+    offsets = [0]
+    for a in axes:
+        offsets = [o + c * strides[a] for o in offsets for c in range(mesh.axis_sizes[a])]
+    bases = [0]
+    for a in range(len(mesh.axis_sizes)):
+        if a not in axes:
+            bases = [b + c * strides[a] for b in bases for c in range(mesh.axis_sizes[a])]
+    largest = [1] * len(npus)
+    shapes = set()
+    for base in bases:
+        ranks = [base + o for o in offsets]
+        shape, radix = [], 1
+        for size in npus:
+            shape.append(len({(r // radix) % size for r in ranks}))
+            radix *= size
+        shapes.add(tuple(shape))
+        largest = [max(x, y) for x, y in zip(largest, shape, strict=True)]
+    grid = len(shapes) == 1 and math.prod(largest) == len(offsets)
+    return tuple(largest), grid
 
 
 def load_machine(preset_or_path: str | os.PathLike[str]) -> Machine:

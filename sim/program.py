@@ -348,7 +348,9 @@ class Engine:
         if stepped is not None:
             ns = stepped + body_ns
         else:
-            dims = cost.links(self.machine, span, collective_algorithm(task.op), sharing)
+            dims = cost.group_links(
+                self.machine, self.mesh, axes, collective_algorithm(task.op), sharing
+            )
             ns = cost.collective_ns(
                 _kind_of(task), float(n), dims, cost.gamma(self.machine), body_ns, gathers
             )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ccopt.sim import cost
 from ccopt.sim.cost import Link
@@ -72,13 +74,48 @@ def test_tree_closed_form_with_its_best_chunk_count() -> None:
     assert cost.collective_ns("all_reduce", N, [link], G) == pytest.approx(expected)
 
 
-def test_broadcast_is_the_faster_of_tree_and_scatter_gather() -> None:
-    p = 8
-    tree = 3 * (A + N * B)
+def test_broadcast_is_the_faster_of_a_pipelined_tree_and_scatter_gather() -> None:
+    p, depth = 8, 3
+    k = round(math.sqrt((depth - 1) * N * B / A))
+    tree = (depth + k - 1) * (A + N / k * B)
     scatter_gather = (3 + p - 1) * A + 2 * (p - 1) / p * N * B
     assert cost.collective_ns("broadcast", N, [ring(p)], G) == pytest.approx(
         min(tree, scatter_gather)
     )
+    assert cost.collective_ns("reduce", N, [ring(p)], G) == pytest.approx(
+        min(tree, scatter_gather) + (p - 1) / p * N * G
+    )
+
+
+_LINKS = st.builds(
+    Link,
+    st.integers(2, 16),
+    st.floats(0.0, 1e4),
+    st.floats(1e-5, 1.0),
+    st.sampled_from(["Switch", "Ring", "FullyConnected"]),
+    st.sampled_from(["ring", "direct", "halving_doubling", "tree"]),
+)
+
+
+@given(st.lists(_LINKS, min_size=1, max_size=3), st.floats(1.0, 1e9))
+@settings(max_examples=300, deadline=None)
+def test_broadcast_and_reduce_are_never_slower_than_an_all_reduce(
+    dims: list[Link], n: float
+) -> None:
+    """A broadcast or reduce moves what one all-reduce phase moves: over any dimensions and
+    algorithms it never takes longer than an all-reduce of the same bytes (the scatter and
+    gather inside a node let every NIC carry its share across the outer dimensions)."""
+    all_reduce = cost.collective_ns("all_reduce", n, dims, G)
+    assert cost.collective_ns("broadcast", n, dims, G) <= all_reduce * (1 + 1e-9)
+    assert cost.collective_ns("reduce", n, dims, G) <= all_reduce * (1 + 1e-9)
+
+
+def test_a_shift_pays_the_slowest_link_it_crosses() -> None:
+    """Ranks at a node's edge send to the next node: a shift over a group spanning nodes takes
+    the outer link's time, whichever dimension is slower."""
+    fast, slow = Link(8, 500.0, 0.004), Link(2, 3000.0, 0.04)
+    assert cost.collective_ns("shift", N, [fast], G) == pytest.approx(500.0 + N * 0.004)
+    assert cost.collective_ns("shift", N, [fast, slow], G) == pytest.approx(3000.0 + N * 0.04)
 
 
 def test_hierarchical_all_reduce_matches_the_two_level_formula() -> None:

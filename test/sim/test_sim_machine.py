@@ -8,6 +8,7 @@ import pytest
 
 from ccopt.diagnostics import CcoptError
 from ccopt.mesh import Mesh
+from ccopt.sim import cost
 from ccopt.sim.machine import PRESETS, calibrate_matmul, load_machine
 
 GOOD = """\
@@ -124,6 +125,21 @@ def test_mesh_axes_map_innermost_first_onto_network_dimensions(tmp_path: Path) -
     assert swapped.span(mesh, (1,)) == (4, 2)  # tp strided across both dimensions
     with pytest.raises(CcoptError, match="mesh-axes"):
         load_machine(write(tmp_path, GOOD + "mesh-axes: [dp, pp]\n")).span(mesh, (0,))
+
+
+def test_groups_that_do_not_fill_the_network_are_not_grids(tmp_path: Path) -> None:
+    """9 ranks on nodes of 8 are 8 + 1 (span 8 x 2, not 16 ranks); 6-rank groups of 12 ranks:
+    the second takes 2 GPUs of one node and 4 of the next. Such groups run flat at the
+    outermost dimension's link; full grids keep their hierarchy."""
+    m = load_machine(write(tmp_path, GOOD))
+    nine, twelve = Mesh("m", ("tp",), (9,)), Mesh("m", ("dp", "tp"), (2, 6))
+    assert m.span(nine, (0,)) == (8, 2) and not m.is_grid(nine, (0,))
+    assert m.span(twelve, (1,)) == (6, 2) and not m.is_grid(twelve, (1,))
+    sixteen = Mesh("m", ("dp", "tp"), (2, 8))
+    assert m.is_grid(sixteen, (1,)) and m.is_grid(sixteen, (0,)) and m.is_grid(sixteen, (0, 1))
+    flat = cost.group_links(m, nine, (0,))
+    assert [(d.p, d.beta) for d in flat] == [(9, cost.links(m, (8, 2))[-1].beta)]
+    assert cost.group_links(m, sixteen, (1,)) == cost.links(m, (8, 1))
 
 
 def test_the_outermost_dimension_grows_with_the_job(tmp_path: Path) -> None:

@@ -378,6 +378,31 @@ def test_a_bigger_network_group_is_slower() -> None:
     assert across.comm_ns > inside.comm_ns
 
 
+def test_a_group_with_a_lone_rank_on_a_node_pays_its_nic() -> None:
+    """9 ranks on DGX A100 nodes of 8: the ninth GPU's one NIC carries a flat ring's traffic,
+    so the all-reduce is slower than on 16 ranks (two full nodes, hierarchical) - it was priced
+    as the 8 x 2 grid, the same for 9, 10, 12 and 16 ranks."""
+    times = {
+        tp: ccopt.simulate(row_parallel(4096, 4096, 18432, tp=tp), "dgx-a100").comm_ns
+        for tp in (8, 9, 12, 16)
+    }
+    assert times[9] > times[16] > times[8]
+    assert times[12] > times[16]
+
+
+def test_a_shift_across_nodes_pays_the_network_between_them() -> None:
+    shift = """
+dtensor.mesh @m [tp=16]
+func.func @f(%x: !dtensor.tensor<4096x4096xf32, @m[V]>) -> !dtensor.tensor<4096x4096xf32, @m[V]> {
+  %y = coll.shift %x over [tp] by 1 : !dtensor.tensor<4096x4096xf32, @m[V]> -> !dtensor.tensor<4096x4096xf32, @m[V]>
+  func.return %y : !dtensor.tensor<4096x4096xf32, @m[V]>
+}
+"""
+    inside = ccopt.simulate(shift, "dgx-a100", mesh="tp=8").comm_ns
+    across = ccopt.simulate(shift, "dgx-a100").comm_ns
+    assert across > 5 * inside
+
+
 def test_errors() -> None:
     with pytest.raises(CcoptError, match="model 'astra'"):
         ccopt.simulate(row_parallel(8, 8, 16), "dgx2-v100", model="astra")
