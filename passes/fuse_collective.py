@@ -36,6 +36,7 @@ other chunks.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,10 +47,10 @@ from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from ccopt.diagnostics import OpError
+from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
-from ccopt.dialects.attrs import i64_attr
+from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE, i64_attr
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.inference import InferenceError
 from ccopt.mesh import Mesh
@@ -139,6 +140,22 @@ def gathers_of(
             if gathered_dim(op, mesh if mesh is not None else mesh_of(rs)) == dim:
                 found.append(op)
     return found
+
+
+def lowered_part(rs: coll.ReduceScatterOp, members: Sequence[Operation]) -> str | None:
+    """Why the group cannot fuse when `lower-collectives` bound its reduce_scatter or a gather
+    of its results to an algorithm (the fused op would drop it, left unreferenced); None."""
+    mesh = mesh_of(rs)
+    dim = rs.dim.value.data
+    parts: list[Operation] = [rs]
+    for value in [rs.result, *(r for m in members for r in m.results)]:
+        parts += gathers_of(value, rs, dim, mesh)
+    for part in parts:
+        bound = part.attributes.get(ALGORITHM_ATTRIBUTE)
+        if bound is not None:
+            which = "it" if part is rs else f"its {part.name}"
+            return f"{which} runs {bound} (lower-collectives); fuse it before lowering"
+    return None
 
 
 def has_live_results(rs: coll.ReduceScatterOp, members: Sequence[Operation]) -> bool:
@@ -304,8 +321,13 @@ class FuseCollective(ModulePass):
         bodies = SharedBodies(op)
         for rs in of_class(ops_outside_bodies(op), coll.ReduceScatterOp):
             members = plan_members(rs, None, order)
-            if members and has_live_results(rs, members):
-                fuse_into_collective(rs, members, order, bodies)
+            if not members or not has_live_results(rs, members):
+                continue
+            lowered = lowered_part(rs, members)
+            if lowered is not None:
+                warnings.warn(OpWarning(rs, f"not fused: {lowered}"), stacklevel=2)
+                continue
+            fuse_into_collective(rs, members, order, bodies)
         drop_orphan_bodies(op)  # of fused members that named a body (fuse-elementwise)
         bodies.share_inline(coll.FusedAllReduceOp)  # (after: no orphan is named again)
 
@@ -324,6 +346,9 @@ class FuseCollective(ModulePass):
                 raise Refusal(f"'{strays[0].name}' (tag {tag_of(strays[0])!r}) is not elementwise")
             check_convex(ops)
             (collective,) = collectives
+            bound = collective.attributes.get(ALGORITHM_ATTRIBUTE)
+            if bound is not None:
+                raise Refusal(f"it runs {bound} (lower-collectives); fuse it before lowering")
             if isinstance(collective, coll.AllReduceOp):
                 rs, allowed = split_and_reorder(collective, set(others))
             else:
@@ -335,6 +360,9 @@ class FuseCollective(ModulePass):
                 raise Refusal(
                     "no result of the group is used outside it: it is dead code (run dce)"
                 )
+            lowered = lowered_part(rs, members)
+            if lowered is not None:
+                raise Refusal(lowered)
         except Refusal as why:
             raise OpError(ops[0], f"cannot fuse {'+'.join(self.group)}: {why}") from None
         fuse_into_collective(rs, members)

@@ -34,6 +34,7 @@ fast tensor-parallel links for 1/p of the pipeline traffic).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -42,9 +43,9 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from ccopt.diagnostics import OpError
+from ccopt.diagnostics import OpError, OpWarning
 from ccopt.dialects import coll
-from ccopt.dialects.attrs import i64_attr
+from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE, i64_attr
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, MeshAxesAttr
 from ccopt.dialects.inference import InferenceError
@@ -268,8 +269,27 @@ class PipelineP2P(ModulePass):
         for shift in shifts:
             if gather_to_commute(shift) is not None:
                 commute(shift)
+                continue
+            lowered = lowered_feed(shift)
+            if lowered is not None:  # (split, it would lose its algorithm, left unreferenced)
+                if self.tags:
+                    raise OpError(shift, refusal(shift))
+                warnings.warn(OpWarning(shift, f"not sent as a slice: {lowered}"), stacklevel=2)
             elif not (can_send_slice(shift) and send_slice(shift, order)) and self.tags:
                 raise OpError(shift, refusal(shift))
+
+
+def lowered_feed(shift: coll.ShiftOp) -> str | None:
+    """Why the shift's slice cannot be sent when `lower-collectives` bound an all_reduce that
+    feeds it to an algorithm (splitting it would drop the algorithm); None."""
+    for ar in feeding_all_reduces(shift.input, set(shift.axes.names)):
+        bound = ar.attributes.get(ALGORITHM_ATTRIBUTE)
+        if bound is not None:
+            return (
+                f"the all_reduce feeding it runs {bound} (lower-collectives); "
+                "run pipeline-p2p before lowering"
+            )
+    return None
 
 
 def refusal(shift: coll.ShiftOp) -> str:
@@ -282,6 +302,9 @@ def refusal(shift: coll.ShiftOp) -> str:
             "placements are still open (?) at it or its operand: run propagate-placements or "
             "auto-shard first"
         )
+    lowered = lowered_feed(shift)
+    if lowered is not None:
+        return head + lowered
     if type(owner) is coll.AllGatherOp:
         return head + (
             f"its operand is gathered over {axes} itself: the gather joins blocks of several "

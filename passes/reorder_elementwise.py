@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import VerifyException
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects import inference as infer
+from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import (
     DTensorType,
@@ -374,6 +375,7 @@ def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
         if old.first_use is None:  # (region ops use `new` now: what is left is outside)
             continue
         gathered = coll.AllGatherOp(new, builder.mesh, builder.ag.axes)
+        keep_algorithm(gathered, builder.ag)
         located = derive(gathered, builder.ag)  # (where the all_gather it moves was)
         set_tag(located, derived_tag(op, "ag") or derived_tag(builder.ag, "ag"))
         copy_name(gathered.result, old)
@@ -383,6 +385,20 @@ def rewrite_region(builder: RegionBuilder) -> list[coll.SliceOp]:
         if ag.result.first_use is None:
             erase_op(ag)
     return [piece for _, slices, _, _, _ in builder.planned for piece in slices]  # type: ignore[misc]
+
+
+def keep_algorithm(gathered: coll.AllGatherOp, moved: coll.AllGatherOp) -> None:
+    """The gather below the elementwise ops runs as the one it moves did: its `algorithm` hint,
+    `chunks` request and the algorithm `lower-collectives` bound it to (an algorithm is a
+    chunk program for its ranks, whatever the bytes; dropped, it was left unreferenced)."""
+    gathered.properties.update(
+        (name, moved.properties[name])
+        for name in ("algorithm", "chunks")
+        if name in moved.properties
+    )
+    bound = moved.attributes.get(ALGORITHM_ATTRIBUTE)
+    if bound is not None:
+        gathered.attributes[ALGORITHM_ATTRIBUTE] = bound
 
 
 def type_on(op: Operation, operands: Sequence[SSAValue]) -> DTensorType:

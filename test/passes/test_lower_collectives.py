@@ -194,3 +194,65 @@ def test_more_chunks_than_elements_is_a_warning() -> None:
     sgd = Path(__file__).resolve().parents[2] / "examples" / "sgd.mlir"
     with pytest.warns(OpWarning, match="cuts its 1030 elements into 1200 chunks over 4 ranks"):
         apply_pipeline(load_program(sgd), "lower-collectives{chunk_factor=300}")
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "fuse-collective",
+        "split-all-reduce",
+        "autotune",
+        "overlap{chunks=2}",
+        "reorder-elementwise,fuse-elementwise,fuse-collective",
+    ],
+)
+def test_passes_after_lowering_keep_every_algorithm_named(after: str) -> None:
+    """A pass after lower-collectives either keeps a collective's algorithm or leaves the
+    collective as it is (with a warning): fuse-collective, pipeline-p2p and autotune's fused
+    candidate dropped it, the algorithm left unreferenced, and `--check-pipeline` then proved
+    a program that no longer ran the algorithm chosen."""
+    import warnings
+
+    from ccopt.dialects.algo import AlgorithmOp
+    from ccopt.dialects.attrs import ALGORITHM_ATTRIBUTE
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    for program in ("megatron_mlp.mlir", "adam.mlir", "pipeline_boundary.mlir"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = apply_pipeline(
+                load_program(examples / program), f"split-all-reduce,lower-collectives,{after}"
+            )
+        named = {
+            str(op.attributes[ALGORITHM_ATTRIBUTE]).lstrip("@")
+            for op in m.walk()
+            if ALGORITHM_ATTRIBUTE in op.attributes
+        }
+        defined = {op.sym_name.data for op in m.ops if isinstance(op, AlgorithmOp)}
+        assert defined and defined <= named, (program, defined - named)
+
+
+def test_a_tagged_group_of_a_lowered_collective_is_refused() -> None:
+    text = """
+dtensor.mesh @dp [dp=4]
+func.func @f(%g: !dtensor.tensor<8xf32, @dp[P(sum)]>) -> !dtensor.tensor<8xf32, @dp[R]> {
+  %r = coll.all_reduce sum %g over [dp] {tag = "g"} : !dtensor.tensor<8xf32, @dp[P(sum)]> -> !dtensor.tensor<8xf32, @dp[R]>
+  %e = dtensor.exp %r {tag = "e"} : !dtensor.tensor<8xf32, @dp[R]>
+  func.return %e : !dtensor.tensor<8xf32, @dp[R]>
+}
+"""
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    with pytest.raises(CcoptError, match="cannot fuse g\\+e: it runs @allreduce_ring_4"):
+        apply_pipeline(load_program(text), "lower-collectives,fuse-collective{group=g,e}")
+    boundary = (examples_dir() / "pipeline_boundary.mlir").read_text()
+    boundary = boundary.replace("over [pp] by 1", 'over [pp] by 1 {tag = "boundary"}')
+    with pytest.raises(CcoptError, match="the all_reduce feeding it runs"):
+        apply_pipeline(load_program(boundary), "lower-collectives,pipeline-p2p{tags=boundary}")
+
+
+def examples_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "examples"
