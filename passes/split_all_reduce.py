@@ -68,6 +68,8 @@ def split(
         derive(rs, op, "rs")
         derive(ag, op, "ag")
         return rs, ag
+    if dim is not None:
+        return f"dimension {dim} cannot be scattered ({str(reasons[0]).split(': ', 1)[1]})"
     return "no dimension can be scattered (" + "; ".join(reasons) + ")"
 
 
