@@ -998,6 +998,11 @@ class AutoShard(ModulePass):
                 "auto-shard: overlap-pipeline must be overlap or fused, "
                 f"got '{self.overlap_pipeline}'"
             )
+        if self.overlap_pipeline == "fused" and self.overlap == 0:
+            raise ValueError(
+                "auto-shard: overlap-pipeline=fused says which passes earn overlap=C's credit "
+                "and needs overlap=C > 0"
+            )
         if self.overlap_tries and (self.overlap == 0 or min(self.overlap_tries) < 1):
             raise ValueError(
                 "auto-shard: overlap-tries needs overlap=C > 0 and counts >= 1, got "
@@ -1088,7 +1093,9 @@ class AutoShard(ModulePass):
 
         copy = clone(op)
         try:
-            tables, roots, found, _ = replace(self, overlap=0, overlap_tries=()).plan(copy)
+            tables, roots, found, _ = replace(
+                self, overlap=0, overlap_pipeline="overlap", overlap_tries=()
+            ).plan(copy)
         except CcoptError:
             return []
         out: dict[tuple[str, FunctionType], None] = {}

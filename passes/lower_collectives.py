@@ -234,11 +234,14 @@ class LowerCollectives(ModulePass):
         fused = self.fused_body == "in-algorithm"
         warned: set[tuple[str, str]] = set()
         replaced: set[str] = set()
+        lowered: list[tuple[Operation, str, dict[str, int]]] = []
         for target in list(op.walk()):
             if not is_selected(target, self.tags):
                 continue
             if type(target) in COLLECTIVES:
                 assert isinstance(target, coll.CollectiveOp)
+                choice, *_, options = self.choose(target, COLLECTIVES[type(target)], axes)
+                lowered.append((target, choice, options))
                 self.warn_fallback(target, COLLECTIVES[type(target)], axes, warned)
                 self.warn_empty_chunks(target)
                 name = self.lower(target, COLLECTIVES[type(target)], axes, op, existing)
@@ -256,7 +259,37 @@ class LowerCollectives(ModulePass):
                 target.attributes[ALGORITHM_ATTRIBUTE] = SymbolRefAttr(name)
         if replaced:
             drop_unreferenced(op, replaced)
+        self.warn_unused_options(lowered)
         warn_kernel_level(op)
+
+    def warn_unused_options(self, lowered: Sequence[tuple[Operation, str, dict[str, int]]]) -> None:
+        """Say so where `channels` or `inner` was given and no collective lowered takes it
+        (the algorithms chosen have one channel, or no one-axis hierarchical groups)."""
+        from ccopt.algorithms import MULTI_CHANNEL
+
+        if not lowered:
+            return
+        if self.channels > 1 and not any(choice in MULTI_CHANNEL for _, choice, _ in lowered):
+            warnings.warn(
+                OpWarning(
+                    lowered[0][0],
+                    f"channels={self.channels} is unused: no collective runs a multi-channel "
+                    f"algorithm ({', '.join(sorted(MULTI_CHANNEL))})",
+                ),
+                stacklevel=2,
+            )
+        if self.inner and not any(
+            choice == "hierarchical" and options.get("inner") == self.inner
+            for _, choice, options in lowered
+        ):
+            warnings.warn(
+                OpWarning(
+                    lowered[0][0],
+                    f"inner={self.inner} is unused: no collective runs a hierarchical algorithm "
+                    "over one mesh axis (over several, the last axis is the inner group)",
+                ),
+                stacklevel=2,
+            )
 
     def lower_fused(
         self,

@@ -117,6 +117,13 @@ def test_unusable_tries_are_refused(options):
         apply_pipeline(load_program(FLIP), f"auto-shard{{objective=time {options}}}")
 
 
+def test_a_fused_overlap_pipeline_without_overlap_is_refused():
+    """overlap-pipeline only says which passes earn overlap=C's credit: without C it was
+    accepted and did nothing."""
+    with pytest.raises(CcoptError, match="overlap-pipeline=fused .* needs overlap=C > 0"):
+        apply_pipeline(load_program(FLIP), "auto-shard{objective=time overlap-pipeline=fused}")
+
+
 @pytest.mark.parametrize("strategy", ["dp", "cd"])
 def test_a_search_with_tries_then_overlap_is_proven_equal(strategy):
     """The counts written on the collectives, then the overlap pass following them, on the
