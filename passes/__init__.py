@@ -254,7 +254,7 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
     if spec.rstrip().endswith(","):
         raise CcoptError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
     try:
-        readable = _quoted_dotted_names(_decimal_exponents(spec))
+        readable = readable_spec(spec)
         _refuse_repeated_options(readable)
         return _pipeline(readable, callback)
     except ArgSpecParseError as e:
@@ -268,6 +268,17 @@ def parse_pipeline(spec: str, callback: Callable[..., None] | None = None) -> Pa
         if from_plugin is None:
             raise
         raise from_plugin from None
+
+
+def readable_spec(spec: str) -> str:
+    """A pass's or target's `name{options}` as xDSL's option lexer reads it: names with dots
+    (tags, `machine=m8.yml`) quoted, numbers with exponents written out."""
+    return _quoted_dotted_names(_decimal_exponents(spec))
+
+
+def spec_hint(spec: str, message: str) -> str:
+    """What xDSL's option parser means where its words do not say (`_spec_hint`)."""
+    return _spec_hint(spec, message)
 
 
 def _spec_hint(spec: str, message: str) -> str:

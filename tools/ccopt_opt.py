@@ -201,9 +201,10 @@ class CcoptMain(xDSLOptMain):
 
         from xdsl.utils.arg_spec import ArgSpec, parse_spec
 
+        from ccopt.passes import readable_spec
         from ccopt.passes.options import check_options
 
-        spec = parse_spec(self.args.target)
+        spec = parse_spec(readable_spec(self.args.target))
         factory = self.available_targets.get(spec.name)
         if factory is None or not spec.parameters or inspect.signature(factory).parameters:
             return spec  # (a factory taking arguments: xDSL checks that target's options)
@@ -255,7 +256,12 @@ class CcoptMain(xDSLOptMain):
             if not inspect.signature(factory).parameters:
                 factory().from_spec(spec)
         except (ArgSpecParseError, ValueError, TypeError) as e:
-            raise CcoptError(f"invalid target '{self.args.target}': {first_line(e)}") from None
+            from ccopt.passes import spec_hint
+
+            hint = spec_hint(self.args.target, str(e))
+            raise CcoptError(
+                f"invalid target '{self.args.target}': {first_line(e)}{hint}"
+            ) from None
 
     def register_all_passes(self) -> None:
         from ccopt.passes import PASSES

@@ -60,6 +60,28 @@ def test_a_program_exports_as_a_workload(tmp_path) -> None:
     assert len(done.stdout.split()) == 8 and Path(f"{prefix}.7.et").exists()
 
 
+def test_a_machine_file_is_named_unquoted_as_in_a_pipeline(tmp_path) -> None:
+    """`-t 'chakra{machine=m8.yml}'` reads as `-p 'autotune{machine=m8.yml}'` does (it was
+    xDSL's "Unknown token"); a path with '/' still needs quotes, and the error says so."""
+    machine = tmp_path / "m8.yml"
+    machine.write_text((ROOT / "sim" / "machines" / "dgx-h100.yml").read_text())
+    done = run_tool(
+        "ccopt.tools.ccopt_opt",
+        ROOT / "examples" / "megatron_mlp.mlir",
+        "-t",
+        "chakra{machine=m8.yml}",
+        "-o",
+        tmp_path / "mlp",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "mlp.7.et").exists()
+    assert_user_error(
+        ccopt(ROOT / "examples" / "megatron_mlp.mlir", "-t", "chakra{machine=a/m8.yml}", "-o", "x"),
+        'quote an option value that is neither a number nor a plain name: machine="dir/',
+    )
+
+
 def test_user_errors() -> None:
     assert_user_error(ccopt(RING8, "-t", "chakra"), "give -o DIR/PREFIX")
     assert_user_error(ccopt(RING8, "-t", "chakra{sise=1}", "-o", "x/y"), "sise")
