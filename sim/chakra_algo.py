@@ -989,6 +989,21 @@ def _header_algorithm(head: dict[str, str], gpus: list[Gpu], source0: str) -> Al
     )
 
 
+def trace_set_bytes(prefix: str | Path, alg: Algorithm) -> int:
+    """The bytes per rank the trace set `alg` was read from was exported for (ASTRA-sim's
+    comm_size): its chunk bytes (first file's metadata) times the input chunks of a rank."""
+    from ccopt.sim.chakra import read_trace, trace_paths
+
+    first = trace_paths(prefix)[0]
+    return traces_bytes(read_trace(first), alg, str(first))
+
+
+def traces_bytes(first: Trace, alg: Algorithm, source: str) -> int:
+    """`trace_set_bytes` from the set's first trace (named `source` in errors)."""
+    chunk = _number(_metadata(first, source), "chunk_bytes", source)
+    return chunk * max(g.in_chunks for g in alg.gpus)
+
+
 def algorithm_from_traces(traces: list[Trace], prefix: str | Path) -> Algorithm:
     """The algorithm a trace set written by `algorithm_traces` holds (verified)."""
     fields = [_metadata(t, f"{prefix}.{r}.et") for r, t in enumerate(traces)]

@@ -72,7 +72,9 @@ def parser() -> argparse.ArgumentParser:
     astra.add_argument("--system", help="ASTRA-sim system JSON")
     astra.add_argument("--collective", choices=COLLECTIVES, help="one native collective")
     astra.add_argument(
-        "--size", type=byte_count, help="ASTRA-sim's comm_size in bytes (all-gather: per rank)"
+        "--size",
+        type=byte_count,
+        help="ASTRA-sim's comm_size in bytes (all-gather: per rank); a trace set holds its own",
     )
     astra.add_argument("--workload", metavar="DIR/PREFIX", help="a Chakra trace set PREFIX.<r>.et")
     astra.add_argument(
@@ -172,15 +174,20 @@ def run_algorithm(args: argparse.Namespace) -> dict[str, object]:
     kind = ASTRA_KINDS.get(alg.collective)
     if args.program.endswith(".et") and kind is not None and not args.body_passes:
         return run_traces(args, alg, network, system, kind)
+    size = args.size
+    if size is None:  # (a trace set: `main` lets it leave --size out)
+        from ccopt.sim.chakra_algo import trace_prefix, trace_set_bytes
+
+        size = trace_set_bytes(trace_prefix(args.program), alg)
     try:
-        result = simulate_algorithm(alg, network, system, args.size, args.body_passes or 0)
+        result = simulate_algorithm(alg, network, system, size, args.body_passes or 0)
     except AlgorithmError as e:
         raise CcoptError(f"{args.program}: {e}") from None
     return {
         "time_ns": result.time_ns,
         "algorithm": alg.name,
         "collective": alg.collective,
-        "size": args.size,
+        "size": size,
         "npus": network.npus,
         "chunk_bytes": result.chunk_bytes,
         "messages": result.messages,
@@ -206,15 +213,23 @@ def run_traces(
     import dataclasses
 
     from ccopt.sim.astra import simulate_collective
-    from ccopt.sim.chakra_algo import trace_prefix
+    from ccopt.sim.chakra_algo import trace_prefix, trace_set_bytes
 
-    custom = dataclasses.replace(system, custom={kind: trace_prefix(args.program)})  # type: ignore[type-var]
-    result = simulate_collective(network, custom, kind, args.size)  # type: ignore[arg-type]
+    prefix = trace_prefix(args.program)
+    size = trace_set_bytes(prefix, alg)  # type: ignore[arg-type]
+    if args.size is not None and args.size != size:
+        raise CcoptError(
+            f"{args.program}: the trace set moves {size} bytes per rank (its chunk_bytes times "
+            f"a rank's input chunks), not --size {args.size}: its sends and receives hold their "
+            f"sizes; export it again with -t 'chakra{{size={args.size}}}', or leave --size out"
+        )
+    custom = dataclasses.replace(system, custom={kind: prefix})  # type: ignore[type-var]
+    result = simulate_collective(network, custom, kind, size)  # type: ignore[arg-type]
     return {
         "time_ns": result.time_ns,
         "algorithm": alg.name,  # type: ignore[attr-defined]
         "collective": alg.collective,  # type: ignore[attr-defined]
-        "size": args.size,
+        "size": size,
         "npus": network.npus,  # type: ignore[attr-defined]
         "traces": trace_prefix(args.program),
     }
@@ -227,6 +242,7 @@ def run_collective(args: argparse.Namespace) -> dict[str, object]:
 
     network = load_network(args.network)
     system = load_system(args.system)
+    warn_custom_size(system, args.collective, args.size, network.npus)
     with progress(args):
         if args.congestion == "aware":
             from ccopt.sim.astra_congestion import simulate_collective_aware
@@ -247,6 +263,31 @@ def run_collective(args: argparse.Namespace) -> dict[str, object]:
         "congestion": args.congestion,
         "symmetric": result.symmetric,
     }
+
+
+def warn_custom_size(system: object, collective: str, size: int, npus: int) -> None:
+    """ASTRA-sim runs a collective the system file implements with custom traces as the traces
+    say, whatever comm_size asks (so does ccopt's ASTRA-sim mode): say so where they differ."""
+    from ccopt.dialects.algo import AlgorithmError
+    from ccopt.sim.astra_custom import custom_traces
+    from ccopt.sim.chakra_algo import algorithm_from_traces, traces_bytes
+
+    prefix = system.custom.get(collective)  # type: ignore[attr-defined]
+    if prefix is None:
+        return
+    traces = custom_traces(system, npus, collective).get(collective)  # type: ignore[arg-type]
+    if not traces:
+        return
+    try:
+        moved = traces_bytes(traces[0], algorithm_from_traces(traces, prefix), f"{prefix}.0.et")
+    except (CcoptError, AlgorithmError):  # (traces ccopt did not write: theirs to say)
+        return
+    if moved != size:
+        print(
+            f"warning: {collective} runs the custom traces {prefix}, which move {moved} bytes "
+            f"per rank: --size {size} does not change the time (as in ASTRA-sim)",
+            file=sys.stderr,
+        )
 
 
 def run_workload(args: argparse.Namespace) -> dict[str, object]:
@@ -289,7 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if readers.count(STDIO) > 1:
         p.error("only one input can be standard input ('-')")
     if args.program is not None and args.machine is None and (args.network or args.system):
-        if args.network is None or args.system is None or args.size is None:
+        traces = args.program.endswith(".et")  # (a trace set holds its sizes)
+        if args.network is None or args.system is None or (args.size is None and not traces):
             p.error("timing an algorithm needs --network, --system and --size")
         if args.collective or args.workload:
             p.error("give an algorithm, --collective or --workload, not several")

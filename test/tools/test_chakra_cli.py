@@ -51,6 +51,34 @@ def test_simulating_the_xml_equals_simulating_its_traces(tmp_path) -> None:
     assert json.loads(from_ir.stdout)["time_ns"] == 90174, from_ir.stderr
 
 
+def test_a_trace_set_holds_its_size(tmp_path) -> None:
+    """Timed alone, a trace set needs no --size and reports the size it moves; another --size
+    is refused (it was required, ignored, and echoed as the size of the 1 MiB time). Named as
+    a system's custom collective, a --size it does not move is timed as ASTRA-sim times it,
+    with a warning."""
+    prefix = tmp_path / "ring"
+    assert ccopt(RING8, "-t", "chakra", "-o", prefix).returncode == 0
+    system = tmp_path / "custom.json"
+    system.write_text(
+        json.dumps({"local-mem-bw": 50, "all-reduce-implementation-custom": [str(prefix)]})
+    )
+    net = ASTRA / "ring_8.yml"
+    alone = ccopt_sim(f"{prefix}.0.et", "--network", net, "--system", system, "--json")
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads(alone.stdout)["size"] == 1048576
+    assert json.loads(alone.stdout)["time_ns"] == 90174
+    assert_user_error(
+        ccopt_sim(f"{prefix}.0.et", "--network", net, "--system", system, "--size", "1073741824"),
+        "the trace set moves 1048576 bytes per rank (its chunk_bytes times a rank's input "
+        "chunks), not --size 1073741824",
+    )
+    other = ccopt_sim(
+        "--network", net, "--system", system, "--collective", "all-reduce", "--size", "2097152",
+    )  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    assert "which move 1048576 bytes per rank: --size 2097152 does not change" in other.stderr
+
+
 def test_a_program_exports_as_a_workload(tmp_path) -> None:
     prefix = tmp_path / "mlp"
     done = ccopt(
