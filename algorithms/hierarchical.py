@@ -5,11 +5,12 @@ in their group (one NIC's peers across nodes).
 - All-reduce: a ring reduce-scatter in each group, a ring all-reduce of each rank's reduced block
   in its column, and a ring all-gather back in the group. The fast inner links carry full-size
   traffic, the slow outer ones 1/inner of it.
-- All-gather: a ring all-gather in each group, then one of the groups' gathered blocks in each
-  column; reduce-scatter is its mirror (columns first, on blocks of `inner` chunks, into scratch,
-  then each group). The outer links carry the same bytes as a flat ring, in outer - 1 steps
-  instead of p - 1: fewer slow-link latencies, as NCCL's and ASTRA-sim's hierarchical schedule of
-  a group over two network dimensions.
+- All-gather: a ring all-gather of each rank's own chunks in its column first, then of the
+  column's blocks in each group; reduce-scatter is its mirror (each group first, into scratch,
+  then each column). The slow outer links carry 1/inner of a flat ring's bytes, in outer - 1
+  steps instead of p - 1, as NCCL's and ASTRA-sim's hierarchical schedule of a group over two
+  network dimensions (the slow dimension sees the smallest data: last in a reduce-scatter,
+  first in an all-gather).
 """
 
 from __future__ import annotations
@@ -60,34 +61,46 @@ def allreduce(
 def allgather(
     ranks: int, channels: int = 1, chunk_factor: int = 1, inner: int | None = None
 ) -> Algorithm:
-    """Rank r's c input chunks end at output chunks r*c..: first gathered in r's group (whose
-    output blocks are then contiguous, inner*c chunks at inner*g*c), then across the column."""
-    inner, _, groups, columns = _shape(ranks, inner)
+    """Rank r's c input chunks end at output chunks r*c..: first gathered in r's column (the
+    slow links carry each rank's own c chunks once per other node), then in r's group, one
+    ring per column member's block (they lie `inner` blocks apart)."""
+    inner, outer, groups, columns = _shape(ranks, inner)
     c = chunk_factor
     b = Builder("allgather_hierarchical", "allgather", ranks, c, ranks * c, chain=True)
-    for g, group in enumerate(groups):
+    for a, column in enumerate(columns):
         ring.all_gather_on(
-            b, group, 0, lambda k: ("i", 0), lambda k, g=g: ("o", (k + inner * g) * c), c
+            b, column, 0, lambda k: ("i", 0), lambda k, a=a: ("o", (a + inner * k) * c), c
         )
-    block = inner * c
-    for column in columns:
-        ring.all_gather_on(
-            b, column, 0, lambda k: ("o", k * block), lambda k: ("o", k * block), block
-        )
+    for group in groups:
+        for g in range(outer):
+
+            def block(k: int, g: int = g) -> tuple[str, int]:
+                return ("o", (k + inner * g) * c)
+
+            ring.all_gather_on(b, group, 0, block, block, c)
     return b.build()
 
 
 def reduce_scatter(
     ranks: int, channels: int = 1, chunk_factor: int = 1, inner: int | None = None
 ) -> Algorithm:
-    """Rank r ends with chunks r*c.. reduced: each column reduce-scatters the groups' blocks
-    (inner*c chunks) into scratch, then each group reduce-scatters its block."""
-    inner, _, groups, columns = _shape(ranks, inner)
+    """Rank r ends with chunks r*c.. reduced, the all-gather's mirror: each group first
+    reduce-scatters, one ring per node's share, the chunks of every rank of the column of each
+    member into its scratch (the fast links carry the full buffer); then each column
+    reduce-scatters those (the slow links carry 1/inner of it)."""
+    inner, outer, groups, columns = _shape(ranks, inner)
     c = chunk_factor
-    block = inner * c
     b = Builder("reduce_scatter_hierarchical", "reduce_scatter", ranks, ranks * c, c, chain=True)
-    for column in columns:
-        ring.reduce_scatter_on(b, column, 0, lambda k: ("i", k * block), lambda k: ("s", 0), block)
     for group in groups:
-        ring.reduce_scatter_on(b, group, 0, lambda k: ("s", k * c), lambda k: ("o", 0), c)
+        for g in range(outer):
+            ring.reduce_scatter_on(
+                b,
+                group,
+                0,
+                lambda k, g=g: ("i", (k + inner * g) * c),
+                lambda k, g=g: ("s", g * c),
+                c,
+            )
+    for column in columns:
+        ring.reduce_scatter_on(b, column, 0, lambda k: ("s", k * c), lambda k: ("o", 0), c)
     return b.build()
