@@ -534,8 +534,16 @@ class ReorderElementwise(ModulePass):
                 raise OpError(ag, str(why)) from None
             if not builder.planned and not builder.partials:
                 if strict:
+                    fused = any(type(u.operation) is dt.FusedOp for u in ag.result.uses)
                     raise OpError(
-                        ag, f"nothing to reorder: no elementwise op consumes {tag_of(ag)!r}"
+                        ag,
+                        f"nothing to reorder: no elementwise op consumes {tag_of(ag)!r}"
+                        + (
+                            " (a dtensor.fused reads it: reorder-elementwise moves gathers "
+                            "below single elementwise ops; run it before fuse-elementwise)"
+                            if fused
+                            else ""
+                        ),
                     )
                 continue
             made = rewrite_region(builder)
