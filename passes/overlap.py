@@ -450,7 +450,8 @@ def plan_matmul_chunks(
 ) -> Plan:
     """The first matmul output dimension that is not split (in the output or an operand), not
     scattered, not cut in some other input (`cut_elsewhere`), and whose every chunk the
-    consumer accepts (`fits` raises InferenceError otherwise)."""
+    consumer accepts (`fits` raises InferenceError otherwise): the outermost, whose chunks are
+    contiguous, even where an inner one would make more (`warn_fewer_chunks` says so)."""
     y = mm.result.type
     assert isinstance(y, DTensorType)
     reasons = []
@@ -1374,10 +1375,24 @@ def warn_fewer_chunks(op: Operation, plan: Plan, requested: int) -> None:
         OpWarning(
             op,
             f"overlap made {len(plan.ranges)} chunks, not the {requested} requested: {what} "
-            f"has {size} elements, cut into blocks of {plan.ranges[0][1] - plan.ranges[0][0]}",
+            f"has {size} elements, cut into blocks of {plan.ranges[0][1] - plan.ranges[0][0]}"
+            f"{_block_reason(size, requested, plan.ranges[0][1] - plan.ranges[0][0])}; overlap "
+            "cuts the outermost dimension it can (contiguous chunks)",
         ),
         stacklevel=2,
     )
+
+
+def _block_reason(size: int, requested: int, block: int) -> str:
+    """Why the blocks are as long as they are, where the dimension is not simply shorter than
+    the count asked for: ceil-div blocks, and their rounding up to aligned starts."""
+    if size <= requested:
+        return ""
+    ceil = -(-size // requested)
+    reason = f" (ceil({size}/{requested}) = {ceil} elements a block"
+    if block != ceil:
+        reason += f", rounded up to {block} so that chunks start {ALIGNMENT_BYTES}-byte aligned"
+    return reason + ")"
 
 
 def chunk_count(op: Operation, default: int) -> int:

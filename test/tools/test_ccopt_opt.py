@@ -95,7 +95,10 @@ def test_overlap_says_when_it_makes_fewer_chunks_than_requested() -> None:
     assert warning == (
         f"{path}:{line}:3: warning: 'coll.all_reduce' op overlap made 4 chunks, not the 99999999 "
         "requested: the chunked dimension 0 of the matmul output has 4 elements, cut into blocks of 1"
+        "; overlap cuts the outermost dimension it can (contiguous chunks)"
     )
+    aligned = ccopt(str(path), "-p", "overlap{chunks=3}")  # (4 rows: ceil-div blocks of 2)
+    assert "has 4 elements, cut into blocks of 2 (ceil(4/3) = 2 elements a block)" in aligned.stderr
     assert "coll.all_reduce" in source and caret == "  ^"
     assert result.stdout.count("sched.execute") == 4
 
