@@ -74,6 +74,12 @@ def run_program(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             f"'{args.program}' is an algorithm: time it with --network NET.yml --system "
             "SYS.json --size BYTES (ASTRA-sim mode), not --machine"
         )
+    if args.program.lower().endswith(".et"):
+        p.error(
+            f"'{args.program}' is a Chakra trace: time an algorithm's trace set with --network "
+            "NET.yml --system SYS.json, or a workload's with --workload PREFIX (ASTRA-sim mode), "
+            "not --machine"
+        )
     check_output_options(p, args)
     source: SourceText | None = None
     try:

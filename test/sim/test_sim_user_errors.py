@@ -304,3 +304,11 @@ def test_an_algorithm_with_machine_is_told_to_use_astra_mode() -> None:
     xml = ROOT / "examples" / "algorithms" / "allreduce_ring_4.xml"
     done = ccopt_sim(xml, "--machine", "dgx-a100")
     assert done.returncode == 2 and "is an algorithm: time it with --network" in done.stderr
+
+
+def test_a_trace_with_machine_is_told_to_use_astra_mode(tmp_path) -> None:
+    """A .et file given with --machine was read as program text: "not UTF-8 text"."""
+    trace = tmp_path / "ring.0.et"
+    trace.write_bytes(b"\x0a\x80\xff")
+    done = ccopt_sim(trace, "--machine", "dgx-a100")
+    assert done.returncode == 2 and "is a Chakra trace: time an algorithm's trace set" in done.stderr
