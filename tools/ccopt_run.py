@@ -193,6 +193,9 @@ def print_comparisons(args: argparse.Namespace, report, stream: TextIO) -> int:
         errors = f"max abs error {c.max_abs_error:.3e}  max rel error {c.max_rel_error:.3e}"
         held = f" (rtol {c.rtol:g})" if args.rtol is None and c.rtol != DEFAULT_RTOL else ""
         print(f"  {c.name:<12} {errors}  {verdict}{held}{note}", file=stream)
+    agree = sum(c.ok for c in report.comparisons)
+    total = len(report.comparisons)
+    print(f"{'PASS' if report.ok else 'FAIL'}: {agree} of {total} outputs agree", file=stream)
     if report.ok:
         return 0
     print("ccopt-run: the pipeline changed the program's results", file=sys.stderr)

@@ -47,7 +47,8 @@ def test_the_option_in_check_pipeline_from_both_the_tool_and_python() -> None:
     pipeline = f"{SPLIT},prof-mark-collectives{{only=reduce_scatter,all_gather}}"
     checked = tool("ccopt-run", "--load-plugin", MARKER, MLP, "--check-pipeline", pipeline)
     assert checked.returncode == 0 and checked.stderr == "", checked.stderr
-    assert checked.stdout.splitlines()[-1].endswith("ok")
+    assert checked.stdout.splitlines()[-2].endswith("ok")
+    assert checked.stdout.splitlines()[-1] == "PASS: 1 of 1 outputs agree"
     script = (
         "import ccopt\n"
         "from ccopt.passes import load_plugin\n"

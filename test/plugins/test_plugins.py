@@ -56,6 +56,7 @@ def test_readme_extending_commands_run_as_written() -> None:
     assert checked.stdout.splitlines()[1:] == [
         "pipeline 'prof-mark-collectives' (rtol by element type, atol scaled):",
         "  result0      max abs error 0.000e+00  max rel error 0.000e+00  ok",
+        "PASS: 1 of 1 outputs agree",
     ]
 
 
