@@ -91,6 +91,9 @@ class Algorithm(StrEnum):
     DIRECT = "direct"
     HALVING_DOUBLING = "halving_doubling"
     HIERARCHICAL = "hierarchical"
+    RECURSIVE_DOUBLING = "recursive_doubling"
+    PAIRWISE = "pairwise"
+    BRUCK = "bruck"
 
 
 @irdl_attr_definition
@@ -771,12 +774,15 @@ class FusedAllReduceOp(NamedBodyOp):
 
 
 ALGORITHM_HINTS: dict[str, tuple[Algorithm, ...]] = {
-    "coll.all_reduce": tuple(Algorithm),
+    "coll.all_reduce": (Algorithm.RING, Algorithm.TREE, Algorithm.DIRECT,
+                        Algorithm.HALVING_DOUBLING, Algorithm.HIERARCHICAL,
+                        Algorithm.RECURSIVE_DOUBLING),
     "coll.reduce_scatter": (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING,
                             Algorithm.HIERARCHICAL),
     "coll.all_gather": (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING,
-                        Algorithm.HIERARCHICAL),
-    "coll.all_to_all": (Algorithm.DIRECT,),
+                        Algorithm.HIERARCHICAL, Algorithm.RECURSIVE_DOUBLING, Algorithm.PAIRWISE,
+                        Algorithm.BRUCK),
+    "coll.all_to_all": (Algorithm.DIRECT, Algorithm.PAIRWISE, Algorithm.BRUCK),
     "coll.broadcast": (Algorithm.RING, Algorithm.TREE, Algorithm.DIRECT),
     "coll.reduce": (Algorithm.RING, Algorithm.TREE, Algorithm.DIRECT),
 }  # fmt: skip

@@ -113,11 +113,15 @@ def reduce_scatter_1d(link: Link, n: float, g: float) -> float:
     return (p - 1) * a + frac * n * b + frac * n * g
 
 
+_LOG_STEPS = ("halving_doubling", "recursive_doubling", "bruck")
+"""All-gathers in ceil(log2 p) steps, doubling what each sends (Bruck's too, by rotation)."""
+
+
 def all_gather_1d(link: Link, n: float) -> float:
     """All-gather producing n bytes (the full per-rank output) on one dimension."""
     p, a, b = link.p, link.alpha, link.beta
     frac = (p - 1) / p
-    if link.algorithm == "halving_doubling":
+    if link.algorithm in _LOG_STEPS:
         return _log2(p) * a + frac * n * b
     if link.algorithm == "direct":
         return a + n / p * _direct_beta(link)
@@ -135,11 +139,16 @@ def all_reduce_1d(link: Link, n: float, g: float) -> float:
         return 2 * (depth + k - 1) * (a + n / k * b) + frac * n * g
     if link.algorithm == "direct":
         return 2 * (a + n / p * _direct_beta(link)) + frac * n * g
+    if link.algorithm == "recursive_doubling":  # every step exchanges and reduces all n bytes
+        return _log2(p) * (a + n * b + n * g)
     return reduce_scatter_1d(link, n, g) + all_gather_1d(link, n)
 
 
 def all_to_all_1d(link: Link, n: float) -> float:
-    """All-to-all of n bytes per rank: pairwise exchange, or all peers at once when direct."""
+    """All-to-all of n bytes per rank: pairwise exchange, all peers at once when direct, or
+    Bruck's log2 p rounds."""
+    if link.algorithm == "bruck":  # log2 p steps, each sending half of the rotated buffer
+        return _log2(link.p) * (link.alpha + n / 2 * link.beta)
     if link.algorithm == "direct" or link.topology == "FullyConnected":
         return link.alpha + n / link.p * _direct_beta(link)
     return (link.p - 1) * (link.alpha + n / link.p * link.beta)

@@ -256,3 +256,17 @@ func.func @f(%g: !dtensor.tensor<8xf32, @dp[P(sum)]>) -> !dtensor.tensor<8xf32, 
 
 def examples_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_every_hint_an_op_takes_is_an_algorithm_of_the_library() -> None:
+    """And the library's all-to-all and all-gather algorithms are hints (an all_to_all could
+    carry only `direct`)."""
+    from ccopt.algorithms import ALIASES, LIBRARY
+    from ccopt.dialects.coll import ALGORITHM_HINTS, COLLECTIVE_NAMES
+
+    for op, hints in ALGORITHM_HINTS.items():
+        library = LIBRARY[COLLECTIVE_NAMES[op]]
+        names = {h.value if h.value in library else ALIASES.get(h.value) for h in hints}
+        assert names <= set(library), (op, names - set(library))
+    all_to_all = {h.value for h in ALGORITHM_HINTS["coll.all_to_all"]}
+    assert all_to_all == set(LIBRARY["alltoall"])

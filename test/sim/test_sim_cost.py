@@ -93,7 +93,9 @@ _LINKS = st.builds(
     st.floats(0.0, 1e4),
     st.floats(1e-5, 1.0),
     st.sampled_from(["Switch", "Ring", "FullyConnected"]),
-    st.sampled_from(["ring", "direct", "halving_doubling", "tree"]),
+    st.sampled_from(
+        ["ring", "direct", "halving_doubling", "tree", "recursive_doubling", "pairwise", "bruck"]
+    ),
 )
 
 
@@ -166,3 +168,20 @@ def test_nic_sharing_and_concurrent_collectives_divide_bandwidth() -> None:
     bw = frontier.network.dims[1].bytes_per_ns()
     assert alone.beta == pytest.approx(2 / bw)  # two GCDs per NIC
     assert shared.beta == pytest.approx(4 / bw)
+
+
+@pytest.mark.parametrize("p", [2, 4, 8, 16])
+def test_log_step_and_pairwise_closed_forms(p: int) -> None:
+    """The hints an op may carry beyond ring, tree, direct and halving-doubling: recursive
+    doubling (all-reduce, all-gather), Bruck (all-gather, all-to-all) and pairwise."""
+    f, k = (p - 1) / p, math.log2(p)
+    rd, bruck, pairwise = (
+        ring(p, algorithm=a) for a in ("recursive_doubling", "bruck", "pairwise")
+    )
+    assert cost.collective_ns("all_reduce", N, [rd], G) == pytest.approx(k * (A + N * B + N * G))
+    for link in (rd, bruck):
+        assert cost.collective_ns("all_gather", N, [link], G) == pytest.approx(k * A + f * N * B)
+    assert cost.collective_ns("all_to_all", N, [bruck], G) == pytest.approx(k * (A + N / 2 * B))
+    assert cost.collective_ns("all_to_all", N, [pairwise], G) == pytest.approx(
+        (p - 1) * (A + N / p * B)
+    )

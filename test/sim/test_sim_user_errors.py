@@ -311,4 +311,6 @@ def test_a_trace_with_machine_is_told_to_use_astra_mode(tmp_path) -> None:
     trace = tmp_path / "ring.0.et"
     trace.write_bytes(b"\x0a\x80\xff")
     done = ccopt_sim(trace, "--machine", "dgx-a100")
-    assert done.returncode == 2 and "is a Chakra trace: time an algorithm's trace set" in done.stderr
+    assert (
+        done.returncode == 2 and "is a Chakra trace: time an algorithm's trace set" in done.stderr
+    )

@@ -143,6 +143,21 @@ func.func @all_to_all(%x: !dtensor.tensor<16x8xf32, @m[R, S(0)]>) -> !dtensor.te
   func.return %y : !dtensor.tensor<16x8xf32, @m[R, S(1)]>
 }
 
+// The library's all-to-all and all-gather algorithms beyond direct, ring and halving-doubling
+// are hints too (lower-collectives runs them).
+// CHECK-LABEL: func.func @library_hints(
+// CHECK-NEXT:  coll.all_to_all %{{.*}} over [tp] dim 1 algorithm bruck :
+// CHECK-NEXT:  coll.all_to_all %{{.*}} over [tp] dim 1 algorithm pairwise :
+// CHECK-NEXT:  coll.all_gather %{{.*}} over [tp] algorithm recursive_doubling :
+// CHECK-NEXT:  coll.all_reduce sum %{{.*}} over [tp] algorithm recursive_doubling :
+func.func @library_hints(%x: !dtensor.tensor<16x8xf32, @m[R, S(0)]>, %p: !dtensor.tensor<16x8xf32, @m[R, P(sum)]>) {
+  %a = coll.all_to_all %x over [tp] dim 1 algorithm bruck : !dtensor.tensor<16x8xf32, @m[R, S(0)]> -> !dtensor.tensor<16x8xf32, @m[R, S(1)]>
+  %b = coll.all_to_all %x over [tp] dim 1 algorithm pairwise : !dtensor.tensor<16x8xf32, @m[R, S(0)]> -> !dtensor.tensor<16x8xf32, @m[R, S(1)]>
+  %c = coll.all_gather %x over [tp] algorithm recursive_doubling : !dtensor.tensor<16x8xf32, @m[R, S(0)]> -> !dtensor.tensor<16x8xf32, @m[R, R]>
+  %d = coll.all_reduce sum %p over [tp] algorithm recursive_doubling : !dtensor.tensor<16x8xf32, @m[R, P(sum)]> -> !dtensor.tensor<16x8xf32, @m[R, R]>
+  func.return
+}
+
 // A composite split re-split over both axes, with options.
 // CHECK-LABEL: func.func @all_to_all_two_axes(
 // CHECK-SAME:  %[[X:.*]]: !dtensor.tensor<16x8xf32, @m[S(0), S(0)]>) -> !dtensor.tensor<16x8xf32, @m[S(1), S(1)]> {

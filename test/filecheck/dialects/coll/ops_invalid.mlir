@@ -381,7 +381,7 @@ func.func @chunks_negative(%x: !dtensor.tensor<8xf32, @t[S(0)]>) {
 // An unknown algorithm name.
 dtensor.mesh @t [tp=4]
 func.func @unknown_algorithm(%x: !dtensor.tensor<8xf32, @t[P(sum)]>) {
-  // CHECK: Expected `ring`, `tree`, `direct`, `halving_doubling`, or `hierarchical`.
+  // CHECK: Expected `ring`, `tree`, `direct`, `halving_doubling`, `hierarchical`, `recursive_doubling`, `pairwise`, or `bruck`.
   %y = coll.all_reduce sum %x over [tp] algorithm butterfly : !dtensor.tensor<8xf32, @t[P(sum)]> -> !dtensor.tensor<8xf32, @t[R]>
   func.return
 }
@@ -392,7 +392,7 @@ func.func @unknown_algorithm(%x: !dtensor.tensor<8xf32, @t[P(sum)]>) {
 // here and was refused by lower-collectives.
 dtensor.mesh @t [tp=4]
 func.func @gather_has_no_tree(%x: !dtensor.tensor<8xf32, @t[S(0)]>) {
-  // CHECK: 'coll.all_gather' op has no tree algorithm (a coll.all_gather takes ring, direct, halving_doubling, hierarchical)
+  // CHECK: 'coll.all_gather' op has no tree algorithm (a coll.all_gather takes ring, direct, halving_doubling, hierarchical, recursive_doubling, pairwise, bruck)
   %y = coll.all_gather %x over [tp] algorithm tree : !dtensor.tensor<8xf32, @t[S(0)]> -> !dtensor.tensor<8xf32, @t[R]>
   func.return
 }
@@ -401,7 +401,7 @@ func.func @gather_has_no_tree(%x: !dtensor.tensor<8xf32, @t[S(0)]>) {
 
 dtensor.mesh @t [tp=4]
 func.func @all_to_all_is_direct(%x: !dtensor.tensor<8x4xf32, @t[S(0)]>) {
-  // CHECK: 'coll.all_to_all' op has no hierarchical algorithm (a coll.all_to_all takes direct)
+  // CHECK: 'coll.all_to_all' op has no hierarchical algorithm (a coll.all_to_all takes direct, pairwise, bruck)
   %y = coll.all_to_all %x over [tp] dim 1 algorithm hierarchical : !dtensor.tensor<8x4xf32, @t[S(0)]> -> !dtensor.tensor<8x4xf32, @t[S(1)]>
   func.return
 }
