@@ -479,3 +479,23 @@ class UserWalk:
     def __iter__(self) -> Iterator[Operation]:
         while self.heap:
             yield heapq.heappop(self.heap)[2]
+
+
+def warn_kernel_level(module: Operation, pass_name: str, acts_on: str) -> None:
+    """Say so, at the first function at the kernel level (`convert-to-kernel` ran: its values
+    are buffers and its collectives NCCL calls), that `pass_name` leaves it as it is: passes
+    that rewrite `acts_on` ran after the lowering did nothing, and said nothing."""
+    import warnings
+
+    from xdsl.dialects import func
+
+    from ccopt.diagnostics import OpWarning
+
+    for f in module.regions[0].blocks[0].ops:
+        if isinstance(f, func.FuncOp) and "kernel.results" in f.attributes:
+            message = (
+                f"is at the kernel level: {pass_name} rewrites {acts_on}; run it before "
+                "convert-to-kernel"
+            )
+            warnings.warn(OpWarning(f, message), stacklevel=3)
+            return

@@ -66,6 +66,7 @@ from ccopt.passes.common import (
     require_tagged,
     set_tag,
     tag_of,
+    warn_kernel_level,
 )
 from ccopt.passes.fusion_groups import (
     SharedBodies,
@@ -314,6 +315,7 @@ class FuseCollective(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "reduce_scatters and the elementwise ops on their slices")
         if self.group:
             self.fuse_tagged(op)
             return

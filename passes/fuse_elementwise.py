@@ -52,6 +52,7 @@ from ccopt.passes.common import (
     require_tagged,
     set_tag,
     tag_of,
+    warn_kernel_level,
 )
 from ccopt.passes.fusion_groups import (
     SharedBodies,
@@ -152,6 +153,7 @@ class FuseElementwise(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "chains of dtensor elementwise ops")
         if self.group:
             self.fuse_tagged(op)
             return

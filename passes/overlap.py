@@ -129,6 +129,7 @@ from ccopt.passes.common import (
     replace_uses,
     require_tagged,
     tag_of,
+    warn_kernel_level,
 )
 from ccopt.passes.fusion_groups import shares_as_copies
 from ccopt.passes.options import option
@@ -1432,6 +1433,7 @@ class Overlap(ModulePass):
             raise ValueError(f"overlap: chunks must be >= 1, got {self.chunks}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "matmuls and the collectives around them")
         require_tagged(op, self.tags, self.name)
         declined: set[Operation] = set()  # gathers into a matmul pipelined with another gather
         rewritten = False

@@ -61,6 +61,7 @@ from ccopt.passes.common import (
     require_tagged,
     set_tag,
     tag_of,
+    warn_kernel_level,
 )
 from ccopt.passes.options import option
 from ccopt.passes.reorder_elementwise import plan_region, rewrite_region
@@ -263,6 +264,7 @@ class PipelineP2P(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "coll.shift ops")
         require_tagged(op, self.tags, self.name, (coll.ShiftOp,))
         shifts = [o for o in op.walk() if isinstance(o, coll.ShiftOp) and is_selected(o, self.tags)]
         order = ProgramOrder()  # one numbering for all shifts: the pass stays linear

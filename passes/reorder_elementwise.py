@@ -70,6 +70,7 @@ from ccopt.passes.common import (
     require_tagged,
     set_tag,
     tag_of,
+    warn_kernel_level,
 )
 from ccopt.passes.options import option
 from ccopt.verifier import forget_verification
@@ -520,6 +521,7 @@ class ReorderElementwise(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "all_gathers and the elementwise ops after them")
         from ccopt.diagnostics import OpError
 
         require_tagged(op, self.tags, self.name, (coll.AllGatherOp,))

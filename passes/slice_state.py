@@ -35,7 +35,13 @@ from ccopt.diagnostics import CcoptError, OpError
 from ccopt.dialects import coll
 from ccopt.dialects import dtensor as dt
 from ccopt.dialects.dtensor import mesh_of
-from ccopt.passes.common import Refusal, erase_op, ops_outside_bodies, replace_uses
+from ccopt.passes.common import (
+    Refusal,
+    erase_op,
+    ops_outside_bodies,
+    replace_uses,
+    warn_kernel_level,
+)
 from ccopt.passes.options import option
 from ccopt.passes.reorder_elementwise import gathered_dim
 
@@ -130,6 +136,7 @@ class SliceState(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "the optimizer state arguments it names")
         called, functions = scan(op)
         warned: set[func.FuncOp] = set()
         for f, updates in functions.items():

@@ -41,6 +41,7 @@ from ccopt.passes.common import (
     release,
     require_tagged,
     rewrite_each,
+    warn_kernel_level,
 )
 from ccopt.passes.options import option
 from ccopt.passes.unchanged import mark_unchanged
@@ -101,6 +102,7 @@ class SlicedNorm(ModulePass):
     )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "dtensor.norm ops")
         require_tagged(op, self.tags, self.name, (dt.NormOp,))
         if not rewrite_each(op, dt.NormOp, SlicedNormPattern(self.tags)):
             mark_unchanged(op)

@@ -39,6 +39,7 @@ from ccopt.passes.common import (
     release,
     require_tagged,
     rewrite_each,
+    warn_kernel_level,
 )
 from ccopt.passes.options import option
 from ccopt.passes.unchanged import mark_unchanged
@@ -147,6 +148,7 @@ class SplitAllReduce(ModulePass):
             raise ValueError(f"split-all-reduce: dim must be >= 0, got {self.dim}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warn_kernel_level(op, self.name, "all_reduce ops")
         require_tagged(op, self.tags, self.name, (coll.AllReduceOp,))
         if not rewrite_each(op, coll.AllReduceOp, SplitPattern(self.dim, self.tags)):
             mark_unchanged(op)
