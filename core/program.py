@@ -104,7 +104,7 @@ def parse_mesh_spec(spec: str) -> dict[str, int]:
     """`dp=2,tp=4` -> {"dp": 2, "tp": 4}."""
     sizes: dict[str, int] = {}
     if not spec.strip():
-        return sizes
+        raise InputError(f"bad mesh '{spec}': expected axis=size pairs like dp=2,tp=4, got none")
     for part in (p.strip() for p in spec.split(",")):
         if not part:
             raise InputError(f"bad mesh '{spec}': an empty axis between commas")

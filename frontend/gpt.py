@@ -726,8 +726,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         mesh = parse_mesh_spec(args.mesh)
     except CcoptError as e:
         parser.error(f"--mesh: {e}")
-    if not mesh:
-        parser.error("--mesh: expected axis=size pairs like dp=2,tp=4, got none")
     try:
         data = _axes_option(args.data, "dp", mesh)
         tensor = _axes_option(args.tensor, "tp", mesh)

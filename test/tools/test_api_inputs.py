@@ -123,6 +123,7 @@ def test_numpy_integers_and_big_seeds_are_seeds() -> None:
         ("dp=²", "bad mesh 'dp=²': expected axis=size pairs like dp=2,tp=4"),
         ("dp=2,,tp=1", "bad mesh 'dp=2,,tp=1': an empty axis between commas"),
         ("dp=2,", "bad mesh 'dp=2,': an empty axis between commas"),
+        ("", "bad mesh '': expected axis=size pairs like dp=2,tp=4, got none"),
         (["dp", 2], "mesh must be 'dp=2,tp=4' or a dict of axis sizes, got list"),
     ],
 )
