@@ -163,7 +163,7 @@ def load_algorithm(path: str):
 
 
 def run_algorithm(args: argparse.Namespace) -> dict[str, object]:
-    from ccopt.dialects.algo import AlgorithmError
+    from ccopt.dialects.algo import TYPE, AlgorithmError, Step
     from ccopt.sim.chakra_algo import simulate_algorithm
     from ccopt.sim.network import load_network
     from ccopt.sim.system import load_system
@@ -174,6 +174,12 @@ def run_algorithm(args: argparse.Namespace) -> dict[str, object]:
     kind = ASTRA_KINDS.get(alg.collective)
     if args.program.endswith(".et") and kind is not None and not args.body_passes:
         return run_traces(args, alg, network, system, kind)
+    if args.body_passes and not any(
+        (tb.steps[:, TYPE] == Step.APPLY).any() for g in alg.gpus for tb in g.tbs
+    ):
+        raise CcoptError(
+            f"{args.program}: --body-passes prices a fused body's fn steps, and {alg.name} has none"
+        )
     size = args.size
     if size is None:  # (a trace set: `main` lets it leave --size out)
         from ccopt.sim.chakra_algo import trace_prefix, trace_set_bytes

@@ -314,3 +314,11 @@ def test_a_trace_with_machine_is_told_to_use_astra_mode(tmp_path) -> None:
     assert (
         done.returncode == 2 and "is a Chakra trace: time an algorithm's trace set" in done.stderr
     )
+
+
+def test_body_passes_on_an_algorithm_without_a_body_are_refused() -> None:
+    """--body-passes prices `fn` steps: on a plain ring it was accepted and did nothing."""
+    done = ccopt_sim(*ALGORITHM, "--body-passes", "7")
+    assert_user_error(
+        done, "--body-passes prices a fused body's fn steps, and allreduce_ring has none"
+    )
