@@ -290,9 +290,10 @@ def write_trace_set(
     return output.paths
 
 
-def _trace_folder(prefix: str) -> Path:
-    """The folder of a trace set, created; a prefix without a file name part (`DIR/`) would
-    write hidden `.0.et` files, and a file standing where a folder must be is named."""
+def _trace_folder(prefix: str) -> list[Path]:
+    """Create the folder of a trace set; the folders created, deepest first (a failed export
+    removes them). A prefix without a file name part (`DIR/`) would write hidden `.0.et` files,
+    and a file standing where a folder must be is named."""
     if Path(prefix).name in ("", ".", "..") or prefix.endswith(("/", os.sep)):
         raise OutputError(
             f"cannot write the trace set '{prefix}': give DIR/PREFIX (files PREFIX.<rank>.et)"
@@ -301,11 +302,12 @@ def _trace_folder(prefix: str) -> Path:
     for above in (folder, *folder.parents):
         if above.exists() and not above.is_dir():
             raise OutputError(f"cannot write the trace set '{prefix}': '{above}' is not a folder")
+    missing = [above for above in (folder, *folder.parents) if not above.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputError(f"cannot create folder '{folder}': {e.strerror or e}") from None
-    return folder
+    return missing
 
 
 class TraceSetOutput:
@@ -314,7 +316,7 @@ class TraceSetOutput:
 
     def __init__(self, prefix: str | Path):
         self.prefix = str(prefix)
-        _trace_folder(self.prefix)
+        self.created = _trace_folder(self.prefix)
         self.staged: list[tuple[Path, Path]] = []
         self.paths: list[Path] = []
 
@@ -346,6 +348,14 @@ class TraceSetOutput:
         for part, _ in self.staged:
             part.unlink(missing_ok=True)
 
+    def remove_created(self) -> None:
+        """Remove the folders this export created (a failed export leaves nothing behind)."""
+        for folder in self.created:
+            try:
+                folder.rmdir()
+            except OSError:
+                return  # (not empty: something else wrote there meanwhile)
+
 
 @contextmanager
 def trace_set_output(prefix: str | Path) -> Iterator[TraceSetOutput]:
@@ -356,6 +366,7 @@ def trace_set_output(prefix: str | Path) -> Iterator[TraceSetOutput]:
         yield output
     except BaseException:
         output.discard()
+        output.remove_created()
         raise
     try:
         output.commit()

@@ -145,6 +145,17 @@ def test_a_failed_export_leaves_no_partial_set(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ring.3.et"]
 
 
+def test_a_failed_export_leaves_no_folder_it_created(tmp_path) -> None:
+    """The folders of DIR/PREFIX are created for the set (a trace set is a folder's worth),
+    and removed again when the export fails."""
+    deep = tmp_path / "a" / "b"
+    done = ccopt(RING8, "-t", "chakra{size=1}", "-o", deep / "ring")
+    assert done.returncode != 0
+    assert list(tmp_path.iterdir()) == []
+    assert ccopt(RING8, "-t", "chakra", "-o", deep / "ring").returncode == 0
+    assert len(list(deep.iterdir())) == 8
+
+
 def test_a_smaller_set_replaces_a_larger_one(tmp_path) -> None:
     """Ranks 4-7 of the old set would be read as part of the new 4-rank set."""
     prefix = tmp_path / "ring"
