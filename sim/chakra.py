@@ -254,10 +254,15 @@ def read_trace_set(prefix: str | Path, ranks: int | None = None) -> list[Trace]:
         paths = [Path(f"{prefix}.{r}.et") for r in range(ranks)]
         present = trace_paths(prefix)
         if 0 < len(present) < ranks:
+            files = (
+                f"1 file ({prefix}.0.et)"
+                if len(present) == 1
+                else f"{len(present)} files (one per rank, {prefix}.0.et to "
+                f"{prefix}.{len(present) - 1}.et)"
+            )
             raise TraceError(
-                f"{prefix}.{len(present)}.et: error: the trace set '{prefix}' has "
-                f"{len(present)} files (one per rank, {prefix}.0.et to "
-                f"{prefix}.{len(present) - 1}.et) and the network {ranks} NPUs"
+                f"{prefix}.{len(present)}.et: error: missing: the trace set '{prefix}' has "
+                f"{files} and the network {ranks} NPUs"
             )
     if not paths:
         raise TraceError(f"{prefix}.0.et: error: no trace files with prefix '{prefix}'")

@@ -106,9 +106,12 @@ def test_missing_files_are_named(tmp_path) -> None:
     write_trace_set(tmp_path / "w", [[], []])
     with pytest.raises(
         TraceError,
-        match=r"w\.2\.et: error: the trace set '.*w' has 2 files .* and the network 3 NPUs",
+        match=r"w\.2\.et: error: missing: the trace set '.*w' has 2 files .* and the network 3 NPUs",
     ):
         read_trace_set(tmp_path / "w", 3)
+    write_trace_set(tmp_path / "one", [[]])
+    with pytest.raises(TraceError, match=r"has 1 file \(.*one\.0\.et\) and the network 2 NPUs"):
+        read_trace_set(tmp_path / "one", 2)
 
 
 def test_shipped_custom_ring_all_reduce_gives_90174(monkeypatch) -> None:
