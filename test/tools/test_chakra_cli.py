@@ -29,13 +29,19 @@ def test_export_then_import_gives_the_same_xml(tmp_path) -> None:
         assert back.stdout == RING8.read_text()
 
 
-def test_simulating_the_xml_equals_simulating_its_traces(tmp_path) -> None:
+def exported_ring(tmp_path: Path) -> tuple[Path, Path]:
+    """RING8's trace set (1 MiB) and a system file naming it as the custom all-reduce."""
     prefix = tmp_path / "ring"
     assert ccopt(RING8, "-t", "chakra", "-o", prefix).returncode == 0
     system = tmp_path / "custom.json"
     system.write_text(
         json.dumps({"local-mem-bw": 50, "all-reduce-implementation-custom": [str(prefix)]})
     )
+    return prefix, system
+
+
+def test_simulating_the_xml_equals_simulating_its_traces(tmp_path) -> None:
+    prefix, system = exported_ring(tmp_path)
     net = ASTRA / "ring_8.yml"
     direct = ccopt_sim(RING8, "--network", net, "--system", system, "--size", "1048576", "--json")
     assert direct.returncode == 0, direct.stderr
@@ -56,12 +62,7 @@ def test_a_trace_set_holds_its_size(tmp_path) -> None:
     is refused (it was required, ignored, and echoed as the size of the 1 MiB time). Named as
     a system's custom collective, a --size it does not move is timed as ASTRA-sim times it,
     with a warning."""
-    prefix = tmp_path / "ring"
-    assert ccopt(RING8, "-t", "chakra", "-o", prefix).returncode == 0
-    system = tmp_path / "custom.json"
-    system.write_text(
-        json.dumps({"local-mem-bw": 50, "all-reduce-implementation-custom": [str(prefix)]})
-    )
+    prefix, system = exported_ring(tmp_path)
     net = ASTRA / "ring_8.yml"
     alone = ccopt_sim(f"{prefix}.0.et", "--network", net, "--system", system, "--json")
     assert alone.returncode == 0, alone.stderr
