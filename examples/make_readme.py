@@ -34,7 +34,7 @@ DESCRIPTIONS = {
     "sgd": "SGD: `w' = w - lr * all_reduce(g)` with per-rank gradients `g: P(sum)`.",
     "adam": "Adam with bias correction; m and v stay sliced under the sliced schedules (1/p memory).",
     "lamb": "LAMB: the trust ratio uses global norms, computed from slices (sum of squares, scalar all-reduce, sqrt); a zero norm goes through a select.",
-    "megatron_row_parallel": "Megatron-LM's row-parallel layer: matmul (partial sums), all-reduce, bias, dropout, residual. The overlap schedule pipelines the matmul with the reduce-scatter in 4 chunks on two streams.",
+    "megatron_row_parallel": "Megatron-LM's row-parallel layer: matmul (partial sums), all-reduce, bias, dropout, residual. The overlap schedule (`overlap{chunks=4}`) pipelines the matmul with the reduce-scatter in chunks on two streams: 3 here, the ceil-div blocks of the 6 columns it cuts (2 each; overlap warns that it made fewer than asked).",
     "pipeline_boundary": "A pipeline stage boundary in tensor-parallel groups: only a 1/tp slice crosses the boundary after the schedule.",
     "fusion_legality": "CoCoNeT's fusion-legality program: {w1, g1} and {o1, w1, g1} fuse into one collective; {o1, g1} is refused (not convex).",
     "megatron_mlp": "A Megatron MLP block on a 2x4 (dp x tp) mesh: column-parallel FC1, GELU, row-parallel FC2.",
