@@ -39,13 +39,6 @@ FP32 = 4
 # --- device memory: the one figure the machine presets do not carry ------------------------------
 # Per-GPU HBM capacity by preset (vendor datasheets): Perlmutter's standard GPU nodes carry the
 # 40 GB A100, Frontier's GCD 64 GB (half an MI250X), DGX A100 / H100 80 GB, DGX-2 V100 32 GB.
-DEVICE_MEMORY_BYTES = {
-    "perlmutter": 40e9,
-    "frontier": 64e9,
-    "dgx-a100": 80e9,
-    "dgx-h100": 80e9,
-    "dgx2-v100": 32e9,
-}
 MEMORY_RESERVE = 0.1
 """Fraction of device memory left for the allocator, NCCL buffers and the runtime context."""
 
@@ -59,7 +52,7 @@ def machine_for(name: str, gpus: int) -> Machine:
 
 
 def usable_memory(machine: Machine) -> float:
-    return DEVICE_MEMORY_BYTES[machine.name] * (1 - MEMORY_RESERVE)
+    return machine.gpu.memory_bytes * (1 - MEMORY_RESERVE)  # (the presets' `memory-gb`)
 
 
 # --- collectives ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ gpu:
   peak-tflops: {f16: 312, bf16: 312, tf32: 156, f32: 19.5}  # dense, per GPU, by element type
                                                   # (tf32: f32 gemms allowed tensor cores)
   hbm-tbps: 2.0                                   # device memory bandwidth (TB/s, 1e12)
+  memory-gb: 80                                   # device memory (GB, 1e9; optional)
   launch-overhead-ns: 3000                        # host time to issue one kernel or NCCL call
   collective-sm-share: 0.15                       # share of SMs a running collective takes
   matmul-efficiency: [[64, 0.04], [8192, 0.8]]    # [geometric mean of m, n, k; share of peak]
@@ -44,7 +45,7 @@ ALGORITHMS = ("ring", "tree", "direct", "halving_doubling", "hierarchical")
 KNOWN_KEYS = {"name", "description", "network", "gpu", "nic-sharing", "collective-algorithm",
               "mesh-axes", "grow-outermost"}  # fmt: skip
 GPU_KEYS = {"name", "peak-tflops", "hbm-tbps", "launch-overhead-ns", "collective-sm-share",
-            "matmul-efficiency", "misaligned-matmul"}  # fmt: skip
+            "matmul-efficiency", "misaligned-matmul", "memory-gb"}  # fmt: skip
 ELEMENT_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "i1", "i8", "i32", "i64")
 
 
@@ -71,6 +72,7 @@ class Gpu:
     collective_sm_share: float
     matmul_efficiency: tuple[tuple[float, float], ...]  # (geometric-mean dimension, share)
     misaligned_share: Mapping[str, float] = field(default_factory=dict)  # element type -> share
+    memory_bytes: float = 0.0  # device memory (0: not given)
 
     def peak(self, element: str) -> float:
         """Peak FLOP/s for an element type; integer and unknown types run at the f32 rate, and
@@ -368,7 +370,18 @@ def _gpu(gpu: Any, source: str) -> Gpu:
         collective_sm_share=_number(gpu, "collective-sm-share", source, 0.0, 0.95),
         matmul_efficiency=_efficiency_table(gpu.get("matmul-efficiency"), source),
         misaligned_share=_shares(gpu.get("misaligned-matmul", {}), source),
+        memory_bytes=_memory(gpu, source),
     )
+
+
+def _memory(gpu: dict, source: str) -> float:
+    """Device memory in bytes from `memory-gb` (GB = 1e9, as datasheets give it); 0 without."""
+    if "memory-gb" not in gpu:
+        return 0.0
+    gb = gpu["memory-gb"]
+    if isinstance(gb, bool) or not isinstance(gb, int | float) or not 0 < gb < float("inf"):
+        raise MachineError(source, f"key 'gpu.memory-gb': a positive number, got {gb!r}")
+    return float(gb) * 1e9
 
 
 def _shares(shares: Any, source: str) -> dict[str, float]:

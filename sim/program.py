@@ -18,6 +18,7 @@ The engine is a discrete-event loop over task completions (a heap), linear in ta
 from __future__ import annotations
 
 import heapq
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -534,6 +535,7 @@ def simulate_module(
             f"a full simulation of {mesh.rank_count} ranks is refused (at most {FULL_LIMIT}); "
             "the symmetric one (without --full) simulates one rank per class of alike ranks"
         )
+    warn_memory(graph, types, mesh, machine)
     classes, _ = rank_classes(types, mesh, symmetric)
     if progress is not None:
         progress(
@@ -543,6 +545,45 @@ def simulate_module(
     engine.run()
     engine.check_finished()
     return _report(engine, machine, mesh)
+
+
+def warn_memory(graph: TaskGraph, types: list[DTensorType], mesh: Mesh, machine: Machine) -> None:
+    """Say so where one value's block on a rank is larger than the GPU's memory (`memory-gb`):
+    such a step cannot run, and its time was predicted without a word (`ccopt-run` refuses
+    such a program for the host's memory)."""
+    import warnings
+
+    from ccopt.diagnostics import OpWarning
+    from ccopt.dialects.kernel import element_bytes
+    from ccopt.sim.work import tensor_type
+
+    capacity = machine.gpu.memory_bytes
+    if capacity <= 0 or not types:
+        return
+    first = tuple(0 for _ in mesh.axis_sizes)  # (rank 0 holds the largest ceil-div blocks)
+
+    def block_bytes(t: DTensorType) -> int:
+        return math.prod(t.local_shape(mesh, first)) * element_bytes(t)
+
+    largest = max(types, key=block_bytes)
+    size = block_bytes(largest)
+    if size <= capacity:
+        return
+    layout = (largest.get_shape(), largest.split_dims())
+    for task in graph.tasks:
+        for v in (*task.op.results, *task.op.operands):
+            t = tensor_type(v)
+            if t is not None and (t.get_shape(), t.split_dims()) == layout:
+                warnings.warn(
+                    OpWarning(
+                        task.op,
+                        f"a value of {size / 2**30:,.1f} GiB per rank ({t.summary()}) is larger "
+                        f"than the GPU's {capacity / 1e9:g} GB ({machine.gpu.name}): the step "
+                        "cannot run as it is, and its time assumes it fits",
+                    ),
+                    stacklevel=3,
+                )
+                return
 
 
 def _warn_open(op: Operation) -> None:

@@ -157,3 +157,15 @@ def test_calibration_from_measured_matmuls() -> None:
     )
     assert table[-1] == [8192.0, pytest.approx(0.7988, abs=1e-4)]
     assert table[0][0] == pytest.approx(1024.0)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "true", "big", ".inf"])
+def test_a_bad_memory_size_is_named(tmp_path: Path, value: str) -> None:
+    text = GOOD.replace("  hbm-tbps: 1.0\n", f"  hbm-tbps: 1.0\n  memory-gb: {value}\n")
+    with pytest.raises(CcoptError, match="key 'gpu.memory-gb': a positive number"):
+        load_machine(write(tmp_path, text))
+
+
+def test_presets_give_their_memory(tmp_path: Path) -> None:
+    assert load_machine("dgx2-v100").gpu.memory_bytes == 32e9
+    assert load_machine(write(tmp_path, GOOD)).gpu.memory_bytes == 0.0  # (optional)

@@ -506,3 +506,23 @@ def test_rank_classes_of_even_splits_are_those_of_every_coordinate(
     classes, per_axis = rank_classes(types, mesh)
     assert per_axis == _classes_per_coordinate(types, mesh)
     assert sum(c.ranks for c in classes) == mesh.rank_count
+
+
+def test_a_value_larger_than_the_gpus_memory_is_said() -> None:
+    """A 400 TB all-reduce was timed without a word (ccopt-run refuses it for the host)."""
+    from ccopt.diagnostics import OpWarning
+
+    huge = """
+dtensor.mesh @m [tp=8]
+func.func @f(%x: !dtensor.tensor<99999999999999xf32, @m[P(sum)]>) -> !dtensor.tensor<99999999999999xf32, @m[R]> {
+  %r = coll.all_reduce sum %x over [tp] : !dtensor.tensor<99999999999999xf32, @m[P(sum)]> -> !dtensor.tensor<99999999999999xf32, @m[R]>
+  func.return %r : !dtensor.tensor<99999999999999xf32, @m[R]>
+}
+"""
+    with pytest.warns(OpWarning, match="larger than the GPU's 80 GB \\(A100 SXM 80 GB\\)"):
+        ccopt.simulate(huge, "dgx-a100")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ccopt.simulate(row_parallel(8192, 3072, 12288), "dgx-a100")
