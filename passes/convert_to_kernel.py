@@ -49,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
     Float32Type,
     FunctionType,
     LocationAttr,
@@ -1335,6 +1337,9 @@ def lower_function(
         f.sym_name.data, FunctionType.from_lists(list(block.arg_types), []), Region(block)
     )
     lowered.location = f.location
+    if f.arg_attrs is not None:  # (`{ccopt.positive}`: the runner's inputs at either level)
+        empty = DictionaryAttr({})
+        lowered.arg_attrs = ArrayAttr([*f.arg_attrs.data, *(empty for _ in outputs)])
     lowered.attributes[RESULTS_ATTR] = i64_attr(len(outputs))
     lowered.attributes[UPDATED_ATTR] = i64_array(updated)
     if f.sym_visibility is not None:

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -70,7 +70,8 @@ def header_text(dirs: Sequence[str]) -> str:
 def cache_root() -> Path:
     """Where built modules and CPU-harness libraries are cached: $CCOPT_CACHE, else
     ~/.cache/ccopt."""
-    root = Path(os.environ.get("CCOPT_CACHE", Path.home() / ".cache" / "ccopt"))
+    given = os.environ.get("CCOPT_CACHE", "")  # (empty: unset, as a shell's `VAR=` means)
+    root = Path(given).expanduser() if given else Path.home() / ".cache" / "ccopt"
     try:
         if root.exists() and not root.is_dir():
             raise NotADirectoryError(20, "it is not a folder")
@@ -82,6 +83,32 @@ def cache_root() -> Path:
             f"cannot use the build cache '{root}' ($CCOPT_CACHE): {e.strerror or e}"
         ) from None
     return root
+
+
+def build_once(directory: Path, target: Path, make: Callable[[Path], Path]) -> Path:
+    """`target` (in `directory`), built by `make` unless it exists: `make(work)` builds in a
+    private work folder and returns the file it built, which replaces `target` at once. The
+    folder's lock makes concurrent builds of one key (every rank of a job importing the same
+    module) wait for the first instead of writing the same intermediate files; the work folder
+    keeps builds of other keys apart (a shared `cache_dir` mixed their objects)."""
+    import fcntl
+    import tempfile
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = open(directory / ".lock", "a")  # noqa: SIM115  (held until the build ends)
+    except OSError as e:
+        raise CcoptError(f"cannot build in '{directory}': {e.strerror or e}") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists():
+            return target
+        work = Path(tempfile.mkdtemp(prefix=".build-", dir=directory))
+        try:
+            os.replace(make(work), target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return target
 
 
 def write_harness(directory: Path, source: str, driver: str, header: str, macro: str) -> Path:
@@ -104,7 +131,8 @@ def run(command: Sequence[str], what: str) -> None:
 def compile_module(
     source: str, binding: str, module_name: str, archs: Sequence[str], directory: Path
 ) -> Path:
-    """nvcc -c the program, compile the binding, link both with NCCL, cuBLAS and the CUDA runtime."""
+    """nvcc -c the program, compile the binding, link both with NCCL, cuBLAS and the CUDA
+    runtime, all in `directory` (a work folder of `build_once`); returns the linked module."""
     import pybind11
 
     nccl_include, nccl_lib = nvidia_dirs("nccl")
@@ -156,8 +184,7 @@ def compile_module(
         ],
         "the binding's compiler",
     )
-    target = directory / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    partial = directory / f".{target.name}.partial"
+    partial = directory / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     rpath = ":".join(str(p) for p in (nccl_lib, blas_lib, cuda_lib))
     run(
         [
@@ -177,8 +204,7 @@ def compile_module(
         ],
         "the link",
     )
-    os.replace(partial, target)
-    return target
+    return partial
 
 
 def import_module(path: Path, module_name: str) -> ModuleType:
@@ -186,8 +212,8 @@ def import_module(path: Path, module_name: str) -> ModuleType:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
     try:
+        module = importlib.util.module_from_spec(spec)  # (an extension loads here)
         spec.loader.exec_module(module)
     except ImportError as e:
         raise CcoptError(f"the built module {path} does not import: {e}") from None
@@ -228,10 +254,13 @@ def build(
     module_name = f"ccopt_{name}_{key}"
     binding = emit_binding(module, name, module_name)
     directory = Path(cache_dir) if cache_dir is not None else cache_root() / f"module-{key}"
-    directory.mkdir(parents=True, exist_ok=True)
     target = directory / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     if not target.exists():
-        compile_module(source, binding, module_name, archs, directory)
+        build_once(
+            directory,
+            target,
+            lambda work: compile_module(source, binding, module_name, archs, work),
+        )
     return import_module(target, module_name)
 
 
@@ -294,6 +323,8 @@ def check_build_options(cache_dir: str | os.PathLike[str] | None, nccl_max_ctas:
 
     if not is_number(nccl_max_ctas) or nccl_max_ctas < 0:  # type: ignore[operator]
         raise CcoptError(f"nccl_max_ctas must be an integer >= 0, got {nccl_max_ctas!r}")
+    if cache_dir is not None and not isinstance(cache_dir, str | os.PathLike):
+        raise CcoptError(f"cache_dir is a folder's path, got {type(cache_dir).__name__}")
     if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
         raise CcoptError(f"cache_dir '{os.fspath(cache_dir)}' is a file, not a directory")
 

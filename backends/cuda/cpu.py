@@ -8,7 +8,6 @@ the same per-rank inputs as the reference interpreter, so the two can be compare
 from __future__ import annotations
 
 import ctypes
-import os
 import subprocess
 from collections.abc import Mapping
 from importlib import resources
@@ -20,7 +19,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from ccopt.backends.cuda.blocks import block_table, environment, failed_ranks
-from ccopt.backends.cuda.build import cache_root, header_text, import_module, write_harness
+from ccopt.backends.cuda.build import (
+    build_once,
+    cache_root,
+    header_text,
+    import_module,
+    write_harness,
+)
 from ccopt.diagnostics import CcoptError
 from ccopt.files import write_atomic
 
@@ -54,18 +59,27 @@ def compile_host(
     )
     if library.exists():
         return library
+    return build_once(
+        directory, library, lambda work: _compile_host(work, source, prefix, binding, library.name)
+    )
+
+
+def _compile_host(work: Path, source: str, prefix: str, binding: str | None, name: str) -> Path:
+    """g++ of the program with the host driver (and the binding) in `work`; the library."""
+    import sysconfig
+
     driver = write_harness(
-        directory, source, "driver.cpp", "ccopt_host_driver.h", f"CCOPT_HOST_DRIVER({prefix})"
+        work, source, "driver.cpp", "ccopt_host_driver.h", f"CCOPT_HOST_DRIVER({prefix})"
     )
     sources = [str(driver)]
     python: list[str] = []
     if binding is not None:
         import pybind11
 
-        write_atomic(directory / "binding.cpp", binding)
-        sources.append(str(directory / "binding.cpp"))
+        write_atomic(work / "binding.cpp", binding)
+        sources.append(str(work / "binding.cpp"))
         python = [f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}"]
-    partial = directory / f".{library.name}.partial"
+    partial = work / name
     command = [
         "g++",
         *HOST_FLAGS,
@@ -81,8 +95,7 @@ def compile_host(
         raise CcoptError(
             f"the CPU harness build failed:\n{' '.join(command)}\n{result.stderr[-4000:]}"
         )
-    os.replace(partial, library)
-    return library
+    return partial
 
 
 def build_on_host(module: ModuleOp, entry: str | None = None) -> ModuleType:

@@ -59,14 +59,7 @@ def include_dirs() -> list[str]:
 def compile_shared_gpu(source: str, prefix: str, archs: Sequence[str] = ARCHS) -> Path:
     """The shared library of the program `source` (emitted with `prefix`) with the shared-GPU
     driver, built by nvcc (cached by content hash like `ccopt.build`'s modules)."""
-    from ccopt.backends.cuda.build import (
-        cache_root,
-        cuda_home,
-        header_text,
-        nvidia_dirs,
-        run,
-        write_harness,
-    )
+    from ccopt.backends.cuda.build import build_once, cache_root, header_text
     from ccopt.backends.cuda.emit import content_hash
 
     key = content_hash(source, prefix, " ".join(archs), header_text(include_dirs()))
@@ -74,11 +67,22 @@ def compile_shared_gpu(source: str, prefix: str, archs: Sequence[str] = ARCHS) -
     library = directory / f"lib{prefix}_shared_gpu.so"
     if library.exists():
         return library
+
+    def make(work: Path) -> Path:
+        return _compile(work, source, prefix, archs, library.name)
+
+    return build_once(directory, library, make)
+
+
+def _compile(work: Path, source: str, prefix: str, archs: Sequence[str], name: str) -> Path:
+    """nvcc of the program with the shared-GPU driver in `work`; the library."""
+    from ccopt.backends.cuda.build import cuda_home, nvidia_dirs, run, write_harness
+
     driver = write_harness(
-        directory, source, "driver.cu", "shared_gpu_driver.h", f"CCOPT_SHARED_GPU_DRIVER({prefix})"
+        work, source, "driver.cu", "shared_gpu_driver.h", f"CCOPT_SHARED_GPU_DRIVER({prefix})"
     )
     blas_include, blas_lib = nvidia_dirs("cu13")
-    partial = directory / f".{library.name}.partial"
+    partial = work / name
     run(
         [
             "nvcc",
@@ -100,8 +104,7 @@ def compile_shared_gpu(source: str, prefix: str, archs: Sequence[str] = ARCHS) -
         ],
         "nvcc (shared-GPU harness)",
     )
-    os.replace(partial, library)
-    return library
+    return partial
 
 
 def run_library(

@@ -129,7 +129,10 @@ def test_heads_must_split_evenly() -> None:
         (["--mesh", "dp=2,tp"], "error: --mesh: bad mesh 'dp=2,tp': expected axis=size pairs"),
         (["--mesh", "dp=2,,tp=2"], "error: --mesh: bad mesh 'dp=2,,tp=2': an empty axis"),
         (["--data", "dp,,tp"], "error: --data/--tensor: an empty axis in 'dp,,tp'"),
-        (["--mesh", ""], "error: --mesh: bad mesh '': expected axis=size pairs like dp=2,tp=4, got none"),
+        (
+            ["--mesh", ""],
+            "error: --mesh: bad mesh '': expected axis=size pairs like dp=2,tp=4, got none",
+        ),
         (["--dtype", "i32"], "argument --dtype: invalid choice: 'i32'"),
         (["--data", "zz"], "error: --data/--tensor: no mesh axis zz (axes: dp, tp)"),
         (["--data", "dp", "--tensor", "dp"], "error: --data/--tensor: dp named in both"),

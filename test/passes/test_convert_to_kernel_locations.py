@@ -60,3 +60,19 @@ def test_an_error_found_after_lowering_names_the_op_it_lowered() -> None:
     checked_pipeline("inline,convert-to-kernel,plan-memory").apply(ctx, module)
     gemm = next(op for op in module.walk() if isinstance(op, kernel.GemmOp))
     assert f"megatron_mlp.mlir:{line}:3: error: 'kernel.gemm' op" in OpError(gemm, "x").render()
+
+
+def test_argument_attributes_survive_lowering() -> None:
+    """Adam's `v` and `t` are `{ccopt.positive}`: convert-to-kernel dropped the attribute, and a
+    kernel-level Adam then ran on negative second moments (1765 of w's elements NaN)."""
+    import numpy as np
+
+    import ccopt
+    from ccopt.passes.pipeline import apply_pipeline
+    from ccopt.program import load_program
+
+    adam = Path(__file__).resolve().parents[2] / "examples" / "adam.mlir"
+    lowered = apply_pipeline(load_program(adam), "convert-to-kernel,plan-memory")
+    assert str(lowered).count("ccopt.positive") == str(load_program(adam)).count("ccopt.positive")
+    outputs = ccopt.run(lowered).outputs
+    assert not any(np.isnan(v).any() for v in outputs.values())
