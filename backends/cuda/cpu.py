@@ -186,11 +186,36 @@ def run_on_host(
         ctypes.c_char_p,
         ctypes.c_long,
     ]
+    check_host_options(schedule, fault, len(per_arg[0]) if per_arg else 1)
     with environment(CCOPT_HOST_SCHEDULE=schedule, CCOPT_HOST_FAULT=fault):
         failed = library.ccopt_host_run(pointers, sizes, int(sync), timeout_s, report, len(report))
     if failed:
         raise HostRunError(f.sym_name.data, failed_ranks(report.value))
     return written_blocks(f, per_arg)
+
+
+FAULT_KINDS = ("error", "async", "die")
+
+
+def check_host_options(schedule: object, fault: object, ranks: int) -> None:
+    """`schedule` is low or high; `fault` is RANK:CALL:KIND with a rank of the run (the harness
+    ignores a plan it cannot read, so a fault test with a typo passed without a fault)."""
+    if schedule not in ("low", "high"):
+        raise CcoptError(f"schedule is 'low' or 'high' (stream order), got {schedule!r}")
+    if fault is None:
+        return
+    parts = fault.split(":") if isinstance(fault, str) else []
+    if (
+        len(parts) != 3
+        or not parts[0].isdecimal()
+        or not parts[1].isdecimal()
+        or parts[2] not in FAULT_KINDS
+    ):
+        raise CcoptError(
+            f"fault is 'RANK:CALL:KIND' (KIND: {', '.join(FAULT_KINDS)}), got {fault!r}"
+        )
+    if int(parts[0]) >= ranks:
+        raise CcoptError(f"fault names rank {parts[0]}, but the run has {ranks} ranks")
 
 
 def caller_blocks(
@@ -216,6 +241,12 @@ def caller_blocks(
     if missing:
         raise CcoptError(
             f"missing input for argument '{missing[0]}' of @{f.sym_name.data} "
+            f"(arguments: {', '.join(names)})"
+        )
+    extra = [n for n in inputs if n not in names]
+    if extra:  # (as ccopt.run refuses one: a misspelled name would run on nothing of it)
+        raise CcoptError(
+            f"input '{extra[0]}' is not an argument of @{f.sym_name.data} "
             f"(arguments: {', '.join(names)})"
         )
     per_arg: list[list[np.ndarray]] = []

@@ -204,3 +204,29 @@ def test_a_program_above_the_kernel_level_is_lowered_as_the_build_lowers_it() ->
     reference = ccopt.run(module, seed=4)
     assert agrees(run_on_host(module, reference.inputs), reference)
     assert str(module) == before
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"fault": "x:y:z"},
+            "fault is 'RANK:CALL:KIND' \\(KIND: error, async, die\\), got 'x:y:z'",
+        ),
+        ({"fault": "1:2"}, "fault is 'RANK:CALL:KIND'"),
+        ({"fault": "9:2:error"}, "fault names rank 9, but the run has 3 ranks"),
+        ({"schedule": "HIGH"}, "schedule is 'low' or 'high' \\(stream order\\), got 'HIGH'"),
+        ({"extra": True}, "input 'zz' is not an argument of @"),
+    ],
+)
+def test_options_the_harness_would_ignore_are_refused(overlapped, options, message) -> None:  # noqa: ANN001
+    """A fault plan the harness cannot read ran without a fault (a fault test passed without
+    one), any schedule ran as 'low', and an input no argument takes was dropped."""
+    from ccopt.diagnostics import CcoptError
+
+    module, reference = overlapped
+    inputs = dict(reference.inputs)
+    if options.pop("extra", False):
+        inputs["zz"] = next(iter(inputs.values()))
+    with pytest.raises(CcoptError, match=message):
+        run_on_host(module, inputs, timeout_s=1.0, **options)
