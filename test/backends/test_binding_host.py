@@ -268,3 +268,60 @@ def test_an_nccl_failure_raises_on_every_rank_and_later_runs_refuse(
         assert first.startswith(f"rank {rank}: ncclAllReduce on communicator dp"), first
         assert again.startswith(f"rank {rank}: the communicators were aborted"), again
     assert "unhandled system error" in results[1][0]
+
+
+def test_arguments_of_the_wrong_kind_are_named(sgd, uid: bytes) -> None:  # noqa: ANN001
+    """A list, a string for sync=, a device name, a wrong shape: each was pybind11's
+    "Unable to cast" or an AttributeError, or named no shapes. Explicit C-contiguous strides
+    (the interface allows them) are taken."""
+    built, lib, reference, inputs = sgd
+    with pytest.raises(
+        TypeError, match="device is a CUDA device index \\(int\\) or None, got 'cuda:0'"
+    ):
+        built.Program(0, WORLD, uid, device="cuda:0", timeout_s=10.0)
+
+    def rank_main(rank: int) -> list[str]:
+        program = built.Program(rank, WORLD, uid, device=rank, timeout_s=10.0)
+        caller = lib.ccopt_host_stream()
+        g, w, lr = (DeviceArray(lib, b, rank, caller) for b in blocks(inputs, rank))
+        strided = type(
+            "Strided",
+            (),
+            {
+                "__cuda_array_interface__": {
+                    **w.__cuda_array_interface__,
+                    "strides": tuple(w.value.strides),
+                }
+            },
+        )()
+        shapes = w.value.shape
+        short = type(
+            "Short",
+            (),
+            {"__cuda_array_interface__": {**w.__cuda_array_interface__, "shape": (1,)}},
+        )()
+        errors = []
+        for args, options, error in [
+            ((g, [1.0, 2.0], lr), {}, TypeError),
+            ((g, w, lr), {"sync": "no"}, TypeError),
+            ((g, w, lr), {"stream": "abc"}, TypeError),
+            ((g, short, lr), {}, ValueError),
+        ]:
+            with pytest.raises(error) as e:
+                program.run(*args, **{"stream": caller, **options})
+            errors.append(str(e.value))
+        program.run(g, strided, lr, stream=caller, sync=True)
+        program.close()
+        return [*errors, str(shapes)]
+
+    for rank, errors in enumerate(on_every_rank(rank_main)):
+        assert isinstance(errors, list), errors
+        assert errors[0] == (
+            "argument 1 (w) is not a CUDA tensor (DLPack: PyTorch, CuPy, JAX; or "
+            "__cuda_array_interface__), got list"
+        )
+        assert errors[1] == "sync is True or False, got 'no'"
+        assert errors[2].startswith("stream is None, a stream handle (int) or a stream object")
+        assert (
+            errors[3] == f"argument 1 (w) has the local shape (1,), rank {rank} holds {errors[4]}"
+        )
