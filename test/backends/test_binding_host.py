@@ -300,12 +300,23 @@ def test_arguments_of_the_wrong_kind_are_named(sgd, uid: bytes) -> None:  # noqa
             (),
             {"__cuda_array_interface__": {**w.__cuda_array_interface__, "shape": (1,)}},
         )()
+        read_only = type(
+            "ReadOnly",
+            (),
+            {
+                "__cuda_array_interface__": {
+                    **w.__cuda_array_interface__,
+                    "data": (w.pointer, True),
+                }
+            },
+        )()
         errors = []
         for args, options, error in [
             ((g, [1.0, 2.0], lr), {}, TypeError),
             ((g, w, lr), {"sync": "no"}, TypeError),
             ((g, w, lr), {"stream": "abc"}, TypeError),
             ((g, short, lr), {}, ValueError),
+            ((g, read_only, lr), {}, ValueError),
         ]:
             with pytest.raises(error) as e:
                 program.run(*args, **{"stream": caller, **options})
@@ -323,5 +334,9 @@ def test_arguments_of_the_wrong_kind_are_named(sgd, uid: bytes) -> None:  # noqa
         assert errors[1] == "sync is True or False, got 'no'"
         assert errors[2].startswith("stream is None, a stream handle (int) or a stream object")
         assert (
-            errors[3] == f"argument 1 (w) has the local shape (1,), rank {rank} holds {errors[4]}"
+            errors[3] == f"argument 1 (w) has the local shape (1,), rank {rank} holds {errors[5]}"
+        )
+        assert errors[4] == (
+            "argument 1 (w) is read-only (its __cuda_array_interface__ says so), but the "
+            "program writes it"
         )
