@@ -250,7 +250,8 @@ def build(
         run_pipeline(module, pipeline)
     name = lower(module, entry, inline)
     source = emit_cuda(module, name, nccl_max_ctas)
-    key = content_hash(source, " ".join(archs), _toolchain())
+    # (the binding too: a module built from an older binding was found by the same key)
+    key = content_hash(source, emit_binding(module, name, "_"), " ".join(archs), _toolchain())
     module_name = f"ccopt_{name}_{key}"
     binding = emit_binding(module, name, module_name)
     directory = Path(cache_dir) if cache_dir is not None else cache_root() / f"module-{key}"
