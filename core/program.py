@@ -21,6 +21,7 @@ from ccopt.files import is_stdin, read_text
 from ccopt.mesh import MAX_RANKS, Mesh
 
 if TYPE_CHECKING:
+    import numpy as np
     from xdsl.context import Context
     from xdsl.ir import BlockArgument
 
@@ -232,3 +233,30 @@ def argument_tensor(arg: BlockArgument) -> DTensorType | None:
     if isinstance(t, BufferType):
         return t.tensor
     return t if isinstance(t, DTensorType) else None
+
+
+def cast_input(name: str, value: np.ndarray, dtype: np.dtype, t: DTensorType) -> np.ndarray:
+    """`value` in the argument's element type. A value the type cannot hold is refused: numpy
+    would wrap an integer around (2**40 as i32 is 0) and turn a finite float into inf (1e300 as
+    f32), and the run would go on with numbers nobody gave it."""
+    import numpy as np
+
+    if value.dtype.kind in "iu" and dtype.kind in "iu" and value.size:
+        info = np.iinfo(dtype)
+        for extreme in (int(value.min()), int(value.max())):
+            if not info.min <= extreme <= info.max:
+                raise InputError(
+                    f"input '{name}' holds {extreme}, outside the range of {dtype} "
+                    f"[{info.min}, {info.max}] ({t})"
+                )
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = value.astype(dtype)
+    if value.dtype.kind == "f" and value.size:
+        overflowed = np.isfinite(value) & ~np.isfinite(cast)
+        if overflowed.any():
+            index = tuple(int(i) for i in np.argwhere(overflowed)[0])
+            raise InputError(
+                f"input '{name}' holds {value[index].item()!r} at {list(index)}, beyond the largest "
+                f"finite {dtype} ({t})"
+            )
+    return cast

@@ -33,6 +33,7 @@ from ccopt.program import (
     argument_names,
     argument_tensor,
     bind_mesh,
+    cast_input,
     check_pipeline_text,
     find_entry,
     input_arguments,
@@ -255,31 +256,6 @@ def input_array(name: str, value: object, t: DTensorType) -> np.ndarray:
         return np.asarray(value)
     except (ValueError, TypeError) as e:
         raise InputError(f"input '{name}' is not an array for {t}: {e}") from None
-
-
-def cast_input(name: str, value: np.ndarray, dtype: np.dtype, t: DTensorType) -> np.ndarray:
-    """`value` in the argument's element type. A value the type cannot hold is refused: numpy
-    would wrap an integer around (2**40 as i32 is 0) and turn a finite float into inf (1e300 as
-    f32), and the run would go on with numbers nobody gave it."""
-    if value.dtype.kind in "iu" and dtype.kind in "iu" and value.size:
-        info = np.iinfo(dtype)
-        for extreme in (int(value.min()), int(value.max())):
-            if not info.min <= extreme <= info.max:
-                raise InputError(
-                    f"input '{name}' holds {extreme}, outside the range of {dtype} "
-                    f"[{info.min}, {info.max}] ({t})"
-                )
-    with np.errstate(over="ignore", invalid="ignore"):
-        cast = value.astype(dtype)
-    if value.dtype.kind == "f" and value.size:
-        overflowed = np.isfinite(value) & ~np.isfinite(cast)
-        if overflowed.any():
-            index = tuple(int(i) for i in np.argwhere(overflowed)[0])
-            raise InputError(
-                f"input '{name}' holds {value[index].item()!r} at {list(index)}, beyond the largest "
-                f"finite {dtype} ({t})"
-            )
-    return cast
 
 
 def check_options(

@@ -230,7 +230,13 @@ def caller_blocks(
         numpy_dtype,
         same_kind,
     )
-    from ccopt.program import argument_names, argument_tensor, input_arguments, module_meshes
+    from ccopt.program import (
+        argument_names,
+        argument_tensor,
+        cast_input,
+        input_arguments,
+        module_meshes,
+    )
 
     (mesh,) = module_meshes(module).values()
     args = input_arguments(f)
@@ -255,6 +261,7 @@ def caller_blocks(
         value, want = np.asarray(inputs[n]), numpy_dtype(t.element_type)
         if not same_kind(value.dtype, want):  # (converted within a kind, as ccopt.run does)
             raise CcoptError(f"input '{n}' has dtype {value.dtype}, argument needs {want} ({t})")
+        value = cast_input(n, value, want, t)  # (refused where it would wrap, as ccopt.run does)
         try:
             per_arg.append(distribute(value, t, mesh).shards)
         except InterpreterError as e:

@@ -230,3 +230,16 @@ def test_options_the_harness_would_ignore_are_refused(overlapped, options, messa
         inputs["zz"] = next(iter(inputs.values()))
     with pytest.raises(CcoptError, match=message):
         run_on_host(module, inputs, timeout_s=1.0, **options)
+
+
+def test_an_integer_input_that_would_wrap_is_refused() -> None:
+    """2**40 as i32 wrapped to 1 on the harness, where ccopt.run refuses it."""
+    from ccopt.program import InputError, load_program
+
+    program = load_program(
+        "dtensor.mesh @m [tp=2]\n"
+        "func.func @f(%a: !dtensor.tensor<4xi32, @m[R]>) -> !dtensor.tensor<4xi32, @m[R]> {\n"
+        "  func.return %a : !dtensor.tensor<4xi32, @m[R]>\n}\n"
+    )
+    with pytest.raises(InputError, match="holds 1099511627777, outside the range of int32"):
+        run_on_host(program, {"a": np.array([2**40 + 1, 2, 3, 4], dtype=np.int64)})
