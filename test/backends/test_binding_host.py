@@ -340,3 +340,12 @@ def test_arguments_of_the_wrong_kind_are_named(sgd, uid: bytes) -> None:  # noqa
             "argument 1 (w) is read-only (its __cuda_array_interface__ says so), but the "
             "program writes it"
         )
+
+
+def test_a_rank_or_world_the_program_was_not_built_for_is_named(sgd, uid: bytes) -> None:  # noqa: ANN001
+    """Both read "got rank 5 of 4" before."""
+    built = sgd[0]
+    with pytest.raises(Exception, match=f"rank {WORLD} is not one of the {WORLD} ranks"):
+        built.Program(WORLD, WORLD, uid, device=0, timeout_s=1.0)
+    with pytest.raises(Exception, match=f"compiled for {WORLD} ranks, got a world of {WORLD + 1}"):
+        built.Program(0, WORLD + 1, uid, device=0, timeout_s=1.0)
