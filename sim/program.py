@@ -631,9 +631,17 @@ def program_mesh(graph: TaskGraph, meshes: dict[str, Mesh]) -> tuple[Mesh, list[
     return meshes[name], list(layouts.values())
 
 
-def predicted_step_time_ns(module: ModuleOp, machine: str | os.PathLike[str] | Machine) -> int:
-    """The predicted time of one step of `module` on `machine` (a preset, file or Machine)."""
+def predicted_step_time_ns(
+    module: ModuleOp | str | os.PathLike[str], machine: str | os.PathLike[str] | Machine
+) -> int:
+    """The predicted time of one step of `module` (a module, or a program's path or text, as
+    `ccopt.simulate` takes) on `machine` (a preset, file or Machine)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from ccopt.program import load_program
     from ccopt.sim.machine import Machine, load_machine
 
     m = machine if isinstance(machine, Machine) else load_machine(machine)
+    if not isinstance(module, ModuleOp):
+        module = load_program(module)  # type: ignore[arg-type]
     return simulate_module(module, m).step_time_ns

@@ -526,3 +526,13 @@ func.func @f(%x: !dtensor.tensor<99999999999999xf32, @m[P(sum)]>) -> !dtensor.te
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ccopt.simulate(row_parallel(8192, 3072, 12288), "dgx-a100")
+
+
+def test_the_step_time_of_a_path_or_text() -> None:
+    """`predicted_step_time_ns` takes what `ccopt.simulate` takes (a path failed with
+    AttributeError: 'str' object has no attribute 'ops')."""
+    path = EXAMPLES / "megatron_row_parallel.mlir"
+    module = predicted_step_time_ns(load_program(path), "dgx-a100")
+    assert predicted_step_time_ns(path, "dgx-a100") == module
+    assert predicted_step_time_ns(str(path), "dgx-a100") == module
+    assert predicted_step_time_ns(path.read_text(), "dgx-a100") == module
