@@ -87,7 +87,7 @@ def _log2(p: int) -> int:
 
 def _tree_chunks(depth: int, n: float, link: Link) -> int:
     """The best chunk count of a pipeline `depth` links deep, sqrt((depth - 1) n β / α), at
-    most one per byte (no latency: as fine as the bytes allow; one chunk of nothing)."""
+    most one per byte (without latency, or of nothing: one chunk, as before)."""
     if n < 1:
         return 1
     if link.alpha <= 0:
