@@ -56,7 +56,7 @@ from ccopt.dialects import coll
 from ccopt.dialects.algo import ALGORITHM_ATTRIBUTE, Algorithm
 from ccopt.dialects.dtensor import mesh_of
 from ccopt.dialects.dtensor_type import DTensorType, ReplicatedAttr
-from ccopt.passes.common import is_selected, release, require_tagged
+from ccopt.passes.common import is_selected, release, require_tagged, warn_kernel_level
 from ccopt.passes.options import option
 
 COLLECTIVES: dict[type[coll.CollectiveOp], str] = {
@@ -146,21 +146,6 @@ def algorithm_for(
     if key in axes:
         return axes[key], False
     return default, False
-
-
-def warn_kernel_level(module: ModuleOp) -> None:
-    """Say so where a function is at the kernel level: its collectives are NCCL calls already,
-    which this pass leaves as they are (`convert-to-kernel` keeps an algorithm chosen before)."""
-    from xdsl.dialects import func
-
-    for f in module.ops:
-        if isinstance(f, func.FuncOp) and "kernel.results" in f.attributes:
-            message = (
-                "is at the kernel level: lower-collectives chooses algorithms for coll ops; run "
-                "it before convert-to-kernel"
-            )
-            warnings.warn(OpWarning(f, message), stacklevel=2)
-            return
 
 
 def drop_unreferenced(module: ModuleOp, candidates: set[str]) -> None:
@@ -260,7 +245,7 @@ class LowerCollectives(ModulePass):
         if replaced:
             drop_unreferenced(op, replaced)
         self.warn_unused_options(lowered)
-        warn_kernel_level(op)
+        warn_kernel_level(op, self.name, "coll ops into algorithms")
 
     def warn_unused_options(self, lowered: Sequence[tuple[Operation, str, dict[str, int]]]) -> None:
         """Say so where `channels` or `inner` was given and no collective lowered takes it

@@ -64,14 +64,18 @@ def split(
             )
             ag = coll.AllGatherOp(rs.result, mesh, op.axes, algorithm, _chunks(op))
         except VerifyException as e:
-            reasons.append(f"dimension {d}: {e}")
+            reasons.append((d, str(e)))
             continue
         derive(rs, op, "rs")
         derive(ag, op, "ag")
         return rs, ag
     if dim is not None:
-        return f"dimension {dim} cannot be scattered ({str(reasons[0]).split(': ', 1)[1]})"
-    return "no dimension can be scattered (" + "; ".join(reasons) + ")"
+        return f"dimension {dim} cannot be scattered ({reasons[0][1]})"
+    return (
+        "no dimension can be scattered ("
+        + "; ".join(f"dimension {d}: {e}" for d, e in reasons)
+        + ")"
+    )
 
 
 def _algorithm(op: coll.AllReduceOp) -> str | None:
